@@ -1,0 +1,34 @@
+"""ember: a JIT compiler for numerical Python with a JAX-compatible API.
+
+`import ember as jax; import ember.numpy as jnp` runs JAX code unchanged.
+"""
+from ember._src.config import config, enable_x64  # noqa: F401
+from ember._src import numpy as _np_impl  # noqa: F401  (attaches Array methods)
+from ember._src.numpy import array_methods as _array_methods  # noqa: F401
+from ember._src.runtime.array import (  # noqa: F401
+    Array, block_until_ready, default_backend, device_get, device_put, devices)
+from ember._src.core import named_scope  # noqa: F401
+from ember._src.jit import jit, make_jaxpr  # noqa: F401
+from ember._src.api_util import ShapeDtypeStruct, eval_shape  # noqa: F401
+from ember import dtypes, errors, extend, lax, numpy, tree, tree_util  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def local_devices(process_index=None, backend=None):
+  return devices(backend)
+
+
+def device_count(backend=None) -> int:
+  return len(devices(backend))
+
+
+local_device_count = device_count
+
+
+def process_index() -> int:
+  return 0
+
+
+def process_count() -> int:
+  return 1

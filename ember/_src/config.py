@@ -1,0 +1,75 @@
+"""ember.config: global flags, set with `config.update(name, value)` or environment variables.
+
+Names follow JAX (`jax_enable_x64`, ...). Flags that change what tracing produces are read
+by the jit cache key, so keep them in this one table.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+
+def _env_bool(name: str, default: bool) -> bool:
+  v = os.environ.get(name)
+  if v is None:
+    return default
+  return v.strip().lower() in ("1", "true", "yes", "on", "t", "y")
+
+
+class Config:
+  _defaults = {
+      "jax_enable_x64": lambda: _env_bool("JAX_ENABLE_X64", False),
+      "jax_log_compiles": lambda: _env_bool("JAX_LOG_COMPILES", False),
+      "jax_explain_cache_misses": lambda: _env_bool("JAX_EXPLAIN_CACHE_MISSES", False),
+      "jax_numpy_rank_promotion": lambda: os.environ.get("JAX_NUMPY_RANK_PROMOTION", "allow"),
+      "jax_default_matmul_precision": lambda: None,
+      "jax_platforms": lambda: os.environ.get("JAX_PLATFORMS", "cpu"),
+  }
+
+  def __init__(self):
+    object.__setattr__(self, "_values", {k: f() for k, f in self._defaults.items()})
+
+  def update(self, name: str, value) -> None:
+    if name not in self._values:
+      raise AttributeError(
+          f"ember.config.update: unknown option {name!r}; known options: "
+          f"{', '.join(sorted(self._values))}")
+    if name == "jax_numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
+      raise ValueError(f"jax_numpy_rank_promotion must be 'allow', 'warn' or 'raise', got {value!r}")
+    self._values[name] = value
+
+  def read(self, name: str):
+    return self._values[name]
+
+  def __getattr__(self, name):
+    try:
+      return self._values[name]
+    except KeyError:
+      raise AttributeError(f"ember.config has no option {name!r}") from None
+
+  def __setattr__(self, name, value):
+    self.update(name, value)
+
+  def values(self) -> dict:
+    return dict(self._values)
+
+  @contextlib.contextmanager
+  def _override(self, name, value):
+    old = self._values[name]
+    self.update(name, value)
+    try:
+      yield
+    finally:
+      self._values[name] = old
+
+
+config = Config()
+
+
+def enable_x64(new_val: bool = True):
+  """Context manager that turns 64-bit mode on (or off) inside its block."""
+  return config._override("jax_enable_x64", bool(new_val))
+
+
+def x64_enabled() -> bool:
+  return config._values["jax_enable_x64"]

@@ -1,0 +1,881 @@
+"""The tracing core: abstract values, jaxprs, primitives, tracers and the interpreter stack.
+
+The design is JAX's "Autodidax": `bind(prim, *args, **params)` finds the innermost
+interpreter (trace) among its arguments and the dynamic (staging) trace, raises every
+argument into it, and lets that trace process the primitive. Level 0 is the eval trace
+(eager execution through each primitive's NumPy implementation); `make_jaxpr` / `jit`
+push a `JaxprTrace` that records equations; jvp, batching and partial evaluation push
+their own traces on the same stack.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sys
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from ember._src import dtypes, errors
+from ember._src import pretty_printer as pp
+
+# ------------------------------------------------------------------------------------
+# Abstract values
+# ------------------------------------------------------------------------------------
+
+
+class ShapedArray:
+  """The type of an array value: shape, dtype and whether the dtype is weak."""
+  __slots__ = ("shape", "dtype", "weak_type")
+
+  def __init__(self, shape, dtype, weak_type: bool = False):
+    self.shape = tuple(int(d) for d in shape)
+    self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
+    self.weak_type = bool(weak_type)
+
+  ndim = property(lambda self: len(self.shape))
+  size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+  def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+    return ShapedArray(self.shape if shape is None else shape,
+                       self.dtype if dtype is None else dtype,
+                       self.weak_type if weak_type is None else weak_type)
+
+  def strip_weak_type(self) -> "ShapedArray":
+    return self.update(weak_type=False) if self.weak_type else self
+
+  def str_short(self, short_dtypes: bool = True) -> str:
+    dt = dtypes.short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
+    return f"{dt}[{','.join(map(str, self.shape))}]"
+
+  def __eq__(self, other):
+    return (type(other) is ShapedArray and self.shape == other.shape
+            and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+  def __hash__(self):
+    return hash((self.shape, self.dtype, self.weak_type))
+
+  def __repr__(self):
+    w = ", weak_type=True" if self.weak_type else ""
+    return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{w})"
+
+  __str__ = str_short
+
+
+def _python_scalar_aval(x) -> ShapedArray:
+  dt = dtypes.default_dtype_for(type(x))
+  if type(x) is int:
+    info = np.iinfo(dt)
+    if not info.min <= x <= info.max:
+      raise OverflowError(f"Python int {x} too large to convert to {dt.name}")
+  return ShapedArray((), dt, weak_type=type(x) is not bool)
+
+
+def get_aval(x) -> ShapedArray:
+  """The abstract value of any array-like argument: Array, Tracer, NumPy value or scalar."""
+  aval = getattr(x, "aval", None)
+  if isinstance(aval, ShapedArray):
+    return aval
+  if type(x) in (bool, int, float, complex):
+    return _python_scalar_aval(x)
+  if isinstance(x, (np.ndarray, np.generic)):
+    dt = dtypes.canonicalize_dtype(x.dtype) if x.dtype in dtypes.jax_dtypes else None
+    if dt is None:
+      raise TypeError(f"Value of dtype {x.dtype} is not a valid ember array type; only "
+                      "numeric and bool dtypes are supported.")
+    return ShapedArray(x.shape, dt, False)
+  if hasattr(x, "__jax_array__"):
+    return get_aval(x.__jax_array__())
+  raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid ember type: "
+                  "pass arrays, NumPy arrays or Python scalars (mark other arguments "
+                  "static with static_argnums).")
+
+
+def is_arraylike(x) -> bool:
+  return (isinstance(x, (Tracer, np.ndarray, np.generic, bool, int, float, complex))
+          or isinstance(getattr(x, "aval", None), ShapedArray) or hasattr(x, "__jax_array__"))
+
+
+# ------------------------------------------------------------------------------------
+# Jaxprs
+# ------------------------------------------------------------------------------------
+
+
+class Var:
+  __slots__ = ("aval",)
+
+  def __init__(self, aval: ShapedArray):
+    self.aval = aval
+
+  def __repr__(self):
+    return f"Var(id={id(self)}):{self.aval.str_short()}"
+
+
+class DropVar(Var):
+  """An equation output that is never read (printed `_`)."""
+  __slots__ = ()
+
+  def __repr__(self):
+    return "_"
+
+
+class Literal:
+  """A scalar constant written inline in a jaxpr (`mul d 2.0:f32[]`)."""
+  __slots__ = ("val", "aval")
+
+  def __init__(self, val, aval: ShapedArray):
+    self.val, self.aval = val, aval
+
+  def __repr__(self):
+    return f"Literal({self.val})"
+
+  def pp(self) -> str:
+    return f"{np.asarray(self.val).item()}:{self.aval.str_short()}"
+
+
+Atom = Var | Literal
+
+
+class SourceInfo(NamedTuple):
+  file: str | None
+  line: int | None
+  function: str | None
+  name_stack: tuple = ()
+
+
+class JaxprEqn:
+  __slots__ = ("invars", "outvars", "primitive", "params", "source_info")
+
+  def __init__(self, invars, outvars, primitive, params, source_info=None):
+    self.invars, self.outvars = list(invars), list(outvars)
+    self.primitive, self.params = primitive, dict(params)
+    self.source_info = source_info or SourceInfo(None, None, None, ())
+
+  def replace(self, **kw) -> "JaxprEqn":
+    d = {k: getattr(self, k) for k in self.__slots__}
+    d.update(kw)
+    return JaxprEqn(**d)
+
+  def __repr__(self):
+    return _pp_eqn(self, _PpContext()).format().rstrip()
+
+
+class Jaxpr:
+  """A closed jaxpr: the program and the values of its constvars.
+
+  As in JAX 0.12, `ClosedJaxpr` is this same class and `.jaxpr` returns the object itself.
+  """
+  __slots__ = ("constvars", "invars", "outvars", "eqns", "consts", "debug_info", "__weakref__")
+
+  def __init__(self, constvars, invars, outvars, eqns, consts=(), debug_info=None):
+    self.constvars, self.invars = list(constvars), list(invars)
+    self.outvars, self.eqns = list(outvars), list(eqns)
+    self.consts = list(consts)
+    self.debug_info = debug_info
+    if len(self.consts) not in (0, len(self.constvars)):
+      raise ValueError("Jaxpr: consts and constvars differ in length")
+
+  @property
+  def jaxpr(self) -> "Jaxpr":
+    return self
+
+  literals = property(lambda self: self.consts)
+  in_avals = property(lambda self: [v.aval for v in self.invars])
+  out_avals = property(lambda self: [v.aval for v in self.outvars])
+
+  def replace(self, **kw) -> "Jaxpr":
+    d = {k: getattr(self, k) for k in ("constvars", "invars", "outvars", "eqns",
+                                       "consts", "debug_info")}
+    d.update(kw)
+    return Jaxpr(**d)
+
+  def pretty_print(self, width: int = 80) -> str:
+    return pp_jaxpr(self, _PpContext()).format(width)
+
+  def __str__(self):
+    return self.pretty_print()
+
+  def __repr__(self):
+    return self.pretty_print()
+
+  def _repr_pretty_(self, p, cycle):
+    p.text(self.pretty_print())
+
+  def __hash__(self):
+    return id(self)
+
+  def __eq__(self, other):
+    return self is other
+
+
+ClosedJaxpr = Jaxpr
+
+
+def jaxprs_in_params(params) -> list[Jaxpr]:
+  """The sub-jaxprs held in an equation's params (jit's `jaxpr`, cond's `branches`, ...)."""
+  out = []
+  for v in params.values():
+    vals = v if isinstance(v, (tuple, list)) else (v,)
+    out.extend(j for j in vals if isinstance(j, Jaxpr))
+  return out
+
+
+def subjaxprs(jaxpr: Jaxpr):
+  """All sub-jaxprs at any depth (not counting `jaxpr` itself)."""
+  for eqn in jaxpr.eqns:
+    for sub in jaxprs_in_params(eqn.params):
+      yield sub
+      yield from subjaxprs(sub)
+
+
+# --- printing, in JAX's exact format ------------------------------------------------
+
+
+def _encode_alpha(n: int) -> str:
+  s = ""
+  while not s or n:
+    n, i = divmod(n, 26)
+    s = chr(97 + i) + s
+  return s
+
+
+class _PpContext:
+  def __init__(self):
+    self.names: dict[int, str] = {}
+    self._counter = itertools.count()
+    self._keep: list = []  # keep vars alive so ids stay unique while printing
+
+  def name(self, v: Var) -> str:
+    if isinstance(v, DropVar):
+      return "_"
+    n = self.names.get(id(v))
+    if n is None:
+      n = self.names[id(v)] = _encode_alpha(next(self._counter))
+      self._keep.append(v)
+    return n
+
+  def suggest_same_names(self, for_vars, like_vars):
+    """Name the vars of a sub-jaxpr after the outer vars bound to them (JAX's jit rule)."""
+    if len(for_vars) != len(like_vars):
+      return
+    used = set()
+    for f, l in zip(for_vars, like_vars):
+      if (isinstance(l, Var) and isinstance(f, Var) and id(l) not in used
+          and id(f) not in self.names):
+        used.add(id(l))
+        self.names[id(f)] = self.name(l)
+        self._keep.append(f)
+
+
+def _pp_atom(a, ctx: _PpContext) -> str:
+  return a.pp() if isinstance(a, Literal) else ctx.name(a)
+
+
+def _pp_vars(vs, ctx, *, separator="", print_shapes=False) -> pp.Doc:
+  docs = [pp.text(_pp_atom(v, ctx) + (":" + v.aval.str_short() if print_shapes else ""))
+          for v in vs]
+  return pp.nest(2, pp.group(pp.join(pp.text(separator) + pp.group(pp.brk()), docs)))
+
+
+def _pp_param_value(v, ctx) -> pp.Doc:
+  if isinstance(v, tuple) and v and all(isinstance(j, Jaxpr) for j in v):
+    return pp.group(pp.concat([
+        pp.nest(2, pp.concat([pp.text("("), pp.brk(""),
+                              pp.join(pp.brk(), [pp_jaxpr(j, ctx) for j in v])])),
+        pp.brk(""), pp.text(")")]))
+  if isinstance(v, Jaxpr):
+    return pp_jaxpr(v, ctx)
+  if isinstance(v, np.dtype):
+    return pp.text(v.name)
+  return pp.text(str(v))
+
+
+def _pp_params(params: Sequence[tuple[str, Any]], ctx) -> pp.Doc:
+  if not params:
+    return pp.nil()
+  kvs = [pp.text(f"{k}=") + _pp_param_value(v, ctx) for k, v in params]
+  return pp.group(pp.concat([
+      pp.nest(2, pp.concat([pp.text("["), pp.brk(""), pp.join(pp.brk(), kvs)])),
+      pp.brk(""), pp.text("]")]))
+
+
+def _pp_eqn(eqn: JaxprEqn, ctx: _PpContext, params: dict | None = None,
+            order: Sequence[str] | None = None) -> pp.Doc:
+  params = eqn.params if params is None else params
+  order = sorted(params) if order is None else order
+  lhs = _pp_vars(eqn.outvars, ctx, print_shapes=True)
+  rhs = [pp.text(eqn.primitive.name), _pp_params([(k, params[k]) for k in order], ctx),
+         pp.text(" ") + _pp_vars(eqn.invars, ctx)]
+  if eqn.outvars:
+    return pp.concat([lhs, pp.text(" = "), *rhs])
+  return pp.concat(rhs)
+
+
+def pp_eqn(eqn: JaxprEqn, ctx: _PpContext) -> pp.Doc:
+  rule = eqn.primitive.pp_rule
+  return rule(eqn, ctx) if rule else _pp_eqn(eqn, ctx)
+
+
+def pp_jaxpr(jaxpr: Jaxpr, ctx: _PpContext) -> pp.Doc:
+  constvars = _pp_vars(jaxpr.constvars, ctx, print_shapes=True)
+  invars = _pp_vars(jaxpr.invars, ctx, print_shapes=True)
+  eqns = pp.join(pp.brk("; "), [pp_eqn(e, ctx) for e in jaxpr.eqns])
+  outvars = pp.concat([pp.text("("), _pp_vars(jaxpr.outvars, ctx, separator=","),
+                       pp.text(")" if len(jaxpr.outvars) != 1 else ",)")])
+  return pp.group(pp.nest(2, pp.concat([
+      pp.text("{ "), pp.text("lambda "), constvars, pp.text("; "), invars,
+      pp.text(". "), pp.text("let"), pp.nest(2, pp.brk() + eqns), pp.brk(),
+      pp.text("in "), outvars])) + pp.text(" }"))
+
+
+# ------------------------------------------------------------------------------------
+# Primitives
+# ------------------------------------------------------------------------------------
+
+
+class Primitive:
+  """A named operation. Its rules live as attributes, set once beside its declaration:
+
+  - `abstract_eval(*avals, **params) -> aval | list[aval]`: shape/dtype rule (required)
+  - `impl(*np_arrays, **params) -> ndarray | list`: NumPy reference implementation
+  - `eval_rule(*values, **params)`: for higher-order primitives, runs them eagerly on values
+  - `jvp`, `transpose`, `batch`, `lower`, `cost`: added by the transformation/compiler issues
+  - `pp_rule(eqn, ctx) -> Doc`: custom jaxpr printing (hides default params as JAX does)
+  - `fold_literals`: when True, applying it to literals while staging folds to a literal
+  """
+
+  def __init__(self, name: str, multiple_results: bool = False):
+    self.name = name
+    self.multiple_results = multiple_results
+    self.abstract_eval: Callable | None = None
+    self.impl: Callable | None = None
+    self.eval_rule: Callable | None = None
+    self.jvp = self.transpose = self.batch = self.lower = self.cost = None
+    self.pp_rule: Callable | None = None
+    self.fold_literals = False
+
+  def bind(self, *args, **params):
+    return bind(self, *args, **params)
+
+  def __repr__(self):
+    return self.name
+
+  def out_avals(self, avals, params) -> list[ShapedArray]:
+    out = self.abstract_eval(*avals, **params)
+    return list(out) if self.multiple_results else [out]
+
+
+# ------------------------------------------------------------------------------------
+# Traces and tracers
+# ------------------------------------------------------------------------------------
+
+
+class MainTrace(NamedTuple):
+  level: int
+  trace_type: type
+  global_data: Any
+
+
+class Trace:
+  def __init__(self, main: MainTrace):
+    self.main = main
+
+  def pure(self, val):
+    raise NotImplementedError(type(self).__name__)
+
+  lift = pure
+
+  def process_primitive(self, primitive, tracers, params):
+    raise NotImplementedError(type(self).__name__)
+
+
+class Tracer:
+  """A value flowing through a trace. Array methods and operators are attached to this
+  class and to `Array` by `ember._src.numpy.array_methods`."""
+  __array_priority__ = 1000
+  __slots__ = ("_trace", "__weakref__")
+
+  @property
+  def aval(self) -> ShapedArray:
+    raise NotImplementedError
+
+  shape = property(lambda self: self.aval.shape)
+  dtype = property(lambda self: self.aval.dtype)
+  ndim = property(lambda self: self.aval.ndim)
+  size = property(lambda self: self.aval.size)
+  weak_type = property(lambda self: self.aval.weak_type)
+
+  def full_lower(self):
+    return self
+
+  def to_concrete_value(self):
+    """The concrete value this tracer stands for, or None while it is abstract."""
+    return None
+
+  def _origin_msg(self) -> str:
+    return ""
+
+  def _concrete(self, err_cls, what: str):
+    v = self.to_concrete_value()
+    if v is None:
+      raise err_cls(_concretization_message(self, err_cls, what))
+    return v
+
+  def __bool__(self):
+    return bool(self._concrete(errors.TracerBoolConversionError, "bool"))
+
+  def __int__(self):
+    return int(self._concrete(errors.TracerIntegerConversionError, "int"))
+
+  def __index__(self):
+    return self._concrete(errors.TracerIntegerConversionError, "__index__").__index__()
+
+  def __float__(self):
+    return float(self._concrete(errors.ConcretizationTypeError, "float"))
+
+  def __complex__(self):
+    return complex(self._concrete(errors.ConcretizationTypeError, "complex"))
+
+  def item(self, *args):
+    return self._concrete(errors.ConcretizationTypeError, "item").item(*args)
+
+  def tolist(self):
+    return self._concrete(errors.ConcretizationTypeError, "tolist").tolist()
+
+  def __array__(self, dtype=None, copy=None):
+    v = self.to_concrete_value()
+    if v is None:
+      raise errors.TracerArrayConversionError(_concretization_message(
+          self, errors.TracerArrayConversionError, "__array__"))
+    return np.asarray(v, dtype=dtype)
+
+  def __len__(self):
+    if not self.shape:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
+
+  def __iter__(self):
+    if not self.shape:
+      raise TypeError("iteration over a 0-d array")
+    return (self[i] for i in range(self.shape[0]))
+
+  def __hash__(self):
+    raise TypeError(f"unhashable type: {type(self).__name__}. Traced arrays cannot be "
+                    "used as dict keys or static arguments.")
+
+  def __repr__(self):
+    return f"Traced<{self.aval.str_short(short_dtypes=False)}>with<{type(self._trace).__name__}>"
+
+
+def _concretization_message(tracer: Tracer, err_cls, what: str) -> str:
+  head = {
+      errors.TracerBoolConversionError:
+          f"Attempted boolean conversion of traced array with shape {tracer.aval.str_short()}.",
+      errors.TracerIntegerConversionError:
+          f"The {what}() method was called on traced array with shape {tracer.aval.str_short()}.",
+      errors.TracerArrayConversionError:
+          f"The numpy.ndarray conversion method __array__() was called on traced array "
+          f"with shape {tracer.aval.str_short()}.",
+  }.get(err_cls, f"Abstract tracer value encountered where concrete value is expected "
+                 f"(calling {what}() on traced array with shape {tracer.aval.str_short()}).")
+  fix = {
+      errors.TracerBoolConversionError:
+          "Python control flow (`if`, `while`, `and`/`or`, `bool()`) cannot depend on a traced "
+          "value. Use lax.cond / jnp.where for value-dependent branches, or mark the "
+          "argument static with static_argnums / static_argnames.",
+      errors.TracerIntegerConversionError:
+          "A traced value cannot be used as a Python int (a shape, a Python index, range()). "
+          "Mark the argument static with static_argnums / static_argnames, or use "
+          "lax.dynamic_slice / lax.fori_loop for value-dependent indexing and loops.",
+      errors.TracerArrayConversionError:
+          "Use ember.numpy instead of numpy inside transformed functions; NumPy functions "
+          "need concrete values.",
+  }.get(err_cls, "Mark the argument static with static_argnums / static_argnames, or "
+                 "restructure the code so that the value is not needed in Python.")
+  origin = tracer._origin_msg()
+  return "\n".join(p for p in (head, origin, fix) if p)
+
+
+def _traced_error(tracer, err_cls, what):
+  raise err_cls(_concretization_message(tracer, err_cls, what))
+
+
+class EvalTrace(Trace):
+  """Level 0: run each primitive eagerly through its NumPy implementation."""
+
+  def pure(self, val):
+    return val
+
+  lift = pure
+
+  def process_primitive(self, primitive, vals, params):
+    if primitive.eval_rule is not None:
+      out = primitive.eval_rule(*vals, **params)
+      return out if primitive.multiple_results else [out]
+    in_avals = [get_aval(v) for v in vals]
+    out_avals = primitive.out_avals(in_avals, params)
+    np_args = [to_numpy(v, a) for v, a in zip(vals, in_avals)]
+    out = primitive.impl(*np_args, **params)
+    outs = out if primitive.multiple_results else [out]
+    return [_wrap_result(o, a) for o, a in zip(outs, out_avals)]
+
+
+def to_numpy(v, aval: ShapedArray | None = None) -> np.ndarray:
+  """A concrete value as a NumPy array in its (canonical) dtype."""
+  val = getattr(v, "_value", None)
+  if val is not None:
+    return val
+  aval = aval or get_aval(v)
+  return np.asarray(v, dtype=aval.dtype)
+
+
+def _wrap_result(x, aval: ShapedArray):
+  from ember._src.runtime.array import Array
+  x = np.asarray(x)
+  if x.dtype != aval.dtype:
+    x = x.astype(aval.dtype)
+  if x.shape != aval.shape:
+    raise AssertionError(f"impl produced shape {x.shape}, abstract_eval said {aval.shape}")
+  return Array(x, weak_type=aval.weak_type)
+
+
+trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
+dynamic_trace: MainTrace | None = None
+
+
+@contextlib.contextmanager
+def new_main(trace_type: type, global_data=None):
+  level = len(trace_stack)
+  main = MainTrace(level, trace_type, global_data)
+  trace_stack.append(main)
+  try:
+    yield main
+  finally:
+    trace_stack.pop()
+
+
+@contextlib.contextmanager
+def new_dynamic(main: MainTrace):
+  """Make `main` the staging trace that captures even constant-only computations."""
+  global dynamic_trace
+  prev, dynamic_trace = dynamic_trace, main
+  try:
+    yield
+  finally:
+    dynamic_trace = prev
+
+
+def find_top_trace(xs) -> Trace:
+  top = max((x._trace.main for x in xs if isinstance(x, Tracer)),
+            default=trace_stack[0], key=lambda m: m.level)
+  if dynamic_trace is not None and dynamic_trace.level > top.level:
+    top = dynamic_trace
+  return top.trace_type(top)
+
+
+def full_raise(trace: Trace, val):
+  if not isinstance(val, Tracer):
+    return trace.pure(val)
+  level = trace.main.level
+  vmain = val._trace.main
+  if vmain is trace.main:
+    return val
+  if vmain.level >= len(trace_stack) or trace_stack[vmain.level] is not vmain:
+    raise errors.UnexpectedTracerError(
+        f"Encountered an unexpected tracer ({val!r}): a value computed inside a "
+        "transformed function (jit, grad, vmap, ...) was kept after that function "
+        "returned (a leaked tracer), e.g. stored in a global or an object attribute. "
+        "Return it as an output instead.")
+  if vmain.level < level:
+    return trace.lift(val)
+  raise errors.UnexpectedTracerError(
+      f"Different traces at the same level: {val!r} cannot be used in {trace!r}.")
+
+
+def full_lower(val):
+  return val.full_lower() if isinstance(val, Tracer) else val
+
+
+def bind(prim: Primitive, *args, **params):
+  trace = find_top_trace(args)
+  tracers = [full_raise(trace, a) for a in args]
+  outs = trace.process_primitive(prim, tracers, params)
+  if prim.multiple_results:
+    return [full_lower(o) for o in outs]
+  return full_lower(outs[0])
+
+
+def cur_level_is_eval() -> bool:
+  return len(trace_stack) == 1 and dynamic_trace is None
+
+
+# ------------------------------------------------------------------------------------
+# Staging: the jaxpr-building trace
+# ------------------------------------------------------------------------------------
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_name_stack: list[str] = []
+
+
+@contextlib.contextmanager
+def named_scope(name: str):
+  """Prefix the names of the operations traced inside the block (`jax.named_scope`)."""
+  if not isinstance(name, str):
+    raise TypeError(f"named_scope name must be a str, got {type(name).__name__}")
+  _name_stack.append(name)
+  try:
+    yield
+  finally:
+    _name_stack.pop()
+
+
+def current_source_info() -> SourceInfo:
+  """The innermost user frame (outside the ember package) and the named_scope stack."""
+  f = sys._getframe(1)
+  while f is not None and f.f_code.co_filename.startswith(_EMBER_DIR):
+    f = f.f_back
+  if f is None:
+    return SourceInfo(None, None, None, tuple(_name_stack))
+  return SourceInfo(f.f_code.co_filename, f.f_lineno, f.f_code.co_name, tuple(_name_stack))
+
+
+class DebugInfo(NamedTuple):
+  """Where a traced function came from, and the names of its flattened arguments."""
+  traced_for: str            # "jit", "make_jaxpr", ...
+  func_name: str
+  func_src: str | None       # "file:line"
+  arg_names: tuple | None    # one per flat input
+
+
+def debug_info(traced_for: str, fun: Callable, args, kwargs, static_argnums=(),
+               static_argnames=()) -> DebugInfo:
+  from ember._src import tree_util
+  name = getattr(fun, "__name__", None) or type(fun).__name__
+  src = None
+  code = getattr(fun, "__code__", None)
+  if code is not None:
+    src = f"{code.co_filename}:{code.co_firstlineno}"
+  try:
+    import inspect
+    sig = inspect.signature(fun)
+    ba = sig.bind(*args, **kwargs)
+    names = []
+    for i, (pname, val) in enumerate(ba.arguments.items()):
+      param = sig.parameters[pname]
+      if pname in static_argnames or (param.kind in (param.POSITIONAL_ONLY,
+                                      param.POSITIONAL_OR_KEYWORD) and i in static_argnums):
+        continue
+      if param.kind == param.VAR_POSITIONAL:
+        val = {f"{pname}[{j}]": v for j, v in enumerate(val)}
+        for k, v in val.items():
+          names += [k + tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(v)[0]]
+        continue
+      names += [pname + tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(val)[0]]
+    arg_names = tuple(names)
+  except (TypeError, ValueError):
+    arg_names = None
+  return DebugInfo(traced_for, name, src, arg_names)
+
+
+class JaxprBuilder:
+  """Records the equations of one staged function."""
+
+  def __init__(self, dbg: DebugInfo | None = None):
+    self.eqns: list[JaxprEqn] = []
+    self.tracer_to_var: dict[int, Atom] = {}
+    self.const_tracers: dict[int, "JaxprTracer"] = {}   # id(const value) -> tracer
+    self.constvals: dict[int, Any] = {}                 # id(var) -> const value
+    self.invars: list[Var] = []
+    self.keep: list = []                                # keep consts alive (ids stay valid)
+    self.dbg = dbg
+
+  def new_var(self, tracer) -> Var:
+    v = self.tracer_to_var[id(tracer)] = Var(tracer.aval)
+    return v
+
+  def getvar(self, tracer) -> Atom:
+    return self.tracer_to_var[id(tracer)]
+
+  def add_eqn(self, eqn: JaxprEqn):
+    self.eqns.append(eqn)
+
+  def build(self, in_tracers, out_tracers) -> Jaxpr:
+    invars = [self.getvar(t) for t in in_tracers]
+    outvars = [self.getvar(t) for t in out_tracers]
+    used = {id(a) for e in self.eqns for a in e.invars} | {id(a) for a in outvars}
+    constvars = [v for v in self.tracer_to_var.values()
+                 if id(v) in self.constvals and id(v) in used]
+    consts = [self.constvals[id(v)] for v in constvars]
+    return Jaxpr(constvars, invars, outvars, self.eqns, consts, self.dbg)
+
+  def origin_of(self, tracer) -> str:
+    """Which function arguments a traced value depends on, for error messages."""
+    dbg = self.dbg
+    if dbg is None:
+      return ""
+    var = self.tracer_to_var.get(id(tracer))
+    where = (f"The error occurred while tracing the function {dbg.func_name}"
+             + (f" at {dbg.func_src}" if dbg.func_src else "") + f" for {dbg.traced_for}.")
+    if var is None or dbg.arg_names is None:
+      return where
+    deps = {id(var)}
+    for eqn in reversed(self.eqns):
+      if any(id(o) in deps for o in eqn.outvars):
+        deps |= {id(a) for a in eqn.invars if isinstance(a, Var)}
+    names = [n for v, n in zip(self.invars, dbg.arg_names) if id(v) in deps]
+    if not names:
+      return where
+    if len(names) == 1:
+      dep = f"the value of the argument {names[0]}"
+    else:
+      dep = "the values of the arguments " + ", ".join(names)
+    return where + f" This concrete value was not available in Python because it depends on {dep}."
+
+
+class JaxprTracer(Tracer):
+  __slots__ = ("_aval", "_literal")
+
+  def __init__(self, trace, aval, literal=None):
+    self._trace, self._aval, self._literal = trace, aval, literal
+
+  @property
+  def aval(self):
+    return self._aval
+
+  def _origin_msg(self):
+    return self._trace.main.global_data.origin_of(self)
+
+
+def _is_literalable(val) -> bool:
+  """Scalars are written inline in jaxprs; larger constants become constvars."""
+  if type(val) in (bool, int, float, complex):
+    return True
+  if isinstance(val, (np.generic, np.ndarray)):
+    return val.ndim == 0 and val.dtype in dtypes.jax_dtypes
+  from ember._src.runtime.array import Array
+  return isinstance(val, Array) and val.ndim == 0
+
+
+class JaxprTrace(Trace):
+  """Stages primitives into the equations of a jaxpr (make_jaxpr, jit)."""
+
+  @property
+  def builder(self) -> JaxprBuilder:
+    return self.main.global_data
+
+  def new_arg(self, aval: ShapedArray) -> JaxprTracer:
+    t = JaxprTracer(self, aval)
+    self.builder.invars.append(self.builder.new_var(t))
+    self.builder.keep.append(t)
+    return t
+
+  def pure(self, val):
+    b = self.builder
+    t = b.const_tracers.get(id(val))
+    if t is not None:
+      return t
+    aval = get_aval(val)
+    if _is_literalable(val):
+      lit = Literal(to_numpy(val, aval)[()], aval)
+      t = JaxprTracer(self, aval, literal=lit)
+      b.tracer_to_var[id(t)] = lit
+    else:
+      t = JaxprTracer(self, aval)
+      var = b.new_var(t)
+      b.constvals[id(var)] = val
+    b.const_tracers[id(val)] = t
+    b.keep += [t, val]
+    return t
+
+  lift = pure
+
+  def process_primitive(self, primitive, tracers, params):
+    b = self.builder
+    in_avals = [t.aval for t in tracers]
+    out_avals = primitive.out_avals(in_avals, params)
+    if primitive.fold_literals and all(t._literal is not None for t in tracers):
+      vals = [np.asarray(t._literal.val) for t in tracers]
+      outs = primitive.impl(*vals, **params)
+      outs = outs if primitive.multiple_results else [outs]
+      return [self.pure_literal(np.asarray(o, a.dtype)[()], a) for o, a in zip(outs, out_avals)]
+    out_tracers = [JaxprTracer(self, a) for a in out_avals]
+    invars = [b.getvar(t) for t in tracers]
+    outvars = [b.new_var(t) for t in out_tracers]
+    b.keep.extend(out_tracers)
+    b.add_eqn(JaxprEqn(invars, outvars, primitive, params, current_source_info()))
+    return out_tracers
+
+  def pure_literal(self, val, aval) -> JaxprTracer:
+    lit = Literal(val, aval)
+    t = JaxprTracer(self, aval, literal=lit)
+    self.builder.tracer_to_var[id(t)] = lit
+    self.builder.keep.append(t)
+    return t
+
+
+def trace_to_jaxpr(flat_fun: Callable, in_avals: Sequence[ShapedArray],
+                   dbg: DebugInfo | None = None) -> tuple[Jaxpr, Any]:
+  """Stage `flat_fun(*tracers) -> (flat outputs, aux)` into a closed jaxpr.
+
+  Constants the function closes over that are tracers of an outer trace stay as consts
+  of the returned jaxpr; callers that bind the jaxpr as a primitive hoist them into
+  explicit arguments (see `hoist_tracer_consts`).
+  """
+  builder = JaxprBuilder(dbg)
+  with new_main(JaxprTrace, builder) as main:
+    with new_dynamic(main):
+      trace = JaxprTrace(main)
+      in_tracers = [trace.new_arg(a) for a in in_avals]
+      outs, aux = flat_fun(*in_tracers)
+      out_tracers = [full_raise(trace, o) for o in outs]
+      jaxpr = builder.build(in_tracers, out_tracers)
+  return jaxpr, aux
+
+
+def hoist_tracer_consts(jaxpr: Jaxpr) -> tuple[Jaxpr, list]:
+  """Turn consts that are tracers (closed-over values of an outer trace) into leading
+  invars, so the closed jaxpr holds only concrete constants."""
+  tracer_idx = [i for i, c in enumerate(jaxpr.consts) if isinstance(c, Tracer)]
+  if not tracer_idx:
+    return jaxpr, []
+  keep = [i for i in range(len(jaxpr.consts)) if i not in tracer_idx]
+  new = jaxpr.replace(
+      constvars=[jaxpr.constvars[i] for i in keep],
+      consts=[jaxpr.consts[i] for i in keep],
+      invars=[jaxpr.constvars[i] for i in tracer_idx] + jaxpr.invars)
+  return new, [jaxpr.consts[i] for i in tracer_idx]
+
+
+# ------------------------------------------------------------------------------------
+# The reference interpreter
+# ------------------------------------------------------------------------------------
+
+
+def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
+  """Run a jaxpr equation by equation with `bind` (so it also works under any trace)."""
+  env: dict[int, Any] = {}
+
+  def read(a):
+    return a.val if isinstance(a, Literal) else env[id(a)]
+
+  if len(args) != len(jaxpr.invars):
+    raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
+  for v, x in zip(jaxpr.constvars, consts):
+    env[id(v)] = x
+  for v, x in zip(jaxpr.invars, args):
+    env[id(v)] = x
+  for eqn in jaxpr.eqns:
+    outs = bind(eqn.primitive, *map(read, eqn.invars), **eqn.params)
+    outs = outs if eqn.primitive.multiple_results else [outs]
+    for v, o in zip(eqn.outvars, outs):
+      if not isinstance(v, DropVar):
+        env[id(v)] = o
+  return [read(v) for v in jaxpr.outvars]
+
+
+def jaxpr_as_fun(jaxpr: Jaxpr) -> Callable:
+  """A Python function that interprets the closed jaxpr (jax.extend.core.jaxpr_as_fun)."""
+  def fun(*args):
+    return eval_jaxpr(jaxpr, jaxpr.consts, *args)
+  return fun

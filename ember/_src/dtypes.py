@@ -1,0 +1,305 @@
+"""dtypes: canonicalization (the x64 flag), JAX's type-promotion lattice and weak types.
+
+A value is *weakly typed* when its dtype came from a Python scalar (`1`, `2.0`, `1j`): it
+adopts the dtype of whatever it meets (`f16_array * 2.0` stays float16). JAX's lattice
+(https://docs.jax.dev/en/latest/type_promotion.html) is reproduced below node for node.
+"""
+from __future__ import annotations
+
+import functools
+
+import ml_dtypes
+import numpy as np
+
+from ember._src.config import x64_enabled
+
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float0 = np.dtype([("float0", np.void, 0)])  # tangent dtype of integer inputs (used by autodiff)
+
+bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+
+_bool_types = [bool_]
+_int_types = [uint8, uint16, uint32, uint64, int8, int16, int32, int64]
+_float_types = [bfloat16, float16, float32, float64]
+_complex_types = [complex64, complex128]
+jax_dtypes = frozenset(_bool_types + _int_types + _float_types + _complex_types)
+_custom_float_dtypes = frozenset([bfloat16])
+
+# The three weak nodes of the lattice: the types of Python int, float and complex scalars.
+_weak_types = (int, float, complex)
+
+_64_to_32 = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+class ExtendedDType:
+  """Base for dtypes that are not NumPy dtypes (PRNG key types)."""
+  type: type
+  name: str
+
+
+class prng_key:  # noqa: N801 - JAX's spelling; `issubdtype(k.dtype, dtypes.prng_key)`
+  """Abstract scalar type of typed PRNG keys."""
+
+
+class extended:  # noqa: N801
+  """Abstract scalar type of all extended dtypes."""
+
+
+def canonicalize_dtype(dtype, allow_extended: bool = True) -> np.dtype:
+  """The dtype ember computes in: 64-bit types become 32-bit ones unless x64 is on."""
+  if isinstance(dtype, ExtendedDType):
+    return dtype
+  if isinstance(dtype, type) and dtype in _python_scalar_default:
+    return default_dtype_for(dtype)
+  dt = np.dtype(dtype)
+  if not x64_enabled():
+    dt = _64_to_32.get(dt, dt)
+  return dt
+
+
+_python_scalar_default = {bool: "b", int: "i", float: "f", complex: "c"}
+
+
+def default_dtype_for(kind) -> np.dtype:
+  """Default dtype of a Python scalar type or dtype kind letter ('b', 'i', 'u', 'f', 'c')."""
+  kind = _python_scalar_default.get(kind, kind)
+  x64 = x64_enabled()
+  return {"b": bool_, "i": int64 if x64 else int32, "u": uint64 if x64 else uint32,
+          "f": float64 if x64 else float32, "c": complex128 if x64 else complex64}[kind]
+
+
+def default_float_dtype() -> np.dtype:
+  return default_dtype_for("f")
+
+
+def default_int_dtype() -> np.dtype:
+  return default_dtype_for("i")
+
+
+def is_python_scalar(x) -> bool:
+  return type(x) in _python_scalar_default
+
+
+def is_weakly_typed(x) -> bool:
+  if type(x) in (int, float, complex):
+    return True
+  return bool(getattr(x, "weak_type", False) or getattr(getattr(x, "aval", None), "weak_type", False))
+
+
+def check_user_dtype(dtype, fun_name: str | None = None) -> np.dtype:
+  """Validate a dtype argument a user passed and return its canonical form."""
+  if dtype is None:
+    raise ValueError("dtype must be specified.")
+  if isinstance(dtype, ExtendedDType):
+    return dtype
+  if hasattr(dtype, "shape") and hasattr(dtype, "dtype") and not isinstance(dtype, type):
+    raise ValueError("Passing an array as a dtype argument is not supported; "
+                     "instead of dtype=arr use dtype=arr.dtype.")
+  if isinstance(dtype, type) and dtype in _python_scalar_default:
+    return default_dtype_for(dtype)
+  try:
+    dt = np.dtype(dtype)
+  except TypeError as e:
+    raise TypeError(f"{fun_name or 'ember'}: {dtype!r} is not a valid dtype") from e
+  if dt not in jax_dtypes:
+    raise TypeError(f"ember only supports number and bool dtypes, got dtype {dt}"
+                    + (f" in {fun_name}" if fun_name else ""))
+  return canonicalize_dtype(dt)
+
+
+def dtype(x, canonicalize: bool = False) -> np.dtype:
+  """The dtype of a value, array, scalar type or dtype-like (jax.dtypes.dtype)."""
+  if x is None:
+    raise ValueError(f"Invalid argument to dtype: {x}.")
+  if isinstance(x, ExtendedDType):
+    return x
+  if isinstance(x, type) and x in _python_scalar_default:
+    dt = default_dtype_for(x)
+  elif type(x) in _python_scalar_default:
+    dt = default_dtype_for(type(x))
+  elif hasattr(x, "dtype") and not isinstance(x, (type, np.dtype)):
+    dt = x.dtype
+    if isinstance(dt, ExtendedDType):
+      return dt
+    dt = np.dtype(dt)
+  else:
+    try:
+      dt = np.dtype(x)
+    except TypeError as e:
+      raise TypeError(f"Cannot determine dtype of {x!r}") from e
+  if dt not in jax_dtypes:
+    raise TypeError(f"Value '{x!r}' with dtype {dt} is not a valid ember array type. "
+                    "Only arrays of numeric types are supported.")
+  return canonicalize_dtype(dt) if canonicalize else dt
+
+
+# --- the promotion lattice -------------------------------------------------------------
+
+def _lattice(x64: bool) -> dict:
+  b1 = bool_
+  u8, u16, u32, u64, i8, i16, i32, i64 = _int_types
+  bf16, f16, f32, f64 = _float_types
+  c64, c128 = _complex_types
+  i_, f_, c_ = _weak_types
+  return {
+      b1: [i_],
+      i_: [u8, i8],
+      u8: [i16, u16], u16: [i32, u32], u32: [i64, u64] if x64 else [i32, u64], u64: [f_],
+      i8: [i16], i16: [i32], i32: [i64], i64: [f_],
+      f_: [bf16, f16, c_],
+      bf16: [f32], f16: [f32], f32: [f64, c64], f64: [c128],
+      c_: [c64], c64: [c128], c128: [],
+  }
+
+
+@functools.lru_cache(None)
+def _upper_bounds(x64: bool) -> dict:
+  lattice = _lattice(x64)
+  ubs = {n: {n} for n in lattice}
+  for n in lattice:
+    while True:
+      new = set().union(*(lattice[b] for b in ubs[n]))
+      if new <= ubs[n]:
+        break
+      ubs[n] |= new
+  return ubs
+
+
+def _least_upper_bound(*nodes):
+  UB = _upper_bounds(x64_enabled())
+  N = set(nodes)
+  CUB = set.intersection(*(UB[n] for n in N))
+  LUB = (CUB & N) or {c for c in CUB if CUB <= UB[c]}
+  if len(LUB) != 1:
+    raise TypeError(f"Input dtypes {tuple(str(n) for n in nodes)} have no implicit promotion.")
+  return LUB.pop()
+
+
+def _dtype_and_weaktype(x):
+  if isinstance(x, type) and x in _python_scalar_default:  # int, float, complex as dtypes
+    return default_dtype_for(x), x is not bool
+  if type(x) in _python_scalar_default:
+    return dtype(x), type(x) is not bool
+  return dtype(x), is_weakly_typed(x)
+
+
+def _jax_node(dt, weak: bool):
+  if weak:
+    return {"b": bool_, "i": int, "u": int, "f": float, "c": complex}[
+        "f" if dt in _custom_float_dtypes else dt.kind]
+  return dt
+
+
+def lattice_result_type(*args) -> tuple:
+  pairs = [_dtype_and_weaktype(a) for a in args]
+  dts = [d for d, _ in pairs]
+  weaks = [w for _, w in pairs]
+  if len(pairs) == 1:
+    out, weak = dts[0], weaks[0]
+  elif len(set(map(str, dts))) == 1 and not all(weaks):
+    out, weak = dts[0], False
+  elif all(weaks):
+    out = _least_upper_bound(*{_jax_node(d, False) for d in dts})
+    weak = True
+  else:
+    out = _least_upper_bound(*{_jax_node(d, w) for d, w in zip(dts, weaks)})
+    weak = out in _weak_types
+  if isinstance(out, type):
+    out = default_dtype_for(out)
+  weak = weak and out != bool_
+  return out, weak
+
+
+def result_type(*args, return_weak_type_flag: bool = False):
+  """JAX's dtype promotion of arrays, scalars and dtypes (ember.numpy.result_type)."""
+  if not args:
+    raise ValueError("at least one array or dtype is required")
+  if any(isinstance(getattr(a, "dtype", a), ExtendedDType) for a in args):
+    dts = {str(getattr(a, "dtype", a)) for a in args}
+    if len(dts) != 1:
+      raise TypeError(f"Cannot promote extended dtypes {sorted(dts)}")
+    dt = getattr(args[0], "dtype", args[0])
+    return (dt, False) if return_weak_type_flag else dt
+  dt, weak = lattice_result_type(*(default_float_dtype() if a is None else a for a in args))
+  dt = canonicalize_dtype(dt)
+  return (dt, weak) if return_weak_type_flag else dt
+
+
+def promote_types(a, b) -> np.dtype:
+  """Promotion of two dtypes, both taken as strongly typed (jnp.promote_types)."""
+  da, db = dtype(a), dtype(b)
+  return canonicalize_dtype(_least_upper_bound(da, db))
+
+
+# --- dtype predicates -----------------------------------------------------------------
+
+def issubdtype(a, b) -> bool:
+  """np.issubdtype that also knows bfloat16 and the extended key dtypes."""
+  if isinstance(a, ExtendedDType) or (isinstance(a, type) and issubclass(a, (prng_key, extended))):
+    a_t = a.type if isinstance(a, ExtendedDType) else a
+    if b in (prng_key, extended):
+      return issubclass(a_t, b)
+    return isinstance(b, ExtendedDType) and str(a) == str(b)
+  if b in (prng_key, extended) or isinstance(b, ExtendedDType):
+    return False
+  if isinstance(a, type) and a in _python_scalar_default:
+    a = default_dtype_for(a)
+  a = np.dtype(a)
+  if a in _custom_float_dtypes:
+    if isinstance(b, type) and issubclass(b, np.generic) and b in (np.floating, np.inexact, np.number, np.generic):
+      return True
+    try:
+      return np.dtype(b) == a
+    except TypeError:
+      return False
+  if b is float:
+    b = np.floating
+  elif b is int:
+    b = np.integer
+  elif b is complex:
+    b = np.complexfloating
+  elif b is bool:
+    b = np.bool_
+  return np.issubdtype(a, b)
+
+
+def is_inexact(dt) -> bool:
+  return issubdtype(dt, np.inexact)
+
+
+def is_float(dt) -> bool:
+  return issubdtype(dt, np.floating)
+
+
+def is_complex(dt) -> bool:
+  return issubdtype(dt, np.complexfloating)
+
+
+def is_integer(dt) -> bool:
+  return issubdtype(dt, np.integer)
+
+
+def is_unsigned(dt) -> bool:
+  return issubdtype(dt, np.unsignedinteger)
+
+
+def finfo(dt):
+  dt = np.dtype(dt) if not isinstance(dt, type) or dt not in _python_scalar_default else default_dtype_for(dt)
+  return ml_dtypes.finfo(dt)
+
+
+def iinfo(dt):
+  dt = np.dtype(dt) if not isinstance(dt, type) or dt not in _python_scalar_default else default_dtype_for(dt)
+  return ml_dtypes.iinfo(dt)
+
+
+def short_dtype_name(dt) -> str:
+  """f32, i32, u8, bf16, c64, bool: the spelling jaxprs use."""
+  if isinstance(dt, ExtendedDType):
+    return str(dt)
+  return (np.dtype(dt).name.replace("float", "f").replace("uint", "u")
+          .replace("int", "i").replace("complex", "c"))

@@ -1,0 +1,112 @@
+"""Primitive families. Each module declares its primitives ONCE, with every rule beside
+the declaration (shape/dtype rule, NumPy impl; jvp, transpose, batching, lowering and
+cost rules are added beside them by later stages), and the `ember.lax` function that
+binds it. The helpers here are the factories those declarations share.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ember._src import core, dtypes
+from ember._src.core import Primitive, ShapedArray
+
+# dtype classes accepted by a primitive, by NumPy kind letter
+BOOL, INT, UINT, FLOAT, COMPLEX = "b", "i", "u", "f", "c"
+INTS = INT + UINT
+NUMERIC = INTS + FLOAT + COMPLEX
+INEXACT = FLOAT + COMPLEX
+ANY = BOOL + NUMERIC
+
+_KIND_NAMES = {"b": "bool", "i": "signed integer", "u": "unsigned integer",
+               "f": "floating", "c": "complex"}
+
+
+def dtype_kind(dt) -> str:
+  return "f" if dt in dtypes._custom_float_dtypes else np.dtype(dt).kind
+
+
+def check_dtype(opname: str, aval: ShapedArray, kinds: str, argname: str = "x") -> None:
+  if dtype_kind(aval.dtype) not in kinds:
+    accepted = ", ".join(_KIND_NAMES[k] for k in kinds)
+    raise TypeError(f"{opname} does not accept dtype {aval.dtype.name} for argument "
+                    f"{argname}. Accepted dtypes are subtypes of: {accepted}.")
+
+
+def check_same_dtypes(opname: str, avals: Sequence[ShapedArray]) -> None:
+  if len({a.dtype for a in avals}) > 1:
+    raise TypeError(f"lax.{opname} requires arguments to have the same dtypes, got "
+                    f"{', '.join(a.dtype.name for a in avals)}. (Tip: jnp.{opname} "
+                    "promotes dtypes; with lax, convert with lax.convert_element_type.)")
+
+
+def broadcasting_shape(opname: str, avals: Sequence[ShapedArray]) -> tuple:
+  """lax's elementwise shape rule: 0-d operands broadcast; the others must have equal
+  rank, and each dimension is equal or 1 (size-1 dimensions broadcast)."""
+  shapes = [a.shape for a in avals if a.shape]
+  if not shapes:
+    return ()
+  if len({len(s) for s in shapes}) > 1:
+    raise TypeError(f"{opname}: arrays must have the same number of dimensions (0-d "
+                    f"arrays broadcast), got shapes "
+                    f"{', '.join(str(a.shape) for a in avals)}.")
+  out = []
+  for dims in zip(*shapes):
+    non1 = {d for d in dims if d != 1}
+    if len(non1) > 1:
+      raise TypeError(f"{opname} got incompatible shapes for broadcasting: "
+                      f"{', '.join(str(a.shape) for a in avals)}.")
+    out.append(non1.pop() if non1 else 1)
+  return tuple(out)
+
+
+def declare(name: str, abstract_eval: Callable, impl: Callable | None = None, *,
+            multiple_results: bool = False) -> Primitive:
+  """Create a primitive with its shape/dtype rule and its NumPy reference impl."""
+  p = Primitive(name, multiple_results)
+  p.abstract_eval = abstract_eval
+  p.impl = impl
+  return p
+
+
+def unary(name: str, impl: Callable, kinds: str = INEXACT, out_dtype: Callable | None = None):
+  """An elementwise unary primitive: same shape, dtype checked against `kinds`."""
+  def abstract_eval(x: ShapedArray, **_):
+    check_dtype(name, x, kinds)
+    return x.update(dtype=out_dtype(x.dtype)) if out_dtype else x
+  return declare(name, abstract_eval, impl)
+
+
+def naryop(name: str, impl: Callable, kinds: str = NUMERIC, out_dtype: Callable | None = None):
+  """An elementwise primitive of equal-dtype operands (shapes: `broadcasting_shape`). The
+  result is weakly typed only when every operand is."""
+  def abstract_eval(*avals: ShapedArray, **_):
+    for i, a in enumerate(avals):
+      check_dtype(name, a, kinds, argname=f"operand {i}")
+    check_same_dtypes(name, avals)
+    shape = broadcasting_shape(name, avals)
+    dt = out_dtype(avals[0].dtype) if out_dtype else avals[0].dtype
+    weak = all(a.weak_type for a in avals) and out_dtype is None
+    return ShapedArray(shape, dt, weak)
+  return declare(name, abstract_eval, impl)
+
+
+def with_dtype_of(fn: Callable) -> Callable:
+  """Wrap a NumPy impl so its result keeps the input dtype (NumPy upcasts float16 etc.)."""
+  def impl(*args, **params):
+    out = fn(*args, **params)
+    return np.asarray(out).astype(args[0].dtype, copy=False)
+  return impl
+
+
+def bind_elementwise(prim: Primitive, *args, **params):
+  """Bind an elementwise primitive from its `lax` function: Python scalars take the dtype
+  of the array operands (weakly typed), as in JAX."""
+  from ember._src.primitives.elementwise import convert_element_type
+  strong = [x for x in args if not dtypes.is_python_scalar(x)]
+  if strong and len(strong) < len(args):
+    dt = core.get_aval(strong[0]).dtype
+    args = [convert_element_type(x, dt, weak_type=True) if dtypes.is_python_scalar(x) else x
+            for x in args]
+  return prim.bind(*args, **params)

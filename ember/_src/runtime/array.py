@@ -1,0 +1,276 @@
+"""ember.Array: an immutable array on a device, with JAX's dtype and weak-type semantics.
+
+The value is held as a read-only NumPy array. Operators and methods are shared with
+tracers and attached by `ember._src.numpy.array_methods`.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ember._src import core, dtypes
+
+_REPR_VALUES_LIMIT = 1 << 20  # arrays of 1 MiB and more print only shape and dtype
+
+
+class CpuDevice:
+  platform = "cpu"
+  device_kind = "cpu"
+  process_index = 0
+  client = None
+
+  def __init__(self, id: int = 0):
+    self.id = id
+
+  def __repr__(self):
+    return f"CpuDevice(id={self.id})"
+
+  def __eq__(self, other):
+    return isinstance(other, CpuDevice) and other.id == self.id
+
+  def __hash__(self):
+    return hash(("cpu", self.id))
+
+
+_DEVICES = [CpuDevice(0)]
+
+
+def devices(backend: str | None = None) -> list[CpuDevice]:
+  if backend not in (None, "cpu"):
+    raise RuntimeError(f"Unknown backend {backend!r}: ember runs on 'cpu' here.")
+  return list(_DEVICES)
+
+
+def default_backend() -> str:
+  return "cpu"
+
+
+class SingleDeviceSharding(NamedTuple):
+  device: CpuDevice
+  memory_kind: str = "device"
+
+  @property
+  def device_set(self):
+    return {self.device}
+
+  def __repr__(self):
+    return f"SingleDeviceSharding(device={self.device!r}, memory_kind={self.memory_kind})"
+
+
+class Layout(NamedTuple):
+  major_to_minor: tuple
+  tiling: tuple = ()
+  sub_byte_element_size_in_bits: int = 0
+
+
+class Format(NamedTuple):
+  layout: Layout
+  sharding: SingleDeviceSharding
+
+
+class Array:
+  """An immutable n-dimensional array (`jax.Array`)."""
+  __slots__ = ("_value", "_weak_type", "_deleted", "__weakref__")
+  __array_priority__ = 100
+
+  def __init__(self, value, weak_type: bool = False):
+    value = np.asarray(value)
+    if value.flags.writeable:
+      value = value.copy() if value.base is not None else value
+      value.flags.writeable = False
+    self._value = value
+    self._weak_type = bool(weak_type)
+    self._deleted = False
+
+  # --- metadata -----------------------------------------------------------------
+  @property
+  def aval(self) -> core.ShapedArray:
+    return core.ShapedArray(self._value.shape, self._value.dtype, self._weak_type)
+
+  shape = property(lambda self: self._value.shape)
+  dtype = property(lambda self: self._value.dtype)
+  weak_type = property(lambda self: self._weak_type)
+  ndim = property(lambda self: self._value.ndim)
+  size = property(lambda self: int(self._value.size))
+  nbytes = property(lambda self: int(self._value.nbytes))
+  itemsize = property(lambda self: self._value.itemsize)
+
+  @property
+  def sharding(self):
+    return SingleDeviceSharding(_DEVICES[0])
+
+  @property
+  def format(self) -> Format:
+    return Format(Layout(tuple(range(self.ndim))), self.sharding)
+
+  def devices(self):
+    return {_DEVICES[0]}
+
+  def device(self):
+    return _DEVICES[0]
+
+  committed = property(lambda self: False)
+
+  # --- synchronization and conversion ---------------------------------------------
+  def _check_alive(self):
+    if self._deleted:
+      raise RuntimeError("Array has been deleted (it was donated to a jitted function or "
+                         "deleted with .delete()); it can no longer be used.")
+
+  def block_until_ready(self) -> "Array":
+    self._check_alive()
+    return self
+
+  def is_ready(self) -> bool:
+    return True
+
+  def delete(self):
+    self._deleted = True
+
+  def is_deleted(self) -> bool:
+    return self._deleted
+
+  def __array__(self, dtype=None, copy=None):
+    self._check_alive()
+    v = self._value
+    if dtype is not None and np.dtype(dtype) != v.dtype:
+      return v.astype(dtype)
+    return v.copy() if copy else v
+
+  def item(self, *args):
+    self._check_alive()
+    return self._value.item(*args)
+
+  def tolist(self):
+    self._check_alive()
+    return self._value.tolist()
+
+  def _scalar(self, conv, what):
+    self._check_alive()
+    if self.size != 1:
+      raise TypeError(f"only length-1 arrays can be converted to Python scalars "
+                      f"({what}() of an array of shape {self.shape})")
+    return conv(self._value.reshape(()).item() if self.ndim else self._value.item())
+
+  def __float__(self):
+    return self._scalar(float, "float")
+
+  def __complex__(self):
+    return self._scalar(complex, "complex")
+
+  def __int__(self):
+    return self._scalar(int, "int")
+
+  def __bool__(self):
+    self._check_alive()
+    if self.size != 1:
+      raise ValueError(f"The truth value of an array with more than one element is "
+                       f"ambiguous (shape {self.shape}). Use a.any() or a.all().")
+    return bool(self._value.reshape(()))
+
+  def __index__(self):
+    self._check_alive()
+    if self.ndim != 0 or not dtypes.is_integer(self.dtype):
+      raise TypeError("only integer scalar arrays can be converted to a scalar index")
+    return int(self._value)
+
+  def __len__(self):
+    if self.ndim == 0:
+      raise TypeError("len() of unsized object")
+    return self.shape[0]
+
+  def __iter__(self):
+    if self.ndim == 0:
+      raise TypeError("iteration over a 0-d array")
+    return (Array(v, self._weak_type) for v in self._value)
+
+  def __hash__(self):
+    raise TypeError("unhashable type: 'ember.Array'. Use a tuple or a Python scalar as a "
+                    "dict key or static argument.")
+
+  def __reduce__(self):
+    return (_reconstruct, (self._value, self._weak_type))
+
+  def copy(self) -> "Array":
+    return Array(self._value.copy(), self._weak_type)
+
+  __copy__ = copy
+
+  def __deepcopy__(self, memo):
+    return self.copy()
+
+  def copy_to_host_async(self):
+    pass
+
+  # --- printing -------------------------------------------------------------------
+  def __repr__(self):
+    if self._deleted:
+      return "Array(<deleted>)"
+    dtype_str = f"dtype={self.dtype.name}" + (", weak_type=True" if self._weak_type else "") + ")"
+    if self.nbytes >= _REPR_VALUES_LIMIT:
+      return f"Array(shape={self.shape}, {dtype_str}"
+    prefix = "Array("
+    line_width = np.get_printoptions()["linewidth"]
+    if self.size == 0:
+      s = f"[], shape={self.shape}"
+    else:
+      s = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ",
+                          max_line_width=line_width)
+    last_line_len = len(s) - s.rfind("\n") + 1
+    sep = " " * len(prefix) if last_line_len + len(dtype_str) + 1 > line_width else " "
+    if "\n" in s and sep != " ":
+      sep = "\n" + sep
+    return f"{prefix}{s},{sep}{dtype_str}"
+
+  def __str__(self):
+    self._check_alive()
+    return str(self._value)
+
+  def __format__(self, spec):
+    self._check_alive()
+    if self.ndim == 0:
+      return format(self._value.item(), spec)
+    return format(self._value, spec)
+
+
+def _reconstruct(value, weak_type):
+  return Array(value, weak_type)
+
+
+def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
+  """Put each leaf of a pytree on the (CPU) device as an Array."""
+  from ember._src import tree_util
+  if device is not None and not isinstance(device, (CpuDevice, SingleDeviceSharding)):
+    raise TypeError(f"device_put: device must be a device from ember.devices(), got {device!r}")
+
+  def put(leaf):
+    if isinstance(leaf, Array):
+      leaf._check_alive()
+      return leaf
+    if isinstance(leaf, core.Tracer):
+      return leaf
+    aval = core.get_aval(leaf)
+    return Array(np.array(leaf, dtype=aval.dtype), aval.weak_type)
+  return tree_util.tree_map(put, x)
+
+
+def device_get(x):
+  """Fetch each Array leaf of a pytree to a NumPy array (other leaves pass through)."""
+  from ember._src import tree_util
+
+  def get(leaf):
+    if isinstance(leaf, Array):
+      leaf._check_alive()
+      return leaf._value
+    return leaf
+  return tree_util.tree_map(get, x)
+
+
+def block_until_ready(x):
+  """Wait for every Array in a pytree; returns the same pytree."""
+  from ember._src import tree_util
+  for leaf in tree_util.tree_leaves(x):
+    if hasattr(leaf, "block_until_ready"):
+      leaf.block_until_ready()
+  return x

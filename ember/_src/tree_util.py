@@ -1,0 +1,325 @@
+"""Pytrees: nested containers of arrays, flattened to a list of leaves and a treedef.
+
+None, tuples, lists, dicts (sorted keys), namedtuples and registered classes are nodes;
+everything else is a leaf. The semantics follow jax.tree_util.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+from typing import Any, Callable, NamedTuple
+
+# type -> (flatten(x) -> (children, aux), unflatten(aux, children) -> x, flatten_with_keys)
+_registry: dict[type, tuple[Callable, Callable, Callable | None]] = {}
+
+
+class SequenceKey(NamedTuple):
+  idx: int
+  def __str__(self): return f"[{self.idx!r}]"
+
+
+class DictKey(NamedTuple):
+  key: Any
+  def __str__(self): return f"[{self.key!r}]"
+
+
+class GetAttrKey(NamedTuple):
+  name: str
+  def __str__(self): return f".{self.name}"
+
+
+class FlattenedIndexKey(NamedTuple):
+  key: int
+  def __str__(self): return f"[<flat index {self.key}>]"
+
+
+def keystr(path, *, simple: bool = False, separator: str = "") -> str:
+  if simple:
+    return separator.join(str(k[0]) if isinstance(k, tuple) else str(k) for k in path)
+  return separator.join(str(k) for k in path)
+
+
+def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func: Callable,
+                         flatten_with_keys_func: Callable | None = None) -> None:
+  if nodetype in _registry:
+    raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
+  _registry[nodetype] = (flatten_func, unflatten_func, flatten_with_keys_func)
+
+
+def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
+  def flat(x):
+    kc, aux = flatten_with_keys(x)
+    return [c for _, c in kc], aux
+  register_pytree_node(nodetype, flatten_func or flat, unflatten_func, flatten_with_keys)
+
+
+def register_pytree_node_class(cls):
+  """Class decorator: the class defines `tree_flatten()` and classmethod `tree_unflatten`."""
+  register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+  return cls
+
+
+def register_dataclass(nodetype=None, data_fields=None, meta_fields=None, drop_fields=()):
+  """Register a dataclass: `data_fields` are children, `meta_fields` are static aux data."""
+  if nodetype is None:
+    return functools.partial(register_dataclass, data_fields=data_fields,
+                             meta_fields=meta_fields, drop_fields=drop_fields)
+  if data_fields is None or meta_fields is None:
+    if not dataclasses.is_dataclass(nodetype):
+      raise TypeError("register_dataclass: data_fields and meta_fields are required for "
+                      f"non-dataclass {nodetype.__name__}")
+    meta = set()
+    data = []
+    for f in dataclasses.fields(nodetype):
+      if f.name in drop_fields:
+        continue
+      if f.metadata.get("static", False):
+        meta.add(f.name)
+      else:
+        data.append(f.name)
+    data_fields = data if data_fields is None else data_fields
+    meta_fields = [f.name for f in dataclasses.fields(nodetype) if f.name in meta] \
+        if meta_fields is None else meta_fields
+  data_fields, meta_fields = list(data_fields), list(meta_fields)
+
+  def flatten_with_keys(x):
+    return ([(GetAttrKey(n), getattr(x, n)) for n in data_fields],
+            tuple(getattr(x, n) for n in meta_fields))
+
+  def unflatten(aux, children):
+    kw = dict(zip(meta_fields, aux))
+    kw.update(zip(data_fields, children))
+    return nodetype(**kw)
+
+  register_pytree_with_keys(nodetype, flatten_with_keys, unflatten)
+  return nodetype
+
+
+def _is_namedtuple(x) -> bool:
+  return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def _node_children(x):
+  """(kind, aux, [(key, child)]) for a pytree node, or None for a leaf."""
+  t = type(x)
+  if x is None:
+    return ("none", None, [])
+  if t is tuple:
+    return ("tuple", len(x), [(SequenceKey(i), c) for i, c in enumerate(x)])
+  if t is list:
+    return ("list", len(x), [(SequenceKey(i), c) for i, c in enumerate(x)])
+  if t is dict or t is collections.OrderedDict or t is collections.defaultdict:
+    try:
+      keys = sorted(x) if t is not collections.OrderedDict else list(x)
+    except TypeError:
+      keys = list(x)
+    aux = (t, tuple(keys), getattr(x, "default_factory", None))
+    return ("dict", aux, [(DictKey(k), x[k]) for k in keys])
+  if _is_namedtuple(x) and t not in _registry:
+    return ("namedtuple", t, [(GetAttrKey(f), getattr(x, f)) for f in t._fields])
+  reg = _registry.get(t)
+  if reg is not None:
+    flatten, _, with_keys = reg
+    if with_keys is not None:
+      kc, aux = with_keys(x)
+      return ("custom", (t, aux), list(kc))
+    children, aux = flatten(x)
+    return ("custom", (t, aux), [(FlattenedIndexKey(i), c) for i, c in enumerate(children)])
+  return None
+
+
+class PyTreeDef:
+  """The structure of a pytree: node kinds and aux data, with leaves as holes."""
+  __slots__ = ("kind", "aux", "children", "num_leaves", "_hash")
+
+  def __init__(self, kind, aux, children):
+    self.kind, self.aux, self.children = kind, aux, tuple(children)
+    self.num_leaves = 1 if kind == "leaf" else sum(c.num_leaves for c in self.children)
+    self._hash = None
+
+  @property
+  def num_nodes(self) -> int:
+    return 1 + sum(c.num_nodes for c in self.children)
+
+  def _key(self):
+    return (self.kind, _hashable(self.aux), self.children)
+
+  def __eq__(self, other):
+    return isinstance(other, PyTreeDef) and self._key() == other._key()
+
+  def __hash__(self):
+    if self._hash is None:
+      self._hash = hash(self._key())
+    return self._hash
+
+  def unflatten(self, leaves):
+    leaves = list(leaves)
+    if len(leaves) != self.num_leaves:
+      raise ValueError(f"Too {'few' if len(leaves) < self.num_leaves else 'many'} leaves "
+                       f"for PyTreeDef; expected {self.num_leaves}, got {len(leaves)}.")
+    it = iter(leaves)
+    return self._build(it)
+
+  def _build(self, it):
+    k = self.kind
+    if k == "leaf":
+      return next(it)
+    kids = [c._build(it) for c in self.children]
+    if k == "none":
+      return None
+    if k == "tuple":
+      return tuple(kids)
+    if k == "list":
+      return kids
+    if k == "dict":
+      t, keys, factory = self.aux
+      if t is collections.defaultdict:
+        return collections.defaultdict(factory, zip(keys, kids))
+      return t(zip(keys, kids))
+    if k == "namedtuple":
+      return self.aux(*kids)
+    t, aux = self.aux
+    return _registry[t][1](aux, kids)
+
+  def flatten_up_to(self, tree):
+    """The subtrees of `tree` at the leaf positions of this treedef."""
+    out = []
+    self._up_to(tree, out)
+    return out
+
+  def _up_to(self, tree, out):
+    if self.kind == "leaf":
+      out.append(tree)
+      return
+    node = _node_children(tree)
+    if node is None or node[0] != self.kind or len(node[2]) != len(self.children):
+      raise ValueError(f"Tree structure mismatch: expected {self}, got {tree!r}")
+    for c, (_, sub) in zip(self.children, node[2]):
+      c._up_to(sub, out)
+
+  def __repr__(self):
+    return f"PyTreeDef({self._str()})"
+
+  def _str(self):
+    k = self.kind
+    if k == "leaf":
+      return "*"
+    if k == "none":
+      return "None"
+    kids = [c._str() for c in self.children]
+    if k == "tuple":
+      return "(" + ", ".join(kids) + ("," if len(kids) == 1 else "") + ")"
+    if k == "list":
+      return "[" + ", ".join(kids) + "]"
+    if k == "dict":
+      return "{" + ", ".join(f"{key!r}: {s}" for key, s in zip(self.aux[1], kids)) + "}"
+    if k == "namedtuple":
+      return f"{self.aux.__name__}(" + ", ".join(
+          f"{f}={s}" for f, s in zip(self.aux._fields, kids)) + ")"
+    return f"CustomNode({self.aux[0].__name__}[{self.aux[1]!r}], [" + ", ".join(kids) + "])"
+
+
+def _hashable(aux):
+  try:
+    hash(aux)
+    return aux
+  except TypeError:
+    return repr(aux)
+
+
+_LEAF = PyTreeDef("leaf", None, ())
+
+
+def _flatten(tree, is_leaf, leaves, paths, path):
+  if is_leaf is not None and is_leaf(tree):
+    leaves.append(tree)
+    if paths is not None:
+      paths.append(path)
+    return _LEAF
+  node = _node_children(tree)
+  if node is None:
+    leaves.append(tree)
+    if paths is not None:
+      paths.append(path)
+    return _LEAF
+  kind, aux, kc = node
+  children = [_flatten(c, is_leaf, leaves, paths, path + (k,)) for k, c in kc]
+  return PyTreeDef(kind, aux, children)
+
+
+def tree_flatten(tree, is_leaf: Callable | None = None):
+  leaves: list = []
+  treedef = _flatten(tree, is_leaf, leaves, None, ())
+  return leaves, treedef
+
+
+def tree_flatten_with_path(tree, is_leaf: Callable | None = None):
+  leaves: list = []
+  paths: list = []
+  treedef = _flatten(tree, is_leaf, leaves, paths, ())
+  return list(zip(paths, leaves)), treedef
+
+
+def tree_leaves_with_path(tree, is_leaf=None):
+  return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_unflatten(treedef: PyTreeDef, leaves):
+  return treedef.unflatten(leaves)
+
+
+def tree_leaves(tree, is_leaf=None):
+  return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree, is_leaf=None) -> PyTreeDef:
+  return tree_flatten(tree, is_leaf)[1]
+
+
+def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+  return treedef.kind == "leaf"
+
+
+def tree_map(f: Callable, tree, *rest, is_leaf=None):
+  leaves, treedef = tree_flatten(tree, is_leaf)
+  others = [treedef.flatten_up_to(r) for r in rest]
+  return treedef.unflatten(f(*xs) for xs in zip(leaves, *others))
+
+
+def tree_map_with_path(f: Callable, tree, *rest, is_leaf=None):
+  kl, treedef = tree_flatten_with_path(tree, is_leaf)
+  others = [treedef.flatten_up_to(r) for r in rest]
+  return treedef.unflatten(f(p, x, *xs) for (p, x), *xs in zip(kl, *others))
+
+
+def tree_reduce(f: Callable, tree, initializer=None, is_leaf=None):
+  leaves = tree_leaves(tree, is_leaf)
+  return functools.reduce(f, leaves) if initializer is None else functools.reduce(f, leaves, initializer)
+
+
+def tree_all(tree, is_leaf=None) -> bool:
+  return all(tree_leaves(tree, is_leaf))
+
+
+def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+  flat = outer_treedef.flatten_up_to(pytree_to_transpose)
+  inner = [inner_treedef.flatten_up_to(x) for x in flat]
+  cols = list(zip(*inner)) if inner else [[] for _ in range(inner_treedef.num_leaves)]
+  return inner_treedef.unflatten(outer_treedef.unflatten(c) for c in cols)
+
+
+def all_leaves(iterable, is_leaf=None) -> bool:
+  return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)
+
+
+class Partial(functools.partial):
+  """A functools.partial that is a pytree: its bound arguments are leaves, the function
+  is static. Pass it to jitted functions as an ordinary argument."""
+
+
+
+register_pytree_node(
+    Partial,
+    lambda p: ((p.args, p.keywords), p.func),
+    lambda func, xs: Partial(func, *xs[0], **xs[1]))
