@@ -1,0 +1,4 @@
+"""ember.numpy: logic."""
+from __future__ import annotations
+
+__all__: list[str] = []

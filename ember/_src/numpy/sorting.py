@@ -1,0 +1,4 @@
+"""ember.numpy: sorting."""
+from __future__ import annotations
+
+__all__: list[str] = []

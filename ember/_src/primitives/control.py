@@ -1,0 +1,4 @@
+"""control primitives."""
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,4 @@
+"""linalg primitives."""
+from __future__ import annotations
+
+__all__: list[str] = []
