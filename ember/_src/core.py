@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import operator
 import os
 import sys
 from typing import Any, Callable, NamedTuple, Sequence
@@ -90,6 +91,33 @@ def get_aval(x) -> ShapedArray:
   raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid ember type: "
                   "pass arrays, NumPy arrays or Python scalars (mark other arguments "
                   "static with static_argnums).")
+
+
+def canonicalize_shape(shape, context: str = "") -> tuple[int, ...]:
+  """A shape argument as a tuple of Python ints; a traced dimension is a
+  ConcretizationTypeError that names the argument it came from and suggests static_argnums."""
+  if isinstance(shape, (int, np.integer)) or (isinstance(shape, Tracer) and shape.ndim == 0):
+    shape = (shape,)
+  try:
+    dims = tuple(shape)
+  except TypeError:
+    raise TypeError(f"{context}shapes must be 1D sequences of integers, got {shape!r}") from None
+  out = []
+  for d in dims:
+    if isinstance(d, Tracer) and d.to_concrete_value() is None:
+      raise errors.ConcretizationTypeError(
+          f"{context}Shapes must be 1D sequences of concrete values of integer type, got "
+          f"{dims}. If using `jit`, try using `static_argnums` or applying `jit` to smaller "
+          f"subfunctions.\n{d._origin_msg()}")
+    try:
+      out.append(operator.index(d))
+    except TypeError:
+      raise TypeError(f"{context}Shapes must be 1D sequences of concrete values of integer "
+                      f"type, got {dims}.") from None
+  if any(d < 0 for d in out):
+    raise ValueError(f"{context}shape {tuple(out)} has a negative dimension; all dimensions "
+                     "must be >= 0.")
+  return tuple(out)
 
 
 def is_arraylike(x) -> bool:
@@ -191,7 +219,7 @@ class Jaxpr:
     return Jaxpr(**d)
 
   def pretty_print(self, width: int = 80) -> str:
-    return pp_jaxpr(self, _PpContext()).format(width)
+    return pp_toplevel_jaxpr(self).format(width)
 
   def __str__(self):
     return self.pretty_print()
@@ -243,6 +271,7 @@ def _encode_alpha(n: int) -> str:
 class _PpContext:
   def __init__(self):
     self.names: dict[int, str] = {}
+    self.shared: dict[int, str] = {}  # id(jaxpr) -> name, for jaxprs printed once up front
     self._counter = itertools.count()
     self._keep: list = []  # keep vars alive so ids stay unique while printing
 
@@ -251,7 +280,11 @@ class _PpContext:
       return "_"
     n = self.names.get(id(v))
     if n is None:
-      n = self.names[id(v)] = _encode_alpha(next(self._counter))
+      taken = set(self.shared.values())
+      n = _encode_alpha(next(self._counter))
+      while n in taken:
+        n = _encode_alpha(next(self._counter))
+      self.names[id(v)] = n
       self._keep.append(v)
     return n
 
@@ -317,7 +350,49 @@ def pp_eqn(eqn: JaxprEqn, ctx: _PpContext) -> pp.Doc:
   return rule(eqn, ctx) if rule else _pp_eqn(eqn, ctx)
 
 
+def pp_toplevel_jaxpr(top: Jaxpr) -> pp.Doc:
+  """Print `top`; sub-jaxprs used more than once (or long ones) are printed first as
+  `let name = { ... } in` and referred to by name, as JAX does."""
+  import collections
+  ctx = _PpContext()
+  counts: collections.Counter = collections.Counter()
+  names: dict[int, str] = {}
+  objs: dict[int, Jaxpr] = {}
+  queue = collections.deque([top])
+  while queue:
+    j = queue.popleft()
+    counts[id(j)] += 1 + (j is not top and len(j.eqns) > 10)
+    objs[id(j)] = j
+    for eqn in j.eqns:
+      name = eqn.params.get("name")
+      subs = jaxprs_in_params(eqn.params)
+      queue.extend(subs)
+      if isinstance(name, str):
+        for sub in subs:
+          names.setdefault(id(sub), name.strip("<>"))
+  used: collections.Counter = collections.Counter()
+  docs = []
+  for jid, c in counts.items():
+    if c == 1:
+      continue
+    name = names.get(jid, "jaxpr")
+    if used[name]:
+      used[name] += 1
+      name += str(used[name] - 1)
+    used[name] += 1
+    ctx.shared[jid] = name
+    docs.append(pp.concat([pp.text(f"let {name} = "), _pp_jaxpr_body(objs[jid], ctx),
+                           pp.text(" in"), pp.brk()]))
+  docs.append(pp_jaxpr(top, ctx))
+  return pp.concat(docs)
+
+
 def pp_jaxpr(jaxpr: Jaxpr, ctx: _PpContext) -> pp.Doc:
+  name = ctx.shared.get(id(jaxpr))
+  return pp.text(name) if name is not None else _pp_jaxpr_body(jaxpr, ctx)
+
+
+def _pp_jaxpr_body(jaxpr: Jaxpr, ctx: _PpContext) -> pp.Doc:
   constvars = _pp_vars(jaxpr.constvars, ctx, print_shapes=True)
   invars = _pp_vars(jaxpr.invars, ctx, print_shapes=True)
   eqns = pp.join(pp.brk("; "), [pp_eqn(e, ctx) for e in jaxpr.eqns])
@@ -405,6 +480,7 @@ class Tracer:
   ndim = property(lambda self: self.aval.ndim)
   size = property(lambda self: self.aval.size)
   weak_type = property(lambda self: self.aval.weak_type)
+  nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
 
   def full_lower(self):
     return self
@@ -469,16 +545,18 @@ class Tracer:
 
 
 def _concretization_message(tracer: Tracer, err_cls, what: str) -> str:
+  shape = tracer.aval.str_short(short_dtypes=False)
   head = {
       errors.TracerBoolConversionError:
-          f"Attempted boolean conversion of traced array with shape {tracer.aval.str_short()}.",
+          f"Attempted boolean conversion of traced array with shape {shape}.",
       errors.TracerIntegerConversionError:
-          f"The {what}() method was called on traced array with shape {tracer.aval.str_short()}.",
+          f"The {what}() method was called on traced array with shape {shape}.",
       errors.TracerArrayConversionError:
           f"The numpy.ndarray conversion method __array__() was called on traced array "
-          f"with shape {tracer.aval.str_short()}.",
-  }.get(err_cls, f"Abstract tracer value encountered where concrete value is expected "
-                 f"(calling {what}() on traced array with shape {tracer.aval.str_short()}).")
+          f"with shape {shape}.",
+  }.get(err_cls, f"Abstract tracer value encountered where concrete value is expected: "
+                 f"traced array with shape {shape}. The problem arose with the `{what}` "
+                 "function.")
   fix = {
       errors.TracerBoolConversionError:
           "Python control flow (`if`, `while`, `and`/`or`, `bool()`) cannot depend on a traced "
@@ -818,9 +896,9 @@ def trace_to_jaxpr(flat_fun: Callable, in_avals: Sequence[ShapedArray],
                    dbg: DebugInfo | None = None) -> tuple[Jaxpr, Any]:
   """Stage `flat_fun(*tracers) -> (flat outputs, aux)` into a closed jaxpr.
 
-  Constants the function closes over that are tracers of an outer trace stay as consts
-  of the returned jaxpr; callers that bind the jaxpr as a primitive hoist them into
-  explicit arguments (see `hoist_tracer_consts`).
+  Constants the function closes over (concrete arrays, or tracers of an outer trace)
+  are consts of the returned jaxpr; callers that bind the jaxpr as a primitive hoist
+  them into explicit arguments (see `hoist_consts`).
   """
   builder = JaxprBuilder(dbg)
   with new_main(JaxprTrace, builder) as main:
@@ -833,18 +911,14 @@ def trace_to_jaxpr(flat_fun: Callable, in_avals: Sequence[ShapedArray],
   return jaxpr, aux
 
 
-def hoist_tracer_consts(jaxpr: Jaxpr) -> tuple[Jaxpr, list]:
-  """Turn consts that are tracers (closed-over values of an outer trace) into leading
-  invars, so the closed jaxpr holds only concrete constants."""
-  tracer_idx = [i for i, c in enumerate(jaxpr.consts) if isinstance(c, Tracer)]
-  if not tracer_idx:
+def hoist_consts(jaxpr: Jaxpr) -> tuple[Jaxpr, list]:
+  """Turn constvars into leading invars: returns the const-free jaxpr and the values to
+  pass for them. Closed-over values of an outer trace (tracers) must become explicit
+  arguments of a staged call; concrete ones are hoisted too, as JAX does for jit."""
+  if not jaxpr.constvars:
     return jaxpr, []
-  keep = [i for i in range(len(jaxpr.consts)) if i not in tracer_idx]
-  new = jaxpr.replace(
-      constvars=[jaxpr.constvars[i] for i in keep],
-      consts=[jaxpr.consts[i] for i in keep],
-      invars=[jaxpr.constvars[i] for i in tracer_idx] + jaxpr.invars)
-  return new, [jaxpr.consts[i] for i in tracer_idx]
+  return (jaxpr.replace(constvars=[], consts=[], invars=jaxpr.constvars + jaxpr.invars),
+          list(jaxpr.consts))
 
 
 # ------------------------------------------------------------------------------------

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from ember._src import core, tree_util
+from ember._src.config import config
 from ember._src.core import Jaxpr
 
 # --- the jit primitive --------------------------------------------------------------------
@@ -37,8 +38,9 @@ def _jit_pp(eqn, ctx):
     del params["donated_invars"]
   if not params["keep_unused"]:
     del params["keep_unused"]
-  ctx.suggest_same_names(params["jaxpr"].invars, eqn.invars)
-  ctx.suggest_same_names(params["jaxpr"].outvars, eqn.outvars)
+  if id(params["jaxpr"]) not in ctx.shared:
+    ctx.suggest_same_names(params["jaxpr"].invars, eqn.invars)
+    ctx.suggest_same_names(params["jaxpr"].outvars, eqn.outvars)
   return core._pp_eqn(eqn, ctx, params, ["name"] + sorted(k for k in params if k != "name"))
 
 
@@ -150,6 +152,14 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
 
 # --- jit ------------------------------------------------------------------------------------
 
+class TraceKey(NamedTuple):
+  """What a traced jaxpr depends on (the full signature cache comes with the runtime)."""
+  in_tree: Any
+  in_avals: tuple
+  statics: tuple
+  x64: bool
+
+
 class Traced:
   """`jit(f).trace(*args)`: the traced jaxpr of one call signature."""
 
@@ -175,6 +185,7 @@ class JitWrapped:
     self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
     self.donate_argnames = (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames or ())
     self.keep_unused, self.inline = keep_unused, inline
+    self._cache: dict[TraceKey, tuple] = {}
     self.__name__ = getattr(fun, "__name__", type(fun).__name__)
     functools.update_wrapper(self, fun)
 
@@ -195,11 +206,28 @@ class JitWrapped:
     jaxpr, out_tree, leaves = self._trace(args, kwargs)
     return Traced(jaxpr, out_tree, self.__name__, [core.get_aval(x) for x in leaves])
 
-  def __call__(self, *args, **kwargs):
+  def _staged(self, args, kwargs):
+    """(const-free jaxpr, consts to pass, out_tree, flat args), reusing an earlier trace
+    of the same signature when its constants are concrete (not outer tracers)."""
+    dyn_args, dyn_kwargs, statics = _split_static(args, kwargs, self.static_argnums,
+                                                  self.static_argnames)
+    _check_hashable(statics, self.__name__)
+    leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+    key = TraceKey(in_tree, tuple(core.get_aval(x) for x in leaves), statics,
+                   config.values()["jax_enable_x64"])
+    hit = self._cache.get(key)
+    if hit is not None:
+      return (*hit, leaves)
     jaxpr, out_tree, leaves = self._trace(args, kwargs)
-    jaxpr, hoisted = core.hoist_tracer_consts(jaxpr)
+    jaxpr, consts = core.hoist_consts(jaxpr)
+    if not any(isinstance(c, core.Tracer) for c in consts):
+      self._cache[key] = (jaxpr, consts, out_tree)
+    return jaxpr, consts, out_tree, leaves
+
+  def __call__(self, *args, **kwargs):
+    jaxpr, consts, out_tree, leaves = self._staged(args, kwargs)
     donated = (False,) * len(jaxpr.invars)
-    outs = jit_p.bind(*hoisted, *leaves, jaxpr=jaxpr, name=self.__name__,
+    outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self.__name__,
                       donated_invars=donated, inline=self.inline, keep_unused=self.keep_unused)
     return out_tree.unflatten(outs)
 

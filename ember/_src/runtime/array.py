@@ -185,6 +185,10 @@ class Array:
       raise TypeError("iteration over a 0-d array")
     return (Array(v, self._weak_type) for v in self._value)
 
+  def __setitem__(self, idx, value):
+    raise TypeError("ember arrays are immutable and do not support item assignment. "
+                    "Instead of x[idx] = y, use x = x.at[idx].set(y).")
+
   def __hash__(self):
     raise TypeError("unhashable type: 'ember.Array'. Use a tuple or a Python scalar as a "
                     "dict key or static argument.")

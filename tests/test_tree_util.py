@@ -1,0 +1,115 @@
+"""Pytrees: flatten/unflatten/map over the standard containers and registered classes."""
+import collections
+import dataclasses
+import functools
+
+import numpy as np
+import pytest
+
+import ember as jax
+import ember.numpy as jnp
+from ember import tree_util as tu
+
+Point = collections.namedtuple("Point", ["x", "y"])
+
+TREES = [
+    (None, 0),
+    (1, 1),
+    ((1, 2), 2),
+    ([1, (2, 3)], 3),
+    ({"b": 1, "a": [2, 3]}, 3),
+    (Point(1, (2, None)), 2),
+    ({"x": (), "y": [], "z": {}}, 0),
+    (collections.OrderedDict([("b", 1), ("a", 2)]), 2),
+]
+
+
+@pytest.mark.parametrize("tree,n", TREES)
+def test_flatten_unflatten_roundtrip(tree, n):
+  leaves, treedef = tu.tree_flatten(tree)
+  assert len(leaves) == n == treedef.num_leaves
+  assert tu.tree_unflatten(treedef, leaves) == tree
+  assert tu.tree_structure(tree) == treedef
+  assert hash(tu.tree_structure(tree)) == hash(treedef)
+
+
+def test_dict_keys_are_sorted_and_paths():
+  tree = {"b": 1, "a": [2, {"c": 3}]}
+  assert tu.tree_leaves(tree) == [2, 3, 1]
+  paths = [tu.keystr(p) for p, _ in tu.tree_flatten_with_path(tree)[0]]
+  assert paths == ["['a'][0]", "['a'][1]['c']", "['b']"]
+  assert str(tu.tree_structure(tree)) == "PyTreeDef({'a': [*, {'c': *}], 'b': *})"
+
+
+def test_tree_map_multiple_trees_and_is_leaf():
+  a = {"x": 1, "y": (2, 3)}
+  b = {"x": 10, "y": (20, 30)}
+  assert tu.tree_map(lambda u, v: u + v, a, b) == {"x": 11, "y": (22, 33)}
+  assert tu.tree_map(lambda t: t if isinstance(t, int) else len(t), a,
+                     is_leaf=lambda t: isinstance(t, tuple)) == {"x": 1, "y": 2}
+  with pytest.raises(ValueError):
+    tu.tree_map(lambda u, v: u, a, {"x": 1})
+
+
+def test_none_is_a_node_without_leaves():
+  assert tu.tree_leaves([None, 1, None]) == [1]
+  assert tu.tree_map(lambda x: x * 2, [None, 1]) == [None, 2]
+
+
+def test_register_pytree_node_class_and_node():
+  @tu.register_pytree_node_class
+  class Box:
+    def __init__(self, a, b, tag):
+      self.a, self.b, self.tag = a, b, tag
+    def tree_flatten(self):
+      return (self.a, self.b), self.tag
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+      return cls(*children, aux)
+  box = tu.tree_map(lambda v: v + 1, Box(1, 2, "t"))
+  assert (box.a, box.b, box.tag) == (2, 3, "t")
+  out = jax.jit(lambda bx: Box(bx.a * 2, bx.b, bx.tag))(Box(jnp.ones(2), 1.0, "t"))
+  assert isinstance(out, Box) and out.tag == "t"
+  np.testing.assert_array_equal(out.a, [2.0, 2.0])
+  with pytest.raises(ValueError, match="Duplicate"):
+    tu.register_pytree_node(Box, lambda b: ((), None), lambda a, c: None)
+
+
+def test_register_dataclass():
+  @functools.partial(tu.register_dataclass, data_fields=["w"], meta_fields=["name"])
+  @dataclasses.dataclass
+  class Layer:
+    w: object
+    name: str
+  leaves, td = tu.tree_flatten(Layer(3, "dense"))
+  assert leaves == [3] and td.unflatten([4]) == Layer(4, "dense")
+
+  @tu.register_dataclass
+  @dataclasses.dataclass
+  class Auto:
+    a: object
+    n: int = dataclasses.field(default=1, metadata=dict(static=True))
+  assert tu.tree_leaves(Auto(5, 2)) == [5]
+
+
+def test_short_names_in_ember_tree():
+  t = {"a": 1, "b": (2,)}
+  assert jax.tree.leaves(t) == [1, 2]
+  assert jax.tree.map(lambda x: -x, t) == {"a": -1, "b": (-2,)}
+  leaves, td = jax.tree.flatten(t)
+  assert jax.tree.unflatten(td, leaves) == t and jax.tree.structure(t) == td
+
+
+def test_partial_is_a_pytree_passable_to_jit():
+  p = tu.Partial(jnp.multiply, jnp.ones(2) * 3)
+  assert len(tu.tree_leaves(p)) == 1
+  out = jax.jit(lambda f, x: f(x))(p, jnp.ones(2))
+  np.testing.assert_array_equal(out, [3.0, 3.0])
+
+
+def test_tree_transpose_and_reduce():
+  outer = tu.tree_structure([0, 0])
+  inner = tu.tree_structure({"a": 0, "b": 0})
+  assert tu.tree_transpose(outer, inner, [{"a": 1, "b": 2}, {"a": 3, "b": 4}]) == \
+      {"a": [1, 3], "b": [2, 4]}
+  assert tu.tree_reduce(lambda a, b: a + b, [1, (2, 3)]) == 6
