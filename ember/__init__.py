@@ -15,6 +15,12 @@ from ember import dtypes, errors, extend, lax, numpy, tree, tree_util  # noqa: F
 __version__ = "0.1.0"
 
 
+def typeof(x):
+  """The abstract value (type) of an array or tracer: `float32[3]`."""
+  from ember._src.core import get_aval
+  return get_aval(x)
+
+
 def local_devices(process_index=None, backend=None):
   return devices(backend)
 

@@ -20,7 +20,7 @@ def test_metadata():
   assert x.T.shape == (3, 2) and x.mT.shape == (3, 2)
   assert x.format.layout.major_to_minor == (0, 1)
   assert x.block_until_ready() is x and x.is_ready()
-  assert x.device() == jax.devices()[0] and jax.devices()[0].platform == "cpu"
+  assert x.device == jax.devices()[0] and str(x.device) == "cpu:0" and jax.devices()[0].platform == "cpu"
 
 
 def test_conversions():
@@ -94,7 +94,7 @@ def test_x32_canonicalizes_64_bit_inputs():
   assert jax.device_put(np.arange(3, dtype=np.int64)).dtype == np.int32
   assert jnp.asarray(1).dtype == np.int32 and jnp.asarray(1.0).dtype == np.float32
   j = jax.make_jaxpr(lambda v: v)(np.ones(2, np.float64))
-  assert str(j.in_avals[0]) == "f32[2]"
+  assert str(j.in_avals[0]) == "float32[2]" and j.in_avals[0].str_short(short_dtypes=True) == "f32[2]"
 
 
 def test_x64_switch():

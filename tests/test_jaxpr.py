@@ -37,7 +37,7 @@ def test_example_function_structure_and_printing():
   assert [e.primitive.name for e in j.eqns] == ["sin", "cos", "mul", "add"]
   assert len(j.invars) == 2 and len(j.outvars) == 1 and j.constvars == []
   assert type(j.eqns[2].invars[1]).__name__ == "Literal"
-  assert [v.aval.str_short() for v in j.invars] == ["f32[10]", "f32[10]"]
+  assert [v.aval.str_short() for v in j.invars] == ["float32[10]", "float32[10]"]
   assert str(closed) == """\
 { lambda ; a:f32[10] b:f32[10]. let
     c:f32[10] = sin a

@@ -46,7 +46,7 @@ class ShapedArray:
   def strip_weak_type(self) -> "ShapedArray":
     return self.update(weak_type=False) if self.weak_type else self
 
-  def str_short(self, short_dtypes: bool = True) -> str:
+  def str_short(self, short_dtypes: bool = False) -> str:
     dt = dtypes.short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
     return f"{dt}[{','.join(map(str, self.shape))}]"
 
@@ -61,7 +61,8 @@ class ShapedArray:
     w = ", weak_type=True" if self.weak_type else ""
     return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{w})"
 
-  __str__ = str_short
+  def __str__(self):
+    return self.str_short()
 
 
 def _python_scalar_aval(x) -> ShapedArray:
@@ -137,7 +138,7 @@ class Var:
     self.aval = aval
 
   def __repr__(self):
-    return f"Var(id={id(self)}):{self.aval.str_short()}"
+    return f"Var(id={id(self)}):{self.aval.str_short(True)}"
 
 
 class DropVar(Var):
@@ -159,7 +160,7 @@ class Literal:
     return f"Literal({self.val})"
 
   def pp(self) -> str:
-    return f"{np.asarray(self.val).item()}:{self.aval.str_short()}"
+    return f"{np.asarray(self.val).item()}:{self.aval.str_short(short_dtypes=True)}"
 
 
 Atom = Var | Literal
@@ -306,7 +307,7 @@ def _pp_atom(a, ctx: _PpContext) -> str:
 
 
 def _pp_vars(vs, ctx, *, separator="", print_shapes=False) -> pp.Doc:
-  docs = [pp.text(_pp_atom(v, ctx) + (":" + v.aval.str_short() if print_shapes else ""))
+  docs = [pp.text(_pp_atom(v, ctx) + (":" + v.aval.str_short(True) if print_shapes else ""))
           for v in vs]
   return pp.nest(2, pp.group(pp.join(pp.text(separator) + pp.group(pp.brk()), docs)))
 
@@ -541,7 +542,7 @@ class Tracer:
                     "used as dict keys or static arguments.")
 
   def __repr__(self):
-    return f"Traced<{self.aval.str_short(short_dtypes=False)}>with<{type(self._trace).__name__}>"
+    return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
 
 
 def _concretization_message(tracer: Tracer, err_cls, what: str) -> str:

@@ -26,6 +26,9 @@ class CpuDevice:
   def __repr__(self):
     return f"CpuDevice(id={self.id})"
 
+  def __str__(self):
+    return f"cpu:{self.id}"
+
   def __eq__(self, other):
     return isinstance(other, CpuDevice) and other.id == self.id
 
@@ -107,6 +110,7 @@ class Array:
   def devices(self):
     return {_DEVICES[0]}
 
+  @property
   def device(self):
     return _DEVICES[0]
 
