@@ -38,3 +38,6 @@ def process_index() -> int:
 
 def process_count() -> int:
   return 1
+
+
+from ember import random  # noqa: E402,F401

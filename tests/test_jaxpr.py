@@ -183,9 +183,12 @@ def test_jaxpr_as_fun_and_eval_jaxpr_match_the_function():
 def test_eqn_fields_and_avals():
   j = jax.make_jaxpr(example_function)(f32(10), f32(10)).jaxpr
   eqn = j.eqns[2]
-  assert eqn.primitive.name == "mul" and eqn.params == {}
+  assert eqn.primitive.name == "mul" and eqn.params == {"out_dtype": None}  # as JAX 0.12
   lit = eqn.invars[1]
-  assert lit.val == 2.0 and lit.aval.dtype == np.float32 and lit.aval.weak_type
+  # promotion against a strongly typed f32 makes the literal strong too (as JAX 0.12)
+  assert lit.val == 2.0 and lit.aval.dtype == np.float32 and not lit.aval.weak_type
+  weak_lit = jax.make_jaxpr(lambda x: x * 2.0)(1.0).eqns[0].invars[1]
+  assert weak_lit.aval.weak_type
   assert j.outvars[0].aval.shape == (10,) and not j.outvars[0].aval.weak_type
   assert "sin" in repr(j.eqns[0])
 

@@ -372,7 +372,6 @@ def pp_toplevel_jaxpr(top: Jaxpr) -> pp.Doc:
         for sub in subs:
           names.setdefault(id(sub), name.strip("<>"))
   used: collections.Counter = collections.Counter()
-  docs = []
   for jid, c in counts.items():
     if c == 1:
       continue
@@ -382,8 +381,9 @@ def pp_toplevel_jaxpr(top: Jaxpr) -> pp.Doc:
       name += str(used[name] - 1)
     used[name] += 1
     ctx.shared[jid] = name
-    docs.append(pp.concat([pp.text(f"let {name} = "), _pp_jaxpr_body(objs[jid], ctx),
-                           pp.text(" in"), pp.brk()]))
+  # Name every shared jaxpr before printing any: a shared one may refer to a later one.
+  docs = [pp.concat([pp.text(f"let {name} = "), _pp_jaxpr_body(objs[jid], ctx),
+                     pp.text(" in"), pp.brk()]) for jid, name in ctx.shared.items()]
   docs.append(pp_jaxpr(top, ctx))
   return pp.concat(docs)
 
@@ -591,7 +591,14 @@ class EvalTrace(Trace):
   def process_primitive(self, primitive, vals, params):
     if primitive.eval_rule is not None:
       out = primitive.eval_rule(*vals, **params)
-      return out if primitive.multiple_results else [out]
+      outs = out if primitive.multiple_results else [out]
+      if any(not isinstance(o, Tracer) and getattr(o, "_value", None) is None for o in outs):
+        # Literal or passed-through outputs of a sub-jaxpr come back as raw Python/NumPy
+        # values (`jit(lambda x: (x, 2.0))(1)`): return them as Arrays of their out avals.
+        out_avals = primitive.out_avals([get_aval(v) for v in vals], params)
+        outs = [o if isinstance(o, Tracer) or getattr(o, "_value", None) is not None
+                else _wrap_result(np.asarray(o, a.dtype), a) for o, a in zip(outs, out_avals)]
+      return outs
     in_avals = [get_aval(v) for v in vals]
     out_avals = primitive.out_avals(in_avals, params)
     np_args = [to_numpy(v, a) for v, a in zip(vals, in_avals)]
@@ -645,9 +652,21 @@ def new_dynamic(main: MainTrace):
     dynamic_trace = prev
 
 
+def _check_alive(val: "Tracer") -> None:
+  main = val._trace.main
+  if main.level >= len(trace_stack) or trace_stack[main.level] is not main:
+    raise errors.UnexpectedTracerError(
+        f"Encountered an unexpected tracer ({val!r}): a value computed inside a "
+        "transformed function (jit, grad, vmap, ...) was kept after that function "
+        "returned (a leaked tracer), e.g. stored in a global, a list or an object "
+        "attribute. Return it as an output of the function instead.")
+
+
 def find_top_trace(xs) -> Trace:
-  top = max((x._trace.main for x in xs if isinstance(x, Tracer)),
-            default=trace_stack[0], key=lambda m: m.level)
+  tracers = [x for x in xs if isinstance(x, Tracer)]
+  for t in tracers:
+    _check_alive(t)
+  top = max((x._trace.main for x in tracers), default=trace_stack[0], key=lambda m: m.level)
   if dynamic_trace is not None and dynamic_trace.level > top.level:
     top = dynamic_trace
   return top.trace_type(top)
@@ -656,17 +675,10 @@ def find_top_trace(xs) -> Trace:
 def full_raise(trace: Trace, val):
   if not isinstance(val, Tracer):
     return trace.pure(val)
-  level = trace.main.level
   vmain = val._trace.main
   if vmain is trace.main:
     return val
-  if vmain.level >= len(trace_stack) or trace_stack[vmain.level] is not vmain:
-    raise errors.UnexpectedTracerError(
-        f"Encountered an unexpected tracer ({val!r}): a value computed inside a "
-        "transformed function (jit, grad, vmap, ...) was kept after that function "
-        "returned (a leaked tracer), e.g. stored in a global or an object attribute. "
-        "Return it as an output instead.")
-  if vmain.level < level:
+  if vmain.level < trace.main.level:
     return trace.lift(val)
   raise errors.UnexpectedTracerError(
       f"Different traces at the same level: {val!r} cannot be used in {trace!r}.")
@@ -932,7 +944,12 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
   env: dict[int, Any] = {}
 
   def read(a):
-    return a.val if isinstance(a, Literal) else env[id(a)]
+    if isinstance(a, Literal):
+      if a.aval.weak_type:  # a bare NumPy scalar would lose the weak type
+        from ember._src.runtime.array import Array
+        return Array(np.asarray(a.val, a.aval.dtype), weak_type=True)
+      return a.val
+    return env[id(a)]
 
   if len(args) != len(jaxpr.invars):
     raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")

@@ -41,12 +41,31 @@ class ExtendedDType:
   name: str
 
 
-class prng_key:  # noqa: N801 - JAX's spelling; `issubdtype(k.dtype, dtypes.prng_key)`
+class extended:  # noqa: N801
+  """Abstract scalar type of all extended dtypes."""
+
+
+class prng_key(extended):  # noqa: N801 - JAX's spelling; `issubdtype(k.dtype, dtypes.prng_key)`
   """Abstract scalar type of typed PRNG keys."""
 
 
-class extended:  # noqa: N801
-  """Abstract scalar type of all extended dtypes."""
+class KeyTy(ExtendedDType):
+  """The dtype of typed PRNG keys of one implementation: `key<fry>` for threefry2x32.
+  Each key element is `key_shape` uint32 words (see ember._src.prng)."""
+  type = prng_key
+
+  def __init__(self, impl: str = "threefry2x32", tag: str = "fry", key_shape=(2,)):
+    self.impl, self.tag, self.key_shape = impl, tag, tuple(key_shape)
+
+  name = property(lambda self: f"key<{self.tag}>")
+  itemsize = property(lambda self: 4 * int(np.prod(self.key_shape)))
+  __repr__ = __str__ = lambda self: self.name
+
+  def __eq__(self, other):
+    return type(other) is KeyTy and other.impl == self.impl
+
+  def __hash__(self):
+    return hash(("KeyTy", self.impl))
 
 
 def canonicalize_dtype(dtype, allow_extended: bool = True) -> np.dtype:
@@ -207,7 +226,7 @@ def lattice_result_type(*args) -> tuple:
     weak = True
   else:
     out = _least_upper_bound(*{_jax_node(d, w) for d, w in zip(dts, weaks)})
-    weak = out in _weak_types
+    weak = any(out is t for t in _weak_types)  # identity: np.dtype("float64") == float
   if isinstance(out, type):
     out = default_dtype_for(out)
   weak = weak and out != bool_

@@ -1,4 +1,201 @@
-"""ember.numpy: scalar_types."""
+"""ember.numpy scalar types (`jnp.float32`, ...), constants and dtype helpers.
+
+A JAX scalar type is not a NumPy scalar class: calling it builds a 0-d (or n-d) ember
+array of that dtype (`jnp.float32(1.0)` is `jnp.asarray(1.0, dtype=float32)`), it compares
+and hashes equal to the NumPy scalar type, and it carries a `dtype` attribute so that
+`np.dtype(jnp.float32)` and `dtype=jnp.float32` work everywhere.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import builtins
+
+import numpy as np
+import ml_dtypes
+
+from ember._src import dtypes
+from ember._src.runtime.array import Array
+
+__all__ = [
+    # scalar types
+    "bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+    "int_", "uint", "float_", "complex_", "single", "double", "csingle", "cdouble",
+    # abstract NumPy scalar classes (for issubdtype / isinstance)
+    "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact",
+    "floating", "complexfloating", "character", "flexible", "object_",
+    # constants
+    "pi", "e", "euler_gamma", "inf", "nan", "newaxis",
+    # types and dtype helpers
+    "ndarray", "dtype", "finfo", "iinfo", "result_type", "promote_types", "issubdtype",
+    "can_cast", "isdtype", "iscomplexobj", "isrealobj", "isscalar", "iterable",
+    "printoptions", "set_printoptions", "get_printoptions",
+]
+
+
+class _ScalarMeta(type):
+  """The metaclass of `jnp.float32` & co (JAX's `_ScalarMeta`)."""
+  dtype: np.dtype
+
+  @property
+  def __numpy_dtype__(cls) -> np.dtype:  # NumPy >= 2.4 protocol
+    return cls.dtype
+
+  def __hash__(cls) -> int:
+    return hash(cls.dtype.type)
+
+  def __eq__(cls, other) -> bool:
+    return cls is other or cls.dtype.type == other
+
+  def __ne__(cls, other) -> bool:
+    return not cls == other
+
+  def __call__(cls, x):
+    from ember._src.numpy.creation import asarray
+    return asarray(x, dtype=cls.dtype)
+
+  def __instancecheck__(cls, instance) -> bool:
+    # JAX: NumPy scalars are instances; ember arrays (even 0-d) are not.
+    return isinstance(instance, cls.dtype.type)
+
+
+def _make_scalar_type(np_type) -> _ScalarMeta:
+  dt = np.dtype(np_type)
+  name = dt.type.__name__
+  return _ScalarMeta(name, (object,), {
+      "dtype": dt, "__module__": "ember.numpy",
+      "__doc__": f"An ember scalar constructor of type {name}.\n\nWhile NumPy defines "
+                 "scalar types for each data type, ember represents scalars as "
+                 "zero-dimensional arrays."})
+
+
+bool_ = _make_scalar_type(np.bool_)
+bool = bool_  # noqa: A001 - jnp.bool is jnp.bool_
+int8, int16, int32, int64 = map(_make_scalar_type, (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = map(_make_scalar_type, (np.uint8, np.uint16, np.uint32, np.uint64))
+bfloat16 = _make_scalar_type(ml_dtypes.bfloat16)
+float16 = half = _make_scalar_type(np.float16)
+float32 = single = _make_scalar_type(np.float32)
+float64 = double = _make_scalar_type(np.float64)
+complex64 = csingle = _make_scalar_type(np.complex64)
+complex128 = cdouble = _make_scalar_type(np.complex128)
+del half  # JAX 0.12 has no jnp.half
+int_, uint, float_, complex_ = int64, uint64, float64, complex128
+
+generic, number, integer, signedinteger = np.generic, np.number, np.integer, np.signedinteger
+unsignedinteger, inexact, floating = np.unsignedinteger, np.inexact, np.floating
+complexfloating, character, flexible, object_ = (np.complexfloating, np.character,
+                                                 np.flexible, np.object_)
+
+pi, e, euler_gamma, inf, nan = np.pi, np.e, np.euler_gamma, np.inf, np.nan
+newaxis = None
+
+ndarray = Array
+dtype = np.dtype
+finfo = ml_dtypes.finfo   # not canonicalized: jnp.finfo(float).dtype is float64, as in JAX
+iinfo = ml_dtypes.iinfo
+can_cast = np.can_cast
+iterable = np.iterable
+printoptions, set_printoptions, get_printoptions = (np.printoptions, np.set_printoptions,
+                                                    np.get_printoptions)
+
+
+def _issubclass(a, b) -> builtins.bool:
+  return isinstance(a, type) and issubclass(a, b)
+
+
+def issubdtype(arg1, arg2) -> builtins.bool:
+  """np.issubdtype on JAX's terms: Python types mean np.dtype(type) (`float` is float64,
+  so float32 is not a subdtype of it), bfloat16 is a floating type, and the extended
+  (PRNG key) dtypes are handled by ember.dtypes."""
+  if any(isinstance(t, dtypes.ExtendedDType) or _issubclass(t, dtypes.extended)
+         for t in (arg1, arg2)):
+    return dtypes.issubdtype(arg1, arg2)
+  a, b = (t if _issubclass(t, np.generic) else np.dtype(t).type for t in (arg1, arg2))
+  if a is dtypes.bfloat16.type:
+    return b in (a, np.floating, np.inexact, np.number, np.generic)
+  return builtins.bool(np.issubdtype(a, b))
+
+
+def result_type(*args):
+  """The dtype JAX's promotion rules give `args` (arrays, scalars, dtypes), canonicalized."""
+  return dtypes.result_type(*args)
+
+
+def _promotion_node(t):
+  # Python's int/float/complex (by identity) are the weak nodes of the lattice.
+  if any(t is w for w in dtypes._weak_types):
+    return t
+  dt = np.dtype(t)
+  if dt not in dtypes.jax_dtypes:
+    raise ValueError(f"dtype={dt!r} is not a valid dtype for JAX type promotion.")
+  return dt
+
+
+def promote_types(a, b) -> np.dtype:
+  """The promoted dtype of two dtypes. As in JAX it is not canonicalized (int32 with
+  int64 is int64 even with x64 off), and Python `int`/`float`/`complex` are weak."""
+  out = dtypes._least_upper_bound(_promotion_node(a), _promotion_node(b))
+  return np.dtype(out)
+
+
+_signed = [dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64]
+_unsigned = [dtypes.uint8, dtypes.uint16, dtypes.uint32, dtypes.uint64]
+_floats = [dtypes.bfloat16, dtypes.float16, dtypes.float32, dtypes.float64]
+_complexes = [dtypes.complex64, dtypes.complex128]
+_DTYPE_KINDS = {
+    "bool": {dtypes.bool_},
+    "signed integer": set(_signed),
+    "unsigned integer": set(_unsigned),
+    "integral": set(_signed + _unsigned),
+    "real floating": set(_floats),
+    "complex floating": set(_complexes),
+    "numeric": set(_signed + _unsigned + _floats + _complexes),
+}
+
+
+def isdtype(dtype, kind) -> builtins.bool:  # noqa: F811 - shadows the `dtype` alias, as in JAX
+  """Array-API dtype classification: `kind` is a dtype, one of the kind names, or a tuple."""
+  the_dtype = np.dtype(dtype)
+  options = set()
+  for k in kind if isinstance(kind, tuple) else (kind,):
+    if isinstance(k, str) and k in _DTYPE_KINDS:
+      options |= _DTYPE_KINDS[k]
+      continue
+    try:
+      options.add(np.dtype(k))
+    except TypeError as err:
+      if isinstance(k, str):
+        raise ValueError(f"Unrecognized kind={k!r} expected one of {list(_DTYPE_KINDS)}, "
+                         "or a compatible input for jnp.dtype()") from None
+      raise TypeError(f"Expected kind to be a dtype, string, or tuple; got kind={k!r}") from err
+  return the_dtype in options
+
+
+def iscomplexobj(x) -> bool:
+  """True when `x` has a complex dtype (or is a complex Python/NumPy scalar)."""
+  if isinstance(x, (complex, np.complexfloating)):
+    return True
+  if x is None or isinstance(x, (int, float, str, np.generic)):  # bool is an int
+    return False
+  try:
+    typ = x.dtype.type
+  except AttributeError:
+    from ember._src.numpy.creation import asarray
+    typ = asarray(x).dtype.type
+  return issubdtype(typ, np.complexfloating)
+
+
+def isrealobj(x) -> bool:
+  return not iscomplexobj(x)
+
+
+def isscalar(element) -> bool:
+  """NumPy scalars, Python scalars and strings, and 0-d arrays (ember's scalars)."""
+  from ember._src import core
+  if np.isscalar(element):
+    return True
+  if isinstance(element, (np.ndarray, Array, core.Tracer)):
+    return element.ndim == 0
+  if getattr(element, "__jax_array__", None) is not None:
+    return np.ndim(element.__jax_array__()) == 0
+  return False

@@ -34,11 +34,21 @@ def check_dtype(opname: str, aval: ShapedArray, kinds: str, argname: str = "x") 
                     f"{argname}. Accepted dtypes are subtypes of: {accepted}.")
 
 
+# lax primitive name -> the jnp function that promotes dtypes (for error tips, as JAX)
+_JNP_EQUIVALENTS = {"sub": "subtract", "mul": "multiply", "div": "divide", "rem": "remainder",
+                    "max": "maximum", "min": "minimum", "pow": "float_power", "and": "bitwise_and",
+                    "or": "bitwise_or", "xor": "bitwise_xor", "eq": "equal", "ne": "not_equal",
+                    "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+                    "select": "where", "shift_left": "left_shift", "clamp": "clip",
+                    "shift_right_logical": "right_shift", "shift_right_arithmetic": "right_shift"}
+
+
 def check_same_dtypes(opname: str, avals: Sequence[ShapedArray]) -> None:
   if len({a.dtype for a in avals}) > 1:
     raise TypeError(f"lax.{opname} requires arguments to have the same dtypes, got "
-                    f"{', '.join(a.dtype.name for a in avals)}. (Tip: jnp.{opname} "
-                    "promotes dtypes; with lax, convert with lax.convert_element_type.)")
+                    f"{', '.join(a.dtype.name for a in avals)}. (Tip: "
+                    f"jnp.{_JNP_EQUIVALENTS.get(opname, opname)} promotes dtypes; with lax, "
+                    "convert with lax.convert_element_type.)")
 
 
 def broadcasting_shape(opname: str, avals: Sequence[ShapedArray]) -> tuple:
@@ -80,14 +90,15 @@ def unary(name: str, impl: Callable, kinds: str = INEXACT, out_dtype: Callable |
 
 def naryop(name: str, impl: Callable, kinds: str = NUMERIC, out_dtype: Callable | None = None):
   """An elementwise primitive of equal-dtype operands (shapes: `broadcasting_shape`). The
-  result is weakly typed only when every operand is."""
+  result is weakly typed only when every operand is (also with `out_dtype`, as JAX:
+  `lax.eq(1.0, 2.0)` is a weak bool)."""
   def abstract_eval(*avals: ShapedArray, **_):
     for i, a in enumerate(avals):
       check_dtype(name, a, kinds, argname=f"operand {i}")
     check_same_dtypes(name, avals)
     shape = broadcasting_shape(name, avals)
     dt = out_dtype(avals[0].dtype) if out_dtype else avals[0].dtype
-    weak = all(a.weak_type for a in avals) and out_dtype is None
+    weak = all(a.weak_type for a in avals)
     return ShapedArray(shape, dt, weak)
   return declare(name, abstract_eval, impl)
 

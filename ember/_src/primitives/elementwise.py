@@ -1,16 +1,177 @@
 """Elementwise primitives: arithmetic, transcendental, comparison, bitwise, select, convert.
 
 Each primitive: its declaration (shape/dtype rule + NumPy impl) and the `lax` function.
+Names, params and printed forms follow JAX 0.12 (`sin a`, `integer_pow[y=2] a`,
+`round[rounding_method=0] a`, `select_n p a b`, `and a b`, `not a`).
+
+The NumPy impls are the reference semantics (eager mode and the checked interpreter):
+- values follow XLA: integer div/rem truncate toward zero (x/0 = -1, x%0 = x), shifts by
+  amounts outside [0, bits) give 0 (or the sign fill), float->int conversion saturates,
+  max/min propagate NaN, complex max/min compare lexicographically;
+- transcendental functions compute in float64/complex128 and round to the input dtype
+  (so float16/bfloat16/float32 results are as accurate as the dtype allows);
+- the special functions (erf, erfc, erf_inv, lgamma, digamma, bessel_i0e) are our own
+  float64 implementations on top of `math`: no SciPy at runtime.
 """
 from __future__ import annotations
+
+import builtins
+import enum
+import math
+import operator
 
 import numpy as np
 
 from ember._src import core, dtypes
-from ember._src.primitives import (ANY, INEXACT, NUMERIC, bind_elementwise, declare,
-                                   naryop, unary, with_dtype_of)
+from ember._src.core import ShapedArray
+from ember._src.primitives import (ANY, BOOL, COMPLEX, FLOAT, INEXACT, INT, INTS, NUMERIC,
+                                   bind_elementwise, broadcasting_shape, check_dtype,
+                                   check_same_dtypes, declare, dtype_kind, naryop, unary)
 
-__all__ = ["convert_element_type", "add", "sub", "mul", "max", "sin", "cos"]
+__all__ = [
+    "convert_element_type", "bitcast_convert_type", "reduce_precision",
+    # arithmetic
+    "add", "sub", "mul", "div", "rem", "pow", "integer_pow", "max", "min", "neg", "abs",
+    "sign", "square", "reciprocal", "nextafter",
+    # rounding
+    "floor", "ceil", "round", "RoundingMethod", "is_finite",
+    # transcendental
+    "exp", "exp2", "log", "log2", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
+    "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt",
+    "rsqrt", "cbrt", "Tolerance", "AccuracyMode",
+    # special functions
+    "erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e",
+    # complex
+    "real", "imag", "conj", "complex",
+    # bitwise
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left",
+    "shift_right_arithmetic", "shift_right_logical", "population_count", "clz",
+    # comparison and selection
+    "eq", "ne", "lt", "le", "gt", "ge", "select", "select_n", "clamp",
+]
+
+_abs = builtins.abs  # `abs` below is lax.abs
+
+
+# --- impl helpers -------------------------------------------------------------------------
+
+def _quiet(fn):
+  """NumPy impls follow IEEE/XLA semantics silently (overflow -> inf, 0/0 -> nan)."""
+  def impl(*args, **params):
+    with np.errstate(all="ignore"):
+      return fn(*args, **params)
+  impl.__name__ = getattr(fn, "__name__", "impl")
+  return impl
+
+
+def _wide(dt) -> np.dtype:
+  """The dtype transcendental impls compute in: float64 / complex128."""
+  return np.dtype(np.complex128) if np.dtype(dt).kind == "c" else np.dtype(np.float64)
+
+
+def _math(fn):
+  """Impl of a floating unary function: evaluate `fn` in float64/complex128, then round
+  to the input dtype. Params (accuracy, ...) do not change the reference value."""
+  def impl(x, **_):
+    return np.asarray(fn(x.astype(_wide(x.dtype)))).astype(x.dtype)
+  return _quiet(impl)
+
+
+def _math2(fn):
+  def impl(x, y, **_):
+    wide = _wide(x.dtype)
+    return np.asarray(fn(x.astype(wide), y.astype(wide))).astype(x.dtype)
+  return _quiet(impl)
+
+
+def _same(fn):
+  """Impl computed by NumPy in the operands' own dtype (exact IEEE ops, integer wrap)."""
+  def impl(*args, **_):
+    return np.asarray(fn(*args)).astype(args[0].dtype, copy=False)
+  return _quiet(impl)
+
+
+def _pyvec(fn):
+  """A float64 NumPy function from a `math` scalar function."""
+  uf = np.frompyfunc(fn, 1, 1)
+  return lambda x: np.asarray(uf(x), dtype=np.float64) if np.ndim(x) else np.float64(fn(float(x)))
+
+
+_UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_INT_OF_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _c_order(x):
+  """A C-contiguous copy when needed (unlike np.ascontiguousarray, keeps 0-d arrays 0-d)."""
+  x = np.asarray(x)
+  return x if x.flags.c_contiguous else np.array(x, order="C")
+
+
+def _as_unsigned(x):
+  return _c_order(x).view(_UINT_OF_SIZE[x.dtype.itemsize])
+
+
+def _as_signed(x):
+  return _c_order(x).view(_INT_OF_SIZE[x.dtype.itemsize])
+
+
+def _bits(dt) -> int:
+  return np.dtype(dt).itemsize * 8
+
+
+# --- accuracy (API compatibility: ember's reference impls are always most accurate) -----
+
+class Tolerance:
+  """Requested tolerances for a unary function (`lax.Tolerance`); at most two of them."""
+
+  def __init__(self, atol: float = 0.0, rtol: float = 0.0, ulps: int = 0):
+    if atol < 0.0 or rtol < 0.0 or ulps < 0.0:
+      raise ValueError("Tolerances must be non-negative.")
+    if atol == 0.0 and rtol == 0.0 and ulps == 0:
+      raise ValueError("At least one of atol, rtol, or ulps must be set.")
+    self.atol, self.rtol, self.ulps = atol, rtol, ulps
+
+
+class AccuracyMode(enum.Enum):
+  HIGHEST = 1
+  DEFAULT = 2
+
+
+def _check_accuracy(accuracy):
+  if accuracy is not None and not isinstance(accuracy, (Tolerance, AccuracyMode)):
+    raise TypeError(f"accuracy must be None, a lax.Tolerance or a lax.AccuracyMode, got "
+                    f"{accuracy!r}")
+  return accuracy
+
+
+def _hide_none_accuracy_pp(eqn, ctx):
+  """JAX prints `sin a`, not `sin[accuracy=None] a`."""
+  params = {k: v for k, v in eqn.params.items() if not (k == "accuracy" and v is None)}
+  return core._pp_eqn(eqn, ctx, params)
+
+
+def _unary_with_accuracy(name, fn, kinds=INEXACT):
+  p = unary(name, _math(fn), kinds)
+  p.pp_rule = _hide_none_accuracy_pp
+
+  def lax_fn(x, *, accuracy=None):
+    return p.bind(x, accuracy=_check_accuracy(accuracy))
+  lax_fn.__name__ = lax_fn.__qualname__ = name
+  return p, lax_fn
+
+
+def _unary_fn(p, name):
+  def lax_fn(x):
+    return p.bind(x)
+  lax_fn.__name__ = lax_fn.__qualname__ = name
+  return lax_fn
+
+
+def _binary_fn(p, name):
+  def lax_fn(x, y):
+    return bind_elementwise(p, x, y)
+  lax_fn.__name__ = lax_fn.__qualname__ = name
+  return lax_fn
 
 
 # --- convert_element_type -------------------------------------------------------------
@@ -53,22 +214,683 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
   return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
 
 
-# --- arithmetic -------------------------------------------------------------------------
+# --- bitcast_convert_type ----------------------------------------------------------------
 
-add_p = naryop("add", np.add, NUMERIC)
-sub_p = naryop("sub", np.subtract, NUMERIC)
-mul_p = naryop("mul", np.multiply, NUMERIC)
-max_p = naryop("max", np.maximum, ANY)
+def _bitcast_abstract_eval(x, *, new_dtype):
+  old, new = x.dtype, np.dtype(new_dtype)
+  if (dtype_kind(old) in BOOL + COMPLEX or dtype_kind(new) in BOOL + COMPLEX) and old != new:
+    raise TypeError("lax.bitcast_convert_type does not support bool or complex values "
+                    "unless the operand and destination types match. Got operand "
+                    f"dtype={old}, new_dtype={new}. Consider using the arr.view() method "
+                    "instead.")
+  old_bits, new_bits = _bits(old), _bits(new)
+  if old_bits == new_bits:
+    shape = x.shape
+  elif old_bits > new_bits:
+    shape = (*x.shape, old_bits // new_bits)
+  else:
+    last = x.shape[-1] if x.shape else 1
+    if last * old_bits != new_bits:
+      raise ValueError(f"Attempting to convert array of shape {x.shape} from {old} of size "
+                       f"{old_bits} bits to {new} of size {new_bits}, bits but {last} * "
+                       f"{old_bits} != {new_bits}")
+    shape = x.shape[:-1]
+  return ShapedArray(shape, new, weak_type=False)
 
-add = lambda x, y: bind_elementwise(add_p, x, y)
-sub = lambda x, y: bind_elementwise(sub_p, x, y)
-mul = lambda x, y: bind_elementwise(mul_p, x, y)
-max = lambda x, y: bind_elementwise(max_p, x, y)  # noqa: A001 - lax.max
+
+def _bitcast_impl(x, *, new_dtype):
+  new = np.dtype(new_dtype)
+  x = _c_order(x)
+  if x.dtype.itemsize > new.itemsize:
+    return x.reshape(*x.shape, 1).view(new)
+  if x.dtype.itemsize < new.itemsize:
+    return x.view(new).reshape(x.shape[:-1])
+  return x.view(new)
+
+
+bitcast_convert_type_p = declare("bitcast_convert_type", _bitcast_abstract_eval, _bitcast_impl)
+
+
+def bitcast_convert_type(operand, new_dtype):
+  """Reinterpret the bits of `operand` as `new_dtype` (a size change adds/removes a last
+  dimension, as in XLA)."""
+  new_dtype = dtypes.check_user_dtype(new_dtype, "bitcast_convert_type")
+  return bitcast_convert_type_p.bind(operand, new_dtype=new_dtype)
+
+
+# --- reduce_precision ----------------------------------------------------------------------
+
+def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
+  """XLA's ReducePrecision on the bit pattern: round the mantissa to nearest even, then
+  flush values outside the reduced exponent range to 0 / inf (denormals become 0)."""
+  info = dtypes.finfo(x.dtype)
+  src_mant, src_exp = int(info.nmant), int(info.nexp)
+  ut = _UINT_OF_SIZE[x.dtype.itemsize]
+  one = ut(1)
+  u = _as_unsigned(x).copy()
+  if mantissa_bits < src_mant:
+    last_bit = ut(1 << (src_mant - mantissa_bits))
+    bias = (last_bit >> one) - one
+    x_last = (u & last_bit) >> ut(src_mant - mantissa_bits)
+    u = (u + x_last + bias) & ~(last_bit - one)
+  if exponent_bits < src_exp:
+    sign_mask = ut(1 << (_bits(x.dtype) - 1))
+    exp_mask = ut(((1 << src_exp) - 1) << src_mant)
+    src_bias = (1 << (src_exp - 1)) - 1
+    reduced_bias = (1 << (exponent_bits - 1)) - 1
+    x_exp = u & exp_mask
+    overflow = x_exp > ut((src_bias + reduced_bias) << src_mant)
+    underflow = x_exp <= ut((src_bias - reduced_bias) << src_mant)
+    signed_zero = u & sign_mask
+    u = np.where(overflow, signed_zero | exp_mask, u)
+    u = np.where(underflow, signed_zero, u)
+  out = u.astype(ut).view(x.dtype)
+  return np.where(np.isnan(x), x, out)  # NaNs stay NaN (rounding could carry into the sign)
+
+
+def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
+  check_dtype("reduce_precision", x, FLOAT)
+  if exponent_bits < 1:
+    raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
+  if mantissa_bits < 0:
+    raise ValueError(f"reduce_precision: mantissa_bits must be non-negative; got "
+                     f"{mantissa_bits}")
+  return x
+
+
+reduce_precision_p = declare("reduce_precision", _reduce_precision_abstract_eval,
+                             _quiet(_reduce_precision_impl))
+
+
+def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
+  """Round `operand` to a float format with the given exponent and mantissa bits."""
+  return reduce_precision_p.bind(operand, exponent_bits=operator.index(exponent_bits),
+                                 mantissa_bits=operator.index(mantissa_bits))
+
+
+# --- arithmetic ---------------------------------------------------------------------------
+
+def _int_rem(x, y):
+  """XLA integer remainder: sign of the dividend; x % 0 = x; INT_MIN % -1 = 0."""
+  x, y = np.broadcast_arrays(x, y)
+  zero = y == 0
+  return np.where(zero, x, np.fmod(x, np.where(zero, 1, y).astype(y.dtype)))
+
+
+def _div_impl(x, y):
+  if x.dtype.kind not in "iu":
+    return np.true_divide(x, y).astype(x.dtype, copy=False)
+  x, y = np.broadcast_arrays(x, y)
+  zero = y == 0
+  ysafe = np.where(zero, 1, y).astype(y.dtype)
+  q = np.floor_divide(x - np.fmod(x, ysafe), ysafe)  # exact: truncating division
+  return np.where(zero, np.array(-1).astype(x.dtype), q)  # x / 0 = -1 (all bits set)
+
+
+def _rem_impl(x, y):
+  if x.dtype.kind in "iu":
+    return _int_rem(x, y)
+  return np.fmod(x, y).astype(x.dtype, copy=False)
+
+
+def _lex_gt(x, y):
+  """Lexicographic complex order, as XLA's complex max/min."""
+  return (x.real > y.real) | ((x.real == y.real) & (x.imag > y.imag))
+
+
+def _max_impl(x, y):
+  if x.dtype.kind == "c":
+    return np.where(_lex_gt(x, y), x, y)
+  out = np.maximum(x, y)
+  if dtype_kind(x.dtype) == "f":  # max(-0.0, +0.0) = +0.0, as XLA
+    out = np.where((x == 0) & (y == 0), np.where(np.signbit(x), y, x), out)
+  return out
+
+
+def _min_impl(x, y):
+  if x.dtype.kind == "c":
+    return np.where(_lex_gt(y, x), x, y)
+  out = np.minimum(x, y)
+  if dtype_kind(x.dtype) == "f":  # min(-0.0, +0.0) = -0.0, as XLA
+    out = np.where((x == 0) & (y == 0), np.where(np.signbit(x), x, y), out)
+  return out
+
+
+add_p = naryop("add", _same(np.add), NUMERIC)
+sub_p = naryop("sub", _same(np.subtract), NUMERIC)
+div_p = naryop("div", _quiet(_div_impl), NUMERIC)
+rem_p = naryop("rem", _quiet(_rem_impl), INTS + FLOAT)
+max_p = naryop("max", _quiet(_max_impl), ANY)
+min_p = naryop("min", _quiet(_min_impl), ANY)
+nextafter_p = naryop("nextafter", _same(np.nextafter), FLOAT)
+atan2_p = naryop("atan2", None, INEXACT)
+
+add = _binary_fn(add_p, "add")
+sub = _binary_fn(sub_p, "sub")
+div = _binary_fn(div_p, "div")
+rem = _binary_fn(rem_p, "rem")
+max = _binary_fn(max_p, "max")  # noqa: A001 - lax.max
+min = _binary_fn(min_p, "min")  # noqa: A001 - lax.min
+nextafter = _binary_fn(nextafter_p, "nextafter")
+atan2 = _binary_fn(atan2_p, "atan2")
+
+
+def _atan2(x, y):
+  if x.dtype.kind == "c":  # atan2(x, y) = -i log((y + i x) / sqrt(x^2 + y^2))
+    return -1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))
+  return np.arctan2(x, y)
+
+
+atan2_p.impl = _math2(_atan2)
+
+# mul carries JAX's `out_dtype` param (hidden when None): with a dtype, the operands are
+# cast to it before multiplying.
+
+def _mul_impl(x, y, *, out_dtype=None):
+  dt = x.dtype if out_dtype is None else np.dtype(out_dtype)
+  return np.multiply(x.astype(dt, copy=False), y.astype(dt, copy=False)).astype(dt, copy=False)
+
+
+def _mul_pp(eqn, ctx):
+  params = {k: v for k, v in eqn.params.items() if not (k == "out_dtype" and v is None)}
+  return core._pp_eqn(eqn, ctx, params)
+
+
+mul_p = naryop("mul", _quiet(_mul_impl), NUMERIC)
+mul_p.pp_rule = _mul_pp
+_mul_same_dtype_rule = mul_p.abstract_eval
+
+
+def _mul_abstract_eval(x, y, *, out_dtype=None):
+  if out_dtype is None:
+    return _mul_same_dtype_rule(x, y)
+  for i, a in enumerate((x, y)):
+    check_dtype("mul", a, NUMERIC, argname=f"operand {i}")
+  return ShapedArray(broadcasting_shape("mul", (x, y)), out_dtype,
+                     x.weak_type and y.weak_type)
+
+
+mul_p.abstract_eval = _mul_abstract_eval
+
+
+def mul(x, y, *, out_dtype=None):
+  if out_dtype is not None:
+    out_dtype = dtypes.check_user_dtype(out_dtype, "mul")
+    return mul_p.bind(x, y, out_dtype=out_dtype)
+  return bind_elementwise(mul_p, x, y, out_dtype=None)
+
+
+# pow: float/complex base; exponent of the same dtype or any integer dtype.
+
+def _pow_abstract_eval(x, y):
+  check_dtype("pow", x, INEXACT, argname="operand 0")
+  check_dtype("pow", y, INTS + INEXACT, argname="operand 1")
+  if x.dtype != y.dtype and not dtype_kind(y.dtype) in INTS:
+    raise TypeError("the first argument to pow must have an inexact dtype (float or "
+                    "complex), and the second argument must have an inexact or integer "
+                    "dtype, and two inexact dtypes must match, but got "
+                    f"{x.dtype} and {y.dtype} respectively.")
+  return ShapedArray(broadcasting_shape("pow", (x, y)), x.dtype,
+                     x.weak_type and y.weak_type)
+
+
+def _pow_impl(x, y):
+  wide = _wide(x.dtype)
+  return np.power(x.astype(wide), y.astype(wide)).astype(x.dtype)
+
+
+pow_p = declare("pow", _pow_abstract_eval, _quiet(_pow_impl))
+
+
+def pow(x, y):  # noqa: A001 - lax.pow
+  """x ** y for a float/complex x; y of the same dtype or an integer dtype."""
+  if type(y) is int:  # JAX keeps a Python int exponent as a weak int32: `pow a 2:i32[]`
+    return pow_p.bind(x, y)
+  return bind_elementwise(pow_p, x, y)
+
+
+def _integer_pow_abstract_eval(x, *, y):
+  check_dtype("integer_pow", x, NUMERIC)
+  if y < 0 and dtype_kind(x.dtype) in INTS:
+    raise TypeError(f"Integers cannot be raised to negative powers, got "
+                    f"integer_pow({x.str_short()}, {y})")
+  return x
+
+
+def _integer_pow_impl(x, *, y):
+  """Repeated squaring in the operand dtype, exactly as XLA lowers integer_pow."""
+  if y == 0:
+    return np.ones_like(x)
+  n, acc = _abs(y), None
+  while n:
+    if n & 1:
+      acc = x if acc is None else acc * x
+    n >>= 1
+    if n:
+      x = x * x
+  return (np.ones_like(acc) / acc).astype(acc.dtype) if y < 0 else acc
+
+
+integer_pow_p = declare("integer_pow", _integer_pow_abstract_eval, _quiet(_integer_pow_impl))
+
+
+def integer_pow(x, y: int):
+  """x ** y for a static Python int y (`integer_pow[y=3]`)."""
+  try:
+    y = operator.index(y)
+  except TypeError:
+    raise TypeError(f"lax.integer_pow requires an integer exponent y, got {y!r} of type "
+                    f"{type(y).__name__}; use lax.pow for non-integer exponents.") from None
+  return integer_pow_p.bind(x, y=y)
+
+
+def _sign(x):
+  if x.dtype.kind == "c":
+    a = np.abs(x)
+    return np.where(a == 0, 0, x / np.where(a == 0, 1, a))
+  if x.dtype.kind == "u":
+    return (x != 0).astype(x.dtype)
+  if x.dtype.kind == "i":
+    return np.sign(x)
+  return np.where(x == 0, x, np.sign(x))  # keeps -0.0 and NaN, as XLA
+
+
+def _abs_dtype(dt):
+  return np.dtype(np.float32 if dt == np.complex64 else np.float64) if dtype_kind(dt) == "c" else dt
+
+
+neg_p = unary("neg", _same(np.negative), NUMERIC)
+sign_p = unary("sign", _quiet(lambda x, **_: np.asarray(_sign(x)).astype(x.dtype)), NUMERIC)
+abs_p = unary("abs", _quiet(lambda x, **_: np.abs(x)), INT + INEXACT, out_dtype=_abs_dtype)
+square_p = unary("square", _same(np.square), NUMERIC)
+
+neg = _unary_fn(neg_p, "neg")
+sign = _unary_fn(sign_p, "sign")
+abs = _unary_fn(abs_p, "abs")  # noqa: A001 - lax.abs
+square = _unary_fn(square_p, "square")
+
+
+def reciprocal(x):
+  """1 / x, as JAX: `integer_pow[y=-1]`."""
+  return integer_pow(x, -1)
+
+
+# --- rounding --------------------------------------------------------------------------------
+
+class RoundingMethod(enum.IntEnum):
+  """How `lax.round` rounds halfway values."""
+  AWAY_FROM_ZERO = 0
+  TO_NEAREST_EVEN = 1
+
+
+def _round_impl(x, *, rounding_method):
+  if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
+    return np.rint(x)
+  t = np.trunc(x)  # x - t is exact, so the halfway test is too
+  return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(x.dtype)
+
+
+floor_p = unary("floor", _same(np.floor), FLOAT)
+ceil_p = unary("ceil", _same(np.ceil), FLOAT)
+round_p = unary("round", _quiet(_round_impl), FLOAT)
+is_finite_p = unary("is_finite", lambda x, **_: np.isfinite(x), FLOAT,
+                    out_dtype=lambda _: np.dtype(np.bool_))
+
+floor = _unary_fn(floor_p, "floor")
+ceil = _unary_fn(ceil_p, "ceil")
+is_finite = _unary_fn(is_finite_p, "is_finite")
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001 - lax.round
+  """Round to the nearest integer; halfway values away from zero unless
+  `rounding_method=RoundingMethod.TO_NEAREST_EVEN`."""
+  return round_p.bind(x, rounding_method=RoundingMethod(rounding_method))
+
 
 # --- transcendental ---------------------------------------------------------------------
 
-sin_p = unary("sin", with_dtype_of(np.sin), INEXACT)
-cos_p = unary("cos", with_dtype_of(np.cos), INEXACT)
+def _logistic(x):
+  if x.dtype.kind == "c":
+    return 1 / (1 + np.exp(-x))
+  e = np.exp(-np.abs(x))  # never overflows
+  return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
-sin = lambda x: sin_p.bind(x)
-cos = lambda x: cos_p.bind(x)
+
+def _rsqrt(x):
+  return 1 / np.sqrt(x)
+
+
+exp_p, exp = _unary_with_accuracy("exp", np.exp)
+exp2_p, exp2 = _unary_with_accuracy("exp2", np.exp2)
+log_p, log = _unary_with_accuracy("log", np.log)
+log2_p, log2 = _unary_with_accuracy("log2", np.log2)
+expm1_p, expm1 = _unary_with_accuracy("expm1", np.expm1)
+log1p_p, log1p = _unary_with_accuracy("log1p", np.log1p)
+tanh_p, tanh = _unary_with_accuracy("tanh", np.tanh)
+logistic_p, logistic = _unary_with_accuracy("logistic", _logistic)
+sin_p, sin = _unary_with_accuracy("sin", np.sin)
+cos_p, cos = _unary_with_accuracy("cos", np.cos)
+tan_p, tan = _unary_with_accuracy("tan", np.tan)
+sqrt_p, sqrt = _unary_with_accuracy("sqrt", np.sqrt)
+rsqrt_p, rsqrt = _unary_with_accuracy("rsqrt", _rsqrt)
+cbrt_p, cbrt = _unary_with_accuracy("cbrt", np.cbrt, FLOAT)
+
+asin_p = unary("asin", _math(np.arcsin), INEXACT)
+acos_p = unary("acos", _math(np.arccos), INEXACT)
+atan_p = unary("atan", _math(np.arctan), INEXACT)
+sinh_p = unary("sinh", _math(np.sinh), INEXACT)
+cosh_p = unary("cosh", _math(np.cosh), INEXACT)
+asinh_p = unary("asinh", _math(np.arcsinh), INEXACT)
+acosh_p = unary("acosh", _math(np.arccosh), INEXACT)
+atanh_p = unary("atanh", _math(np.arctanh), INEXACT)
+
+asin = _unary_fn(asin_p, "asin")
+acos = _unary_fn(acos_p, "acos")
+atan = _unary_fn(atan_p, "atan")
+sinh = _unary_fn(sinh_p, "sinh")
+cosh = _unary_fn(cosh_p, "cosh")
+asinh = _unary_fn(asinh_p, "asinh")
+acosh = _unary_fn(acosh_p, "acosh")
+atanh = _unary_fn(atanh_p, "atanh")
+
+
+# --- special functions (float64 reference implementations) -----------------------------
+
+def _lgamma_scalar(v: float) -> float:
+  try:
+    return math.lgamma(v)
+  except (ValueError, OverflowError):  # poles at 0, -1, -2, ...
+    return math.inf
+
+
+_erf64, _erfc64, _lgamma64 = _pyvec(math.erf), _pyvec(math.erfc), _pyvec(_lgamma_scalar)
+
+
+def _digamma64(x):
+  """psi(x): reflection for x < 0, recurrence up to x >= 10, then the asymptotic series."""
+  x = np.asarray(x, np.float64)
+  neg = x < 0
+  r = x - np.rint(x)  # tan(pi x) has period 1: reduce first for accuracy
+  with np.errstate(all="ignore"):
+    reflect = np.where(neg, np.pi / np.tan(np.pi * r), 0.0)
+  z = np.where(neg, 1 - x, x)
+  acc = np.zeros_like(z)
+  for _ in range(10):
+    small = z < 10
+    acc -= np.where(small, 1 / np.where(small, z, 1), 0)
+    z = np.where(small, z + 1, z)
+  w = 1 / (z * z)
+  series = w * (1 / 12 - w * (1 / 120 - w * (1 / 252 - w * (1 / 240 - w * (
+      1 / 132 - w * (691 / 32760 - w / 12))))))
+  out = np.log(z) - 0.5 / z - series + acc - reflect
+  out = np.where(x == 0, -np.inf, out)                          # psi(+-0) = -inf (XLA)
+  out = np.where(neg & (x == np.floor(x)), np.nan, out)         # poles, and -inf
+  return np.where(x == np.inf, np.inf, out)
+
+
+def _erf_inv64(y):
+  """erf^-1 by Newton's method from Giles' approximation; for |y| > 0.5 it solves
+  log(erfc(x)) = log(1 - |y|) (1 - |y| is exact), so it stays accurate up to |y| -> 1."""
+  y = np.asarray(y, np.float64)
+  a = np.abs(y)
+  inside = a < 1
+  a_in = np.where(inside, a, 0.5)
+  w = -(np.log1p(-a_in) + np.log1p(a_in))
+  w1, w2 = w - 2.5, np.sqrt(w) - 3.0
+  p1 = 2.81022636e-08
+  for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+            -0.00125372503, -0.00417768164, 0.246640727, 1.50140941):
+    p1 = c + p1 * w1
+  p2 = -0.000200214257
+  for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+            0.00943887047, 1.00167406, 2.83297682):
+    p2 = c + p2 * w2
+  x = np.where(w < 5, p1, p2) * a_in
+  tail = a_in > 0.5
+  target = np.where(tail, 1 - a_in, a_in)
+  for _ in range(5):  # Newton on erf(x) = a, and on log(erfc(x)) = log(1 - a) in the tail
+    d = (2 / math.sqrt(math.pi)) * np.exp(-x * x)
+    ec = _erfc64(np.where(tail, x, 0.0))
+    step_tail = (np.log(ec) - np.log(target)) * ec / d
+    x = x + np.where(tail, step_tail, (a_in - _erf64(x)) / d)
+  out = np.where(inside, x, np.where(a == 1, np.inf, np.nan))
+  return np.copysign(out, y)
+
+
+def _bessel_i0e64(x):
+  """exp(-|x|) I0(x): the power series up to |x| = 20, the asymptotic series beyond."""
+  x = np.abs(np.asarray(x, np.float64))
+  small = x <= 20
+  xs = np.where(small, x, 0.0)
+  q = xs * xs / 4
+  term, total = np.ones_like(xs), np.ones_like(xs)
+  for k in range(1, 80):
+    term = term * q / (k * k)
+    total = total + term
+  series = total * np.exp(-xs)
+  xl = np.where(small, 21.0, x)
+  term, total = np.ones_like(xl), np.ones_like(xl)
+  for k in range(1, 30):
+    term = term * (2 * k - 1) ** 2 / (8 * k * xl)
+    total = total + term
+  asym = total / np.sqrt(2 * np.pi * xl)
+  return np.where(np.isnan(x), np.nan, np.where(small, series, asym))
+
+
+erf_p = unary("erf", _math(_erf64), FLOAT)
+erf_inv_p = unary("erf_inv", _math(_erf_inv64), FLOAT)
+lgamma_p = unary("lgamma", _math(_lgamma64), FLOAT)
+digamma_p = unary("digamma", _math(_digamma64), FLOAT)
+bessel_i0e_p = unary("bessel_i0e", _math(_bessel_i0e64), FLOAT)
+erfc_p, erfc = _unary_with_accuracy("erfc", _erfc64, FLOAT)
+
+erf = _unary_fn(erf_p, "erf")
+erf_inv = _unary_fn(erf_inv_p, "erf_inv")
+lgamma = _unary_fn(lgamma_p, "lgamma")
+digamma = _unary_fn(digamma_p, "digamma")
+bessel_i0e = _unary_fn(bessel_i0e_p, "bessel_i0e")
+
+
+# --- complex ---------------------------------------------------------------------------------
+
+def _complex_dtype(dt):
+  return np.dtype(np.complex128 if np.dtype(dt) in (np.float64, np.complex128) else np.complex64)
+
+
+def _complex_abstract_eval(x, y):
+  for i, a in enumerate((x, y)):
+    if a.dtype not in (np.float32, np.float64):
+      raise TypeError(f"complex does not accept dtype {a.dtype.name} at position {i}. "
+                      f"Accepted dtypes at position {i} are subtypes of float32, float64.")
+  check_same_dtypes("complex", (x, y))
+  return ShapedArray(broadcasting_shape("complex", (x, y)), _complex_dtype(x.dtype),
+                     x.weak_type and y.weak_type)
+
+
+def _complex_impl(x, y):
+  x, y = np.broadcast_arrays(x, y)
+  out = np.empty(x.shape, _complex_dtype(x.dtype))
+  out.real, out.imag = x, y  # not x + 1j*y: that turns inf parts into nan
+  return out
+
+
+def _conj_abstract_eval(x, *, input_dtype):
+  if x.dtype not in (np.float32, np.float64) and dtype_kind(x.dtype) != "c":
+    raise TypeError(f"conj does not accept dtype {x.dtype.name}. Accepted dtypes are "
+                    "subtypes of float32, float64, complexfloating.")
+  return x.update(dtype=_complex_dtype(x.dtype))
+
+
+complex_p = declare("complex", _complex_abstract_eval, _complex_impl)
+conj_p = declare("conj", _conj_abstract_eval,
+                 lambda x, **_: np.conj(x).astype(_complex_dtype(x.dtype)))
+real_p = unary("real", lambda x, **_: np.real(x), COMPLEX, out_dtype=_abs_dtype)
+imag_p = unary("imag", lambda x, **_: np.imag(x), COMPLEX, out_dtype=_abs_dtype)
+
+real = _unary_fn(real_p, "real")
+imag = _unary_fn(imag_p, "imag")
+complex = _binary_fn(complex_p, "complex")  # noqa: A001 - lax.complex
+
+
+def conj(x):
+  """Complex conjugate; a real operand gives a complex result (`conj[input_dtype=...]`)."""
+  return conj_p.bind(x, input_dtype=core.get_aval(x).dtype)
+
+
+# --- bitwise ---------------------------------------------------------------------------------
+
+def _shift_impl(kind):
+  """XLA shifts: the amount is taken as unsigned; amounts >= bits give 0 (left, logical)
+  or the sign fill (arithmetic, also for unsigned operands: it shifts the bit pattern)."""
+  def impl(x, y):
+    x, y = np.broadcast_arrays(x, y)
+    ut = _UINT_OF_SIZE[x.dtype.itemsize]
+    amount = _as_unsigned(y)
+    oob = amount >= _bits(x.dtype)
+    s = np.where(oob, 0, amount).astype(ut)
+    if kind == "arith":
+      sx = _as_signed(x)
+      out = np.where(oob, np.where(sx < 0, -1, 0), sx >> s.astype(sx.dtype)).astype(sx.dtype)
+    else:
+      ux = _as_unsigned(x)
+      out = np.where(oob, 0, ux << s if kind == "left" else ux >> s).astype(ut)
+    return out.view(x.dtype)
+  return _quiet(impl)
+
+
+_POPCOUNT_TABLE = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+
+
+def _population_count(x, **_):
+  b = _c_order(x).reshape(*x.shape, 1).view(np.uint8)
+  return _POPCOUNT_TABLE[b].sum(axis=-1, dtype=np.int64).astype(x.dtype)
+
+
+def _clz(x, **_):
+  u = _as_unsigned(x).astype(np.uint64)
+  bits = _bits(x.dtype)
+  n = np.zeros(u.shape, np.int64)
+  for s in (32, 16, 8, 4, 2, 1):
+    if s < bits:
+      big = (u >> np.uint64(s)) != 0
+      n += np.where(big, s, 0)
+      u = np.where(big, u >> np.uint64(s), u)
+  n += (u != 0)
+  return (bits - n).astype(x.dtype)
+
+
+and_p = naryop("and", _same(np.bitwise_and), BOOL + INTS)
+or_p = naryop("or", _same(np.bitwise_or), BOOL + INTS)
+xor_p = naryop("xor", _same(np.bitwise_xor), BOOL + INTS)
+not_p = unary("not", lambda x, **_: np.invert(x), BOOL + INTS)
+shift_left_p = naryop("shift_left", _shift_impl("left"), INTS)
+shift_right_arithmetic_p = naryop("shift_right_arithmetic", _shift_impl("arith"), INTS)
+shift_right_logical_p = naryop("shift_right_logical", _shift_impl("logical"), INTS)
+population_count_p = unary("population_count", _population_count, INTS)
+clz_p = unary("clz", _clz, INTS)
+
+bitwise_and = _binary_fn(and_p, "bitwise_and")
+bitwise_or = _binary_fn(or_p, "bitwise_or")
+bitwise_xor = _binary_fn(xor_p, "bitwise_xor")
+bitwise_not = _unary_fn(not_p, "bitwise_not")
+shift_left = _binary_fn(shift_left_p, "shift_left")
+shift_right_arithmetic = _binary_fn(shift_right_arithmetic_p, "shift_right_arithmetic")
+shift_right_logical = _binary_fn(shift_right_logical_p, "shift_right_logical")
+population_count = _unary_fn(population_count_p, "population_count")
+clz = _unary_fn(clz_p, "clz")
+
+
+# --- comparison ------------------------------------------------------------------------------
+
+_to_bool = lambda _: np.dtype(np.bool_)
+ORDERED = BOOL + INTS + FLOAT
+
+eq_p = naryop("eq", np.equal, ANY, out_dtype=_to_bool)
+ne_p = naryop("ne", np.not_equal, ANY, out_dtype=_to_bool)
+lt_p = naryop("lt", np.less, ORDERED, out_dtype=_to_bool)
+le_p = naryop("le", np.less_equal, ORDERED, out_dtype=_to_bool)
+gt_p = naryop("gt", np.greater, ORDERED, out_dtype=_to_bool)
+ge_p = naryop("ge", np.greater_equal, ORDERED, out_dtype=_to_bool)
+
+eq = _binary_fn(eq_p, "eq")
+ne = _binary_fn(ne_p, "ne")
+lt = _binary_fn(lt_p, "lt")
+le = _binary_fn(le_p, "le")
+gt = _binary_fn(gt_p, "gt")
+ge = _binary_fn(ge_p, "ge")
+
+
+# --- selection -------------------------------------------------------------------------------
+
+def _select_n_abstract_eval(which, *cases):
+  if not cases:
+    raise TypeError("select must have at least one case")
+  if any(c.shape != cases[0].shape for c in cases[1:]):
+    raise TypeError(f"select cases must have the same shapes, got "
+                    f"[{', '.join(str(c.shape) for c in cases)}].")
+  if which.shape and which.shape != cases[0].shape:
+    raise TypeError(f"select `which` must be scalar or have the same shape as cases, got "
+                    f"`which` shape {which.shape} but case shape {cases[0].shape}.")
+  check_same_dtypes("select", cases)
+  if dtype_kind(which.dtype) not in BOOL + INTS:
+    raise TypeError(f"select `which` must be boolean or integer type, got {which.dtype}.")
+  if which.dtype == np.bool_ and len(cases) > 2:
+    raise TypeError("select with boolean `which` cannot have > 2 cases.")
+  return cases[0].update(weak_type=all(c.weak_type for c in cases))
+
+
+def _select_n_impl(which, *cases):
+  """Out-of-range indices clamp (XLA lowers select_n to a tree of `which < k` tests)."""
+  out = cases[0]
+  for k in range(1, len(cases)):
+    out = np.where(which >= k, cases[k], out)
+  return np.broadcast_to(out, cases[0].shape)
+
+
+select_n_p = declare("select_n", _select_n_abstract_eval, _select_n_impl)
+
+
+def _bind_cases(prim, first, *cases):
+  """Python scalar cases take the dtype of the array cases (weakly typed)."""
+  strong = [c for c in cases if not dtypes.is_python_scalar(c)]
+  if strong and len(strong) < len(cases):
+    dt = core.get_aval(strong[0]).dtype
+    cases = [convert_element_type(c, dt, weak_type=True) if dtypes.is_python_scalar(c) else c
+             for c in cases]
+  return prim.bind(first, *cases)
+
+
+def select_n(which, *cases):
+  """cases[which], elementwise: `which` is bool (two cases) or an integer index; it is a
+  scalar or has the cases' shape."""
+  if not cases:
+    raise ValueError("select_n() must have at least one case")
+  return _bind_cases(select_n_p, which, *cases)
+
+
+def select(pred, on_true, on_false):
+  """`on_true` where `pred` else `on_false` (binds select_n with the cases swapped)."""
+  return _bind_cases(select_n_p, pred, on_false, on_true)
+
+
+def _clamp_abstract_eval(lo, x, hi):
+  for name, a in (("min", lo), ("max", hi)):
+    if a.shape and a.shape != x.shape:
+      raise TypeError(f"clamp requires {name}.shape == operand.shape or {name}.shape == (), "
+                      f"got {name}.shape={a.shape}, operand.shape={x.shape}.")
+  for i, a in enumerate((lo, x, hi)):
+    check_dtype("clamp", a, ANY, argname=f"operand {i}")
+  check_same_dtypes("clamp", (lo, x, hi))
+  return x.update(weak_type=lo.weak_type and x.weak_type and hi.weak_type)
+
+
+def _clamp_impl(lo, x, hi):
+  return np.broadcast_to(_min_impl(_max_impl(x, lo), hi), x.shape)
+
+
+clamp_p = declare("clamp", _clamp_abstract_eval, _quiet(_clamp_impl))
+
+
+def clamp(min, x, max):  # noqa: A002 - JAX's argument names
+  """min(max(x, min), max), elementwise; `min`/`max` are scalars or have x's shape."""
+  return bind_elementwise(clamp_p, min, x, max)

@@ -1,4 +1,733 @@
-"""indexing primitives."""
+"""Indexing primitives: dynamic_slice, dynamic_update_slice, gather and the scatters.
+
+Each primitive is declared once with its shape/dtype rule (ported from XLA's shape
+inference, as JAX does) and a NumPy reference implementation of XLA's semantics:
+
+- dynamic_slice / dynamic_update_slice clamp each start index into
+  [0, operand_dim - slice_size], so the window always lies inside the operand.
+- gather takes, for every index vector of `start_indices` (the last dimension is the
+  index vector), a window of `slice_sizes` starting at that position. Out-of-bounds
+  windows are clamped (CLIP, PROMISE_IN_BOUNDS) or replaced by `fill_value`
+  (FILL_OR_DROP).
+- scatter writes (or combines with add/sub/mul/min/max) the update windows at those
+  positions. Out-of-bounds windows are dropped whole (FILL_OR_DROP, PROMISE_IN_BOUNDS)
+  or clamped (CLIP). Duplicate indices accumulate for the combining scatters.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import enum
+import functools
+import operator
+from typing import Callable, NamedTuple, Sequence
+
+import numpy as np
+
+from ember._src import core, dtypes, errors
+from ember._src.core import ShapedArray
+from ember._src.primitives import declare
+
+__all__ = [
+    "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
+    "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim",
+    "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim", "gather", "scatter",
+    "scatter_add", "scatter_sub", "scatter_mul", "scatter_min", "scatter_max",
+    "scatter_apply",
+]
+
+
+# --- parameter types ------------------------------------------------------------------
+
+class GatherScatterMode(enum.Enum):
+  """How gather and scatter treat out-of-bounds indices (jax.lax.GatherScatterMode).
+
+  CLIP: indices are clamped so the whole window is in bounds.
+  FILL_OR_DROP: a gathered window that is partly out of bounds is filled with
+    `fill_value`; a scattered window that is partly out of bounds is dropped.
+  PROMISE_IN_BOUNDS: the caller promises in-bounds indices; in practice gathers clamp
+    and scatters drop, as XLA does.
+  """
+  CLIP = enum.auto()
+  FILL_OR_DROP = enum.auto()
+  PROMISE_IN_BOUNDS = enum.auto()
+  ONE_HOT = enum.auto()
+
+  @staticmethod
+  def from_any(s) -> "GatherScatterMode":
+    if isinstance(s, GatherScatterMode):
+      return s
+    if s == "clip":
+      return GatherScatterMode.CLIP
+    if s is None or s == "fill" or s == "drop":
+      return GatherScatterMode.FILL_OR_DROP
+    if s == "promise_in_bounds":
+      return GatherScatterMode.PROMISE_IN_BOUNDS
+    if s == "one_hot":
+      return GatherScatterMode.ONE_HOT
+    raise ValueError(f'Unknown gather mode "{s}"')
+
+
+class GatherDimensionNumbers(NamedTuple):
+  """XLA's gather dimension numbers; the index vector dimension is always the last
+  dimension of `start_indices`."""
+  offset_dims: tuple[int, ...]
+  collapsed_slice_dims: tuple[int, ...]
+  start_index_map: tuple[int, ...]
+  operand_batching_dims: tuple[int, ...] = ()
+  start_indices_batching_dims: tuple[int, ...] = ()
+
+
+class ScatterDimensionNumbers(NamedTuple):
+  """XLA's scatter dimension numbers; the index vector dimension is always the last
+  dimension of `scatter_indices`."""
+  update_window_dims: Sequence[int]
+  inserted_window_dims: Sequence[int]
+  scatter_dims_to_operand_dims: Sequence[int]
+  operand_batching_dims: Sequence[int] = ()
+  scatter_indices_batching_dims: Sequence[int] = ()
+
+
+def _tuple_fields(dnums):
+  """Dimension numbers with every field a tuple of ints (params must be hashable)."""
+  return type(dnums)(*(tuple(int(d) for d in f) for f in dnums))
+
+
+# --- shared checks --------------------------------------------------------------------
+
+def _is_int(aval) -> bool:
+  return dtypes.is_integer(aval.dtype)
+
+
+def _check_sorted(dims, op, name):
+  if any(b < a for a, b in zip(dims, dims[1:])):
+    raise TypeError(f"{name} in {op} op must be sorted; got {dims}")
+
+
+def _check_no_dups(dims, op, name):
+  if len(set(dims)) != len(dims):
+    raise TypeError(f"{name} in {op} op must not repeat; got: {dims}.")
+
+
+def _check_in_range(dims, rank, op, name):
+  for d in dims:
+    if not 0 <= d < rank:
+      raise TypeError(f"Invalid {name} set in {op} op; valid range is [0, {rank}); got: {d}.")
+
+
+def _check_disjoint(d1, d2, op, n1, n2):
+  if set(d1) & set(d2):
+    raise TypeError(f"{n1} and {n2} in {op} op must be disjoint; got: {d1} and {d2}.")
+
+
+def _check_dims(dims, rank, op, name):
+  _check_sorted(dims, op, name)
+  _check_no_dups(dims, op, name)
+  _check_in_range(dims, rank, op, name)
+
+
+def _check_index_dtypes(op, start_avals):
+  if any(a.dtype != start_avals[0].dtype or not _is_int(a) for a in start_avals):
+    raise TypeError(f"index arguments to {op} must be integers of the same type, got: "
+                    f"{', '.join(a.dtype.name for a in start_avals)}. (Tip: convert them "
+                    "to one integer dtype with lax.convert_element_type.)")
+  if any(a.ndim != 0 for a in start_avals):
+    raise TypeError(f"start_indices arguments to {op} must be scalars, got indices of "
+                    f"shapes {[a.shape for a in start_avals]}")
+
+
+def _clamped_starts(starts, shape, sizes) -> list[int]:
+  """XLA's dynamic-slice rule: each start is clamped so the window stays in bounds."""
+  return [int(np.clip(int(s), 0, max(d - n, 0))) for s, d, n in zip(starts, shape, sizes)]
+
+
+# --- dynamic_slice --------------------------------------------------------------------
+
+def _dynamic_slice_abstract_eval(operand, *starts, slice_sizes):
+  if len(starts) != operand.ndim:
+    raise TypeError(f"dynamic_slice requires one start index per operand dimension, got "
+                    f"{len(starts)} start indices for operand shape {operand.shape}.")
+  if len(slice_sizes) != operand.ndim or any(
+      not 0 <= n <= d for n, d in zip(slice_sizes, operand.shape)):
+    raise TypeError(f"dynamic_slice slice_sizes must be non-negative and less than or "
+                    f"equal to the operand shape, got slice_sizes {slice_sizes} for "
+                    f"operand shape {operand.shape}.")
+  if starts:
+    _check_index_dtypes("dynamic_slice", starts)
+  return ShapedArray(slice_sizes, operand.dtype, operand.weak_type)
+
+
+def _dynamic_slice_impl(operand, *starts, slice_sizes):
+  lo = _clamped_starts(starts, operand.shape, slice_sizes)
+  return operand[tuple(slice(s, s + n) for s, n in zip(lo, slice_sizes))]
+
+
+dynamic_slice_p = declare("dynamic_slice", _dynamic_slice_abstract_eval, _dynamic_slice_impl)
+
+
+# --- dynamic_update_slice -------------------------------------------------------------
+
+def _dynamic_update_slice_abstract_eval(operand, update, *starts):
+  if operand.ndim != update.ndim:
+    raise TypeError(f"dynamic_update_slice update must have the same rank as operand, "
+                    f"got update shape {update.shape} for operand shape {operand.shape}.")
+  if len(starts) != operand.ndim:
+    raise TypeError(f"dynamic_update_slice start_indices must have length equal to the "
+                    f"rank of operand, got {len(starts)} indices for operand shape "
+                    f"{operand.shape}.")
+  if any(u > d for u, d in zip(update.shape, operand.shape)):
+    raise TypeError(f"dynamic_update_slice update shape must be smaller than operand "
+                    f"shape, got update shape {update.shape} for operand shape "
+                    f"{operand.shape}.")
+  if operand.dtype != update.dtype:
+    raise TypeError(f"lax.dynamic_update_slice requires arguments to have the same "
+                    f"dtypes, got {operand.dtype.name}, {update.dtype.name}. (Tip: "
+                    "convert the update with lax.convert_element_type.)")
+  if starts:
+    _check_index_dtypes("dynamic_update_slice", starts)
+  weak = operand.weak_type and update.weak_type and all(s.weak_type for s in starts)
+  return operand.update(weak_type=weak)
+
+
+def _dynamic_update_slice_impl(operand, update, *starts):
+  lo = _clamped_starts(starts, operand.shape, update.shape)
+  out = operand.copy()
+  out[tuple(slice(s, s + n) for s, n in zip(lo, update.shape))] = update
+  return out
+
+
+dynamic_update_slice_p = declare("dynamic_update_slice", _dynamic_update_slice_abstract_eval,
+                                 _dynamic_update_slice_impl)
+
+
+# --- window arithmetic shared by the gather and scatter impls -------------------------
+
+def _window_starts(indices, operand_shape, index_map, operand_batching_dims,
+                   indices_batching_dims, window_sizes):
+  """For each index vector (flattened batch position b): the operand position where its
+  window starts, clamped into bounds, and whether the unclamped window was in bounds.
+
+  Returns (starts: int64[nb, operand_rank], in_bounds: bool[nb]).
+  """
+  batch_shape = indices.shape[:-1]
+  nb = int(np.prod(batch_shape, dtype=np.int64))
+  idx = indices.reshape(nb, indices.shape[-1])
+  if idx.dtype == np.uint64:  # keep huge unsigned indices out of bounds, not negative
+    idx = np.minimum(idx, np.iinfo(np.int64).max)
+  idx = idx.astype(np.int64)
+  starts = np.zeros((nb, len(operand_shape)), np.int64)
+  index_map = list(index_map)
+  starts[:, index_map] = idx
+  if operand_batching_dims:  # batching dims: the window sits at the index's own position
+    coords = np.indices(batch_shape).reshape(len(batch_shape), nb)
+    for od, idim in zip(operand_batching_dims, indices_batching_dims):
+      starts[:, od] = coords[idim]
+  upper = np.asarray(operand_shape, np.int64) - np.asarray(window_sizes, np.int64)
+  mapped = starts[:, index_map]
+  in_bounds = np.all((mapped >= 0) & (mapped <= upper[index_map]), axis=1)
+  return np.clip(starts, 0, np.maximum(upper, 0)), in_bounds
+
+
+def _window_positions(starts, window_sizes):
+  """Index arrays (one per operand dim) of shape (nb, *window_sizes) addressing each
+  window element: start + offset."""
+  nb, rank = starts.shape
+  offsets = np.indices(window_sizes, sparse=True) if rank else []
+  pos = tuple(starts[:, d].reshape((nb,) + (1,) * rank) + offsets[d][None]
+              for d in range(rank))
+  full = (nb,) + tuple(window_sizes)
+  return tuple(np.broadcast_to(p, full) for p in pos)
+
+
+# --- gather ---------------------------------------------------------------------------
+
+def _gather_shape(indices_shape, dnums, slice_sizes) -> tuple:
+  dropped = set(dnums.collapsed_slice_dims) | set(dnums.operand_batching_dims)
+  window = iter(s for i, s in enumerate(slice_sizes) if i not in dropped)
+  batch = iter(indices_shape[:-1])
+  rank = len(dnums.offset_dims) + len(indices_shape) - 1
+  return tuple(next(window) if i in dnums.offset_dims else next(batch) for i in range(rank))
+
+
+def _gather_abstract_eval(operand, indices, *, dimension_numbers, slice_sizes,
+                          unique_indices, indices_are_sorted, mode, fill_value):
+  if not _is_int(indices):
+    raise ValueError(f"gather indices must have an integer type, got {indices.dtype.name}")
+  dn, op = dimension_numbers, "gather"
+  if indices.ndim < 1:
+    raise TypeError("gather indices must have rank >= 1: the last dimension is the index "
+                    f"vector (add a trailing dimension of size 1); got shape {indices.shape}")
+  out_rank = len(dn.offset_dims) + indices.ndim - 1
+  _check_sorted(dn.offset_dims, op, "offset_dims")
+  _check_no_dups(dn.offset_dims, op, "offset_dims")
+  for i, d in enumerate(dn.offset_dims):
+    if not 0 <= d < out_rank:
+      raise TypeError(f"Offset dimension {i} in gather op is out of bounds; got {d}, but "
+                      f"should have been in [0, {out_rank})")
+  if len(dn.start_index_map) != indices.shape[-1]:
+    raise TypeError(f"Gather op has {len(dn.start_index_map)} elements in start_index_map "
+                    f"and the bound of dimension index_vector_dim={indices.ndim - 1} of "
+                    f"indices is {indices.shape[-1]}. These two numbers must be equal.")
+  for i, d in enumerate(dn.start_index_map):
+    if not 0 <= d < operand.ndim:
+      raise TypeError(f"Invalid start_index_map; domain is [0, {operand.ndim}), got: "
+                      f"{i}->{d}.")
+  _check_no_dups(dn.start_index_map, op, "start_index_map")
+  _check_dims(dn.collapsed_slice_dims, operand.ndim, op, "collapsed_slice_dims")
+  _check_dims(dn.operand_batching_dims, operand.ndim, op, "operand_batching_dims")
+  _check_disjoint(dn.collapsed_slice_dims, dn.operand_batching_dims, op,
+                  "collapsed_slice_dims", "operand_batching_dims")
+  _check_disjoint(dn.start_index_map, dn.operand_batching_dims, op,
+                  "start_index_map", "operand_batching_dims")
+  _check_no_dups(dn.start_indices_batching_dims, op, "start_indices_batching_dims")
+  _check_in_range(dn.start_indices_batching_dims, indices.ndim, op,
+                  "start_indices_batching_dims")
+  if indices.ndim - 1 in dn.start_indices_batching_dims:
+    raise TypeError("Gather op cannot have the index vector dimension as a batching "
+                    f"dimension; got {dn.start_indices_batching_dims}.")
+  if len(dn.operand_batching_dims) != len(dn.start_indices_batching_dims):
+    raise TypeError(f"Gather op requires equal numbers of operand_batching_dims and "
+                    f"start_indices_batching_dims, got {dn.operand_batching_dims} and "
+                    f"{dn.start_indices_batching_dims}.")
+  ob = tuple(operand.shape[i] for i in dn.operand_batching_dims)
+  ib = tuple(indices.shape[i] for i in dn.start_indices_batching_dims)
+  if ob != ib:
+    raise TypeError(f"Gather op requires operand batching dimensions and indices batching "
+                    f"dimensions to have the same shape, got {ob} and {ib}.")
+  if len(slice_sizes) != operand.ndim:
+    raise TypeError(f"Gather op must have one slice size for every input dimension; got: "
+                    f"len(slice_sizes)={len(slice_sizes)}, input_shape.rank={operand.ndim}")
+  if len(slice_sizes) != (len(dn.offset_dims) + len(dn.collapsed_slice_dims)
+                          + len(dn.operand_batching_dims)):
+    raise TypeError(f"All components of the offset index in a gather op must either be a "
+                    f"offset dimension or explicitly collapsed/batching; got "
+                    f"len(slice_sizes)={len(slice_sizes)}, output_slice_sizes="
+                    f"{dn.offset_dims}, collapsed_slice_dims={dn.collapsed_slice_dims}, "
+                    f"operand_batching_dims={dn.operand_batching_dims}.")
+  if indices.size:
+    for i, (n, d) in enumerate(zip(slice_sizes, operand.shape)):
+      if not 0 <= n <= d:
+        raise TypeError(f"Slice size at index {i} in gather op is out of range, must be "
+                        f"within [0, {d} + 1), got {n}.")
+  for i, d in enumerate(dn.collapsed_slice_dims):
+    if slice_sizes[d] != 1:
+      raise TypeError(f"Gather op can only collapse slice dims with bound 1, but bound is "
+                      f"{slice_sizes[d]} for index {d} at position {i}.")
+  for i, d in enumerate(dn.operand_batching_dims):
+    if slice_sizes[d] > 1:
+      raise TypeError(f"Gather op can only have operand batching dims with bound 0/1, but "
+                      f"bound is {slice_sizes[d]} for index {d} at position {i}.")
+  return ShapedArray(_gather_shape(indices.shape, dn, slice_sizes), operand.dtype,
+                     operand.weak_type)
+
+
+def default_fill_value(dtype):
+  """JAX's out-of-bounds fill for gathers: NaN for inexact types, the most negative
+  value for signed, the largest for unsigned integers, True for bool."""
+  if dtypes.is_inexact(dtype):
+    return np.nan
+  if dtype == np.bool_:
+    return True
+  return (np.iinfo(dtype).max if dtypes.is_unsigned(dtype) else np.iinfo(dtype).min)
+
+
+def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
+                 indices_are_sorted, mode, fill_value):
+  dn = dimension_numbers
+  out_shape = _gather_shape(indices.shape, dn, slice_sizes)
+  dropped = set(dn.collapsed_slice_dims) | set(dn.operand_batching_dims)
+  window_shape = tuple(s for i, s in enumerate(slice_sizes) if i not in dropped)
+  batch_shape = indices.shape[:-1]
+  if 0 in out_shape or any(slice_sizes[d] == 0 for d in dropped):
+    return np.zeros(out_shape, operand.dtype)
+  starts, in_bounds = _window_starts(indices, operand.shape, dn.start_index_map,
+                                     dn.operand_batching_dims,
+                                     dn.start_indices_batching_dims, slice_sizes)
+  pos = _window_positions(starts, slice_sizes)
+  win = operand[pos] if pos else np.broadcast_to(operand, (len(starts),))  # (nb, *slice_sizes)
+  win = win.reshape((len(starts),) + window_shape)
+  if GatherScatterMode.from_any(mode) == GatherScatterMode.FILL_OR_DROP:
+    fill = default_fill_value(operand.dtype) if fill_value is None else fill_value
+    win = win.copy()
+    win[~in_bounds] = np.asarray(fill).astype(operand.dtype)
+  win = win.reshape(batch_shape + window_shape)
+  # window dims go to offset_dims, batch dims fill the other output positions in order
+  nbatch, batch_iter = len(batch_shape), iter(range(len(batch_shape)))
+  perm = [nbatch + dn.offset_dims.index(i) if i in dn.offset_dims else next(batch_iter)
+          for i in range(len(out_shape))]
+  return win.transpose(perm)
+
+
+gather_p = declare("gather", _gather_abstract_eval, _gather_impl)
+
+
+# --- scatter --------------------------------------------------------------------------
+
+def _scatter_abstract_eval(operand, indices, updates, *, dimension_numbers,
+                           indices_are_sorted, unique_indices, mode, update_jaxpr,
+                           update_consts, _name="scatter"):
+  if not _is_int(indices):
+    raise ValueError(f"scatter indices must have an integer type, got {indices.dtype.name}")
+  if operand.dtype != updates.dtype:
+    raise TypeError(f"lax.{_name.replace('-', '_')} requires arguments to have the same "
+                    f"dtypes, got {operand.dtype.name}, {updates.dtype.name}. (Tip: "
+                    "jnp's .at[] converts updates; with lax, convert with "
+                    "lax.convert_element_type.)")
+  dn, op = dimension_numbers, "scatter"
+  if indices.ndim < 1:
+    raise TypeError("scatter indices must have rank >= 1: the last dimension is the index "
+                    f"vector (add a trailing dimension of size 1); got shape {indices.shape}")
+  ivd = indices.ndim - 1
+  expected = ivd + len(dn.update_window_dims)
+  if updates.ndim != expected:
+    raise TypeError(f"Updates tensor must be of rank {expected}; got {updates.ndim}.")
+  _check_dims(dn.update_window_dims, updates.ndim, op, "update_window_dims")
+  _check_dims(dn.inserted_window_dims, operand.ndim, op, "inserted_window_dims")
+  _check_dims(dn.operand_batching_dims, operand.ndim, op, "operand_batching_dims")
+  _check_disjoint(dn.inserted_window_dims, dn.operand_batching_dims, op,
+                  "inserted_window_dims", "operand_batching_dims")
+  _check_disjoint(dn.scatter_dims_to_operand_dims, dn.operand_batching_dims, op,
+                  "scatter_dims_to_operand_dims", "operand_batching_dims")
+  _check_no_dups(dn.scatter_indices_batching_dims, op, "scatter_indices_batching_dims")
+  _check_in_range(dn.scatter_indices_batching_dims, indices.ndim, op,
+                  "scatter_indices_batching_dims")
+  if ivd in dn.scatter_indices_batching_dims:
+    raise TypeError("Scatter op cannot have the index vector dimension as a batching "
+                    f"dimension; got {dn.scatter_indices_batching_dims}.")
+  if len(dn.operand_batching_dims) != len(dn.scatter_indices_batching_dims):
+    raise TypeError(f"Scatter op requires equal numbers of operand_batching_dims and "
+                    f"scatter_indices_batching_dims, got {dn.operand_batching_dims} and "
+                    f"{dn.scatter_indices_batching_dims}.")
+  ob = tuple(operand.shape[i] for i in dn.operand_batching_dims)
+  ib = tuple(indices.shape[i] for i in dn.scatter_indices_batching_dims)
+  if ob != ib:
+    raise TypeError(f"Scatter op requires operand batching dimensions and indices batching "
+                    f"dimensions to have the same shape, got {ob} and {ib}.")
+  window_rank = (len(dn.update_window_dims) + len(dn.inserted_window_dims)
+                 + len(dn.operand_batching_dims))
+  if operand.ndim != window_rank:
+    raise TypeError(f"Scatter op has window of size {window_rank}; doesn't match operand "
+                    f"of rank {operand.ndim}.")
+  if len(dn.scatter_dims_to_operand_dims) != indices.shape[-1]:
+    raise TypeError(f"Scatter op has {len(dn.scatter_dims_to_operand_dims)} elements in "
+                    f"scatter_dims_to_operand_dims and the bound of dimension "
+                    f"index_vector_dim={ivd} of indices is {indices.shape[-1]}. These two "
+                    f"numbers must be equal")
+  for i, d in enumerate(dn.scatter_dims_to_operand_dims):
+    if not 0 <= d < operand.ndim:
+      raise TypeError(f"Invalid scatter_dims_to_operand_dims mapping; domain is "
+                      f"[0, {operand.ndim}), got: {i}->{d}.")
+  _check_no_dups(dn.scatter_dims_to_operand_dims, op, "scatter_dims_to_operand_dims")
+  inserted = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+  max_window = [d for i, d in enumerate(operand.shape) if i not in inserted]
+  for bound, ud in zip(max_window, dn.update_window_dims):
+    if updates.shape[ud] > bound:
+      raise TypeError(f"Bounds of the window dimensions of updates must not exceed the "
+                      f"bounds of the corresponding dimensions of operand. For dimension "
+                      f"{ud}, updates bound is {updates.shape[ud]}, operand bound is {bound}.")
+  scatter_dims = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+  for d, n in zip(scatter_dims, indices.shape[:-1]):
+    if updates.shape[d] != n:
+      raise TypeError(f"Bounds of the scatter dimensions of updates must be the same as the "
+                      f"bounds of the corresponding dimensions of scatter indices. For "
+                      f"scatter dimension {d}, updates bound is {updates.shape[d]}, indices "
+                      f"bound is {n}. (operand {operand.shape}, indices {indices.shape}, "
+                      f"updates {updates.shape})")
+  return operand
+
+
+def _scatter_windows(operand_shape, indices, updates, dn, mode):
+  """The flat operand positions and values of every in-bounds scattered element, in
+  update order."""
+  uw = list(dn.update_window_dims)
+  scatter_dims = [d for d in range(updates.ndim) if d not in uw]
+  inserted = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+  win_iter = iter(updates.shape[d] for d in uw)
+  window_sizes = tuple(1 if i in inserted else next(win_iter) for i in range(len(operand_shape)))
+  nb = int(np.prod(indices.shape[:-1], dtype=np.int64))
+  vals = updates.transpose(scatter_dims + uw).reshape((nb,) + window_sizes)
+  starts, in_bounds = _window_starts(indices, operand_shape, dn.scatter_dims_to_operand_dims,
+                                     dn.operand_batching_dims,
+                                     dn.scatter_indices_batching_dims, window_sizes)
+  if GatherScatterMode.from_any(mode) != GatherScatterMode.CLIP:
+    starts, vals = starts[in_bounds], vals[in_bounds]   # out-of-bounds windows are dropped
+  pos = _window_positions(starts, window_sizes)
+  if not pos:   # 0-d operand: every window is its single element
+    return np.zeros(vals.size, np.intp), vals.reshape(-1)
+  return np.ravel_multi_index(tuple(p.reshape(-1) for p in pos), operand_shape), vals.reshape(-1)
+
+
+_COMBINE = {"scatter-add": np.add, "scatter-sub": np.subtract, "scatter-mul": np.multiply,
+            "scatter-min": np.minimum, "scatter-max": np.maximum}
+
+
+def _scatter_impl_for(name):
+  def impl(operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+           unique_indices, mode, update_jaxpr, update_consts):
+    out = operand.copy()
+    if out.size == 0 or updates.size == 0:
+      return out
+    pos, vals = _scatter_windows(operand.shape, indices, updates, dimension_numbers, mode)
+    flat = out.reshape(-1)   # a view: writes land in `out`
+    if name in _COMBINE:
+      with np.errstate(all="ignore"):
+        _COMBINE[name].at(flat, pos, vals)   # .at accumulates duplicate indices
+    elif update_jaxpr is None:
+      flat[pos] = vals
+    else:   # scatter_apply: the combiner runs once per update, duplicates in sequence
+      fn = core.jaxpr_as_fun(update_jaxpr)
+      for p, v in zip(pos, vals):
+        res, = fn(flat[p], v)
+        flat[p] = np.asarray(res)
+    return out
+  return impl
+
+
+def _declare_scatter(name):
+  def abstract_eval(*avals, **params):
+    return _scatter_abstract_eval(*avals, **params, _name=name)
+  return declare(name, abstract_eval, _scatter_impl_for(name))
+
+
+scatter_p = _declare_scatter("scatter")
+scatter_add_p = _declare_scatter("scatter-add")
+scatter_sub_p = _declare_scatter("scatter-sub")
+scatter_mul_p = _declare_scatter("scatter-mul")
+scatter_min_p = _declare_scatter("scatter-min")
+scatter_max_p = _declare_scatter("scatter-max")
+
+
+# --- the lax functions ----------------------------------------------------------------
+
+def _lax():
+  from ember._src import lax_api
+  return lax_api
+
+
+def _is_static_int(i) -> bool:
+  return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
+
+
+def _normalize_starts(operand_shape, start_indices, allow_negative_indices, op):
+  """Negative start indices count from the end (as JAX's `_dynamic_slice_indices`):
+  static ones are fixed here, traced ones with a `select_n`."""
+  if not isinstance(start_indices, (list, tuple)):
+    shape = core.get_aval(start_indices).shape
+    if len(shape) != 1:
+      raise ValueError(f"Slice indices must be a 1D sequence, got {shape}")
+    start_indices = [start_indices[i] for i in range(shape[0])]
+  if len(start_indices) != len(operand_shape):
+    raise ValueError(f"Length of slice indices must match number of operand dimensions "
+                     f"({len(start_indices)} vs {operand_shape})")
+  if isinstance(allow_negative_indices, bool):
+    allow_negative_indices = [allow_negative_indices] * len(start_indices)
+  lax, out = _lax(), []
+  for i, d, neg in zip(start_indices, operand_shape, allow_negative_indices):
+    if _is_static_int(i):
+      if i < 0 and not neg:
+        raise ValueError(f"Index {i} is out of bounds for dimension {d} if "
+                         "allow_negative_indices=False")
+      dt = dtypes.canonicalize_dtype(np.asarray(i).dtype) if isinstance(i, np.integer) \
+          else dtypes.default_int_dtype()
+      out.append(lax.convert_element_type(i + d if i < 0 else i, dt))
+      continue
+    aval = core.get_aval(i)
+    if not dtypes.is_integer(aval.dtype):
+      raise TypeError(f"{op} start indices must be integers, got an index of dtype "
+                      f"{aval.dtype.name}.")
+    if not neg or dtypes.is_unsigned(aval.dtype):
+      out.append(i)
+      continue
+    out.append(lax.select_n(lax.lt(i, 0), i, lax.add(i, d)))
+  return out
+
+
+def _shape_tuple(shape, what):
+  """Static sizes as a tuple of ints (a traced size raises TracerIntegerConversionError)."""
+  try:
+    return tuple(operator.index(d) for d in shape)
+  except TypeError as e:
+    if isinstance(e, errors.JAXTypeError):
+      raise
+    raise TypeError(f"{what} must be a sequence of static integers, got {shape!r}") from None
+
+
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
+  """The window of `slice_sizes` starting at `start_indices` (which may be traced).
+  Starts are clamped so the window stays inside `operand` (XLA's DynamicSlice)."""
+  shape = core.get_aval(operand).shape
+  starts = _normalize_starts(shape, start_indices, allow_negative_indices, "dynamic_slice")
+  return dynamic_slice_p.bind(operand, *starts,
+                              slice_sizes=_shape_tuple(slice_sizes, "slice_sizes"))
+
+
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
+  """`operand` with `update` written at `start_indices` (clamped like dynamic_slice)."""
+  shape = core.get_aval(operand).shape
+  starts = _normalize_starts(shape, start_indices, allow_negative_indices,
+                             "dynamic_update_slice")
+  return dynamic_update_slice_p.bind(operand, update, *starts)
+
+
+def _zero_index_like(i):
+  """A static 0 with the dtype of index `i` (the start of the untouched dimensions)."""
+  if isinstance(i, int):
+    return 0
+  return np.zeros((), core.get_aval(i).dtype)[()]
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *,
+                         allow_negative_indices=True):
+  """`operand[..., start_index:start_index + slice_size]` along `axis`, dynamically."""
+  shape = core.get_aval(operand).shape
+  axis = int(axis)
+  starts = [_zero_index_like(start_index)] * len(shape)
+  sizes = list(shape)
+  neg = [False] * len(shape)
+  starts[axis], sizes[axis], neg[axis] = start_index, int(slice_size), allow_negative_indices
+  return dynamic_slice(operand, starts, sizes, allow_negative_indices=neg)
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
+                                allow_negative_indices=True):
+  """dynamic_update_slice with `start_index` along `axis` and 0 elsewhere."""
+  ndim = core.get_aval(operand).ndim
+  axis = int(axis)
+  starts = [_zero_index_like(start_index)] * ndim
+  neg = [False] * ndim
+  starts[axis], neg[axis] = start_index, allow_negative_indices
+  return dynamic_update_slice(operand, update, starts, allow_negative_indices=neg)
+
+
+def _dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *,
+                          allow_negative_indices=True):
+  result = dynamic_slice_in_dim(operand, index, 1, axis,
+                                allow_negative_indices=allow_negative_indices)
+  return result if keepdims else _lax().squeeze(result, (axis,))
+
+
+def _dynamic_update_index_in_dim(operand, update, index, axis, *,
+                                 allow_negative_indices=True):
+  axis = int(axis)
+  if core.get_aval(update).ndim != core.get_aval(operand).ndim:
+    update = _lax().expand_dims(update, (axis,))
+  return dynamic_update_slice_in_dim(operand, update, index, axis,
+                                     allow_negative_indices=allow_negative_indices)
+
+
+@functools.cache
+def _jitted(fn, name, static_argnames):
+  """`fn` under ember.jit, named `name`: JAX jits these two, so their jaxprs hold one
+  `jit` equation with that name."""
+  from ember._src.jit import jit
+  fn.__name__ = fn.__qualname__ = name
+  return jit(fn, static_argnames=static_argnames)
+
+
+def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *,
+                         allow_negative_indices=True):
+  """`operand[..., index]` along `axis` with a dynamic index (kept as a size-1 dim
+  when `keepdims`)."""
+  fn = _jitted(_dynamic_index_in_dim, "dynamic_index_in_dim",
+               ("axis", "keepdims", "allow_negative_indices"))
+  return fn(operand, index, axis=int(axis), keepdims=bool(keepdims),
+            allow_negative_indices=allow_negative_indices)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
+                                allow_negative_indices=True):
+  """Write `update` (with or without the size-1 `axis`) at `index` along `axis`."""
+  fn = _jitted(_dynamic_update_index_in_dim, "dynamic_update_index_in_dim",
+               ("axis", "allow_negative_indices"))
+  return fn(operand, update, index, axis=int(axis),
+            allow_negative_indices=allow_negative_indices)
+
+
+def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, slice_sizes,
+           *, unique_indices: bool = False, indices_are_sorted: bool = False,
+           mode=None, fill_value=None):
+  """XLA's Gather. `mode=None` means PROMISE_IN_BOUNDS (clamping); with FILL_OR_DROP
+  out-of-bounds windows read `fill_value` (default: NaN / most negative int / True)."""
+  if not isinstance(dimension_numbers, GatherDimensionNumbers):
+    raise TypeError("gather dimension_numbers must be a lax.GatherDimensionNumbers, got "
+                    f"{type(dimension_numbers).__name__}")
+  parsed = GatherScatterMode.from_any(GatherScatterMode.PROMISE_IN_BOUNDS if mode is None
+                                      else mode)
+  if parsed == GatherScatterMode.ONE_HOT:
+    raise ValueError("gather mode 'one_hot' is not supported by ember; use 'clip', "
+                     "'fill' or 'promise_in_bounds'.")
+  if parsed == GatherScatterMode.FILL_OR_DROP:
+    if fill_value is None:
+      fill_value = default_fill_value(core.get_aval(operand).dtype)
+  else:
+    fill_value = None
+  return gather_p.bind(operand, start_indices,
+                       dimension_numbers=_tuple_fields(dimension_numbers),
+                       slice_sizes=_shape_tuple(slice_sizes, "slice_sizes"),
+                       unique_indices=bool(unique_indices),
+                       indices_are_sorted=bool(indices_are_sorted), mode=parsed,
+                       fill_value=fill_value)
+
+
+@functools.cache
+def _combiner_jaxpr(fn: Callable, dtype, weak_type: bool):
+  """The scalar `update_jaxpr` JAX attaches to scatters: `{ lambda ; a b. let c = op a b }`."""
+  aval = ShapedArray((), dtype, False)
+  jaxpr, _ = core.trace_to_jaxpr(lambda x, y: ([fn(x, y)], None), [aval, aval])
+  return jaxpr
+
+
+def _scatter_bind(prim, combine, operand, scatter_indices, updates, dimension_numbers,
+                  indices_are_sorted, unique_indices, mode):
+  if not isinstance(dimension_numbers, ScatterDimensionNumbers):
+    raise TypeError("scatter dimension_numbers must be a lax.ScatterDimensionNumbers, got "
+                    f"{type(dimension_numbers).__name__}")
+  jaxpr = None
+  if combine is not None:
+    aval = core.get_aval(operand)
+    jaxpr = _combiner_jaxpr(combine, aval.dtype, False)
+  return prim.bind(operand, scatter_indices, updates, update_jaxpr=jaxpr, update_consts=(),
+                   dimension_numbers=_tuple_fields(dimension_numbers),
+                   indices_are_sorted=bool(indices_are_sorted),
+                   unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode))
+
+
+def _scatter_fn(prim, combine_name, doc):
+  def fn(operand, scatter_indices, updates, dimension_numbers, *,
+         indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
+    combine = getattr(_lax(), combine_name) if combine_name else None
+    return _scatter_bind(prim, combine, operand, scatter_indices, updates,
+                         dimension_numbers, indices_are_sorted, unique_indices, mode)
+  fn.__name__ = fn.__qualname__ = prim.name.replace("-", "_")
+  fn.__doc__ = (f"XLA's Scatter, {doc}. `mode=None` means FILL_OR_DROP: out-of-bounds "
+                "update windows are dropped.")
+  return fn
+
+
+scatter = _scatter_fn(scatter_p, None, "where updates replace operand values")
+scatter_add = _scatter_fn(scatter_add_p, "add", "adding updates (duplicates accumulate)")
+scatter_sub = _scatter_fn(scatter_sub_p, "sub", "subtracting updates (duplicates accumulate)")
+scatter_mul = _scatter_fn(scatter_mul_p, "mul", "multiplying by updates (duplicates accumulate)")
+scatter_min = _scatter_fn(scatter_min_p, "min", "taking the minimum with updates")
+scatter_max = _scatter_fn(scatter_max_p, "max", "taking the maximum with updates")
+
+
+def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *,
+                  update_shape=(), indices_are_sorted: bool = False,
+                  unique_indices: bool = False, mode=None):
+  """`operand` with `func` applied at the scattered positions (once per occurrence of a
+  duplicated index)."""
+  if not isinstance(dimension_numbers, ScatterDimensionNumbers):
+    raise TypeError("scatter dimension_numbers must be a lax.ScatterDimensionNumbers, got "
+                    f"{type(dimension_numbers).__name__}")
+  aval = core.get_aval(operand)
+  unused = np.zeros(_shape_tuple(update_shape, "update_shape"), aval.dtype)
+  jaxpr, _ = core.trace_to_jaxpr(lambda x, _: ([func(x)], None),
+                                 [ShapedArray((), aval.dtype, aval.weak_type)] * 2)
+  if any(isinstance(c, core.Tracer) for c in jaxpr.consts):
+    raise TypeError("scatter_apply: func closes over a traced value; it must be a unary "
+                    "function of the element alone (apply other traced values with jnp "
+                    "operations on the result instead).")
+  return scatter_p.bind(operand, scatter_indices, unused, update_jaxpr=jaxpr,
+                        update_consts=(), dimension_numbers=_tuple_fields(dimension_numbers),
+                        indices_are_sorted=bool(indices_are_sorted),
+                        unique_indices=bool(unique_indices),
+                        mode=GatherScatterMode.from_any(mode))

@@ -1,4 +1,225 @@
-"""linalg primitives."""
+"""dot_general (the one contraction primitive) and the `lax` functions on it: dot,
+batch_matmul; and `lax.Precision`.
+
+`dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))`; the result
+dims are batch, then lhs free, then rhs free (XLA's DotGeneral). The result dtype follows
+JAX/XLA's rule: the "higher precision" input type, upcast to `preferred_element_type`.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import enum
+import operator
+
+import numpy as np
+
+from ember._src import core, dtypes
+from ember._src.config import config
+from ember._src.core import ShapedArray
+from ember._src.primitives import declare, dtype_kind
+
+__all__ = ["dot_general", "dot", "batch_matmul", "Precision"]
+
+
+class Precision(enum.Enum):
+  """Matmul precision. It has no effect on CPU; it is kept (and printed) for JAX parity."""
+  DEFAULT = 0
+  HIGH = 1
+  HIGHEST = 2
+
+  @classmethod
+  def _missing_(cls, value):
+    return _PRECISION_STRINGS.get(value)
+
+  def __repr__(self):
+    return f"{type(self).__name__}.{self.name}"
+
+  def __str__(self):
+    return self.name
+
+
+_PRECISION_STRINGS = {
+    "highest": Precision.HIGHEST, "float32": Precision.HIGHEST,
+    "high": Precision.HIGH, "bfloat16_3x": Precision.HIGH, "tensorfloat32": Precision.HIGH,
+    "default": Precision.DEFAULT, "bfloat16": Precision.DEFAULT, "fastest": Precision.DEFAULT,
+}
+
+
+def canonicalize_precision(precision):
+  """None, a string, a Precision, or a pair of them -> None or (Precision, Precision)."""
+  if precision is None:
+    default = config.jax_default_matmul_precision
+    return None if default is None else canonicalize_precision(default)
+  if isinstance(precision, str) and precision in _PRECISION_STRINGS:
+    return (_PRECISION_STRINGS[precision],) * 2
+  if isinstance(precision, Precision):
+    return precision, precision
+  if (isinstance(precision, (list, tuple)) and len(precision) == 2
+      and all(isinstance(p, (Precision, str)) for p in precision)):
+    try:
+      return tuple(p if isinstance(p, Precision) else _PRECISION_STRINGS[p]
+                   for p in precision)
+    except KeyError:
+      pass
+  raise ValueError(f"Precision argument must be one of: None, a string in "
+                   f"{list(_PRECISION_STRINGS)}, a lax.Precision value, or a tuple of two "
+                   f"lax.Precision values or strings; but got {precision}.")
+
+
+# --- dtype rule (XLA's HigherPrecisionType + MaybeUpcast, as JAX reproduces it) ----------
+
+def _bit_width(dt) -> int:
+  dt = np.dtype(dt)
+  return 1 if dt == np.bool_ else dt.itemsize * 8
+
+
+def _type_properties(dt):
+  kind = dtype_kind(dt)
+  real = np.dtype(dt) if kind != "c" else np.dtype(np.float32 if np.dtype(dt).itemsize == 8
+                                                   else np.float64)
+  is_float = dtype_kind(real) == "f"
+  return (kind == "c", dtypes.finfo(real).maxexp if is_float else -1,
+          dtypes.finfo(real).nmant if is_float else -1, _bit_width(real), kind != "u")
+
+
+def _dot_dtype(lhs_dt, rhs_dt, preferred):
+  lp, rp = _type_properties(lhs_dt), _type_properties(rhs_dt)
+  if lp == rp and lhs_dt != rhs_dt:
+    raise TypeError(f"lax.dot_general argument type error: {lhs_dt}, {rhs_dt}")
+  out = lhs_dt if lp >= rp else rhs_dt
+  if preferred is None or preferred == out:
+    return out
+  if dtype_kind(out) != "f" and _bit_width(preferred) < _bit_width(out):
+    raise TypeError(f"`preferred_element_type` must not be narrower than the original type, "
+                    f"got preferred_element_type of {np.dtype(preferred).name} for result "
+                    f"type of {np.dtype(out).name}.")
+  return np.dtype(preferred)
+
+
+# --- shape rule -------------------------------------------------------------------------
+
+def _dot_general_shape(lhs, rhs, dimension_numbers) -> tuple:
+  (lc, rc), (lb, rb) = dimension_numbers
+  for side, aval, c, b in (("lhs", lhs, lc, lb), ("rhs", rhs, rc, rb)):
+    if not all(0 <= d < aval.ndim for d in c + b):
+      raise TypeError(f"dot_general requires {side} dimension numbers to be nonnegative and "
+                      f"less than the number of axes of the {side} value, got {side}_batch of "
+                      f"{b} and {side}_contracting of {c} for {side} of rank {aval.ndim}")
+  if len(lb) != len(rb):
+    raise TypeError(f"dot_general requires equal numbers of lhs_batch and rhs_batch "
+                    f"dimensions, got lhs_batch {lb} and rhs_batch {rb}.")
+  for side, c, b in (("lhs", lc, lb), ("rhs", rc, rb)):
+    if len(set(b)) != len(b):
+      raise TypeError(f"dot_general requires {side} batch dimensions to be distinct, got "
+                      f"{side}_batch {b}.")
+    if len(set(c)) != len(c):
+      raise TypeError(f"dot_general requires {side} contracting dimensions to be distinct, "
+                      f"got {side}_contracting {c}.")
+    if set(c) & set(b):
+      raise TypeError(f"dot_general requires {side} batch dimensions to be disjoint from "
+                      f"contracting dimensions, got {side}_batch {b} and {side}_contracting "
+                      f"{c}.")
+  lbs, rbs = tuple(lhs.shape[i] for i in lb), tuple(rhs.shape[i] for i in rb)
+  if lbs != rbs:
+    raise TypeError(f"dot_general requires lhs batch dimensions and rhs batch dimensions to "
+                    f"have the same shape, got {lbs} and {rbs}.")
+  lcs, rcs = tuple(lhs.shape[i] for i in lc), tuple(rhs.shape[i] for i in rc)
+  if lcs != rcs:
+    raise TypeError(f"dot_general requires contracting dimensions to have the same shape, "
+                    f"got {lcs} and {rcs}.")
+  lfree = tuple(d for i, d in enumerate(lhs.shape) if i not in lc + lb)
+  rfree = tuple(d for i, d in enumerate(rhs.shape) if i not in rc + rb)
+  return lbs + lfree + rfree
+
+
+def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision=None,
+                               preferred_element_type=None, out_sharding=None):
+  shape = _dot_general_shape(lhs, rhs, dimension_numbers)
+  dt = _dot_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+  return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type)
+
+
+def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None,
+                      preferred_element_type=None, out_sharding=None):
+  (lc, rc), (lb, rb) = dimension_numbers
+  out_dt = _dot_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+  # 16-bit floats accumulate in float32; float inputs with an integer preferred type
+  # compute in float (the result is converted at the end).
+  in_dt = _dot_dtype(lhs.dtype, rhs.dtype, None)
+  cdt = out_dt if dtype_kind(in_dt) != "f" or dtype_kind(out_dt) == "f" else in_dt
+  if dtype_kind(cdt) == "f" and np.dtype(cdt).itemsize < 4:
+    cdt = np.dtype(np.float32)
+  lf = [i for i in range(lhs.ndim) if i not in lc + lb]
+  rf = [i for i in range(rhs.ndim) if i not in rc + rb]
+  size = lambda x, dims: int(np.prod([x.shape[i] for i in dims], dtype=np.int64))
+  b, m, k, n = size(lhs, lb), size(lhs, lf), size(lhs, lc), size(rhs, rf)
+  l3 = np.transpose(lhs, lb + tuple(lf) + lc).astype(cdt).reshape(b, m, k)
+  r3 = np.transpose(rhs, rb + rc + tuple(rf)).astype(cdt).reshape(b, k, n)
+  with np.errstate(over="ignore", invalid="ignore"):
+    out = np.matmul(l3, r3)
+  shape = [lhs.shape[i] for i in lb + tuple(lf)] + [rhs.shape[i] for i in rf]
+  return out.reshape(shape).astype(out_dt)
+
+
+def _dot_general_pp(eqn, ctx):
+  # JAX hides None params and out_sharding, and prints dimension numbers as lists.
+  params = {k: v for k, v in eqn.params.items() if v is not None and k != "out_sharding"}
+  (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+  params["dimension_numbers"] = ((list(lc), list(rc)), (list(lb), list(rb)))
+  return core._pp_eqn(eqn, ctx, params)
+
+
+dot_general_p = declare("dot_general", _dot_general_abstract_eval, _dot_general_impl)
+dot_general_p.pp_rule = _dot_general_pp
+
+
+def _index_tuple(x) -> tuple:
+  if isinstance(x, (int, np.integer)):
+    return (operator.index(x),)
+  return tuple(operator.index(d) for d in x)
+
+
+def _canonicalize_dimension_numbers(dimension_numbers):
+  try:
+    (lc, rc), (lb, rb) = dimension_numbers
+    return ((_index_tuple(lc), _index_tuple(rc)), (_index_tuple(lb), _index_tuple(rb)))
+  except (TypeError, ValueError):
+    raise TypeError(f"dot_general dimension_numbers must be ((lhs_contracting, "
+                    f"rhs_contracting), (lhs_batch, rhs_batch)) with sequences of ints, "
+                    f"got {dimension_numbers!r}.") from None
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None,
+                *, out_sharding=None):
+  """General tensor contraction (XLA DotGeneral)."""
+  return dot(lhs, rhs, dimension_numbers=dimension_numbers, precision=precision,
+             preferred_element_type=preferred_element_type)
+
+
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
+        out_sharding=None):
+  """Matrix/vector products (contract lhs's last dim with rhs's first), or dot_general."""
+  if dimension_numbers is None:
+    ls, rs = core.get_aval(lhs).shape, core.get_aval(rhs).shape
+    if 1 <= len(ls) <= 2 and 1 <= len(rs) <= 2 and ls[-1] == rs[0]:
+      dimension_numbers = (((len(ls) - 1,), (0,)), ((), ()))
+    else:
+      raise ValueError("jax.lax.dot: dimension_numbers must be specified when not performing "
+                       "simple un-batched matrix-matrix, matrix-vector, or vector-vector "
+                       f"products; got lhs_shape={ls} rhs_shape={rs}")
+  pet = (None if preferred_element_type is None
+         else dtypes.check_user_dtype(preferred_element_type, "dot"))
+  return dot_general_p.bind(
+      lhs, rhs, dimension_numbers=_canonicalize_dimension_numbers(dimension_numbers),
+      precision=canonicalize_precision(precision), preferred_element_type=pet,
+      out_sharding=None)
+
+
+def batch_matmul(lhs, rhs, precision=None):
+  """Batched matrix product over leading dims: (..., m, k) @ (..., k, n)."""
+  ln, rn = core.get_aval(lhs).ndim, core.get_aval(rhs).ndim
+  if min(ln, rn) < 2:
+    raise ValueError(f"Arguments to batch_matmul must be at least 2D, got {ln}, {rn}")
+  if ln != rn:
+    raise ValueError(f"Arguments to batch_matmul must have same ndim, got {ln}, {rn}")
+  batch = tuple(range(ln - 2))
+  return dot_general(lhs, rhs, (((ln - 1,), (rn - 2,)), (batch, batch)), precision=precision)

@@ -1,4 +1,197 @@
-"""reductions primitives."""
+"""Reduction primitives (reduce_sum ... reduce_xor, argmax/argmin) and cumulative ones
+(cumsum, cumprod, cummax, cummin, cumlogsumexp), with their `lax` functions.
+
+Params follow JAX 0.12 exactly: reduce_sum/max/min carry `axes` and `out_sharding`;
+reduce_prod and the logical reductions carry only `axes`; argmax/argmin `axes` (one
+axis) and `index_dtype`; the cumulative ops `axis` and `reverse`. Axes must be
+non-negative at this level (jnp canonicalizes them).
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import operator
+
+import numpy as np
+
+from ember._src import dtypes
+from ember._src.core import ShapedArray
+from ember._src.primitives import (ANY, BOOL, FLOAT, INTS, NUMERIC, check_dtype, declare,
+                                   dtype_kind)
+
+__all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
+           "reduce_or", "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax",
+           "cummin", "cumlogsumexp"]
+
+
+def _reduced_shape(x: ShapedArray, axes) -> tuple:
+  if len(axes) != len(set(axes)):
+    raise ValueError(f"duplicate value in 'axes' of reduction: {axes}")
+  if not all(0 <= a < x.ndim for a in axes):
+    raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for "
+                     f"{x.str_short(short_dtypes=False)}.")
+  return tuple(d for i, d in enumerate(x.shape) if i not in axes)
+
+
+def _compute_dtype(dt):
+  """NumPy accumulates 16-bit floats in 16 bits; the reference accumulates in float32."""
+  return np.dtype(np.float32) if dtype_kind(dt) == "f" and np.dtype(dt).itemsize < 4 else dt
+
+
+def _identity(ufunc, dt):
+  """The identity of a max/min reduction in dtype `dt` (what an empty reduction returns)."""
+  dt = np.dtype(dt)
+  if dt == np.bool_:
+    return ufunc is np.minimum
+  if dt.kind in "iu":
+    info = np.iinfo(dt)
+    return info.min if ufunc is np.maximum else info.max
+  inf = np.inf if ufunc is np.minimum else -np.inf
+  return complex(inf, 0) if dt.kind == "c" else inf
+
+
+def _check_logical(name, x):
+  if dtype_kind(x.dtype) not in BOOL + INTS:
+    raise TypeError(f"logical reduction requires operand dtype bool or int, got "
+                    f"{x.dtype.name}.")
+
+
+def _reduction(name: str, check, impl, *, sharding_param: bool, strip_weak=False):
+  """A reduction primitive and its lax function. `check(name, aval)` validates the dtype;
+  `sharding_param`: JAX gives the primitive an `out_sharding` param (sum, max, min)."""
+  def abstract_eval(x, *, axes, out_sharding=None):
+    check(name, x)
+    return ShapedArray(_reduced_shape(x, axes), x.dtype, x.weak_type and not strip_weak)
+  prim = declare(name, abstract_eval, impl)
+
+  if sharding_param:
+    def fn(operand, axes, *, out_sharding=None):
+      return prim.bind(operand, axes=_axes(axes), out_sharding=None)
+  else:
+    def fn(operand, axes):
+      return prim.bind(operand, axes=_axes(axes))
+  fn.__name__ = fn.__qualname__ = name
+  fn.__doc__ = f"lax.{name}: reduce `operand` over `axes` (non-negative)."
+  return prim, fn
+
+
+def _kinds(kinds):
+  return lambda name, x: check_dtype(name, x, kinds, "operand")
+
+
+def _axes(axes) -> tuple:
+  return tuple(operator.index(a) for a in axes)
+
+
+def _sum_impl(x, *, axes, out_sharding=None):
+  return np.sum(x, axis=axes, dtype=_compute_dtype(x.dtype)).astype(x.dtype)
+
+
+def _prod_impl(x, *, axes):
+  return np.prod(x, axis=axes, dtype=_compute_dtype(x.dtype)).astype(x.dtype)
+
+
+def _minmax_impl(ufunc):
+  def impl(x, *, axes, out_sharding=None):
+    cdt = _compute_dtype(x.dtype)
+    out = ufunc.reduce(x.astype(cdt), axis=axes, initial=_identity(ufunc, x.dtype))
+    return np.asarray(out).astype(x.dtype)
+  return impl
+
+
+def _logical_impl(bool_ufunc, int_ufunc):
+  def impl(x, *, axes):
+    ufunc = bool_ufunc if x.dtype == np.bool_ else int_ufunc
+    return np.asarray(ufunc.reduce(x, axis=axes)).astype(x.dtype)
+  return impl
+
+
+reduce_sum_p, reduce_sum = _reduction("reduce_sum", _kinds(NUMERIC), _sum_impl,
+                                      sharding_param=True)
+reduce_prod_p, reduce_prod = _reduction("reduce_prod", _kinds(NUMERIC), _prod_impl,
+                                        sharding_param=False)
+reduce_max_p, reduce_max = _reduction("reduce_max", _kinds(ANY), _minmax_impl(np.maximum),
+                                      sharding_param=True)
+reduce_min_p, reduce_min = _reduction("reduce_min", _kinds(ANY), _minmax_impl(np.minimum),
+                                      sharding_param=True)
+reduce_and_p, reduce_and = _reduction(
+    "reduce_and", _check_logical, _logical_impl(np.logical_and, np.bitwise_and),
+    sharding_param=False, strip_weak=True)
+reduce_or_p, reduce_or = _reduction(
+    "reduce_or", _check_logical, _logical_impl(np.logical_or, np.bitwise_or),
+    sharding_param=False, strip_weak=True)
+reduce_xor_p, reduce_xor = _reduction(
+    "reduce_xor", _check_logical, _logical_impl(np.logical_xor, np.bitwise_xor),
+    sharding_param=False, strip_weak=True)
+
+
+# --- argmax / argmin --------------------------------------------------------------------
+
+def _argminmax(name: str, np_fn):
+  def abstract_eval(x, *, axes, index_dtype):
+    check_dtype(name, x, BOOL + INTS + FLOAT, "operand")
+    if not dtypes.is_integer(index_dtype):
+      raise TypeError(f"index_dtype must be an integer type, but got "
+                      f"{np.dtype(index_dtype).name}")
+    axis, = axes
+    if not 0 <= axis < x.ndim:
+      raise ValueError(f"Invalid axis {axis} for operand shape {x.shape}")
+    if x.shape[axis] < 1:
+      raise ValueError(f"argmin and argmax require non-empty reduced dimension. "
+                       f"operand.shape={x.shape} axis={axis}")
+    return ShapedArray(x.shape[:axis] + x.shape[axis + 1:], index_dtype, False)
+
+  def impl(x, *, axes, index_dtype):
+    # np.argmax/argmin return the first NaN when there is one, as JAX does.
+    return np_fn(x.astype(_compute_dtype(x.dtype)), axis=axes[0]).astype(index_dtype)
+
+  prim = declare(name, abstract_eval, impl)
+
+  def fn(operand, axis: int, index_dtype):
+    index_dtype = dtypes.check_user_dtype(index_dtype, name)
+    return prim.bind(operand, axes=(operator.index(axis),), index_dtype=index_dtype)
+  fn.__name__ = fn.__qualname__ = name
+  fn.__doc__ = (f"lax.{name}: index of the {name[3:]}imum along `axis` (first on ties; NaN "
+                "counts as the extreme).")
+  return prim, fn
+
+
+argmax_p, argmax = _argminmax("argmax", np.argmax)
+argmin_p, argmin = _argminmax("argmin", np.argmin)
+
+
+# --- cumulative -------------------------------------------------------------------------
+
+def _cumulative(name: str, kinds: str, accumulate):
+  def abstract_eval(x, *, axis, reverse):
+    check_dtype(name, x, kinds, "operand")
+    if not 0 <= axis < x.ndim:
+      raise ValueError(f"axis {axis} is out of bounds for array of shape {x.shape}")
+    return x
+
+  def impl(x, *, axis, reverse):
+    y = np.flip(x, axis) if reverse else x
+    with np.errstate(over="ignore", invalid="ignore"):
+      out = accumulate(y.astype(_compute_dtype(x.dtype)), axis).astype(x.dtype)
+    return np.flip(out, axis) if reverse else out
+
+  prim = declare(name, abstract_eval, impl)
+
+  def fn(operand, axis: int = 0, reverse: bool = False):
+    axis = operator.index(axis)
+    if axis < 0:
+      raise ValueError("XLA operations do not allow negative axes")
+    return prim.bind(operand, axis=axis, reverse=bool(reverse))
+  fn.__name__ = fn.__qualname__ = name
+  fn.__doc__ = f"lax.{name}: inclusive scan along `axis` (from the end if `reverse`)."
+  return prim, fn
+
+
+def _accumulate_in_dtype(ufunc):
+  return lambda y, axis: ufunc.accumulate(y, axis=axis, dtype=y.dtype)
+
+
+cumsum_p, cumsum = _cumulative("cumsum", NUMERIC, _accumulate_in_dtype(np.add))
+cumprod_p, cumprod = _cumulative("cumprod", NUMERIC, _accumulate_in_dtype(np.multiply))
+cummax_p, cummax = _cumulative("cummax", NUMERIC, _accumulate_in_dtype(np.maximum))
+cummin_p, cummin = _cumulative("cummin", NUMERIC, _accumulate_in_dtype(np.minimum))
+cumlogsumexp_p, cumlogsumexp = _cumulative("cumlogsumexp", FLOAT,
+                                           _accumulate_in_dtype(np.logaddexp))

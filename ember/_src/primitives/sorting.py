@@ -1,4 +1,136 @@
-"""sorting primitives."""
+"""sort (variadic, lexicographic over the first `num_keys` operands) and top_k.
+
+Orders follow XLA/JAX: sort is ascending with every NaN last and -0.0 == 0.0 (stable, so
+they keep their input order); complex keys sort by (real, imag). top_k is descending and
+stable (lower index first on ties), with NaN largest and -0.0 below 0.0.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import operator
+
+import numpy as np
+
+from ember._src import core
+from ember._src.core import ShapedArray
+from ember._src.primitives import ANY, BOOL, FLOAT, INTS, check_dtype, declare, dtype_kind
+
+__all__ = ["sort", "sort_key_val", "top_k"]
+
+
+def _canonicalize_axis(axis, ndim: int) -> int:
+  axis = operator.index(axis)
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+  return axis % ndim
+
+
+# --- sort -------------------------------------------------------------------------------
+
+def _sort_abstract_eval(*avals, dimension, is_stable, num_keys):
+  if any(a.shape != avals[0].shape for a in avals[1:]):
+    raise TypeError(f"Arguments to sort must have equal shapes, got: "
+                    f"{' '.join(str(a.shape) for a in avals)}")
+  if not 0 <= dimension < max(avals[0].ndim, 1):
+    raise ValueError(f"axis {dimension} is out of bounds for array of dimension "
+                     f"{avals[0].ndim}")
+  if not 1 <= num_keys <= len(avals):
+    raise ValueError(f"num_keys={num_keys} must be between 1 and len(operand)={len(avals)}")
+  for i, a in enumerate(avals):
+    check_dtype("sort", a, ANY, f"operand {i}")
+  return list(avals)
+
+
+def _sort_keys(x) -> list:
+  """np.lexsort keys (most significant first) that order `x` as XLA's sort does."""
+  kind = dtype_kind(x.dtype)
+  if kind == "c":
+    return _sort_keys(x.real) + _sort_keys(x.imag)
+  if kind == "f":
+    x = x.astype(np.float64)
+    return [np.isnan(x), np.where(np.isnan(x) | (x == 0), 0.0, x)]  # NaNs last; -0 == 0
+  return [x]
+
+
+def _sort_impl(*xs, dimension, is_stable, num_keys):
+  if xs[0].ndim == 0:
+    return list(xs)
+  keys = [k for x in xs[:num_keys] for k in _sort_keys(x)]
+  perm = np.lexsort(keys[::-1], axis=dimension)  # lexsort is stable; last key is primary
+  return [np.take_along_axis(x, perm, axis=dimension) for x in xs]
+
+
+sort_p = declare("sort", _sort_abstract_eval, _sort_impl, multiple_results=True)
+
+
+def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
+  """Sort along `dimension`; a sequence of operands is sorted by its first `num_keys`."""
+  if isinstance(operand, (list, tuple)):
+    if not operand:
+      raise TypeError("Sort requires at least one operand")
+    if not 1 <= num_keys <= len(operand):
+      raise ValueError(f"num_keys={num_keys} must be between 1 and "
+                       f"len(operand)={len(operand)}")
+    dimension = _canonicalize_axis(dimension, core.get_aval(operand[0]).ndim)
+    return tuple(sort_p.bind(*operand, dimension=dimension, is_stable=bool(is_stable),
+                             num_keys=operator.index(num_keys)))
+  if num_keys != 1:
+    raise ValueError(f"num_keys={num_keys} must equal 1 for a single operand.")
+  dimension = _canonicalize_axis(dimension, core.get_aval(operand).ndim)
+  return sort_p.bind(operand, dimension=dimension, is_stable=bool(is_stable), num_keys=1)[0]
+
+
+def sort_key_val(keys, values, dimension: int = -1, is_stable: bool = True):
+  """Sort `keys` along `dimension` and apply the same permutation to `values`."""
+  dimension = _canonicalize_axis(dimension, core.get_aval(keys).ndim)
+  k, v = sort_p.bind(keys, values, dimension=dimension, is_stable=bool(is_stable),
+                     num_keys=1)
+  return k, v
+
+
+# --- top_k ------------------------------------------------------------------------------
+
+def _top_k_abstract_eval(x, *, k, axis, is_stable):
+  if dtype_kind(x.dtype) == "c":
+    raise ValueError("top_k is not compatible with complex inputs.")
+  check_dtype("top_k", x, BOOL + INTS + FLOAT, "operand")
+  if k < 0:
+    raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+  if x.ndim == 0:
+    raise TypeError(f"top_k operand must have >= 1 dimension, got {x.shape}")
+  if not 0 <= axis < x.ndim:
+    raise ValueError(f"axis argument out of range: axis={axis} for operand.shape={x.shape}")
+  if x.shape[axis] < k:
+    raise ValueError(f"k argument to top_k must be no larger than size along axis; got "
+                     f"k={k} with shape={list(x.shape)} and axis={axis}")
+  shape = x.shape[:axis] + (k,) + x.shape[axis + 1:]
+  # JAX builds the index aval with operand.update(...), so it keeps the weak type.
+  return [x.update(shape=shape), ShapedArray(shape, np.int32, x.weak_type)]
+
+
+def _descending_keys(x) -> list:
+  """np.lexsort keys (most significant first) for a descending, stable top_k order."""
+  kind = dtype_kind(x.dtype)
+  if kind == "f":
+    x = x.astype(np.float64)
+    nan = np.isnan(x)
+    return [~nan, -np.where(nan, 0.0, x), np.signbit(x)]  # NaN first; +0 before -0
+  return [~x]  # bitwise not reverses the order of ints (no overflow) and bools
+
+
+def _top_k_impl(x, *, k, axis, is_stable):
+  keys = _descending_keys(x)
+  perm = np.lexsort(keys[::-1], axis=axis)
+  idx = np.take(perm, np.arange(k), axis=axis)
+  return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int32)]
+
+
+top_k_p = declare("top_k", _top_k_abstract_eval, _top_k_impl, multiple_results=True)
+
+
+def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):
+  """The `k` largest entries along `axis` (descending) and their int32 indices."""
+  k = operator.index(k)
+  if k < 0:
+    raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
+  axis = _canonicalize_axis(axis, core.get_aval(operand).ndim)
+  return top_k_p.bind(operand, k=k, axis=axis, is_stable=bool(is_stable))  # a list, as JAX

@@ -1,22 +1,109 @@
-"""Structural primitives: broadcast, reshape, transpose, slicing, concatenation, padding."""
+"""Structural primitives: broadcast, reshape, transpose, squeeze, rev, slice, concatenate,
+pad, iota; and the `lax` functions built on them (broadcast, expand_dims, full, ...).
+
+Each primitive: shape rule (errors as JAX raises them), NumPy impl, then the `lax`
+function. Params, param names and printing follow JAX 0.12.
+"""
 from __future__ import annotations
+
+import operator
+from typing import Sequence
 
 import numpy as np
 
-from ember._src import core
+from ember._src import core, dtypes
 from ember._src.core import ShapedArray
-from ember._src.primitives import declare
+from ember._src.primitives import BOOL, INEXACT, INTS, check_dtype, declare
 
-__all__ = ["broadcast_in_dim"]
+__all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose",
+           "squeeze", "expand_dims", "rev", "slice", "slice_in_dim", "index_in_dim",
+           "concatenate", "stack", "unstack", "split", "tile", "pad", "iota", "broadcasted_iota", "full", "full_like", "collapse",
+           "asarray", "padtype_to_pads"]
 
+
+# --- shared helpers ---------------------------------------------------------------------
+
+def canonicalize_shape(shape, context: str = "") -> tuple:
+  """A shape argument as a tuple of Python ints; JAX's TypeError for anything else."""
+  if isinstance(shape, (int, np.integer)) or (
+      hasattr(shape, "__index__") and getattr(shape, "ndim", 1) == 0):
+    shape = (shape,)
+  try:
+    return tuple(operator.index(d) for d in shape)
+  except TypeError:
+    pass
+  msg = ("Shapes must be 1D sequences of concrete values of integer type, "
+         f"got {tuple(shape) if isinstance(shape, (list, tuple)) else shape!r}.")
+  if any(isinstance(d, core.Tracer) for d in (shape if isinstance(shape, (list, tuple)) else ())):
+    msg += (" If using `jit`, try using `static_argnums` or applying `jit` to smaller "
+            "subfunctions.")
+  raise TypeError(f"{context}{': ' if context else ''}{msg}")
+
+
+def _index_tuple(xs, what: str) -> tuple:
+  try:
+    return tuple(operator.index(d) for d in xs)
+  except TypeError:
+    raise TypeError(f"{what} must be a sequence of integers, got {xs!r}") from None
+
+
+def _is_array(x) -> bool:
+  """jax.Array in JAX's sense: concrete Arrays and tracers (not NumPy or Python values)."""
+  from ember._src.runtime.array import Array
+  return isinstance(x, (Array, core.Tracer))
+
+
+def _ndim(x) -> int:
+  return core.get_aval(x).ndim
+
+
+def _shape(x) -> tuple:
+  return core.get_aval(x).shape
+
+
+def _canonicalize_axis(axis, ndim: int) -> int:
+  axis = operator.index(axis)
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension {ndim}")
+  return axis % ndim
+
+
+def _check_nonneg(opname: str, argname: str, xs) -> None:
+  if any(d < 0 for d in xs):
+    raise TypeError(f"{opname} {argname} must have every element be nonnegative, got {xs}.")
+
+
+def _weak_if_all(avals) -> bool:
+  return all(a.weak_type for a in avals)
+
+
+def asarray(x):
+  """lax.asarray: an Array (or tracer) for any array-like; Python scalars stay weak."""
+  if _is_array(x):
+    return x
+  from ember._src.primitives.elementwise import convert_element_type
+  aval = core.get_aval(x)
+  return convert_element_type(x, aval.dtype, weak_type=aval.weak_type)
+
+
+# --- broadcast_in_dim -------------------------------------------------------------------
 
 def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions, sharding=None):
+  _check_nonneg("broadcast_in_dim", "shape", shape)
   if len(broadcast_dimensions) != x.ndim:
     raise TypeError(f"broadcast_in_dim broadcast_dimensions must have length equal to "
                     f"operand ndim; got broadcast_dimensions {broadcast_dimensions} for "
                     f"operand ndim {x.ndim}.")
+  if len(shape) < x.ndim:
+    raise TypeError(f"broadcast_in_dim target broadcast shape must have equal or higher "
+                    f"rank to the operand shape; got operand ndim {x.ndim} and target "
+                    f"broadcast ndim {len(shape)}.")
   for i, d in enumerate(broadcast_dimensions):
-    if not 0 <= d < len(shape) or x.shape[i] not in (1, shape[d]):
+    if not 0 <= d < len(shape):
+      raise TypeError(f"broadcast_in_dim broadcast_dimensions must be in range [0, "
+                      f"{len(shape)}) for target shape {shape}; got broadcast_dimensions "
+                      f"{broadcast_dimensions}.")
+    if x.shape[i] not in (1, shape[d]) or len(set(broadcast_dimensions)) != x.ndim:
       raise TypeError(f"broadcast_in_dim operand dimension sizes must either be 1, or be "
                       f"equal to their corresponding dimensions in the target broadcast "
                       f"shape; got operand of shape {x.shape}, target broadcast shape "
@@ -25,9 +112,11 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions, sharding=
 
 
 def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions, sharding=None):
+  perm = np.argsort(broadcast_dimensions)  # operand dims in target order
+  x = np.transpose(x, perm)
   expanded = [1] * len(shape)
-  for i, d in enumerate(broadcast_dimensions):
-    expanded[d] = x.shape[i]
+  for j, i in enumerate(perm):
+    expanded[broadcast_dimensions[i]] = x.shape[j]
   return np.broadcast_to(x.reshape(expanded), shape)
 
 
@@ -43,9 +132,484 @@ broadcast_in_dim_p = declare("broadcast_in_dim", _broadcast_in_dim_abstract_eval
 broadcast_in_dim_p.pp_rule = _broadcast_in_dim_pp
 
 
-def broadcast_in_dim(operand, shape, broadcast_dimensions, out_sharding=None):
-  shape, bd = tuple(int(d) for d in shape), tuple(int(d) for d in broadcast_dimensions)
-  aval = core.get_aval(operand)
-  if aval.shape == shape and bd == tuple(range(len(shape))) and not isinstance(operand, (int, float, complex, bool)):
-    return operand
+def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
+  """Broadcast `operand` to `shape`; operand dim i goes to `broadcast_dimensions[i]`."""
+  shape = canonicalize_shape(shape, "broadcast_in_dim")
+  bd = _index_tuple(broadcast_dimensions, "broadcast_in_dim broadcast_dimensions")
+  if _is_array(operand) and _shape(operand) == shape and bd == tuple(range(len(shape))):
+    return operand  # the identity broadcast (JAX stages nothing for it either)
   return broadcast_in_dim_p.bind(operand, shape=shape, broadcast_dimensions=bd, sharding=None)
+
+
+def broadcast(operand, sizes, *, out_sharding=None):
+  """Add leading dimensions of `sizes`."""
+  sizes = canonicalize_shape(sizes, "broadcast")
+  if not sizes:
+    return asarray(operand)
+  nd = _ndim(operand)
+  return broadcast_in_dim(operand, sizes + _shape(operand),
+                          tuple(range(len(sizes), len(sizes) + nd)))
+
+
+def broadcast_to_rank(x, rank: int):
+  """Prepend size-1 dimensions until `x` has `rank` dimensions."""
+  nd = _ndim(x)
+  if nd == rank:
+    return asarray(x)
+  return broadcast(x, (1,) * (rank - nd))
+
+
+# --- reshape ----------------------------------------------------------------------------
+
+def _reshape_abstract_eval(x, *, new_sizes, dimensions, sharding=None):
+  if not all(d >= 0 for d in new_sizes):
+    raise TypeError(f"reshape new_sizes must all be positive, got {new_sizes}.")
+  if dimensions is not None and set(dimensions) != set(range(x.ndim)):
+    raise TypeError(f"reshape dimensions must be a permutation of operand dimensions, got "
+                    f"dimensions {dimensions} for shape {x.shape}.")
+  size = int(np.prod(new_sizes, dtype=np.int64))
+  if size != x.size:
+    raise TypeError(f"reshape total size must be unchanged, got new_sizes {new_sizes} (of "
+                    f"total size {size}) for shape {x.shape} (of total size {x.size}).")
+  return x.update(shape=new_sizes)
+
+
+def _reshape_impl(x, *, new_sizes, dimensions, sharding=None):
+  if dimensions is not None:
+    x = np.transpose(x, dimensions)
+  return np.reshape(x, new_sizes)
+
+
+reshape_p = declare("reshape", _reshape_abstract_eval, _reshape_impl)
+
+
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
+  """Reshape (row-major); `dimensions` first transposes the operand."""
+  new_sizes = canonicalize_shape(new_sizes, "reshape")
+  shape = _shape(operand)
+  dims = None if dimensions is None else _index_tuple(dimensions, "reshape dimensions")
+  same_dims = dims is None or dims == tuple(range(len(shape)))
+  if shape and shape == new_sizes and same_dims and _is_array(operand):
+    return operand
+  return reshape_p.bind(operand, new_sizes=new_sizes,
+                        dimensions=None if same_dims else dims, sharding=None)
+
+
+def collapse(operand, start_dimension: int, stop_dimension: int | None = None):
+  """Merge dimensions [start_dimension, stop_dimension) into one."""
+  shape = _shape(operand)
+  lo = _canonicalize_axis(start_dimension, len(shape) + 1)
+  hi = len(shape) if stop_dimension is None else _canonicalize_axis(stop_dimension,
+                                                                    len(shape) + 1)
+  size = int(np.prod(shape[lo:hi], dtype=np.int64))
+  return reshape(operand, shape[:lo] + (size,) + shape[hi:])
+
+
+# --- transpose --------------------------------------------------------------------------
+
+def _transpose_abstract_eval(x, *, permutation):
+  if tuple(sorted(permutation)) != tuple(range(x.ndim)):
+    raise TypeError(f"transpose permutation isn't a permutation of operand dimensions, got "
+                    f"permutation {permutation} for operand shape {x.shape}.")
+  return x.update(shape=tuple(x.shape[i] for i in permutation))
+
+
+transpose_p = declare("transpose", _transpose_abstract_eval,
+                      lambda x, *, permutation: np.transpose(x, permutation))
+
+
+def transpose(operand, permutation):
+  """Permute dimensions: output dim i is operand dim `permutation[i]`."""
+  perm = _index_tuple(permutation, "transpose permutation")
+  if perm == tuple(range(_ndim(operand))) and _is_array(operand):
+    return operand
+  return transpose_p.bind(operand, permutation=perm)
+
+
+# --- squeeze / expand_dims --------------------------------------------------------------
+
+def _squeeze_abstract_eval(x, *, dimensions):
+  if len(set(dimensions)) != len(dimensions):
+    raise ValueError(f"dimensions are not unique: {dimensions}")
+  if not all(0 <= d < x.ndim for d in dimensions):
+    raise ValueError(f"dimensions outside range [0, ndim): {dimensions}")
+  if any(x.shape[d] != 1 for d in dimensions):
+    raise ValueError("cannot select an axis to squeeze out which has size not equal to "
+                     f"one, got shape={x.shape} and dimensions={dimensions}")
+  return x.update(shape=tuple(s for i, s in enumerate(x.shape) if i not in dimensions))
+
+
+squeeze_p = declare("squeeze", _squeeze_abstract_eval,
+                    lambda x, *, dimensions: np.squeeze(x, tuple(dimensions)))
+
+
+def squeeze(array, dimensions):
+  """Remove the size-1 `dimensions`."""
+  nd = _ndim(array)
+  dims = tuple(sorted(_canonicalize_axis(d, nd) for d in dimensions))
+  if not dims and _is_array(array):
+    return array
+  return squeeze_p.bind(array, dimensions=dims)
+
+
+def expand_dims(array, dimensions):
+  """Insert size-1 dimensions at `dimensions` (positions in the result)."""
+  dimensions = _index_tuple(dimensions, "expand_dims dimensions")
+  if len(set(dimensions)) != len(dimensions):
+    raise ValueError(f"repeated axis in lax.expand_dims: {dimensions}")
+  ndim_out = _ndim(array) + len(dimensions)
+  dims = [_canonicalize_axis(d, ndim_out) for d in dimensions]
+  if len(set(dims)) != len(dims):
+    raise ValueError(f"repeated axis in lax.expand_dims: {dims}")
+  shape = list(_shape(array))
+  for d in sorted(dims):
+    shape.insert(d, 1)
+  return broadcast_in_dim(array, shape, [i for i in range(ndim_out) if i not in set(dims)])
+
+
+# --- rev --------------------------------------------------------------------------------
+
+def _rev_abstract_eval(x, *, dimensions):
+  if len(set(dimensions)) != len(dimensions):
+    raise TypeError(f"rev dimensions must be unique, got {dimensions}.")
+  if dimensions and not (min(dimensions) >= 0 and max(dimensions) < x.ndim):
+    raise TypeError(f"rev dimensions must all be less than operand ndim, got dimensions "
+                    f"{dimensions} for operand ndim {x.ndim}.")
+  return x
+
+
+rev_p = declare("rev", _rev_abstract_eval,
+                lambda x, *, dimensions: np.flip(x, tuple(dimensions)) if dimensions else x)
+
+
+def rev(operand, dimensions):
+  """Reverse the order of elements along `dimensions`."""
+  return rev_p.bind(operand, dimensions=_index_tuple(dimensions, "rev dimensions"))
+
+
+# --- slice ------------------------------------------------------------------------------
+
+def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
+  if x.ndim != len(start_indices):
+    raise TypeError(f"slice start_indices must have length equal to the number of "
+                    f"dimensions of the operand, got indices {start_indices} for operand "
+                    f"shape {x.shape}.")
+  if len(start_indices) != len(limit_indices):
+    raise TypeError(f"slice limit_indices must have the same length as start_indices, got "
+                    f"start_indices {start_indices} and limit_indices {limit_indices}.")
+  if not all(l <= d for l, d in zip(limit_indices, x.shape)):
+    raise TypeError(f"slice limit_indices must be less than or equal to operand shape, got "
+                    f"limit_indices {limit_indices} for operand shape {x.shape}.")
+  if not all(s >= 0 for s in start_indices):
+    raise TypeError(f"slice start_indices must be greater than or equal to zero, got "
+                    f"start_indices of {start_indices}.")
+  if not all(l >= s for s, l in zip(start_indices, limit_indices)):
+    raise TypeError(f"slice limit_indices must be greater than or equal to start_indices, "
+                    f"got start_indices {start_indices} and limit_indices {limit_indices}.")
+  diff = tuple(l - s for s, l in zip(start_indices, limit_indices))
+  if strides is None:
+    return x.update(shape=diff)
+  if len(strides) != x.ndim:
+    raise TypeError(f"slice strides must have length equal to the number of dimensions of "
+                    f"the operand, got strides {strides} for operand shape {x.shape}.")
+  if not all(s > 0 for s in strides):
+    raise TypeError(f"slice strides must be positive, got {strides}")
+  return x.update(shape=tuple(0 if d == 0 else (d - 1) // s + 1
+                              for d, s in zip(diff, strides)))
+
+
+def _slice_impl(x, *, start_indices, limit_indices, strides):
+  strides = strides or (1,) * x.ndim
+  return x[tuple(np.s_[s:l:st] for s, l, st in zip(start_indices, limit_indices, strides))]
+
+
+slice_p = declare("slice", _slice_abstract_eval, _slice_impl)
+
+
+def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 - lax.slice
+  """Static slice `operand[start:limit:stride]` in every dimension."""
+  return slice_p.bind(
+      operand, start_indices=_index_tuple(start_indices, "slice start_indices"),
+      limit_indices=_index_tuple(limit_indices, "slice limit_indices"),
+      strides=None if strides is None else _index_tuple(strides, "slice strides"))
+
+
+def slice_in_dim(operand, start_index, limit_index, stride: int = 1, axis: int = 0):
+  """lax.slice along one axis; None and negative indices count as in Python."""
+  shape = _shape(operand)
+  axis = operator.index(axis)
+  n = shape[axis]
+  start = 0 if start_index is None else operator.index(start_index)
+  limit = n if limit_index is None else operator.index(limit_index)
+  start, limit = start + n if start < 0 else start, limit + n if limit < 0 else limit
+  starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+  starts[axis], limits[axis], strides[axis] = start, limit, operator.index(stride)
+  return slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
+  """The slice at `index` along `axis` (kept as a size-1 dim unless keepdims=False)."""
+  index, axis = operator.index(index), operator.index(axis)
+  n = _shape(operand)[axis]
+  wrapped = index + n if index < 0 else index
+  if not 0 <= wrapped < n:
+    raise IndexError(f"index {index} is out of bounds for axis {axis} with size {n}")
+  out = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
+  return out if keepdims else squeeze(out, (axis,))
+
+
+# --- concatenate ------------------------------------------------------------------------
+
+def _concatenate_abstract_eval(*xs, dimension):
+  if not xs:
+    raise TypeError("concatenate expects at least one operand, got 0.")
+  shapes = ", ".join(str(x.shape) for x in xs)
+  if len({x.ndim for x in xs}) != 1:
+    raise TypeError(f"Cannot concatenate arrays with different numbers of dimensions: got "
+                    f"{shapes}.")
+  if not 0 <= dimension < xs[0].ndim:
+    raise TypeError(f"concatenate dimension out of bounds: dimension {dimension} for "
+                    f"shapes {shapes}.")
+  others = {x.shape[:dimension] + x.shape[dimension + 1:] for x in xs}
+  if len(others) != 1:
+    raise TypeError(f"Cannot concatenate arrays with shapes that differ in dimensions other "
+                    f"than the one being concatenated: concatenating along dimension "
+                    f"{dimension} for shapes {shapes}.")
+  if len({x.dtype for x in xs}) != 1:
+    raise TypeError(f"lax.concatenate requires arguments to have the same dtypes, got "
+                    f"{', '.join(x.dtype.name for x in xs)}. (Tip: jnp.concatenate is a "
+                    "similar function that does automatic type promotion on inputs).")
+  shape = list(xs[0].shape)
+  shape[dimension] = sum(x.shape[dimension] for x in xs)
+  return ShapedArray(shape, xs[0].dtype, _weak_if_all(xs))
+
+
+concatenate_p = declare("concatenate", _concatenate_abstract_eval,
+                        lambda *xs, dimension: np.concatenate(xs, axis=dimension))
+
+
+def concatenate(operands, dimension: int):
+  """Join arrays of equal dtype along an existing `dimension` (no negative dims)."""
+  operands = list(operands)
+  if not operands:
+    raise ValueError("concatenate requires a non-empty sequences of arrays")
+  if len(operands) == 1 and _is_array(operands[0]):
+    return operands[0]
+  return concatenate_p.bind(*operands, dimension=operator.index(dimension))
+
+
+# --- stack / unstack / split / tile (JAX 0.12 primitives behind jnp.stack, jnp.split, ...) -
+
+def _stack_abstract_eval(*xs, axis):
+  if not xs:
+    raise ValueError("stack expects at least one operand, got 0.")
+  shapes = ", ".join(str(x.shape) for x in xs)
+  if len({x.ndim for x in xs}) != 1:
+    raise ValueError(f"Cannot stack arrays with different numbers of dimensions: got "
+                     f"{shapes}.")
+  if len({x.shape for x in xs}) != 1:
+    raise ValueError(f"All input arrays must have the same shape. Got {shapes}.")
+  if len({x.dtype for x in xs}) != 1:
+    raise TypeError(f"lax.stack requires arguments to have the same dtypes, got "
+                    f"{', '.join(x.dtype.name for x in xs)}.")
+  if not 0 <= axis <= xs[0].ndim:
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension {xs[0].ndim + 1}")
+  shape = list(xs[0].shape)
+  shape.insert(axis, len(xs))
+  return ShapedArray(shape, xs[0].dtype, _weak_if_all(xs))
+
+
+stack_p = declare("stack", _stack_abstract_eval, lambda *xs, axis: np.stack(xs, axis))
+
+
+def stack(operands, axis: int = 0):
+  """Join equal-shape, equal-dtype arrays along a new `axis`."""
+  operands = [asarray(x) for x in operands]
+  if not operands:
+    raise ValueError("stack expects at least one operand, got 0.")
+  return stack_p.bind(*operands, axis=_canonicalize_axis(axis, _ndim(operands[0]) + 1))
+
+
+def _unstack_abstract_eval(x, *, axis):
+  if x.ndim == 0:
+    raise ValueError(f"unstack requires arrays with rank > 0, however a scalar array of "
+                     f"shape {x.shape} was passed.")
+  shape = x.shape[:axis] + x.shape[axis + 1:]
+  return [x.update(shape=shape)] * x.shape[axis]
+
+
+unstack_p = declare("unstack", _unstack_abstract_eval,
+                    lambda x, *, axis: [np.take(x, i, axis) for i in range(x.shape[axis])],
+                    multiple_results=True)
+
+
+def unstack(x, axis: int = 0):
+  """The slices of `x` along `axis`, as a tuple."""
+  x = asarray(x)
+  return tuple(unstack_p.bind(x, axis=_canonicalize_axis(axis, _ndim(x))))
+
+
+def _split_abstract_eval(x, *, sizes, axis):
+  if any(s < 0 for s in sizes):
+    raise ValueError(f"Sizes passed to split must be nonnegative, got {list(sizes)}")
+  if not 0 <= axis < x.ndim:
+    raise ValueError(f"axis {axis} is out of bounds for array of dimension {x.ndim}")
+  if x.shape[axis] != sum(sizes):
+    raise ValueError(f"Sum of sizes {sum(sizes)} must be equal to dimension {axis} of the "
+                     f"operand shape {list(x.shape)}")
+  return [x.update(shape=x.shape[:axis] + (n,) + x.shape[axis + 1:]) for n in sizes]
+
+
+def _split_impl(x, *, sizes, axis):
+  return np.split(x, np.cumsum(sizes)[:-1], axis) if sizes else []
+
+
+split_p = declare("split", _split_abstract_eval, _split_impl, multiple_results=True)
+
+
+def split(operand, sizes, axis: int = 0):
+  """Split `operand` along `axis` into consecutive chunks of the given `sizes`."""
+  operand = asarray(operand)
+  return split_p.bind(operand, sizes=_index_tuple(sizes, "split sizes"),
+                      axis=_canonicalize_axis(axis, _ndim(operand)))
+
+
+def _tile_abstract_eval(x, *, reps):
+  if x.ndim != len(reps):
+    raise TypeError(f"reps length must be equal to the ndim of x, got len(reps)={len(reps)} "
+                    f"and x.ndim={x.ndim}.")
+  _check_nonneg("tile", "reps", reps)
+  return x.update(shape=tuple(d * r for d, r in zip(x.shape, reps)))
+
+
+tile_p = declare("tile", _tile_abstract_eval, lambda x, *, reps: np.tile(x, reps))
+
+
+def tile(operand, reps):
+  """Repeat `operand` `reps[i]` times along each dimension i (len(reps) == ndim)."""
+  return tile_p.bind(operand, reps=_index_tuple(reps, "tile reps"))
+
+
+# --- pad --------------------------------------------------------------------------------
+
+def _pad_abstract_eval(x, padding_value, *, padding_config):
+  if padding_value.ndim != 0:
+    raise ValueError(f"padding_value must be a scalar; got "
+                     f"np.shape(padding_value)={padding_value.shape}")
+  if x.dtype != padding_value.dtype:
+    raise TypeError(f"pad operand and padding_value must be same dtype: got "
+                    f"{x.dtype.name} and {padding_value.dtype.name}.")
+  if len(padding_config) != x.ndim:
+    raise ValueError(f"length of padding_config must equal the number of axes of operand, "
+                     f"got padding_config {padding_config} for operand shape {x.shape}")
+  if not all(i >= 0 for _, _, i in padding_config):
+    raise ValueError(f"interior padding in padding_config must be nonnegative, got "
+                     f"padding_config {padding_config}")
+  shape = tuple(lo + hi + (0 if d == 0 else (d - 1) * (i + 1) + 1)
+                for (lo, hi, i), d in zip(padding_config, x.shape))
+  if not all(d >= 0 for d in shape):
+    raise ValueError(f"Dimension size after padding is not at least 0, got result shape "
+                     f"{shape}, for padding_config {padding_config} and operand shape "
+                     f"{x.shape}")
+  return ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)
+
+
+def _pad_impl(x, padding_value, *, padding_config):
+  # Interior-dilate and add the non-negative edges, then crop the negative edges.
+  big = [max(lo, 0) + max(hi, 0) + (0 if d == 0 else (d - 1) * (i + 1) + 1)
+         for (lo, hi, i), d in zip(padding_config, x.shape)]
+  out = np.full(big, padding_value, dtype=x.dtype)
+  out[tuple(np.s_[max(lo, 0):n - max(hi, 0):i + 1]
+            for (lo, hi, i), n in zip(padding_config, big))] = x
+  return out[tuple(np.s_[max(-lo, 0):n - max(-hi, 0)]
+                   for (lo, hi, _), n in zip(padding_config, big))]
+
+
+pad_p = declare("pad", _pad_abstract_eval, _pad_impl)
+
+
+def pad(operand, padding_value, padding_config):
+  """Pad with (low, high, interior) per dimension; negative low/high crop."""
+  config = tuple(tuple(_index_tuple(c, "pad padding_config")) for c in padding_config)
+  if any(len(c) != 3 for c in config):
+    raise TypeError(f"pad padding_config must be a sequence of (low, high, interior) "
+                    f"triples, got {padding_config}")
+  return pad_p.bind(operand, padding_value, padding_config=config)
+
+
+def padtype_to_pads(in_shape, window_shape, window_strides, padding):
+  """Explicit (low, high) pads for 'SAME' / 'SAME_LOWER' / 'VALID' window padding."""
+  if isinstance(padding, str):
+    mode = padding.upper()
+    if mode == "VALID":
+      return [(0, 0)] * len(in_shape)
+    if mode in ("SAME", "SAME_LOWER"):
+      out = [-(-d // s) for d, s in zip(in_shape, window_strides)]
+      total = [max((o - 1) * s + w - d, 0)
+               for o, s, w, d in zip(out, window_strides, window_shape, in_shape)]
+      if mode == "SAME":
+        return [(t // 2, t - t // 2) for t in total]
+      return [(t - t // 2, t // 2) for t in total]
+    raise TypeError(f"Unknown padding type: {padding}.")
+  return [tuple(p) for p in padding]
+
+
+# --- iota -------------------------------------------------------------------------------
+
+def _iota_abstract_eval(*, dtype, shape, dimension, sharding=None):
+  _check_nonneg("iota", "shape", shape)
+  if np.dtype(dtype) == np.bool_:
+    raise TypeError("iota does not accept dtype bool. Accepted dtypes are subtypes of "
+                    "integer, floating, complexfloating.")
+  if not 0 <= dimension < len(shape):
+    raise ValueError(f"iota dimension must be between 0 and len(shape), got "
+                     f"dimension={dimension} for shape={shape}")
+  return ShapedArray(shape, dtype, False)
+
+
+def _iota_impl(*, dtype, shape, dimension, sharding=None):
+  idx = np.arange(shape[dimension]).reshape([-1 if i == dimension else 1
+                                             for i in range(len(shape))])
+  return np.broadcast_to(idx, shape).astype(dtype)
+
+
+iota_p = declare("iota", _iota_abstract_eval, _iota_impl)
+
+
+def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):
+  """0, 1, 2, ... along `dimension` of an array of `shape`."""
+  dtype = dtypes.check_user_dtype(dtype, "broadcasted_iota")
+  shape = canonicalize_shape(shape, "broadcasted_iota")
+  return iota_p.bind(dtype=dtype, shape=shape, dimension=operator.index(dimension),
+                     sharding=None)
+
+
+def iota(dtype, size: int):
+  """0, 1, ..., size-1."""
+  return broadcasted_iota(dtype, (size,), 0)
+
+
+# --- full -------------------------------------------------------------------------------
+
+def full(shape, fill_value, dtype=None, *, sharding=None):
+  """An array of `shape` filled with the scalar `fill_value` (weak if it is and no dtype)."""
+  from ember._src.primitives.elementwise import convert_element_type
+  shape = canonicalize_shape(shape, "full")
+  if core.get_aval(fill_value).shape:
+    raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
+                    f"{core.get_aval(fill_value).shape}.")
+  if dtype is None:
+    weak, dt = dtypes.is_weakly_typed(fill_value), core.get_aval(fill_value).dtype
+  else:
+    weak, dt = False, dtypes.check_user_dtype(dtype, "full")
+  return broadcast(convert_element_type(fill_value, dt, weak), shape)
+
+
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+  """`full` with the shape and dtype (and weak type) of `x` unless given."""
+  from ember._src.primitives.elementwise import convert_element_type
+  aval = core.get_aval(x) if core.is_arraylike(x) else ShapedArray(x.shape, x.dtype)
+  fill_shape = aval.shape if shape is None else canonicalize_shape(shape, "full_like")
+  weak = dtype is None and dtypes.is_weakly_typed(x)
+  dt = aval.dtype if dtype is None else dtypes.check_user_dtype(dtype, "full_like")
+  return full(fill_shape, convert_element_type(fill_value, dt, weak))

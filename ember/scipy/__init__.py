@@ -1,0 +1,2 @@
+"""ember.scipy (jax.scipy)."""
+from ember.scipy import special  # noqa: F401
