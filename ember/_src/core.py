@@ -868,7 +868,9 @@ class JaxprTrace(Trace):
       return t
     aval = get_aval(val)
     if _is_literalable(val):
-      lit = Literal(to_numpy(val, aval)[()], aval)
+      # A Python scalar keeps its value, as in JAX: a weak `0.1:f32[]` prints as 0.1.
+      lit = Literal(val if type(val) in (bool, int, float, complex) else to_numpy(val, aval)[()],
+                    aval)
       t = JaxprTracer(self, aval, literal=lit)
       b.tracer_to_var[id(t)] = lit
     else:
@@ -886,7 +888,7 @@ class JaxprTrace(Trace):
     in_avals = [t.aval for t in tracers]
     out_avals = primitive.out_avals(in_avals, params)
     if primitive.fold_literals and all(t._literal is not None for t in tracers):
-      vals = [np.asarray(t._literal.val) for t in tracers]
+      vals = [np.asarray(t._literal.val, t.aval.dtype) for t in tracers]
       outs = primitive.impl(*vals, **params)
       outs = outs if primitive.multiple_results else [outs]
       return [self.pure_literal(np.asarray(o, a.dtype)[()], a) for o, a in zip(outs, out_avals)]

@@ -17,7 +17,7 @@ from ember._src.jit import jit
 from ember._src.numpy import util
 from ember._src.numpy.reductions import asarray_arg, aval
 from ember._src.primitives.elementwise import convert_element_type
-from ember.scipy.special import _log_softmax, _softmax, logsumexp
+from ember.scipy.special import _log_softmax, _softmax, logsumexp  # noqa: F401
 
 __all__ = ["relu", "relu6", "sigmoid", "silu", "swish", "gelu", "softplus", "log_sigmoid",
            "elu", "selu", "celu", "leaky_relu", "hard_tanh", "softmax", "log_softmax",
@@ -63,7 +63,7 @@ def gelu(x, approximate: bool = True):
     return jnp.multiply(x, cdf)
   sqrt_half = np.sqrt(0.5).astype(dt)
   out = jnp.multiply(jnp.multiply(0.5, x), lax.erfc(jnp.multiply(lax.neg(x), sqrt_half)))
-  return convert_element_type(out, dt)
+  return jnp.array(out, dtype=dt)
 
 
 @jit
@@ -83,8 +83,8 @@ def log_sigmoid(x):
 def elu(x, alpha=1.0):
   """x for x > 0, alpha * (exp(x) - 1) otherwise."""
   x = asarray_arg("elu", x)
-  positive = jnp.greater(x, 0)
-  return jnp.where(positive, x, jnp.multiply(alpha, jnp.expm1(jnp.where(positive, 0., x))))
+  return jnp.where(jnp.greater(x, 0), x,
+                   jnp.multiply(alpha, jnp.expm1(jnp.where(jnp.greater(x, 0), 0., x))))
 
 
 @jit

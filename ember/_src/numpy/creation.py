@@ -103,11 +103,14 @@ def _ensure_arraylike(fun_name: str, *args):
 
 
 def _np_to_array(x, dtype, weak_type: bool) -> Array:
-  """An Array holding NumPy data cast to `dtype` with lax's conversion semantics."""
+  """An Array holding (a copy of) NumPy data cast to `dtype` with lax's conversion
+  semantics; the copy leaves the caller's array writeable and unshared."""
   x = np.asarray(x)
   if x.dtype != dtype:
-    x = convert_element_type_p.impl(x, new_dtype=dtype, weak_type=weak_type)
-  return Array(np.array(x, dtype=dtype), weak_type=weak_type)  # own copy: Arrays are immutable
+    x = np.asarray(convert_element_type_p.impl(x, new_dtype=dtype, weak_type=weak_type), dtype)
+  else:
+    x = x.copy()
+  return Array(x, weak_type=weak_type)
 
 
 def _stage(x) -> Array:
@@ -161,7 +164,7 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
     raise NotImplementedError("Only implemented for order='K'")
   # Fast paths: nothing to convert.
   if dtype is None and ndmin == 0:
-    if isinstance(object, core.Tracer):
+    if isinstance(object, core.Tracer) or (isinstance(object, Array) and not copy):
       return object  # tracers are immutable: a copy would be the same value
     if isinstance(object, _PY_SCALARS + (np.generic, np.ndarray)):
       return _stage(object)
@@ -190,18 +193,22 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
   object_ = (_replace_leaves(object, iter(leaves)) if isinstance(object, (list, tuple))
              else leaves[0])
 
-  eager_ok = core.cur_level_is_eval() and not any(isinstance(l, core.Tracer) for l in leaves)
+  out = None
   if _is_array(object_):
     out = object_
     if copy and isinstance(out, Array):
       out = Array(out._value, out.weak_type)
-  elif not any(_is_array(l) for l in leaves) or eager_ok:
-    # Pure data (or eager concrete Arrays): build with NumPy; traced, it is a constant.
+  elif not any(_is_array(l) for l in leaves):
+    # Pure data: build with NumPy; traced, it is a constant (a literal or a constvar).
     out = _np_to_array(np.asarray(object_, dtype=dtype), dtype, weak_type)
-  elif isinstance(object_, (list, tuple)):
+  elif core.cur_level_is_eval() and not any(isinstance(l, core.Tracer) for l in leaves):
+    # Eager lists of concrete Arrays: the same values as stacking, in one NumPy call.
+    try:
+      out = _np_to_array(np.asarray(object_, dtype=dtype), dtype, weak_type)
+    except ValueError:  # ragged: stacking below raises lax.concatenate's TypeError
+      pass
+  if out is None:
     out = _stack_leading(array(elt, dtype=dtype, copy=False) for elt in object_)
-  else:
-    raise TypeError(f"Unexpected input type for array: {type(object_)}")
   out = lax.convert_element_type(out, dtype, weak_type)
   nd = core.get_aval(out).ndim
   if ndmin > nd:
@@ -272,16 +279,14 @@ def _view(x, dtype=None, type=None):  # noqa: A002 - NumPy's `type` argument
   # bitcast_convert_type takes neither bool nor complex: go through uint8 / (re, im) pairs.
   if aval.dtype == np.bool_:
     return _view(lax.convert_element_type(x, np.uint8), dtype)
-  if dtypes.is_complex(aval.dtype):
-    real_dtype = np.finfo(aval.dtype).dtype
-    re, im = (lax.expand_dims(p(x), (aval.ndim,)) for p in (lax.real, lax.imag))
+  if dtypes.is_complex(aval.dtype):  # interleave (re, im) along the last axis
+    re, im = (lax.expand_dims(part(x), (aval.ndim,)) for part in (lax.real, lax.imag))
     pairs = lax.concatenate([re, im], aval.ndim)
-    flat = lax.reshape(pairs, (*aval.shape[:-1], 2 * aval.shape[-1]))
-    return _view(lax.convert_element_type(flat, real_dtype), dtype)
+    return _view(lax.reshape(pairs, (*aval.shape[:-1], 2 * aval.shape[-1])), dtype)
   if dtype == np.bool_:
     return lax.convert_element_type(_view(x, np.uint8), np.bool_)
   if dtypes.is_complex(dtype):
-    parts = lax.convert_element_type(_view(x, np.finfo(dtype).dtype), dtype)
+    parts = lax.convert_element_type(_view(x, dtypes.finfo(dtype).dtype), dtype)
     re = lax.slice_in_dim(parts, 0, None, 2, axis=last)
     im = lax.slice_in_dim(parts, 1, None, 2, axis=last)
     return lax.add(re, lax.mul(im, lax.convert_element_type(1j, dtype)))
@@ -391,8 +396,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
   if stop is None:
     start, stop = 0, start
   if step is not None:
-    working = (np.dtype(np.float32) if dtypes.is_float(dtype) and np.finfo(dtype).bits < 32
-               else dtype)
+    narrow = dtypes.is_float(dtype) and dtypes.finfo(dtype).bits < 32
+    working = np.dtype(np.float32) if narrow else dtype  # f16/bf16 steps accumulate in f32
     size = max(0, int(np.ceil((stop - start) / step)))
     out = lax.add(lax.convert_element_type(start, working),
                   lax.mul(lax.convert_element_type(step, working),
@@ -412,6 +417,7 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
   return _linspace(start, stop, num, endpoint, retstep, dtype, axis)
 
 
+@jit(static_argnames=("num", "endpoint", "retstep", "dtype", "axis"))
 def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
   if num < 0:
     raise ValueError(f"Number of samples, {num}, must be non-negative.")
@@ -433,7 +439,7 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     iota_shape = [1] * len(bounds_shape)
     iota_shape[axis] = div
     # endpoints come out exactly in float arithmetic (integer outputs may round)
-    real_dtype = np.finfo(cdtype).dtype
+    real_dtype = dtypes.finfo(cdtype).dtype
     iota = lax.reshape(lax.iota(real_dtype, div), iota_shape)
     step = astype(iota / asarray(div, real_dtype), cdtype)
     out = (lax.reshape(b_start, bounds_shape) * (1 - step)
@@ -455,8 +461,6 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
   return (result, delta) if retstep else result
 
 
-_linspace = jit(_linspace, static_argnames=("num", "endpoint", "retstep", "dtype", "axis"))
-
 
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None,
              axis: int = 0):
@@ -466,6 +470,7 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype
   return _logspace(start, stop, num, endpoint, base, dtype, axis)
 
 
+@jit(static_argnames=("num", "endpoint", "dtype", "axis"))
 def _logspace(start, stop, num, endpoint, base, dtype, axis):
   if dtype is None:
     dtype = util.to_inexact_dtype(dtypes.result_type(start, stop))
@@ -478,8 +483,6 @@ def _logspace(start, stop, num, endpoint, base, dtype, axis):
   return lax.convert_element_type(_jnp().power(base, lin), dtype)
 
 
-_logspace = jit(_logspace, static_argnames=("num", "endpoint", "dtype", "axis"))
-
 
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
   """Geometrically spaced values from start to stop (same sign)."""
@@ -488,6 +491,7 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
   return _geomspace(start, stop, num, endpoint, dtype, axis)
 
 
+@jit(static_argnames=("num", "endpoint", "dtype", "axis"))
 def _geomspace(start, stop, num, endpoint, dtype, axis):
   jnp = _jnp()
   if dtype is None:
@@ -505,8 +509,6 @@ def _geomspace(start, stop, num, endpoint, dtype, axis):
     res = lax.transpose(res, (*range(1, axis + 1), 0, *range(axis + 1, res.ndim)))
   return lax.convert_element_type(res, dtype)
 
-
-_geomspace = jit(_geomspace, static_argnames=("num", "endpoint", "dtype", "axis"))
 
 
 # --- matrices ---------------------------------------------------------------------------------
@@ -581,6 +583,7 @@ def diag(v, k=0):
   return _diag(v, operator.index(k))
 
 
+@jit(static_argnames=("k",))
 def _diag(v, k):
   shape = v.shape
   if len(shape) == 1:
@@ -592,8 +595,6 @@ def _diag(v, k):
     return _jnp().diagonal(v, offset=k)
   raise ValueError("diag input must be 1d or 2d")
 
-
-_diag = jit(_diag, static_argnames=("k",))
 
 
 def diagflat(v, k=0):

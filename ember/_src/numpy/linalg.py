@@ -20,7 +20,7 @@ from functools import partial
 import numpy as np
 
 import ember.numpy as jnp  # circular at import time; only used inside functions
-from ember._src import core, dtypes
+from ember._src import dtypes
 from ember._src import lax_api as lax
 from ember._src.jit import jit
 from ember._src.numpy import util
@@ -166,7 +166,8 @@ def _batched_vector_contraction(fun_name, x1, x2, core1, core2, precision, pet, 
   n1, n2 = aval(x1).ndim, aval(x2).ndim
   c1, c2 = n1 - 1, nb
   if aval(x1).shape[c1] != aval(x2).shape[c2]:
-    _contraction_mismatch(fun_name, s1, s2, len(s1) - 1, len(s2) - core2)
+    raise ValueError(f"{fun_name}: the contracted axes must match, got operands of shapes "
+                     f"{s1} and {s2}.")
   bd = tuple(range(nb))
   return _dot_general(x1, x2, (((c1,), (c2,)), (bd, bd)), precision, pet, weak)
 
@@ -211,7 +212,8 @@ def vecmat(x1, x2, /):
   x2 = util.broadcast_to_shape(x2, batch + s2[-2:])
   nb = len(batch)
   if s1[-1] != s2[-2]:
-    _contraction_mismatch("vecmat", s1, s2, len(s1) - 1, len(s2) - 2)
+    raise ValueError(f"vecmat: the contracted axes must match, got operands of shapes "
+                     f"{s1} and {s2}.")
   bd = tuple(range(nb))
   return _dot_general(x1, x2, (((nb,), (nb,)), (bd, bd)), None, pet, weak)
 
@@ -304,6 +306,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
   comps = [sub(mul(a1, b2), mul(a2, b1)), sub(mul(a2, b0), mul(a0, b2)),
            sub(mul(a0, b1), mul(a1, b0))]
   c = lax.concatenate([lax.expand_dims(x, (0,)) for x in comps], 0)
+  c = convert_element_type(c, aval(c).dtype)  # strong, as JAX's jnp.array stacking
   return moveaxes(c, [0], [axisc])
 
 
@@ -342,20 +345,17 @@ def _parse_einsum(spec: str, shapes):
   """Expand ellipses and check the subscripts: (input name strings, output names, size of
   every name). Ellipsis axes get fresh letters, aligned from the right across operands."""
   spec = spec.replace(" ", "")
-  if "->" in spec:
-    in_spec, out_spec = spec.split("->")
-    if "->" in out_spec or "-" in out_spec.replace("->", "") or ">" in out_spec:
-      raise ValueError(f"einsum: subscripts {spec!r} contain more than one '->'.")
-  else:
-    in_spec, out_spec = spec, None
+  in_spec, arrow, out_spec = spec.partition("->")
+  out_spec = out_spec if arrow else None
+  for part, allowed in ((in_spec, ",."), (out_spec or "", ".")):
+    for c in part:
+      if not (c.isalpha() or c in allowed):
+        raise ValueError(f"einsum: invalid character {c!r} in subscripts {spec!r}.")
   terms = in_spec.split(",")
   if len(terms) != len(shapes):
-    raise ValueError(f"einsum: the subscripts {spec!r} name {len(terms)} operand(s), but "
-                     f"{len(shapes)} were given.")
+    raise ValueError(f"Number of einsum subscripts, {len(terms)}, must be equal to the "
+                     f"number of operands, {len(shapes)}.")
   used = set(c for c in spec if c.isalpha())
-  for c in spec:
-    if not (c.isalpha() or c in ",.->"):
-      raise ValueError(f"einsum: invalid character {c!r} in subscripts {spec!r}.")
   fresh = [c for c in _EINSUM_LETTERS + "".join(chr(i) for i in range(192, 592))
            if c not in used]
   n_ell = 0
@@ -406,6 +406,13 @@ def _parse_einsum(spec: str, shapes):
   return names, out, sizes
 
 
+def _kept_names(names, i, j, out) -> str:
+  """Names of the result of contracting operands i and j: those still needed by the
+  output or by another operand, in first-appearance order."""
+  others = set(out).union(*(n for k, n in enumerate(names) if k not in (i, j)))
+  return "".join(c for c in dict.fromkeys(names[i] + names[j]) if c in others)
+
+
 def _einsum_path(names, out, sizes, optimize):
   """Pairwise contraction order as opt_einsum's (positions, contracted names, 'a,b->c')
   triples: greedily the pair whose result is smallest, or left to right when
@@ -415,21 +422,16 @@ def _einsum_path(names, out, sizes, optimize):
     return [((0,), frozenset(set(names[0]) - set(out)), f"{names[0]}->{out}")]
   steps = []
   while len(names) > 1:
-    def result_names(i, j):
-      others = set(out).union(*(names[k] for k in range(len(names)) if k not in (i, j)))
-      both = [c for c in dict.fromkeys(names[i] + names[j]) if c in others]
-      return "".join(both)
     if len(names) == 2 or optimize is False:
       i, j = 0, 1
     else:
       pairs = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))]
       # prefer pairs that share a name (a real contraction), then the smallest result
-      i, j = min(pairs, key=lambda p: (not set(names[p[0]]) & set(names[p[1]]),
-                                       math.prod(sizes[c] for c in result_names(*p))))
-    res = out if len(names) == 2 else result_names(i, j)
+      i, j = min(pairs, key=lambda p: (not set(names[p[0]]) & set(names[p[1]]), math.prod(
+          sizes[c] for c in _kept_names(names, *p, out))))
+    res = out if len(names) == 2 else _kept_names(names, i, j, out)
     contracted = frozenset((set(names[i]) | set(names[j])) - set(res))
     steps.append(((i, j), contracted, f"{names[i]},{names[j]}->{res}"))
-    lhs, rhs = names[i], names[j]
     names = [n for k, n in enumerate(names) if k not in (i, j)] + [res]
   return steps
 
@@ -612,7 +614,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-  """sum(|x|**ord)**(1/ord) over `axis` (all axes when None); also ord=inf, -inf, 0."""
+  """sum(|x|**ord)**(1/ord) over `axis` (all axes when None); also ord=inf, -inf, 0.
+  Written with the ember.numpy ufuncs, as JAX does, so integer inputs follow their rules
+  (ord=2 gives a float, ord=1 keeps the integer dtype)."""
   x = asarray_arg("jnp.linalg.vector_norm", x)
   amax, amin, sum_ = reductions.max, reductions.min, reductions.sum
   if isinstance(ord, str):
@@ -621,21 +625,22 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
       msg += f"Use '{ord[:-3]}jax.numpy.inf' instead."
     raise ValueError(msg)
   if ord is None or ord == 2:
-    return lax.sqrt(sum_(_abs2(x), axis=axis, keepdims=keepdims))
+    return jnp.sqrt(sum_(jnp.real(jnp.multiply(x, jnp.conj(x))), axis=axis,
+                         keepdims=keepdims))
   if ord == np.inf:
-    return amax(lax.abs(x), axis=axis, keepdims=keepdims, initial=0)
+    return amax(jnp.abs(x), axis=axis, keepdims=keepdims, initial=0)
   if ord == -np.inf:
-    return amin(lax.abs(x), axis=axis, keepdims=keepdims)
+    return amin(jnp.abs(x), axis=axis, keepdims=keepdims)
   if ord == 0:
     real_dtype = np.array(0, util.to_inexact_dtype(aval(x).dtype)).real.dtype
     return sum_(lax.ne(x, convert_element_type(0, aval(x).dtype)), dtype=real_dtype,
                 axis=axis, keepdims=keepdims)
   if ord == 1:
-    return sum_(lax.abs(x), axis=axis, keepdims=keepdims)
-  abs_x = lax.abs(x)
+    return sum_(jnp.abs(x), axis=axis, keepdims=keepdims)
+  abs_x = jnp.abs(x)
   dt = aval(abs_x).dtype
-  out = sum_(lax.pow(abs_x, convert_element_type(ord, dt)), axis=axis, keepdims=keepdims)
-  return lax.pow(out, convert_element_type(1. / ord, aval(out).dtype))
+  out = sum_(jnp.power(abs_x, np.array(ord, dt)), axis=axis, keepdims=keepdims)
+  return jnp.power(out, np.array(1. / ord, dt))
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):

@@ -48,6 +48,7 @@ def _broadcast_arrays(*args):
   return [util.broadcast_to_shape(a, shape) for a in args]
 
 
+@jit
 def _where(condition, x, y):
   condition, x, y = (asarray(a) for a in (condition, x, y))
   if condition.dtype != np.bool_:
@@ -62,16 +63,16 @@ def _where(condition, x, y):
   return lax.select(condition, x, y)
 
 
-_where = jit(_where)
-
-
-def _isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+@jit(static_argnames=("equal_nan",))
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+  """Elementwise |a - b| <= atol + rtol * |b|; infinities are close to themselves, NaNs
+  only with equal_nan."""
   jnp = _jnp()
   a, b = util.promote_args("isclose", a, b)
   a, b = util.promote_args_inexact("isclose", a, b)
   dtype = a.dtype
   if dtypes.is_complex(dtype):
-    dtype = np.finfo(dtype).dtype
+    dtype = dtypes.finfo(dtype).dtype
   rtol = lax.convert_element_type(rtol, dtype)
   atol = lax.convert_element_type(atol, dtype)
   both_nan = jnp.logical_and(jnp.isnan(a), jnp.isnan(b))
@@ -81,20 +82,11 @@ def _isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
   return jnp.logical_or(out, both_nan) if equal_nan else out
 
 
-_isclose.__name__ = _isclose.__qualname__ = "isclose"
-isclose = jit(_isclose, static_argnames=("equal_nan",))
-isclose.__doc__ = ("Elementwise |a - b| <= atol + rtol * |b| (inf equal to itself; NaN "
-                   "equal to NaN only with equal_nan).")
-
-
-def _allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+@jit(static_argnames=("equal_nan",))
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+  """True (a 0-d bool array, as in JAX) when isclose(a, b) holds everywhere."""
   util.check_arraylike("allclose", a, b)
   return _jnp().all(isclose(a, b, rtol, atol, equal_nan))
-
-
-_allclose.__name__ = _allclose.__qualname__ = "allclose"
-allclose = jit(_allclose, static_argnames=("equal_nan",))
-allclose.__doc__ = "True (a 0-d bool array) when isclose(a, b) holds everywhere."
 
 
 def array_equal(a1, a2, equal_nan: bool = False):
@@ -114,29 +106,30 @@ def array_equiv(a1, a2):
   jnp = _jnp()
   a1, a2 = asarray(a1), asarray(a2)
   try:
-    eq = jnp.equal(a1, a2)
-  except ValueError:  # shapes do not broadcast
+    util.broadcast_shapes(a1.shape, a2.shape)
+  except ValueError:  # NumPy's answer (JAX 0.12 raises lax.eq's TypeError here)
     return array(False)
-  return jnp.all(eq)
+  return jnp.all(jnp.equal(a1, a2))
 
 
-def _imag_test(name, lax_cmp):
-  def fn(x):
-    i = _jnp().imag(x)
-    return lax_cmp(i, _zero(i))
-  fn.__name__ = fn.__qualname__ = name
-  out = jit(fn)
-  out.__doc__ = f"Elementwise: is the imaginary part {'non' if name == 'iscomplex' else ''}zero?"
-  return out
+@jit
+def iscomplex(x):
+  """Elementwise: is the imaginary part nonzero?"""
+  i = _jnp().imag(x)
+  return lax.ne(i, _zero(i))
 
 
-iscomplex = _imag_test("iscomplex", lambda a, b: lax.ne(a, b))
-isreal = _imag_test("isreal", lambda a, b: lax.eq(a, b))
+@jit
+def isreal(x):
+  """Elementwise: is the imaginary part zero?"""
+  i = _jnp().imag(x)
+  return lax.eq(i, _zero(i))
 
 
 _ISIN_METHODS = ("auto", "compare_all", "binary_search", "sort")
 
 
+@jit(static_argnames=("assume_unique", "invert", "method"))
 def _in1d(ar1, ar2, invert, method, assume_unique):
   jnp = _jnp()
   arr1, arr2 = util.promote_dtypes(asarray(ar1), asarray(ar2))
@@ -150,8 +143,6 @@ def _in1d(ar1, ar2, invert, method, assume_unique):
     return jnp.all(jnp.not_equal(pairs1, pairs2), axis=-1)
   return jnp.any(jnp.equal(pairs1, pairs2), axis=-1)
 
-
-_in1d = jit(_in1d, static_argnames=("assume_unique", "invert", "method"))
 
 
 def isin(element, test_elements, assume_unique: bool = False, invert: bool = False, *,

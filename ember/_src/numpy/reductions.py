@@ -35,7 +35,7 @@ __all__ = [
     "diagonal",
 ]
 
-_all, _any, _max, _min, _sum = builtins.all, builtins.any, builtins.max, builtins.min, builtins.sum
+_all, _any, _max, _min = builtins.all, builtins.any, builtins.max, builtins.min
 
 # ---------------------------------------------------------------------------------------
 # Helpers shared with ember/_src/numpy/linalg.py and sorting.py
@@ -589,8 +589,7 @@ def _nan_arg_reduction(arg_fn, fill, a, axis, keepdims):
   if not dtypes.is_inexact(aval(a).dtype):
     return arg_fn(a, axis=axis, keepdims=keepdims)
   nan_mask = isnan(a)
-  res = arg_fn(jnp.where(nan_mask, _init_value(aval(a).dtype, fill), a), axis=axis,
-               keepdims=keepdims)
+  res = arg_fn(jnp.where(nan_mask, fill, a), axis=axis, keepdims=keepdims)
   return jnp.where(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
 
 

@@ -73,12 +73,11 @@ bool = bool_  # noqa: A001 - jnp.bool is jnp.bool_
 int8, int16, int32, int64 = map(_make_scalar_type, (np.int8, np.int16, np.int32, np.int64))
 uint8, uint16, uint32, uint64 = map(_make_scalar_type, (np.uint8, np.uint16, np.uint32, np.uint64))
 bfloat16 = _make_scalar_type(ml_dtypes.bfloat16)
-float16 = half = _make_scalar_type(np.float16)
+float16 = _make_scalar_type(np.float16)  # no jnp.half in JAX 0.12
 float32 = single = _make_scalar_type(np.float32)
 float64 = double = _make_scalar_type(np.float64)
 complex64 = csingle = _make_scalar_type(np.complex64)
 complex128 = cdouble = _make_scalar_type(np.complex128)
-del half  # JAX 0.12 has no jnp.half
 int_, uint, float_, complex_ = int64, uint64, float64, complex128
 
 generic, number, integer, signedinteger = np.generic, np.number, np.integer, np.signedinteger

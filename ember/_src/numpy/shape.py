@@ -10,7 +10,6 @@ import builtins
 import importlib
 import math
 import operator
-from typing import Sequence
 
 import numpy as np
 
@@ -850,9 +849,7 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
     raise ValueError(f"unsupported keyword arguments for mode '{mode}': {unsupported}")
   pw = _pad_width(array, pad_width)
   if mode in ("constant", "empty"):
-    cv = kwargs.get("constant_values", 0)
-    check_arraylike("pad", cv)
-    return _pad_constant(array, pw, cv)
+    return _pad_constant(array, pw, _pad_values(kwargs.get("constant_values", 0)))
   if mode == "edge":
     return _pad_edge(array, pw)
   if mode == "wrap":
@@ -862,9 +859,15 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
     if reflect_type not in ("even", "odd"):
       raise ValueError(f"jnp.pad: reflect_type must be 'even' or 'odd', got {reflect_type!r}")
     return _pad_symmetric_or_reflect(array, pw, mode, reflect_type)
-  ev = kwargs.get("end_values", 0)
-  check_arraylike("pad", ev)
-  return _pad_linear_ramp(array, pw, ev)
+  return _pad_linear_ramp(array, pw, _pad_values(kwargs.get("end_values", 0)))
+
+
+def _pad_values(values):
+  """constant_values / end_values: a scalar, an array, or nested (before, after) pairs."""
+  if isinstance(values, (list, tuple)):
+    return importlib.import_module("ember.numpy").asarray(values)
+  check_arraylike("pad", values)
+  return values
 
 
 # --- insert / delete ---------------------------------------------------------------------
@@ -904,7 +907,7 @@ def insert(arr, obj, values, axis: int | None = None):
   nd = _ndim(arr)
   axis = canonicalize_axis(axis, nd, "insert")
   n = _shape(arr)[axis]
-  idx, scalar = _static_obj("insert", obj, n + 1)
+  idx, scalar = _static_obj("insert", obj, n)
   if ((idx < -n) | (idx > n)).any():
     raise IndexError(f"jnp.insert: index {obj} is out of bounds for axis {axis} with size {n}")
   idx = np.where(idx < 0, idx + n, idx)

@@ -147,6 +147,7 @@ def argpartition(a, kth, axis=-1):
 # ---------------------------------------------------------------------------------------
 
 _SEARCH_METHODS = ("scan", "scan_unrolled", "sort", "compare_all")
+_COMPARE_ALL_MAX_PAIRS = 1 << 16
 
 
 def _sort_lt(x, y):
@@ -195,8 +196,9 @@ def _searchsorted_sort(a, v, side, dtype):
 
 @partial(jit, static_argnames=("side", "method"))
 def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
-  """Indices where the elements of `v` would be inserted into the sorted 1-D `a`.
-  method='sort' ranks by sorting; the other methods compare every pair."""
+  """Indices where the elements of `v` would be inserted into the sorted 1-D `a` (or
+  a[sorter]). method='sort' ranks by sorting, 'compare_all' compares every pair, and
+  'scan' / 'scan_unrolled' (no loop primitive yet) pick one of the two by size."""
   if sorter is None:
     a, v = asarray_args("searchsorted", a, v)
   else:
@@ -208,11 +210,17 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
   if method not in _SEARCH_METHODS:
     raise ValueError(f"method={method!r} is not supported; use one of {_SEARCH_METHODS}.")
   a, v = util.promote_dtypes(a, v)
-  if sorter is not None:
-    _, a = lax.sort_key_val(_rank(sorter, aval(sorter).dtype), a)  # a[sorter]
+  if sorter is not None and aval(sorter).shape != aval(a).shape:
+    raise ValueError(f"sorter must have the shape of a, got {aval(sorter).shape} and "
+                     f"{aval(a).shape}")
+  # Both methods count the elements of `a` below each query, which does not depend on the
+  # order of `a`: a[sorter] would give the same counts, so no gather is needed.
   dtype = np.dtype(np.int32) if aval(a).shape[0] <= np.iinfo(np.int32).max else \
       np.dtype(np.int64)
-  if method == "sort":
+  # 'scan' (the default) picks by size: comparing all pairs is one fused pass but needs
+  # len(a) * size(v) booleans; ranking by sorting is O((n + m) log(n + m)).
+  pairs = aval(a).size * aval(v).size
+  if method == "sort" or (method.startswith("scan") and pairs > _COMPARE_ALL_MAX_PAIRS):
     return _searchsorted_sort(a, v, side, dtype)
   return _searchsorted_compare_all(a, v, side, dtype)
 
@@ -283,6 +291,8 @@ def _count_unique_np(rows: np.ndarray, equal_nan: bool) -> int:
 def _shift_pad(x, fill_first):
   """x[i-1] along axis 0 with `fill_first` at position 0 (same shape)."""
   n = aval(x).shape[0]
+  if n == 0:
+    return x
   head = lax.full((1,) + aval(x).shape[1:], fill_first, aval(x).dtype)
   return lax.concatenate([head, lax.slice_in_dim(x, 0, n - 1, axis=0)], 0)
 
@@ -325,8 +335,10 @@ def _unique(ar, return_index, return_inverse, return_counts, axis, equal_nan, si
   # 1. sort the rows lexicographically (column 0 most significant), carrying their index
   cols = [lax.index_in_dim(rows, j, 1, keepdims=False) for j in range(c)]
   iota = lax.iota(idx_dtype, n)
-  *sorted_cols, perm = lax.sort((*cols, iota), dimension=0, num_keys=max(c, 1)) \
-      if c else (iota,)
+  if c:
+    *sorted_cols, perm = lax.sort((*cols, iota), dimension=0, num_keys=c)
+  else:  # rows of zero length are all equal
+    sorted_cols, perm = [], iota
   # 2. first element of every run of equal rows (NaNs equal each other if equal_nan)
   is_first = lax.full((n,), False, np.bool_)
   for col in sorted_cols:
@@ -349,8 +361,11 @@ def _unique(ar, return_index, return_inverse, return_counts, axis, equal_nan, si
   vals = []
   for col in first_cols:
     col = _pad_to(col, size, 0)
-    fill = (lax.index_in_dim(col, 0, 0, keepdims=False) if fill_value is None
-            else convert_element_type(fill_value, aval(col).dtype))
+    if fill_value is not None:
+      fill = convert_element_type(fill_value, aval(col).dtype)
+    else:  # the smallest unique value (0 for an empty result)
+      fill = (lax.index_in_dim(col, 0, 0, keepdims=False) if size
+              else convert_element_type(0, aval(col).dtype))
     vals.append(lax.select(valid, col, lax.broadcast_in_dim(fill, (size,), ())))
   if axis is None:
     values = vals[0] if vals else lax.full((size,), 0, aval(ar).dtype)
@@ -361,20 +376,21 @@ def _unique(ar, return_index, return_inverse, return_counts, axis, equal_nan, si
   outs = [values]
   if return_index:
     ind = _pad_to(first_perm, size, 0)
-    first = lax.index_in_dim(ind, 0, 0, keepdims=False) if size else ind
+    first = (lax.index_in_dim(ind, 0, 0, keepdims=False) if size
+             else convert_element_type(0, idx_dtype))
     outs.append(lax.select(valid, ind, lax.broadcast_in_dim(first, (size,), ())))
   if return_inverse:
     group = lax.sub(reductions.cumsum(is_first, dtype=idx_dtype),
                     convert_element_type(1, idx_dtype))
     _, inverse = lax.sort_key_val(perm, group)  # group id back in input order
     outs.append(lax.reshape(inverse, in_shape) if axis is None else inverse)
-  if return_counts:
-    pos = _pad_to(first_pos, size, n)
-    nxt = lax.concatenate([lax.slice_in_dim(pos, 1, size, axis=0),
-                           lax.full((1,), n, idx_dtype)], 0) if size else pos
-    last = lax.eq(k, lax.sub(num_unique, convert_element_type(1, idx_dtype)))
-    nxt = lax.select(last, lax.full((size,), n, idx_dtype), nxt)
-    outs.append(lax.select(valid, lax.sub(nxt, pos), lax.full((size,), 0, idx_dtype)))
+  if return_counts:  # run length = next run's first position - this run's
+    nxt = lax.concatenate([lax.slice_in_dim(first_pos, min(n, 1), n, axis=0),
+                           lax.full((min(n, 1),), n, idx_dtype)], 0)
+    is_last = lax.eq(iota, lax.sub(num_unique, convert_element_type(1, idx_dtype)))
+    nxt = lax.select(is_last, lax.full((n,), n, idx_dtype), nxt)
+    counts = _pad_to(lax.sub(nxt, first_pos), size, 0)
+    outs.append(lax.select(valid, counts, lax.full((size,), 0, idx_dtype)))
   return outs[0] if len(outs) == 1 else tuple(outs)
 
 

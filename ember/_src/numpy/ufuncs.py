@@ -5,17 +5,17 @@ and special cases, built from lax operations only, so it runs eagerly and under 
 """
 from __future__ import annotations
 
-import builtins
 import operator
 
 import numpy as np
 
 from ember._src import core, dtypes
 from ember._src import lax_api as lax
-from ember._src.numpy.util import (broadcast_arrays_rank, broadcast_shapes,
-                                   broadcast_to_shape, check_arraylike, promote_args, promote_args_inexact, promote_args_numeric,
-                                   promote_dtypes, promote_dtypes_inexact,
+from ember._src.numpy.util import (broadcast_arrays_rank, broadcast_shapes, broadcast_to_shape,
+                                   check_arraylike, promote_args, promote_args_inexact,
+                                   promote_args_numeric, promote_dtypes, promote_dtypes_inexact,
                                    promote_dtypes_numeric)
+from ember._src.primitives import dtype_kind
 from ember._src.runtime.array import Array
 
 __all__ = [
@@ -46,8 +46,6 @@ __all__ = [
     "left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift",
     "bitwise_count", "gcd", "lcm",
 ]
-
-_abs, _round = builtins.abs, builtins.round  # `abs`, `round` below are jnp functions
 
 # --- helpers ------------------------------------------------------------------------------
 
@@ -86,11 +84,16 @@ def _const(x, value):
   typed literal in jaxprs)."""
   aval = core.get_aval(x)
   if aval.weak_type and not aval.shape:
-    py = _PY_SCALAR_TYPES.get(dtypes.dtype_kind(aval.dtype) if hasattr(dtypes, "dtype_kind")
-                              else ("f" if aval.dtype == dtypes.bfloat16 else aval.dtype.kind))
+    py = _PY_SCALAR_TYPES.get(dtype_kind(aval.dtype))
     if py is not None and dtypes.dtype(py) == aval.dtype:
       return py(value)
   return np.array(value, dtype=aval.dtype)[()]
+
+
+def _strong_const(x, value):
+  """`value` as a NumPy scalar of x's dtype, strongly typed even for a weak x (JAX's
+  jnp-level `_constant_like`)."""
+  return np.array(value, dtype=_dtype(x))[()]
 
 
 def _full_like(x, value, dtype=None):
@@ -187,7 +190,7 @@ def remainder(x1, x2, /):
   x1, x2 = promote_args_numeric("remainder", x1, x2)
   if _is(x1, np.complexfloating):
     raise TypeError("remainder does not support complex-valued inputs")
-  zero = _const(x1, 0)
+  zero = _strong_const(x1, 0)
   if _is(x2, np.integer):  # x % 0 is 0 here; full_like keeps x2's weak type
     x2 = _where(lax.eq(x2, _const(x2, 0)), _full_like(x2, 1), x2)
   trunc_mod = lax.rem(x1, x2)
@@ -235,9 +238,9 @@ def _concrete_int(x):
 
 def _pow_int_int(x1, x2):
   """Integer power by repeated squaring over the low 6 bits of the exponent (as JAX)."""
-  zero, one = _const(x2, 0), _const(x2, 1)
-  acc = _where(lax.bitwise_and(lax.eq(x1, _const(x1, 0)), lax.ne(x2, zero)),
-               _const(x1, 0), _const(x1, 1))
+  zero, one = _strong_const(x2, 0), _strong_const(x2, 1)
+  acc = _where(lax.bitwise_and(lax.eq(x1, _strong_const(x1, 0)), lax.ne(x2, zero)),
+               _strong_const(x1, 0), _strong_const(x1, 1))
   for _ in range(6):
     acc = _where(lax.ne(lax.bitwise_and(x2, one), zero), lax.mul(acc, x1), acc)
     x1 = lax.mul(x1, x1)
@@ -253,12 +256,12 @@ def power(x1, x2, /):
   if y is not None:
     x1, = promote_dtypes_numeric(x1)
     return lax.integer_pow(x1, y)
-  x1_, x2_ = promote_args_numeric("power", x1, x2)
-  if _is(x1_, np.integer) or _is(x1_, np.bool_):
-    return _pow_int_int(x1_, x2_)
   if _is(x1, np.inexact) and _is(x2, np.integer):
     return lax.pow(*broadcast_arrays_rank(x1, x2))
-  return lax.pow(x1_, x2_)
+  x1, x2 = promote_args_numeric("power", x1, x2)
+  if _is(x1, np.integer) or _is(x1, np.bool_):
+    return _pow_int_int(x1, x2)
+  return lax.pow(x1, x2)
 
 
 def pow(x1, x2, /):  # noqa: A001 - jnp.pow
@@ -534,7 +537,9 @@ def sinc(x, /):
   s = _where(is_odd, lax.neg(s), s)
   eq_zero = lax.eq(x, _const(x, 0))
   pi_x = lax.mul(_const(x, np.pi), _where(eq_zero, _const(x, 1), x))
-  result = _where(eq_zero, _const(x, 1), lax.div(s, pi_x))
+  result = lax.div(s, pi_x)
+  # exact values at the integers: 1 at 0, +0.0 at the others
+  result = _where(lax.eq(r, _const(r, 0)), _where(eq_zero, _const(x, 1), _const(x, 0)), result)
   return lax.convert_element_type(result, dt) if _dtype(result) != dt else result
 
 
@@ -564,7 +569,7 @@ def clip(arr=None, /, min=None, max=None):  # noqa: A002 - NumPy's argument name
   if arr is None:
     raise ValueError("No input was provided to the clip function.")
   check_arraylike("clip", arr)
-  if builtins.any(t is not None and _is(t, np.complexfloating) for t in (arr, min, max)):
+  if any(t is not None and _is(t, np.complexfloating) for t in (arr, min, max)):
     raise ValueError("Clip received a complex value either through the input or the "
                      "min/max keywords. Complex values have no ordering and cannot be "
                      "clipped. Please convert to a real value or array by taking the real "
@@ -593,14 +598,15 @@ def signbit(x, /):
   x, = promote_args("signbit", x)
   dt = _dtype(x)
   if dtypes.issubdtype(dt, np.integer):
-    return lax.lt(x, _const(x, 0))
+    return lax.lt(x, _strong_const(x, 0))
   if dt == np.bool_:
     return _full_like(x, False, dtype=np.bool_)
   if not dtypes.issubdtype(dt, np.floating):
     raise ValueError(f"jax.numpy.signbit is not well defined for {dt}")
-  int_type = np.dtype(f"int{dtypes.finfo(dt).bits}")
-  as_int = lax.bitcast_convert_type(x, int_type)
-  return lax.lt(as_int, _const(as_int, 0))
+  info = dtypes.finfo(dt)
+  as_int = lax.bitcast_convert_type(x, np.dtype(f"int{info.bits}"))
+  shift = np.array(int(info.nexp) + int(info.nmant), as_int.dtype)[()]
+  return lax.convert_element_type(lax.shift_right_arithmetic(as_int, shift), np.bool_)
 
 
 def copysign(x1, x2, /):
@@ -623,7 +629,7 @@ def spacing(x, /):
   if _dtype(x) == np.float16:
     return lax.sub(lax.nextafter(x, inf), x)
   result = lax.sub(lax.nextafter(x, copysign(inf, x)), x)
-  smallest_subnormal = float(dtypes.finfo(_dtype(x)).smallest_subnormal)
+  smallest_subnormal = dtypes.finfo(_dtype(x)).smallest_subnormal  # a strong NumPy scalar
   return _where(lax.eq(result, _const(result, 0)), copysign(smallest_subnormal, x), result)
 
 
@@ -644,11 +650,11 @@ def isfinite(x, /):
 def isinf(x, /):
   x, = _ensure("isinf", x)
   if _is(x, np.floating):
-    return lax.eq(lax.abs(x), _const(x, np.inf))
+    return lax.eq(lax.abs(x), _strong_const(x, np.inf))
   if _is(x, np.complexfloating):
     re, im = lax.real(x), lax.imag(x)
-    return lax.bitwise_or(lax.eq(lax.abs(re), _const(re, np.inf)),
-                          lax.eq(lax.abs(im), _const(im, np.inf)))
+    return lax.bitwise_or(lax.eq(lax.abs(re), _strong_const(re, np.inf)),
+                          lax.eq(lax.abs(im), _strong_const(im, np.inf)))
   return _full_like(x, False, dtype=np.bool_)
 
 
@@ -656,7 +662,7 @@ def _isposneginf(infinity, x, out):
   if out is not None:
     raise NotImplementedError("The 'out' argument to isneginf/isposinf is not supported.")
   if _is(x, np.floating):
-    return lax.eq(x, _const(x, infinity))
+    return lax.eq(x, _strong_const(x, infinity))
   if _is(x, np.complexfloating):
     raise ValueError("isposinf/isneginf are not well defined for complex types")
   return _full_like(x, False, dtype=np.bool_)

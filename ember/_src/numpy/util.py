@@ -31,21 +31,25 @@ def promote_dtypes(*args):
 
 
 def promote_dtypes_inexact(*args):
-  """Like promote_dtypes, then integers/bools go to the default float dtype."""
+  """Like promote_dtypes, then integers/bools go to a float dtype (`to_inexact_dtype`)."""
   to_dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
   to_dtype = to_inexact_dtype(to_dtype)
   return [convert_element_type(x, to_dtype, weak) for x in args]
 
 
 def to_inexact_dtype(dt):
-  return dt if dtypes.is_inexact(dt) else dtypes.default_float_dtype()
+  """JAX's rule: bool and integers up to 32 bits -> float32, 64-bit integers -> float64
+  (canonicalized, so float32 without x64); inexact dtypes are kept."""
+  if dtypes.is_inexact(dt):
+    return dt
+  return dtypes.canonicalize_dtype(np.float64 if np.dtype(dt).itemsize == 8 else np.float32)
 
 
 def promote_dtypes_numeric(*args):
-  """Like promote_dtypes, then bools go to the default integer dtype."""
+  """Like promote_dtypes, then bools go to int32 (JAX's `to_numeric_dtype`)."""
   to_dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
   if to_dtype == np.bool_:
-    to_dtype = dtypes.default_int_dtype()
+    to_dtype = np.dtype(np.int32)
   return [convert_element_type(x, to_dtype, weak) for x in args]
 
 

@@ -425,7 +425,7 @@ def mul(x, y, *, out_dtype=None):
 def _pow_abstract_eval(x, y):
   check_dtype("pow", x, INEXACT, argname="operand 0")
   check_dtype("pow", y, INTS + INEXACT, argname="operand 1")
-  if x.dtype != y.dtype and not dtype_kind(y.dtype) in INTS:
+  if x.dtype != y.dtype and dtype_kind(y.dtype) not in INTS:
     raise TypeError("the first argument to pow must have an inexact dtype (float or "
                     "complex), and the second argument must have an inexact or integer "
                     "dtype, and two inexact dtypes must match, but got "
@@ -805,12 +805,12 @@ clz = _unary_fn(clz_p, "clz")
 _to_bool = lambda _: np.dtype(np.bool_)
 ORDERED = BOOL + INTS + FLOAT
 
-eq_p = naryop("eq", np.equal, ANY, out_dtype=_to_bool)
-ne_p = naryop("ne", np.not_equal, ANY, out_dtype=_to_bool)
-lt_p = naryop("lt", np.less, ORDERED, out_dtype=_to_bool)
-le_p = naryop("le", np.less_equal, ORDERED, out_dtype=_to_bool)
-gt_p = naryop("gt", np.greater, ORDERED, out_dtype=_to_bool)
-ge_p = naryop("ge", np.greater_equal, ORDERED, out_dtype=_to_bool)
+eq_p = naryop("eq", _quiet(np.equal), ANY, out_dtype=_to_bool)
+ne_p = naryop("ne", _quiet(np.not_equal), ANY, out_dtype=_to_bool)
+lt_p = naryop("lt", _quiet(np.less), ORDERED, out_dtype=_to_bool)
+le_p = naryop("le", _quiet(np.less_equal), ORDERED, out_dtype=_to_bool)
+gt_p = naryop("gt", _quiet(np.greater), ORDERED, out_dtype=_to_bool)
+ge_p = naryop("ge", _quiet(np.greater_equal), ORDERED, out_dtype=_to_bool)
 
 eq = _binary_fn(eq_p, "eq")
 ne = _binary_fn(ne_p, "ne")

@@ -69,7 +69,9 @@ def canonicalize_precision(precision):
 
 def _bit_width(dt) -> int:
   dt = np.dtype(dt)
-  return 1 if dt == np.bool_ else dt.itemsize * 8
+  if dt == np.bool_:
+    return 1
+  return dt.itemsize * 4 if dt.kind == "c" else dt.itemsize * 8  # complex: finfo(c).bits
 
 
 def _type_properties(dt):
@@ -145,7 +147,8 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None,
   # 16-bit floats accumulate in float32; float inputs with an integer preferred type
   # compute in float (the result is converted at the end).
   in_dt = _dot_dtype(lhs.dtype, rhs.dtype, None)
-  cdt = out_dt if dtype_kind(in_dt) != "f" or dtype_kind(out_dt) == "f" else in_dt
+  rank = lambda dt: "biufc".index(dtype_kind(dt))
+  cdt = in_dt if rank(out_dt) < rank(in_dt) else out_dt
   if dtype_kind(cdt) == "f" and np.dtype(cdt).itemsize < 4:
     cdt = np.dtype(np.float32)
   lf = [i for i in range(lhs.ndim) if i not in lc + lb]
@@ -157,6 +160,8 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None,
   with np.errstate(over="ignore", invalid="ignore"):
     out = np.matmul(l3, r3)
   shape = [lhs.shape[i] for i in lb + tuple(lf)] + [rhs.shape[i] for i in rf]
+  if dtype_kind(cdt) == "c" and dtype_kind(out_dt) != "c":
+    out = out.real
   return out.reshape(shape).astype(out_dt)
 
 

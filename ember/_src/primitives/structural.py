@@ -7,13 +7,12 @@ function. Params, param names and printing follow JAX 0.12.
 from __future__ import annotations
 
 import operator
-from typing import Sequence
 
 import numpy as np
 
 from ember._src import core, dtypes
 from ember._src.core import ShapedArray
-from ember._src.primitives import BOOL, INEXACT, INTS, check_dtype, declare
+from ember._src.primitives import declare
 
 __all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose",
            "squeeze", "expand_dims", "rev", "slice", "slice_in_dim", "index_in_dim",
