@@ -2,7 +2,7 @@
 
 `import ember as jax; import ember.numpy as jnp` runs JAX code unchanged.
 """
-from ember._src.config import config, enable_x64  # noqa: F401
+from ember._src.config import config, disable_jit, enable_x64  # noqa: F401
 from ember._src import numpy as _np_impl  # noqa: F401  (attaches Array methods)
 from ember._src.numpy import array_methods as _array_methods  # noqa: F401
 from ember._src.runtime.array import (  # noqa: F401

@@ -24,6 +24,12 @@ class Config:
       "jax_numpy_rank_promotion": lambda: os.environ.get("JAX_NUMPY_RANK_PROMOTION", "allow"),
       "jax_default_matmul_precision": lambda: None,
       "jax_platforms": lambda: os.environ.get("JAX_PLATFORMS", "cpu"),
+      "jax_disable_jit": lambda: _env_bool("JAX_DISABLE_JIT", False),
+      # ember: "cpu" compiles jitted functions to native code; "interpreter" runs their
+      # jaxprs with the reference interpreter (each primitive's NumPy implementation)
+      "ember_jit_backend": lambda: os.environ.get("EMBER_JIT_BACKEND", "interpreter"),
+      # ember: run the reference interpreter beside every compiled call and compare
+      "ember_check_compiled": lambda: _env_bool("EMBER_CHECK_COMPILED", False),
   }
 
   def __init__(self):
@@ -34,6 +40,8 @@ class Config:
       raise AttributeError(
           f"ember.config.update: unknown option {name!r}; known options: "
           f"{', '.join(sorted(self._values))}")
+    if name == "ember_jit_backend" and value not in ("cpu", "interpreter"):
+      raise ValueError(f"ember_jit_backend must be 'cpu' or 'interpreter', got {value!r}")
     if name == "jax_numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
       raise ValueError(f"jax_numpy_rank_promotion must be 'allow', 'warn' or 'raise', got {value!r}")
     self._values[name] = value
@@ -69,6 +77,11 @@ config = Config()
 def enable_x64(new_val: bool = True):
   """Context manager that turns 64-bit mode on (or off) inside its block."""
   return config._override("jax_enable_x64", bool(new_val))
+
+
+def disable_jit(disable: bool = True):
+  """Context manager: jitted functions run op by op (eagerly) inside the block."""
+  return config._override("jax_disable_jit", bool(disable))
 
 
 def x64_enabled() -> bool:

@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from ember._src import core, tree_util
 from ember._src.config import config
+from ember._src.stages import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
 
 # --- the jit primitive --------------------------------------------------------------------
@@ -22,8 +23,12 @@ jit_p = core.Primitive("jit", multiple_results=True)
 jit_p.abstract_eval = lambda *avals, jaxpr, **_: jaxpr.out_avals
 
 
-def _jit_eval(*args, jaxpr: Jaxpr, **_):
-  return core.eval_jaxpr(jaxpr, jaxpr.consts, *args)
+def _jit_eval(*args, jaxpr: Jaxpr, name: str, **_):
+  """A top-level jitted call: compile the jaxpr once (cached per jaxpr) and run it."""
+  if config.read("jax_disable_jit") or config.read("ember_jit_backend") == "interpreter":
+    return core.eval_jaxpr(jaxpr, jaxpr.consts, *args)
+  from ember._src.stages import compiled_for_jaxpr
+  return compiled_for_jaxpr(jaxpr, name).run(args)
 
 
 jit_p.eval_rule = _jit_eval
@@ -160,19 +165,6 @@ class TraceKey(NamedTuple):
   x64: bool
 
 
-class Traced:
-  """`jit(f).trace(*args)`: the traced jaxpr of one call signature."""
-
-  def __init__(self, jaxpr: Jaxpr, out_tree, fun_name: str, args_info):
-    self.jaxpr, self.out_tree, self.fun_name, self.args_info = jaxpr, out_tree, fun_name, args_info
-
-  @property
-  def out_info(self):
-    from ember._src.api_util import ShapeDtypeStruct
-    return self.out_tree.unflatten(
-        [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in self.jaxpr.out_avals])
-
-
 class JitWrapped:
   """The object `ember.jit(f)` returns: callable like `f`, plus `.trace(...)`."""
 
@@ -185,7 +177,7 @@ class JitWrapped:
     self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
     self.donate_argnames = (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames or ())
     self.keep_unused, self.inline = keep_unused, inline
-    self._cache: dict[TraceKey, tuple] = {}
+    self._cache: dict[TraceKey, Staged] = {}
     self.__name__ = getattr(fun, "__name__", type(fun).__name__)
     functools.update_wrapper(self, fun)
 
@@ -194,42 +186,45 @@ class JitWrapped:
       return self
     return functools.partial(self, obj)
 
-  def _trace(self, args, kwargs):
-    dyn_args, dyn_kwargs, statics = _split_static(args, kwargs, self.static_argnums,
-                                                  self.static_argnames)
-    _check_hashable(statics, self.__name__)
-    jaxpr, out_tree, leaves, _ = _trace_flat(self.fun, args, kwargs, self.static_argnums,
-                                             self.static_argnames, "jit")
-    return jaxpr, out_tree, leaves
-
-  def trace(self, *args, **kwargs) -> Traced:
-    jaxpr, out_tree, leaves = self._trace(args, kwargs)
-    return Traced(jaxpr, out_tree, self.__name__, [core.get_aval(x) for x in leaves])
-
-  def _staged(self, args, kwargs):
-    """(const-free jaxpr, consts to pass, out_tree, flat args), reusing an earlier trace
-    of the same signature when its constants are concrete (not outer tracers)."""
+  def _staged(self, args, kwargs) -> tuple[Staged, list]:
+    """The staged signature of this call and its flat dynamic arguments, reusing an
+    earlier trace of the same signature when its constants are concrete."""
     dyn_args, dyn_kwargs, statics = _split_static(args, kwargs, self.static_argnums,
                                                   self.static_argnames)
     _check_hashable(statics, self.__name__)
     leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
     key = TraceKey(in_tree, tuple(core.get_aval(x) for x in leaves), statics,
                    config.values()["jax_enable_x64"])
-    hit = self._cache.get(key)
-    if hit is not None:
-      return (*hit, leaves)
-    jaxpr, out_tree, leaves = self._trace(args, kwargs)
-    jaxpr, consts = core.hoist_consts(jaxpr)
+    staged = self._cache.get(key)
+    if staged is not None:
+      return staged, leaves
+    closed, out_tree, leaves, _ = _trace_flat(self.fun, args, kwargs, self.static_argnums,
+                                              self.static_argnames, "jit")
+    jaxpr, consts = core.hoist_consts(closed)
+    names = closed.debug_info.arg_names if closed.debug_info else None
+    arg_names = ("const",) * len(consts) + tuple(names or ("arg",) * len(leaves))
+    staged = Staged(jaxpr, consts, in_tree, out_tree, self.__name__, arg_names, closed)
     if not any(isinstance(c, core.Tracer) for c in consts):
-      self._cache[key] = (jaxpr, consts, out_tree)
-    return jaxpr, consts, out_tree, leaves
+      self._cache[key] = staged
+    return staged, leaves
+
+  def trace(self, *args, **kwargs) -> Traced:
+    return Traced(self._staged(args, kwargs)[0])
+
+  def lower(self, *args, **kwargs) -> Lowered:
+    return self.trace(*args, **kwargs).lower()
+
+  def eval_shape(self, *args, **kwargs):
+    return self.trace(*args, **kwargs).out_info
 
   def __call__(self, *args, **kwargs):
-    jaxpr, consts, out_tree, leaves = self._staged(args, kwargs)
-    donated = (False,) * len(jaxpr.invars)
-    outs = jit_p.bind(*consts, *leaves, jaxpr=jaxpr, name=self.__name__,
+    if config.read("jax_disable_jit"):
+      return self.fun(*args, **kwargs)
+    staged, leaves = self._staged(args, kwargs)
+    donated = (False,) * len(staged.jaxpr.invars)
+    outs = jit_p.bind(*staged.consts, *leaves, jaxpr=staged.jaxpr, name=self.__name__,
                       donated_invars=donated, inline=self.inline, keep_unused=self.keep_unused)
-    return out_tree.unflatten(outs)
+    return staged.out_tree.unflatten(outs)
 
   def __repr__(self):
     return f"<ember.jit({self.__name__})>"
