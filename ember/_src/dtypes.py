@@ -248,42 +248,43 @@ def result_type(*args, return_weak_type_flag: bool = False):
   return (dt, weak) if return_weak_type_flag else dt
 
 
+def _promotion_node(t):
+  if any(t is w for w in _weak_types):  # Python int/float/complex are the weak nodes
+    return t
+  dt = np.dtype(t)
+  if dt not in jax_dtypes:
+    raise ValueError(f"dtype={dt!r} is not a valid dtype for JAX type promotion.")
+  return dt
+
+
 def promote_types(a, b) -> np.dtype:
-  """Promotion of two dtypes, both taken as strongly typed (jnp.promote_types)."""
-  da, db = dtype(a), dtype(b)
-  return canonicalize_dtype(_least_upper_bound(da, db))
+  """The promoted dtype of two dtypes (jnp.promote_types). As in JAX it is not
+  canonicalized (int32 with int64 is int64 even with x64 off)."""
+  out = _least_upper_bound(_promotion_node(a), _promotion_node(b))
+  return np.dtype(out)  # a weak node (Python int/float/complex) means its 64-bit type, as in JAX
 
 
 # --- dtype predicates -----------------------------------------------------------------
 
-def issubdtype(a, b) -> bool:
-  """np.issubdtype that also knows bfloat16 and the extended key dtypes."""
-  if isinstance(a, ExtendedDType) or (isinstance(a, type) and issubclass(a, (prng_key, extended))):
-    a_t = a.type if isinstance(a, ExtendedDType) else a
-    if b in (prng_key, extended):
-      return issubclass(a_t, b)
-    return isinstance(b, ExtendedDType) and str(a) == str(b)
-  if b in (prng_key, extended) or isinstance(b, ExtendedDType):
+def _issubclass(a, b) -> bool:
+  return isinstance(a, type) and issubclass(a, b)
+
+
+def issubdtype(arg1, arg2) -> bool:
+  """np.issubdtype on JAX's terms: Python types mean np.dtype(type) (`float` is float64,
+  so float32 is not a subdtype of it), bfloat16 is a floating type, and the extended
+  (PRNG key) dtypes are subtypes of `extended` / `prng_key`."""
+  if isinstance(arg1, ExtendedDType) or _issubclass(arg1, extended):
+    a_t = arg1.type if isinstance(arg1, ExtendedDType) else arg1
+    if isinstance(arg2, ExtendedDType):
+      return str(arg1) == str(arg2)
+    return _issubclass(arg2, extended) and issubclass(a_t, arg2)
+  if isinstance(arg2, ExtendedDType) or _issubclass(arg2, extended):
     return False
-  if isinstance(a, type) and a in _python_scalar_default:
-    a = default_dtype_for(a)
-  a = np.dtype(a)
-  if a in _custom_float_dtypes:
-    if isinstance(b, type) and issubclass(b, np.generic) and b in (np.floating, np.inexact, np.number, np.generic):
-      return True
-    try:
-      return np.dtype(b) == a
-    except TypeError:
-      return False
-  if b is float:
-    b = np.floating
-  elif b is int:
-    b = np.integer
-  elif b is complex:
-    b = np.complexfloating
-  elif b is bool:
-    b = np.bool_
-  return np.issubdtype(a, b)
+  a, b = (t if _issubclass(t, np.generic) else np.dtype(t).type for t in (arg1, arg2))
+  if a is bfloat16.type:
+    return b in (a, np.floating, np.inexact, np.number, np.generic)
+  return bool(np.issubdtype(a, b))
 
 
 def is_inexact(dt) -> bool:

@@ -98,21 +98,7 @@ printoptions, set_printoptions, get_printoptions = (np.printoptions, np.set_prin
                                                     np.get_printoptions)
 
 
-def _issubclass(a, b) -> builtins.bool:
-  return isinstance(a, type) and issubclass(a, b)
-
-
-def issubdtype(arg1, arg2) -> builtins.bool:
-  """np.issubdtype on JAX's terms: Python types mean np.dtype(type) (`float` is float64,
-  so float32 is not a subdtype of it), bfloat16 is a floating type, and the extended
-  (PRNG key) dtypes are handled by ember.dtypes."""
-  if any(isinstance(t, dtypes.ExtendedDType) or _issubclass(t, dtypes.extended)
-         for t in (arg1, arg2)):
-    return dtypes.issubdtype(arg1, arg2)
-  a, b = (t if _issubclass(t, np.generic) else np.dtype(t).type for t in (arg1, arg2))
-  if a is dtypes.bfloat16.type:
-    return b in (a, np.floating, np.inexact, np.number, np.generic)
-  return builtins.bool(np.issubdtype(a, b))
+issubdtype = dtypes.issubdtype
 
 
 def result_type(*args):
@@ -120,21 +106,7 @@ def result_type(*args):
   return dtypes.result_type(*args)
 
 
-def _promotion_node(t):
-  # Python's int/float/complex (by identity) are the weak nodes of the lattice.
-  if any(t is w for w in dtypes._weak_types):
-    return t
-  dt = np.dtype(t)
-  if dt not in dtypes.jax_dtypes:
-    raise ValueError(f"dtype={dt!r} is not a valid dtype for JAX type promotion.")
-  return dt
-
-
-def promote_types(a, b) -> np.dtype:
-  """The promoted dtype of two dtypes. As in JAX it is not canonicalized (int32 with
-  int64 is int64 even with x64 off), and Python `int`/`float`/`complex` are weak."""
-  out = dtypes._least_upper_bound(_promotion_node(a), _promotion_node(b))
-  return np.dtype(out)
+promote_types = dtypes.promote_types
 
 
 _signed = [dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64]
