@@ -244,3 +244,9 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
   if fun is None:
     return lambda f: JitWrapped(f, **opts)
   return JitWrapped(fun, **opts)
+
+
+# --- lowering: a nested jit is a `call` (one computation per sub-jaxpr; the inline pass
+# replaces calls by their bodies) -----------------------------------------------------------
+
+jit_p.lower = lambda ctx, *args, jaxpr, name, **_: ctx.call(jaxpr, name, args)

@@ -7,3 +7,30 @@ from ember._src.primitives.linalg import *  # noqa: F401,F403
 from ember._src.primitives.sorting import *  # noqa: F401,F403
 from ember._src.primitives.indexing import *  # noqa: F401,F403
 from ember._src.primitives.control import *  # noqa: F401,F403
+
+
+def _export_primitives():
+  """`jax.lax` exposes the primitive objects (`lax.add_p`, `lax.reduce_sum_p`, ...): copy
+  every Primitive found in the family modules under its variable name."""
+  import importlib
+  from ember._src import core
+  names = {}
+  for fam in ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing",
+              "control"):
+    mod = importlib.import_module(f"ember._src.primitives.{fam}")
+    names.update({k: v for k, v in vars(mod).items()
+                  if k.endswith("_p") and not k.startswith("_") and isinstance(v, core.Primitive)})
+  return names
+
+
+globals().update(_export_primitives())
+del _export_primitives
+
+from ember._src.numpy.util import broadcast_shapes  # noqa: E402,F401 - lax.broadcast_shapes
+
+
+def dtype(x):
+  """The canonical dtype of a value or dtype-like (`jax.lax.dtype`): Python scalars take
+  the default dtypes, 64-bit types become 32-bit unless x64 is enabled."""
+  from ember._src import dtypes
+  return dtypes.dtype(x, canonicalize=True)

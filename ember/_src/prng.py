@@ -9,7 +9,7 @@ Only the hash itself is a primitive (`threefry2x32`, with a NumPy uint32 referen
 implementation); seeding, splitting, folding in, bit generation and the samplers are
 written with lax operations, so they run eagerly and stage into `ember.jit` jaxprs; under
 `vmap` they need only the lax batching rules plus a broadcasting one for threefry2x32
-(to be added with the batching transform, as will its lowering for the compiler).
+(to be added with the batching transform); the compiler lowers it to its uint32 rounds.
 
 Typed keys (`random.key`) deviate from JAX in representation, not in values: JAX keys are
 `jax.Array`s with an extended dtype that flow through jaxprs as `key<fry>[...]` values;
@@ -74,6 +74,28 @@ def _threefry2x32_impl(k1, k2, x1, x2):
 
 threefry2x32_p = declare("threefry2x32", _threefry2x32_abstract_eval, _threefry2x32_impl,
                          multiple_results=True)
+
+
+def _threefry2x32_lower(ctx, k1, k2, x1, x2):
+  """The 20 rounds as uint32 elementwise ops (add wraps; rotl = shl | shr), as JAX
+  lowers the hash on CPU."""
+  dims = ctx.out_shape().dims
+  k1, k2, x1, x2 = (ctx.broadcast_to(v, dims) for v in (k1, k2, x1, x2))
+  u32 = lambda v: ctx.full(v, _U32, dims)
+  rotl = lambda v, r: ctx.or_(ctx.elementwise("shift-left", v, u32(r)),
+                              ctx.elementwise("shift-right-logical", v, u32(32 - r)))
+  ks = (k1, k2, ctx.elementwise("xor", ctx.elementwise("xor", k1, k2), u32(_KS_PARITY)))
+  x = [ctx.add(x1, ks[0]), ctx.add(x2, ks[1])]
+  for i in range(5):
+    for r in _ROTATIONS[i % 2]:
+      x[0] = ctx.add(x[0], x[1])
+      x[1] = ctx.elementwise("xor", rotl(x[1], r), x[0])
+    x[0] = ctx.add(x[0], ks[(i + 1) % 3])
+    x[1] = ctx.add(x[1], ctx.add(ks[(i + 2) % 3], u32(i + 1)))
+  return x
+
+
+threefry2x32_p.lower = _threefry2x32_lower
 
 
 def threefry2x32(k1, k2, x1, x2):

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from ember._src import dtypes, tree_util
 from ember._src.core import get_aval
+from ember._src.hlo import TupleShape
 from ember._src.primitives import declare
 
 __all__ = ["stop_gradient", "optimization_barrier"]
 
 
 stop_gradient_p = declare("stop_gradient", lambda x: x, lambda x: x)
+stop_gradient_p.lower = lambda ctx, x: x  # the identity once differentiation is done
 
 
 def stop_gradient(x):
@@ -25,6 +27,8 @@ def stop_gradient(x):
 
 optimization_barrier_p = declare("optimization_barrier", lambda *xs: list(xs),
                                  lambda *xs: list(xs), multiple_results=True)
+optimization_barrier_p.lower = lambda ctx, *xs: ctx.unpack(ctx.emit(  # a fusion boundary
+    "optimization-barrier", TupleShape(tuple(x.shape for x in xs)), [ctx.tuple(xs)]))
 
 
 def optimization_barrier(operand, /):

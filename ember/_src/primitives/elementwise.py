@@ -23,6 +23,7 @@ import operator
 import numpy as np
 
 from ember._src import core, dtypes
+from ember._src import lower as lowering
 from ember._src.core import ShapedArray
 from ember._src.primitives import (ANY, BOOL, COMPLEX, FLOAT, INEXACT, INT, INTS, NUMERIC,
                                    bind_elementwise, broadcasting_shape, check_dtype,
@@ -204,6 +205,15 @@ convert_element_type_p = declare("convert_element_type", _convert_abstract_eval,
 convert_element_type_p.fold_literals = True  # converting a Python scalar stays a Literal
 
 
+def _convert_lower(ctx, x, *, new_dtype, weak_type):
+  if dtype_kind(x.dtype) == COMPLEX and dtype_kind(new_dtype) != COMPLEX:
+    x = ctx.elementwise("real", x, dtype=_abs_dtype(x.dtype))  # drop the imaginary part
+  return ctx.convert(x, new_dtype)
+
+
+convert_element_type_p.lower = _convert_lower
+
+
 def convert_element_type(operand, new_dtype, weak_type: bool = False):
   """Elementwise cast to `new_dtype` (canonicalized for the x64 flag)."""
   new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type")
@@ -249,6 +259,8 @@ def _bitcast_impl(x, *, new_dtype):
 
 
 bitcast_convert_type_p = declare("bitcast_convert_type", _bitcast_abstract_eval, _bitcast_impl)
+bitcast_convert_type_p.lower = lambda ctx, x, *, new_dtype: (
+    x if x.dtype == np.dtype(new_dtype) else ctx.emit("bitcast-convert", ctx.out_shape(), [x]))
 
 
 def bitcast_convert_type(operand, new_dtype):
@@ -300,6 +312,9 @@ def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
 
 reduce_precision_p = declare("reduce_precision", _reduce_precision_abstract_eval,
                              _quiet(_reduce_precision_impl))
+reduce_precision_p.lower = lambda ctx, x, *, exponent_bits, mantissa_bits: ctx.emit(
+    "reduce-precision", x.shape, [x],
+    {"exponent_bits": exponent_bits, "mantissa_bits": mantissa_bits})
 
 
 def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
@@ -364,6 +379,10 @@ max_p = naryop("max", _quiet(_max_impl), ANY)
 min_p = naryop("min", _quiet(_min_impl), ANY)
 nextafter_p = naryop("nextafter", _same(np.nextafter), FLOAT)
 atan2_p = naryop("atan2", None, INEXACT)
+for _p, _op in ((add_p, "add"), (sub_p, "subtract"), (div_p, "divide"), (rem_p, "remainder"),
+                (max_p, "maximum"), (min_p, "minimum"), (nextafter_p, "next-after"),
+                (atan2_p, "atan2")):
+  _p.lower = lowering.elementwise(_op)  # integer div/rem: XLA's (truncating; x/0 = -1)
 
 add = _binary_fn(add_p, "add")
 sub = _binary_fn(sub_p, "sub")
@@ -411,6 +430,8 @@ def _mul_abstract_eval(x, y, *, out_dtype=None):
 
 
 mul_p.abstract_eval = _mul_abstract_eval
+mul_p.lower = lambda ctx, x, y, *, out_dtype=None: ctx.mul(
+    ctx.convert(x, ctx.avals_out[0].dtype), ctx.convert(y, ctx.avals_out[0].dtype))
 
 
 def mul(x, y, *, out_dtype=None):
@@ -440,6 +461,7 @@ def _pow_impl(x, y):
 
 
 pow_p = declare("pow", _pow_abstract_eval, _quiet(_pow_impl))
+pow_p.lower = lambda ctx, x, y: ctx.elementwise("power", x, ctx.convert(y, x.dtype))
 
 
 def pow(x, y):  # noqa: A001 - lax.pow
@@ -474,6 +496,23 @@ def _integer_pow_impl(x, *, y):
 integer_pow_p = declare("integer_pow", _integer_pow_abstract_eval, _quiet(_integer_pow_impl))
 
 
+def _integer_pow_lower(ctx, x, *, y):
+  """Repeated squaring (the same multiplications as the impl); 1/x**|y| for y < 0."""
+  if y == 0:
+    return ctx.full_like(1, x)
+  n, acc = _abs(y), None
+  while n:
+    if n & 1:
+      acc = x if acc is None else ctx.mul(acc, x)
+    n >>= 1
+    if n:
+      x = ctx.mul(x, x)
+  return ctx.div(ctx.full_like(1, acc), acc) if y < 0 else acc
+
+
+integer_pow_p.lower = _integer_pow_lower
+
+
 def integer_pow(x, y: int):
   """x ** y for a static Python int y (`integer_pow[y=3]`)."""
   try:
@@ -503,6 +542,12 @@ neg_p = unary("neg", _same(np.negative), NUMERIC)
 sign_p = unary("sign", _quiet(lambda x, **_: np.asarray(_sign(x)).astype(x.dtype)), NUMERIC)
 abs_p = unary("abs", _quiet(lambda x, **_: np.abs(x)), INT + INEXACT, out_dtype=_abs_dtype)
 square_p = unary("square", _same(np.square), NUMERIC)
+for _p, _op in ((neg_p, "negate"), (abs_p, "abs")):
+  _p.lower = lowering.elementwise(_op)
+sign_p.lower = lambda ctx, x: (  # StableHLO's sign takes no unsigned ints: x != 0 then
+    ctx.convert(ctx.compare(x, ctx.constant(0, x.dtype), "NE"), x.dtype)
+    if dtype_kind(x.dtype) == "u" else ctx.elementwise("sign", x))
+square_p.lower = lambda ctx, x: ctx.mul(x, x)
 
 neg = _unary_fn(neg_p, "neg")
 sign = _unary_fn(sign_p, "sign")
@@ -535,6 +580,12 @@ ceil_p = unary("ceil", _same(np.ceil), FLOAT)
 round_p = unary("round", _quiet(_round_impl), FLOAT)
 is_finite_p = unary("is_finite", lambda x, **_: np.isfinite(x), FLOAT,
                     out_dtype=lambda _: np.dtype(np.bool_))
+floor_p.lower = lowering.elementwise("floor")
+ceil_p.lower = lowering.elementwise("ceil")
+is_finite_p.lower = lowering.elementwise("is-finite")
+round_p.lower = lambda ctx, x, *, rounding_method: ctx.elementwise(
+    "round-nearest-even" if rounding_method == RoundingMethod.TO_NEAREST_EVEN
+    else "round-nearest-afz", x)
 
 floor = _unary_fn(floor_p, "floor")
 ceil = _unary_fn(ceil_p, "ceil")
@@ -583,6 +634,26 @@ cosh_p = unary("cosh", _math(np.cosh), INEXACT)
 asinh_p = unary("asinh", _math(np.arcsinh), INEXACT)
 acosh_p = unary("acosh", _math(np.arccosh), INEXACT)
 atanh_p = unary("atanh", _math(np.arctanh), INEXACT)
+
+for _p, _op in ((exp_p, "exponential"), (log_p, "log"), (expm1_p, "exponential-minus-one"),
+                (log1p_p, "log-plus-one"), (tanh_p, "tanh"), (logistic_p, "logistic"),
+                (sin_p, "sine"), (cos_p, "cosine"), (tan_p, "tan"), (sqrt_p, "sqrt"),
+                (rsqrt_p, "rsqrt"), (cbrt_p, "cbrt"), (asin_p, "asin"), (acos_p, "acos"),
+                (atan_p, "atan"), (sinh_p, "sinh"), (cosh_p, "cosh"), (asinh_p, "asinh"),
+                (acosh_p, "acosh"), (atanh_p, "atanh")):
+  _p.lower = lowering.elementwise(_op)
+
+
+def _exp2_lower(ctx, x, **_):
+  """2**x as `power` (exact base, so as accurate as power); complex: exp(x ln 2)."""
+  if dtype_kind(x.dtype) == COMPLEX:
+    return ctx.elementwise("exponential", ctx.mul(x, ctx.constant(np.log(2.0), x.dtype)))
+  return ctx.elementwise("power", ctx.full_like(2, x), x)
+
+
+exp2_p.lower = _exp2_lower
+log2_p.lower = lambda ctx, x, **_: ctx.div(ctx.elementwise("log", x),
+                                            ctx.constant(np.log(2.0), x.dtype))
 
 asin = _unary_fn(asin_p, "asin")
 acos = _unary_fn(acos_p, "acos")
@@ -683,6 +754,58 @@ lgamma_p = unary("lgamma", _math(_lgamma64), FLOAT)
 digamma_p = unary("digamma", _math(_digamma64), FLOAT)
 bessel_i0e_p = unary("bessel_i0e", _math(_bessel_i0e64), FLOAT)
 erfc_p, erfc = _unary_with_accuracy("erfc", _erfc64, FLOAT)
+for _p, _op in ((erf_p, "erf"), (erf_inv_p, "erf-inv"), (lgamma_p, "lgamma"),
+                (digamma_p, "digamma"), (erfc_p, "erfc")):
+  _p.lower = lowering.elementwise(_op)
+
+# Cephes' Chebyshev coefficients for exp(-|x|) I0(x), on [0, 8] and (8, inf) (as JAX).
+_I0E_A32 = (-1.30002500998624804212E-8, 6.04699502254191894932E-8, -2.67079385394061173391E-7,
+            1.11738753912010371815E-6, -4.41673835845875056359E-6, 1.64484480707288970893E-5,
+            -5.75419501008210370398E-5, 1.88502885095841655729E-4, -5.76375574538582365885E-4,
+            1.63947561694133579842E-3, -4.32430999505057594430E-3, 1.05464603945949983183E-2,
+            -2.37374148058994688156E-2, 4.93052842396707084878E-2, -9.49010970480476444210E-2,
+            1.71620901522208775349E-1, -3.04682672343198398683E-1, 6.76795274409476084995E-1)
+_I0E_B32 = (3.39623202570838634515E-9, 2.26666899049817806459E-8, 2.04891858946906374183E-7,
+            2.89137052083475648297E-6, 6.88975834691682398426E-5, 3.36911647825569408990E-3,
+            8.04490411014108831608E-1)
+_I0E_A64 = (-4.41534164647933937950E-18, 3.33079451882223809783E-17, -2.43127984654795469359E-16,
+            1.71539128555513303061E-15, -1.16853328779934516808E-14, 7.67618549860493561688E-14,
+            -4.85644678311192946090E-13, 2.95505266312963983461E-12, -1.72682629144155570723E-11,
+            9.67580903537323691224E-11, -5.18979560163526290666E-10, 2.65982372468238665035E-9
+            ) + _I0E_A32
+_I0E_B64 = (-7.23318048787475395456E-18, -4.83050448594418207126E-18, 4.46562142029675999901E-17,
+            3.46122286769746109310E-17, -2.82762398051658348494E-16, -3.42548561967721913462E-16,
+            1.77256013305652638360E-15, 3.81168066935262242075E-15, -9.55484669882830764870E-15,
+            -4.15056934728722208663E-14, 1.54008621752140982691E-14, 3.85277838274214270114E-13,
+            7.18012445138366623367E-13, -1.79417853150680611778E-12, -1.32158118404477131188E-11,
+            -3.14991652796324136454E-11, 1.18891471078464383424E-11, 4.94060238822496958910E-10
+            ) + _I0E_B32
+
+
+def _bessel_i0e_lower(ctx, x):
+  """Cephes' i0e as elementwise ops (XLA has no opcode for it); 16-bit floats are
+  computed in float32, whose coefficients they would not resolve."""
+  dt = x.dtype
+  if dt != np.float64:
+    x = ctx.convert(x, np.float32)
+  a_coef, b_coef = (_I0E_A64, _I0E_B64) if dt == np.float64 else (_I0E_A32, _I0E_B32)
+
+  def chebyshev(t, coefs):  # Clenshaw's recurrence, then 0.5 * (b0 - b2)
+    b0 = b1 = b2 = ctx.full_like(0, t)
+    for c in coefs:
+      b2, b1 = b1, b0
+      b0 = ctx.add(ctx.sub(ctx.mul(t, b1), b2), ctx.constant(c, t.dtype))
+    return ctx.mul(ctx.sub(b0, b2), ctx.constant(0.5, t.dtype))
+
+  a = ctx.elementwise("abs", x)
+  c = lambda v: ctx.constant(v, a.dtype)
+  small = chebyshev(ctx.sub(ctx.mul(a, c(0.5)), c(2.0)), a_coef)
+  large = ctx.div(chebyshev(ctx.sub(ctx.div(c(32.0), a), c(2.0)), b_coef),
+                  ctx.elementwise("sqrt", a))
+  return ctx.convert(ctx.select(ctx.compare(a, c(8.0), "LE"), small, large), dt)
+
+
+bessel_i0e_p.lower = _bessel_i0e_lower
 
 erf = _unary_fn(erf_p, "erf")
 erf_inv = _unary_fn(erf_inv_p, "erf_inv")
@@ -726,6 +849,20 @@ conj_p = declare("conj", _conj_abstract_eval,
                  lambda x, **_: np.conj(x).astype(_complex_dtype(x.dtype)))
 real_p = unary("real", lambda x, **_: np.real(x), COMPLEX, out_dtype=_abs_dtype)
 imag_p = unary("imag", lambda x, **_: np.imag(x), COMPLEX, out_dtype=_abs_dtype)
+complex_p.lower = lowering.elementwise("complex")
+real_p.lower = lowering.elementwise("real")
+imag_p.lower = lowering.elementwise("imag")
+
+
+def _conj_lower(ctx, x, *, input_dtype):
+  out = ctx.avals_out[0].dtype
+  if dtype_kind(x.dtype) != COMPLEX:
+    return ctx.convert(x, out)
+  re, im = (ctx.elementwise(op, x, dtype=_abs_dtype(x.dtype)) for op in ("real", "imag"))
+  return ctx.elementwise("complex", re, ctx.elementwise("negate", im), dtype=out)
+
+
+conj_p.lower = _conj_lower
 
 real = _unary_fn(real_p, "real")
 imag = _unary_fn(imag_p, "imag")
@@ -788,6 +925,11 @@ shift_right_arithmetic_p = naryop("shift_right_arithmetic", _shift_impl("arith")
 shift_right_logical_p = naryop("shift_right_logical", _shift_impl("logical"), INTS)
 population_count_p = unary("population_count", _population_count, INTS)
 clz_p = unary("clz", _clz, INTS)
+for _p, _op in ((and_p, "and"), (or_p, "or"), (xor_p, "xor"), (not_p, "not"),
+                (shift_left_p, "shift-left"), (shift_right_arithmetic_p, "shift-right-arithmetic"),
+                (shift_right_logical_p, "shift-right-logical"), (population_count_p, "popcnt"),
+                (clz_p, "count-leading-zeros")):
+  _p.lower = lowering.elementwise(_op)
 
 bitwise_and = _binary_fn(and_p, "bitwise_and")
 bitwise_or = _binary_fn(or_p, "bitwise_or")
@@ -811,6 +953,9 @@ lt_p = naryop("lt", _quiet(np.less), ORDERED, out_dtype=_to_bool)
 le_p = naryop("le", _quiet(np.less_equal), ORDERED, out_dtype=_to_bool)
 gt_p = naryop("gt", _quiet(np.greater), ORDERED, out_dtype=_to_bool)
 ge_p = naryop("ge", _quiet(np.greater_equal), ORDERED, out_dtype=_to_bool)
+for _p, _dir in ((eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"), (le_p, "LE"), (gt_p, "GT"),
+                 (ge_p, "GE")):
+  _p.lower = (lambda d: lambda ctx, x, y: ctx.compare(x, y, d))(_dir)
 
 eq = _binary_fn(eq_p, "eq")
 ne = _binary_fn(ne_p, "ne")
@@ -848,6 +993,24 @@ def _select_n_impl(which, *cases):
 
 
 select_n_p = declare("select_n", _select_n_abstract_eval, _select_n_impl)
+
+
+def _select_n_lower(ctx, which, *cases):
+  """`select` for a bool `which`; otherwise a balanced tree of `which < k` tests (out-of-range
+  indices pick the first or last case, as the impl clamps)."""
+  if which.dtype == np.bool_ and len(cases) == 2:
+    return ctx.select(which, cases[1], cases[0])
+
+  def tree(offset, cs):
+    if len(cs) == 1:
+      return cs[0]
+    mid = len(cs) // 2
+    pred = ctx.compare(which, ctx.constant(offset + mid, which.dtype), "LT")
+    return ctx.select(pred, tree(offset, cs[:mid]), tree(offset + mid, cs[mid:]))
+  return tree(0, list(cases))
+
+
+select_n_p.lower = _select_n_lower
 
 
 def _bind_cases(prim, first, *cases):
@@ -889,6 +1052,8 @@ def _clamp_impl(lo, x, hi):
 
 
 clamp_p = declare("clamp", _clamp_abstract_eval, _quiet(_clamp_impl))
+clamp_p.lower = lambda ctx, lo, x, hi: ctx.emit(
+    "clamp", x.shape, [ctx.broadcast_to(lo, x.dims), x, ctx.broadcast_to(hi, x.dims)])
 
 
 def clamp(min, x, max):  # noqa: A002 - JAX's argument names

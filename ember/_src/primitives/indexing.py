@@ -161,6 +161,8 @@ def _dynamic_slice_impl(operand, *starts, slice_sizes):
 
 
 dynamic_slice_p = declare("dynamic_slice", _dynamic_slice_abstract_eval, _dynamic_slice_impl)
+dynamic_slice_p.lower = lambda ctx, x, *starts, slice_sizes: ctx.emit(  # XLA clamps starts
+    "dynamic-slice", ctx.out_shape(), [x, *starts], {"sizes": tuple(slice_sizes)})
 
 
 # --- dynamic_update_slice -------------------------------------------------------------
@@ -196,6 +198,8 @@ def _dynamic_update_slice_impl(operand, update, *starts):
 
 dynamic_update_slice_p = declare("dynamic_update_slice", _dynamic_update_slice_abstract_eval,
                                  _dynamic_update_slice_impl)
+dynamic_update_slice_p.lower = lambda ctx, x, update, *starts: ctx.emit(
+    "dynamic-update-slice", x.shape, [x, update, *starts])
 
 
 # --- window arithmetic shared by the gather and scatter impls -------------------------
@@ -359,6 +363,44 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, unique_ind
 gather_p = declare("gather", _gather_abstract_eval, _gather_impl)
 
 
+def _index_in_bounds(ctx, indices, dims, operand_shape, window_sizes):
+  """Per index vector (the last axis of `indices`): whether 0 <= index[j] <=
+  operand_shape[d] - window_sizes[d] for each d = dims[j] (bool, indices.shape[:-1])."""
+  dt = indices.dtype
+  top = np.iinfo(dt).max
+  upper = [min(max(operand_shape[d] - window_sizes[d], 0), top) for d in dims]
+  upper = ctx.broadcast_in_dim(ctx.constant(upper, dt), indices.dims, (indices.shape.rank - 1,))
+  ok = ctx.compare(indices, upper, "LE")
+  if not dtypes.is_unsigned(dt):
+    ok = ctx.and_(ok, ctx.compare(indices, ctx.constant(0, dt), "GE"))
+  and_comp = ctx.scalar_computation("and", np.bool_)
+  return ctx.reduce([ok], [ctx.constant(True, np.bool_)], (indices.shape.rank - 1,), and_comp)[0]
+
+
+def _gather_lower(ctx, operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
+                  indices_are_sorted, mode, fill_value):
+  """XLA's gather (which clamps windows into bounds: CLIP, PROMISE_IN_BOUNDS); with
+  FILL_OR_DROP, a select writes `fill_value` where a window was out of bounds (as JAX)."""
+  dn = dimension_numbers
+  attrs = {"offset_dims": dn.offset_dims, "collapsed_slice_dims": dn.collapsed_slice_dims,
+           "start_index_map": dn.start_index_map,
+           "operand_batching_dims": dn.operand_batching_dims,
+           "start_indices_batching_dims": dn.start_indices_batching_dims,
+           "index_vector_dim": indices.shape.rank - 1, "slice_sizes": tuple(slice_sizes),
+           "indices_are_sorted": indices_are_sorted}
+  out = ctx.emit("gather", ctx.out_shape(), [operand, indices], attrs)
+  if GatherScatterMode.from_any(mode) != GatherScatterMode.FILL_OR_DROP or 0 in out.dims:
+    return out
+  ok = _index_in_bounds(ctx, indices, dn.start_index_map, operand.dims, slice_sizes)
+  batch_dims = [i for i in range(out.shape.rank) if i not in dn.offset_dims]
+  fill = default_fill_value(operand.dtype) if fill_value is None else fill_value
+  return ctx.select(ctx.broadcast_in_dim(ok, out.dims, batch_dims), out,
+                    ctx.full(fill, operand.dtype, out.dims))
+
+
+gather_p.lower = _gather_lower
+
+
 # --- scatter --------------------------------------------------------------------------
 
 def _scatter_abstract_eval(operand, indices, updates, *, dimension_numbers,
@@ -493,6 +535,50 @@ scatter_sub_p = _declare_scatter("scatter-sub")
 scatter_mul_p = _declare_scatter("scatter-mul")
 scatter_min_p = _declare_scatter("scatter-min")
 scatter_max_p = _declare_scatter("scatter-max")
+
+
+_SCATTER_OPCODES = {"scatter-add": "add", "scatter-sub": "subtract", "scatter-mul": "multiply",
+                    "scatter-min": "minimum", "scatter-max": "maximum"}
+
+
+def _scatter_computation(ctx, name, dtype, update_jaxpr):
+  """The scalar update computation (old, new) -> value of a scatter primitive."""
+  if name in _SCATTER_OPCODES:
+    return ctx.scalar_computation(_SCATTER_OPCODES[name], dtype)
+  if update_jaxpr is None:  # plain scatter: the update replaces the old value
+    return ctx.region("scatter_update", [dtype, dtype], lambda c, old, new: new)
+  return ctx.lower_computation(update_jaxpr, "scatter_apply")  # func(old), from scatter_apply
+
+
+def _scatter_lowering(name):
+  def rule(ctx, operand, indices, updates, *, dimension_numbers, indices_are_sorted,
+           unique_indices, mode, update_jaxpr, update_consts):
+    """XLA's scatter, which skips out-of-bounds windows (FILL_OR_DROP, PROMISE_IN_BOUNDS);
+    CLIP clamps the indices so every window is in bounds first (as JAX)."""
+    dn = dimension_numbers
+    ivd = indices.shape.rank - 1
+    if GatherScatterMode.from_any(mode) == GatherScatterMode.CLIP:
+      inserted = set(dn.inserted_window_dims) | set(dn.operand_batching_dims)
+      window = iter(updates.dims[d] for d in dn.update_window_dims)
+      sizes = [1 if i in inserted else next(window) for i in range(operand.shape.rank)]
+      upper = [min(max(operand.dims[d] - sizes[d], 0), np.iinfo(indices.dtype).max)
+               for d in dn.scatter_dims_to_operand_dims]
+      hi = ctx.broadcast_in_dim(ctx.constant(upper, indices.dtype), indices.dims, (ivd,))
+      indices = ctx.emit("clamp", indices.shape, [ctx.full_like(0, indices), indices, hi])
+    attrs = {"update_window_dims": tuple(dn.update_window_dims),
+             "inserted_window_dims": tuple(dn.inserted_window_dims),
+             "scatter_dims_to_operand_dims": tuple(dn.scatter_dims_to_operand_dims),
+             "input_batching_dims": tuple(dn.operand_batching_dims),
+             "scatter_indices_batching_dims": tuple(dn.scatter_indices_batching_dims),
+             "index_vector_dim": ivd, "indices_are_sorted": indices_are_sorted,
+             "unique_indices": unique_indices}
+    comp = _scatter_computation(ctx, name, operand.dtype, update_jaxpr)
+    return ctx.emit("scatter", operand.shape, [operand, indices, updates], attrs, [comp])
+  return rule
+
+
+for _p in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+  _p.lower = _scatter_lowering(_p.name)
 
 
 # --- the lax functions ----------------------------------------------------------------

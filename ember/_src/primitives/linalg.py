@@ -177,6 +177,36 @@ dot_general_p = declare("dot_general", _dot_general_abstract_eval, _dot_general_
 dot_general_p.pp_rule = _dot_general_pp
 
 
+def _dot_compute_dtype(lhs_dt, rhs_dt, out_dt):
+  """The dtype the impl multiplies in: the output type, unless that is a lesser kind than
+  the inputs' (float inputs with an integer preferred type); 16-bit floats in float32."""
+  in_dt = _dot_dtype(lhs_dt, rhs_dt, None)
+  rank = lambda dt: "biufc".index(dtype_kind(dt))
+  cdt = in_dt if rank(out_dt) < rank(in_dt) else np.dtype(out_dt)
+  return np.dtype(np.float32) if dtype_kind(cdt) == "f" and np.dtype(cdt).itemsize < 4 else cdt
+
+
+def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision=None,
+                       preferred_element_type=None, out_sharding=None):
+  """One `dot` (XLA's DotGeneral: any batch/contracting dims; result dims are batch, lhs
+  free, rhs free, as the primitive's), on operands converted to the impl's compute dtype,
+  and a convert of the result when that differs from the output dtype."""
+  (lc, rc), (lb, rb) = dimension_numbers
+  out_dt = ctx.avals_out[0].dtype
+  cdt = _dot_compute_dtype(lhs.dtype, rhs.dtype, out_dt)
+  lhs, rhs = ctx.convert(lhs, cdt), ctx.convert(rhs, cdt)
+  attrs = {"lhs_contracting_dims": tuple(lc), "rhs_contracting_dims": tuple(rc),
+           "lhs_batch_dims": tuple(lb), "rhs_batch_dims": tuple(rb),
+           "precision": tuple(p.name for p in precision) if precision else None}
+  out = ctx.emit("dot", ctx.out_shape()._replace(dtype=cdt), [lhs, rhs], attrs)
+  if dtype_kind(cdt) == "c" and dtype_kind(out_dt) != "c":
+    out = ctx.elementwise("real", out, dtype=np.float64 if cdt.itemsize == 16 else np.float32)
+  return ctx.convert(out, out_dt)
+
+
+dot_general_p.lower = _dot_general_lower
+
+
 def _index_tuple(x) -> tuple:
   if isinstance(x, (int, np.integer)):
     return (operator.index(x),)

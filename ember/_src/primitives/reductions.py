@@ -17,6 +17,30 @@ from ember._src.core import ShapedArray
 from ember._src.primitives import (ANY, BOOL, FLOAT, INTS, NUMERIC, check_dtype, declare,
                                    dtype_kind)
 
+
+# --- lowering helpers ------------------------------------------------------------------
+
+def _lower_in_compute_dtype(ctx, x, fn):
+  """Run `fn(x)` in the impl's accumulation dtype (float32 for 16-bit floats) and convert
+  the result back, so compiled results round like the reference."""
+  return ctx.convert(fn(ctx.convert(x, _compute_dtype(x.dtype))), x.dtype)
+
+
+def _reduce_lowering(opcode: str, init, accumulate_wide: bool = False):
+  """A single-operand `reduce` with the scalar computation `opcode` and init `init(dtype)`."""
+  def rule(ctx, x, *, axes, out_sharding=None):
+    if not axes:
+      return x
+    def reduce(v):
+      init_val = ctx.constant(init(v.dtype), v.dtype)
+      return ctx.reduce([v], [init_val], axes, ctx.scalar_computation(opcode, v.dtype))[0]
+    return _lower_in_compute_dtype(ctx, x, reduce) if accumulate_wide else reduce(x)
+  return rule
+
+
+def _all_ones(dt):
+  return True if np.dtype(dt) == np.bool_ else -1  # -1 wraps to all ones in unsigned types
+
 __all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
            "reduce_or", "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax",
            "cummin", "cumlogsumexp"]
@@ -121,6 +145,13 @@ reduce_or_p, reduce_or = _reduction(
 reduce_xor_p, reduce_xor = _reduction(
     "reduce_xor", _check_logical, _logical_impl(np.logical_xor, np.bitwise_xor),
     sharding_param=False, strip_weak=True)
+reduce_sum_p.lower = _reduce_lowering("add", lambda dt: 0, accumulate_wide=True)
+reduce_prod_p.lower = _reduce_lowering("multiply", lambda dt: 1, accumulate_wide=True)
+reduce_max_p.lower = _reduce_lowering("maximum", lambda dt: _identity(np.maximum, dt))
+reduce_min_p.lower = _reduce_lowering("minimum", lambda dt: _identity(np.minimum, dt))
+reduce_and_p.lower = _reduce_lowering("and", _all_ones)
+reduce_or_p.lower = _reduce_lowering("or", lambda dt: 0)
+reduce_xor_p.lower = _reduce_lowering("xor", lambda dt: 0)
 
 
 # --- argmax / argmin --------------------------------------------------------------------
@@ -156,6 +187,34 @@ def _argminmax(name: str, np_fn):
 
 argmax_p, argmax = _argminmax("argmax", np.argmax)
 argmin_p, argmin = _argminmax("argmin", np.argmin)
+
+
+def _argminmax_lowering(name: str, direction: str):
+  """A variadic reduce over (values, iota): the better value wins, NaN beats any number
+  (the impl's first-NaN rule), and equal values or two NaNs go to the lower index, so the
+  result does not depend on the order in which the reduction combines elements."""
+  def rule(ctx, x, *, axes, index_dtype):
+    axis, = axes
+    vdt, is_float = x.dtype, dtype_kind(x.dtype) == FLOAT
+
+    def combine(c, av, ai, bv, bi):
+      better, tie = c.compare(av, bv, direction), c.compare(av, bv, "EQ")
+      if is_float:
+        a_nan, b_nan = c.is_nan(av), c.is_nan(bv)
+        better = c.or_(better, c.and_(a_nan, c.not_(b_nan)))
+        tie = c.or_(tie, c.and_(a_nan, b_nan))
+      pick_a = c.or_(better, c.and_(tie, c.compare(ai, bi, "LT")))
+      return [c.select(pick_a, av, bv), c.select(pick_a, ai, bi)]
+
+    comp = ctx.region(f"{name}_combine", [vdt, index_dtype, vdt, index_dtype], combine)
+    init = _identity(np.maximum if direction == "GT" else np.minimum, vdt)
+    inits = [ctx.constant(init, vdt), ctx.constant(0, index_dtype)]
+    return ctx.reduce([x, ctx.iota(index_dtype, x.dims, axis)], inits, axes, comp)[1]
+  return rule
+
+
+argmax_p.lower = _argminmax_lowering("argmax", "GT")
+argmin_p.lower = _argminmax_lowering("argmin", "LT")
 
 
 # --- cumulative -------------------------------------------------------------------------
@@ -195,3 +254,79 @@ cummax_p, cummax = _cumulative("cummax", NUMERIC, _accumulate_in_dtype(np.maximu
 cummin_p, cummin = _cumulative("cummin", NUMERIC, _accumulate_in_dtype(np.minimum))
 cumlogsumexp_p, cumlogsumexp = _cumulative("cumlogsumexp", FLOAT,
                                            _accumulate_in_dtype(np.logaddexp))
+
+
+def _logaddexp(ctx, a, b):
+  """log(exp(a) + exp(b)) without overflow; a + b where a - b is NaN (equal infinities
+  or a NaN operand), as np.logaddexp."""
+  d = ctx.sub(a, b)
+  neg_abs = ctx.elementwise("negate", ctx.elementwise("abs", d))
+  out = ctx.add(ctx.max(a, b), ctx.elementwise("log-plus-one", ctx.elementwise("exponential",
+                                                                               neg_abs)))
+  return ctx.select(ctx.is_nan(d), ctx.add(a, b), out)
+
+
+_SCAN_BLOCK = 16
+
+
+def _cumulative_lowering(name: str, opcode: str | None, identity):
+  """An inclusive scan as a blocked tree of reduces (XLA rewrites its reduce_window the same
+  way): blocks of 16 along the axis get their prefixes from one masked `reduce` each
+  (element j combines elements k <= j), the block totals are scanned recursively, and each
+  block adds the total of the blocks before it. O(16 n) work in log16(n) levels whose
+  reduces are materialized, so fusion never recomputes a prefix per element. `identity(dt)`
+  fills the masked-out elements; None for max/min, which re-use element j (idempotent).
+  Reverse scans run forward on the reversed axis."""
+  def rule(ctx, x, *, axis, reverse):
+    dt = _compute_dtype(x.dtype)
+    if opcode is not None:
+      comp = ctx.scalar_computation(opcode, dt)
+      combine = lambda a, b: ctx.elementwise(opcode, a, b)
+    else:
+      comp = ctx.region(f"{name}_combine", [dt, dt], _logaddexp)
+      combine = lambda a, b: _logaddexp(ctx, a, b)
+    init = ctx.constant(identity(dt) if identity else _identity(
+        np.maximum if opcode == "maximum" else np.minimum, dt), dt)
+
+    def block_scan(y, ax):  # prefixes along dimension `ax`
+      n, rank = y.dims[ax], y.shape.rank
+      wide = y.dims[:ax + 1] + (n,) + y.dims[ax + 1:]   # j at ax, k at ax + 1
+      at_k = ctx.broadcast_in_dim(y, wide, [i if i < ax else i + 1 for i in range(rank)])
+      keep = ctx.compare(ctx.iota(np.int32, wide, ax + 1), ctx.iota(np.int32, wide, ax), "LE")
+      other = (ctx.full(identity(dt), dt, wide) if identity else
+               ctx.broadcast_in_dim(y, wide, [i if i <= ax else i + 1 for i in range(rank)]))
+      return ctx.reduce([ctx.select(keep, at_k, other)], [init], (ax + 1,), comp)[0]
+
+    def scan(y):
+      n = y.dims[axis]
+      if n <= _SCAN_BLOCK:
+        return block_scan(y, axis)
+      b, m = _SCAN_BLOCK, -(-n // _SCAN_BLOCK)
+      high = [m * b - n if i == axis else 0 for i in range(y.shape.rank)]
+      y = ctx.pad(y, ctx.constant(0, dt), [0] * len(high), high)  # later blocks only
+      pre, post = y.dims[:axis], y.dims[axis + 1:]
+      prefix = block_scan(ctx.reshape(y, pre + (m, b) + post), axis + 1)
+      totals = ctx.reshape(ctx.slice_in_dim(prefix, b - 1, b, axis + 1), pre + (m,) + post)
+      before = ctx.slice_in_dim(scan(totals), 0, m - 1, axis)   # totals of blocks 0..r-1
+      rest = ctx.slice_in_dim(prefix, 1, m, axis)
+      offset = ctx.broadcast_in_dim(before, rest.dims,
+                                    [i if i <= axis else i + 1 for i in range(before.shape.rank)])
+      out = ctx.concatenate([ctx.slice_in_dim(prefix, 0, 1, axis), combine(offset, rest)], axis)
+      return ctx.slice_in_dim(ctx.reshape(out, pre + (m * b,) + post), 0, n, axis)
+
+    def run(y):
+      return ctx.rev(scan(ctx.rev(y, (axis,))), (axis,)) if reverse else scan(y)
+    return _lower_in_compute_dtype(ctx, x, run)
+  return rule
+
+
+def _neg_zero(dt):
+  """The additive identity that keeps -0.0: -0.0 + x == x for every x."""
+  return 0 if np.dtype(dt).kind in "iu" else -0.0
+
+
+cumsum_p.lower = _cumulative_lowering("cumsum", "add", _neg_zero)
+cumprod_p.lower = _cumulative_lowering("cumprod", "multiply", lambda dt: 1)
+cummax_p.lower = _cumulative_lowering("cummax", "maximum", None)
+cummin_p.lower = _cumulative_lowering("cummin", "minimum", None)
+cumlogsumexp_p.lower = _cumulative_lowering("cumlogsumexp", None, lambda dt: -np.inf)

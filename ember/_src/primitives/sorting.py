@@ -12,6 +12,7 @@ import numpy as np
 
 from ember._src import core
 from ember._src.core import ShapedArray
+from ember._src.hlo import Shape, TupleShape
 from ember._src.primitives import ANY, BOOL, FLOAT, INTS, check_dtype, declare, dtype_kind
 
 __all__ = ["sort", "sort_key_val", "top_k"]
@@ -60,6 +61,49 @@ def _sort_impl(*xs, dimension, is_stable, num_keys):
 
 
 sort_p = declare("sort", _sort_abstract_eval, _sort_impl, multiple_results=True)
+
+
+def _sort_comparator(key_dtypes):
+  """XLA's comparator for `sort`: params (lhs_i, rhs_i) per operand, true when lhs sorts
+  first: lexicographic over the keys, each ordered as the impl orders it (NaNs last and
+  equal to each other, -0.0 == 0.0; complex by real then imaginary part)."""
+  def key_order(c, a, b):  # [(lt, eq)] for one key, most significant first
+    kind = dtype_kind(a.dtype)
+    if kind == "c":
+      part = lambda op, v: c.elementwise(op, v, dtype=np.float32 if v.dtype.itemsize == 8
+                                         else np.float64)
+      return key_order(c, part("real", a), part("real", b)) + \
+          key_order(c, part("imag", a), part("imag", b))
+    lt, eq = c.compare(a, b, "LT"), c.compare(a, b, "EQ")
+    if kind == "f":
+      a_nan, b_nan = c.is_nan(a), c.is_nan(b)
+      lt = c.or_(lt, c.and_(b_nan, c.not_(a_nan)))
+      eq = c.or_(eq, c.and_(a_nan, b_nan))
+    return [(lt, eq)]
+
+  def body(c, *params):
+    order = [o for i in range(len(key_dtypes))
+             for o in key_order(c, params[2 * i], params[2 * i + 1])]
+    out = order[-1][0]
+    for lt, eq in reversed(order[:-1]):
+      out = c.or_(lt, c.and_(eq, out))
+    return out
+
+  return body
+
+
+def _sort_lower(ctx, *xs, dimension, is_stable, num_keys):
+  if xs[0].shape.rank == 0:
+    return list(xs)
+  shapes = [dt for x in xs for dt in (x.dtype, x.dtype)]
+  comp = ctx.region("sort_comparator", shapes, _sort_comparator([x.dtype for x in xs[:num_keys]]))
+  shape = xs[0].shape if len(xs) == 1 else TupleShape(tuple(x.shape for x in xs))
+  out = ctx.emit("sort", shape, list(xs), {"dimension": dimension, "is_stable": is_stable,
+                                           "num_keys": num_keys}, [comp])
+  return ctx.unpack(out)
+
+
+sort_p.lower = _sort_lower
 
 
 def sort(operand, dimension: int = -1, is_stable: bool = True, num_keys: int = 1):
@@ -125,6 +169,20 @@ def _top_k_impl(x, *, k, axis, is_stable):
 
 
 top_k_p = declare("top_k", _top_k_abstract_eval, _top_k_impl, multiple_results=True)
+
+
+def _top_k_lower(ctx, x, *, k, axis, is_stable):
+  """XLA's TopK works on the last dimension: move `axis` there and back (as JAX)."""
+  perm = list(range(x.shape.rank))
+  perm[axis], perm[-1] = perm[-1], perm[axis]
+  x = ctx.transpose(x, perm)
+  dims = x.dims[:-1] + (k,)
+  out = ctx.emit("top-k", TupleShape((Shape(x.dtype, dims), Shape(np.dtype(np.int32), dims))),
+                 [x], {"k": k})
+  return [ctx.transpose(r, perm) for r in ctx.unpack(out)]
+
+
+top_k_p.lower = _top_k_lower
 
 
 def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):

@@ -129,6 +129,8 @@ def _broadcast_in_dim_pp(eqn, ctx):
 broadcast_in_dim_p = declare("broadcast_in_dim", _broadcast_in_dim_abstract_eval,
                              _broadcast_in_dim_impl)
 broadcast_in_dim_p.pp_rule = _broadcast_in_dim_pp
+broadcast_in_dim_p.lower = lambda ctx, x, *, shape, broadcast_dimensions, sharding=None: (
+    ctx.broadcast_in_dim(x, shape, broadcast_dimensions))
 
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
@@ -180,6 +182,8 @@ def _reshape_impl(x, *, new_sizes, dimensions, sharding=None):
 
 
 reshape_p = declare("reshape", _reshape_abstract_eval, _reshape_impl)
+reshape_p.lower = lambda ctx, x, *, new_sizes, dimensions, sharding=None: ctx.reshape(
+    x if dimensions is None else ctx.transpose(x, dimensions), new_sizes)
 
 
 def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
@@ -215,6 +219,7 @@ def _transpose_abstract_eval(x, *, permutation):
 
 transpose_p = declare("transpose", _transpose_abstract_eval,
                       lambda x, *, permutation: np.transpose(x, permutation))
+transpose_p.lower = lambda ctx, x, *, permutation: ctx.transpose(x, permutation)
 
 
 def transpose(operand, permutation):
@@ -240,6 +245,7 @@ def _squeeze_abstract_eval(x, *, dimensions):
 
 squeeze_p = declare("squeeze", _squeeze_abstract_eval,
                     lambda x, *, dimensions: np.squeeze(x, tuple(dimensions)))
+squeeze_p.lower = lambda ctx, x, *, dimensions: ctx.reshape(x, ctx.out_shape().dims)
 
 
 def squeeze(array, dimensions):
@@ -279,6 +285,7 @@ def _rev_abstract_eval(x, *, dimensions):
 
 rev_p = declare("rev", _rev_abstract_eval,
                 lambda x, *, dimensions: np.flip(x, tuple(dimensions)) if dimensions else x)
+rev_p.lower = lambda ctx, x, *, dimensions: ctx.rev(x, dimensions)
 
 
 def rev(operand, dimensions):
@@ -323,6 +330,8 @@ def _slice_impl(x, *, start_indices, limit_indices, strides):
 
 
 slice_p = declare("slice", _slice_abstract_eval, _slice_impl)
+slice_p.lower = lambda ctx, x, *, start_indices, limit_indices, strides: ctx.slice(
+    x, start_indices, limit_indices, strides)
 
 
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 - lax.slice
@@ -385,6 +394,7 @@ def _concatenate_abstract_eval(*xs, dimension):
 
 concatenate_p = declare("concatenate", _concatenate_abstract_eval,
                         lambda *xs, dimension: np.concatenate(xs, axis=dimension))
+concatenate_p.lower = lambda ctx, *xs, dimension: ctx.concatenate(xs, dimension)
 
 
 def concatenate(operands, dimension: int):
@@ -419,6 +429,8 @@ def _stack_abstract_eval(*xs, axis):
 
 
 stack_p = declare("stack", _stack_abstract_eval, lambda *xs, axis: np.stack(xs, axis))
+stack_p.lower = lambda ctx, *xs, axis: ctx.concatenate(  # each gets a size-1 axis
+    [ctx.reshape(x, x.dims[:axis] + (1,) + x.dims[axis:]) for x in xs], axis)
 
 
 def stack(operands, axis: int = 0):
@@ -440,6 +452,9 @@ def _unstack_abstract_eval(x, *, axis):
 unstack_p = declare("unstack", _unstack_abstract_eval,
                     lambda x, *, axis: [np.take(x, i, axis) for i in range(x.shape[axis])],
                     multiple_results=True)
+unstack_p.lower = lambda ctx, x, *, axis: [
+    ctx.reshape(ctx.slice_in_dim(x, i, i + 1, axis), x.dims[:axis] + x.dims[axis + 1:])
+    for i in range(x.dims[axis])]
 
 
 def unstack(x, axis: int = 0):
@@ -464,6 +479,9 @@ def _split_impl(x, *, sizes, axis):
 
 
 split_p = declare("split", _split_abstract_eval, _split_impl, multiple_results=True)
+split_p.lower = lambda ctx, x, *, sizes, axis: [
+    ctx.slice_in_dim(x, int(start), int(start) + n, axis)
+    for start, n in zip(np.cumsum((0,) + tuple(sizes))[:-1], sizes)]
 
 
 def split(operand, sizes, axis: int = 0):
@@ -482,6 +500,16 @@ def _tile_abstract_eval(x, *, reps):
 
 
 tile_p = declare("tile", _tile_abstract_eval, lambda x, *, reps: np.tile(x, reps))
+
+
+def _tile_lower(ctx, x, *, reps):
+  """Broadcast to (r0, d0, r1, d1, ...), then merge each pair (as JAX lowers tile)."""
+  wide = tuple(v for r, d in zip(reps, x.dims) for v in (r, d))
+  y = ctx.broadcast_in_dim(x, wide, tuple(range(1, 2 * len(reps), 2)))
+  return ctx.reshape(y, tuple(r * d for r, d in zip(reps, x.dims)))
+
+
+tile_p.lower = _tile_lower
 
 
 def tile(operand, reps):
@@ -525,6 +553,9 @@ def _pad_impl(x, padding_value, *, padding_config):
 
 
 pad_p = declare("pad", _pad_abstract_eval, _pad_impl)
+pad_p.lower = lambda ctx, x, value, *, padding_config: ctx.pad(
+    x, value, [c[0] for c in padding_config], [c[1] for c in padding_config],
+    [c[2] for c in padding_config])
 
 
 def pad(operand, padding_value, padding_config):
@@ -573,6 +604,8 @@ def _iota_impl(*, dtype, shape, dimension, sharding=None):
 
 
 iota_p = declare("iota", _iota_abstract_eval, _iota_impl)
+iota_p.lower = lambda ctx, *, dtype, shape, dimension, sharding=None: ctx.iota(
+    dtype, shape, dimension)
 
 
 def broadcasted_iota(dtype, shape, dimension: int, *, out_sharding=None):

@@ -1,0 +1,1 @@
+"""The CPU backend: LLVM code generation with llvmlite, math library, executable."""

@@ -1,0 +1,1637 @@
+"""LLVM code generation for fusions: loop nests and the elemental emitter.
+
+Each fusion becomes one function with the backend ABI (compiler_design.md):
+
+    void <fusion name>(i8** buffers, i64 start, i64 stop)
+
+`buffers` holds the operands' data pointers in operand order, then one pointer per output
+(per tuple element of a tuple root). The function runs the outermost loop over
+[start, stop): the first output dimension, or the flat index for outputs of rank <= 1, so
+the caller may split that range across threads. The exported function loads the pointers
+and calls an `alwaysinline` body whose pointer arguments carry `noalias` where the buffer
+assignment allows it; inlining turns that into alias scopes, which is what lets LLVM
+vectorize the loops without runtime overlap checks.
+
+The ELEMENTAL emitter computes one element of any fusible instruction at a multi-index
+(`emit(instr, index)`), recursively: structural ops are index maps (broadcast drops dims,
+transpose permutes, slice is start + i*stride, ...), elementwise ops are scalar IR with
+XLA's semantics, a reduce is an inner loop applying its `to_apply` computation to scalars.
+Element values are memoized per (instruction, index) within one element computation, in
+scopes that follow the loop structure (a value computed inside a reduction loop is not
+reused after it).
+
+Registers: bool is i1 (i8 in memory); float16/bfloat16 live in float32 registers holding
+a value already rounded to the narrow type (every arithmetic result is rounded back,
+round-to-nearest-even, so results match per-op rounding); complex values are `Cx(re, im)`
+pairs of float/double. Transcendentals come from ember's math library (`mathlib.emit`),
+never from libm: a call in a loop would block vectorization.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from ember._src import dtypes, hlo
+from ember._src.primitives import dtype_kind
+
+PTR = ir.PointerType()
+I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
+F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+VOID = ir.VoidType()
+KERNEL_TYPE = ir.FunctionType(VOID, [PTR, I64, I64])
+LANES = 8   # independent accumulators of reductions LLVM cannot vectorize itself
+
+# Opcodes whose float results need no rounding back to float16/bfloat16: they return one
+# of their (already representable) operands or an exact function of it.
+_EXACT_FLOAT_OPS = {"negate", "abs", "maximum", "minimum", "select", "clamp", "floor", "ceil",
+                    "round-nearest-afz", "round-nearest-even", "copy", "sign", "remainder"}
+
+
+class CodegenError(ValueError):
+  """An instruction or dtype the CPU backend cannot compile (the message names it)."""
+
+
+# --------------------------------------------------------------------------------------
+# Types
+# --------------------------------------------------------------------------------------
+
+def kind(dt) -> str:
+  """'b' bool, 'i' signed, 'u' unsigned, 'f' float (incl. bfloat16), 'c' complex."""
+  return dtype_kind(np.dtype(dt))
+
+
+def bits(dt) -> int:
+  return np.dtype(dt).itemsize * 8
+
+
+def is_narrow(dt) -> bool:
+  return np.dtype(dt) in (dtypes.float16, dtypes.bfloat16)
+
+
+def mem_type(dt) -> ir.Type:
+  """The type of one element in memory (complex: of one part)."""
+  dt = np.dtype(dt)
+  if dt == np.bool_:
+    return I8
+  if dt == dtypes.float16:
+    return F16
+  if dt == dtypes.bfloat16:
+    return I16
+  k = kind(dt)
+  if k in "iu":
+    return ir.IntType(bits(dt))
+  if k == "c":
+    return F32 if dt == np.complex64 else F64
+  return {4: F32, 8: F64}[dt.itemsize]
+
+
+def reg_type(dt) -> ir.Type:
+  """The type of one element in registers (complex: of one part)."""
+  dt = np.dtype(dt)
+  if dt == np.bool_:
+    return I1
+  if is_narrow(dt):
+    return F32
+  return mem_type(dt)
+
+
+def float_suffix(t: ir.Type) -> str:
+  """The type suffix of an overloaded intrinsic: llvm.fabs.f32, llvm.ctpop.i16."""
+  if isinstance(t, ir.IntType):
+    return f"i{t.width}"
+  return {"half": "f16", "float": "f32", "double": "f64"}[str(t)]
+
+
+class Cx(NamedTuple):
+  """A complex value in registers."""
+  re: ir.Value
+  im: ir.Value
+
+
+def const_of(dt, value) -> ir.Value | Cx:
+  """A register constant of dtype `dt` from a Python/NumPy scalar."""
+  dt = np.dtype(dt)
+  k = kind(dt)
+  if k == "c":
+    t = reg_type(dt)
+    value = complex(value)
+    return Cx(ir.Constant(t, value.real), ir.Constant(t, value.imag))
+  if k == "b":
+    return ir.Constant(I1, int(bool(value)))
+  if k in "iu":
+    v = int(value) & ((1 << bits(dt)) - 1)
+    if v >= 1 << (bits(dt) - 1):   # two's complement spelling: LLVM wants signed literals
+      v -= 1 << bits(dt)
+    return ir.Constant(reg_type(dt), v)
+  return ir.Constant(reg_type(dt), float(np.float64(np.asarray(value).astype(np.float64))))
+
+
+# --------------------------------------------------------------------------------------
+# IR helpers bound to a builder
+# --------------------------------------------------------------------------------------
+
+class IRHelpers:
+  """Small utilities on `self.b` (an ir.IRBuilder): constants, intrinsics, loops."""
+  b: ir.IRBuilder
+
+  def i64(self, n: int) -> ir.Constant:
+    c = self._i64_cache.get(n)
+    if c is None:
+      c = self._i64_cache[n] = ir.Constant(I64, n)
+    return c
+
+  def intrinsic(self, name: str, ret: ir.Type, args: Sequence[ir.Value]) -> ir.Value:
+    module = self.b.module
+    try:
+      fn = module.get_global(name)
+    except KeyError:
+      fn = ir.Function(module, ir.FunctionType(ret, [a.type for a in args]), name)
+    return self.b.call(fn, list(args))
+
+  def add_idx(self, a, b):
+    if isinstance(b, ir.Constant) and b.constant == 0:
+      return a
+    if isinstance(a, ir.Constant) and a.constant == 0:
+      return b
+    return self.b.add(a, b, flags=("nsw",))
+
+  def mul_idx(self, a, n: int):
+    if n == 1:
+      return a
+    if isinstance(a, ir.Constant):
+      return self.i64(a.constant * n)
+    return self.b.mul(a, self.i64(n), flags=("nsw", "nuw"))
+
+  def linear(self, index: Sequence[ir.Value], dims: Sequence[int]) -> ir.Value:
+    """Row-major linear offset of a multi-index (size-1 dims contribute nothing)."""
+    lin, stride = self.i64(0), 1
+    for i, d in reversed(list(zip(index, dims))):
+      if d != 1:
+        lin = self.add_idx(lin, self.mul_idx(i, stride))
+      stride *= d
+    return lin
+
+  def delinear(self, lin: ir.Value, dims: Sequence[int]) -> list[ir.Value]:
+    """The multi-index of a row-major linear offset."""
+    out = []
+    stride = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    for n, d in enumerate(dims):
+      stride //= max(d, 1)
+      if d == 1:
+        out.append(self.i64(0))
+        continue
+      q = lin if stride == 1 else self.b.udiv(lin, self.i64(stride))
+      if n > 0 and any(e != 1 for e in dims[:n]):
+        q = self.b.urem(q, self.i64(d))
+      out.append(q)
+    return out
+
+  def clamp_idx(self, v: ir.Value, lo: int, hi: int) -> ir.Value:
+    b = self.b
+    v = b.select(b.icmp_signed("<", v, self.i64(lo)), self.i64(lo), v)
+    return b.select(b.icmp_signed(">", v, self.i64(hi)), self.i64(hi), v)
+
+  def loop(self, lo: ir.Value, hi: ir.Value, carried: Sequence[ir.Value],
+           body: Callable[[ir.Value, list], list]) -> list[ir.Value]:
+    """`for i in [lo, hi)` with loop-carried values; returns their final values.
+    `body(i, carried) -> new carried` may create blocks of its own."""
+    b = self.b
+    fn = b.function
+    pre = b.block
+    hdr = fn.append_basic_block("loop.hdr")
+    bod = fn.append_basic_block("loop.body")
+    ext = fn.append_basic_block("loop.exit")
+    b.branch(hdr)
+    b.position_at_end(hdr)
+    i = b.phi(I64, name="i")
+    i.add_incoming(lo, pre)
+    phis = []
+    for c in carried:
+      p = b.phi(c.type)
+      p.add_incoming(c, pre)
+      phis.append(p)
+    b.cbranch(b.icmp_signed("<", i, hi), bod, ext)
+    b.position_at_end(bod)
+    new = body(i, list(phis))
+    nxt = b.add(i, self.i64(1), flags=("nsw", "nuw"))
+    end = b.block
+    i.add_incoming(nxt, end)
+    for p, v in zip(phis, new):
+      p.add_incoming(v, end)
+    b.branch(hdr)
+    b.position_at_end(ext)
+    return list(phis)
+
+
+def _flatten_vals(vals) -> list[ir.Value]:
+  out = []
+  for v in vals:
+    out.extend((v.re, v.im) if isinstance(v, Cx) else (v,))
+  return out
+
+
+def _unflatten_vals(flat: list, like) -> list:
+  out, it = [], iter(flat)
+  for v in like:
+    out.append(Cx(next(it), next(it)) if isinstance(v, Cx) else next(it))
+  return out
+
+
+# --------------------------------------------------------------------------------------
+# The elemental emitter
+# --------------------------------------------------------------------------------------
+
+class ElementalEmitter(IRHelpers):
+  """Emits the value of one element of an instruction at a multi-index.
+
+  `read_param(number, index)` returns parameter `number` of the outermost computation at
+  `index` (a tuple of i64 values); nested computations (reduce's to_apply) are emitted on
+  scalars by `apply`.
+  """
+
+  def __init__(self, builder: ir.IRBuilder, read_param: Callable):
+    self.b = builder
+    self.read_param = read_param
+    self._i64_cache: dict[int, ir.Constant] = {}
+    self.scopes: list[dict] = [{}]
+    self.globals: dict[int, ir.GlobalVariable] = {}
+
+  # --- memoization scopes ---------------------------------------------------------------
+  def push(self):
+    self.scopes.append({})
+
+  def pop(self):
+    self.scopes.pop()
+
+  def emit(self, instr: hlo.Instr, index: tuple):
+    """The value of `instr` at `index` (a list of values for a tuple-shaped instr)."""
+    key = (instr.id, tuple(map(id, index)))
+    for scope in reversed(self.scopes):
+      hit = scope.get(key)
+      if hit is not None:
+        return hit[1]
+    rule = _INDEX_RULES.get(instr.opcode)
+    if rule is not None:
+      value = rule(self, instr, tuple(index))
+    elif instr.opcode in hlo.ELEMENTWISE:
+      vals = [self.emit(o, index if o.shape.dims == instr.shape.dims or o.shape.rank else ())
+              for o in instr.operands]
+      value = self.scalar_op(instr, vals)
+    else:
+      raise CodegenError(f"ember's CPU backend cannot compute {instr.opcode} "
+                         f"(%{instr.name}) inside a fusion")
+    self.scopes[-1][key] = (index, value)   # the index is kept alive with its ids
+    return value
+
+  # --- scalar computations (reduce's to_apply, scatter's combiner) ----------------------
+  def apply(self, comp: hlo.Computation, args: Sequence, reassoc: bool = False) -> list:
+    """Emit computation `comp` on scalar register values `args`; returns its root's values
+    as a list (one per tuple element). `reassoc` marks float add/multiply reassociable, so
+    a reduction loop over them vectorizes (set only for simple combiners)."""
+    env: dict[int, object] = {}
+    for instr in comp.instrs:
+      op = instr.opcode
+      if op == "parameter":
+        env[instr.id] = args[instr.attrs["number"]]
+      elif op == "constant":
+        env[instr.id] = const_of(instr.dtype, np.asarray(instr.attrs["value"]).reshape(()))
+      elif op == "tuple":
+        env[instr.id] = [env[o.id] for o in instr.operands]
+      elif op == "get-tuple-element":
+        env[instr.id] = env[instr.operands[0].id][instr.attrs["index"]]
+      elif op in ("broadcast", "reshape", "copy", "transpose") and \
+          not getattr(instr.shape, "dims", None):
+        env[instr.id] = env[instr.operands[0].id]     # scalar no-ops
+      elif op in hlo.ELEMENTWISE:
+        env[instr.id] = self.scalar_op(instr, [env[o.id] for o in instr.operands],
+                                       reassoc=reassoc)
+      else:
+        raise CodegenError(f"ember's CPU backend cannot compile {op} (%{instr.name}) in "
+                           f"the scalar computation %{comp.name}")
+    root = env[comp.root.id]
+    return list(root) if isinstance(root, list) else [root]
+
+  # --- memory --------------------------------------------------------------------------
+  def load(self, ptr: ir.Value, lin: ir.Value, dt) -> ir.Value | Cx:
+    """Load element `lin` of a buffer of dtype `dt` into a register value."""
+    b, t = self.b, mem_type(dt)
+    k = kind(dt)
+    if k == "c":
+      base = self.mul_idx(lin, 2)
+      re = b.load(b.gep(ptr, [base], inbounds=True, source_etype=t), typ=t)
+      im = b.load(b.gep(ptr, [self.add_idx(base, self.i64(1))], inbounds=True,
+                        source_etype=t), typ=t)
+      return Cx(re, im)
+    v = b.load(b.gep(ptr, [lin], inbounds=True, source_etype=t), typ=t)
+    return self.from_mem(v, dt)
+
+  def store(self, ptr: ir.Value, lin: ir.Value, dt, value) -> None:
+    b, t = self.b, mem_type(dt)
+    if kind(dt) == "c":
+      base = self.mul_idx(lin, 2)
+      b.store(value.re, b.gep(ptr, [base], inbounds=True, source_etype=t))
+      b.store(value.im, b.gep(ptr, [self.add_idx(base, self.i64(1))], inbounds=True,
+                              source_etype=t))
+      return
+    b.store(self.to_mem(value, dt), b.gep(ptr, [lin], inbounds=True, source_etype=t))
+
+  def from_mem(self, v: ir.Value, dt) -> ir.Value:
+    dt = np.dtype(dt)
+    b = self.b
+    if dt == np.bool_:
+      return b.icmp_unsigned("!=", v, ir.Constant(I8, 0))
+    if dt == dtypes.float16:
+      return b.fpext(v, F32)
+    if dt == dtypes.bfloat16:
+      return b.bitcast(b.shl(b.zext(v, I32), ir.Constant(I32, 16)), F32)
+    return v
+
+  def to_mem(self, v: ir.Value, dt) -> ir.Value:
+    dt = np.dtype(dt)
+    b = self.b
+    if dt == np.bool_:
+      return b.zext(v, I8)
+    if dt == dtypes.float16:
+      return b.fptrunc(v, F16)
+    if dt == dtypes.bfloat16:   # the register already holds a bfloat16 value: exact
+      return b.trunc(b.lshr(b.bitcast(v, I32), ir.Constant(I32, 16)), I16)
+    return v
+
+  def global_array(self, instr: hlo.Instr) -> ir.GlobalVariable:
+    """A constant array of a fusion as a private global (its bytes, little-endian)."""
+    g = self.globals.get(instr.id)
+    if g is None:
+      module = self.b.module
+      data = np.ascontiguousarray(np.asarray(instr.attrs["value"], dtype=instr.dtype))
+      raw = bytearray(data.tobytes())
+      ty = ir.ArrayType(I8, max(len(raw), 1))
+      g = ir.GlobalVariable(module, ty, module.get_unique_name("const"))
+      g.global_constant = True
+      g.linkage = "private"
+      g.align = 64
+      g.initializer = ir.Constant(ty, raw or bytearray(1))
+      self.globals[instr.id] = g
+    return g
+
+  # --- narrow floats -------------------------------------------------------------------
+  def round_to(self, dt, v: ir.Value) -> ir.Value:
+    """Round a float32 register to float16/bfloat16 (nearest even); other dtypes: as is."""
+    dt = np.dtype(dt)
+    b = self.b
+    if dt == dtypes.float16:
+      return b.fpext(b.fptrunc(v, F16), F32)
+    if dt == dtypes.bfloat16:
+      u = b.bitcast(v, I32)
+      lsb = b.and_(b.lshr(u, ir.Constant(I32, 16)), ir.Constant(I32, 1))
+      rounded = b.add(u, b.add(lsb, ir.Constant(I32, 0x7FFF)))
+      quiet = b.or_(u, ir.Constant(I32, 0x00400000))       # NaN stays NaN (quiet)
+      u = b.select(b.fcmp_unordered("uno", v, v), quiet, rounded)
+      return b.bitcast(b.and_(u, ir.Constant(I32, -65536)), F32)
+    return v
+
+  def to_bits(self, v: ir.Value, dt) -> ir.Value:
+    """The bit pattern of a float register value as an integer of the dtype's width."""
+    dt = np.dtype(dt)
+    b = self.b
+    if dt == dtypes.float16:
+      return b.bitcast(b.fptrunc(v, F16), I16)
+    if dt == dtypes.bfloat16:
+      return self.to_mem(v, dt)
+    if kind(dt) == "f":
+      return b.bitcast(v, ir.IntType(bits(dt)))
+    if kind(dt) == "b":
+      return b.zext(v, I8)
+    return v
+
+  def from_bits(self, u: ir.Value, dt) -> ir.Value:
+    dt = np.dtype(dt)
+    if dt == dtypes.float16:
+      return self.b.fpext(self.b.bitcast(u, F16), F32)
+    if kind(dt) == "f" and not is_narrow(dt):
+      return self.b.bitcast(u, reg_type(dt))
+    return self.from_mem(u, dt)
+
+  # --- index conversion ----------------------------------------------------------------
+  def to_index(self, v: ir.Value, dt) -> ir.Value:
+    """An integer register as a signed i64 index; uint64 values >= 2**63 saturate."""
+    b = self.b
+    n = bits(dt)
+    if kind(dt) == "b":
+      return b.zext(v, I64)
+    if n < 64:
+      return b.sext(v, I64) if kind(dt) == "i" else b.zext(v, I64)
+    if kind(dt) == "u":
+      return b.select(b.icmp_signed("<", v, self.i64(0)), self.i64(2**63 - 1), v)
+    return v
+
+  # --- scalar ops ----------------------------------------------------------------------
+  def scalar_op(self, instr: hlo.Instr, vals: list, reassoc: bool = False):
+    op = instr.opcode
+    odt = instr.operands[0].dtype if instr.operands else instr.dtype
+    if kind(odt) == "c" or kind(instr.dtype) == "c":
+      return _complex_op(self, instr, vals)
+    rule = _SCALAR_RULES.get(op)
+    if rule is None:
+      if op in hlo.TRANSCENDENTAL:
+        return self.round_to(instr.dtype, self.math(op, vals, instr.dtype))
+      raise CodegenError(f"ember's CPU backend cannot compile the elementwise op {op} "
+                         f"(%{instr.name}) for dtype {np.dtype(odt).name}")
+    out = rule(self, instr, vals, reassoc) if op in _REASSOC_OPS else rule(self, instr, vals)
+    if kind(instr.dtype) == "f" and is_narrow(instr.dtype) and op not in _EXACT_FLOAT_OPS \
+        and op not in ("convert", "bitcast-convert", "reduce-precision", "next-after"):
+      out = self.round_to(instr.dtype, out)
+    return out
+
+  def math(self, op: str, vals: list, dt) -> ir.Value:
+    """A transcendental from ember's math library, in the register type of `dt`."""
+    if kind(dt) != "f":
+      raise CodegenError(f"ember's CPU backend: {op} is not defined for dtype "
+                         f"{np.dtype(dt).name}")
+    if op == "sqrt":
+      return self.intrinsic(f"llvm.sqrt.{float_suffix(vals[0].type)}", vals[0].type, vals)
+    if op == "rsqrt":
+      one = ir.Constant(vals[0].type, 1.0)
+      return self.b.fdiv(one, self.intrinsic(f"llvm.sqrt.{float_suffix(vals[0].type)}",
+                                             vals[0].type, vals))
+    try:
+      from ember._src.backends.cpu import mathlib
+    except ImportError as e:   # the math library is being written (helper M)
+      raise CodegenError(f"ember's CPU backend cannot compile {op}: the math library "
+                         f"(ember/_src/backends/cpu/mathlib.py) is not available") from e
+    return mathlib.emit(self.b, op, list(vals), vals[0].type)
+
+  def fmax(self, a, b, is_max: bool):
+    """XLA max/min of floats: NaN-propagating, max(-0, +0) = +0 (llvm.maximum)."""
+    name = "maximum" if is_max else "minimum"
+    return self.intrinsic(f"llvm.{name}.{float_suffix(a.type)}", a.type, [a, b])
+
+
+# --------------------------------------------------------------------------------------
+# Scalar rules: rule(em, instr, operand values) -> value
+# --------------------------------------------------------------------------------------
+
+def _fflags(reassoc: bool):
+  return ("reassoc",) if reassoc else ()
+
+
+def _add(em, instr, v, reassoc):
+  k = kind(instr.dtype)
+  if k == "f":
+    return em.b.fadd(v[0], v[1], flags=_fflags(reassoc))
+  return em.b.or_(v[0], v[1]) if k == "b" else em.b.add(v[0], v[1])
+
+
+def _sub(em, instr, v):
+  k = kind(instr.dtype)
+  if k == "f":
+    return em.b.fsub(v[0], v[1])
+  return em.b.xor(v[0], v[1]) if k == "b" else em.b.sub(v[0], v[1])
+
+
+def _mul(em, instr, v, reassoc):
+  k = kind(instr.dtype)
+  if k == "f":
+    return em.b.fmul(v[0], v[1], flags=_fflags(reassoc))
+  return em.b.and_(v[0], v[1]) if k == "b" else em.b.mul(v[0], v[1])
+
+
+def _int_guard(em, instr, y):
+  """(y == 0, a divisor that never traps: 1 where y == 0, or where y == -1 (signed))."""
+  b = em.b
+  zero = ir.Constant(y.type, 0)
+  is0 = b.icmp_unsigned("==", y, zero)
+  bad = is0
+  if kind(instr.dtype) == "i":   # INT_MIN / -1 overflows: x / -1 = -x and x % -1 = 0 anyway
+    bad = b.or_(is0, b.icmp_signed("==", y, ir.Constant(y.type, -1)))
+  return is0, b.select(bad, ir.Constant(y.type, 1), y)
+
+
+def _div(em, instr, v):
+  b, k = em.b, kind(instr.dtype)
+  x, y = v
+  if k == "f":
+    return b.fdiv(x, y)
+  if k == "b":
+    return x
+  is0, safe = _int_guard(em, instr, y)
+  if k == "i":
+    q = b.sdiv(x, safe)
+    q = b.select(b.icmp_signed("==", y, ir.Constant(y.type, -1)), b.neg(x), q)   # wraps
+  else:
+    q = b.udiv(x, safe)
+  return b.select(is0, ir.Constant(x.type, -1), q)      # x / 0 = -1 (all bits set)
+
+
+def _rem(em, instr, v):
+  b, k = em.b, kind(instr.dtype)
+  x, y = v
+  if k == "f":
+    return _frem(em, x, y)
+  if k == "b":
+    return ir.Constant(I1, 0)
+  is0, safe = _int_guard(em, instr, y)
+  r = b.srem(x, safe) if k == "i" else b.urem(x, safe)
+  return b.select(is0, x, r)                             # x % 0 = x
+
+
+def _frem(em, x, y):
+  """C's fmod (exact; the result is representable in the operands' format). LLVM lowers
+  `frem` to a call of fmod/fmodf: remainder is rare in hot loops and has no cheap exact
+  branch-free form."""
+  return em.b.frem(x, y)
+
+
+def _max_min(is_max: bool):
+  def rule(em, instr, v, reassoc=False):
+    b, k = em.b, kind(instr.dtype)
+    x, y = v
+    if k == "f":
+      return em.fmax(x, y, is_max)
+    if k == "b":
+      return b.or_(x, y) if is_max else b.and_(x, y)
+    cmp = b.icmp_signed if k == "i" else b.icmp_unsigned
+    return b.select(cmp(">" if is_max else "<", x, y), x, y)
+  return rule
+
+
+def _compare_rule(em, instr, v):
+  b = em.b
+  direction = instr.attrs["direction"]
+  dt = instr.operands[0].dtype
+  k = kind(dt)
+  ctype = instr.attrs.get("compare_type") or {"f": "FLOAT", "i": "SIGNED"}.get(k, "UNSIGNED")
+  sym = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}[direction]
+  x, y = v
+  if k == "f":
+    if ctype == "TOTALORDER":
+      return b.icmp_signed(sym, _total_order(em, x, dt), _total_order(em, y, dt))
+    return (b.fcmp_unordered if sym == "!=" else b.fcmp_ordered)(sym, x, y)
+  if ctype == "SIGNED" and k != "b":
+    return b.icmp_signed(sym, x, y)
+  return b.icmp_unsigned(sym, x, y)
+
+
+def _total_order(em, x, dt):
+  """A float as a signed integer ordered like XLA's TOTALORDER compare."""
+  b = em.b
+  u = em.to_bits(x, dt)
+  n = u.type.width
+  fill = b.ashr(u, ir.Constant(u.type, n - 1))
+  return b.xor(u, b.lshr(fill, ir.Constant(u.type, 1)))
+
+
+def _select_rule(em, instr, v):
+  return em.b.select(v[0], v[1], v[2])
+
+
+def _clamp_rule(em, instr, v):
+  lo, x, hi = v
+  mx, mn = _max_min(True), _max_min(False)
+  return mn(em, instr, [mx(em, instr, [x, lo]), hi])
+
+
+def _negate(em, instr, v):
+  k = kind(instr.dtype)
+  if k == "f":
+    return em.b.fneg(v[0])
+  return v[0] if k == "b" else em.b.neg(v[0])
+
+
+def _abs_rule(em, instr, v):
+  x = v[0]
+  k = kind(instr.dtype)
+  if k == "f":
+    return em.intrinsic(f"llvm.fabs.{float_suffix(x.type)}", x.type, [x])
+  if k == "u" or k == "b":
+    return x
+  return em.intrinsic(f"llvm.abs.i{x.type.width}", x.type, [x, ir.Constant(I1, 0)])
+
+
+def _sign_rule(em, instr, v):
+  b, x = em.b, v[0]
+  k = kind(instr.dtype)
+  if k == "f":
+    one = em.intrinsic(f"llvm.copysign.{float_suffix(x.type)}", x.type,
+                       [ir.Constant(x.type, 1.0), x])
+    keep = b.fcmp_unordered("==", x, ir.Constant(x.type, 0.0))   # 0, -0 and NaN stay
+    return b.select(keep, x, one)
+  zero = ir.Constant(x.type, 0)
+  if k in "ub":
+    return b.zext(b.icmp_unsigned("!=", x, zero), x.type) if k == "u" else x
+  return b.sub(b.zext(b.icmp_signed(">", x, zero), x.type),
+               b.zext(b.icmp_signed("<", x, zero), x.type))
+
+
+def _float_intrinsic(name):
+  def rule(em, instr, v):
+    x = v[0]
+    return em.intrinsic(f"llvm.{name}.{float_suffix(x.type)}", x.type, [x])
+  return rule
+
+
+def _is_finite(em, instr, v):
+  x = v[0]
+  ax = em.intrinsic(f"llvm.fabs.{float_suffix(x.type)}", x.type, [x])
+  return em.b.fcmp_ordered("<", ax, ir.Constant(x.type, float("inf")))
+
+
+def _not(em, instr, v):
+  return em.b.not_(v[0])
+
+
+def _bitwise(name):
+  def rule(em, instr, v):
+    return getattr(em.b, name)(v[0], v[1])
+  return rule
+
+
+def _shift(which):
+  """XLA shifts: the amount is unsigned; amounts >= bits give 0, or the sign fill for
+  the arithmetic right shift."""
+  def rule(em, instr, v):
+    b = em.b
+    x, y = v
+    n = ir.Constant(x.type, x.type.width)
+    oob = b.icmp_unsigned(">=", y, n)
+    amt = b.select(oob, ir.Constant(x.type, 0), y)
+    if which == "left":
+      return b.select(oob, ir.Constant(x.type, 0), b.shl(x, amt))
+    if which == "logical":
+      return b.select(oob, ir.Constant(x.type, 0), b.lshr(x, amt))
+    return b.ashr(x, b.select(oob, ir.Constant(x.type, x.type.width - 1), amt))
+  return rule
+
+
+def _popcnt(em, instr, v):
+  x = v[0]
+  return em.intrinsic(f"llvm.ctpop.i{x.type.width}", x.type, [x])
+
+
+def _clz(em, instr, v):
+  x = v[0]
+  return em.intrinsic(f"llvm.ctlz.i{x.type.width}", x.type, [x, ir.Constant(I1, 0)])
+
+
+def _copy(em, instr, v):
+  return v[0]
+
+
+def _round_afz(em, instr, v):
+  """Round half away from zero: trunc, then step by sign(x) when |x - trunc(x)| >= 0.5
+  (x - trunc(x) is exact)."""
+  b, x = em.b, v[0]
+  t = x.type
+  tr = em.intrinsic(f"llvm.trunc.{float_suffix(t)}", t, [x])
+  frac = em.intrinsic(f"llvm.fabs.{float_suffix(t)}", t, [b.fsub(x, tr)])
+  step = em.intrinsic(f"llvm.copysign.{float_suffix(t)}", t, [ir.Constant(t, 1.0), x])
+  up = b.fcmp_ordered(">=", frac, ir.Constant(t, 0.5))
+  return b.select(up, b.fadd(tr, step), tr)
+
+
+def _convert_rule(em, instr, v):
+  return convert(em, v[0], instr.operands[0].dtype, instr.dtype)
+
+
+def convert(em, x, src, dst):
+  """XLA convert: float->int truncates and saturates (NaN -> 0); ->bool is `!= 0`."""
+  src, dst = np.dtype(src), np.dtype(dst)
+  b = em.b
+  ks, kd = kind(src), kind(dst)
+  if src == dst:
+    return x
+  if kd == "c":
+    part = dtypes.float32 if dst == np.complex64 else dtypes.float64
+    if ks == "c":
+      return Cx(convert(em, x.re, src_part(src), part), convert(em, x.im, src_part(src), part))
+    return Cx(convert(em, x, src, part), ir.Constant(reg_type(part), 0.0))
+  if ks == "c":
+    return convert(em, x.re, src_part(src), dst)
+  if kd == "b":
+    if ks == "f":
+      return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
+    return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+  rt = reg_type(dst)
+  if kd in "iu":
+    if ks == "f":
+      name = "fptosi" if kd == "i" else "fptoui"
+      return em.intrinsic(f"llvm.{name}.sat.i{rt.width}.{float_suffix(x.type)}", rt, [x])
+    if ks == "b":
+      return b.zext(x, rt)
+    if rt.width == x.type.width:
+      return x
+    if rt.width < x.type.width:
+      return b.trunc(x, rt)
+    return b.sext(x, rt) if ks == "i" else b.zext(x, rt)
+  # float destination
+  if ks in "iub":
+    if dst == dtypes.float16 and x.type.width > 32:   # one rounding: int64 -> half directly
+      h = b.sitofp(x, F16) if ks == "i" else b.uitofp(x, F16)
+      return b.fpext(h, F32)
+    wide = F64 if dst == dtypes.float16 else rt
+    f = b.sitofp(x, wide) if ks == "i" else b.uitofp(x, wide)
+    if dst == dtypes.float16:
+      return b.fpext(b.fptrunc(f, F16), F32)
+    return em.round_to(dst, f)
+  # float -> float (registers: f32 for the narrow types)
+  if dst == dtypes.float16 and x.type == F64:
+    return b.fpext(b.fptrunc(x, F16), F32)                       # one rounding
+  if x.type == F64 and rt == F32:
+    x = b.fptrunc(x, F32)
+  elif x.type == F32 and rt == F64:
+    x = b.fpext(x, F64)
+  return em.round_to(dst, x)
+
+
+def src_part(dt):
+  return dtypes.float32 if np.dtype(dt) == np.complex64 else dtypes.float64
+
+
+def _bitcast_rule(em, instr, v):
+  """Same-width bitcast (size-changing bitcasts are index rules below)."""
+  src, dst = instr.operands[0].dtype, instr.dtype
+  return em.from_bits(em.to_bits(v[0], src), dst)
+
+
+def _reduce_precision(em, instr, v):
+  """XLA's ReducePrecision on the bit pattern: round the mantissa to nearest even, then
+  flush exponents outside the reduced range to 0 / inf."""
+  b = em.b
+  x = v[0]
+  dt = np.dtype(instr.dtype)
+  info = dtypes.finfo(dt)
+  src_mant, src_exp = int(info.nmant), int(info.nexp)
+  eb, mb = instr.attrs["exponent_bits"], instr.attrs["mantissa_bits"]
+  u = em.to_bits(x, dt)
+  t = u.type
+  c = lambda n: ir.Constant(t, n)
+  if mb < src_mant:
+    shift = src_mant - mb
+    last = 1 << shift
+    x_last = b.and_(b.lshr(u, c(shift)), c(1))
+    u = b.and_(b.add(u, b.add(x_last, c((last >> 1) - 1))), c(~(last - 1)))
+  if eb < src_exp:
+    sign = c(1 << (bits(dt) - 1))
+    exp_mask = ((1 << src_exp) - 1) << src_mant
+    src_bias = (1 << (src_exp - 1)) - 1
+    red_bias = (1 << (eb - 1)) - 1
+    x_exp = b.and_(u, c(exp_mask))
+    over = b.icmp_unsigned(">", x_exp, c((src_bias + red_bias) << src_mant))
+    under = b.icmp_unsigned("<=", x_exp, c((src_bias - red_bias) << src_mant))
+    signed_zero = b.and_(u, sign)
+    u = b.select(over, b.or_(signed_zero, c(exp_mask)), u)
+    u = b.select(under, signed_zero, u)
+  out = em.from_bits(u, dt)
+  return b.select(b.fcmp_unordered("uno", x, x), x, out)
+
+
+def _next_after(em, instr, v):
+  b = em.b
+  x, y = v
+  dt = instr.dtype
+  ux = em.to_bits(x, dt)
+  t = ux.type
+  n = t.width
+  sign = ir.Constant(t, 1 << (n - 1))
+  tiny = b.or_(b.and_(em.to_bits(y, dt), sign), ir.Constant(t, 1))   # +-smallest subnormal
+  up = b.xor(b.fcmp_ordered("<", x, y), b.fcmp_ordered("<", x, ir.Constant(x.type, 0.0)))
+  # moving away from zero increments the magnitude bits; toward zero decrements them
+  stepped = b.select(up, b.add(ux, ir.Constant(t, 1)), b.sub(ux, ir.Constant(t, 1)))
+  out = b.select(b.fcmp_ordered("==", x, ir.Constant(x.type, 0.0)), tiny, stepped)
+  res = em.from_bits(out, dt)
+  res = b.select(b.fcmp_ordered("==", x, y), y, res)
+  nan = b.fcmp_unordered("uno", x, y)
+  return b.select(nan, b.fadd(x, y), res)
+
+
+def _real_imag_float(em, instr, v):   # real/imag of a real operand (not produced by JAX)
+  return v[0] if instr.opcode == "real" else ir.Constant(v[0].type, 0.0)
+
+
+_SCALAR_RULES: dict[str, Callable] = {
+    "add": _add, "subtract": _sub, "multiply": _mul, "divide": _div, "remainder": _rem,
+    "maximum": _max_min(True), "minimum": _max_min(False), "compare": _compare_rule,
+    "select": _select_rule, "clamp": _clamp_rule, "negate": _negate, "abs": _abs_rule,
+    "sign": _sign_rule, "floor": _float_intrinsic("floor"), "ceil": _float_intrinsic("ceil"),
+    "round-nearest-even": _float_intrinsic("roundeven"), "round-nearest-afz": _round_afz,
+    "is-finite": _is_finite, "not": _not, "and": _bitwise("and_"), "or": _bitwise("or_"),
+    "xor": _bitwise("xor"), "shift-left": _shift("left"),
+    "shift-right-logical": _shift("logical"), "shift-right-arithmetic": _shift("arith"),
+    "popcnt": _popcnt, "count-leading-zeros": _clz, "copy": _copy, "convert": _convert_rule,
+    "bitcast-convert": _bitcast_rule, "reduce-precision": _reduce_precision,
+    "next-after": _next_after, "real": _real_imag_float, "imag": _real_imag_float,
+}
+_REASSOC_OPS = {"add", "multiply", "maximum", "minimum"}
+
+
+# --- complex ---------------------------------------------------------------------------
+
+def _complex_op(em, instr, v):
+  rule = _COMPLEX_RULES.get(instr.opcode)
+  if rule is None:
+    raise CodegenError(f"ember's CPU backend does not compile {instr.opcode} on complex "
+                       f"values yet (%{instr.name}); write it with real arithmetic on "
+                       "lax.real / lax.imag")
+  return rule(em, instr, v)
+
+
+def _cmul(em, instr, v):
+  b = em.b
+  (a, c), (d, e) = v
+  return Cx(b.fsub(b.fmul(a, d), b.fmul(c, e)), b.fadd(b.fmul(a, e), b.fmul(c, d)))
+
+
+def _ccompare(em, instr, v):
+  b = em.b
+  d = instr.attrs["direction"]
+  if d not in ("EQ", "NE"):
+    raise CodegenError(f"compare {d} is not defined for complex operands (%{instr.name})")
+  eq = b.and_(b.fcmp_ordered("==", v[0].re, v[1].re), b.fcmp_ordered("==", v[0].im, v[1].im))
+  return eq if d == "EQ" else b.not_(eq)
+
+
+def _csign(em, instr, v):
+  b = em.b
+  a = _cabs(em, v[0])
+  zero = b.fcmp_ordered("==", a, ir.Constant(a.type, 0.0))
+  safe = b.select(zero, ir.Constant(a.type, 1.0), a)
+  return Cx(b.select(zero, v[0].re, b.fdiv(v[0].re, safe)),
+            b.select(zero, v[0].im, b.fdiv(v[0].im, safe)))
+
+
+def _cmax_min(is_max):
+  """Lexicographic order on (re, im), as XLA's complex max/min."""
+  def rule(em, instr, v):
+    b = em.b
+    (a, c), (d, e) = v
+    gt = b.or_(b.fcmp_ordered(">", a, d),
+               b.and_(b.fcmp_ordered("==", a, d), b.fcmp_ordered(">", c, e)))
+    lt = b.or_(b.fcmp_ordered("<", a, d),
+               b.and_(b.fcmp_ordered("==", a, d), b.fcmp_ordered("<", c, e)))
+    pick_x = gt if is_max else lt
+    return Cx(b.select(pick_x, a, d), b.select(pick_x, c, e))
+  return rule
+
+
+def _cexp(em, instr, v):
+  """e^a (cos c + i sin c)."""
+  b = em.b
+  a, c = v[0]
+  dt = _part_dtype(a.type)
+  r = em.math("exponential", [a], dt)
+  return Cx(b.fmul(r, em.math("cosine", [c], dt)), b.fmul(r, em.math("sine", [c], dt)))
+
+
+def _clog(em, instr, v):
+  """log|z| + i atan2(im, re)."""
+  a, c = v[0]
+  dt = _part_dtype(a.type)
+  return Cx(em.math("log", [_cabs(em, v[0])], dt), em.math("atan2", [c, a], dt))
+
+
+def _csqrt(em, instr, v):
+  """The principal root: s = sqrt((|z| + |re|) / 2); (s, im/2s) for re >= 0, else
+  (|im|/2s, copysign(s, im))."""
+  b = em.b
+  a, c = v[0]
+  t = a.type
+  fabs = lambda x: em.intrinsic(f"llvm.fabs.{float_suffix(t)}", t, [x])
+  s = em.math("sqrt", [b.fmul(b.fadd(_cabs(em, v[0]), fabs(a)), ir.Constant(t, 0.5))],
+              _part_dtype(t))
+  zero = b.fcmp_ordered("==", s, ir.Constant(t, 0.0))
+  q = b.fdiv(c, b.fmul(ir.Constant(t, 2.0), b.select(zero, ir.Constant(t, 1.0), s)))
+  q = b.select(zero, ir.Constant(t, 0.0), q)
+  pos = b.fcmp_ordered(">=", a, ir.Constant(t, 0.0))
+  return Cx(b.select(pos, s, fabs(q)),
+            b.select(pos, q, em.intrinsic(f"llvm.copysign.{float_suffix(t)}", t, [s, c])))
+
+
+_COMPLEX_RULES: dict[str, Callable] = {
+    "complex": lambda em, i, v: Cx(v[0], v[1]),
+    "real": lambda em, i, v: v[0].re,
+    "imag": lambda em, i, v: v[0].im,
+    "convert": lambda em, i, v: convert(em, v[0], i.operands[0].dtype, i.dtype),
+    "copy": lambda em, i, v: v[0],
+    "negate": lambda em, i, v: Cx(em.b.fneg(v[0].re), em.b.fneg(v[0].im)),
+    "add": lambda em, i, v: Cx(em.b.fadd(v[0].re, v[1].re), em.b.fadd(v[0].im, v[1].im)),
+    "subtract": lambda em, i, v: Cx(em.b.fsub(v[0].re, v[1].re), em.b.fsub(v[0].im, v[1].im)),
+    "multiply": _cmul,
+    "divide": lambda em, i, v: _cdiv(em, v[0], v[1]),
+    "select": lambda em, i, v: _select_value(em, v[0], v[1], v[2]),
+    "compare": _ccompare,
+    "abs": lambda em, i, v: _cabs(em, v[0]),
+    "sign": _csign,
+    "maximum": _cmax_min(True),
+    "minimum": _cmax_min(False),
+    "exponential": _cexp,
+    "log": _clog,
+    "sqrt": _csqrt,
+}
+
+
+def _part_dtype(t):
+  return dtypes.float32 if t == F32 else dtypes.float64
+
+
+def _cabs(em, z):
+  """|z| without overflow: m * sqrt(1 + (n/m)^2), m = max(|re|, |im|); inf wins over NaN."""
+  b = em.b
+  t = z.re.type
+  fabs = lambda x: em.intrinsic(f"llvm.fabs.{float_suffix(t)}", t, [x])
+  a, c = fabs(z.re), fabs(z.im)
+  m = em.intrinsic(f"llvm.maxnum.{float_suffix(t)}", t, [a, c])
+  n = em.intrinsic(f"llvm.minnum.{float_suffix(t)}", t, [a, c])
+  zero = b.fcmp_ordered("==", m, ir.Constant(t, 0.0))
+  r = b.fdiv(n, b.select(zero, ir.Constant(t, 1.0), m))
+  out = b.fmul(m, em.math("sqrt", [b.fadd(ir.Constant(t, 1.0), b.fmul(r, r))], _part_dtype(t)))
+  out = b.select(zero, ir.Constant(t, 0.0), out)
+  inf = ir.Constant(t, float("inf"))
+  is_inf = b.or_(b.fcmp_ordered("==", a, inf), b.fcmp_ordered("==", c, inf))
+  nan = b.fcmp_unordered("uno", z.re, z.im)
+  out = b.select(nan, ir.Constant(t, float("nan")), out)
+  return b.select(is_inf, inf, out)
+
+
+def _cdiv(em, x, y):
+  """Smith's algorithm (as NumPy): scale by the larger part of the divisor."""
+  b = em.b
+  (a, c), (d, e) = x, y
+  t = a.type
+  fabs = lambda v: em.intrinsic(f"llvm.fabs.{float_suffix(t)}", t, [v])
+  big = b.fcmp_ordered(">=", fabs(d), fabs(e))
+  # |d| >= |e|: r = e/d, den = d + e r; re = (a + c r)/den, im = (c - a r)/den
+  r1 = b.fdiv(e, d)
+  den1 = b.fadd(d, b.fmul(e, r1))
+  re1 = b.fdiv(b.fadd(a, b.fmul(c, r1)), den1)
+  im1 = b.fdiv(b.fsub(c, b.fmul(a, r1)), den1)
+  r2 = b.fdiv(d, e)
+  den2 = b.fadd(e, b.fmul(d, r2))
+  re2 = b.fdiv(b.fadd(b.fmul(a, r2), c), den2)
+  im2 = b.fdiv(b.fsub(b.fmul(c, r2), a), den2)
+  return Cx(b.select(big, re1, re2), b.select(big, im1, im2))
+
+
+# --------------------------------------------------------------------------------------
+# Index rules: rule(em, instr, index) -> value. Operands are read at mapped indices.
+# --------------------------------------------------------------------------------------
+
+def _param(em, instr, idx):
+  return em.read_param(instr.attrs["number"], idx)
+
+
+def _constant(em, instr, idx):
+  value = np.asarray(instr.attrs["value"])
+  if value.size == 1:
+    return const_of(instr.dtype, value.reshape(()))
+  g = em.global_array(instr)
+  return em.load(g, em.linear(idx, instr.shape.dims), instr.dtype)
+
+
+def _iota(em, instr, idx):
+  i = idx[instr.attrs["iota_dimension"]]
+  return convert(em, i, np.int64, instr.dtype)
+
+
+def _broadcast(em, instr, idx):
+  dims = instr.attrs["dimensions"]
+  op = instr.operands[0]
+  return em.emit(op, tuple(em.i64(0) if op.shape.dims[k] == 1 else idx[d]
+                           for k, d in enumerate(dims)))
+
+
+def _transpose(em, instr, idx):
+  perm = instr.attrs["dimensions"]
+  src = [None] * len(perm)
+  for i, p in enumerate(perm):
+    src[p] = idx[i]
+  return em.emit(instr.operands[0], tuple(src))
+
+
+def reshape_groups(src: Sequence[int], dst: Sequence[int]) -> list[tuple[list, list]]:
+  """Split a reshape into consecutive groups of source/destination dims with equal
+  products (e.g. [6,4] -> [2,3,4]: ([0],[0,1]), ([1],[2])); a 1-1 group is a pass-through."""
+  if 0 in src or 0 in dst:
+    return [(list(range(len(src))), list(range(len(dst))))]
+  groups, i, j = [], 0, 0
+  while i < len(src) or j < len(dst):
+    gs, gd, ps, pd = [], [], 1, 1
+    if i < len(src):
+      gs.append(i); ps *= src[i]; i += 1
+    if j < len(dst):
+      gd.append(j); pd *= dst[j]; j += 1
+    while ps != pd:
+      if ps < pd:
+        gs.append(i); ps *= src[i]; i += 1
+      else:
+        gd.append(j); pd *= dst[j]; j += 1
+    # absorb trailing size-1 dims into this group so every group is non-empty on one side
+    groups.append((gs, gd))
+  return groups
+
+
+def _reshape(em, instr, idx):
+  op = instr.operands[0]
+  src, dst = op.shape.dims, instr.shape.dims
+  out = [None] * len(src)
+  for gs, gd in reshape_groups(src, dst):
+    sdims = [src[s] for s in gs]
+    ddims = [dst[d] for d in gd]
+    if len(gs) == 1 and len(gd) == 1:
+      out[gs[0]] = idx[gd[0]]
+      continue
+    if not gs:
+      continue
+    lin = em.linear([idx[d] for d in gd], ddims) if gd else em.i64(0)
+    for s, v in zip(gs, em.delinear(lin, sdims)):
+      out[s] = v
+  return em.emit(op, tuple(out))
+
+
+def _reverse(em, instr, idx):
+  dims = set(instr.attrs["dimensions"])
+  shape = instr.shape.dims
+  src = tuple(em.b.sub(em.i64(shape[d] - 1), i) if d in dims and shape[d] > 1 else i
+              for d, i in enumerate(idx))
+  return em.emit(instr.operands[0], src)
+
+
+def _slice(em, instr, idx):
+  a = instr.attrs
+  strides = a.get("strides") or (1,) * len(idx)
+  src = tuple(em.add_idx(em.i64(s), em.mul_idx(i, st))
+              for i, s, st in zip(idx, a["start"], strides))
+  return em.emit(instr.operands[0], src)
+
+
+def _dyn_starts(em, starts, operand_dims, sizes):
+  """XLA's dynamic-slice rule: each start clamped so the window stays in bounds."""
+  out = []
+  for s, d, n in zip(starts, operand_dims, sizes):
+    v = em.to_index(em.emit(s, ()), s.dtype)
+    out.append(em.clamp_idx(v, 0, max(d - n, 0)))
+  return out
+
+
+def _dynamic_slice(em, instr, idx):
+  op = instr.operands[0]
+  starts = _dyn_starts(em, instr.operands[1:], op.shape.dims, instr.attrs["sizes"])
+  return em.emit(op, tuple(em.add_idx(s, i) for s, i in zip(starts, idx)))
+
+
+def _dynamic_update_slice(em, instr, idx):
+  b = em.b
+  op, upd = instr.operands[:2]
+  udims = upd.shape.dims
+  starts = _dyn_starts(em, instr.operands[2:], op.shape.dims, udims)
+  base = em.emit(op, idx)
+  if 0 in udims:
+    return base
+  inside = ir.Constant(I1, 1)
+  uidx = []
+  for i, s, n in zip(idx, starts, udims):
+    r = b.sub(i, s)
+    inside = b.and_(inside, b.and_(b.icmp_signed(">=", r, em.i64(0)),
+                                   b.icmp_signed("<", r, em.i64(n))))
+    uidx.append(em.clamp_idx(r, 0, n - 1))
+  return _select_value(em, inside, em.emit(upd, tuple(uidx)), base)
+
+
+def _select_value(em, cond, a, b_):
+  b = em.b
+  if isinstance(a, Cx):
+    return Cx(b.select(cond, a.re, b_.re), b.select(cond, a.im, b_.im))
+  return b.select(cond, a, b_)
+
+
+def _concatenate(em, instr, idx):
+  d = instr.attrs["dimension"]
+  b = em.b
+  value, off = None, 0
+  for op in instr.operands:
+    n = op.shape.dims[d]
+    if n == 0:
+      continue
+    local = em.clamp_idx(b.sub(idx[d], em.i64(off)), 0, n - 1) if off else \
+        (em.clamp_idx(idx[d], 0, n - 1) if n < instr.shape.dims[d] else idx[d])
+    v = em.emit(op, idx[:d] + (local,) + idx[d + 1:])
+    value = v if value is None else _select_value(
+        em, b.icmp_signed(">=", idx[d], em.i64(off)), v, value)
+    off += n
+  return value
+
+
+def _pad(em, instr, idx):
+  b = em.b
+  op, pad_value = instr.operands
+  a = instr.attrs
+  dims = op.shape.dims
+  pv = em.emit(pad_value, ())
+  if 0 in dims:
+    return pv
+  inside = ir.Constant(I1, 1)
+  src = []
+  for i, lo, it, n in zip(idx, a["low"], a["interior"], dims):
+    t = b.sub(i, em.i64(lo)) if lo else i
+    if it:
+      safe = b.select(b.icmp_signed("<", t, em.i64(0)), em.i64(0), t)
+      q = b.udiv(safe, em.i64(it + 1))
+      on_grid = b.icmp_unsigned("==", b.urem(safe, em.i64(it + 1)), em.i64(0))
+      ok = b.and_(b.and_(b.icmp_signed(">=", t, em.i64(0)), on_grid),
+                  b.icmp_signed("<", q, em.i64(n)))
+      src.append(em.clamp_idx(q, 0, n - 1))
+    else:
+      ok = b.and_(b.icmp_signed(">=", t, em.i64(0)), b.icmp_signed("<", t, em.i64(n)))
+      src.append(em.clamp_idx(t, 0, n - 1))
+    inside = b.and_(inside, ok)
+  return _select_value(em, inside, em.emit(op, tuple(src)), pv)
+
+
+def _gather(em, instr, idx):
+  """XLA Gather: the output's batch dims index the start indices, its offset dims walk the
+  slice; starts are clamped so each slice stays in bounds."""
+  a = instr.attrs
+  op, ind = instr.operands
+  offset_dims = tuple(a["offset_dims"])
+  collapsed = set(a["collapsed_slice_dims"])
+  sim = tuple(a["start_index_map"])
+  obd = tuple(a.get("operand_batching_dims", ()))
+  sibd = tuple(a.get("start_indices_batching_dims", ()))
+  ivd = a["index_vector_dim"]
+  sizes = a["slice_sizes"]
+  odims = op.shape.dims
+  batch = [idx[d] for d in range(len(idx)) if d not in offset_dims]
+
+  def ind_index(k):
+    if ivd >= ind.shape.rank:
+      return tuple(batch)
+    return tuple(batch[:ivd]) + (em.i64(k),) + tuple(batch[ivd:])
+
+  starts = [em.i64(0)] * len(odims)
+  for k, od in enumerate(sim):
+    v = em.to_index(em.emit(ind, ind_index(k)), ind.dtype)
+    starts[od] = em.clamp_idx(v, 0, max(odims[od] - sizes[od], 0))
+  for od, sd in zip(obd, sibd):
+    starts[od] = batch[sd if sd < ivd else sd - 1]
+  window = [d for d in range(len(odims)) if d not in collapsed and d not in obd]
+  for k, od in enumerate(window):
+    starts[od] = em.add_idx(starts[od], idx[offset_dims[k]])
+  return em.emit(op, tuple(starts))
+
+
+def _bitcast_convert_index(em, instr, idx):
+  src, dst = instr.operands[0].dtype, instr.dtype
+  sb, db = bits(src), bits(dst)
+  if sb == db:
+    return em.scalar_op(instr, [em.emit(instr.operands[0], idx)])
+  b = em.b
+  if sb > db:   # the output has an extra minor dim: piece k of the source (little-endian)
+    u = em.to_bits(em.emit(instr.operands[0], idx[:-1]), src)
+    sh = b.mul(b.trunc(idx[-1], u.type) if u.type.width < 64 else idx[-1],
+               ir.Constant(u.type, db))
+    piece = b.trunc(b.lshr(u, sh), ir.IntType(db))
+    return em.from_bits(piece, dst)
+  acc = ir.Constant(ir.IntType(db), 0)
+  for k in range(db // sb):
+    piece = em.to_bits(em.emit(instr.operands[0], idx + (em.i64(k),)), src)
+    acc = b.or_(acc, b.shl(b.zext(piece, acc.type), ir.Constant(acc.type, k * sb)))
+  return em.from_bits(acc, dst)
+
+
+def _get_tuple_element(em, instr, idx):
+  return em.emit(instr.operands[0], idx)[instr.attrs["index"]]
+
+
+def _tuple(em, instr, idx):
+  return [em.emit(o, idx) for o in instr.operands]
+
+
+def combiner_kind(comp: hlo.Computation) -> str | None:
+  """The opcode of a reduce's to_apply when it is `op(p0, p1)` on its two parameters."""
+  root = comp.root
+  ps = comp.params
+  if len(ps) == 2 and root.opcode in ("add", "multiply", "maximum", "minimum", "and", "or") \
+      and {o.id for o in root.operands} == {p.id for p in ps} and len(root.operands) == 2:
+    return root.opcode
+  return None
+
+
+def _reduce(em, instr, idx):
+  n = len(instr.operands) // 2
+  inputs, inits = instr.operands[:n], instr.operands[n:]
+  rdims = sorted(instr.attrs["dimensions"])
+  in_dims = inputs[0].shape.dims
+  comp = instr.called[0]
+  reassoc = combiner_kind(comp) in ("add", "multiply") and \
+      not is_narrow(inputs[0].dtype) and kind(inputs[0].dtype) == "f"
+  acc0 = [em.emit(i, ()) for i in inits]
+  kept = iter(idx)
+  full = [None if d in rdims else next(kept) for d in range(len(in_dims))]
+
+  def step(carried):
+    em.push()
+    index = tuple(full)
+    vals = [em.emit(x, index) for x in inputs]
+    out = em.apply(comp, _unflatten_vals(carried, acc0) + vals, reassoc=reassoc)
+    em.pop()
+    return _flatten_vals(out)
+
+  # A combiner LLVM cannot vectorize by itself (variadic like argmax, or rounding to a
+  # narrow float at every step) over the contiguous minor dim: LANES independent
+  # accumulators take interleaved elements (XLA leaves the reduction order unspecified),
+  # breaking the loop-carried dependency chain; they are combined at the end.
+  w = len(_flatten_vals(acc0))
+  lanes_ok = (combiner_kind(comp) is None or is_narrow(inputs[0].dtype)) and \
+      rdims and rdims[-1] == len(in_dims) - 1 and in_dims[-1] >= 2 * LANES
+
+  def lanes(d, carried):
+    n = in_dims[d]
+    blocks = n // LANES
+
+    def body(jb, c):
+      base = em.mul_idx(jb, LANES)
+      out = []
+      for lane in range(LANES):
+        full[d] = em.add_idx(base, em.i64(lane))
+        out += step(c[lane * w:(lane + 1) * w])
+      return out
+    res = em.loop(em.i64(0), em.i64(blocks), carried + _flatten_vals(acc0) * (LANES - 1),
+                  body)
+    acc = res[:w]
+    for lane in range(1, LANES):
+      acc = _flatten_vals(em.apply(comp, _unflatten_vals(acc, acc0) +
+                                   _unflatten_vals(res[lane * w:(lane + 1) * w], acc0)))
+
+    def tail(j, c):
+      full[d] = j
+      return step(c)
+    return em.loop(em.i64(blocks * LANES), em.i64(n), acc, tail)
+
+  def nest(level, carried):
+    if level == len(rdims):
+      return step(carried)
+    d = rdims[level]
+    if lanes_ok and level == len(rdims) - 1:
+      return lanes(d, carried)
+
+    def body(i, c):
+      full[d] = i
+      return nest(level + 1, c)
+    return em.loop(em.i64(0), em.i64(in_dims[d]), carried, body)
+
+  res = _unflatten_vals(nest(0, _flatten_vals(acc0)), acc0)
+  return res if isinstance(instr.shape, hlo.TupleShape) else res[0]
+
+
+_INDEX_RULES: dict[str, Callable] = {
+    "parameter": _param, "constant": _constant, "iota": _iota, "broadcast": _broadcast,
+    "transpose": _transpose, "reshape": _reshape, "reverse": _reverse,
+    "slice": _slice, "dynamic-slice": _dynamic_slice,
+    "dynamic-update-slice": _dynamic_update_slice, "concatenate": _concatenate, "pad": _pad,
+    "gather": _gather, "reduce": _reduce, "get-tuple-element": _get_tuple_element,
+    "tuple": _tuple,
+}
+
+
+def _bitcast_dispatch(em, instr, idx):
+  if bits(instr.operands[0].dtype) != bits(instr.dtype):
+    return _bitcast_convert_index(em, instr, idx)
+  return em.scalar_op(instr, [em.emit(instr.operands[0], idx)])
+
+
+_INDEX_RULES["bitcast-convert"] = _bitcast_dispatch
+
+
+# --------------------------------------------------------------------------------------
+# Kernels: one function per fusion
+# --------------------------------------------------------------------------------------
+
+class KernelInfo(NamedTuple):
+  """What the runtime needs to call a kernel: its symbol and its outer-loop range."""
+  name: str               # the LLVM function name (the fusion's name)
+  outer: int              # the kernel runs [start, stop) within [0, outer)
+  splittable: bool        # whether sub-ranges of [0, outer) may run concurrently
+
+
+def fusion_outputs(comp: hlo.Computation) -> list[hlo.Shape]:
+  s = comp.root.shape
+  return list(s.elements) if isinstance(s, hlo.TupleShape) else [s]
+
+
+def outer_extent(dims: Sequence[int]) -> int:
+  if len(dims) >= 2:
+    return dims[0]
+  return dims[0] if dims else 1
+
+
+def _is_pure_elementwise(comp: hlo.Computation) -> bool:
+  """Every value is read at the output's own index (or is a scalar): the loop nest can be
+  one flat loop, which vectorizes even when the minor dimension is short."""
+  out_dims = fusion_outputs(comp)[0].dims
+  for i in comp.instrs:
+    op = i.opcode
+    if op == "parameter" or op == "tuple":
+      continue
+    if op == "constant" and np.asarray(i.attrs["value"]).size == 1:
+      continue
+    if op == "broadcast" and i.operands[0].shape.rank == 0:
+      continue
+    if op not in hlo.ELEMENTWISE or op == "bitcast-convert" and \
+        bits(i.operands[0].dtype) != bits(i.dtype):
+      return False
+  for i in comp.instrs:
+    if i.opcode == "parameter" and i.shape.dims not in ((), out_dims):
+      return False
+  return True
+
+
+class KernelBuilder:
+  """Emits fusion kernels into one LLVM module."""
+
+  def __init__(self, module: ir.Module):
+    self.module = module
+
+  def _entry(self, name: str, n_ptrs: int, noalias: Sequence[bool]):
+    """The exported ABI function and the always-inlined body it calls; returns (body
+    builder, pointer args, start, stop)."""
+    fn = ir.Function(self.module, KERNEL_TYPE, name)
+    fn.attributes.add("nounwind")
+    body = ir.Function(self.module, ir.FunctionType(VOID, [PTR] * n_ptrs + [I64, I64]),
+                       self.module.get_unique_name(name + ".body"))
+    body.linkage = "internal"
+    body.attributes.add("alwaysinline")
+    body.attributes.add("nounwind")
+    for a, na in zip(body.args[:n_ptrs], noalias):
+      if na:
+        a.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    ptrs = []
+    for k in range(n_ptrs):
+      slot = b.gep(fn.args[0], [ir.Constant(I64, k)], inbounds=True, source_etype=PTR)
+      ptrs.append(b.load(slot, typ=PTR))
+    b.call(body, ptrs + [fn.args[1], fn.args[2]])
+    b.ret_void()
+    bb = ir.IRBuilder(body.append_basic_block("entry"))
+    return bb, list(body.args[:n_ptrs]), body.args[n_ptrs], body.args[n_ptrs + 1]
+
+  def fusion(self, name: str, comp: hlo.Computation, noalias: Sequence[bool]) -> KernelInfo:
+    """Emit the kernel of a fused computation (parameters = the fusion's operands)."""
+    params = comp.params
+    outs = fusion_outputs(comp)
+    n_in = len(params)
+    b, ptrs, start, stop = self._entry(name, n_in + len(outs), noalias)
+    in_ptrs, out_ptrs = ptrs[:n_in], ptrs[n_in:]
+    pshapes = [p.shape for p in params]
+
+    def read_param(number, index):
+      shape = pshapes[number]
+      return em.load(in_ptrs[number], em.linear(index, shape.dims), shape.dtype)
+
+    em = ElementalEmitter(b, read_param)
+    root = comp.root
+    roots = list(root.operands) if root.opcode == "tuple" else [root]
+    dims_set = {tuple(s.dims) for s in outs}
+    info: KernelInfo
+
+    if len(dims_set) > 1:
+      # A tuple root of differently shaped elements: one loop nest per element over its
+      # full range, run once (by the call whose range starts at 0).
+      with b.if_then(b.icmp_signed("==", start, em.i64(0))):
+        for r, p, s in zip(roots, out_ptrs, outs):
+          self._nest(em, s.dims, em.i64(0), em.i64(outer_extent(s.dims)),
+                     lambda idx, r=r, p=p, s=s: self._store_all(em, [r], [p], [s], idx))
+      info = KernelInfo(name, 1, False)
+    else:
+      dims = outs[0].dims
+      col = self._column_reduce_plan(comp)
+      if col is not None:
+        self._column_reduce(em, col, dims, out_ptrs[0], outs[0], start, stop)
+      elif _is_pure_elementwise(comp) and len(dims) >= 2:
+        inner = int(np.prod(dims[1:], dtype=np.int64))
+        lo, hi = em.mul_idx(start, inner), em.mul_idx(stop, inner)
+
+        def flat_body(i, _c):
+          em.push()
+          vals = self._root_values_flat(em, comp, i, pshapes, in_ptrs)
+          for p, s, v in zip(out_ptrs, outs, vals):
+            em.store(p, i, s.dtype, v)
+          em.pop()
+          return []
+        em.loop(lo, hi, [], flat_body)
+      else:
+        self._nest(em, dims, start, stop,
+                   lambda idx: self._store_all(em, roots, out_ptrs, outs, idx))
+      info = KernelInfo(name, outer_extent(dims), True)
+    b.ret_void()
+    return info
+
+  def _root_values_flat(self, em, comp, i, pshapes, in_ptrs):
+    """Pure elementwise fusions: every parameter is read at flat offset i (or is scalar)."""
+    saved = em.read_param
+
+    def read_flat(number, index):
+      shape = pshapes[number]
+      lin = i if shape.dims else em.i64(0)
+      return em.load(in_ptrs[number], lin, shape.dtype)
+    em.read_param = read_flat
+    root = comp.root
+    rank = len(fusion_outputs(comp)[0].dims)
+    flat_idx = (i,) * rank   # any index tuple works: all reads ignore it but its identity
+    vals = [em.emit(r, flat_idx) for r in (root.operands if root.opcode == "tuple" else [root])]
+    em.read_param = saved
+    return vals
+
+  def _nest(self, em, dims, start, stop, body_fn):
+    """Loops over `dims` with the outermost over [start, stop) (flat index for rank <= 1)."""
+    if len(dims) == 0:
+      def scalar(i, _c):
+        em.push()
+        body_fn(())
+        em.pop()
+        return []
+      em.loop(start, stop, [], scalar)
+      return
+    idx = [None] * len(dims)
+
+    def level(k):
+      def body(i, _c):
+        idx[k] = i
+        if k + 1 == len(dims):
+          em.push()
+          body_fn(tuple(idx))
+          em.pop()
+        else:
+          level(k + 1)
+        return []
+      lo, hi = (start, stop) if k == 0 else (em.i64(0), em.i64(dims[k]))
+      em.loop(lo, hi, [], body)
+    level(0)
+
+  def _store_all(self, em, roots, out_ptrs, outs, idx):
+    vals = []
+    for r in roots:
+      v = em.emit(r, idx)
+      vals.extend(v if isinstance(r.shape, hlo.TupleShape) else [v])
+    for p, s, v in zip(out_ptrs, outs, vals):
+      em.store(p, em.linear(idx, s.dims), s.dtype, v)
+
+  # --- column reductions: accumulate into the output, the kept minor dim innermost ------
+  def _column_reduce_plan(self, comp: hlo.Computation):
+    """A single-output reduce root with a simple combiner whose input keeps its minor
+    dimension: the loop order (kept outer dims, reduced dims, minor dim) reads the input
+    contiguously and vectorizes across output elements."""
+    root = comp.root
+    if root.opcode != "reduce" or len(root.operands) != 2:
+      return None
+    op = combiner_kind(root.called[0])
+    x = root.operands[0]
+    rdims = set(root.attrs["dimensions"])
+    rank = x.shape.rank
+    if op is None or rank < 2 or (rank - 1) in rdims or not rdims or 0 in x.shape.dims:
+      return None
+    return root
+
+  def _column_reduce(self, em, root, out_dims, out_ptr, out_shape, start, stop):
+    x, init = root.operands
+    comp = root.called[0]
+    rdims = sorted(root.attrs["dimensions"])
+    in_dims = x.shape.dims
+    dt = out_shape.dtype
+    reassoc = False   # element-wise accumulation: no reordering needed to vectorize
+    outer_dims = list(out_dims[:-1])
+    minor = out_dims[-1]
+    kept_in = [d for d in range(len(in_dims)) if d not in rdims]   # last is the minor dim
+    init_v = em.emit(init, ())
+    oidx = [None] * len(out_dims)
+
+    def minor_loop(lo, hi, fn):
+      def body(j, _c):
+        em.push()
+        oidx[-1] = j
+        fn(j)
+        em.pop()
+        return []
+      em.loop(lo, hi, [], body)
+
+    def with_outer(level, fn):
+      """Loops over the output's non-minor dims (the first over [start, stop))."""
+      if level == len(outer_dims):
+        fn()
+        return
+
+      def body(i, _c):
+        oidx[level] = i
+        with_outer(level + 1, fn)
+        return []
+      lo, hi = (start, stop) if level == 0 else (em.i64(0), em.i64(outer_dims[level]))
+      em.loop(lo, hi, [], body)
+
+    full = [None] * len(in_dims)
+
+    def work():
+      jlo, jhi = ((start, stop) if not outer_dims else (em.i64(0), em.i64(minor)))
+
+      def init_store(j):
+        em.store(out_ptr, em.linear(oidx, out_dims), dt, init_v)
+      minor_loop(jlo, jhi, init_store)
+
+      def red(level):
+        if level == len(rdims):
+          def acc(j):
+            for k, d in enumerate(kept_in):
+              full[d] = oidx[k]
+            lin = em.linear(oidx, out_dims)
+            cur = em.load(out_ptr, lin, dt)
+            v = em.emit(x, tuple(full))
+            new = em.apply(comp, [cur, v], reassoc=reassoc)[0]
+            em.store(out_ptr, lin, dt, new)
+          minor_loop(jlo, jhi, acc)
+          return
+
+        def body(i, _c):
+          full[rdims[level]] = i
+          em.push()
+          red(level + 1)
+          em.pop()
+          return []
+        em.loop(em.i64(0), em.i64(in_dims[rdims[level]]), [], body)
+      red(0)
+
+    with_outer(0, work)
+
+  # --- scatter -------------------------------------------------------------------------
+  def scatter(self, name: str, instr: hlo.Instr, noalias: Sequence[bool]) -> KernelInfo:
+    """XLA Scatter as a sequential loop over the update elements (the outputs already hold
+    a copy of the operands): out[I] = combiner(out[I], update[U]), where I is the update
+    window position; windows not fully in bounds are skipped."""
+    a = instr.attrs
+    n = (len(instr.operands) - 1) // 2
+    operands, ind, updates = instr.operands[:n], instr.operands[n], instr.operands[n + 1:]
+    n_ptrs = len(instr.operands) + n
+    b, ptrs, start, stop = self._entry(name, n_ptrs, noalias)
+    ind_ptr, upd_ptrs, out_ptrs = ptrs[n], ptrs[n + 1:2 * n + 1], ptrs[2 * n + 1:]
+    em = ElementalEmitter(b, None)
+    odims = operands[0].shape.dims
+    udims = updates[0].shape.dims
+    uwd = tuple(a["update_window_dims"])
+    inserted = set(a["inserted_window_dims"])
+    sdod = tuple(a["scatter_dims_to_operand_dims"])
+    ibd = tuple(a.get("input_batching_dims", ()))
+    sibd = tuple(a.get("scatter_indices_batching_dims", ()))
+    ivd = a["index_vector_dim"]
+    scatter_dims = [d for d in range(len(udims)) if d not in uwd]
+    win_operand_dims = [d for d in range(len(odims)) if d not in inserted and d not in ibd]
+    wsize = [1] * len(odims)
+    for k, od in enumerate(win_operand_dims):
+      wsize[od] = udims[uwd[k]]
+    comp = instr.called[0]
+
+    def body(uidx):
+      batch = [uidx[d] for d in scatter_dims]
+
+      def ind_index(k):
+        if ivd >= ind.shape.rank:
+          return tuple(batch)
+        return tuple(batch[:ivd]) + (em.i64(k),) + tuple(batch[ivd:])
+      starts = [em.i64(0)] * len(odims)
+      ok = ir.Constant(I1, 1)
+      for k, od in enumerate(sdod):
+        v = em.to_index(em.load(ind_ptr, em.linear(ind_index(k), ind.shape.dims), ind.dtype),
+                        ind.dtype)
+        ok = b.and_(ok, b.and_(b.icmp_signed(">=", v, em.i64(0)),
+                               b.icmp_signed("<=", v, em.i64(odims[od] - wsize[od]))))
+        starts[od] = v
+      for od, sd in zip(ibd, sibd):
+        starts[od] = batch[sd if sd < ivd else sd - 1]
+      for k, od in enumerate(win_operand_dims):
+        starts[od] = em.add_idx(starts[od], uidx[uwd[k]])
+      with b.if_then(ok):
+        em.push()
+        ulin = em.linear(uidx, udims)
+        olin = em.linear(starts, odims)
+        cur = [em.load(p, olin, o.dtype) for p, o in zip(out_ptrs, operands)]
+        upd = [em.load(p, ulin, u.dtype) for p, u in zip(upd_ptrs, updates)]
+        new = em.apply(comp, cur + upd)
+        for p, o, v in zip(out_ptrs, operands, new):
+          em.store(p, olin, o.dtype, v)
+        em.pop()
+
+    if 0 not in udims and 0 not in odims:
+      first = b.icmp_signed("==", start, em.i64(0))
+      with b.if_then(first):
+        self._nest(em, udims, em.i64(0), em.i64(outer_extent(udims)), body)
+    b.ret_void()
+    return KernelInfo(name, 1, False)
+
+
+def wrap_as_fusion(instr: hlo.Instr) -> hlo.Computation:
+  """A fused computation for a lone entry instruction (parameters = its operands), so an
+  op the fusion pass left unfused still compiles to a kernel."""
+  comp = hlo.Computation(f"wrapped_{instr.opcode}")
+  params = [comp.add(hlo.Instr("parameter", o.shape, attrs={"number": k}, name=f"p{k}"))
+            for k, o in enumerate(instr.operands)]
+  clone = hlo.Instr(instr.opcode, instr.shape, params, dict(instr.attrs), list(instr.called),
+                    name=instr.name, metadata=instr.metadata)
+  comp.root = comp.add(clone)
+  comp.is_fusion = True
+  return comp

@@ -1,0 +1,259 @@
+"""compile_module: an optimized HLO module + its buffer assignment -> an Executable.
+
+All kernels of the module (one per fusion, one per scatter) go into ONE LLVM module, which
+is optimized with LLVM's default pipeline at `flags.opt_level` (default 3) and compiled
+once for the host CPU (its name and features, so AVX2/AVX-512 are used where present). The
+object code is loaded into an MCJIT engine kept alive by the Executable. Dots, sorts and
+top-k run through NumPy (BLAS), copies through np.copyto.
+
+With `--dump_to=DIR` the backend writes, via `passes.dumps.dump_artifact`:
+`ir-no-opt.ll` (the generated IR), `ir-with-opt.ll`, `s` (assembly) and
+`cpu_after_optimizations-buffer-assignment.txt`.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+
+import numpy as np
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from ember._src import flags as flags_lib
+from ember._src import hlo
+from ember._src.backends.cpu import codegen
+from ember._src.backends.cpu.codegen import CodegenError
+from ember._src.backends.cpu import executable as ex
+
+__all__ = ["compile_module", "CodegenError", "host_target_machine"]
+
+# Opcodes the entry computation may hold that need no code (views of other buffers or data).
+_NO_CODE = {"parameter", "constant", "tuple", "get-tuple-element", "optimization-barrier"}
+# Opcodes a fusion may contain: a lone one in the entry is wrapped into a kernel of its own.
+_FUSIBLE = hlo.ELEMENTWISE | {"broadcast", "reshape", "transpose", "reverse", "slice",
+                              "dynamic-slice", "dynamic-update-slice", "concatenate", "pad",
+                              "iota", "gather", "reduce"}
+
+_jit_lock = threading.RLock()
+
+
+@functools.cache
+def _init_llvm() -> None:
+  llvm.initialize_native_target()
+  llvm.initialize_native_asmprinter()
+
+
+def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
+  """A target machine for this CPU (name and features), JIT code model."""
+  _init_llvm()
+  target = llvm.Target.from_triple(llvm.get_process_triple())
+  return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                      features=llvm.get_host_cpu_features().flatten(),
+                                      opt=opt_level, codemodel="jitdefault")
+
+
+# --------------------------------------------------------------------------------------
+# Slots and aliasing
+# --------------------------------------------------------------------------------------
+
+def _slots(assignment, instr: hlo.Instr) -> list:
+  s = assignment.slot(instr)
+  return list(s) if type(s) is tuple else [s]
+
+
+def _overlap(a, b) -> bool:
+  if a.size == 0 or b.size == 0 or a.kind != b.kind:
+    return False
+  if a.kind == "temp":
+    return a.offset < b.offset + b.size and b.offset < a.offset + a.size
+  return a.index == b.index
+
+
+def _noalias(in_slots: list, out_slots: list) -> list[bool]:
+  """`noalias` is valid for a pointer whose memory no other pointer of the call touches
+  while one of them writes: inputs may share (they are only read), outputs may not overlap
+  anything else."""
+  flags = []
+  for k, s in enumerate(in_slots):
+    flags.append(not any(_overlap(s, o) for o in out_slots))
+  for k, s in enumerate(out_slots):
+    others = in_slots + out_slots[:k] + out_slots[k + 1:]
+    flags.append(not any(_overlap(s, o) for o in others))
+  return flags
+
+
+# --------------------------------------------------------------------------------------
+# Sort: recognise JAX's comparator (lexicographic total order over the first keys)
+# --------------------------------------------------------------------------------------
+
+def _probe(dt, n: int, rng) -> np.ndarray:
+  dt = np.dtype(dt)
+  kind = codegen.kind(dt)
+  if kind == "f":
+    pool = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.5, -3.0],
+                    np.float64)
+    return pool[rng.integers(0, len(pool), n)].astype(dt)
+  if kind == "c":
+    re = _probe(np.float64, n, rng)
+    im = _probe(np.float64, n, rng)
+    return (re + 0j).astype(dt) + (1j * np.where(np.isnan(im), 0, im)).astype(dt)
+  if kind == "b":
+    return rng.integers(0, 2, n).astype(bool)
+  info = np.iinfo(dt)
+  pool = np.array([info.min, info.max, 0, 1, 2, info.max // 2], dtype=dt)
+  return pool[rng.integers(0, len(pool), n)]
+
+
+def sort_num_keys(instr: hlo.Instr) -> int | None:
+  """The number of leading key operands when the sort's comparator orders exactly as
+  lax.sort's (checked bit for bit on probe data against the reference evaluator); None
+  otherwise (the thunk then runs the reference evaluator's comparator sort)."""
+  if not instr.called:
+    return instr.attrs.get("num_keys", 1)
+  comp = instr.called[0]
+  used = {o.attrs["number"] // 2 for i in comp.instrs for o in i.operands
+          if o.opcode == "parameter"}
+  if comp.root.opcode == "parameter":
+    used.add(comp.root.attrs["number"] // 2)
+  k = len(used)
+  if not k or sorted(used) != list(range(k)):
+    return None
+  from ember._src import hlo_eval
+  n = 48
+  rng = np.random.default_rng(0)
+  probes = [_probe(o.dtype, n, rng) if j < k else (np.arange(n) % 2 == 1 if o.dtype == bool
+                                                   else np.arange(n).astype(o.dtype))
+            for j, o in enumerate(instr.operands)]
+  shapes = [hlo.Shape(np.dtype(o.dtype), (n,)) for o in instr.operands]
+  params = [hlo.Instr("parameter", s, attrs={"number": j}) for j, s in enumerate(shapes)]
+  tupled = isinstance(instr.shape, hlo.TupleShape)
+  fake = hlo.Instr("sort", hlo.TupleShape(tuple(shapes)) if tupled else shapes[0], params,
+                   dict(instr.attrs, dimension=0), [comp])
+  try:
+    ref = hlo_eval.eval_instr(fake, probes)
+  except Exception:   # noqa: BLE001 - any failure: the reference path decides at run time
+    return None
+  ref = list(ref) if tupled else [ref]
+  fast = ex.sorting._sort_impl(*probes, dimension=0, is_stable=True, num_keys=k)
+  same = all(np.array_equal(np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8))
+             for a, b in zip(ref, fast))
+  return k if same else None
+
+
+# --------------------------------------------------------------------------------------
+# compile_module
+# --------------------------------------------------------------------------------------
+
+def compile_module(module: hlo.Module, assignment=None, flags=None) -> ex.Executable:
+  """Compile an optimized module (see compiler_design.md for the contract) to an
+  Executable. `assignment` defaults to `passes.buffer_assignment.assign_buffers(module)`;
+  `flags` to `ember._src.flags.get()` (opt_level, dump_to)."""
+  flags = flags or flags_lib.get()
+  if assignment is None:
+    from ember._src.passes.buffer_assignment import assign_buffers
+    assignment = assign_buffers(module)
+  opt_level = getattr(flags, "opt_level", 3)
+  entry = module.entry
+  llmod = ir.Module(name=module.name)
+  kb = codegen.KernelBuilder(llmod)
+  pending = []   # (thunk factory taking the symbol address lookup)
+
+  for instr in entry.instrs:
+    op = instr.opcode
+    if op in _NO_CODE:
+      continue
+    if op == "fusion" or (op in _FUSIBLE and op != "copy"):
+      comp = instr.called[0] if op == "fusion" else codegen.wrap_as_fusion(instr)
+      ins = [assignment.slot(o) for o in instr.operands]
+      if any(type(s) is tuple for s in ins):
+        raise CodegenError(f"fusion %{instr.name} has a tuple-shaped operand; the CPU "
+                           "backend expects array operands")
+      outs = _slots(assignment, instr)
+      info = kb.fusion(instr.name, comp, _noalias(ins, outs))
+      pending.append(lambda addr, info=info, slots=ins + outs:
+                     ex.KernelThunk(info.name, addr(info.name), slots, info.outer,
+                                    info.splittable))
+    elif op == "dot":
+      l, r = (assignment.slot(o) for o in instr.operands)
+      pending.append(lambda addr, i=instr, l=l, r=r: ex.DotThunk(i, l, r, assignment.slot(i)))
+    elif op == "copy":
+      src, dst = assignment.slot(instr.operands[0]), assignment.slot(instr)
+      pending.append(lambda addr, i=instr, s=src, d=dst: ex.CopyThunk(i.name, s, d, i.shape))
+    elif op == "sort":
+      ins = [assignment.slot(o) for o in instr.operands]
+      outs = _slots(assignment, instr)
+      nk = sort_num_keys(instr)
+      pending.append(lambda addr, i=instr, a=ins, b=outs, nk=nk: ex.SortThunk(i, a, b, nk))
+    elif op == "top-k":
+      x = assignment.slot(instr.operands[0])
+      outs = _slots(assignment, instr)
+      pending.append(lambda addr, i=instr, x=x, o=outs: ex.TopKThunk(i, x, o))
+    elif op == "scatter":
+      ins = [assignment.slot(o) for o in instr.operands]
+      outs = _slots(assignment, instr)
+      n = len(outs)
+      # the kernel reads indices/updates and read-modify-writes the outputs only
+      info = kb.scatter(instr.name, instr, _noalias(ins, outs))
+      copies = [(s, d, o.shape) for s, d, o in zip(ins[:n], outs, instr.operands[:n])]
+      pending.append(lambda addr, i=instr, info=info, slots=ins + outs, c=copies:
+                     ex.ScatterThunk(i, ex.KernelThunk(info.name, addr(info.name), slots,
+                                                       info.outer, info.splittable), c))
+    else:
+      raise CodegenError(f"ember's CPU backend cannot compile {op} (%{instr.name}) yet"
+                         + (f" (custom call target {instr.attrs.get('target')!r})"
+                            if op == "custom-call" else ""))
+
+  ir_text = str(llmod)
+  engine, addr, code_size, opt_ir = _jit(ir_text, opt_level)
+  thunks = [make(addr) for make in pending]
+  exe = ex.Executable(module, assignment, thunks, engine, ir_text,
+                      functools.partial(_assembly, opt_ir, opt_level), code_size,
+                      optimized_ir=opt_ir)
+  if getattr(flags, "dump_to", None):
+    from ember._src.passes.dumps import dump_artifact
+    dump_artifact(module.name, "ir-no-opt.ll", ir_text, flags)
+    dump_artifact(module.name, "ir-with-opt.ll", exe.llvm_ir_optimized, flags)
+    dump_artifact(module.name, "s", exe.asm, flags)
+    dump_artifact(module.name, "cpu_after_optimizations-buffer-assignment.txt",
+                  assignment.to_text(), flags)
+  return exe
+
+
+def _jit(ir_text: str, opt_level: int):
+  """Optimize and compile the module; returns (engine, symbol -> address, code size in
+  bytes, the optimized IR text). LLVM's global context is shared: one compile at a time."""
+  _init_llvm()
+  with _jit_lock:
+    mod = llvm.parse_assembly(ir_text)
+    mod.verify()
+    tm = host_target_machine(opt_level)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    pto.loop_vectorization = opt_level >= 2
+    pto.slp_vectorization = opt_level >= 2
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    opt_ir = str(mod)
+    obj = tm.emit_object(mod)
+    code_size = sum(s.size() for s in llvm.ObjectFileRef.from_data(obj).sections()
+                    if s.is_text())
+    holder = llvm.parse_assembly("")
+    holder.triple = tm.triple
+    engine = llvm.create_mcjit_compiler(holder, host_target_machine(opt_level))
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+
+  def addr(name: str) -> int:
+    a = engine.get_function_address(name)
+    if not a:
+      raise CodegenError(f"kernel {name} was not found in the compiled object")
+    return a
+  return engine, addr, code_size, opt_ir
+
+
+def _assembly(opt_ir: str, opt_level: int) -> str:
+  """The assembly of the optimized IR (codegen only: the IR passes already ran)."""
+  with _jit_lock:
+    mod = llvm.parse_assembly(opt_ir)
+    return host_target_machine(opt_level).emit_assembly(mod)

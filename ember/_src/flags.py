@@ -1,0 +1,172 @@
+"""Compiler flags: `EMBER_FLAGS` (and the `XLA_FLAGS` spellings), read once at import.
+
+    EMBER_FLAGS="--dump_to=/tmp/dump --disable_passes=fusion,cse --opt_level=2"
+    XLA_FLAGS="--xla_dump_to=/tmp/dump --xla_dump_hlo_as_text --xla_disable_hlo_passes=fusion"
+
+Both variables are parsed into one frozen `Flags` record (EMBER_FLAGS wins for single
+values; disabled passes are the union). As in XLA, the variables are read only at process
+start: set them before `import ember` (seed code does it in a subprocess). Tests use
+`parse(text)` and the `override(**fields)` context manager.
+
+Unknown `--xla_*` flags are ignored (XLA_FLAGS carries many backend flags ember does not
+have); an unknown ember flag, a bad value, or an unknown ember pass name raises ValueError
+naming the flag and listing the valid ones.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from typing import Iterator, NamedTuple
+
+# The passes of `passes/pipeline.py`, by the names `--disable_passes` takes.
+PASS_NAMES = ("inline", "algsimp", "constant_folding", "dot_transpose", "cse", "dce", "fusion")
+
+# XLA's pass names (`--xla_disable_hlo_passes`) -> ember's. Other XLA names are accepted and
+# ignored: XLA has many passes ember has no counterpart for.
+XLA_PASS_NAMES = {
+    "inline": "inline", "call-inliner": "inline",
+    "algsimp": "algsimp",
+    "constant_folding": "constant_folding",
+    "dot_transpose": "dot_transpose", "transpose-folding": "dot_transpose",
+    "cse": "cse",
+    "dce": "dce",
+    "fusion": "fusion",
+}
+# Names `--disable_passes` accepts: ember's plus XLA's aliases of them.
+_EMBER_PASS_ALIASES = {**{n: n for n in PASS_NAMES}, "call-inliner": "inline",
+                       "transpose-folding": "dot_transpose"}
+
+
+class Flags(NamedTuple):
+  """The compiler's flags (a frozen record: compare or diff it field by field)."""
+  dump_to: str | None = None            # directory for HLO/LLVM/asm/buffer-assignment dumps
+  dump_hlo_as_text: bool = False        # accepted for XLA compatibility; dumps are always text
+  disable_passes: frozenset = frozenset()   # pass names (PASS_NAMES) the pipeline skips
+  opt_level: int = 3                    # 0..3: 0 runs only the passes the backend needs
+
+
+def _bool(flag: str, value: str | None) -> bool:
+  if value is None or value.lower() in ("true", "1", "yes"):
+    return True
+  if value.lower() in ("false", "0", "no"):
+    return False
+  raise ValueError(f"flag {flag}: expected true or false, got {value!r}")
+
+
+def _opt_level(flag: str, value: str | None) -> int:
+  try:
+    level = int(value)  # type: ignore[arg-type]
+  except (TypeError, ValueError):
+    level = -1
+  if not 0 <= level <= 3:
+    raise ValueError(f"flag {flag}: expected an optimization level 0, 1, 2 or 3, got {value!r}")
+  return level
+
+
+def _dir(flag: str, value: str | None) -> str | None:
+  if value is None:
+    raise ValueError(f"flag {flag}: expected a directory, as in {flag}=/tmp/dump")
+  return value or None   # XLA: an empty --xla_dump_to means no dump
+
+
+def _names(flag: str, value: str | None, *, xla: bool) -> frozenset:
+  if value is None:
+    raise ValueError(f"flag {flag}: expected pass names, as in {flag}=fusion,cse")
+  table = XLA_PASS_NAMES if xla else _EMBER_PASS_ALIASES
+  out = set()
+  for name in filter(None, (n.strip() for n in value.split(","))):
+    if name in table:
+      out.add(table[name])
+    elif not xla:
+      raise ValueError(f"flag {flag}: unknown pass {name!r}; valid passes: "
+                       f"{', '.join(PASS_NAMES)}")
+  return frozenset(out)
+
+
+# flag name -> (record field, value parser). Both spellings of each flag.
+_FLAGS = {
+    "--dump_to": ("dump_to", _dir),
+    "--xla_dump_to": ("dump_to", _dir),
+    "--dump_hlo_as_text": ("dump_hlo_as_text", _bool),
+    "--xla_dump_hlo_as_text": ("dump_hlo_as_text", _bool),
+    "--disable_passes": ("disable_passes", lambda f, v: _names(f, v, xla=False)),
+    "--xla_disable_hlo_passes": ("disable_passes", lambda f, v: _names(f, v, xla=True)),
+    "--opt_level": ("opt_level", _opt_level),
+    "--xla_backend_optimization_level": ("opt_level", _opt_level),
+}
+
+
+def parse(text: str, base: Flags | None = None, source: str = "EMBER_FLAGS") -> Flags:
+  """Parse a flag string (`--name=value` or `--name`, whitespace-separated) on top of `base`.
+
+  Both spellings are accepted in any string; `source` only names the variable in errors."""
+  record = base or Flags()
+  for token in text.split():
+    name, eq, value = token.partition("=")
+    entry = _FLAGS.get(name)
+    if entry is None:
+      if name.startswith("--xla_"):
+        continue            # a backend flag of XLA's that ember does not have
+      raise ValueError(f"{source}: unknown flag {token!r}; valid flags: {', '.join(_FLAGS)}")
+    field, parser = entry
+    parsed = parser(name, value if eq else None)
+    if field == "disable_passes":
+      parsed = record.disable_passes | parsed
+    record = record._replace(**{field: parsed})
+  return record
+
+
+def from_environ(environ=os.environ) -> Flags:
+  """The flags of a process environment: XLA_FLAGS, then EMBER_FLAGS on top."""
+  xla = parse(environ.get("XLA_FLAGS", ""), source="XLA_FLAGS")
+  return parse(environ.get("EMBER_FLAGS", ""), base=xla, source="EMBER_FLAGS")
+
+
+_lock = threading.Lock()
+_current = from_environ()
+
+
+def get() -> Flags:
+  """The current flags (the environment's, or an `override`'s while one is active)."""
+  return _current
+
+
+def _validate(fields: dict) -> dict:
+  unknown = set(fields) - set(Flags._fields)
+  if unknown:
+    raise ValueError(f"flags.override: unknown field(s) {sorted(unknown)}; "
+                     f"valid fields: {', '.join(Flags._fields)}")
+  if "disable_passes" in fields:
+    names = fields["disable_passes"]
+    names = [names] if isinstance(names, str) else list(names)
+    fields["disable_passes"] = _names("disable_passes", ",".join(names), xla=False)
+  if "opt_level" in fields:
+    fields["opt_level"] = _opt_level("opt_level", fields["opt_level"])
+  if "dump_to" in fields and fields["dump_to"] is not None:
+    fields["dump_to"] = os.fspath(fields["dump_to"]) or None
+  return fields
+
+
+@contextlib.contextmanager
+def override(**fields) -> Iterator[Flags]:
+  """Temporarily replace fields of the current flags (tests: `override(disable_passes=...)`)."""
+  global _current
+  fields = _validate(dict(fields))
+  with _lock:
+    saved = _current
+    _current = saved._replace(**fields)
+  try:
+    yield _current
+  finally:
+    with _lock:
+      _current = saved
+
+
+def enabled(name: str, record: Flags | None = None) -> bool:
+  """Whether pass `name` is switched on in `record` (default: the current flags)."""
+  return name not in (record or _current).disable_passes
+
+
+__all__ = ["Flags", "PASS_NAMES", "XLA_PASS_NAMES", "parse", "from_environ", "get",
+           "override", "enabled"]

@@ -1,0 +1,1 @@
+"""Optimization passes: one file per pass (module -> module), and the pipeline."""

@@ -1,0 +1,286 @@
+"""Fusion: group the entry computation's array ops into kernels (`fusion` instructions).
+
+What it fuses. Producer-consumer fusion, walking the entry computation from its root to its
+parameters (reverse topological order). Every op that computes array elements (hlo.ELEMENTWISE,
+broadcast, reshape, transpose, reverse, slice, dynamic-slice, concatenate, pad, iota, scalar
+constants, gather, reduce, get-tuple-element of a variadic reduce) either joins the fusion(s)
+of its consumers or becomes the root of a fusion of its own:
+
+* a producer whose consumers all sit in ONE fusion moves into it (a reduce then makes that
+  fusion kInput: `sqrt(sum((X[:,None]-Y[None])**2, -1))` is one kernel whose loop runs over
+  the [N, M] output and whose reduce is an inner loop: the [N, M, d] difference never exists);
+* a CHEAP producer (arithmetic, compare/select, broadcast, iota, slices, transposes, ...)
+  used by several fusions is duplicated into each of them, unless it has to be materialized
+  anyway (it is an output or feeds a non-fusible op), in which case the consumers read its
+  buffer; broadcasts, iotas and scalar constants are always duplicated (reading their operand
+  is cheaper than reading their result);
+* an EXPENSIVE producer (`is_expensive`: transcendentals, integer division, remainder,
+  reduce, gather)
+  is never recomputed: it fuses only when it has a single consuming fusion that evaluates each
+  of its elements at most once (`read_factor`); used by several fusions, or read through a
+  broadcast (softmax's max/sum feeding `x - max`), it becomes its own fusion and is written to
+  memory once. Softmax therefore comes out as 4 kernels: reduce-max, exp(x - max) (expensive,
+  used twice), reduce-sum, divide.
+* a fusion stops growing at MAX_FUSED_INSTRS instructions (bounded kernel code size).
+
+dot, sort, top-k, scatter, parameters, tuples, non-scalar constants (data, not code),
+custom-call, while/conditional and `optimization-barrier` stay outside; nothing fuses through
+an optimization barrier, so the value before it is materialized. dynamic-update-slice can be
+the root of a fusion but never fuses into a consumer. Within a fusion the emitter computes each
+instruction once per index it is evaluated at (an elementwise op used twice at the same index
+is one value); `_count_in` models exactly that.
+
+Naming follows XLA: `%fusion`, `%fusion.1`, ... calling `%fused_computation`, ... (parameters
+`param_0`, `param_1.1`, ...); a fusion of a single op is `%wrapped_<op>` calling
+`%wrapped_<op>_computation`. A fusion takes its root's metadata; kind is kInput when it
+contains a reduce, else kLoop. With `fusion` in the flags' `disable_passes`, `run` only wraps
+every op in its own fusion (`wrap_lone_ops`), as XLA does, so the backend contract holds.
+
+Why it is value-preserving: a fused computation evaluates exactly the original instructions
+(cloned with their attributes) on exactly the original operands; only where values live
+changes (registers instead of buffers). Duplicated producers compute the same value in each
+copy; no instruction is reassociated or rewritten.
+"""
+from __future__ import annotations
+
+import re
+
+from ember._src import hlo
+
+__all__ = ["run", "wrap_lone_ops", "is_expensive", "read_factor", "FUSIBLE"]
+
+# Ops that may live inside a fusion (get-tuple-element only of a reduce fused alongside).
+FUSIBLE = hlo.ELEMENTWISE | {
+    "broadcast", "reshape", "transpose", "reverse", "slice", "dynamic-slice", "concatenate",
+    "pad", "iota", "constant", "gather", "reduce", "get-tuple-element"}
+ROOT_ONLY = {"dynamic-update-slice"}          # a fusion root, never fused into a consumer
+# Cheap producers whose result is larger than what they read: duplicate them even when the
+# value is materialized for another user.
+_GENERATORS = {"broadcast", "iota", "constant"}
+MAX_FUSED_INSTRS = 400                         # keep a kernel's code size bounded
+
+
+def _size(instr: hlo.Instr) -> int:
+  s = instr.shape
+  return s.size if isinstance(s, hlo.Shape) else max(e.size for e in s.elements)
+
+
+def is_expensive(instr: hlo.Instr) -> bool:
+  """Ops too costly to recompute per consumer element (XLA's InstructionFusion::IsExpensive):
+  transcendentals, reduce, gather, integer division and remainder (float division is one
+  instruction; float remainder is an fmod loop, so it counts as expensive)."""
+  op = instr.opcode
+  if op in hlo.TRANSCENDENTAL or op in ("reduce", "gather"):
+    return True
+  if op == "divide":
+    return instr.dtype.kind not in "fc"
+  return op == "remainder"
+
+
+def read_factor(user: hlo.Instr, k: int) -> tuple[float, bool]:
+  """How `user` reads its operand k, as (reads per operand element when every element of
+  `user` is evaluated once, same_index). same_index: element i of the user reads element i of
+  the operand (elementwise ops on equal shapes, get-tuple-element), so a fusion evaluating
+  both at the same index computes the operand once."""
+  o = user.operands[k]
+  op = user.opcode
+  n_out, n_in = _size(user), _size(o)
+  ratio = n_out / n_in if n_in else 0.0          # every output element reads one element
+  if op == "get-tuple-element" or (op in hlo.ELEMENTWISE and o.shape.dims == user.shape.dims):
+    return 1.0, True
+  if op == "reduce":                             # inputs once; the init once per output
+    return (1.0 if k < len(user.operands) // 2 else ratio), False
+  if op in ("reshape", "transpose", "reverse", "concatenate") or (
+      op == "dynamic-update-slice" and k < 2):
+    return 1.0, False
+  if op == "pad":                                # operand at most once; the value per pad
+    return (min(1.0, ratio) if k == 0 else float(max(n_out - _size(user.operands[0]), 0))), False
+  if op == "dynamic-slice" and k >= 1 or op == "dynamic-update-slice":
+    return float(n_out), False                   # start indices: read for every element
+  if op == "gather" and k == 1:                  # each index vector serves one slice
+    ivd = user.attrs["index_vector_dim"]
+    vec = o.dims[ivd] if ivd < o.shape.rank else 1
+    return n_out / max(n_in // vec if vec else 0, 1), False
+  return ratio, False                            # broadcast, slice, dynamic-slice, gather
+
+
+class _Group:
+  """One future fusion: a root and the original instructions copied into it."""
+  __slots__ = ("root", "members", "count")
+
+  def __init__(self, root: hlo.Instr):
+    self.root = root
+    self.members: set[int] = {root.id}
+    self.count: dict[int, float] = {root.id: 1.0}   # evaluations per element (_count_in)
+
+
+def _fusible(instr: hlo.Instr) -> bool:
+  op = instr.opcode
+  if op == "constant":
+    return instr.shape.rank == 0               # larger constants stay data
+  if op == "get-tuple-element":
+    return instr.operands[0].opcode == "reduce"
+  return op in FUSIBLE or op in ROOT_ONLY
+
+
+def _count_in(group: _Group, p: hlo.Instr, users: list[hlo.Instr]) -> float:
+  """How many times the fusion evaluates each element of `p`: same-index reads share one
+  evaluation (max), other reads add up."""
+  same, other = 0.0, 0.0
+  for u in users:
+    if u.id not in group.members:
+      continue
+    for k, o in enumerate(u.operands):
+      if o is p:
+        f, ident = read_factor(u, k)
+        if ident:
+          same = max(same, group.count[u.id] * f)
+        else:
+          other += group.count[u.id] * f
+  return same + other
+
+
+def _plan(entry: hlo.Computation, fuse: bool) -> tuple[list[_Group], set[int]]:
+  """Decide the groups. Returns them (in no particular order) and the ids of original
+  instructions that stay materialized at the entry level (group roots and non-fused ops)."""
+  users = entry.users()
+  groups: list[_Group] = []
+  groups_of: dict[int, list[_Group]] = {}
+  materialized: set[int] = {entry.root.id}
+  external_user: set[int] = {entry.root.id}      # ids with a user outside every group
+
+  def new_group(i: hlo.Instr):
+    g = _Group(i)
+    groups.append(g)
+    groups_of.setdefault(i.id, []).append(g)
+
+  def join(g: _Group, i: hlo.Instr, count: float):
+    g.members.add(i.id)
+    g.count[i.id] = count
+    groups_of.setdefault(i.id, []).append(g)
+
+  for i in reversed(entry.instrs):
+    us = users.get(i.id, [])
+    if not _fusible(i):
+      materialized.add(i.id)
+      external_user.update(o.id for o in i.operands)
+      continue
+    ext = i.id in external_user
+    targets: list[_Group] = []
+    for u in us:
+      for g in groups_of.get(u.id, []):
+        if g not in targets:
+          targets.append(g)
+    room = [g for g in targets if len(g.members) < MAX_FUSED_INSTRS]
+    counts = {id(g): _count_in(g, i, us) for g in room}
+    if i.opcode in ROOT_ONLY or not (fuse or i.opcode == "constant"):
+      chosen = []
+    elif is_expensive(i):          # moves into its only consumer, evaluated once per element
+      ok = not ext and len(targets) == 1 and len(room) == 1 and counts[id(room[0])] <= 1.0
+      chosen = room if ok else []
+    elif (ext or len(room) < len(targets)) and i.opcode not in _GENERATORS:
+      chosen = []                  # materialized anyway: consumers read its buffer
+    else:
+      chosen = room                # cheap: duplicated into every consuming fusion
+    for g in chosen:
+      join(g, i, counts[id(g)])
+    if len(chosen) < len(targets) or ext:
+      materialized.add(i.id)
+      if i.opcode in ("constant", "get-tuple-element"):   # stay plain entry instructions
+        external_user.update(o.id for o in i.operands)
+      else:
+        new_group(i)
+  return groups, materialized
+
+
+def _fix_tuple_reads(groups: list[_Group], by_id: dict[int, hlo.Instr], materialized: set[int]):
+  """A get-tuple-element copied into a fusion whose reduce stayed outside reads the
+  materialized element instead (a fusion parameter is never a tuple)."""
+  for g in groups:
+    for mid in list(g.members):
+      m = by_id[mid]
+      if m.opcode == "get-tuple-element" and m.operands[0].id not in g.members:
+        g.members.discard(mid)
+        materialized.add(mid)
+
+
+_SUFFIX = re.compile(r"(\.\d+)+$")         # `add.3` -> a fresh `add.N` for the clone
+
+
+def _op_label(op: str) -> str:
+  return op.replace("-", "_")
+
+
+def _build(module: hlo.Module, g: _Group, order: dict[int, int], by_id: dict[int, hlo.Instr],
+           new_of: dict[int, hlo.Instr]) -> hlo.Instr:
+  """Create the fused computation of `g` and return the fusion instruction (not yet added)."""
+  members = sorted((by_id[m] for m in g.members), key=lambda i: order[i.id])
+  computing = [m for m in members if m.opcode != "constant"] or members
+  lone = len(computing) == 1
+  label = _op_label(g.root.opcode)
+  comp = module.new_computation(f"wrapped_{label}_computation" if lone else "fused_computation")
+  comp.is_fusion = True
+  clone: dict[int, hlo.Instr] = {}
+  operands: list[hlo.Instr] = []
+  param_of: dict[int, hlo.Instr] = {}
+
+  def arg(o: hlo.Instr) -> hlo.Instr:
+    if o.id in clone:
+      return clone[o.id]
+    if o.id not in param_of:
+      if o.id not in new_of:
+        raise AssertionError(f"fusion: operand %{o.name} of a fused op is not materialized")
+      n = len(operands)
+      operands.append(new_of[o.id])
+      param_of[o.id] = comp.add(hlo.Instr("parameter", o.shape, attrs={"number": n},
+                                          name=f"param_{n}"))
+    return param_of[o.id]
+
+  for m in members:
+    c = hlo.Instr(m.opcode, m.shape, [arg(o) for o in m.operands], dict(m.attrs), list(m.called),
+                  name=_SUFFIX.sub("", m.name), metadata=m.metadata)
+    clone[m.id] = comp.add(c)
+  comp.root = clone[g.root.id]
+  kind = "kInput" if any(m.opcode == "reduce" for m in members) else "kLoop"
+  return hlo.Instr("fusion", g.root.shape, operands, {"kind": kind}, [comp],
+                   name=f"wrapped_{label}" if lone else "fusion", metadata=g.root.metadata)
+
+
+def _rewrite(module: hlo.Module, fuse: bool) -> hlo.Module:
+  entry = module.entry
+  entry.sort_and_prune()
+  groups, materialized = _plan(entry, fuse)
+  by_id = {i.id: i for i in entry.instrs}
+  order = {i.id: n for n, i in enumerate(entry.instrs)}
+  _fix_tuple_reads(groups, by_id, materialized)
+  root_group = {g.root.id: g for g in groups}
+  new_of: dict[int, hlo.Instr] = {}
+  instrs: list[hlo.Instr] = []
+  for i in entry.instrs:
+    if i.id not in materialized:
+      continue
+    if i.id in root_group:
+      new = _build(module, root_group[i.id], order, by_id, new_of)
+      new.name = module.unique_name(new.name)
+    else:
+      i.operands = [new_of[o.id] for o in i.operands]
+      new = i
+    new_of[i.id] = new
+    instrs.append(new)
+  entry.instrs = instrs
+  entry.root = new_of[entry.root.id]
+  entry.sort_and_prune()
+  module.prune_computations()
+  return module
+
+
+def wrap_lone_ops(module: hlo.Module) -> hlo.Module:
+  """Put every computing op of the entry in a fusion of its own (`%wrapped_<op>`), scalar
+  constants included: what the backend runs when the fusion pass is disabled."""
+  return _rewrite(module, fuse=False)
+
+
+def run(module: hlo.Module, flags=None) -> hlo.Module:
+  """The fusion pass (see the module docstring). Rewrites `module` in place and returns it."""
+  disabled = getattr(flags, "disable_passes", ()) or ()
+  return _rewrite(module, fuse="fusion" not in disabled)

@@ -1,0 +1,105 @@
+"""The pass pipeline: lowered module -> optimized module (what `Compiled.as_text()` prints).
+
+    inline, algsimp, constant_folding, dot_transpose, algsimp, cse, dce, fusion, dce
+
+then `copy_outputs` (always: the outputs get buffers of their own). Each pass is a module
+`ember._src.passes.<name>` with `run(module, flags) -> module`. A pass is skipped when its
+name is in `flags.disable_passes` (`EMBER_FLAGS=--disable_passes=fusion,cse`), when
+`flags.opt_level` is below its level, or while its module does not exist yet; an error
+raised inside a pass propagates. A disabled `fusion` still wraps each op in a fusion of
+its own (`fusion.wrap_lone_ops`, see WHEN_DISABLED): the backend runs only fusions.
+
+With `flags.dump_to` set, the module is dumped before and after (`passes/dumps.py`).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+from ember._src import flags as flags_lib
+from ember._src import hlo
+from ember._src.passes import dumps
+
+PASSES = ("inline", "algsimp", "constant_folding", "dot_transpose", "algsimp", "cse", "dce",
+          "fusion", "dce")
+
+# Lowest opt_level each pass runs at. At 0 only what the backend contract needs runs: no
+# `call` left (inline), no dead code, every computing op in a fusion.
+MIN_OPT_LEVEL = {"inline": 0, "algsimp": 1, "constant_folding": 1, "dot_transpose": 1,
+                 "cse": 1, "dce": 0, "fusion": 0}
+
+
+# What still has to happen when a pass is switched off: with fusion disabled every computing
+# op is wrapped in a fusion of its own (the backend runs only fusions), as XLA does.
+WHEN_DISABLED = {"fusion": "wrap_lone_ops"}
+
+
+def get_pass(name: str, function: str = "run") -> Callable | None:
+  """`function` (default `run`) of pass module `name`, or None while the module does not
+  exist (a pass being written). Any other import failure (a bug inside the pass's module)
+  propagates."""
+  module_name = f"ember._src.passes.{name}"
+  try:
+    module = importlib.import_module(module_name)
+  except ModuleNotFoundError as e:
+    if e.name == module_name:
+      return None
+    raise
+  return getattr(module, function)
+
+
+def enabled(name: str, flags) -> bool:
+  return name not in flags.disable_passes and flags.opt_level >= MIN_OPT_LEVEL.get(name, 0)
+
+
+def run_passes(module: hlo.Module, flags=None, passes=PASSES) -> hlo.Module:
+  """Run `passes` (names, in order) on `module`, skipping disabled and missing ones."""
+  flags = flags or flags_lib.get()
+  for name in passes:
+    if enabled(name, flags):
+      run = get_pass(name)
+      if run is not None:
+        module = run(module, flags)
+    elif name in WHEN_DISABLED:
+      fallback = get_pass(name, WHEN_DISABLED[name])
+      if fallback is not None:
+        module = fallback(module)
+  return module
+
+
+def copy_outputs(module: hlo.Module, flags=None) -> hlo.Module:
+  """Give every output of the entry its own buffer, as XLA's copy insertion does: an output
+  that is a parameter (unless donated to that output), a constant, or an instruction that
+  is already another output is returned through a `copy`."""
+  entry = module.entry
+  root = entry.root
+  tupled = root.opcode == "tuple"
+  outputs = list(root.operands) if tupled else [root]
+  seen: set[int] = set()
+  changed = False
+  for n, out in enumerate(outputs):
+    aliased = module.input_output_alias.get(n)
+    needs_copy = (out.opcode == "constant" or out.id in seen or
+                  (out.opcode == "parameter" and aliased != out.attrs["number"]))
+    seen.add(out.id)
+    if needs_copy:
+      outputs[n] = entry.add(hlo.Instr("copy", out.shape, [out], name="copy",
+                                       metadata=out.metadata))
+      changed = True
+  if changed:
+    if tupled:
+      root.operands = outputs
+    else:
+      entry.root = outputs[0]
+    entry.sort_and_prune()
+  return module
+
+
+def optimize(module: hlo.Module, flags=None) -> hlo.Module:
+  """The whole pipeline, with the before/after dumps when `flags.dump_to` is set."""
+  flags = flags or flags_lib.get()
+  dumps.dump_before(module, flags)
+  module = run_passes(module, flags)
+  module = copy_outputs(module, flags)
+  dumps.dump_after(module, flags)
+  return module
