@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 test: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest -n auto tests
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,9 +1,9 @@
-"""ember's main demo: trace a real function and show what ember sees.
+"""ember's main demo: jit a real function and show every stage of the compiler.
 
-Run with `make demo`. The compiler (lowering, fusion, native code, cost analysis) is the
-next stage of the project; today `ember.jit` stages the function into a jaxpr and runs it
-with the reference interpreter, so this demo shows the tracing half of the pipeline.
+Run with `make demo`: eager vs first call vs cached call, the jaxpr, the lowered
+StableHLO, the optimized HLO (one fused kernel) and the cost and memory analysis.
 """
+import re
 import time
 
 import numpy as np
@@ -11,12 +11,14 @@ import numpy as np
 import ember as jax
 import ember.numpy as jnp
 
+jax.config.update("ember_jit_backend", "cpu")
+
 
 def selu(x, alpha=1.67, lmbda=1.05):
   return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
 
 
-def median_time(f, *args, n=5):
+def median_time(f, *args, n=7):
   times = []
   for _ in range(n):
     t0 = time.perf_counter()
@@ -25,10 +27,13 @@ def median_time(f, *args, n=5):
   return float(np.median(times))
 
 
+def strip_metadata(text: str) -> str:
+  return re.sub(r", metadata=\{[^}]*\}", "", text)
+
+
 def main():
-  key = jax.random.key(0)
-  x = jax.random.normal(key, (1000, 1000))
-  print(f"x: {x.dtype}{list(x.shape)}, first values {np.asarray(x[0, :3])}")
+  x = jax.random.normal(jax.random.key(0), (2000, 2000))
+  print(f"x = random.normal(key(0), {x.shape}) -> {x.dtype}, x[0, :3] = {np.asarray(x[0, :3])}")
 
   selu_jit = jax.jit(selu)
   t_eager = median_time(selu, x)
@@ -36,28 +41,34 @@ def main():
   jax.block_until_ready(selu_jit(x))
   t_first = time.perf_counter() - t0
   t_cached = median_time(selu_jit, x)
-  print("\n== selu on 1000x1000 float32 ==")
-  print(f"eager (NumPy reference impl per op): {t_eager * 1e3:8.2f} ms (median of 5)")
-  print(f"jit, first call (trace + run):       {t_first * 1e3:8.2f} ms")
-  print(f"jit, cached call:                    {t_cached * 1e3:8.2f} ms (median of 5)")
-  ref = 1.05 * np.where(np.asarray(x) > 0, np.asarray(x), 1.67 * np.exp(np.asarray(x, np.float64)) - 1.67)
-  print("max |jit - NumPy float64|:", float(np.max(np.abs(np.asarray(selu_jit(x)) - ref))))
+  t_numpy = median_time(lambda v: 1.05 * np.where(v > 0, v, 1.67 * np.exp(v) - 1.67), np.asarray(x))
+  print("\n== selu on 2000x2000 float32 (medians of 7 runs) ==")
+  print(f"NumPy:                          {t_numpy * 1e3:8.2f} ms")
+  print(f"ember eager (op by op):         {t_eager * 1e3:8.2f} ms")
+  print(f"ember jit, first call:          {t_first * 1e3:8.2f} ms  (trace + lower + optimize + LLVM + run)")
+  print(f"ember jit, cached call:         {t_cached * 1e3:8.2f} ms")
+  xn = np.asarray(x, np.float64)
+  ref = 1.05 * np.where(xn > 0, xn, 1.67 * np.exp(xn) - 1.67)
+  print("max |jit - NumPy float64|:     ", float(np.max(np.abs(np.asarray(selu_jit(x)) - ref))))
 
-  print("\n== the jaxpr ember traced for selu ==")
-  print(jax.make_jaxpr(selu)(x))
-
-  @jax.jit
-  def inner(v):
-    return jnp.maximum(v, 0.0) * 2.0
-
-  def outer(v):
-    return inner(v).sum() + jnp.sin(v).mean()
-
-  print("\n== a nested jit is one `jit` equation holding its sub-jaxpr ==")
-  print(jax.make_jaxpr(outer)(jnp.ones(3)))
-
-  print("\nNext stages (lowering to StableHLO, fusion, LLVM code, cost_analysis) come with "
-        "the compiler; see README.md.")
+  small = jnp.ones((4, 4))
+  print("\n== 1. the jaxpr (what tracing recorded) ==")
+  print(jax.make_jaxpr(selu)(small))
+  lowered = selu_jit.lower(small)
+  print("\n== 2. the lowered StableHLO (Lowered.as_text()) ==")
+  print(lowered.as_text())
+  compiled = lowered.compile()
+  print("== 3. the optimized HLO (Compiled.as_text(), metadata stripped) ==")
+  print(strip_metadata(compiled.as_text()))
+  big = selu_jit.lower(x).compile()
+  print("== 4. cost and memory analysis at 2000x2000 ==")
+  ca = big.cost_analysis()
+  for k in ("flops", "transcendentals", "bytes accessed"):
+    print(f"  {k:16s} = {ca[k]:>14,.0f}")
+  ma = big.memory_analysis()
+  for k in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
+            "alias_size_in_bytes", "generated_code_size_in_bytes"):
+    print(f"  {k:30s} = {getattr(ma, k):>12,}")
 
 
 if __name__ == "__main__":

@@ -47,14 +47,14 @@ def data(shape, dtype, seed=0, special=True):
   return x
 
 
-def build(f, *args, x64=False, passes=True):
-  """(executable, optimized module, reference outputs) for f on args."""
+def build(f, *args, x64=False):
+  """(executable, optimized module, reference outputs of the lowered module) for f on args:
+  jaxpr -> lower_jaxpr -> the pass pipeline -> compile_module."""
   def go():
     jaxpr = ember.make_jaxpr(f)(*args)
     module = lower_jaxpr(jaxpr, "f")
     expected = hlo_eval.evaluate(module, list(args))
-    if passes:
-      module = optimize(module)
+    module = optimize(module)
     return compile_module(module), module, expected
   if x64:
     with ember.enable_x64():
@@ -125,6 +125,39 @@ def test_float_ops_f64():
     x, y = data((4, 7), f64, 3), data((4, 7), f64, 4)
   check(lambda x, y: [x / y, lax.rem(x, y), lax.sign(x), lax.round(x), lax.sqrt(lax.abs(x)),
                       lax.nextafter(x, y), lax.max(x, y)], x, y, x64=True)
+
+
+TRANSCENDENTAL = {
+    "exp": lambda x: lax.exp(x), "log": lambda x: lax.log(lax.abs(x) + 0.5),
+    "sin": lax.sin, "cos": lax.cos, "tanh": lax.tanh, "logistic": lax.logistic,
+    "expm1": lax.expm1, "log1p": lambda x: lax.log1p(lax.abs(x)), "erf": lax.erf,
+    "atan2": lambda x: lax.atan2(x, x[::-1] + 0.25), "pow": lambda x: lax.pow(lax.abs(x) + 0.5, x),
+    "cbrt": lax.cbrt, "asinh": lax.asinh, "sinh": lax.sinh,
+}
+# Relative tolerance per dtype: a few ulp of float32/float64 (ember's math library against
+# the float64 reference rounded to the dtype); one ulp of the narrow types, where the float32
+# result is rounded once more.
+TRANS_TOL = {f32: 5e-7 * 8, f64: 2.3e-16 * 8, f16: 2 ** -10, bf16: 2 ** -7}
+
+
+_LIBM_CALL = re.compile(r"call [^@\n]*@\"?(sin|cos|tan|exp|exp2|log|pow|atan2|erf|tanh|cbrt|"
+                        r"asinh|sinh|expm1|log1p)f?\"?\(")
+
+
+@pytest.mark.parametrize("dt", [f32, f16, bf16, f64], ids=str)
+@pytest.mark.parametrize("name", sorted(TRANSCENDENTAL))
+def test_transcendentals_use_the_math_library(name, dt):
+  x = np.linspace(-3.0, 3.0, 37).astype(dt)
+  exe, _ = check(TRANSCENDENTAL[name], x, rtol=TRANS_TOL[dt], atol=TRANS_TOL[dt], x64=dt == f64)
+  assert not _LIBM_CALL.search(exe.llvm_ir_optimized)    # no libm call in the kernel
+
+
+def test_seed_elementwise_with_transcendental_is_one_vectorized_kernel():
+  x = data((100, 64), f32, 14, special=False)
+  exe, module = check(lambda x, a, b: jnp.sin(x) * a + b, x, np.float32(2.0), np.float32(1.0),
+                      rtol=4e-7, atol=4e-7)
+  assert n_fusions(module) == 1
+  assert _PACKED_F32.search(exe.asm)          # the math library's code vectorizes
 
 
 def test_max_min_nan_and_signed_zero():
@@ -270,11 +303,27 @@ def test_structural_other_dtypes(dt):
                    x.reshape(4, 15)[::3], jnp.take(x, jnp.array([1, 0, 1]), axis=0)], x)
 
 
+def test_expensive_operands_of_concatenate_pad_and_update_are_branched():
+  # integer division, reductions and gathers are "expensive": computed only where selected
+  n = data((4, 6), i32, 22)
+  x = data((4, 6), f32, 23, special=False)
+  exe, module = check(lambda n, x: [
+      jnp.concatenate([n // 3, n % 5, n[:, :2] // -2], axis=1),
+      jnp.concatenate([jnp.sum(x, axis=1), jnp.max(x, axis=0), x[:, 0]]),
+      lax.pad(n // 7, -1, ((1, 1, 1), (0, 2, 0))),
+      lax.dynamic_update_slice(n, n[:2, :3] % 4, (1, 2)),
+      jnp.concatenate([jnp.take(x, jnp.array([3, 1]), axis=1), x], axis=1)], n, x,
+      rtol=1e-6)
+  assert ".else:" in exe.llvm_ir   # if/else blocks, not only selects
+  cheap = build(lambda n: jnp.concatenate([n * 3, n + 5], axis=1), n)[0]
+  assert ".else:" not in cheap.llvm_ir   # cheap operands: selects (vectorizable)
+
+
 # --------------------------------------------------------------------------------------
 # Reductions
 # --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("axis", [0, 1, 2, (0, 2), (1, 2), None])
+@pytest.mark.parametrize("axis", [0, 1, 2, (0, 1), (0, 2), (1, 2), None])
 @pytest.mark.parametrize("op", ["sum", "max", "min", "prod"])
 def test_reduce_axes(op, axis):
   x = data((6, 7, 9), f32, 30, special=False)
@@ -361,6 +410,22 @@ def test_dot(case):
   check(f, a, b, rtol=1e-2 if case == "f16" else 1e-6, atol=1e-5)
 
 
+DOT_GENERAL = {
+    "batch_dim_in_the_middle": (((2,), (0,)), ((1,), (1,))),
+    "two_contracting_dims": (((1, 2), (1, 0)), ((), ())),
+    "outer_product": (((), ()), ((), ())),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOT_GENERAL))
+@pytest.mark.parametrize("dt", [f32, bf16, i8], ids=str)
+def test_dot_general_dimension_numbers(name, dt):
+  a, b = data((3, 4, 5), dt, 44, False), data((5, 4, 3), dt, 45, False)
+  pet = np.int32 if dt == i8 else None
+  check(lambda a, b: lax.dot_general(a, b, DOT_GENERAL[name], preferred_element_type=pet),
+        a, b, rtol=1e-2 if dt == bf16 else 1e-6, atol=1e-5)
+
+
 def test_dot_transposed_operand_needs_no_copy():
   a, b = data((7, 5), f32, 42, False), data((7, 3), f32, 43, False)
   exe, module = check(lambda a, b: a.T @ b, a, b, rtol=1e-6)
@@ -406,6 +471,21 @@ def test_scatter():
                          x.at[2:4].set(0.0)], x, idx, upd, rtol=1e-6)
 
 
+def test_donated_argument_receives_the_output():
+  x, y = data((5, 6), f32, 58, special=False), data((5, 6), f32, 59, special=False)
+  f = lambda x, y: (jnp.sum(y, axis=0), x * y + 1.0)
+  jaxpr = ember.make_jaxpr(f)(x, y)
+  module = lower_jaxpr(jaxpr, "f", donated=(True, False))
+  expected = hlo_eval.evaluate(module, [x, y])
+  exe = compile_module(optimize(module))
+  assert exe.output_slots[1].kind == "parameter"
+  donated = x.copy()
+  got = exe.execute([donated, y])
+  assert np.shares_memory(got[1], donated)
+  for g, e in zip(got, expected):
+    assert_same(g, e, rtol=1e-6)
+
+
 def test_outputs_that_are_inputs_or_repeated():
   x = data((3, 4), f32, 49)
   exe, _ = check(lambda x: (x, x * 2, x * 2, x), x)
@@ -424,6 +504,16 @@ def test_unfused_module_compiles_every_op():
   expected = hlo_eval.evaluate(module, [x, y])
   got = compile_module(module).execute([x, y])
   assert_same(got[0], expected[0], rtol=1e-6, atol=1e-6)
+
+
+def test_in_place_kernels_without_fusion():
+  from ember._src import flags
+  x, y = data((40, 33), f32, 56, special=False), data((40, 33), f32, 57, special=False)
+  with flags.override(disable_passes=["fusion"]):
+    exe, module = check(lambda x, y: ((x * 2 + y) - 1) * y + jnp.max(x, axis=1)[:, None], x, y)
+  in_place = [t for t in exe.thunks if t.kind == "kernel" and
+              set(t.slots[:-1]) & {t.slots[-1]}]
+  assert len(in_place) >= 2   # the chain is computed in the output's buffer
 
 
 # --------------------------------------------------------------------------------------
@@ -565,13 +655,37 @@ def test_kernels_are_vectorized():
     assert not _PACKED_F32.search(scalar.asm)
 
 
-def test_kernel_runs_any_sub_range():
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_every_opt_level_computes_the_same(level):
+  from ember._src import flags
+  x = data((6, 40), f32, 63)
+  f = lambda x: [jnp.argmax(x, axis=1), jnp.sum(x[:, ::2] * 2, axis=0),
+                 jnp.concatenate([x, -x], axis=0).T, (x > 0).astype(np.int8)]
+  jaxpr = ember.make_jaxpr(f)(x)
+  module = optimize(lower_jaxpr(jaxpr, "f"))
+  expected = hlo_eval.evaluate(module, [x])
+  exe = compile_module(module, flags=flags.get()._replace(opt_level=level))
+  for g, e in zip(exe.execute([x]), expected):
+    assert_same(g, e, rtol=1e-6)
+
+
+SUB_RANGE_CASES = {
+    "row_reduce": lambda x: jnp.sum(x[:, ::-1] * 2, axis=1) + x[:, 0],
+    "column_reduce": lambda x: jnp.max(x * 3, axis=0),
+    "flat_elementwise": lambda x: x * x - 1.0,
+    "nest": lambda x: jnp.concatenate([x, x[:, :3]], axis=1).T,
+}
+
+
+@pytest.mark.parametrize("case", sorted(SUB_RANGE_CASES))
+def test_kernel_runs_any_sub_range(case):
   x = data((9, 33), f32, 61, special=False)
-  exe, _, expected = build(lambda x: jnp.sum(x[:, ::-1] * 2, axis=1) + x[:, 0], x)
+  exe, _, expected = build(SUB_RANGE_CASES[case], x)
   (t,) = [t for t in exe.thunks if t.kind == "kernel"]
-  assert t.splittable and t.outer == 9
+  assert t.splittable and t.outer == expected[0].shape[0]
   frame = exe._frame([x])
-  for lo, hi in ((5, 9), (0, 2), (2, 5)):
+  cuts = sorted({0, t.outer // 3, t.outer // 2 + 1, t.outer})
+  for lo, hi in reversed(list(zip(cuts, cuts[1:]))):
     t.run(frame, lo, hi)
   assert_same(exe._results(frame)[0], expected[0], rtol=1e-6, atol=1e-5)
 

@@ -273,12 +273,11 @@ def test_side_effects_barriers_and_loops_are_kept(kind):
                                            b.const([1, 2], np.uint32)))
   else:
     cond = b.m.new_computation("cond")
-    cp = cond.add(hlo.Instr("parameter", S(F32, 2), attrs={"number": 0}))
+    cond.add(hlo.Instr("parameter", S(F32, 2), attrs={"number": 0}))
     cond.root = cond.add(hlo.Instr("constant", S(np.bool_), attrs={"value": np.bool_(False)}))
     body = b.m.new_computation("body")
     body.root = body.add(hlo.Instr("parameter", S(F32, 2), attrs={"number": 0}))
     keep = b.op("while", S(F32, 2), c, called=[cond, body])
-    del cp
   after = b.op("exponential", S(F32, 2), keep)              # depends on it: not folded
   m = constant_folding.run(b.done(b.op("add", S(F32, 2), x, after)))
   ops = opcodes(m)

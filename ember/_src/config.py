@@ -27,7 +27,7 @@ class Config:
       "jax_disable_jit": lambda: _env_bool("JAX_DISABLE_JIT", False),
       # ember: "cpu" compiles jitted functions to native code; "interpreter" runs their
       # jaxprs with the reference interpreter (each primitive's NumPy implementation)
-      "ember_jit_backend": lambda: os.environ.get("EMBER_JIT_BACKEND", "interpreter"),
+      "ember_jit_backend": lambda: os.environ.get("EMBER_JIT_BACKEND", "cpu"),
       # ember: run the reference interpreter beside every compiled call and compare
       "ember_check_compiled": lambda: _env_bool("EMBER_CHECK_COMPILED", False),
   }

@@ -367,8 +367,15 @@ def _dims(v) -> str:
   return "{" + ",".join(map(str, v)) + "}"
 
 
+_SIGNIFICANT_DIGITS = {"bfloat16": 4, "float16": 5, "float32": 9, "complex64": 9}
+
+
 def format_constant(value: np.ndarray) -> str:
-  """XLA's literal syntax: `constant(1)`, `constant(-inf)`, `constant({1, 2, 3})`."""
+  """XLA's literal syntax: `constant(1)`, `constant(-inf)`, `constant(0.909297407)`,
+  `constant({1, 2, 3})` (floats with the significant digits of their dtype, as XLA)."""
+  value = np.asarray(value)
+  digits = _SIGNIFICANT_DIGITS.get(value.dtype.name)  # None: shortest round-trip (f64)
+
   def scalar(x):
     if isinstance(x, (bool, np.bool_)):
       return "true" if x else "false"
@@ -380,7 +387,11 @@ def format_constant(value: np.ndarray) -> str:
         return "nan"
       if np.isinf(x):
         return "inf" if x > 0 else "-inf"
-      return repr(int(x)) if x.is_integer() and abs(x) < 1e16 else repr(x)
+      if x == 0:
+        return "-0" if np.signbit(x) else "0"
+      if x.is_integer() and abs(x) < 1e16:
+        return repr(int(x))
+      return f"{x:.{digits}g}" if digits else repr(x)
     return str(int(x))
 
   def rec(a):
@@ -388,7 +399,6 @@ def format_constant(value: np.ndarray) -> str:
       return scalar(a.item() if a.dtype != dtypes.bfloat16 else float(a))
     return "{ " + ", ".join(rec(x) for x in a) + " }" if a.ndim > 1 else \
         "{" + ", ".join(rec(x) for x in a) + "}"
-  value = np.asarray(value)
   if value.dtype == dtypes.bfloat16:
     value = value.astype(np.float32)
   if value.size > 16 and value.ndim > 0:

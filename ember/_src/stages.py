@@ -9,6 +9,7 @@ eval rule runs, independent of pytrees.
 from __future__ import annotations
 
 import copy
+import hashlib
 import weakref
 from typing import Any, NamedTuple, Sequence
 
@@ -116,7 +117,7 @@ class CompiledComputation:
   def run(self, args: Sequence) -> list:
     from ember._src.runtime.array import Array
     in_avals = [p.shape for p in self.module.entry.params]
-    np_args = [np.ascontiguousarray(core.to_numpy(a)) for a in args]
+    np_args = [_contiguous(core.to_numpy(a)) for a in args]
     for i, (x, s) in enumerate(zip(np_args, in_avals)):
       if x.dtype != s.dtype or x.shape != tuple(s.dims):
         raise TypeError(f"argument {i} of {self.module.name} has type "
@@ -128,6 +129,11 @@ class CompiledComputation:
     return [Array(o, weak_type=a.weak_type) for o, a in zip(outs, self.out_avals)]
 
 
+def _contiguous(x: np.ndarray) -> np.ndarray:
+  # np.ascontiguousarray would turn a 0-d array into a 1-d one
+  return x if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(x.shape)
+
+
 def compile_module(module: hlo.Module, out_avals) -> CompiledComputation:
   """Optimize `module` (in place) and generate its native code."""
   from ember._src import flags as flags_mod
@@ -137,8 +143,46 @@ def compile_module(module: hlo.Module, out_avals) -> CompiledComputation:
   flags = flags_mod.get()
   module = optimize(module, flags)
   assignment = assign_buffers(module)
-  executable = codegen(module, assignment, flags)
+  key = None if flags.dump_to else (structural_key(module), flags)
+  executable = _executables.get(key) if key else None
+  if executable is None:
+    executable = codegen(module, assignment, flags)
+    if key:
+      _executables[key] = executable
   return CompiledComputation(module, executable, assignment, out_avals)
+
+
+# Native code by structure: two jitted functions whose optimized modules differ only in
+# names and metadata (a re-created lambda, another argument name) share one executable.
+_executables: dict = {}
+
+
+def structural_key(module: hlo.Module) -> tuple:
+  """Every computation's instructions as (opcode, shape, operand positions, attributes,
+  called computation positions), names and metadata left out: equal keys mean
+  interchangeable executables."""
+  comps = module.called_computations()
+  comp_pos = {id(c): n for n, c in enumerate(comps)}
+
+  def attr(v):
+    if isinstance(v, np.ndarray) or isinstance(v, np.generic):
+      v = np.asarray(v)
+      return (v.dtype.str, v.shape, hashlib.sha256(np.ascontiguousarray(v).tobytes()).digest())
+    try:
+      hash(v)
+      return v
+    except TypeError:
+      return repr(v)
+
+  key = []
+  for c in comps:
+    pos = {i.id: n for n, i in enumerate(c.instrs)}
+    key.append(tuple(
+        (i.opcode, i.shape, tuple(pos[o.id] for o in i.operands),
+         tuple(sorted((k, attr(v)) for k, v in i.attrs.items())),
+         tuple(comp_pos[id(sub)] for sub in i.called), i is c.root)
+        for i in c.instrs))
+  return tuple(key), tuple(sorted(module.input_output_alias.items()))
 
 
 def clone_module(module: hlo.Module) -> hlo.Module:
@@ -213,7 +257,8 @@ def _close(a, b) -> bool:
   if a.dtype.kind in "fc" or str(a.dtype) == "bfloat16":
     a64, b64 = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64), \
         b.astype(np.complex128 if b.dtype.kind == "c" else np.float64)
-    tol = {2: 1e-2, 4: 1e-5, 8: 1e-12}.get(a.dtype.itemsize, 1e-5)
+    part = a.dtype.itemsize // (2 if a.dtype.kind == "c" else 1)  # complex: per component
+    tol = {2: 1e-2, 4: 1e-5, 8: 1e-12}.get(part, 1e-5)
     return bool(np.allclose(a64, b64, rtol=tol, atol=tol, equal_nan=True))
   return bool(np.array_equal(a, b))
 

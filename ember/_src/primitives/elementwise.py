@@ -24,6 +24,7 @@ import numpy as np
 
 from ember._src import core, dtypes
 from ember._src import lower as lowering
+from ember._src.lower import complex_math
 from ember._src.core import ShapedArray
 from ember._src.primitives import (ANY, BOOL, COMPLEX, FLOAT, INEXACT, INT, INTS, NUMERIC,
                                    bind_elementwise, broadcasting_shape, check_dtype,
@@ -382,7 +383,7 @@ atan2_p = naryop("atan2", None, INEXACT)
 for _p, _op in ((add_p, "add"), (sub_p, "subtract"), (div_p, "divide"), (rem_p, "remainder"),
                 (max_p, "maximum"), (min_p, "minimum"), (nextafter_p, "next-after"),
                 (atan2_p, "atan2")):
-  _p.lower = lowering.elementwise(_op)  # integer div/rem: XLA's (truncating; x/0 = -1)
+  _p.lower = complex_math.rule(_op)  # integer div/rem: XLA's (truncating; x/0 = -1)
 
 add = _binary_fn(add_p, "add")
 sub = _binary_fn(sub_p, "sub")
@@ -461,7 +462,8 @@ def _pow_impl(x, y):
 
 
 pow_p = declare("pow", _pow_abstract_eval, _quiet(_pow_impl))
-pow_p.lower = lambda ctx, x, y: ctx.elementwise("power", x, ctx.convert(y, x.dtype))
+_power_rule = complex_math.rule("power")
+pow_p.lower = lambda ctx, x, y: _power_rule(ctx, x, ctx.convert(y, x.dtype))
 
 
 def pow(x, y):  # noqa: A001 - lax.pow
@@ -641,7 +643,7 @@ for _p, _op in ((exp_p, "exponential"), (log_p, "log"), (expm1_p, "exponential-m
                 (rsqrt_p, "rsqrt"), (cbrt_p, "cbrt"), (asin_p, "asin"), (acos_p, "acos"),
                 (atan_p, "atan"), (sinh_p, "sinh"), (cosh_p, "cosh"), (asinh_p, "asinh"),
                 (acosh_p, "acosh"), (atanh_p, "atanh")):
-  _p.lower = lowering.elementwise(_op)
+  _p.lower = complex_math.rule(_op)  # complex operands: expanded into real arithmetic
 
 
 def _exp2_lower(ctx, x, **_):

@@ -10,21 +10,36 @@ Each fusion becomes one function with the backend ABI (compiler_design.md):
 the caller may split that range across threads. The exported function loads the pointers
 and calls an `alwaysinline` body whose pointer arguments carry `noalias` where the buffer
 assignment allows it; inlining turns that into alias scopes, which is what lets LLVM
-vectorize the loops without runtime overlap checks.
+vectorize the loops without runtime overlap checks. An operand computed in place (its
+buffer is an output's) is read through the output's pointer.
+
+Loop nests (KernelBuilder.fusion):
+- pure elementwise fusions: one flat loop over [start * inner, stop * inner);
+- a reduce root keeping the input's minor dim (column sums): the output is initialized,
+  then accumulated with the minor dim innermost, so the input is read contiguously and the
+  accumulation vectorizes across output elements;
+- everything else: one loop per output dim, the minor (contiguous) one innermost.
 
 The ELEMENTAL emitter computes one element of any fusible instruction at a multi-index
 (`emit(instr, index)`), recursively: structural ops are index maps (broadcast drops dims,
-transpose permutes, slice is start + i*stride, ...), elementwise ops are scalar IR with
-XLA's semantics, a reduce is an inner loop applying its `to_apply` computation to scalars.
-Element values are memoized per (instruction, index) within one element computation, in
-scopes that follow the loop structure (a value computed inside a reduction loop is not
-reused after it).
+transpose permutes, reshape linearizes and delinearizes per group of dims, slice is
+start + i*stride, pad tests the grid, gather reads its start indices, ...), elementwise ops
+are scalar IR with XLA's semantics, a reduce is an inner loop applying its `to_apply`
+computation to scalars. Element values are memoized per (instruction, index) in scopes that
+follow the loop structure (a value computed inside a reduction loop is not reused after
+it). Reductions: float add/multiply combiners are marked `reassoc` and max/min use
+llvm.maximum/minimum, so LLVM vectorizes them; other combiners (argmax's variadic reduce,
+narrow floats) over the minor dim run LANES interleaved accumulators. Concatenate, pad and
+dynamic-update-slice select between cheap operands (vectorizable) but branch around
+expensive ones, so each operand element is computed at most once, as the fusion pass
+assumes.
 
 Registers: bool is i1 (i8 in memory); float16/bfloat16 live in float32 registers holding
 a value already rounded to the narrow type (every arithmetic result is rounded back,
 round-to-nearest-even, so results match per-op rounding); complex values are `Cx(re, im)`
 pairs of float/double. Transcendentals come from ember's math library (`mathlib.emit`),
-never from libm: a call in a loop would block vectorization.
+never from libm: a call in a loop would block vectorization (only float remainder, rare,
+lowers to fmod).
 """
 from __future__ import annotations
 
@@ -257,6 +272,45 @@ class ElementalEmitter(IRHelpers):
     self._i64_cache: dict[int, ir.Constant] = {}
     self.scopes: list[dict] = [{}]
     self.globals: dict[int, ir.GlobalVariable] = {}
+    self._expensive: dict[int, bool] = {}
+
+  # --- expensive operands: computed only where selected ---------------------------------
+  def expensive(self, instr: hlo.Instr) -> bool:
+    """Whether computing `instr` costs more than a few instructions (a transcendental,
+    reduce, gather or integer division somewhere below it, as the fusion pass's
+    `is_expensive`): concatenate/pad/dynamic-update-slice then branch to compute such an
+    operand only where it is selected, instead of selecting between computed values."""
+    hit = self._expensive.get(instr.id)
+    if hit is None:
+      op = instr.opcode
+      own = op in hlo.TRANSCENDENTAL or op in ("reduce", "gather", "remainder") or (
+          op == "divide" and kind(instr.dtype) in "iu")
+      hit = self._expensive[instr.id] = own or any(self.expensive(o) for o in instr.operands)
+    return hit
+
+  def choose(self, cond: ir.Value, then_fn: Callable, else_fn: Callable, lazy: bool):
+    """`then_fn() if cond else else_fn()`: a select of both values, or (`lazy`) branches
+    so only the chosen one is computed (each in its own memo scope)."""
+    if not lazy:
+      return _select_value(self, cond, then_fn(), else_fn())
+    b = self.b
+    results = []
+    with b.if_else(cond) as (then, otherwise):
+      for arm, fn in ((then, then_fn), (otherwise, else_fn)):
+        with arm:
+          self.push()
+          v = fn()
+          self.pop()
+          results.append((v, b.block))
+    (v1, b1), (v2, b2) = results
+    flat1, flat2 = _flatten_vals([v1]), _flatten_vals([v2])
+    merged = []
+    for a, c in zip(flat1, flat2):
+      phi = b.phi(a.type)
+      phi.add_incoming(a, b1)
+      phi.add_incoming(c, b2)
+      merged.append(phi)
+    return _unflatten_vals(merged, [v1])[0]
 
   # --- memoization scopes ---------------------------------------------------------------
   def push(self):
@@ -901,10 +955,13 @@ def _csqrt(em, instr, v):
               _part_dtype(t))
   zero = b.fcmp_ordered("==", s, ir.Constant(t, 0.0))
   q = b.fdiv(c, b.fmul(ir.Constant(t, 2.0), b.select(zero, ir.Constant(t, 1.0), s)))
-  q = b.select(zero, ir.Constant(t, 0.0), q)
+  q = b.select(zero, c, q)                      # sqrt(0 -+ 0i) = 0 -+ 0i (C99)
   pos = b.fcmp_ordered(">=", a, ir.Constant(t, 0.0))
-  return Cx(b.select(pos, s, fabs(q)),
-            b.select(pos, q, em.intrinsic(f"llvm.copysign.{float_suffix(t)}", t, [s, c])))
+  re = b.select(pos, s, fabs(q))
+  im = b.select(pos, q, em.intrinsic(f"llvm.copysign.{float_suffix(t)}", t, [s, c]))
+  inf = ir.Constant(t, float("inf"))
+  inf_im = b.fcmp_ordered("==", fabs(c), inf)   # sqrt(x +- inf i) = inf +- inf i (C99)
+  return Cx(b.select(inf_im, inf, re), b.select(inf_im, c, im))
 
 
 _COMPLEX_RULES: dict[str, Callable] = {
@@ -1094,7 +1151,8 @@ def _dynamic_update_slice(em, instr, idx):
     inside = b.and_(inside, b.and_(b.icmp_signed(">=", r, em.i64(0)),
                                    b.icmp_signed("<", r, em.i64(n))))
     uidx.append(em.clamp_idx(r, 0, n - 1))
-  return _select_value(em, inside, em.emit(upd, tuple(uidx)), base)
+  return em.choose(inside, lambda: em.emit(upd, tuple(uidx)), lambda: base,
+                   em.expensive(upd))
 
 
 def _select_value(em, cond, a, b_):
@@ -1105,20 +1163,32 @@ def _select_value(em, cond, a, b_):
 
 
 def _concatenate(em, instr, idx):
+  """The operand whose range holds idx[d]: a chain of selects over all operands (read at
+  clamped indices), or of branches where an operand is expensive to compute."""
   d = instr.attrs["dimension"]
   b = em.b
-  value, off = None, 0
+  parts, off = [], 0
   for op in instr.operands:
+    if op.shape.dims[d]:
+      parts.append((op, off))
+    off += op.shape.dims[d]
+
+  def value(k):   # operand k at idx, its index along d shifted and clamped into range
+    op, start = parts[k]
     n = op.shape.dims[d]
-    if n == 0:
-      continue
-    local = em.clamp_idx(b.sub(idx[d], em.i64(off)), 0, n - 1) if off else \
-        (em.clamp_idx(idx[d], 0, n - 1) if n < instr.shape.dims[d] else idx[d])
-    v = em.emit(op, idx[:d] + (local,) + idx[d + 1:])
-    value = v if value is None else _select_value(
-        em, b.icmp_signed(">=", idx[d], em.i64(off)), v, value)
-    off += n
-  return value
+    local = b.sub(idx[d], em.i64(start)) if start else idx[d]
+    if n < instr.shape.dims[d]:
+      local = em.clamp_idx(local, 0, n - 1)
+    return em.emit(op, idx[:d] + (local,) + idx[d + 1:])
+
+  def from_k(k):  # the value for operands k.. (idx[d] >= start of operand k)
+    if k == len(parts) - 1:
+      return value(k)
+    nxt = parts[k + 1][1]
+    lazy = any(em.expensive(op) for op, _ in parts[k:])
+    return em.choose(b.icmp_signed("<", idx[d], em.i64(nxt)), lambda: value(k),
+                     lambda: from_k(k + 1), lazy)
+  return from_k(0)
 
 
 def _pad(em, instr, idx):
@@ -1144,7 +1214,7 @@ def _pad(em, instr, idx):
       ok = b.and_(b.icmp_signed(">=", t, em.i64(0)), b.icmp_signed("<", t, em.i64(n)))
       src.append(em.clamp_idx(t, 0, n - 1))
     inside = b.and_(inside, ok)
-  return _select_value(em, inside, em.emit(op, tuple(src)), pv)
+  return em.choose(inside, lambda: em.emit(op, tuple(src)), lambda: pv, em.expensive(op))
 
 
 def _gather(em, instr, idx):
@@ -1374,13 +1444,18 @@ class KernelBuilder:
     bb = ir.IRBuilder(body.append_basic_block("entry"))
     return bb, list(body.args[:n_ptrs]), body.args[n_ptrs], body.args[n_ptrs + 1]
 
-  def fusion(self, name: str, comp: hlo.Computation, noalias: Sequence[bool]) -> KernelInfo:
-    """Emit the kernel of a fused computation (parameters = the fusion's operands)."""
+  def fusion(self, name: str, comp: hlo.Computation, noalias: Sequence[bool],
+             in_place: dict[int, int] | None = None) -> KernelInfo:
+    """Emit the kernel of a fused computation (parameters = the fusion's operands).
+    `in_place` maps operands that share an output's buffer to that output: they are read
+    through the output's pointer."""
     params = comp.params
     outs = fusion_outputs(comp)
     n_in = len(params)
     b, ptrs, start, stop = self._entry(name, n_in + len(outs), noalias)
     in_ptrs, out_ptrs = ptrs[:n_in], ptrs[n_in:]
+    in_ptrs = [out_ptrs[in_place[k]] if in_place and k in in_place else p
+               for k, p in enumerate(in_ptrs)]
     pshapes = [p.shape for p in params]
 
     def read_param(number, index):

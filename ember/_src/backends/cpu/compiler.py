@@ -69,15 +69,29 @@ def _overlap(a, b) -> bool:
   return a.index == b.index
 
 
-def _noalias(in_slots: list, out_slots: list) -> list[bool]:
-  """`noalias` is valid for a pointer whose memory no other pointer of the call touches
-  while one of them writes: inputs may share (they are only read), outputs may not overlap
-  anything else."""
-  flags = []
+def _in_place(in_slots: list, out_slots: list) -> dict[int, int]:
+  """Operands whose buffer IS an output's (the buffer assignment computes in place): the
+  kernel reads them through the output pointer, so LLVM sees one pointer read then written
+  at the same index (vectorizable) instead of two pointers that might overlap."""
+  same = {}
   for k, s in enumerate(in_slots):
-    flags.append(not any(_overlap(s, o) for o in out_slots))
+    for j, o in enumerate(out_slots):
+      if s.size and s.kind == o.kind and s.index == o.index and s.offset == o.offset:
+        same[k] = j
+  return same
+
+
+def _noalias(in_slots: list, out_slots: list, in_place: dict[int, int] | None = None
+             ) -> list[bool]:
+  """`noalias` is valid for a pointer whose memory no other used pointer of the call
+  touches while one of them writes: inputs may share (they are only read); outputs may not
+  overlap anything else. Inputs read through an output pointer (`in_place`) are unused."""
+  in_place = in_place or {}
+  used_in = [s for k, s in enumerate(in_slots) if k not in in_place]
+  flags = [k not in in_place and not any(_overlap(s, o) for o in out_slots)
+           for k, s in enumerate(in_slots)]
   for k, s in enumerate(out_slots):
-    others = in_slots + out_slots[:k] + out_slots[k + 1:]
+    others = used_in + out_slots[:k] + out_slots[k + 1:]
     flags.append(not any(_overlap(s, o) for o in others))
   return flags
 
@@ -141,6 +155,80 @@ def sort_num_keys(instr: hlo.Instr) -> int | None:
 
 
 # --------------------------------------------------------------------------------------
+# Thunks of the entry computation's instructions
+# --------------------------------------------------------------------------------------
+
+class _ThunkPlan:
+  """Walks the entry computation in schedule order: emits kernels into the LLVM module and
+  records, per instruction, a factory that builds its thunk once the symbols have
+  addresses (`pending`: callables taking `addr(symbol) -> int`)."""
+
+  def __init__(self, assignment, kernels: codegen.KernelBuilder):
+    self.assignment, self.kernels = assignment, kernels
+    self.pending: list = []
+
+  def slot(self, instr: hlo.Instr):
+    return self.assignment.slot(instr)
+
+  def add(self, instr: hlo.Instr) -> None:
+    op = instr.opcode
+    if op in _NO_CODE:
+      return
+    if op in ("fusion", "dot", "copy", "sort", "top-k", "scatter"):
+      getattr(self, op.replace("-", "_"))(instr)
+    elif op in _FUSIBLE:
+      self.fusion(instr, codegen.wrap_as_fusion(instr))
+    else:
+      raise CodegenError(f"ember's CPU backend cannot compile {op} (%{instr.name}) yet"
+                         + (f" (custom call target {instr.attrs.get('target')!r})"
+                            if op == "custom-call" else ""))
+
+  def fusion(self, instr: hlo.Instr, comp: hlo.Computation | None = None) -> None:
+    ins = [self.slot(o) for o in instr.operands]
+    if any(type(s) is tuple for s in ins):
+      raise CodegenError(f"fusion %{instr.name} has a tuple-shaped operand; the CPU "
+                         "backend expects array operands")
+    outs = _slots(self.assignment, instr)
+    same = _in_place(ins, outs)
+    info = self.kernels.fusion(instr.name, comp or instr.called[0],
+                               _noalias(ins, outs, same), same)
+    self.pending.append(lambda addr: ex.KernelThunk(info.name, addr(info.name), ins + outs,
+                                                    info.outer, info.splittable))
+
+  def dot(self, instr: hlo.Instr) -> None:
+    l, r = (self.slot(o) for o in instr.operands)
+    out = self.slot(instr)
+    self.pending.append(lambda addr: ex.DotThunk(instr, l, r, out))
+
+  def copy(self, instr: hlo.Instr) -> None:
+    src, dst = self.slot(instr.operands[0]), self.slot(instr)
+    self.pending.append(lambda addr: ex.CopyThunk(instr.name, src, dst, instr.shape))
+
+  def sort(self, instr: hlo.Instr) -> None:
+    ins = [self.slot(o) for o in instr.operands]
+    outs = _slots(self.assignment, instr)
+    nk = sort_num_keys(instr)
+    self.pending.append(lambda addr: ex.SortThunk(instr, ins, outs, nk))
+
+  def top_k(self, instr: hlo.Instr) -> None:
+    x = self.slot(instr.operands[0])
+    outs = _slots(self.assignment, instr)
+    self.pending.append(lambda addr: ex.TopKThunk(instr, x, outs))
+
+  def scatter(self, instr: hlo.Instr) -> None:
+    """The outputs start as copies of the operands (unless in place); the kernel then
+    read-modify-writes them from the indices and updates."""
+    ins = [self.slot(o) for o in instr.operands]
+    outs = _slots(self.assignment, instr)
+    n = len(outs)
+    info = self.kernels.scatter(instr.name, instr, _noalias(ins, outs))
+    copies = [(s, d, o.shape) for s, d, o in zip(ins[:n], outs, instr.operands[:n])]
+    self.pending.append(lambda addr: ex.ScatterThunk(
+        instr, ex.KernelThunk(info.name, addr(info.name), ins + outs, info.outer,
+                              info.splittable), copies))
+
+
+# --------------------------------------------------------------------------------------
 # compile_module
 # --------------------------------------------------------------------------------------
 
@@ -153,59 +241,14 @@ def compile_module(module: hlo.Module, assignment=None, flags=None) -> ex.Execut
     from ember._src.passes.buffer_assignment import assign_buffers
     assignment = assign_buffers(module)
   opt_level = getattr(flags, "opt_level", 3)
-  entry = module.entry
   llmod = ir.Module(name=module.name)
-  kb = codegen.KernelBuilder(llmod)
-  pending = []   # (thunk factory taking the symbol address lookup)
-
-  for instr in entry.instrs:
-    op = instr.opcode
-    if op in _NO_CODE:
-      continue
-    if op == "fusion" or (op in _FUSIBLE and op != "copy"):
-      comp = instr.called[0] if op == "fusion" else codegen.wrap_as_fusion(instr)
-      ins = [assignment.slot(o) for o in instr.operands]
-      if any(type(s) is tuple for s in ins):
-        raise CodegenError(f"fusion %{instr.name} has a tuple-shaped operand; the CPU "
-                           "backend expects array operands")
-      outs = _slots(assignment, instr)
-      info = kb.fusion(instr.name, comp, _noalias(ins, outs))
-      pending.append(lambda addr, info=info, slots=ins + outs:
-                     ex.KernelThunk(info.name, addr(info.name), slots, info.outer,
-                                    info.splittable))
-    elif op == "dot":
-      l, r = (assignment.slot(o) for o in instr.operands)
-      pending.append(lambda addr, i=instr, l=l, r=r: ex.DotThunk(i, l, r, assignment.slot(i)))
-    elif op == "copy":
-      src, dst = assignment.slot(instr.operands[0]), assignment.slot(instr)
-      pending.append(lambda addr, i=instr, s=src, d=dst: ex.CopyThunk(i.name, s, d, i.shape))
-    elif op == "sort":
-      ins = [assignment.slot(o) for o in instr.operands]
-      outs = _slots(assignment, instr)
-      nk = sort_num_keys(instr)
-      pending.append(lambda addr, i=instr, a=ins, b=outs, nk=nk: ex.SortThunk(i, a, b, nk))
-    elif op == "top-k":
-      x = assignment.slot(instr.operands[0])
-      outs = _slots(assignment, instr)
-      pending.append(lambda addr, i=instr, x=x, o=outs: ex.TopKThunk(i, x, o))
-    elif op == "scatter":
-      ins = [assignment.slot(o) for o in instr.operands]
-      outs = _slots(assignment, instr)
-      n = len(outs)
-      # the kernel reads indices/updates and read-modify-writes the outputs only
-      info = kb.scatter(instr.name, instr, _noalias(ins, outs))
-      copies = [(s, d, o.shape) for s, d, o in zip(ins[:n], outs, instr.operands[:n])]
-      pending.append(lambda addr, i=instr, info=info, slots=ins + outs, c=copies:
-                     ex.ScatterThunk(i, ex.KernelThunk(info.name, addr(info.name), slots,
-                                                       info.outer, info.splittable), c))
-    else:
-      raise CodegenError(f"ember's CPU backend cannot compile {op} (%{instr.name}) yet"
-                         + (f" (custom call target {instr.attrs.get('target')!r})"
-                            if op == "custom-call" else ""))
+  plan = _ThunkPlan(assignment, codegen.KernelBuilder(llmod))
+  for instr in module.entry.instrs:
+    plan.add(instr)
 
   ir_text = str(llmod)
   engine, addr, code_size, opt_ir = _jit(ir_text, opt_level)
-  thunks = [make(addr) for make in pending]
+  thunks = [make(addr) for make in plan.pending]
   exe = ex.Executable(module, assignment, thunks, engine, ir_text,
                       functools.partial(_assembly, opt_ir, opt_level), code_size,
                       optimized_ir=opt_ir)

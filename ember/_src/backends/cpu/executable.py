@@ -79,12 +79,10 @@ class Frame:
 
 
 class Thunk:
-  """One step of an executable."""
+  """One step of an executable: `run(frame)` reads and writes buffers of the frame.
+  `name` is its instruction's name (the profiler's label), `kind` says what it runs."""
   kind = "thunk"
   name: str
-
-  def run(self, frame: Frame) -> None:
-    raise NotImplementedError  # every subclass defines run
 
   def __repr__(self):
     return f"<{type(self).__name__} {self.name}>"
@@ -240,8 +238,7 @@ class Executable:
 
   Attributes: `thunks` (list, in run order), `llvm_ir` (the generated LLVM IR text),
   `llvm_ir_optimized`, `asm` (assembly, computed on first use), `code_size` (bytes of
-  machine code),
-  `param_shapes`, `output_shapes`, `assignment`."""
+  machine code), `param_shapes`, `output_shapes`, `output_slots`, `assignment`."""
 
   def __init__(self, module: hlo.Module, assignment, thunks: list[Thunk], engine,
                llvm_ir: str, asm_fn: Callable[[], str], code_size: int,

@@ -1,7 +1,8 @@
 """Fit the polynomial coefficients used by mathlib.py (needs mpmath; not imported by ember).
 
-Run `python -m ember._src.backends.cpu.mathlib_fit` (any Python with mpmath and numpy) and paste
-the printed `COEFFS` table into mathlib.py. Each approximation is written as
+Run `python3 ember/_src/backends/cpu/mathlib_fit.py [names...]` with any Python that has mpmath
+and numpy (a few minutes for all) and paste the printed `COEFFS` table between the BEGIN/END
+COEFFS markers at the end of mathlib.py. Each approximation is written as
 
     F(x) ~= A(x) + B(x) * P(u(x)),      P(u) = sum_k c_k u**k
 
@@ -73,19 +74,20 @@ def remez(target, basis, a, b, n_iter=40, grid=1500, tol=1e-3):
     return best
 
 
-def fit(F, A, B, u, a, b, deg, grid=1500):
-    target = lambda x: (F(x) - A(x)) / F(x)
-    basis = [(lambda k: lambda x: B(x) * u(x) ** k / F(x))(k) for k in range(deg + 1)]
+def fit(F, A, B, u, a, b, deg, rel=True, grid=1500):
+    w = (lambda x: 1 / F(x)) if rel else (lambda x: 1)
+    target = lambda x: (F(x) - A(x)) * w(x)
+    basis = [(lambda k: lambda x: B(x) * u(x) ** k * w(x))(k) for k in range(deg + 1)]
     return remez(target, basis, a, b, grid=grid)
 
 
-def rounded_error(F, A, B, u, a, b, c, grid=3000):
-    """Max relative error of A + B*P(u) with coefficients c (exact arithmetic), on a grid."""
+def rounded_error(F, A, B, u, a, b, c, rel=True, grid=3000):
+    """Max relative (or absolute) error of A + B*P(u) with coefficients c, on a grid."""
     worst = mp.mpf(0)
     for i in range(grid):
         x = a + (b - a) * mp.mpf(i + 0.5) / grid
         p = mp.fsum(mp.mpf(ck) * u(x) ** k for k, ck in enumerate(c))
-        worst = max(worst, abs((A(x) + B(x) * p - F(x)) / F(x)))
+        worst = max(worst, abs((A(x) + B(x) * p - F(x)) / (F(x) if rel else 1)))
     return worst
 
 
@@ -108,8 +110,12 @@ def _erfinv_s(s):                      # same as a function of s = sqrt(w)
     return _erfinv_w(s * s)
 
 
-def _lgamma2(f):                       # lgamma(2 + f) / f
-    return mp.loggamma(2 + f) / f if abs(f) > DELTA else 1 - mp.euler
+def _lgamma12(x):                      # lgamma(x) / ((x - 1)(x - 2)): removable zeros at 1, 2
+    if abs(x - 1) < DELTA:
+        return +mp.euler
+    if abs(x - 2) < DELTA:
+        return 1 - mp.euler
+    return mp.loggamma(x) / ((x - 1) * (x - 2))
 
 
 def _digamma1(u):                      # digamma(1 + u) / (u - (x0 - 1))
@@ -127,13 +133,9 @@ def _digamma_asym(v):                  # (log x - 1/(2x) - digamma(x)) / v, v = 
     return (mp.log(x) - 1 / (2 * x) - mp.digamma(x)) / v
 
 
-def _erfcx_tail(v):                    # x * erfcx(x), v = 1/x^2
-    x = 1 / mp.sqrt(v)
-    return x * mp.exp(x * x) * mp.erfc(x)
-
-
-def _erfcx(x):
-    return mp.exp(x * x) * mp.erfc(x)
+def _erfc_log(t):                     # log(erfc(z)/t) + z^2 as a function of t = 2/(2+z)
+    z = 2 / t - 2
+    return mp.log(mp.erfc(z) / t) + z * z
 
 
 LN2H = mp.log(2) / 2
@@ -143,8 +145,8 @@ SPECS = {
               {32: 4, 64: 9}),
     "log": (lambda s: 2 * mp.atanh(s), lambda s: 2 * s, cube, sq, DELTA, mp.mpf("0.1716"),
             {32: 2, 64: 6}),
-    "sin": (mp.sin, ident, cube, sq, DELTA, mp.pi / 4 * 1.001, {32: 2, 64: 5}),
-    "cos": (mp.cos, lambda x: 1 - x * x / 2, lambda x: x ** 4, sq, DELTA, mp.pi / 4 * 1.001,
+    "sin": (mp.sin, ident, cube, sq, DELTA, mp.mpf("0.79"), {32: 2, 64: 5}),
+    "cos": (mp.cos, lambda x: 1 - x * x / 2, lambda x: x ** 4, sq, DELTA, mp.mpf("0.79"),
             {32: 2, 64: 5}),
     "atan": (mp.atan, ident, cube, sq, DELTA, mp.mpf("0.41422"), {32: 4, 64: 10}),
     "asin": (mp.asin, ident, cube, sq, DELTA, mp.mpf("0.5000001"), {32: 5, 64: 12}),
@@ -152,22 +154,25 @@ SPECS = {
     "sinh": (mp.sinh, ident, cube, sq, DELTA, mp.mpf(1), {32: 3, 64: 6}),
     "logpow": (lambda s: 2 * mp.atanh(s), lambda s: 2 * s + 2 * s ** 3 / 3, lambda s: s ** 5, sq,
                DELTA, mp.mpf("0.1716"), {64: 6}),
-    "stirling": (_stirling, zero, one, ident, DELTA, mp.mpf(1) / 64, {32: 2, 64: 7}),
-    "digamma_asym": (_digamma_asym, zero, one, ident, DELTA, mp.mpf(1) / 64, {32: 3, 64: 8}),
-    # erfc(x) = exp(-x^2) * erfcx(x): a polynomial in x near 0.5..1, then in v = 1/x^2 (the
-    # asymptotic variable: x*erfcx(x) is smooth in v, so few pieces cover [1, inf)).
-    "erfcx": [(_erfcx, zero, one, shift(0.75), 0.5, 1, {32: 7, 64: 13})]
-    + [(_erfcx_tail, zero, one, shift((lo + hi) / 2), lo, hi, {32: 7, 64: 15})
-       for lo, hi in ((mp.mpf(1) / 4, 1), (mp.mpf(1) / 16, mp.mpf(1) / 4), (DELTA, mp.mpf(1) / 16))],
-    "erfinv": [(_erfinv_w, zero, one, shift(2.5), DELTA, 5, {32: 11, 64: 11}),
-               (_erfinv_s, zero, one, shift(3), mp.sqrt(5), 4.1, {32: 11, 64: 11}),
-               (_erfinv_s, zero, one, shift(5), 4.1, 6.1, {32: 9, 64: 9})],
-    "lgamma": [(_lgamma2, zero, one, shift(-0.125), -0.5, 0.25, {32: 7, 64: 16}),
-               (_lgamma2, zero, one, shift(0.625), 0.25, 1.0, {32: 7, 64: 16})],
-    "digamma1": [(_digamma1, zero, one, shift(0.25), 0, 0.5, {32: 7, 64: 16}),
-                 (_digamma1, zero, one, shift(0.75), 0.5, 1.0, {32: 7, 64: 16})],
-    "digamma2": [(lambda u: mp.digamma(2 + u), zero, one, shift(0.25), 0, 0.5, {32: 7, 64: 15}),
-                 (lambda u: mp.digamma(2 + u), zero, one, shift(0.75), 0.5, 1.0, {32: 7, 64: 15})],
+    "stirling": (_stirling, zero, one, ident, DELTA, mp.mpf(1) / 64, {64: 7}),
+    "digamma_asym": (_digamma_asym, zero, one, ident, DELTA, mp.mpf(1) / 64, {64: 8}),
+    # erfc(z) = t * exp(-z^2 + P(t)), t = 2/(2+z), z >= 0.5: one piece; P's absolute error is the
+    # relative error of erfc (marked by rel=False, the 8th field).
+    "erfc": (_erfc_log, zero, one, shift(0.434), mp.mpf("0.0683"), mp.mpf(0.8), {64: 24}, False),
+    # float32 erfc is evaluated in double arithmetic: the float32 degree, double coefficients.
+    "erfc32": (_erfc_log, zero, one, shift(0.434), mp.mpf("0.0683"), mp.mpf(0.8), {64: 10},
+               False),
+    # erfinv's initial approximation (~2**-30; float32 evaluates it in double, float64 adds a
+    # Halley step), in Giles' variables w = -log(1 - y^2) and sqrt(w).
+    "erfinv": [(_erfinv_w, zero, one, shift(2.5), DELTA, 5, {64: 11}),
+               (_erfinv_s, zero, one, shift(3), mp.sqrt(5), 4.1, {64: 11}),
+               (_erfinv_s, zero, one, shift(5), 4.1, 6.1, {64: 9})],
+    "lgamma": [(_lgamma12, zero, one, shift(c), lo, hi, {64: 18})
+               for lo, hi, c in ((0.75, 1.25, 1.0), (1.25, 2.0, 1.625), (2.0, 3.0, 2.5))],
+    "digamma1": [(_digamma1, zero, one, shift(0.25), 0, 0.5, {64: 16}),
+                 (_digamma1, zero, one, shift(0.75), 0.5, 1.0, {64: 16})],
+    "digamma2": [(lambda u: mp.digamma(2 + u), zero, one, shift(0.25), 0, 0.5, {64: 15}),
+                 (lambda u: mp.digamma(2 + u), zero, one, shift(0.75), 0.5, 1.0, {64: 15})],
 }
 
 
@@ -183,13 +188,14 @@ def run(names=None, bits_list=(32, 64)):
             continue
         pieces = spec if isinstance(spec, list) else [spec]
         for bits in bits_list:
-            if bits not in pieces[0][-1]:
+            if bits not in pieces[0][6]:
                 continue
             rows = []
-            for F, A, B, u, a, b, degs in pieces:
-                c, e = fit(F, A, B, u, mp.mpf(a), mp.mpf(b), degs[bits])
+            for F, A, B, u, a, b, degs, *rel in pieces:
+                rel = rel[0] if rel else True
+                c, e = fit(F, A, B, u, mp.mpf(a), mp.mpf(b), degs[bits], rel)
                 cr = _round(c, bits)
-                er = rounded_error(F, A, B, u, mp.mpf(a), mp.mpf(b), cr)
+                er = rounded_error(F, A, B, u, mp.mpf(a), mp.mpf(b), cr, rel)
                 p = 24 if bits == 32 else 53
                 print(f"# {name} f{bits} deg {degs[bits]} on [{float(a):.4g}, {float(b):.4g}]: "
                       f"minimax 2^{float(mp.log(e, 2)):.1f}, rounded {float(er * 2 ** p):.3g} ulp",
@@ -199,9 +205,34 @@ def run(names=None, bits_list=(32, 64)):
     return out
 
 
+def _wrap(cs, indent, first, last):
+    out, cur = [], indent + first
+    for i, c in enumerate(cs):
+        piece = repr(c) + (", " if i < len(cs) - 1 else last)
+        if len(cur) + len(piece.rstrip()) > 99:
+            out.append(cur.rstrip())
+            cur = indent + " " * len(first)
+        cur += piece
+    out.append(cur.rstrip())
+    return out
+
+
+def format_table(table):
+    """The COEFFS literal as mathlib.py holds it (keys sorted, lines <= 99 columns)."""
+    lines = ["COEFFS = {"]
+    for key in sorted(table):
+        v = table[key]
+        if isinstance(v, list):
+            lines.append(f"    {key!r}: [")
+            for row in v:
+                lines += _wrap(row, "        ", "(", "),")
+            lines.append("    ],")
+        else:
+            lines.append(f"    {key!r}: (")
+            lines += _wrap(v, "        ", "", ",")
+            lines.append("    ),")
+    return "\n".join(lines + ["}"])
+
+
 if __name__ == "__main__":
-    table = run(sys.argv[1:] or None)
-    print("COEFFS = {")
-    for (name, bits), rows in table.items():
-        print(f"    ({name!r}, {bits}): {rows!r},")
-    print("}")
+    print(format_table(run(sys.argv[1:] or None)))
