@@ -8,7 +8,8 @@ from ember._src.numpy import array_methods as _array_methods  # noqa: F401
 from ember._src.runtime.array import (  # noqa: F401
     Array, block_until_ready, default_backend, device_get, device_put, devices)
 from ember._src.core import named_scope  # noqa: F401
-from ember._src.jit import jit, make_jaxpr  # noqa: F401
+from ember._src.jit import clear_caches, jit, make_jaxpr  # noqa: F401
+from ember._src.cache_miss import log_compiles  # noqa: F401
 from ember._src.api_util import ShapeDtypeStruct, eval_shape  # noqa: F401
 from ember import dtypes, errors, extend, lax, numpy, tree, tree_util  # noqa: F401
 

@@ -30,6 +30,28 @@ class Config:
       "ember_jit_backend": lambda: os.environ.get("EMBER_JIT_BACKEND", "cpu"),
       # ember: run the reference interpreter beside every compiled call and compare
       "ember_check_compiled": lambda: _env_bool("EMBER_CHECK_COMPILED", False),
+      # jitted calls return at once and run on the device's executor thread, in call order
+      "jax_cpu_enable_async_dispatch": lambda: _env_bool("JAX_CPU_ENABLE_ASYNC_DISPATCH", True),
+      # persistent compilation cache (ember/_src/persistent_cache.py); None = off
+      "jax_compilation_cache_dir": lambda: (os.environ.get("EMBER_COMPILATION_CACHE_DIR")
+                                            or os.environ.get("JAX_COMPILATION_CACHE_DIR")),
+      "jax_enable_compilation_cache": lambda: _env_bool("JAX_ENABLE_COMPILATION_CACHE", True),
+      "jax_persistent_cache_min_compile_time_secs": lambda: float(
+          os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", 1.0)),
+      # 0: no minimum (JAX lets the filesystem override 0; ember has no override); -1: none
+      "jax_persistent_cache_min_entry_size_bytes": lambda: int(
+          os.environ.get("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", 0)),
+      # JAX's cap on the directory's size in bytes: -1 = ember's cap below, 0 = cache off
+      "jax_compilation_cache_max_size": lambda: int(
+          os.environ.get("JAX_COMPILATION_CACHE_MAX_SIZE", -1)),
+      # whether source locations (metadata) are part of the key: False = moving a function
+      # to another line keeps its entry
+      "jax_compilation_cache_include_metadata_in_key": lambda: _env_bool(
+          "JAX_COMPILATION_CACHE_INCLUDE_METADATA_IN_KEY", False),
+      # ember: total size the cache directory may reach when jax_compilation_cache_max_size
+      # is -1; least recently used entries go first. -1 = no cap
+      "ember_persistent_cache_max_size_bytes": lambda: int(
+          os.environ.get("EMBER_PERSISTENT_CACHE_MAX_SIZE_BYTES", 1 << 30)),
   }
 
   def __init__(self):

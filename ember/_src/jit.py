@@ -1,21 +1,30 @@
 """jit and make_jaxpr: stage a Python function into a jaxpr.
 
 `jit` is a higher-order primitive: inside a trace, calling a jitted function stages ONE
-`jit` equation that carries the function's sub-jaxpr (`params["name"]` is its name). At
-the top level, a call traces the function and runs its jaxpr through `jit_p.eval_rule`,
-the reference interpreter. The compiler replaces that rule with compiled code; nothing
-else here needs to change.
+`jit` equation that carries the function's sub-jaxpr (`params["name"]` is its name).
+
+At the top level, a call looks its signature up (a `CacheKey`) in the cache of the
+underlying function (shared by every `jit(f)` of the same `f`); a miss traces (and explains
+itself under `jax_explain_cache_misses`), and the first top-level run of an entry lowers
+and compiles it (logged under `jax_log_compiles`: one `Compiling jit(...)` record per real
+compilation). A hit does only: flatten, build the key, look up, dispatch. Donated Array
+arguments are deleted once the call is dispatched.
 """
 from __future__ import annotations
 
 import functools
 import inspect
+import threading
+import weakref
 from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
 
 from ember._src import core, tree_util
 from ember._src.config import config
 from ember._src.stages import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
+from ember._src.runtime.array import Array
 
 # --- the jit primitive --------------------------------------------------------------------
 
@@ -23,12 +32,12 @@ jit_p = core.Primitive("jit", multiple_results=True)
 jit_p.abstract_eval = lambda *avals, jaxpr, **_: jaxpr.out_avals
 
 
-def _jit_eval(*args, jaxpr: Jaxpr, name: str, **_):
+def _jit_eval(*args, jaxpr: Jaxpr, name: str, donated_invars=(), **_):
   """A top-level jitted call: compile the jaxpr once (cached per jaxpr) and run it."""
   if config.read("jax_disable_jit") or config.read("ember_jit_backend") == "interpreter":
     return core.eval_jaxpr(jaxpr, jaxpr.consts, *args)
   from ember._src.stages import compiled_for_jaxpr
-  return compiled_for_jaxpr(jaxpr, name).run(args)
+  return compiled_for_jaxpr(jaxpr, name, donated=donated_invars).run(args)
 
 
 jit_p.eval_rule = _jit_eval
@@ -157,12 +166,95 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
 
 # --- jit ------------------------------------------------------------------------------------
 
-class TraceKey(NamedTuple):
-  """What a traced jaxpr depends on (the full signature cache comes with the runtime)."""
-  in_tree: Any
-  in_avals: tuple
-  statics: tuple
-  x64: bool
+class CacheKey(NamedTuple):
+  """Everything a traced (and compiled) call signature depends on."""
+  fun: int                 # id of the underlying function (the cache is also keyed by it)
+  in_tree: Any             # pytree structure of (dynamic args, dynamic kwargs)
+  in_avals: tuple          # one (shape, dtype, weak_type) per dynamic leaf
+  statics: tuple           # ((position or name, value), ...) of static arguments
+  donate: tuple            # (donate_argnums, donate_argnames, keep_unused, inline)
+  trace_config: tuple      # config values that change what tracing produces
+
+
+TraceKey = CacheKey  # the old name
+
+_TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision")
+
+
+class _Entry:
+  """One cache entry: the staged signature, its compiled computation once a top-level call
+  needed it, which flat leaves are donated, and the leaves' names (miss explanations)."""
+  __slots__ = ("staged", "compiled", "donated_leaves", "leaf_names")
+
+  def __init__(self, staged, donated_leaves, leaf_names):
+    self.staged, self.compiled = staged, None
+    self.donated_leaves, self.leaf_names = donated_leaves, leaf_names
+
+
+# The signature cache, keyed by the underlying function (weakly where it can be), so that
+# `jit(f)` re-created in a loop hits the entries of earlier `jit(f)` wrappers.
+_caches: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
+_strong_caches: dict = {}   # functions that cannot be weakly referenced
+# Tracing uses global state (the trace stack): one thread traces and compiles at a time.
+_lock = threading.RLock()
+
+
+def _cache_for(fun) -> dict:
+  with _lock:
+    try:
+      return _caches.setdefault(fun, {})
+    except TypeError:  # not weakly referenceable (or unhashable)
+      return _strong_caches.setdefault(id(fun), (fun, {}))[1]
+
+
+def clear_caches() -> None:
+  """Forget every traced and compiled jit signature (`jax.clear_caches`)."""
+  from ember._src import cache_miss, stages
+  with _lock:
+    for c in list(_caches.values()):
+      c.clear()
+    for _, c in _strong_caches.values():
+      c.clear()
+    stages._executables.clear()
+    stages._compiled_by_jaxpr.clear()
+    cache_miss._seen_locations.clear()
+
+
+def _donated_leaves(args, kwargs, donate_argnums, donate_argnames, static_argnums) -> tuple:
+  """Indices of the flat dynamic leaves that belong to donated arguments."""
+  if not donate_argnums and not donate_argnames:
+    return ()
+  n = len(args)
+  snums = {i % n for i in static_argnums if -n <= i < n}
+  dnums = {i % n for i in donate_argnums if -n <= i < n}
+  flags = [tree_util.tree_map(lambda _: i in dnums, a) for i, a in enumerate(args)
+           if i not in snums]
+  kw = {k: tree_util.tree_map(lambda _: k in donate_argnames, v) for k, v in kwargs.items()}
+  leaves = tree_util.tree_leaves((flags, kw))
+  return tuple(i for i, d in enumerate(leaves) if d)
+
+
+def _compile(entry: _Entry) -> Any:
+  """Lower and compile a cache entry (a real compilation: logged)."""
+  from ember._src import stages
+  from ember._src.cache_miss import log, log_enabled, timed
+  from ember._src.lower import lower_jaxpr
+  staged = entry.staged
+  name = staged.name
+  n_consts = len(staged.consts)
+  if log_enabled("jax_log_compiles"):
+    avals = tuple(v.aval for v in staged.jaxpr.invars[n_consts:])
+    log("jax_log_compiles", "Compiling jit(%s) with global shapes and types %r. Argument "
+        "mapping: %s.", name, avals, "(" + "UnspecifiedValue, " * (len(avals) - 1)
+        + ("UnspecifiedValue,)" if len(avals) == 1 else "UnspecifiedValue)" if avals else ")"))
+  with timed("jax_log_compiles", "Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec",
+             name):
+    module = stages.lower_staged(staged)
+  with timed("jax_log_compiles", "Finished XLA compilation of jit(%s) in %.9f sec", name):
+    comp = stages.compile_module(module, staged.jaxpr.out_avals)
+  stages._compiled_by_jaxpr[staged.jaxpr] = comp
+  entry.compiled = comp
+  return comp
 
 
 class JitWrapped:
@@ -174,39 +266,69 @@ class JitWrapped:
       raise TypeError(f"jit expects a callable, got {type(fun).__name__}: {fun!r}")
     self.fun = fun
     self.static_argnums, self.static_argnames = _normalize_static(fun, static_argnums, static_argnames)
-    self.donate_argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums or ())
-    self.donate_argnames = (donate_argnames,) if isinstance(donate_argnames, str) else tuple(donate_argnames or ())
+    self.donate_argnums, self.donate_argnames = _normalize_static(fun, donate_argnums, donate_argnames)
+    overlap = set(self.donate_argnames) & set(self.static_argnames)
+    if overlap:
+      raise ValueError(f"jit: arguments {sorted(overlap)} of {getattr(fun, '__name__', fun)} "
+                       "are both static and donated; static arguments cannot be donated.")
     self.keep_unused, self.inline = keep_unused, inline
-    self._cache: dict[TraceKey, Staged] = {}
-    self.__name__ = getattr(fun, "__name__", type(fun).__name__)
+    self._donate = (self.donate_argnums, self.donate_argnames, keep_unused, inline)
+    self._cache: dict[CacheKey, _Entry] = _cache_for(fun)
     functools.update_wrapper(self, fun)
+    self.__name__ = _fun_name(fun)
 
   def __get__(self, obj, objtype=None):
     if obj is None:
       return self
     return functools.partial(self, obj)
 
-  def _staged(self, args, kwargs) -> tuple[Staged, list]:
-    """The staged signature of this call and its flat dynamic arguments, reusing an
-    earlier trace of the same signature when its constants are concrete."""
-    dyn_args, dyn_kwargs, statics = _split_static(args, kwargs, self.static_argnums,
-                                                  self.static_argnames)
-    _check_hashable(statics, self.__name__)
-    leaves, in_tree = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-    key = TraceKey(in_tree, tuple(core.get_aval(x) for x in leaves), statics,
-                   config.values()["jax_enable_x64"])
-    staged = self._cache.get(key)
-    if staged is not None:
-      return staged, leaves
-    closed, out_tree, leaves, _ = _trace_flat(self.fun, args, kwargs, self.static_argnums,
-                                              self.static_argnames, "jit")
+  def _cache_size(self) -> int:
+    """How many signatures of the underlying function are cached."""
+    return len(self._cache)
+
+  def _lookup(self, args, kwargs) -> tuple[_Entry, list]:
+    """The cache entry of this call's signature (tracing on a miss) and its flat leaves."""
+    if self.static_argnums or self.static_argnames:
+      dyn_args, dyn_kwargs, statics = _split_static(args, kwargs, self.static_argnums,
+                                                    self.static_argnames)
+      _check_hashable(statics, self.__name__)
+    else:
+      dyn_args, dyn_kwargs, statics = args, kwargs, ()
+    leaves, in_tree = _flatten_args(dyn_args, dyn_kwargs)
+    cv = config._values
+    key = CacheKey(id(self.fun), in_tree, tuple(map(_leaf_type, leaves)), statics,
+                   self._donate, tuple(cv[k] for k in _TRACE_CONFIG))
+    entry = self._cache.get(key)
+    if entry is None:
+      with _lock:
+        entry = self._cache.get(key)
+        if entry is None:
+          entry = self._miss(key, args, kwargs, leaves)
+    return entry, leaves
+
+  def _miss(self, key, args, kwargs, leaves) -> _Entry:
+    from ember._src.cache_miss import explain_miss, timed
+    if config._values["jax_explain_cache_misses"]:
+      explain_miss(self.fun, self.__name__, key, self._cache)
+    with timed("jax_log_compiles", "Finished tracing %s for jit in %.9f sec", self.__name__):
+      closed, out_tree, leaves, _ = _trace_flat(self.fun, args, kwargs, self.static_argnums,
+                                                self.static_argnames, "jit")
     jaxpr, consts = core.hoist_consts(closed)
     names = closed.debug_info.arg_names if closed.debug_info else None
     arg_names = ("const",) * len(consts) + tuple(names or ("arg",) * len(leaves))
-    staged = Staged(jaxpr, consts, in_tree, out_tree, self.__name__, arg_names, closed)
+    donated_leaves = _donated_leaves(args, kwargs, self.donate_argnums, self.donate_argnames,
+                                     self.static_argnums)
+    donated = tuple(i - len(consts) in donated_leaves for i in range(len(jaxpr.invars)))
+    staged = Staged(jaxpr, consts, key.in_tree, out_tree, self.__name__, arg_names, closed,
+                    donated)
+    entry = _Entry(staged, donated_leaves, names)
     if not any(isinstance(c, core.Tracer) for c in consts):
-      self._cache[key] = staged
-    return staged, leaves
+      self._cache[key] = entry
+    return entry
+
+  def _staged(self, args, kwargs) -> tuple[Staged, list]:
+    entry, leaves = self._lookup(args, kwargs)
+    return entry.staged, leaves
 
   def trace(self, *args, **kwargs) -> Traced:
     return Traced(self._staged(args, kwargs)[0])
@@ -218,16 +340,114 @@ class JitWrapped:
     return self.trace(*args, **kwargs).out_info
 
   def __call__(self, *args, **kwargs):
-    if config.read("jax_disable_jit"):
+    cv = config._values
+    if cv["jax_disable_jit"]:
       return self.fun(*args, **kwargs)
-    staged, leaves = self._staged(args, kwargs)
-    donated = (False,) * len(staged.jaxpr.invars)
+    entry, leaves = self._lookup(args, kwargs)
+    if cv["ember_jit_backend"] == "cpu" and _top_level(leaves):
+      # the fast path: run the compiled computation directly
+      staged = entry.staged
+      if entry.donated_leaves:
+        leaves = _copy_donated_numpy(leaves, entry.donated_leaves)
+      comp = entry.compiled or _compile_locked(entry)
+      outs = comp.run([*staged.consts, *leaves] if staged.consts else leaves)
+      for i in entry.donated_leaves:  # dispatched (the executor holds their buffers): gone
+        if type(leaves[i]) is Array:
+          leaves[i].delete()
+      return staged.out_tree.unflatten(outs)
+    staged = entry.staged
     outs = jit_p.bind(*staged.consts, *leaves, jaxpr=staged.jaxpr, name=self.__name__,
-                      donated_invars=donated, inline=self.inline, keep_unused=self.keep_unused)
+                      donated_invars=staged.donated, inline=self.inline,
+                      keep_unused=self.keep_unused)
     return staged.out_tree.unflatten(outs)
 
   def __repr__(self):
     return f"<ember.jit({self.__name__})>"
+
+
+_LEAF_TYPES = {Array, np.ndarray, float, int, bool, complex}
+_trees_by_shape: dict = {}   # _structure(...) of arguments -> their PyTreeDef
+
+
+class _NotPlain(Exception):
+  pass
+
+
+def _structure(x, leaves: list):
+  """A hashable description of a pytree of plain tuples, lists, dicts and arrays (appending
+  its leaves in tree_util's order); _NotPlain for anything else. Equal descriptions mean
+  equal PyTreeDefs, so the fast path never builds one."""
+  t = type(x)
+  if t in _LEAF_TYPES:
+    leaves.append(x)
+    return 0
+  if t is tuple or t is list:
+    return (t is tuple, tuple([_structure(c, leaves) for c in x]))
+  if t is dict:
+    try:
+      keys = sorted(x)
+    except TypeError:
+      raise _NotPlain from None
+    return (tuple(keys), tuple([_structure(x[k], leaves) for k in keys]))
+  raise _NotPlain
+
+
+def _flatten_args(args, kwargs) -> tuple[list, Any]:
+  """tree_flatten((args, kwargs)), with the PyTreeDef of plain containers cached."""
+  leaves: list = []
+  try:
+    shape = _structure((args, kwargs), leaves)
+  except _NotPlain:
+    return tree_util.tree_flatten((args, kwargs))
+  in_tree = _trees_by_shape.get(shape)
+  if in_tree is None:
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    _trees_by_shape[shape] = in_tree
+  return leaves, in_tree
+
+
+def _leaf_type(x) -> tuple:
+  """(shape, dtype, weak_type) of an argument leaf, an Array's read without building an aval."""
+  if type(x) is Array:  # known without waiting for a pending (asynchronous) result
+    return x._shape, x._dtype, x._weak_type
+  a = core.get_aval(x)
+  return a.shape, a.dtype, a.weak_type
+
+
+def _fun_name(fun) -> str:
+  """JAX's name for a jitted function: a functools.partial is named after what it wraps."""
+  while isinstance(fun, functools.partial):
+    fun = fun.func
+  return getattr(fun, "__name__", type(fun).__name__)
+
+
+def _top_level(leaves) -> bool:
+  """Whether this call runs now (no trace active, no tracer among the arguments). Another
+  thread's trace makes the (global) trace stack look busy: wait for it."""
+  if not core.cur_level_is_eval():
+    with _lock:  # re-entrant: this thread's own trace passes straight through
+      if not core.cur_level_is_eval():
+        return False
+  for x in leaves:
+    if isinstance(x, core.Tracer):
+      return False
+    if type(x) is Array and x._deleted:
+      x._check_alive()
+  return True
+
+
+def _copy_donated_numpy(leaves, donated) -> list:
+  """A donated NumPy argument is copied: the executable may write an output into it."""
+  leaves = list(leaves)
+  for i in donated:
+    if isinstance(leaves[i], np.ndarray):
+      leaves[i] = leaves[i].copy()
+  return leaves
+
+
+def _compile_locked(entry: _Entry):
+  with _lock:
+    return entry.compiled or _compile(entry)
 
 
 def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),

@@ -28,6 +28,7 @@ class Staged(NamedTuple):
   name: str
   arg_names: tuple           # one per invar of `jaxpr` (consts first)
   closed_jaxpr: core.Jaxpr   # the jaxpr as traced, consts still closed over (Traced.jaxpr)
+  donated: tuple = ()        # per invar of `jaxpr`: donated (its buffer may hold an output)
 
 
 class Traced:
@@ -58,7 +59,7 @@ class Traced:
 def lower_staged(staged: Staged) -> hlo.Module:
   from ember._src.lower import lower_jaxpr
   return lower_jaxpr(staged.jaxpr, staged.name, arg_names=staged.arg_names,
-                     result_names=_result_names(staged.out_tree))
+                     result_names=_result_names(staged.out_tree), donated=staged.donated)
 
 
 def _result_names(out_tree) -> list[str]:
@@ -115,18 +116,27 @@ class CompiledComputation:
     return self._text
 
   def run(self, args: Sequence) -> list:
-    from ember._src.runtime.array import Array
+    """Dispatch the executable on `args` (asynchronous dispatch: see runtime/executor.py);
+    arguments that are pending Arrays are resolved on the executor thread."""
+    from ember._src.runtime import executor
     in_avals = [p.shape for p in self.module.entry.params]
-    np_args = [_contiguous(core.to_numpy(a)) for a in args]
-    for i, (x, s) in enumerate(zip(np_args, in_avals)):
+    host_args = [executor.host_arg(a, _to_host) for a in args]
+    for i, (x, s) in enumerate(zip(host_args, in_avals)):
       if x.dtype != s.dtype or x.shape != tuple(s.dims):
         raise TypeError(f"argument {i} of {self.module.name} has type "
                         f"{x.dtype.name}{list(x.shape)}, but it was compiled for "
                         f"{np.dtype(s.dtype).name}{list(s.dims)}")
-    outs = self.executable.execute(np_args)
-    if config.read("ember_check_compiled"):
-      check_against_reference(self, np_args, outs)
-    return [Array(o, weak_type=a.weak_type) for o, a in zip(outs, self.out_avals)]
+    if config.read("ember_check_compiled"):  # checked mode reports a mismatch at the call
+      def checked(np_args):
+        outs = self.executable.execute(np_args)
+        check_against_reference(self, np_args, outs)
+        return outs
+      return executor.dispatch(checked, host_args, self.out_avals, sync=True)
+    return executor.dispatch(self.executable.execute, host_args, self.out_avals)
+
+
+def _to_host(a) -> np.ndarray:
+  return _contiguous(core.to_numpy(a))
 
 
 def _contiguous(x: np.ndarray) -> np.ndarray:
@@ -136,17 +146,20 @@ def _contiguous(x: np.ndarray) -> np.ndarray:
 
 def compile_module(module: hlo.Module, out_avals) -> CompiledComputation:
   """Optimize `module` (in place) and generate its native code."""
+  import time
   from ember._src import flags as flags_mod
-  from ember._src.backends.cpu.compiler import compile_module as codegen
+  from ember._src import persistent_cache
   from ember._src.passes.buffer_assignment import assign_buffers
   from ember._src.passes.pipeline import optimize
+  started = time.perf_counter()
   flags = flags_mod.get()
   module = optimize(module, flags)
   assignment = assign_buffers(module)
   key = None if flags.dump_to else (structural_key(module), flags)
   executable = _executables.get(key) if key else None
   if executable is None:
-    executable = codegen(module, assignment, flags)
+    # native code from the persistent cache directory when one is set, else codegen
+    executable = persistent_cache.compile_or_load(module, assignment, flags, started)
     if key:
       _executables[key] = executable
   return CompiledComputation(module, executable, assignment, out_avals)
@@ -196,11 +209,12 @@ _compiled_by_jaxpr: "weakref.WeakKeyDictionary[core.Jaxpr, CompiledComputation]"
     weakref.WeakKeyDictionary()
 
 
-def compiled_for_jaxpr(jaxpr: core.Jaxpr, name: str, arg_names=None) -> CompiledComputation:
+def compiled_for_jaxpr(jaxpr: core.Jaxpr, name: str, arg_names=None,
+                       donated=()) -> CompiledComputation:
   comp = _compiled_by_jaxpr.get(jaxpr)
   if comp is None:
     from ember._src.lower import lower_jaxpr
-    module = lower_jaxpr(jaxpr, name, arg_names=arg_names)
+    module = lower_jaxpr(jaxpr, name, arg_names=arg_names, donated=donated)
     comp = _compiled_by_jaxpr[jaxpr] = compile_module(module, jaxpr.out_avals)
   return comp
 

@@ -5,6 +5,7 @@ tracers and attached by `ember._src.numpy.array_methods`.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -73,31 +74,66 @@ class Format(NamedTuple):
 
 
 class Array:
-  """An immutable n-dimensional array (`jax.Array`)."""
-  __slots__ = ("_value", "_weak_type", "_deleted", "__weakref__")
+  """An immutable n-dimensional array (`jax.Array`).
+
+  Its value is `_buf` (a read-only NumPy array) once ready; an output of a jitted call under
+  asynchronous dispatch starts with `_fut` (the call's `executor.Pending`) and `_idx`, and
+  reading `_value` waits for it. Shape, dtype and weak type are known at once."""
+  __slots__ = ("_buf", "_fut", "_idx", "_shape", "_dtype", "_weak_type", "_deleted",
+               "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, value, weak_type: bool = False):
-    value = np.asarray(value)
-    if value.flags.writeable:
-      value = value.copy() if value.base is not None else value
-      value.flags.writeable = False
-    self._value = value
+    value = _freeze(np.asarray(value))
+    self._buf, self._fut = value, None
+    self._shape, self._dtype = value.shape, value.dtype
     self._weak_type = bool(weak_type)
     self._deleted = False
+
+  @classmethod
+  def _ready(cls, value: np.ndarray, weak_type: bool) -> "Array":
+    """An Array of an already frozen NumPy array (the executor's outputs)."""
+    self = object.__new__(cls)
+    self._buf, self._fut = value, None
+    self._shape, self._dtype = value.shape, value.dtype
+    self._weak_type, self._deleted = bool(weak_type), False
+    return self
+
+  @classmethod
+  def _pending(cls, aval: core.ShapedArray, fut, idx: int) -> "Array":
+    """Output `idx` of a dispatched call, filled later into `fut` (an executor.Pending)."""
+    self = object.__new__(cls)
+    self._buf, self._fut, self._idx = None, fut, idx
+    self._shape, self._dtype = aval.shape, aval.dtype
+    self._weak_type, self._deleted = aval.weak_type, False
+    return self
+
+  @property
+  def _value(self) -> np.ndarray:
+    """The NumPy value, waiting for the computation that produces it (re-raising its error)."""
+    buf = self._buf
+    if buf is not None:
+      return buf
+    fut = self._fut
+    if fut is None:  # another thread resolved it between the two reads
+      return self._buf
+    buf = fut.wait()[self._idx]
+    self._buf = buf
+    self._fut = None  # drop the call's other outputs (set after _buf: readers check _fut)
+    return buf
 
   # --- metadata -----------------------------------------------------------------
   @property
   def aval(self) -> core.ShapedArray:
-    return core.ShapedArray(self._value.shape, self._value.dtype, self._weak_type)
+    return core.ShapedArray(self._shape, self._dtype, self._weak_type)
 
-  shape = property(lambda self: self._value.shape)
-  dtype = property(lambda self: self._value.dtype)
+  shape = property(lambda self: self._shape)
+  dtype = property(lambda self: self._dtype)
   weak_type = property(lambda self: self._weak_type)
-  ndim = property(lambda self: self._value.ndim)
-  size = property(lambda self: int(self._value.size))
-  nbytes = property(lambda self: int(self._value.nbytes))
-  itemsize = property(lambda self: self._value.itemsize)
+  ndim = property(lambda self: len(self._shape))
+  size = property(lambda self: math.prod(self._shape))
+  nbytes = property(lambda self: self.size * self._dtype.itemsize)
+  itemsize = property(lambda self: self._dtype.itemsize)
 
   @property
   def sharding(self):
@@ -124,10 +160,14 @@ class Array:
 
   def block_until_ready(self) -> "Array":
     self._check_alive()
+    if self._buf is None:
+      self._value  # waits; raises the computation's error
     return self
 
   def is_ready(self) -> bool:
-    return True
+    """True once the computation producing this array has finished (or failed)."""
+    fut = self._fut
+    return fut is None or fut.done()
 
   def delete(self):
     self._deleted = True
@@ -240,6 +280,14 @@ class Array:
     if self.ndim == 0:
       return format(self._value.item(), spec)
     return format(self._value, spec)
+
+
+def _freeze(value: np.ndarray) -> np.ndarray:
+  """`value` as a read-only array that nothing else can write (views are copied)."""
+  if value.flags.writeable:
+    value = value.copy() if value.base is not None else value
+    value.flags.writeable = False
+  return value
 
 
 def _reconstruct(value, weak_type):

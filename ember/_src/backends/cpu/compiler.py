@@ -25,7 +25,8 @@ from ember._src.backends.cpu import codegen
 from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.backends.cpu import executable as ex
 
-__all__ = ["compile_module", "CodegenError", "host_target_machine"]
+__all__ = ["compile_module", "CodegenError", "host_target_machine", "serialize_executable",
+           "deserialize_executable"]
 
 # Opcodes the entry computation may hold that need no code (views of other buffers or data).
 _NO_CODE = {"parameter", "constant", "tuple", "get-tuple-element", "optimization-barrier"}
@@ -163,9 +164,11 @@ class _ThunkPlan:
   records, per instruction, a factory that builds its thunk once the symbols have
   addresses (`pending`: callables taking `addr(symbol) -> int`)."""
 
-  def __init__(self, assignment, kernels: codegen.KernelBuilder):
+  def __init__(self, assignment, kernels: codegen.KernelBuilder, sort_keys=None):
     self.assignment, self.kernels = assignment, kernels
     self.pending: list = []
+    self.sort_keys: dict = dict(sort_keys or {})   # sort name -> num_keys (recorded/replayed)
+    self.kernel_infos: list = []                   # every KernelInfo, for serialization
 
   def slot(self, instr: hlo.Instr):
     return self.assignment.slot(instr)
@@ -192,6 +195,7 @@ class _ThunkPlan:
     same = _in_place(ins, outs)
     info = self.kernels.fusion(instr.name, comp or instr.called[0],
                                _noalias(ins, outs, same), same)
+    self.kernel_infos.append(info)
     self.pending.append(lambda addr: ex.KernelThunk(info.name, addr(info.name), ins + outs,
                                                     info.outer, info.splittable))
 
@@ -207,7 +211,8 @@ class _ThunkPlan:
   def sort(self, instr: hlo.Instr) -> None:
     ins = [self.slot(o) for o in instr.operands]
     outs = _slots(self.assignment, instr)
-    nk = sort_num_keys(instr)
+    nk = self.sort_keys[instr.name] if instr.name in self.sort_keys else sort_num_keys(instr)
+    self.sort_keys[instr.name] = nk
     self.pending.append(lambda addr: ex.SortThunk(instr, ins, outs, nk))
 
   def top_k(self, instr: hlo.Instr) -> None:
@@ -222,6 +227,7 @@ class _ThunkPlan:
     outs = _slots(self.assignment, instr)
     n = len(outs)
     info = self.kernels.scatter(instr.name, instr, _noalias(ins, outs))
+    self.kernel_infos.append(info)
     copies = [(s, d, o.shape) for s, d, o in zip(ins[:n], outs, instr.operands[:n])]
     self.pending.append(lambda addr: ex.ScatterThunk(
         instr, ex.KernelThunk(info.name, addr(info.name), ins + outs, info.outer,
@@ -247,11 +253,16 @@ def compile_module(module: hlo.Module, assignment=None, flags=None) -> ex.Execut
     plan.add(instr)
 
   ir_text = str(llmod)
-  engine, addr, code_size, opt_ir = _jit(ir_text, opt_level)
+  engine, addr, code_size, opt_ir, obj = _jit(ir_text, opt_level)
   thunks = [make(addr) for make in plan.pending]
   exe = ex.Executable(module, assignment, thunks, engine, ir_text,
                       functools.partial(_assembly, opt_ir, opt_level), code_size,
                       optimized_ir=opt_ir)
+  # What serialize_executable needs to rebuild this executable without LLVM's passes.
+  exe.cache_payload = dict(obj=obj, kernels={k.name: (k.outer, k.splittable)
+                                             for k in plan.kernel_infos},
+                           sort_keys=plan.sort_keys, code_size=code_size, ir=ir_text,
+                           opt_ir=opt_ir, opt_level=opt_level)
   if getattr(flags, "dump_to", None):
     from ember._src.passes.dumps import dump_artifact
     dump_artifact(module.name, "ir-no-opt.ll", ir_text, flags)
@@ -281,8 +292,15 @@ def _jit(ir_text: str, opt_level: int):
     obj = tm.emit_object(mod)
     code_size = sum(s.size() for s in llvm.ObjectFileRef.from_data(obj).sections()
                     if s.is_text())
+    engine, addr = _load_object(obj, tm.triple, opt_level)
+  return engine, addr, code_size, opt_ir, obj
+
+
+def _load_object(obj: bytes, triple: str, opt_level: int):
+  """An MCJIT engine holding the object code `obj`, and its symbol -> address lookup."""
+  with _jit_lock:
     holder = llvm.parse_assembly("")
-    holder.triple = tm.triple
+    holder.triple = triple
     engine = llvm.create_mcjit_compiler(holder, host_target_machine(opt_level))
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
@@ -292,7 +310,76 @@ def _jit(ir_text: str, opt_level: int):
     if not a:
       raise CodegenError(f"kernel {name} was not found in the compiled object")
     return a
-  return engine, addr, code_size, opt_ir
+  return engine, addr
+
+
+# --------------------------------------------------------------------------------------
+# Serialization (the persistent compilation cache): object code + the thunk plan's facts
+# --------------------------------------------------------------------------------------
+
+_BLOBS = ("obj", "ir", "opt_ir")
+
+
+def serialize_executable(exe: ex.Executable) -> bytes:
+  """The executable as bytes: a JSON header (kernel ranges, sort key counts, sizes) then
+  the object code and the IR texts. The module and buffer assignment are not included:
+  `deserialize_executable` takes the (identical) ones of the loading process."""
+  import json
+  p = exe.cache_payload
+  blobs = [p["obj"], p["ir"].encode(), p["opt_ir"].encode()]
+  head = json.dumps({"kernels": p["kernels"], "sort_keys": p["sort_keys"],
+                     "code_size": p["code_size"], "opt_level": p["opt_level"],
+                     "sizes": [len(b) for b in blobs]}).encode()
+  return len(head).to_bytes(4, "little") + head + b"".join(blobs)
+
+
+def deserialize_executable(module: hlo.Module, assignment, data: bytes) -> ex.Executable:
+  """Rebuild an Executable from `serialize_executable`'s bytes for the same optimized
+  module and assignment: loads the object code and replays the thunk plan with the
+  recorded kernel facts (no IR is generated or optimized). Raises ValueError on bytes that
+  do not fit the module."""
+  import json
+  n = int.from_bytes(data[:4], "little")
+  head = json.loads(data[4:4 + n])
+  pos, blobs = 4 + n, {}
+  for name, size in zip(_BLOBS, head["sizes"]):
+    blobs[name] = data[pos:pos + size]
+    pos += size
+  if pos != len(data) or any(len(b) != s for b, s in zip(blobs.values(), head["sizes"])):
+    raise ValueError("serialized executable has the wrong length")
+  kernels = _RecordedKernels({k: codegen.KernelInfo(k, o, bool(s))
+                              for k, (o, s) in head["kernels"].items()})
+  plan = _ThunkPlan(assignment, kernels, head["sort_keys"])
+  for instr in module.entry.instrs:
+    plan.add(instr)
+  opt_level = head["opt_level"]
+  engine, addr = _load_object(blobs["obj"], llvm.get_process_triple(), opt_level)
+  thunks = [make(addr) for make in plan.pending]
+  ir_text, opt_ir = blobs["ir"].decode(), blobs["opt_ir"].decode()
+  exe = ex.Executable(module, assignment, thunks, engine, ir_text,
+                      functools.partial(_assembly, opt_ir, opt_level), head["code_size"],
+                      optimized_ir=opt_ir)
+  exe.cache_payload = dict(head, obj=blobs["obj"], ir=ir_text, opt_ir=opt_ir)
+  return exe
+
+
+class _RecordedKernels:
+  """Stands in for codegen.KernelBuilder when replaying a plan: hands back the recorded
+  KernelInfo of each kernel instead of generating it."""
+
+  def __init__(self, infos: dict):
+    self.infos = infos
+
+  def _info(self, name: str):
+    if name not in self.infos:
+      raise ValueError(f"serialized executable has no kernel {name}")
+    return self.infos[name]
+
+  def fusion(self, name, comp, noalias, same=None):
+    return self._info(name)
+
+  def scatter(self, name, instr, noalias):
+    return self._info(name)
 
 
 def _assembly(opt_ir: str, opt_level: int) -> str:

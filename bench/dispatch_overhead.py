@@ -1,0 +1,78 @@
+"""Per-call overhead of a jitted call on the cache-hit path (issue 5, item 7).
+
+Times `f(x)` for a jitted `x + 1` on a 3-element array and for `x + 1` over a 10-leaf pytree
+argument, side by side with NumPy's `x + 1` (no jit: the floor) and JAX's jitted call when
+JAX is importable. Each figure is the median over repeats of the mean time per call in a
+tight loop. Run: `.venv/bin/python bench/dispatch_overhead.py [--calls N] [--repeats R]`.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+
+def per_call_us(fn, arg, calls: int, repeats: int, sync=None) -> float:
+  for _ in range(10):                       # warm up: trace and compile happen here
+    out = fn(arg)
+  if sync:
+    sync(out)
+  samples = []
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    for _ in range(calls):
+      out = fn(arg)
+    if sync:
+      sync(out)
+    samples.append((time.perf_counter() - t0) / calls * 1e6)
+  return statistics.median(samples)
+
+
+def cases(jit, asarray, tree_map):
+  x3 = asarray(np.arange(3, dtype=np.float32))
+  tree = {f"w{i}": asarray(np.full(3, i, np.float32)) for i in range(10)}
+  add1 = jit(lambda x: x + 1)
+  tree_add1 = jit(lambda t: tree_map(lambda v: v + 1, t))
+  return {"x+1 on f32[3]": (add1, x3), "x+1 on a 10-leaf pytree": (tree_add1, tree)}
+
+
+def main():
+  ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  ap.add_argument("--calls", type=int, default=2000)
+  ap.add_argument("--repeats", type=int, default=7)
+  a = ap.parse_args()
+
+  import ember
+  import ember.numpy as ejnp
+  rows = {}
+  for name, (f, arg) in cases(ember.jit, ejnp.asarray, ember.tree_util.tree_map).items():
+    rows.setdefault(name, {})["ember.jit"] = per_call_us(
+        f, arg, a.calls, a.repeats, ember.block_until_ready)
+  np_cases = {"x+1 on f32[3]": (lambda x: x + 1, np.arange(3, dtype=np.float32)),
+              "x+1 on a 10-leaf pytree": (
+                  lambda t: {k: v + 1 for k, v in t.items()},
+                  {f"w{i}": np.full(3, i, np.float32) for i in range(10)})}
+  for name, (f, arg) in np_cases.items():
+    rows[name]["numpy"] = per_call_us(f, arg, a.calls, a.repeats)
+  try:
+    import jax
+    import jax.numpy as jjnp
+    for name, (f, arg) in cases(jax.jit, jjnp.asarray, jax.tree_util.tree_map).items():
+      rows[name]["jax.jit"] = per_call_us(f, arg, a.calls, a.repeats, jax.block_until_ready)
+  except ImportError:
+    pass
+
+  cols = ["ember.jit", "numpy"] + (["jax.jit"] if "jax.jit" in next(iter(rows.values())) else [])
+  print(f"{'per-call time (us, median)':28s}" + "".join(f"{c:>12s}" for c in cols)
+        + ("   ember/jax" if "jax.jit" in cols else ""))
+  for name, r in rows.items():
+    line = f"{name:28s}" + "".join(f"{r[c]:12.2f}" for c in cols)
+    if "jax.jit" in r:
+      line += f"{r['ember.jit'] / r['jax.jit']:12.1f}x"
+    print(line)
+
+
+if __name__ == "__main__":
+  main()
