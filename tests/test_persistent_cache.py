@@ -282,7 +282,9 @@ def test_lru_eviction(cache, caplog):
   compile_fresh(fa, x)                   # a hit refreshes fa: fb is now least recently used
   assert hits(messages(caplog), "jit_fa") == 1
   sizes = [os.path.getsize(cache / n) for n in (a, b)]
-  cap = sum(sizes) + 200              # room for two entries of this size, not three
+  # room for two entries of about this size, not three (entry sizes vary a little with
+  # the compressed object code, so leave half an entry of slack)
+  cap = sum(sizes) + min(sizes) // 2
   config.update("ember_persistent_cache_max_size_bytes", cap)
   np.testing.assert_array_equal(np.asarray(compile_fresh(fc, x)(x)), x - 7)
   names = entries(cache)
