@@ -2,8 +2,10 @@
 
 Times `f(x)` for a jitted `x + 1` on a 3-element array and for `x + 1` over a 10-leaf pytree
 argument, side by side with NumPy's `x + 1` (no jit: the floor) and JAX's jitted call when
-JAX is importable. Each figure is the median over repeats of the mean time per call in a
-tight loop. Run: `.venv/bin/python bench/dispatch_overhead.py [--calls N] [--repeats R]`.
+JAX is importable (`PYTHONPATH=. /work/jaxvenv/bin/python bench/dispatch_overhead.py`). Each
+figure is the median over batches of `--batch` back-to-back calls of the mean time per call
+(the median resists the preemptions of a shared machine; a tight loop's mean does not).
+Run: `.venv/bin/python bench/dispatch_overhead.py [--calls N] [--batch B]`.
 """
 from __future__ import annotations
 
@@ -14,19 +16,20 @@ import time
 import numpy as np
 
 
-def per_call_us(fn, arg, calls: int, repeats: int, sync=None) -> float:
-  for _ in range(10):                       # warm up: trace and compile happen here
+def per_call_us(fn, arg, calls: int, batch: int, sync=None) -> float:
+  for _ in range(50):                       # warm up: trace and compile happen here
     out = fn(arg)
   if sync:
     sync(out)
   samples = []
-  for _ in range(repeats):
-    t0 = time.perf_counter()
-    for _ in range(calls):
+  clock = time.perf_counter_ns
+  for _ in range(max(calls // batch, 1)):
+    t0 = clock()
+    for _ in range(batch):
       out = fn(arg)
-    if sync:
-      sync(out)
-    samples.append((time.perf_counter() - t0) / calls * 1e6)
+    samples.append((clock() - t0) / batch / 1e3)
+  if sync:
+    sync(out)
   return statistics.median(samples)
 
 
@@ -40,8 +43,8 @@ def cases(jit, asarray, tree_map):
 
 def main():
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  ap.add_argument("--calls", type=int, default=2000)
-  ap.add_argument("--repeats", type=int, default=7)
+  ap.add_argument("--calls", type=int, default=20000)
+  ap.add_argument("--batch", type=int, default=20)
   a = ap.parse_args()
 
   import ember
@@ -49,18 +52,18 @@ def main():
   rows = {}
   for name, (f, arg) in cases(ember.jit, ejnp.asarray, ember.tree_util.tree_map).items():
     rows.setdefault(name, {})["ember.jit"] = per_call_us(
-        f, arg, a.calls, a.repeats, ember.block_until_ready)
+        f, arg, a.calls, a.batch, ember.block_until_ready)
   np_cases = {"x+1 on f32[3]": (lambda x: x + 1, np.arange(3, dtype=np.float32)),
               "x+1 on a 10-leaf pytree": (
                   lambda t: {k: v + 1 for k, v in t.items()},
                   {f"w{i}": np.full(3, i, np.float32) for i in range(10)})}
   for name, (f, arg) in np_cases.items():
-    rows[name]["numpy"] = per_call_us(f, arg, a.calls, a.repeats)
+    rows[name]["numpy"] = per_call_us(f, arg, a.calls, a.batch)
   try:
     import jax
     import jax.numpy as jjnp
     for name, (f, arg) in cases(jax.jit, jjnp.asarray, jax.tree_util.tree_map).items():
-      rows[name]["jax.jit"] = per_call_us(f, arg, a.calls, a.repeats, jax.block_until_ready)
+      rows[name]["jax.jit"] = per_call_us(f, arg, a.calls, a.batch, jax.block_until_ready)
   except ImportError:
     pass
 

@@ -1,5 +1,5 @@
-"""ember.errors: the exception classes of tracer misuse, as in jax.errors."""
+"""ember.errors: the exception classes of tracer misuse and of failed runs, as in jax.errors."""
 from ember._src.errors import (  # noqa: F401
-    ConcretizationTypeError, JAXTypeError, KeyReuseError, NonConcreteBooleanIndexError,
-    TracerArrayConversionError, TracerBoolConversionError, TracerIntegerConversionError,
+    ConcretizationTypeError, JAXTypeError, JaxRuntimeError, KeyReuseError,
+    NonConcreteBooleanIndexError, TracerArrayConversionError, TracerBoolConversionError, TracerIntegerConversionError,
     UnexpectedTracerError)

@@ -1,5 +1,7 @@
 """Asynchronous dispatch (seed 002 §2.7): readiness, implicit sync points, the repr rule,
 error propagation, FIFO order, back-pressure, the sync switch and thread safety."""
+import os
+import signal
 import threading
 import time
 
@@ -119,6 +121,9 @@ class _Boom(RuntimeError):
   pass
 
 
+Failed = ember.errors.JaxRuntimeError  # JAX 0.12: a failure while running raises this class
+
+
 def _failing_compiled(monkeypatch, f, *args):
   comp = f.lower(*args).compile()
 
@@ -143,9 +148,9 @@ def test_error_surfaces_at_the_wait(monkeypatch, wait):
          "item": lambda: y[0, 0].item(), "repr": lambda: repr(y),
          "pytree": lambda: ember.block_until_ready({"a": [y], "n": 3}),
          "other_output": lambda: float(s)}
-  with pytest.raises(_Boom, match="out of cheese"):
+  with pytest.raises(Failed, match="out of cheese"):
     ops[wait]()
-  with pytest.raises(_Boom, match="out of cheese"):  # and again at every later wait
+  with pytest.raises(Failed, match="out of cheese"):  # and again at every later wait
     y.block_until_ready()
   assert y.is_ready()  # finished (with an error)
 
@@ -164,7 +169,7 @@ def test_error_propagates_to_dependent_calls_and_spares_others(monkeypatch, gate
   downstream = g(bad)  # consumes the failed output: fails with the same error
   fine = g(x)
   gate.set()
-  with pytest.raises(_Boom, match="out of cheese"):
+  with pytest.raises(Failed, match="out of cheese"):
     downstream.block_until_ready()
   np.testing.assert_array_equal(np.asarray(fine), 3 * x)
 
@@ -178,12 +183,13 @@ def test_error_in_another_thread_is_raised_in_the_waiting_thread(monkeypatch):
   def waiter():
     try:
       y.block_until_ready()
-    except _Boom as e:
-      caught.append(str(e))
+    except Failed as e:
+      caught.append((str(e), type(e.__cause__)))
   t = threading.Thread(target=waiter)
   t.start()
   t.join()
-  assert caught == ["kernel failed: out of cheese"]
+  assert caught == [("INTERNAL: running jit__lambda failed: _Boom: kernel failed: out of cheese",
+                     _Boom)]
 
 
 def test_fifo_order_with_chained_calls(gate):
@@ -278,7 +284,7 @@ def test_sync_mode_switch(mats):
         raise _Boom("sync failure")
     comp._computation.executable = Failing()
     try:
-      with pytest.raises(_Boom, match="sync failure"):  # synchronous: raised by the call
+      with pytest.raises(Failed, match="sync failure"):  # synchronous: raised by the call
         comp(x)
     finally:
       comp._computation.executable = real
@@ -354,3 +360,133 @@ def test_threads_waiting_on_one_pending_array(gate):
   for t in threads:
     t.join()
   assert got == [1.0] * 4
+
+
+def test_runtime_error_is_jax_runtime_error(monkeypatch):
+  """JAX 0.12 raises jax.errors.JaxRuntimeError (a RuntimeError) for a failure while running;
+  ember keeps the original exception as its __cause__."""
+  assert issubclass(Failed, RuntimeError)
+  x = np.ones((3,), np.float32)
+  comp = _failing_compiled(monkeypatch, ember.jit(lambda a: a * 3.0), x)
+  with pytest.raises(Failed) as info:
+    comp(x).block_until_ready()
+  assert str(info.value).startswith("INTERNAL: ")
+  assert isinstance(info.value.__cause__, _Boom)
+
+
+def test_small_calls_from_many_threads():
+  """Small calls run inline on the calling threads, concurrently: each either takes the
+  executable's cached frame or builds its own."""
+  f = ember.jit(lambda a, k: jnp.sin(a) * k + a)
+  xs = [np.full((5,), float(t), np.float32) for t in range(8)]
+  f(xs[0], 1.0)
+  errors, results = [], {}
+
+  def worker(t):
+    try:
+      results[t] = [np.asarray(f(xs[t], float(i))) for i in range(100)]
+    except Exception as e:  # noqa: BLE001 -- reported below
+      errors.append(e)
+  threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+  for th in threads:
+    th.start()
+  for th in threads:
+    th.join()
+  assert not errors
+  for t, outs in results.items():
+    x = xs[t].astype(np.float64)
+    for i, o in enumerate(outs):
+      np.testing.assert_allclose(o, np.sin(x) * i + x, rtol=1e-6, atol=1e-6)
+
+
+def _wait_child(pid, timeout=60.0) -> int:
+  deadline = time.monotonic() + timeout
+  while True:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+      return os.waitstatus_to_exitcode(status)
+    if time.monotonic() > deadline:
+      os.kill(pid, signal.SIGKILL)
+      os.waitpid(pid, 0)
+      pytest.fail("the forked child hung")
+    time.sleep(0.02)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_does_not_hang_on_the_parents_executor(gate):
+  f = ember.jit(lambda a: a * 2.0)
+  big = np.ones((300, 300), np.float32)
+  y = f(big)                             # queued behind the gate: pending in the parent
+  assert not y.is_ready()
+  pid = os.fork()
+  if pid == 0:                           # the child: exit codes say what happened
+    code = 3
+    try:
+      try:
+        y.block_until_ready()
+        code = 1                         # the parent's pending call cannot finish here
+      except RuntimeError as e:
+        code = 2 if "fork" not in str(e) else 4
+      if code == 4:
+        z = f(big * 3)                   # a fresh executor in the child runs new calls
+        code = 0 if np.array_equal(np.asarray(z), big * 6) else 5
+    finally:
+      os._exit(code)
+  gate.set()
+  assert _wait_child(pid) == 0
+  np.testing.assert_array_equal(np.asarray(y), big * 2)   # the parent's call is unaffected
+
+
+def test_hit_path_keys_tell_signatures_apart():
+  """The hit path's flat keys (structure, leaf types, trace config, static values) pick the
+  same compiled signature the full CacheKey would."""
+  import functools
+
+  @functools.partial(ember.jit, static_argnums=1)
+  def scale(x, k, bias=0.0):
+    return x * k + bias
+  x = jnp.arange(3.0)
+  for _ in range(2):                                    # second round: all hits
+    for k in (1, 2, 1, 3.5):
+      np.testing.assert_allclose(np.asarray(scale(x, k)), np.arange(3.0) * k)
+    np.testing.assert_allclose(np.asarray(scale(x, 2, bias=1.0)), np.arange(3.0) * 2 + 1)
+    np.testing.assert_allclose(np.asarray(scale(np.arange(3.0), 2)), np.arange(3.0) * 2)
+  assert scale(x, 2).dtype == np.float32 and not scale(x, 2).weak_type
+  with ember.enable_x64():                              # config is part of the key
+    y = scale(np.arange(3.0), 2)
+    assert y.dtype == np.float64
+  assert scale(np.arange(3.0), 2).dtype == np.float32
+  f = ember.jit(lambda t, s: {"a": t["a"] + s, "b": [v * s for v in t["b"]]})
+  t = {"a": jnp.ones(2), "b": [jnp.ones(2), jnp.full(2, 2.0)]}
+  for s in (1.0, 2, True, 1.0):                         # weak float / int / bool scalars
+    out = f(t, s)
+    np.testing.assert_allclose(np.asarray(out["b"][1]), np.full(2, 2.0 * s))
+    assert out["a"].dtype == np.float32
+  assert f({"a": jnp.ones(3), "b": []}, 1.0)["b"] == []  # another structure, another entry
+  ember.clear_caches()
+  np.testing.assert_allclose(np.asarray(scale(x, 2)), np.arange(3.0) * 2)
+  with pytest.raises(TypeError, match="Non-hashable static arguments"):
+    scale(x, [2])
+
+
+def test_interpreter_exits_while_a_daemon_thread_keeps_dispatching():
+  # atexit shuts the executor down; later calls from the still-running daemon thread run in
+  # that thread instead of starting a new worker (which used to make exit hang on join)
+  import subprocess
+  import sys
+  code = """
+import threading, numpy as np, ember, ember.numpy as jnp
+f = ember.jit(lambda x: jnp.sin(x) * 2 + 1)
+x = np.ones((256, 256), np.float32)
+f(x).block_until_ready()
+started = threading.Event()
+def loop():
+  while True:
+    f(x)
+    started.set()
+threading.Thread(target=loop, daemon=True).start()
+started.wait()
+"""
+  for _ in range(3):
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]

@@ -358,7 +358,7 @@ def test_argmax_argmin_variadic_reduce():
 
 
 def test_long_minor_reductions_interleave_accumulators():
-  # minor dims >= 2 * LANES take the interleaved-accumulator path, with a tail
+  # minor dims >= 2 * VLANES take the interleaved-accumulator path, with a tail
   x = data((5, 45), f32, 38, special=False)
   x[0, [3, 11, 44]] = 99.0          # ties in different lanes and in the tail
   x[1, 40] = np.nan                 # NaN in the tail
@@ -368,6 +368,45 @@ def test_long_minor_reductions_interleave_accumulators():
   y = data((3, 50), bf16, 39, special=False)
   check(lambda y: [jnp.max(y, axis=-1), lax.reduce_precision(jnp.sum(y, axis=-1), 8, 7)], y,
         rtol=2e-2, atol=1e-1)   # bfloat16 sums round at every step (8-bit mantissa)
+
+
+def test_long_variadic_reductions_in_lanes_and_columns():
+  # rows of 70 (4 blocks of VLANES lanes + a tail of 6) and argmax over axis 0 (the column
+  # plan with two accumulating outputs): ties, NaNs in lanes, blocks and tails
+  x = data((40, 70), f32, 40, special=False)
+  x[0, [1, 17, 33, 69]] = 99.0      # ties across lanes, blocks and the tail: first wins
+  x[1, [20, 4]] = np.nan            # NaNs in two lanes: the first index wins
+  x[2, 66] = np.nan                 # NaN in the tail
+  x[[5, 9, 30], 3] = 77.0           # column ties
+  x[[12, 7], 8] = np.nan            # column NaNs
+  check(lambda x: [jnp.argmax(x, axis=1), jnp.argmin(x, axis=1), jnp.argmax(x, axis=0),
+                   jnp.argmin(x, axis=0)], x)
+  check(lambda x: jnp.argmax(x.reshape(4, 10, 70), axis=1), x)
+  n = data((33, 50), i8, 41)
+  check(lambda n: [jnp.argmax(n, axis=1), jnp.argmin(n, axis=0)], n)
+
+
+@pytest.mark.parametrize("case", ["softmax", "layernorm", "logsumexp", "row_and_scalar",
+                                  "3d_middle", "transposed_stat"])
+def test_hoisted_row_statistics(case):
+  # reductions read through broadcasts fuse into their consumers and are computed once per
+  # row before the minor loop (ElementalEmitter.hoist)
+  x = data((6, 40), f32, 42, special=False)
+  f = {
+      "softmax": lambda x: (lambda e: e / e.sum(-1, keepdims=True))(
+          jnp.exp(x - x.max(-1, keepdims=True))),
+      "layernorm": lambda x: (x - x.mean(-1, keepdims=True)) / jnp.sqrt(
+          x.var(-1, keepdims=True) + 1e-5),
+      "logsumexp": lambda x: jnp.log(jnp.exp(x - x.max(-1, keepdims=True)).sum(-1)) +
+      x.max(-1),
+      "row_and_scalar": lambda x: x * jnp.sum(x, 1, keepdims=True) - jnp.max(x),
+      "3d_middle": lambda x: (lambda y: y - jnp.tanh(y.sum(1, keepdims=True)))(
+          x.reshape(2, 3, 40)),
+      "transposed_stat": lambda x: (x.T - jnp.sin(x).sum(1)).T,
+  }[case]
+  # sums reassociate: their error is ~ n * eps * sum(|x|), ~1e-5 here for row_and_scalar
+  exe, module = check(f, x, rtol=2e-6, atol=1e-4 if case == "row_and_scalar" else 2e-6)
+  assert len(exe.thunks) <= 2
 
 
 def test_pairwise_distance_is_one_fusion():
@@ -427,8 +466,9 @@ def test_dot_general_dimension_numbers(name, dt):
 
 
 def test_dot_transposed_operand_needs_no_copy():
-  a, b = data((7, 5), f32, 42, False), data((7, 3), f32, 43, False)
-  exe, module = check(lambda a, b: a.T @ b, a, b, rtol=1e-6)
+  # Large enough for BLAS (small dots get a generated kernel reading strides: dot_kernels).
+  a, b = data((300, 200), f32, 42, False), data((300, 150), f32, 43, False)
+  exe, module = check(lambda a, b: a.T @ b, a, b, rtol=1e-5, atol=1e-4)
   dots = [t for t in exe.thunks if t.kind == "dot"]
   assert len(dots) == 1 and dots[0].lperm == (1, 0)
 
@@ -703,3 +743,16 @@ def test_dumps_and_intermediates(tmp_path):
   assert any(n.endswith("buffer-assignment.txt") for n in names)
   vals = exe.execute_keep_intermediates([x])
   assert set(vals) == {t.name for t in exe.thunks}
+
+
+def test_row_cached_value_with_its_own_minor_extent():
+  # exp(x) [n, k] read by two reductions over k inside an [n, m] output (m != k): its row
+  # buffer spans k, not m
+  x = data((5, 7), f32, 43, special=False)
+  w = data((7, 3), f32, 44, special=False)
+  f = lambda x, w: jnp.sum(jnp.exp(x)[:, :, None] * w[None], axis=1) + \
+      jnp.max(jnp.exp(x), axis=1, keepdims=True)
+  check(f, x, w, rtol=2e-6, atol=2e-6)
+  g = lambda x: (lambda e: e / e.sum(-1, keepdims=True) - e.max(-1, keepdims=True))(jnp.exp(x))
+  exe, _ = check(g, x, rtol=2e-6, atol=2e-6)
+  assert len(exe.thunks) == 1

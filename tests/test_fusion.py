@@ -219,18 +219,34 @@ def test_optimization_barrier_is_a_boundary():
   assert diff in barrier.operands or diff in barrier.operands[0].operands
 
 
-def test_softmax_four_kernels_exp_materialized_once():
+def test_softmax_one_kernel_exp_computed_once():
+  # The row max and the row sum are read through broadcasts that drop the minor dim: the
+  # emitter computes each once per row (hoisted out of the minor loop). exp(x - max) is read
+  # by the row sum and by the division at different minor positions of the same row: the
+  # emitter computes it once per row into a row buffer (fusion.row_cached). One kernel; exp
+  # appears once and is evaluated once per element.
   m = fused(softmax, normal(8, 16))
-  fs = fusions(m)
-  assert len(fs) == 4
-  assert inner_ops(m).count("exponential") == 1            # never recomputed
-  assert [f.attrs["kind"] for f in fs] == ["kInput", "kLoop", "kInput", "kLoop"]
-  exp_fusion = next(f for f in fs if f.called[0].root.opcode == "exponential")
-  users = [f for f in fs if exp_fusion in f.operands]
-  assert len(users) == 2                                   # the sum and the divide read it
-  for f in fs:                                             # a reduce never sits behind a broadcast
-    assert all(i.operands[0].opcode != "reduce" for i in f.called[0].instrs
-               if i.opcode == "broadcast")
+  (f,) = fusions(m)
+  assert f.attrs["kind"] == "kInput" and f.called[0].root.opcode == "divide"
+  assert inner_ops(m).count("exponential") == 1 and inner_ops(m).count("reduce") == 2
+  comp = f.called[0]
+  (e,) = [i for i in comp.instrs if i.opcode == "exponential"]
+  assert fusion.row_cached(comp.root, {i.id for i in comp.instrs}, e)
+  assert fusion.symbolic_count(comp.root, {i.id for i in comp.instrs}, e) == 1.0
+
+
+def test_row_cache_only_within_rows():
+  # exp read at two minor positions of the same row: row-cached (one kernel). exp read in
+  # another row (a column sum: exp, column sum, division) or through a transpose: materialized.
+  x = normal(6, 9)
+  one = lambda x: (lambda e: e / e.sum(-1, keepdims=True))(jnp.exp(x))
+  two = lambda x: (lambda e: e / e.sum(0, keepdims=True))(jnp.exp(x))
+  three = lambda x: (lambda e: e.T * e.sum(-1))(jnp.exp(x))
+  for f, n in ((one, 1), (two, 3), (three, 3)):
+    m = fused(f, x)
+    assert len(fusions(m)) == n and inner_ops(m).count("exponential") == 1, f
+    expected = hlo_eval.evaluate(lowered(f, x), [x])[0]
+    np.testing.assert_allclose(np.asarray(ember.jit(f)(x)), expected, rtol=2e-6)
 
 
 def test_expensive_producer_materialized_cheap_producer_duplicated():
@@ -244,9 +260,13 @@ def test_expensive_producer_materialized_cheap_producer_duplicated():
   assert all(o.opcode == "parameter" for f in fusions(m) for o in f.operands)
 
 
-def test_expensive_producer_not_read_through_broadcast():
+def test_expensive_producer_read_through_broadcast():
+  # sin(x)[:, None] is computed once per row (hoisted out of the minor loop): one kernel.
+  # sin(x)[None, :] would be recomputed for every row: sin stays a kernel of its own.
   x, y = normal(5), normal(5, 7)
   m = fused(lambda x, y: jnp.sin(x)[:, None] + y, x, y)
+  assert len(fusions(m)) == 1 and inner_ops(m).count("sine") == 1
+  m = fused(lambda x, y: jnp.sin(x)[None, :] + y.T, normal(5), y)
   assert len(fusions(m)) == 2 and inner_ops(m).count("sine") == 1
   m = fused(lambda x, y: (x * 2)[:, None] + y, x, y)       # cheap: recomputed per element
   assert len(fusions(m)) == 1
@@ -347,3 +367,23 @@ def test_metadata_of_the_root_and_scopes_kept():
   (fu,) = fusions(m)
   assert fu.metadata.op_name == "jit(f)/mul"
   assert any(i.metadata.op_name == "jit(f)/inner/sin" for i in fu.called[0].instrs)
+
+
+def test_unit_dim_broadcast_then_reshape_is_the_operand():
+  # algsimp: broadcast_in_dim to [n,1,d] then reshape to [n,d] is the operand itself (X[:, None]
+  # in pairwise distances, keepdims reductions), so fusions see no reshape index maps
+  opt = lambda f, *args: pipeline.optimize(lowered(f, *args))
+  X, Y = normal(10, 4), normal(6, 4)
+  m = opt(lambda X, Y: jnp.sqrt(jnp.sum((X[:, None, :] - Y[None, :, :]) ** 2, -1)), X, Y)
+  (f,) = fusions(m)
+  assert "reshape" not in inner_ops(m)
+  m = opt(lambda x: x - x.max(-1, keepdims=True), normal(6, 5))
+  assert "reshape" not in inner_ops(m)
+  # a broadcast that really expands a dim, then a reshape: kept (not a no-op)
+  expand = lambda v: lax.broadcast_in_dim(v, (3, 1, 4), (1, 2)).reshape(12)
+  assert {"broadcast", "reshape"} <= set(inner_ops(opt(expand, normal(1, 4))))
+  unit = lambda v: lax.broadcast_in_dim(v, (5, 1, 4), (0, 2)).reshape(5, 4) * 2
+  assert "reshape" not in inner_ops(opt(unit, normal(5, 4)))
+  for f, args in ((unit, (normal(5, 4),)), (expand, (normal(1, 4),))):
+    expected = hlo_eval.evaluate(lowered(f, *args), list(args))
+    np.testing.assert_array_equal(np.asarray(ember.jit(f)(*args)), expected[0])

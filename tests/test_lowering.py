@@ -258,6 +258,10 @@ CASES = [
      (rng.normal(size=(10, 10)).astype(np.float32),)),
     ("passthrough", lambda x, y: [x, y, x], (X, I32)),
     ("scalars", lambda a, b: [a * b + 1, jnp.sin(a), a > b], (np.float32(2.0), np.float32(3.0))),
+    ("control_flow", lambda x: [
+        lax.cond(x[0, 0] > 0, lax.sin, lax.cos, x),
+        lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 0.5), (0, x))[1],
+        lax.scan(lambda c, v: (c + v, c * v), 0.0, x.reshape(-1))[1]], (X,)),
 ]
 
 _TOL = {np.dtype(np.float16): 2e-3, np.dtype(BF16): 1e-2, np.dtype(np.float32): 1e-7,

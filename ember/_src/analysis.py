@@ -92,8 +92,8 @@ def _fused_fractions(comp: hlo.Computation) -> dict[int, float]:
     f = 0.0
     for u in users.get(i.id, []):
       for k, o in enumerate(u.operands):
-        if o is i and u.id in frac:
-          f += frac[u.id] * read_factor(u, k)[0]
+        if o is i and u.id in frac:    # a dot (kOutput fusion) reads its operands whole
+          f += 1.0 if u.opcode == "dot" else frac[u.id] * read_factor(u, k)[0]
     frac[i.id] = min(1.0, f)
   return {p.attrs["number"]: frac.get(p.id, 0.0) for p in comp.params}
 

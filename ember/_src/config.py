@@ -25,6 +25,10 @@ class Config:
       "jax_default_matmul_precision": lambda: None,
       "jax_platforms": lambda: os.environ.get("JAX_PLATFORMS", "cpu"),
       "jax_disable_jit": lambda: _env_bool("JAX_DISABLE_JIT", False),
+      # compile at opt_level 0 (stages.compile_flags): no HLO simplification, no LLVM IR
+      # passes, fast instruction selection; read when a compilation starts
+      "jax_disable_most_optimizations": lambda: _env_bool("JAX_DISABLE_MOST_OPTIMIZATIONS",
+                                                          False),
       # ember: "cpu" compiles jitted functions to native code; "interpreter" runs their
       # jaxprs with the reference interpreter (each primitive's NumPy implementation)
       "ember_jit_backend": lambda: os.environ.get("EMBER_JIT_BACKEND", "cpu"),

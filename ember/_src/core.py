@@ -356,6 +356,7 @@ def pp_toplevel_jaxpr(top: Jaxpr) -> pp.Doc:
   `let name = { ... } in` and referred to by name, as JAX does."""
   import collections
   ctx = _PpContext()
+  _name_dropped_vars(top, ctx)
   counts: collections.Counter = collections.Counter()
   names: dict[int, str] = {}
   objs: dict[int, Jaxpr] = {}
@@ -365,7 +366,8 @@ def pp_toplevel_jaxpr(top: Jaxpr) -> pp.Doc:
     counts[id(j)] += 1 + (j is not top and len(j.eqns) > 10)
     objs[id(j)] = j
     for eqn in j.eqns:
-      name = eqn.params.get("name")
+      name = eqn.params.get("name") if eqn.primitive.name == "jit" else None  # custom_jvp_call
+      # also has a `name`, but JAX names its shared jaxprs `jaxpr`
       subs = jaxprs_in_params(eqn.params)
       queue.extend(subs)
       if isinstance(name, str):
@@ -386,6 +388,18 @@ def pp_toplevel_jaxpr(top: Jaxpr) -> pp.Doc:
                      pp.text(" in"), pp.brk()]) for jid, name in ctx.shared.items()]
   docs.append(pp_jaxpr(top, ctx))
   return pp.concat(docs)
+
+
+def _name_dropped_vars(top: Jaxpr, ctx: _PpContext) -> None:
+  """Outputs of the top-level jaxpr's equations that nothing reads print as `_` (JAX's
+  `_dropvars`; sub-jaxprs keep their names)."""
+  used = {id(a) for a in top.outvars}
+  for e in reversed(top.eqns):
+    for v in e.outvars:
+      if id(v) not in used:
+        ctx.names[id(v)] = "_"
+        ctx._keep.append(v)
+    used.update(id(a) for a in e.invars)
 
 
 def pp_jaxpr(jaxpr: Jaxpr, ctx: _PpContext) -> pp.Doc:
@@ -430,6 +444,9 @@ class Primitive:
     self.jvp = self.transpose = self.batch = self.lower = self.cost = None
     self.pp_rule: Callable | None = None
     self.fold_literals = False
+    # `named_trace(trace, params) -> trace`: collectives run in the trace of the vmap that
+    # binds their axis name, even when no argument comes from it (transforms/batching.py)
+    self.named_trace: Callable | None = None
 
   def bind(self, *args, **params):
     return bind(self, *args, **params)
@@ -690,6 +707,8 @@ def full_lower(val):
 
 def bind(prim: Primitive, *args, **params):
   trace = find_top_trace(args)
+  if prim.named_trace is not None:
+    trace = prim.named_trace(trace, params)
   tracers = [full_raise(trace, a) for a in args]
   outs = trace.process_primitive(prim, tracers, params)
   if prim.multiple_results:

@@ -213,8 +213,28 @@ def _jax_node(dt, weak: bool):
   return dt
 
 
+# (dtype, weak) pairs and the x64 flag -> lattice_result_type's answer: tracing promotes
+# the same few pairs thousands of times, and the lattice walk costs ~40 us.
+_lattice_memo: dict = {}
+
+
 def lattice_result_type(*args) -> tuple:
-  pairs = [_dtype_and_weaktype(a) for a in args]
+  pairs = tuple([_dtype_and_weaktype(a) for a in args])
+  key = (pairs, x64_enabled())
+  try:
+    return _lattice_memo[key]
+  except (KeyError, TypeError):   # TypeError: an unhashable extended dtype
+    pass
+  out = _lattice_result_type(pairs)
+  if len(_lattice_memo) < 4096:
+    try:
+      _lattice_memo[key] = out
+    except TypeError:
+      pass
+  return out
+
+
+def _lattice_result_type(pairs) -> tuple:
   dts = [d for d, _ in pairs]
   weaks = [w for _, w in pairs]
   if len(pairs) == 1:

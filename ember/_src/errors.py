@@ -32,3 +32,9 @@ class UnexpectedTracerError(Exception):
 
 class KeyReuseError(RuntimeError):
   """A PRNG key was used twice (only raised when key-reuse checking is on)."""
+
+
+class JaxRuntimeError(RuntimeError):
+  """An error raised while running a compiled computation (jax.errors.JaxRuntimeError): its
+  message starts with a status (`INTERNAL: `, `RESOURCE_EXHAUSTED: `); the original
+  exception, when there is one, is its __cause__."""

@@ -416,7 +416,9 @@ def _scatter(instr: hlo.Instr, vals: list):
                                   tuple(a["inserted_window_dims"]),
                                   tuple(a["scatter_dims_to_operand_dims"]),
                                   tuple(a.get("input_batching_dims", ())), ibatch)
-  outs = [np.array(o) for o in operands]
+  # C order: a copy of a broadcast operand may come out Fortran-ordered, and reshape(-1)
+  # of that is a copy, which would lose the writes below
+  outs = [np.array(o, order="C") for o in operands]
   if outs[0].size and updates[0].size:   # XLA skips windows not fully in bounds
     windows = [ix._scatter_windows(outs[0].shape, indices, u, dn,
                                    ix.GatherScatterMode.FILL_OR_DROP) for u in updates]

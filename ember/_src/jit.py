@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import time
 import weakref
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -59,6 +60,19 @@ def _jit_pp(eqn, ctx):
 
 
 jit_p.pp_rule = _jit_pp
+
+
+def _jit_batch(axis_data, vals, dims, *, jaxpr: Jaxpr, donated_invars=(), **params):
+  """A batched nested jit stays one `jit` equation, of the batched sub-jaxpr; outputs
+  keep the batch dims the body gives them (unbatched ones stay unbatched)."""
+  from ember._src.transforms import batching
+  new_jaxpr, consts, out_dims = batching.batch_jaxpr_hoisted(jaxpr, axis_data, dims)
+  donated = (False,) * len(consts) + tuple(donated_invars)
+  return jit_p.bind(*consts, *vals, jaxpr=new_jaxpr, donated_invars=donated,
+                    **params), out_dims
+
+
+jit_p.batch = _jit_batch
 
 
 # --- argument handling shared by jit and make_jaxpr ---------------------------------------
@@ -184,11 +198,15 @@ _TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matm
 class _Entry:
   """One cache entry: the staged signature, its compiled computation once a top-level call
   needed it, which flat leaves are donated, and the leaves' names (miss explanations)."""
-  __slots__ = ("staged", "compiled", "donated_leaves", "leaf_names")
+  __slots__ = ("staged", "compiled", "donated_leaves", "leaf_names", "donate_pos", "one_out",
+               "cached")
 
   def __init__(self, staged, donated_leaves, leaf_names):
-    self.staged, self.compiled = staged, None
+    self.staged, self.compiled, self.cached = staged, None, False
     self.donated_leaves, self.leaf_names = donated_leaves, leaf_names
+    n_consts = len(staged.consts)
+    self.donate_pos = tuple(i + n_consts for i in donated_leaves)  # in the computation's args
+    self.one_out = staged.out_tree.kind == "leaf"   # the result is the only output itself
 
 
 # The signature cache, keyed by the underlying function (weakly where it can be), so that
@@ -197,6 +215,7 @@ _caches: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary
 _strong_caches: dict = {}   # functions that cannot be weakly referenced
 # Tracing uses global state (the trace stack): one thread traces and compiles at a time.
 _lock = threading.RLock()
+_wrappers: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()   # their _fast caches
 
 
 def _cache_for(fun) -> dict:
@@ -215,6 +234,8 @@ def clear_caches() -> None:
       c.clear()
     for _, c in _strong_caches.values():
       c.clear()
+    for w in list(_wrappers):
+      w._fast.clear()
     stages._executables.clear()
     stages._compiled_by_jaxpr.clear()
     cache_miss._seen_locations.clear()
@@ -235,25 +256,10 @@ def _donated_leaves(args, kwargs, donate_argnums, donate_argnames, static_argnum
 
 
 def _compile(entry: _Entry) -> Any:
-  """Lower and compile a cache entry (a real compilation: logged)."""
+  """Lower and compile a cache entry (a real compilation, logged: stages.compile_staged),
+  unless `jit(f).lower(...).compile()` already compiled it with the same flags."""
   from ember._src import stages
-  from ember._src.cache_miss import log, log_enabled, timed
-  from ember._src.lower import lower_jaxpr
-  staged = entry.staged
-  name = staged.name
-  n_consts = len(staged.consts)
-  if log_enabled("jax_log_compiles"):
-    avals = tuple(v.aval for v in staged.jaxpr.invars[n_consts:])
-    log("jax_log_compiles", "Compiling jit(%s) with global shapes and types %r. Argument "
-        "mapping: %s.", name, avals, "(" + "UnspecifiedValue, " * (len(avals) - 1)
-        + ("UnspecifiedValue,)" if len(avals) == 1 else "UnspecifiedValue)" if avals else ")"))
-  with timed("jax_log_compiles", "Finished jaxpr to MLIR module conversion jit(%s) in %.9f sec",
-             name):
-    module = stages.lower_staged(staged)
-  with timed("jax_log_compiles", "Finished XLA compilation of jit(%s) in %.9f sec", name):
-    comp = stages.compile_module(module, staged.jaxpr.out_avals)
-  stages._compiled_by_jaxpr[staged.jaxpr] = comp
-  entry.compiled = comp
+  entry.compiled = comp = stages.compile_staged(entry.staged)
   return comp
 
 
@@ -274,7 +280,13 @@ class JitWrapped:
     self.keep_unused, self.inline = keep_unused, inline
     self._donate = (self.donate_argnums, self.donate_argnames, keep_unused, inline)
     self._cache: dict[CacheKey, _Entry] = _cache_for(fun)
-    functools.update_wrapper(self, fun)
+    # The hit path's cache: a flat tuple of the arguments' structure, leaf types and trace
+    # config -> the compiled entry of self._cache it stands for (see _fast_key).
+    self._fast: dict[tuple, _Entry] = {}
+    self._has_static = bool(self.static_argnums or self.static_argnames)
+    _wrappers.add(self)
+    functools.update_wrapper(self, fun, updated=())  # not __dict__: a wrapped custom_jvp's
+    # fun (or another jit's cache) would replace ours
     self.__name__ = _fun_name(fun)
 
   def __get__(self, obj, objtype=None):
@@ -307,12 +319,16 @@ class JitWrapped:
     return entry, leaves
 
   def _miss(self, key, args, kwargs, leaves) -> _Entry:
+    from ember._src import stages
     from ember._src.cache_miss import explain_miss, timed
     if config._values["jax_explain_cache_misses"]:
       explain_miss(self.fun, self.__name__, key, self._cache)
-    with timed("jax_log_compiles", "Finished tracing %s for jit in %.9f sec", self.__name__):
+    t0 = time.perf_counter()
+    with timed("jax_log_compiles", "Finished tracing %s for jit in %.9f sec", self.__name__), \
+        stages.gc_paused():
       closed, out_tree, leaves, _ = _trace_flat(self.fun, args, kwargs, self.static_argnums,
                                                 self.static_argnames, "jit")
+    trace_secs = time.perf_counter() - t0
     jaxpr, consts = core.hoist_consts(closed)
     names = closed.debug_info.arg_names if closed.debug_info else None
     arg_names = ("const",) * len(consts) + tuple(names or ("arg",) * len(leaves))
@@ -320,10 +336,11 @@ class JitWrapped:
                                      self.static_argnums)
     donated = tuple(i - len(consts) in donated_leaves for i in range(len(jaxpr.invars)))
     staged = Staged(jaxpr, consts, key.in_tree, out_tree, self.__name__, arg_names, closed,
-                    donated)
+                    donated, trace_secs)
     entry = _Entry(staged, donated_leaves, names)
     if not any(isinstance(c, core.Tracer) for c in consts):
       self._cache[key] = entry
+      entry.cached = True
     return entry
 
   def _staged(self, args, kwargs) -> tuple[Staged, list]:
@@ -343,18 +360,37 @@ class JitWrapped:
     cv = config._values
     if cv["jax_disable_jit"]:
       return self.fun(*args, **kwargs)
+    key = None
+    if cv["ember_jit_backend"] == "cpu" and core.cur_level_is_eval():
+      # the hit path: flatten, build the key, look up, dispatch
+      if self._has_static:
+        dyn_args, dyn_kwargs, statics = _split_static(args, kwargs, self.static_argnums,
+                                                      self.static_argnames)
+        key, leaves = _fast_key(dyn_args, dyn_kwargs, cv)
+        if key is not None:
+          key += statics          # compared by == and hash, as CacheKey.statics are
+      else:
+        key, leaves = _fast_key(args, kwargs, cv)
+      try:
+        entry = self._fast.get(key) if key is not None else None
+      except TypeError:         # an unhashable static argument: _lookup says so
+        entry = key = None
+      if entry is not None:
+        staged = entry.staged
+        outs = entry.compiled.run([*staged.consts, *leaves] if staged.consts else leaves,
+                                  entry.donate_pos, trusted=True)
+        return outs[0] if entry.one_out else staged.out_tree.unflatten(outs)
     entry, leaves = self._lookup(args, kwargs)
     if cv["ember_jit_backend"] == "cpu" and _top_level(leaves):
-      # the fast path: run the compiled computation directly
+      # the fast path: run the compiled computation directly (the key fixed the arguments'
+      # types; donated Arrays are deleted by run, their buffers reused when unshared)
       staged = entry.staged
-      if entry.donated_leaves:
-        leaves = _copy_donated_numpy(leaves, entry.donated_leaves)
       comp = entry.compiled or _compile_locked(entry)
-      outs = comp.run([*staged.consts, *leaves] if staged.consts else leaves)
-      for i in entry.donated_leaves:  # dispatched (the executor holds their buffers): gone
-        if type(leaves[i]) is Array:
-          leaves[i].delete()
-      return staged.out_tree.unflatten(outs)
+      if key is not None and entry.cached:
+        self._fast[key] = entry
+      outs = comp.run([*staged.consts, *leaves] if staged.consts else leaves,
+                      entry.donate_pos, trusted=True)
+      return outs[0] if entry.one_out else staged.out_tree.unflatten(outs)
     staged = entry.staged
     outs = jit_p.bind(*staged.consts, *leaves, jaxpr=staged.jaxpr, name=self.__name__,
                       donated_invars=staged.donated, inline=self.inline,
@@ -376,20 +412,30 @@ class _NotPlain(Exception):
 def _structure(x, leaves: list):
   """A hashable description of a pytree of plain tuples, lists, dicts and arrays (appending
   its leaves in tree_util's order); _NotPlain for anything else. Equal descriptions mean
-  equal PyTreeDefs, so the fast path never builds one."""
+  equal PyTreeDefs, so the fast path never builds one. (Leaf children are handled inline:
+  this runs on every call.)"""
   t = type(x)
   if t in _LEAF_TYPES:
     leaves.append(x)
     return 0
   if t is tuple or t is list:
-    return (t is tuple, tuple([_structure(c, leaves) for c in x]))
-  if t is dict:
+    children = x
+  elif t is dict:
     try:
       keys = sorted(x)
     except TypeError:
       raise _NotPlain from None
-    return (tuple(keys), tuple([_structure(x[k], leaves) for k in keys]))
-  raise _NotPlain
+    children = [x[k] for k in keys]
+  else:
+    raise _NotPlain
+  desc = []
+  for c in children:
+    if type(c) in _LEAF_TYPES:
+      leaves.append(c)
+      desc.append(0)
+    else:
+      desc.append(_structure(c, leaves))
+  return (tuple(keys) if t is dict else t is tuple, tuple(desc))
 
 
 def _flatten_args(args, kwargs) -> tuple[list, Any]:
@@ -404,6 +450,41 @@ def _flatten_args(args, kwargs) -> tuple[list, Any]:
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     _trees_by_shape[shape] = in_tree
   return leaves, in_tree
+
+
+def _fast_key(args, kwargs, cv) -> tuple:
+  """(key, flat leaves) for the hit path's cache, key None when the arguments are not plain
+  (Arrays, NumPy arrays, Python scalars in tuples, lists and dicts). The key holds what
+  determines the CacheKey: the container structure, each leaf's shape, dtype and weak type
+  (NumPy dtypes and scalar types uncanonicalized: the x64 flag is in the key too) and the
+  trace config."""
+  if kwargs:
+    leaves: list = []
+    try:
+      key = [_structure((args, kwargs), leaves)]
+    except _NotPlain:
+      return None, None
+  else:
+    leaves = args
+    key = [len(args)]
+    for a in args:
+      if type(a) not in _LEAF_TYPES:
+        leaves = []
+        try:
+          key = [_structure((args, kwargs), leaves)]
+        except _NotPlain:
+          return None, None
+        break
+  for a in leaves:
+    t = type(a)
+    if t is Array:
+      key += (a._shape, a._dtype, a._weak_type)
+    elif t is np.ndarray:
+      key += (a.shape, a.dtype, None)
+    else:
+      key += (t, None, None)
+  key += map(cv.__getitem__, _TRACE_CONFIG)
+  return tuple(key), leaves
 
 
 def _leaf_type(x) -> tuple:
@@ -436,15 +517,6 @@ def _top_level(leaves) -> bool:
   return True
 
 
-def _copy_donated_numpy(leaves, donated) -> list:
-  """A donated NumPy argument is copied: the executable may write an output into it."""
-  leaves = list(leaves)
-  for i in donated:
-    if isinstance(leaves[i], np.ndarray):
-      leaves[i] = leaves[i].copy()
-  return leaves
-
-
 def _compile_locked(entry: _Entry):
   with _lock:
     return entry.compiled or _compile(entry)
@@ -470,3 +542,20 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
 # replaces calls by their bodies) -----------------------------------------------------------
 
 jit_p.lower = lambda ctx, *args, jaxpr, name, **_: ctx.call(jaxpr, name, args)
+
+
+# --- differentiation: the jvp of a nested jit is a known jit (primal outputs and residuals)
+# and an unknown jit (tangents); its transpose is a jit of the transposed jaxpr, so the
+# differentiated jaxpr keeps `jit` equations as JAX's does ----------------------------------
+
+def _jit_params(params, jaxpr):
+  return dict(params, jaxpr=jaxpr, donated_invars=(False,) * len(jaxpr.invars))
+
+
+def _install_ad_rules():
+  from ember._src.transforms import ad
+  jit_p.jvp = ad.call_jvp(jit_p, _jit_params)
+  jit_p.transpose = ad.call_transpose(jit_p, _jit_params)
+
+
+_install_ad_rules()

@@ -7,6 +7,7 @@ from ember._src.primitives.linalg import *  # noqa: F401,F403
 from ember._src.primitives.sorting import *  # noqa: F401,F403
 from ember._src.primitives.indexing import *  # noqa: F401,F403
 from ember._src.primitives.control import *  # noqa: F401,F403
+from ember._src.primitives.parallel import *  # noqa: F401,F403
 
 
 def _export_primitives():
@@ -16,7 +17,7 @@ def _export_primitives():
   from ember._src import core
   names = {}
   for fam in ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing",
-              "control"):
+              "control", "parallel"):
     mod = importlib.import_module(f"ember._src.primitives.{fam}")
     names.update({k: v for k, v in vars(mod).items()
                   if k.endswith("_p") and not k.startswith("_") and isinstance(v, core.Primitive)})

@@ -32,6 +32,7 @@ from ember._src.core import ShapedArray
 from ember._src.numpy.util import broadcast_arrays_rank
 from ember._src.primitives import broadcasting_shape, declare
 from ember._src.runtime.array import Array
+from ember._src.transforms import batching
 
 IMPL_NAME = "threefry2x32"
 KEY_SHAPE = (2,)
@@ -96,6 +97,7 @@ def _threefry2x32_lower(ctx, k1, k2, x1, x2):
 
 
 threefry2x32_p.lower = _threefry2x32_lower
+threefry2x32_p.batch = batching.broadcasting(threefry2x32_p)  # elementwise in all four
 
 
 def threefry2x32(k1, k2, x1, x2):

@@ -8,8 +8,11 @@ eval rule runs, independent of pytrees.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
+import gc
 import hashlib
+import time
 import weakref
 from typing import Any, NamedTuple, Sequence
 
@@ -17,6 +20,8 @@ import numpy as np
 
 from ember._src import core, hlo
 from ember._src.config import config
+from ember._src.runtime import executor
+from ember._src.runtime.array import Array
 
 
 class Staged(NamedTuple):
@@ -29,6 +34,7 @@ class Staged(NamedTuple):
   arg_names: tuple           # one per invar of `jaxpr` (consts first)
   closed_jaxpr: core.Jaxpr   # the jaxpr as traced, consts still closed over (Traced.jaxpr)
   donated: tuple = ()        # per invar of `jaxpr`: donated (its buffer may hold an output)
+  trace_secs: float | None = None   # how long tracing took (Compiled.compile_times)
 
 
 class Traced:
@@ -53,7 +59,9 @@ class Traced:
     return self._staged.name
 
   def lower(self) -> "Lowered":
-    return Lowered(lower_staged(self._staged), self._staged)
+    t0 = time.perf_counter()
+    module = lower_staged(self._staged)
+    return Lowered(module, self._staged, time.perf_counter() - t0)
 
 
 def lower_staged(staged: Staged) -> hlo.Module:
@@ -75,8 +83,8 @@ def _result_names(out_tree) -> list[str]:
 class Lowered:
   """The lowered (unoptimized) module of one call signature."""
 
-  def __init__(self, module: hlo.Module, staged: Staged):
-    self._module, self._staged = module, staged
+  def __init__(self, module: hlo.Module, staged: Staged, lower_secs: float | None = None):
+    self._module, self._staged, self._lower_secs = module, staged, lower_secs
     self._compiled: Compiled | None = None
 
   def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
@@ -96,8 +104,11 @@ class Lowered:
     return cost_analysis(self._module)
 
   def compile(self) -> "Compiled":
+    """The compiled signature: a real compilation, logged under `jax_log_compiles` as
+    `Compiling jit(f) ...` (once per Lowered). Later calls of the jitted function with this
+    signature and the same compiler flags run it instead of compiling again."""
     if self._compiled is None:
-      comp = compile_module(clone_module(self._module), self._staged.jaxpr.out_avals)
+      comp = compile_staged(self._staged, self._module, self._lower_secs, reuse=False)
       self._compiled = Compiled(comp, self._staged)
     return self._compiled
 
@@ -108,31 +119,174 @@ class CompiledComputation:
   def __init__(self, module: hlo.Module, executable, assignment, out_avals):
     self.module, self.executable, self.assignment = module, executable, assignment
     self.out_avals = list(out_avals)
+    self.compile_times: dict[str, float] = {}   # seconds per stage (compile_module)
+    self.flags = None                           # the compiler flags it was compiled with
     self._text: str | None = None
+    self._plan: _RunPlan | None = None
 
   def as_text(self) -> str:
     if self._text is None:
       self._text = hlo.to_text(self.module)
     return self._text
 
-  def run(self, args: Sequence) -> list:
+  def run(self, args: Sequence, donate: Sequence[int] = (), trusted: bool = False) -> list:
     """Dispatch the executable on `args` (asynchronous dispatch: see runtime/executor.py);
-    arguments that are pending Arrays are resolved on the executor thread."""
-    from ember._src.runtime import executor
-    in_avals = [p.shape for p in self.module.entry.params]
-    host_args = [executor.host_arg(a, _to_host) for a in args]
-    for i, (x, s) in enumerate(zip(host_args, in_avals)):
-      if x.dtype != s.dtype or x.shape != tuple(s.dims):
-        raise TypeError(f"argument {i} of {self.module.name} has type "
-                        f"{x.dtype.name}{list(x.shape)}, but it was compiled for "
-                        f"{np.dtype(s.dtype).name}{list(s.dims)}")
-    if config.read("ember_check_compiled"):  # checked mode reports a mismatch at the call
-      def checked(np_args):
-        outs = self.executable.execute(np_args)
-        check_against_reference(self, np_args, outs)
-        return outs
-      return executor.dispatch(checked, host_args, self.out_avals, sync=True)
-    return executor.dispatch(self.executable.execute, host_args, self.out_avals)
+    arguments that are pending Arrays are resolved on the executor thread.
+
+    `donate`: positions of donated arguments. They are deleted (Arrays) and, where the
+    executable computes an output into that parameter, an Array's buffer is handed over
+    without a copy when nothing else can reach it (else, and for NumPy arguments, a copy).
+    `trusted`: the caller's signature key already fixes every argument's shape and dtype."""
+    plan = self._plan
+    if plan is None or plan.executable is not self.executable:
+      plan = self._plan = _RunPlan(self)
+    if donate:
+      _check_donated_once(args, donate)
+    host, ptrs, user = [], [], []
+    for i, a in enumerate(args):
+      if type(a) is Array:
+        if a._deleted:
+          a._check_alive()
+        if donate and i in donate:
+          host.append(_take_donated(a, i in plan.aliased))
+          ptrs.append(a._ptr if type(host[-1]) is np.ndarray else None)
+          continue
+        buf = a._buf
+        if buf is not None:
+          p = a._ptr
+          if p is None:
+            p = a._ptr = buf.ctypes.data
+          host.append(buf)
+          ptrs.append(p)
+        elif a._fut is not None:
+          host.append(a)
+          ptrs.append(None)
+        else:
+          a._check_alive()
+          raise RuntimeError("ember: an argument Array has no value")
+      else:
+        x = _to_host(a)
+        if x is a:  # the caller's own NumPy array
+          if donate and i in donate and x.flags.writeable:
+            x = x.copy()  # a NumPy argument is never overwritten
+          else:
+            user.append(i)
+        host.append(x)
+        ptrs.append(None)
+    if not trusted:
+      plan.check(host)
+    if plan.sync_only or config._values["ember_check_compiled"]:
+      # checked mode reports a mismatch at the call
+      return executor.dispatch(plan.checked_call, host, plan.out_specs, ptrs=ptrs, sync=True)
+    return executor.dispatch(plan.call, host, plan.out_specs, ptrs=ptrs, small=plan.small,
+                             user_arrays=user)
+
+
+def _check_donated_once(args, donate) -> None:
+  """A donated Array may not be passed again in the same call (JAX's error)."""
+  first = {}
+  for i in donate:
+    if type(args[i]) is Array:
+      first.setdefault(id(args[i]), i)
+  if not first:
+    return
+  for j, a in enumerate(args):
+    i = first.get(id(a))
+    if i is not None and i != j:
+      from ember._src.errors import JaxRuntimeError
+      raise JaxRuntimeError(
+          "INVALID_ARGUMENT: Attempt to use a buffer that was previously donated in the same "
+          f"call to Execute() (flattened argument {j}, replica 0, partition 0, first use: "
+          f"{i}). Toy example for this bug: `f(donate(a), a)`.")
+
+
+def _take_donated(a, aliased: bool):
+  """A donated Array's buffer for the call (or the pending Array, wrapped), deleting it."""
+  a._check_alive()
+  if a._fut is not None:  # still being computed: taken on the executor thread
+    a._deleted = True
+    return executor.Donated(a) if aliased else a
+  buf = a._donate() if aliased else None
+  if buf is None:  # shared with a NumPy view (or not needed): the call reads it, may copy
+    buf = a._buf
+    a._deleted, a._buf = True, None
+  return buf
+
+
+class _RunPlan:
+  """What `CompiledComputation.run` needs per call, computed once per executable."""
+
+  def __init__(self, comp: CompiledComputation):
+    from ember._src.backends.cpu.executable import Executable
+    self.executable = ex = comp.executable
+    self.name = comp.module.name
+    self.in_specs = [(np.dtype(p.shape.dtype), tuple(p.shape.dims))
+                     for p in comp.module.entry.params]
+    self.out_specs = [(av.shape, av.dtype, av.weak_type) for av in comp.out_avals]
+    self.sync_only = not all(isinstance(av.dtype, np.dtype) for av in comp.out_avals)
+    nbytes = sum(dt.itemsize * int(np.prod(d, dtype=np.int64)) for dt, d in self.in_specs)
+    nbytes += sum(av.dtype.itemsize * int(np.prod(av.shape, dtype=np.int64))
+                  for av in comp.out_avals if isinstance(av.dtype, np.dtype))
+    self.small = nbytes < executor._INLINE_BYTES
+    self.aliased = frozenset(getattr(ex, "donated", ()))
+    name = self.name
+    if type(ex) is Executable:
+      execute_ptrs = ex.execute_ptrs
+
+      def call(np_args, ptrs):
+        try:
+          outs, optrs = execute_ptrs(np_args, ptrs)
+        except Exception as e:  # noqa: BLE001 -- JAX's class for failures while running
+          raise _runtime_error(e, name) from e
+        for o in outs:
+          o.setflags(write=False)   # an Array's memory is read-only to everyone
+        return outs, optrs
+    else:   # another executable object (a test's stand-in): its plain `execute`
+      def call(np_args, ptrs):
+        try:
+          outs = ex.execute(np_args)
+        except Exception as e:  # noqa: BLE001
+          raise _runtime_error(e, name) from e
+        return [_sealed(o) for o in outs], None
+    self.call = call
+
+    def checked_call(np_args, ptrs):
+      outs, optrs = call(np_args, ptrs)
+      check_against_reference(comp, np_args, outs)
+      return outs, optrs
+    self.checked_call = checked_call
+
+  def check(self, host) -> None:
+    if len(host) != len(self.in_specs):
+      raise TypeError(f"{self.name} takes {len(self.in_specs)} arguments, got {len(host)}")
+    for i, (x, (dt, dims)) in enumerate(zip(host, self.in_specs)):
+      if type(x) is executor.Donated:
+        x = x.array
+      if type(x) is Array:
+        xdt, xshape = x._dtype, x._shape
+      else:
+        xdt, xshape = x.dtype, x.shape
+      if xdt != dt or xshape != dims:
+        raise TypeError(f"argument {i} of {self.name} has type {xdt.name}{list(xshape)}, "
+                        f"but it was compiled for {dt.name}{list(dims)}")
+
+
+def _sealed(o) -> np.ndarray:
+  o = np.asarray(o)
+  if o.flags.writeable:
+    o = o.copy() if o.base is not None else o
+    o.flags.writeable = False
+  return o
+
+
+def _runtime_error(e: Exception, name: str) -> Exception:
+  """An error raised while running a computation, as JAX raises it: a JaxRuntimeError whose
+  message carries the original's (kept as __cause__)."""
+  from ember._src.errors import JaxRuntimeError
+  if isinstance(e, JaxRuntimeError):
+    return e
+  status = "RESOURCE_EXHAUSTED" if isinstance(e, MemoryError) else "INTERNAL"
+  return JaxRuntimeError(f"{status}: running {name} failed: {type(e).__name__}: {e}")
 
 
 def _to_host(a) -> np.ndarray:
@@ -144,25 +298,130 @@ def _contiguous(x: np.ndarray) -> np.ndarray:
   return x if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(x.shape)
 
 
-def compile_module(module: hlo.Module, out_avals) -> CompiledComputation:
-  """Optimize `module` (in place) and generate its native code."""
-  import time
+def compile_flags():
+  """The compiler flags of a compilation started now: `EMBER_FLAGS`/`XLA_FLAGS` (or a
+  `flags.override`), at opt_level 0 (the quick tier) under `jax_disable_most_optimizations`."""
   from ember._src import flags as flags_mod
+  flags = flags_mod.get()
+  if flags.opt_level and config.read("jax_disable_most_optimizations"):
+    flags = flags._replace(opt_level=0)
+  return flags
+
+
+def compile_module(module: hlo.Module, out_avals, flags=None) -> CompiledComputation:
+  """Optimize `module` (in place) and generate its native code. The result's
+  `compile_times` holds seconds per stage: `hlo_passes`, `buffer_assignment`, `backend`
+  (all native code; 0 when an equal module's executable was reused), and when LLVM ran,
+  its split (`codegen`: building the IR, `llvm_ir`: its text, `llvm_parse`,
+  `llvm_optimize`, `llvm_ir_text`, `llvm_emit_object`, `llvm_load`), or
+  `persistent_cache_load` when the native code came from the persistent cache."""
   from ember._src import persistent_cache
   from ember._src.passes.buffer_assignment import assign_buffers
   from ember._src.passes.pipeline import optimize
   started = time.perf_counter()
-  flags = flags_mod.get()
+  flags = flags or compile_flags()
   module = optimize(module, flags)
+  t1 = time.perf_counter()
   assignment = assign_buffers(module)
+  t2 = time.perf_counter()
+  times = {"hlo_passes": t1 - started, "buffer_assignment": t2 - t1}
   key = None if flags.dump_to else (structural_key(module), flags)
   executable = _executables.get(key) if key else None
   if executable is None:
     # native code from the persistent cache directory when one is set, else codegen
     executable = persistent_cache.compile_or_load(module, assignment, flags, started)
+    backend = getattr(executable, "compile_times", None)   # None: loaded, not compiled
+    if backend is not None:
+      times.update(backend)
+    else:
+      times["persistent_cache_load"] = time.perf_counter() - t2
     if key:
       _executables[key] = executable
-  return CompiledComputation(module, executable, assignment, out_avals)
+  times["backend"] = time.perf_counter() - t2
+  comp = CompiledComputation(module, executable, assignment, out_avals)
+  comp.compile_times, comp.flags = times, flags
+  return comp
+
+
+_STAGE_ORDER = ("trace", "lower", "hlo_passes", "buffer_assignment", "backend", "codegen",
+                "llvm_ir", "llvm_parse", "llvm_optimize", "llvm_ir_text", "llvm_emit_object",
+                "llvm_load", "persistent_cache_load")
+
+
+def compile_staged(staged: Staged, module: hlo.Module | None = None,
+                   lower_secs: float | None = None, reuse: bool = True) -> CompiledComputation:
+  """A real compilation of a traced signature (lowering it unless `module` is given; the
+  module is not modified), logged as JAX logs it under `jax_log_compiles` (`Compiling
+  jit(f) ...`, `Finished jaxpr to MLIR module conversion ...` when it lowers, `Finished XLA
+  compilation ...`) with ember's per-stage split at DEBUG on `ember._src.compiler`. With
+  `reuse`, a signature already compiled with the same flags (by `Lowered.compile`) is
+  handed back without a compilation."""
+  from ember._src.cache_miss import log, log_enabled, timed
+  flags = compile_flags()
+  done = _compiled_by_jaxpr.get(staged.jaxpr) if reuse else None
+  if done is not None and done.flags == flags:
+    return done
+  name = staged.name
+  if log_enabled("jax_log_compiles"):
+    avals = tuple(v.aval for v in staged.jaxpr.invars[len(staged.consts):])
+    log("jax_log_compiles", "Compiling jit(%s) with global shapes and types %r. Argument "
+        "mapping: %s.", name, avals, "(" + "UnspecifiedValue, " * (len(avals) - 1)
+        + ("UnspecifiedValue,)" if len(avals) == 1 else "UnspecifiedValue)" if avals else ")"))
+  with gc_paused():
+    if module is None:
+      t0 = time.perf_counter()
+      with timed("jax_log_compiles", "Finished jaxpr to MLIR module conversion jit(%s) in "
+                 "%.9f sec", name):
+        module = lower_staged(staged)
+      lower_secs = time.perf_counter() - t0
+    else:
+      module = clone_module(module)
+    t0 = time.perf_counter()
+    with timed("jax_log_compiles", "Finished XLA compilation of jit(%s) in %.9f sec", name):
+      comp = compile_module(module, staged.jaxpr.out_avals, flags)
+  times = {"trace": staged.trace_secs, "lower": lower_secs, **comp.compile_times}
+  times = {k: v for k, v in times.items() if v is not None}
+  times["compile"] = time.perf_counter() - t0
+  comp.compile_times = times
+  _log_compile_times(name, times)
+  _compiled_by_jaxpr[staged.jaxpr] = comp
+  return comp
+
+
+def preload_backend() -> None:
+  """Import the compiler (passes, lowering, LLVM via llvmlite) and initialize LLVM for the
+  host CPU now: a process's first jitted call otherwise pays this (~40-90 ms) on top of
+  its own compilation. Idempotent."""
+  from ember._src import lower, persistent_cache  # noqa: F401
+  from ember._src.backends.cpu import compiler
+  from ember._src.passes import buffer_assignment, pipeline  # noqa: F401
+  for name in pipeline.PASSES:
+    pipeline.get_pass(name)
+  compiler._shared_target_machine(compiler.LLVM_TIERS[compile_flags().opt_level].codegen_level)
+
+
+@contextlib.contextmanager
+def gc_paused():
+  """Python's cyclic garbage collector off for the block: tracing and compiling allocate
+  hundreds of thousands of long-lived objects, and the collections this triggers cost
+  30-40% of a long function's compile time. Collection resumes after the block (it stays
+  off if it was off before)."""
+  was_on = gc.isenabled()
+  gc.disable()
+  try:
+    yield
+  finally:
+    if was_on:
+      gc.enable()
+
+
+def _log_compile_times(name: str, times: dict) -> None:
+  import logging
+  logger = logging.getLogger("ember._src.compiler")
+  if logger.isEnabledFor(logging.DEBUG):
+    stages = [k for k in _STAGE_ORDER if k in times] + ["compile"]
+    logger.debug("Compile times of jit(%s): %s", name,
+                 ", ".join(f"{k} {times[k] * 1e3:.3f} ms" for k in stages))
 
 
 # Native code by structure: two jitted functions whose optimized modules differ only in
@@ -190,17 +449,48 @@ def structural_key(module: hlo.Module) -> tuple:
   key = []
   for c in comps:
     pos = {i.id: n for n, i in enumerate(c.instrs)}
-    key.append(tuple(
-        (i.opcode, i.shape, tuple(pos[o.id] for o in i.operands),
-         tuple(sorted((k, attr(v)) for k, v in i.attrs.items())),
-         tuple(comp_pos[id(sub)] for sub in i.called), i is c.root)
-        for i in c.instrs))
+    key.append(tuple([
+        (i.opcode, i.shape, tuple([pos[o.id] for o in i.operands]),
+         tuple(sorted([(k, attr(v)) for k, v in i.attrs.items()])) if i.attrs else (),
+         tuple([comp_pos[id(sub)] for sub in i.called]) if i.called else (), i is c.root)
+        for i in c.instrs]))
   return tuple(key), tuple(sorted(module.input_output_alias.items()))
 
 
 def clone_module(module: hlo.Module) -> hlo.Module:
-  """A deep copy that passes may rewrite without touching the original (Lowered keeps it)."""
-  return copy.deepcopy(module)
+  """A copy that passes may rewrite without touching the original (Lowered keeps it):
+  new computations and instructions (fresh ids), shapes and metadata shared (immutable),
+  mutable attribute values copied. Linear, ~10x faster than copy.deepcopy."""
+  new = copy.copy(module)
+  new._names, new._counters = set(module._names), {}
+  new.input_output_alias = dict(module.input_output_alias)
+  new.arg_names, new.result_names = list(module.arg_names), list(module.result_names)
+  comps = {}
+
+  def comp(c: hlo.Computation) -> hlo.Computation:
+    if id(c) in comps:
+      return comps[id(c)]
+    c2 = comps[id(c)] = copy.copy(c)
+    c2.module = new if c.module is module else c.module
+    instrs = {}
+    for i in c.instrs:
+      i2 = hlo.Instr.__new__(hlo.Instr)
+      i2.opcode, i2.shape, i2.name, i2.metadata = i.opcode, i.shape, i.name, i.metadata
+      i2.operands = [instrs[id(o)] for o in i.operands]
+      i2.attrs = {k: copy.deepcopy(v) if type(v) in _MUTABLE else v for k, v in i.attrs.items()}
+      i2.called = [comp(sub) for sub in i.called]
+      i2.id = next(hlo._ids)
+      instrs[id(i)] = i2
+    c2.instrs = list(instrs.values())
+    c2.root = instrs[id(c.root)] if c.root is not None else None
+    return c2
+
+  new.computations = [comp(c) for c in module.computations]
+  new.entry = comp(module.entry) if module.entry is not None else None
+  return new
+
+
+_MUTABLE = (list, dict, set, np.ndarray)
 
 
 # Compiled computations of staged jit eqns, keyed by the jaxpr object (jit's trace cache
@@ -240,14 +530,23 @@ class Compiled:
   def runtime_executable(self):
     return self._computation.executable
 
+  @property
+  def compile_times(self) -> dict[str, float]:
+    """Seconds per compile stage (ember's; JAX has no counterpart): `trace`, `lower`,
+    `compile` (everything after lowering, as `Finished XLA compilation` logs it) and its
+    split (see `compile_module`), for the compilation that made this executable."""
+    return dict(self._computation.compile_times)
+
   def __call__(self, *args, **kwargs):
     from ember._src import tree_util
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     if in_tree != self._staged.in_tree:
       raise TypeError(f"Compiled function {self._staged.name} called with a different "
                       f"argument structure: expected {self._staged.in_tree}, got {in_tree}")
-    outs = self._computation.run([*self._staged.consts, *leaves])
-    return self._staged.out_tree.unflatten(outs)
+    staged = self._staged
+    donate = tuple(i for i, d in enumerate(staged.donated) if d)
+    outs = self._computation.run([*staged.consts, *leaves], donate)
+    return staged.out_tree.unflatten(outs)
 
 
 def check_against_reference(comp: CompiledComputation, np_args, outs) -> None:

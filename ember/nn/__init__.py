@@ -14,6 +14,7 @@ import ember.numpy as jnp
 from ember._src import core, dtypes
 from ember._src import lax_api as lax
 from ember._src.jit import jit
+from ember._src.transforms.custom_derivatives import custom_jvp
 from ember._src.numpy import util
 from ember._src.numpy.reductions import asarray_arg, aval
 from ember._src.primitives.elementwise import convert_element_type
@@ -24,10 +25,15 @@ __all__ = ["relu", "relu6", "sigmoid", "silu", "swish", "gelu", "softplus", "log
            "logsumexp", "one_hot", "standardize"]
 
 
+@custom_jvp
 @jit
 def relu(x):
   """max(x, 0)."""
   return jnp.maximum(x, 0)
+
+
+# As JAX: a custom_jvp around the jitted function, with derivative 0 at 0.
+relu.defjvps(lambda g, ans, x: lax.select(x > 0, g, lax.full_like(g, 0)))
 
 
 @jit

@@ -9,4 +9,5 @@ from ember._src.numpy.sorting import *  # noqa: F401,F403
 from ember._src.numpy.logic import *  # noqa: F401,F403
 from ember._src.numpy.indexing import *  # noqa: F401,F403
 from ember._src.numpy.misc import *  # noqa: F401,F403
+from ember._src.numpy.vectorize import *  # noqa: F401,F403
 from ember.numpy import linalg  # noqa: F401,E402

@@ -6,11 +6,16 @@ with any Python that has numpy and mpmath (not needed by the tests themselves):
 
     python3 tests/data/make_mathlib_refs.py
 
+Options `--n N --seed S --out PATH` make a larger set for measuring (docs/mathlib.md's table
+used `--n 16384 --seed 777 --out /tmp/refs16k.npz`: every piece of the input mix scaled by
+N/1024; the defaults reproduce the stored file).
+
 For each function F and precision (f32, f64) the file holds `F.f32.x` / `F.f64.x` (inputs, in
 that precision) and `F.f32.ref` / `F.f64.ref` (the exact value rounded to float64), plus for f64
 `F.f64.lo`: the rounding error of that float64 in units of its ulp (float16), so the test
 measures f64 errors against the unrounded value.
 """
+import argparse
 import os
 
 import mpmath as mp
@@ -49,7 +54,7 @@ def _mix(rng, parts, n):
     return np.concatenate(out)[:n]
 
 
-def inputs(name, f64, rng):
+def inputs(name, f64, rng, n=N):
     big = 1e300 if f64 else 1e37
     tiny = 1e-300 if f64 else 1e-40
     if name == "erf":
@@ -62,21 +67,31 @@ def inputs(name, f64, rng):
     elif name in ("lgamma", "digamma"):
         parts = [("lin", -12.0, 12.0, 450), ("lin", 0.5, 3.5, 150), ("log", tiny, big, 224),
                  ("log", 1e-6, 1e6 if f64 else 1e4, 200)]
-    v = _mix(rng, parts, N)
+    m = n // N                                                      # scale of the mix
+    parts = [(kind, a, b, k * m, *rest) for kind, a, b, k, *rest in parts]
+    v = _mix(rng, parts, n)
     if name == "erfinv":
-        v[-350:] = (1.0 - v[-350:]) * rng.choice([-1.0, 1.0], 350)  # near +-1
+        k = 350 * m
+        v[-k:] = (1.0 - v[-k:]) * rng.choice([-1.0, 1.0], k)       # near +-1
     if name in ("lgamma", "digamma"):
-        v[-200:] = -v[-200:]                                        # negative, off the poles
+        v[-200 * m:] = -v[-200 * m:]                                # negative, off the poles
     v = v.astype(np.float64 if f64 else np.float32)
     return v
 
 
 def main():
-    rng = np.random.default_rng(2024)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=N, help="points per function and precision "
+                    "(a multiple of 1024)")
+    ap.add_argument("--seed", type=int, default=2024)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                  "mathlib_refs.npz"))
+    args = ap.parse_args()
+    rng = np.random.default_rng(args.seed)
     out = {}
     for name, fn in FUNCS.items():
         for f64 in (False, True):
-            x = inputs(name, f64, rng)
+            x = inputs(name, f64, rng, args.n)
             if name in ("lgamma", "digamma"):           # keep off the poles exactly
                 x = x[~((x <= 0) & (x == np.floor(x)))]
             vals = [fn(mp.mpf(float(v))) for v in x]
@@ -91,7 +106,7 @@ def main():
                                    else 0.0 for v, r, u in zip(vals, ref, ulp)])
                 out[key + ".lo"] = lo.astype(np.float16)
             print(key, len(x))
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mathlib_refs.npz")
+    path = args.out
     np.savez_compressed(path, **out)
     print("wrote", path, os.path.getsize(path), "bytes")
 

@@ -169,7 +169,10 @@ class _Func:
     return f"{base}:{n}", [f"{base}#{i}" for i in range(n)]
 
   def const(self, dtype) -> str:
-    base = "cst" if _is_inexact(dtype) else "c"
+    return self.const_named("cst" if _is_inexact(dtype) else "c")
+
+  def const_named(self, base: str) -> str:
+    """`%base`, then `%base_N` with MLIR's shared uniquing counter."""
     if base not in self.used:
       self.used.add(base)
       return f"%{base}"
@@ -372,8 +375,44 @@ class _Printer:
       lines += self.region(instr.called[0], f, indent + "  ")
       lines.append(f"{indent}}}) : {fn_type()}{loc}")
       return lines
+    if op in ("while", "conditional"):
+      return self.control_flow(instr, f, indent, lhs, x, loc)
     raise ValueError(f"to_mlir_text: no StableHLO form for the HLO opcode {op!r} "
                      f"(%{instr.name}); print lowered (unoptimized) modules only.")
+
+  def scoped_region(self, comp, f: _Func, indent: str, names) -> list[str]:
+    """`comp`'s body as a region whose parameters are the values `names` (the captured
+    operands of a case branch, the iteration arguments of a while); value names inside
+    restart from the enclosing op's for each region, as MLIR prints them."""
+    saved = (f.next_value, set(f.used), f.uniq)
+    for p, n in zip(comp.params, names):
+      f.values[p.id] = n
+    lines = self.body(comp, f, indent, "stablehlo.return")
+    f.next_value, f.used, f.uniq = saved
+    return lines
+
+  def control_flow(self, instr, f, indent, lhs, x, loc) -> list[str]:
+    """`stablehlo.case` (conditional: branches capture the operands) and `stablehlo.while`
+    (iteration arguments `%iterArg`, `%iterArg_0`, ...)."""
+    shapes = instr.shape.elements if isinstance(instr.shape, TupleShape) else [instr.shape]
+    res_t = ", ".join(_ty(s) for s in shapes)
+    if instr.opcode == "conditional":
+      lines = [f'{lhs}"stablehlo.case"({x[0]}) ({{']
+      for k, comp in enumerate(instr.called):
+        if k:
+          lines.append(f"{indent}}}, {{")
+        lines += self.scoped_region(comp, f, indent + "  ", x[1:])
+      res_t = res_t if len(shapes) == 1 else f"({res_t})"
+      lines.append(f"{indent}}}) : ({_ty(instr.operands[0].shape)}) -> {res_t}{loc}")
+      return lines
+    names = [f.const_named("iterArg") for _ in x]
+    args = ", ".join(f"{n} = {v}" for n, v in zip(names, x))
+    lines = [f"{lhs}stablehlo.while({args}) : {res_t}", f"{indent}cond {{"]
+    lines += self.scoped_region(instr.called[0], f, indent + "  ", names)
+    lines.append(f"{indent}}} do {{")
+    lines += self.scoped_region(instr.called[1], f, indent + "  ", names)
+    lines.append(f"{indent}}}{loc}")
+    return lines
 
   def reduce(self, instr, f, indent, lhs, x, loc) -> list[str]:
     comp = instr.called[0]

@@ -437,12 +437,47 @@ def _logaddexp(x1, x2, exp_fn, scale):
 
 def logaddexp(x1, x2, /):
   x1, x2 = promote_args_inexact("logaddexp", x1, x2)
-  return _logaddexp(x1, x2, lax.exp, 1)
+  return _logaddexp_custom(x1, x2)
 
 
 def logaddexp2(x1, x2, /):
   x1, x2 = promote_args_inexact("logaddexp2", x1, x2)
-  return _logaddexp(x1, x2, lax.exp2, 1 / np.log(2))
+  return _logaddexp2_custom(x1, x2)
+
+
+# As JAX: custom_jvp functions (on promoted operands), whose derivatives stay finite where
+# an operand is +inf: d/dx1 = exp(x1 - out) with +inf replaced by 0.
+
+def _replace_inf(x):
+  return lax.select(isposinf(lax.real(x) if _is(x, np.complexfloating) else x),
+                    lax.full_like(x, 0), x)
+
+
+def _custom_logaddexp(name, exp_fn, scale):
+  from ember._src.transforms.custom_derivatives import custom_jvp
+
+  def primal(x1, x2):
+    return _logaddexp(x1, x2, exp_fn, scale)
+  primal.__name__ = primal.__qualname__ = name
+  fn = custom_jvp(primal)
+
+  def jvp(primals, tangents):
+    x1, x2 = primals
+    t1, t2 = tangents
+    out = fn(x1, x2)
+    weight = lambda x: exp_fn(lax.sub(_replace_inf(x), _replace_inf(out)))
+    return out, lax.add(lax.mul(_bcast(t1, out), weight(x1)), lax.mul(_bcast(t2, out), weight(x2)))
+  jvp.__name__ = jvp.__qualname__ = f"_{name}_jvp"
+  fn.defjvp(jvp)
+  return fn
+
+
+def _bcast(t, like):
+  return broadcast_to_shape(t, _shape(like)) if _shape(t) != _shape(like) else t
+
+
+_logaddexp_custom = _custom_logaddexp("logaddexp", lax.exp, 1)
+_logaddexp2_custom = _custom_logaddexp("logaddexp2", lax.exp2, 1 / np.log(2))
 
 
 # --- trigonometric and hyperbolic ---------------------------------------------------------

@@ -10,7 +10,9 @@ Rewrites, each giving bit-for-bit the value the original computes (exceptions no
                       slice of the whole array, pad by nothing, concatenate of one operand,
                       convert to the operand's own type, reverse of size-1 dims  ->  x
   compositions        transpose(transpose), reshape(reshape), broadcast(broadcast),
-                      slice(slice)  ->  one op
+                      slice(slice)  ->  one op; reshape of a broadcast that only inserts
+                      size-1 dims -> a reshape of its operand (the operand when the shapes
+                      match: broadcast to [1000,1,64] then reshape to [1000,64])
   tuples              get-tuple-element(tuple(a, b, ...), i) -> the i-th operand
   select              select(all-true, a, b) -> a; select(all-false, a, b) -> b; select(p, a, a) -> a
   scalar broadcasts   an elementwise op whose operands are all broadcasts of scalars is computed
@@ -148,10 +150,25 @@ def _reshape(i, rw):
   (x,) = i.operands
   if x.shape == i.shape:
     return x
-  if x.opcode == "reshape":     # row-major reshapes compose: only the element order matters
+  if x.opcode == "reshape" or _inserts_unit_dims(x):
+    # row-major reshapes compose (only the element order matters), and a broadcast that only
+    # inserts size-1 dims is such a reshape: broadcast_in_dim to [1000,1,64] then reshape to
+    # [1000,64] is the operand itself
     y = x.operands[0]
     return y if y.shape == i.shape else rw.new(i, "reshape", i.shape, [y])
   return None
+
+
+def _inserts_unit_dims(b: hlo.Instr) -> bool:
+  """A broadcast whose output is its operand with size-1 dims inserted (same elements, same
+  row-major order)."""
+  if b.opcode != "broadcast":
+    return False
+  dims = tuple(b.attrs["dimensions"])
+  x = b.operands[0]
+  return list(dims) == sorted(dims) and len(set(dims)) == len(dims) and \
+      x.shape.size == b.shape.size and \
+      all(b.shape.dims[d] == n for d, n in zip(dims, x.shape.dims))
 
 
 def _broadcast(i, rw):

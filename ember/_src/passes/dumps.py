@@ -62,4 +62,6 @@ def dump_before(module: hlo.Module, flags) -> str | None:
 
 
 def dump_after(module: hlo.Module, flags) -> str | None:
+  if not flags.dump_to:      # the text costs as much as a pass: only when dumping
+    return None
   return dump_artifact(module.name, AFTER, hlo.to_text(module), flags)

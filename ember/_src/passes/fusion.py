@@ -17,10 +17,16 @@ of its consumers or becomes the root of a fusion of its own:
 * an EXPENSIVE producer (`is_expensive`: transcendentals, integer division, remainder,
   reduce, gather)
   is never recomputed: it fuses only when it has a single consuming fusion that evaluates each
-  of its elements at most once (`read_factor`); used by several fusions, or read through a
-  broadcast (softmax's max/sum feeding `x - max`), it becomes its own fusion and is written to
-  memory once. Softmax therefore comes out as 4 kernels: reduce-max, exp(x - max) (expensive,
-  used twice), reduce-sum, divide.
+  of its elements at most once; used by several fusions it becomes its own fusion and is
+  written to memory once. The count follows the CPU emitter (`symbolic_count`): a value whose
+  index, through broadcasts, transposes, size-1 reshapes and elementwise ops, does not involve
+  the fusion's inner loops is computed once per iteration of the loops it does involve (the
+  emitter hoists it), so softmax's row max read through a broadcast by `x - max` counts once
+  per element and fuses; where the model does not apply (slices, pads, gathers on the path)
+  `read_factor` counts. An expensive value of the output's rank read at several minor
+  positions of the same row (softmax's exp(x - max), read by the row sum and the division)
+  is computed once per row into a row buffer by the emitter (`row_cached`): it counts once.
+  Softmax, logsumexp and layernorm therefore come out as one kernel each.
 * a fusion stops growing at MAX_FUSED_INSTRS instructions (bounded kernel code size).
 
 dot, sort, top-k, scatter, parameters, tuples, non-scalar constants (data, not code),
@@ -45,9 +51,12 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from ember._src import hlo
 
-__all__ = ["run", "wrap_lone_ops", "is_expensive", "read_factor", "FUSIBLE"]
+__all__ = ["run", "wrap_lone_ops", "is_expensive", "read_factor", "FUSIBLE", "operand_index",
+           "column_reduce_root", "symbolic_count", "row_cached"]
 
 # Ops that may live inside a fusion (get-tuple-element only of a reduce fused alongside).
 FUSIBLE = hlo.ELEMENTWISE | {
@@ -102,6 +111,198 @@ def read_factor(user: hlo.Instr, k: int) -> tuple[float, bool]:
     vec = o.dims[ivd] if ivd < o.shape.rank else 1
     return n_out / max(n_in // vec if vec else 0, 1), False
   return ratio, False                            # broadcast, slice, dynamic-slice, gather
+
+
+# --------------------------------------------------------------------------------------
+# Symbolic indices: the model of the CPU emitter's loop nests and invariant hoisting
+# --------------------------------------------------------------------------------------
+
+def operand_index(user: hlo.Instr, k: int, index: tuple, zero) -> tuple | None:
+  """The index at which `user`, evaluated at `index`, reads operand k, when it is a pure
+  selection of `index`'s entries (or `zero` for size-1 dims): elementwise ops, broadcast,
+  transpose, get-tuple-element and reshapes that only add or drop size-1 dims. None for
+  maps that compute new index values (slice, pad, concatenate, gather, general reshapes)
+  and for reduce (its caller names the reduction loops). The CPU emitter maps indices
+  exactly so (codegen.py), which is what makes a value computed at an index that does not
+  involve an inner loop variable reusable across that loop: see `symbolic_count`."""
+  op = user.opcode
+  o = user.operands[k]
+  if op == "get-tuple-element":
+    return index
+  if op in hlo.ELEMENTWISE:
+    if op == "bitcast-convert" and np.dtype(o.dtype).itemsize != np.dtype(user.dtype).itemsize:
+      return None
+    return index if o.shape.rank else ()
+  if op == "broadcast":
+    dims = user.attrs["dimensions"]
+    return tuple(zero if o.shape.dims[j] == 1 else index[d] for j, d in enumerate(dims))
+  if op == "transpose":
+    src = [None] * len(index)
+    for i, p in enumerate(user.attrs["dimensions"]):
+      src[p] = index[i]
+    return tuple(src)
+  if op == "reshape":
+    src, dst = o.shape.dims, user.shape.dims
+    big_src = [d for d, n in enumerate(src) if n != 1]
+    big_dst = [d for d, n in enumerate(dst) if n != 1]
+    if 0 in src or [src[d] for d in big_src] != [dst[d] for d in big_dst]:
+      return None
+    out = [zero] * len(src)
+    for s, d in zip(big_src, big_dst):
+      out[s] = index[d]
+    return tuple(out)
+  return None
+
+
+def column_reduce_root(root: hlo.Instr) -> bool:
+  """A reduce root with a simple combiner keeping its input's minor dim: the emitter runs it
+  as a column reduction (accumulating into the output, the minor dim innermost)."""
+  if root.opcode != "reduce" or not root.called:
+    return False
+  comp = root.called[0]
+  n = len(root.operands) // 2
+  x = root.operands[0]
+  rdims = set(root.attrs["dimensions"])
+  rank = x.shape.rank
+  simple = n == 1 and len(comp.params) == 2 and len(comp.root.operands) == 2 and \
+      comp.root.opcode in ("add", "multiply", "maximum", "minimum", "and", "or") and \
+      {o.id for o in comp.root.operands} == {q.id for q in comp.params}
+  return (simple or n > 1) and rank >= 2 and (rank - 1) not in rdims and bool(rdims) \
+      and 0 not in x.shape.dims
+
+
+ROW_CACHE_MAX = 8192   # elements of a row-cached value (fusion.row_cached): 32 KB of f32
+
+
+def _reaching(root: hlo.Instr, members: set[int], target: hlo.Instr) -> dict[int, bool]:
+  """id -> whether `target` is reachable from that instruction through fusion members
+  (iterative post-order: fusions of thousands of instructions exceed Python's recursion)."""
+  reach: dict[int, bool] = {}
+  stack = [(root, False)]
+  while stack:
+    x, expanded = stack.pop()
+    if x.id in reach and not expanded:
+      continue
+    if x is target or x.id not in members:
+      reach[x.id] = x is target
+    elif not expanded:
+      reach[x.id] = False          # provisional, as the recursive form had it
+      stack.append((x, True))
+      stack.extend((o, False) for o in x.operands if o.id not in reach)
+    else:
+      reach[x.id] = any(reach.get(o.id, False) for o in x.operands)
+  return reach
+
+
+def symbolic_count(root: hlo.Instr, members: set[int], target: hlo.Instr) -> float | None:
+  """Evaluations per element of `target` in the fusion of `members` rooted at `root`, as the
+  CPU emitter computes them: loops over the root's dims (outermost first), a reduce's loops
+  nested where the reduce is computed, and every value computed once per iteration of the
+  innermost loop its index involves (the emitter hoists values whose index does not involve
+  the inner loops: softmax's row max is computed once per row, not once per element), or
+  once per element when it is row-cached (`row_cached`). None when a path from the root to
+  `target` maps indices other than by `operand_index` (the caller then uses `read_factor`)."""
+  found = _sites(root, members, target)
+  if found is None:
+    return None
+  sites, extent, syms = found
+  if _row_cacheable(target, sites, syms):
+    return 1.0
+  total = 0.0
+  for index, chain in sites:
+    used = set(index)
+    total += float(np.prod([extent[c] for c in chain if c not in used], dtype=np.float64))
+  return total
+
+
+def row_cached(root: hlo.Instr, members: set[int], target: hlo.Instr) -> bool:
+  """Whether the CPU emitter computes the expensive `target` once per row of the output into
+  a row buffer: it has the output's shape and is read at several minor positions of the same
+  row (softmax's exp(x - max), read by the row sum and by the division), each read then
+  loads the buffer (in L1) instead of recomputing or materializing it in memory."""
+  if not is_expensive(target):
+    return False
+  found = _sites(root, members, target)
+  return found is not None and _row_cacheable(target, found[0], found[2])
+
+
+def _row_cacheable(target: hlo.Instr, sites: set, syms: tuple) -> bool:
+  """Read at >= 2 places, each in the same row (the outer loop variables in order, computed
+  inside the loops over the row's outer dims) at some minor position (the innermost loop or
+  a reduce's loop), with the output's rank: the emitter then fills a row buffer once per row."""
+  n = len(syms)
+  outer = syms[:-1]
+  shape = target.shape
+  if n < 2 or len(sites) < 2 or not isinstance(shape, hlo.Shape) or shape.rank != n or \
+      np.dtype(shape.dtype).kind not in "biuf" or shape.dims[-1] > ROW_CACHE_MAX:
+    return False
+  return all(index[:-1] == outer and chain[:n - 1] == outer and index[-1] is not None
+             and index[-1] not in outer for index, chain in sites)
+
+
+def _sites(root: hlo.Instr, members: set[int], target: hlo.Instr):
+  """(the (index, chain) pairs at which the fusion evaluates `target`, loop extents, the
+  root's loop symbols), or None where the model does not apply (see symbolic_count)."""
+  if column_reduce_root(root):
+    return None
+  shape = root.shape
+  dims = tuple(shape.dims if isinstance(shape, hlo.Shape) else shape.elements[0].dims)
+  if 0 in dims:
+    return None
+  n = len(dims)
+  syms = tuple(("L", k) for k in range(n))
+  extent = {("L", k): d for k, d in enumerate(dims)}
+  reach = _reaching(root, members, target)   # only paths to target matter
+  reaches = lambda x: reach.get(x.id, False)
+  if not reaches(root):
+    return None
+  sites: set = set()
+  seen: set = set()
+  stack = [(root, syms, syms)]
+  while stack:
+    x, index, chain = stack.pop()
+    if (x.id, index, chain) in seen:
+      continue
+    seen.add((x.id, index, chain))
+    level = _emission_level(index, chain)
+    if level < 0 and n:    # computed before the outer loop: once per call, so once per
+      return None          # thread when the runtime splits it (read_factor decides)
+    chain = chain[:level + 1]        # where x is computed; its operands are read there
+    if x is target:
+      sites.add((index, chain))
+      continue
+    for k, o in enumerate(x.operands):
+      if not reaches(o):
+        continue
+      if x.opcode == "reduce":
+        m = len(x.operands) // 2
+        if k >= m:
+          stack.append((o, (), chain))
+          continue
+        rdims = sorted(x.attrs["dimensions"])
+        loops = tuple(("R", x.id, d, len(rdims)) for d in rdims)
+        extent.update((s, o.shape.dims[s[2]]) for s in loops)
+        kept = iter(index)
+        full = tuple(loops[rdims.index(d)] if d in rdims else next(kept)
+                     for d in range(o.shape.rank))
+        stack.append((o, full, chain + loops))
+        continue
+      oi = operand_index(x, k, index, None)
+      if oi is None:
+        return None
+      stack.append((o, oi, chain))
+  return sites, extent, syms
+
+
+def _emission_level(index: tuple, chain: tuple) -> int:
+  """The chain position of the innermost loop whose variable `index` uses: where the
+  emitter computes the value. Between a reduce's own loops the emitter only hoists above
+  all of them, so a value using any of them is computed in the innermost one."""
+  pos = max((chain.index(s) for s in index if s is not None and s in chain), default=-1)
+  if pos >= 0 and chain[pos][0] == "R":
+    while pos + 1 < len(chain) and chain[pos + 1][0] == "R" and chain[pos + 1][1] == chain[pos][1]:
+      pos += 1
+  return pos
 
 
 class _Group:
@@ -176,7 +377,13 @@ def _plan(entry: hlo.Computation, fuse: bool) -> tuple[list[_Group], set[int]]:
     if i.opcode in ROOT_ONLY or not (fuse or i.opcode == "constant"):
       chosen = []
     elif is_expensive(i):          # moves into its only consumer, evaluated once per element
-      ok = not ext and len(targets) == 1 and len(room) == 1 and counts[id(room[0])] <= 1.0
+      ok = not ext and len(targets) == 1 and len(room) == 1
+      if ok:
+        g = room[0]
+        sym = symbolic_count(g.root, g.members, i)
+        ok = (counts[id(g)] if sym is None else sym) <= 1.0
+        if sym is not None:
+          counts[id(g)] = min(counts[id(g)], sym)
       chosen = room if ok else []
     elif (ext or len(room) < len(targets)) and i.opcode not in _GENERATORS:
       chosen = []                  # materialized anyway: consumers read its buffer

@@ -1,6 +1,7 @@
 """The pass pipeline: lowered module -> optimized module (what `Compiled.as_text()` prints).
 
-    inline, algsimp, constant_folding, dot_transpose, algsimp, cse, dce, fusion, dce
+    inline, algsimp, constant_folding, dot_transpose, algsimp, cse, dce, fusion,
+    dot_epilogue, dce
 
 then `copy_outputs` (always: the outputs get buffers of their own). Each pass is a module
 `ember._src.passes.<name>` with `run(module, flags) -> module`. A pass is skipped when its
@@ -21,12 +22,12 @@ from ember._src import hlo
 from ember._src.passes import dumps
 
 PASSES = ("inline", "algsimp", "constant_folding", "dot_transpose", "algsimp", "cse", "dce",
-          "fusion", "dce")
+          "fusion", "dot_epilogue", "dce")
 
 # Lowest opt_level each pass runs at. At 0 only what the backend contract needs runs: no
 # `call` left (inline), no dead code, every computing op in a fusion.
 MIN_OPT_LEVEL = {"inline": 0, "algsimp": 1, "constant_folding": 1, "dot_transpose": 1,
-                 "cse": 1, "dce": 0, "fusion": 0}
+                 "cse": 1, "dce": 0, "fusion": 0, "dot_epilogue": 1}
 
 
 # What still has to happen when a pass is switched off: with fusion disabled every computing
@@ -95,11 +96,49 @@ def copy_outputs(module: hlo.Module, flags=None) -> hlo.Module:
   return module
 
 
+_CONTROL_FLOW = ("while", "conditional")
+
+
+def optimize_control_flow(module: hlo.Module, flags=None) -> hlo.Module:
+  """Optimize the computations a `while` (condition, body) or `conditional` (branches)
+  calls as programs of their own: each is copied into a module, optimized by the whole
+  pipeline (so inline, algsimp, CSE, DCE and fusion apply inside loop bodies, and nested
+  control flow recursively) and put back; the backend compiles each into a
+  sub-executable (backends/cpu/control_flow.py). Value-preserving: each computation is
+  rewritten only by the value-preserving passes."""
+  flags = flags or flags_lib.get()
+  changed = False
+  for comp in module.called_computations():
+    for instr in comp.instrs:
+      if instr.opcode not in _CONTROL_FLOW:
+        continue
+      new = []
+      for c in instr.called:
+        if getattr(c, "optimized", False):
+          new.append(c)
+          continue
+        sub = optimize_program(hlo.module_of(c, c.name), flags)
+        body = hlo.adopt(module, sub)
+        body.optimized = True
+        new.append(body)
+      instr.called = new
+      changed = True
+  if changed:
+    module.prune_computations()
+  return module
+
+
+def optimize_program(module: hlo.Module, flags=None) -> hlo.Module:
+  """The passes, copy insertion and the control-flow recursion, without dumps."""
+  module = run_passes(module, flags)
+  module = copy_outputs(module, flags)
+  return optimize_control_flow(module, flags)
+
+
 def optimize(module: hlo.Module, flags=None) -> hlo.Module:
   """The whole pipeline, with the before/after dumps when `flags.dump_to` is set."""
   flags = flags or flags_lib.get()
   dumps.dump_before(module, flags)
-  module = run_passes(module, flags)
-  module = copy_outputs(module, flags)
+  module = optimize_program(module, flags)
   dumps.dump_after(module, flags)
   return module

@@ -11,6 +11,7 @@ import numpy as np
 
 from ember._src import core, dtypes
 from ember._src.core import Primitive, ShapedArray
+from ember._src.transforms import batching
 
 # dtype classes accepted by a primitive, by NumPy kind letter
 BOOL, INT, UINT, FLOAT, COMPLEX = "b", "i", "u", "f", "c"
@@ -85,7 +86,9 @@ def unary(name: str, impl: Callable, kinds: str = INEXACT, out_dtype: Callable |
   def abstract_eval(x: ShapedArray, **_):
     check_dtype(name, x, kinds)
     return x.update(dtype=out_dtype(x.dtype)) if out_dtype else x
-  return declare(name, abstract_eval, impl)
+  p = declare(name, abstract_eval, impl)
+  p.batch = batching.vectorized(p)
+  return p
 
 
 def naryop(name: str, impl: Callable, kinds: str = NUMERIC, out_dtype: Callable | None = None):
@@ -100,7 +103,9 @@ def naryop(name: str, impl: Callable, kinds: str = NUMERIC, out_dtype: Callable 
     dt = out_dtype(avals[0].dtype) if out_dtype else avals[0].dtype
     weak = all(a.weak_type for a in avals)
     return ShapedArray(shape, dt, weak)
-  return declare(name, abstract_eval, impl)
+  p = declare(name, abstract_eval, impl)
+  p.batch = batching.broadcasting(p)
+  return p
 
 
 def with_dtype_of(fn: Callable) -> Callable:

@@ -26,6 +26,7 @@ from ember._src import core, dtypes
 from ember._src import lower as lowering
 from ember._src.lower import complex_math
 from ember._src.core import ShapedArray
+from ember._src.transforms import ad, batching
 from ember._src.primitives import (ANY, BOOL, COMPLEX, FLOAT, INEXACT, INT, INTS, NUMERIC,
                                    bind_elementwise, broadcasting_shape, check_dtype,
                                    check_same_dtypes, declare, dtype_kind, naryop, unary)
@@ -204,6 +205,7 @@ def _convert_abstract_eval(x, *, new_dtype, weak_type):
 
 convert_element_type_p = declare("convert_element_type", _convert_abstract_eval, _convert_impl)
 convert_element_type_p.fold_literals = True  # converting a Python scalar stays a Literal
+convert_element_type_p.batch = batching.vectorized(convert_element_type_p)
 
 
 def _convert_lower(ctx, x, *, new_dtype, weak_type):
@@ -213,6 +215,19 @@ def _convert_lower(ctx, x, *, new_dtype, weak_type):
 
 
 convert_element_type_p.lower = _convert_lower
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
+  (x,), (t,) = primals, tangents
+  out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+  if type(t) is ad.Zero or not ad.is_differentiable(new_dtype):
+    return out, ad.Zero.from_value(out)
+  return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+convert_element_type_p.jvp = _convert_jvp
+convert_element_type_p.transpose = lambda ct, x, *, new_dtype, weak_type: [
+    convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
 
 
 def convert_element_type(operand, new_dtype, weak_type: bool = False):
@@ -260,6 +275,18 @@ def _bitcast_impl(x, *, new_dtype):
 
 
 bitcast_convert_type_p = declare("bitcast_convert_type", _bitcast_abstract_eval, _bitcast_impl)
+
+
+def _bitcast_batch(axis_data, vals, dims, *, new_dtype):
+  """A width change adds/removes the LAST dimension: keep the batch dimension off it."""
+  (x,), (d,) = vals, dims
+  if d == batching.ndim_of(x) - 1 and _bits(core.get_aval(x).dtype) != _bits(np.dtype(new_dtype)):
+    x, d = batching.moveaxis(x, d, 0), 0
+  return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
+
+
+bitcast_convert_type_p.batch = _bitcast_batch
+ad.defjvp_zero(bitcast_convert_type_p)  # a reinterpretation of bits: not differentiable
 bitcast_convert_type_p.lower = lambda ctx, x, *, new_dtype: (
     x if x.dtype == np.dtype(new_dtype) else ctx.emit("bitcast-convert", ctx.out_shape(), [x]))
 
@@ -313,6 +340,8 @@ def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
 
 reduce_precision_p = declare("reduce_precision", _reduce_precision_abstract_eval,
                              _quiet(_reduce_precision_impl))
+reduce_precision_p.batch = batching.vectorized(reduce_precision_p)
+ad.deflinear(reduce_precision_p, lambda ct, **params: [reduce_precision_p.bind(ct, **params)])
 reduce_precision_p.lower = lambda ctx, x, *, exponent_bits, mantissa_bits: ctx.emit(
     "reduce-precision", x.shape, [x],
     {"exponent_bits": exponent_bits, "mantissa_bits": mantissa_bits})
@@ -403,6 +432,77 @@ def _atan2(x, y):
 
 atan2_p.impl = _math2(_atan2)
 
+
+# --- differentiation rules of the arithmetic primitives (JAX's lax.py rules) ---------------
+
+def _zeros(x):
+  from ember._src.primitives.structural import full_like
+  return full_like(x, 0)
+
+
+def _bcast_like(t, out):
+  """`t` broadcast to the shape of `out` (lax operands are 0-d or size-1 broadcasting)."""
+  from ember._src.primitives.structural import broadcast_in_dim
+  ts, shape = core.get_aval(t).shape, core.get_aval(out).shape
+  if ts == shape:
+    return t
+  return broadcast_in_dim(t, shape, tuple(range(len(shape))) if ts else ())
+
+
+def _add_sub_jvp(prim, sign_y):
+  def rule(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    out = prim.bind(x, y)
+    if type(tx) is ad.Zero and type(ty) is ad.Zero:
+      return out, ad.Zero.from_value(out)
+    if type(ty) is ad.Zero:
+      return out, _bcast_like(tx, out)
+    if type(tx) is ad.Zero:
+      return out, _bcast_like(sign_y(ty), out)
+    return out, prim.bind(tx, ty)
+  return rule
+
+
+def _add_sub_transpose(sign_y):
+  def rule(ct, x, y):
+    return [ad.unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
+            ad.unbroadcast(y.aval, sign_y(ct)) if ad.is_undefined_primal(y) else None]
+  return rule
+
+
+add_p.jvp = _add_sub_jvp(add_p, lambda t: t)
+add_p.transpose = _add_sub_transpose(lambda t: t)
+sub_p.jvp = _add_sub_jvp(sub_p, lambda t: neg(t))
+sub_p.transpose = _add_sub_transpose(lambda t: neg(t))
+ad.defjvp(div_p, lambda g, x, y: div(g, y),
+          lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
+
+
+def _div_transpose(ct, x, y):
+  if ad.is_undefined_primal(y):
+    raise ValueError("div is not linear in its divisor: cannot transpose it")
+  return [ad.unbroadcast(x.aval, div(ct, y)), None]
+
+
+div_p.transpose = _div_transpose
+ad.defjvp(rem_p, lambda g, x, y: _bcast_like(g, rem(x, y)),
+          lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+
+
+def _balanced_eq(x, z, y):
+  """1 where x alone attains the max/min z, 1/2 where x and y both do, else 0 (JAX)."""
+  from ember._src.primitives.structural import full_like
+  return select(eq(x, z), select(eq(y, z), full_like(z, 0.5), full_like(z, 1)), _zeros(z))
+
+
+ad.defjvp2(max_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+ad.defjvp2(min_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
+           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
+ad.defjvp_zero(nextafter_p)
+ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
+          lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
+
 # mul carries JAX's `out_dtype` param (hidden when None): with a dtype, the operands are
 # cast to it before multiplying.
 
@@ -442,6 +542,30 @@ def mul(x, y, *, out_dtype=None):
   return bind_elementwise(mul_p, x, y, out_dtype=None)
 
 
+ad.defjvp(mul_p, lambda g, x, y, *, out_dtype=None: mul_p.bind(g, y, out_dtype=out_dtype),
+          lambda g, x, y, *, out_dtype=None: mul_p.bind(x, g, out_dtype=out_dtype))
+
+
+def _mul_transpose(ct, x, y, *, out_dtype=None):
+  if ad.is_undefined_primal(x) and ad.is_undefined_primal(y):
+    raise ValueError("mul of two linear values is not linear: cannot transpose it")
+  if ad.is_undefined_primal(x):
+    return [_convert_like(ad.unbroadcast(x.aval, mul_p.bind(ct, y, out_dtype=out_dtype)),
+                          x.aval), None]
+  return [None, _convert_like(ad.unbroadcast(y.aval, mul_p.bind(x, ct, out_dtype=out_dtype)),
+                              y.aval)]
+
+
+def _convert_like(v, aval):
+  """`v` in the dtype of `aval` (mul with out_dtype computes in another dtype)."""
+  if core.get_aval(v).dtype == aval.dtype:
+    return v
+  return convert_element_type(v, aval.dtype, aval.weak_type)
+
+
+mul_p.transpose = _mul_transpose
+
+
 # pow: float/complex base; exponent of the same dtype or any integer dtype.
 
 def _pow_abstract_eval(x, y):
@@ -462,6 +586,7 @@ def _pow_impl(x, y):
 
 
 pow_p = declare("pow", _pow_abstract_eval, _quiet(_pow_impl))
+pow_p.batch = batching.broadcasting(pow_p)
 _power_rule = complex_math.rule("power")
 pow_p.lower = lambda ctx, x, y: _power_rule(ctx, x, ctx.convert(y, x.dtype))
 
@@ -471,6 +596,32 @@ def pow(x, y):  # noqa: A001 - lax.pow
   if type(y) is int:  # JAX keeps a Python int exponent as a weak int32: `pow a 2:i32[]`
     return pow_p.bind(x, y)
   return bind_elementwise(pow_p, x, y)
+
+
+def _replace_zero(x):
+  from ember._src.primitives.structural import full_like
+  return select(eq(x, _zeros(x)), full_like(x, 1), x)
+
+
+def _pow_jvp_lhs(g, ans, x, y):
+  """d(x**y)/dx = y x**(y-1); 0 where an integer y is 0 (no 0 * inf at x = 0)."""
+  xdt = core.get_aval(x).dtype
+  jac = mul(convert_element_type(y, xdt), pow_p.bind(x, sub(y, _one_like(y))))
+  if dtype_kind(core.get_aval(y).dtype) in INTS:
+    jac = select(_bcast_like(eq(y, _zeros(y)), jac), _zeros(jac), jac)
+  return mul(g, jac)
+
+
+def _one_like(x):
+  from ember._src.primitives.structural import full_like
+  return full_like(x, 1)
+
+
+def _pow_jvp_rhs(g, ans, x, y):
+  return mul(g, mul(log(_replace_zero(x)), ans))
+
+
+ad.defjvp2(pow_p, _pow_jvp_lhs, _pow_jvp_rhs)
 
 
 def _integer_pow_abstract_eval(x, *, y):
@@ -496,6 +647,7 @@ def _integer_pow_impl(x, *, y):
 
 
 integer_pow_p = declare("integer_pow", _integer_pow_abstract_eval, _quiet(_integer_pow_impl))
+integer_pow_p.batch = batching.vectorized(integer_pow_p)
 
 
 def _integer_pow_lower(ctx, x, *, y):
@@ -523,6 +675,15 @@ def integer_pow(x, y: int):
     raise TypeError(f"lax.integer_pow requires an integer exponent y, got {y!r} of type "
                     f"{type(y).__name__}; use lax.pow for non-integer exponents.") from None
   return integer_pow_p.bind(x, y=y)
+
+
+def _integer_pow_jvp(g, x, *, y):
+  if y == 0:
+    return _zeros(g)
+  return mul(g, mul(y, x if y == 2 else integer_pow(x, y - 1)))  # as JAX: `mul 2.0 x`
+
+
+ad.defjvp(integer_pow_p, _integer_pow_jvp)
 
 
 def _sign(x):
@@ -555,6 +716,19 @@ neg = _unary_fn(neg_p, "neg")
 sign = _unary_fn(sign_p, "sign")
 abs = _unary_fn(abs_p, "abs")  # noqa: A001 - lax.abs
 square = _unary_fn(square_p, "square")
+
+
+def _abs_jvp(g, ans, x):
+  if dtype_kind(core.get_aval(x).dtype) == COMPLEX:  # d|x| = Re(conj(x) dx) / |x|
+    return real(mul(g, div(conj(x), convert_element_type(_replace_zero(ans),
+                                                         core.get_aval(x).dtype))))
+  return select(ge(x, _zeros(x)), g, neg(g))
+
+
+ad.deflinear(neg_p, lambda ct: [neg(ct)])
+ad.defjvp_zero(sign_p)
+ad.defjvp2(abs_p, _abs_jvp)
+ad.defjvp(square_p, lambda g, x: mul(g, mul(2, x)))
 
 
 def reciprocal(x):
@@ -598,6 +772,10 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001 - lax
   """Round to the nearest integer; halfway values away from zero unless
   `rounding_method=RoundingMethod.TO_NEAREST_EVEN`."""
   return round_p.bind(x, rounding_method=RoundingMethod(rounding_method))
+
+
+for _p in (floor_p, ceil_p, round_p):  # piecewise constant
+  ad.defjvp_zero(_p)
 
 
 # --- transcendental ---------------------------------------------------------------------
@@ -665,6 +843,34 @@ cosh = _unary_fn(cosh_p, "cosh")
 asinh = _unary_fn(asinh_p, "asinh")
 acosh = _unary_fn(acosh_p, "acosh")
 atanh = _unary_fn(atanh_p, "atanh")
+
+# Derivatives as JAX writes them: g * f'(x), from x and the result `ans`.
+_TRANSCENDENTAL_JVPS = {
+    exp_p: lambda g, ans, x, **_: mul(g, ans),
+    exp2_p: lambda g, ans, x, **_: mul(g, mul(math.log(2.0), ans)),
+    log_p: lambda g, ans, x, **_: div(g, x),
+    log2_p: lambda g, ans, x, **_: div(g, mul(math.log(2.0), x)),
+    expm1_p: lambda g, ans, x, **_: mul(g, add(ans, 1)),
+    log1p_p: lambda g, ans, x, **_: div(g, add(x, 1)),
+    tanh_p: lambda g, ans, x, **_: mul(add(g, mul(g, ans)), sub(1, ans)),
+    logistic_p: lambda g, ans, x, **_: mul(g, mul(ans, sub(1, ans))),
+    sin_p: lambda g, ans, x, **_: mul(g, cos(x)),
+    cos_p: lambda g, ans, x, **_: neg(mul(g, sin(x))),
+    tan_p: lambda g, ans, x, **_: mul(g, add(1, square(ans))),
+    sqrt_p: lambda g, ans, x, **_: mul(g, div(0.5, ans)),   # inf at 0, as JAX
+    rsqrt_p: lambda g, ans, x, **_: mul(g, mul(-0.5, div(ans, x))),
+    cbrt_p: lambda g, ans, x, **_: mul(g, mul(1 / 3, integer_pow(ans, -2))),
+    asin_p: lambda g, ans, x: mul(g, rsqrt(sub(1, square(x)))),
+    acos_p: lambda g, ans, x: mul(g, neg(rsqrt(sub(1, square(x))))),
+    atan_p: lambda g, ans, x: div(g, add(1, square(x))),
+    sinh_p: lambda g, ans, x: mul(g, cosh(x)),
+    cosh_p: lambda g, ans, x: mul(g, sinh(x)),
+    asinh_p: lambda g, ans, x: mul(g, rsqrt(add(square(x), 1))),
+    acosh_p: lambda g, ans, x: mul(g, rsqrt(mul(sub(x, 1), add(x, 1)))),
+    atanh_p: lambda g, ans, x: mul(reciprocal(add(1, x)), div(g, sub(1, x))),
+}
+for _p, _fn in _TRANSCENDENTAL_JVPS.items():
+  ad.defjvp2(_p, _fn)
 
 
 # --- special functions (float64 reference implementations) -----------------------------
@@ -816,6 +1022,63 @@ digamma = _unary_fn(digamma_p, "digamma")
 bessel_i0e = _unary_fn(bessel_i0e_p, "bessel_i0e")
 
 
+def _trigamma(x):
+  """psi'(x) from lax ops (the derivative of digamma): six recurrence steps, then the
+  asymptotic series at x + 6 (error < 1e-9); the reflection formula for x < 0."""
+  negative = lt(x, _zeros(x))
+  xr = select(negative, sub(1, x), x)
+  acc = _zeros(x)
+  for k in range(6):
+    acc = add(acc, integer_pow(add(xr, float(k)), -2))
+  z = add(xr, 6.0)
+  w = integer_pow(z, -2)
+  tail = mul(integer_pow(z, -3), sub(1 / 6, mul(w, sub(1 / 30, mul(w, sub(1 / 42, div(w, 30.0)))))))
+  psi1 = add(acc, add(add(reciprocal(z), mul(w, 0.5)), tail))
+  reflected = sub(div(math.pi ** 2, square(sin(mul(math.pi, x)))), psi1)
+  return select(negative, reflected, psi1)
+
+
+def _bessel_i1e(x):
+  """exp(-|x|) I1(x) from lax ops (d i0e = i1e - sign(x) i0e): the power series, its terms
+  by recurrence (no overflow), up to |x| = 15; the asymptotic series beyond."""
+  a = abs(x)
+  small = le(a, _full(a, 15.0))
+  xs = select(small, a, _zeros(a))
+  q = mul(mul(xs, xs), 0.25)
+  term = mul(xs, 0.5)
+  total = term
+  for k in range(1, 60):
+    term = div(mul(term, q), float(k * (k + 1)))
+    total = add(total, term)
+  series = mul(total, exp(neg(xs)))
+  xl = select(small, _full(a, 16.0), a)
+  coef, asym, inv = 1.0, _full(a, 1.0), reciprocal(xl)
+  power = _full(a, 1.0)
+  for k in range(1, 12):  # a_k = prod_{j<=k} (4 - (2j-1)^2) / (k! 8^k), with (-1)^k
+    coef *= -(4 - (2 * k - 1) ** 2) / (k * 8)
+    power = mul(power, inv)
+    asym = add(asym, mul(power, coef))
+  asym = mul(asym, rsqrt(mul(xl, 2 * math.pi)))
+  return mul(sign(x), select(small, series, asym))
+
+
+def _full(x, v):
+  from ember._src.primitives.structural import full_like
+  return full_like(x, v)
+
+
+_SPECIAL_JVPS = {
+    bessel_i0e_p: lambda g, ans, x: mul(g, sub(_bessel_i1e(x), mul(sign(x), ans))),
+    erf_p: lambda g, ans, x: mul(g, mul(2 / math.sqrt(math.pi), exp(neg(square(x))))),
+    erfc_p: lambda g, ans, x, **_: mul(g, mul(-2 / math.sqrt(math.pi), exp(neg(square(x))))),
+    erf_inv_p: lambda g, ans, x: mul(g, mul(math.sqrt(math.pi) / 2, exp(square(ans)))),
+    lgamma_p: lambda g, ans, x: mul(g, digamma(x)),
+    digamma_p: lambda g, ans, x: mul(g, _trigamma(x)),
+}
+for _p, _fn in _SPECIAL_JVPS.items():
+  ad.defjvp2(_p, _fn)
+
+
 # --- complex ---------------------------------------------------------------------------------
 
 def _complex_dtype(dt):
@@ -849,6 +1112,8 @@ def _conj_abstract_eval(x, *, input_dtype):
 complex_p = declare("complex", _complex_abstract_eval, _complex_impl)
 conj_p = declare("conj", _conj_abstract_eval,
                  lambda x, **_: np.conj(x).astype(_complex_dtype(x.dtype)))
+complex_p.batch = batching.broadcasting(complex_p)
+conj_p.batch = batching.vectorized(conj_p)
 real_p = unary("real", lambda x, **_: np.real(x), COMPLEX, out_dtype=_abs_dtype)
 imag_p = unary("imag", lambda x, **_: np.imag(x), COMPLEX, out_dtype=_abs_dtype)
 complex_p.lower = lowering.elementwise("complex")
@@ -874,6 +1139,15 @@ complex = _binary_fn(complex_p, "complex")  # noqa: A001 - lax.complex
 def conj(x):
   """Complex conjugate; a real operand gives a complex result (`conj[input_dtype=...]`)."""
   return conj_p.bind(x, input_dtype=core.get_aval(x).dtype)
+
+
+ad.deflinear(real_p, lambda ct: [complex(ct, _zeros(ct))])
+ad.deflinear(imag_p, lambda ct: [complex(_zeros(ct), neg(ct))])
+ad.deflinear2(complex_p, lambda ct, x, y: [
+    ad.unbroadcast(x.aval, real(ct)) if ad.is_undefined_primal(x) else None,
+    ad.unbroadcast(y.aval, neg(imag(ct))) if ad.is_undefined_primal(y) else None])
+ad.deflinear(conj_p, lambda ct, *, input_dtype: [
+    conj(ct) if dtype_kind(input_dtype) == COMPLEX else real(ct)])
 
 
 # --- bitwise ---------------------------------------------------------------------------------
@@ -997,6 +1271,36 @@ def _select_n_impl(which, *cases):
 select_n_p = declare("select_n", _select_n_abstract_eval, _select_n_impl)
 
 
+def _select_n_batch(axis_data, vals, dims):
+  """JAX's rule: `which` is a scalar or has the cases' shape, so a batched scalar `which`
+  is broadcast to the cases' shape; otherwise everything moves its batch dim to the front."""
+  (which, *cases), (wd, *cds) = vals, dims
+  ndim = batching.ndim_of
+  if all(wd == d for d in cds):
+    if batching.shape_of(which) == batching.shape_of(cases[0]):
+      return select_n_p.bind(which, *cases), wd
+    which = batching.broadcast_in_dim(which, batching.shape_of(cases[0]), [wd])
+    return select_n_p.bind(which, *cases), wd
+  if ndim(which) == 0 and all(d is not None for d in cds):
+    if all(cds[0] == d for d in cds[1:]):
+      return select_n_p.bind(which, *cases), cds[0]
+    if all(batching.shape_of(cases[0]) == batching.shape_of(c) for c in cases):
+      others = [batching.moveaxis(c, d, cds[0]) for c, d in zip(cases[1:], cds[1:])]
+      return select_n_p.bind(which, cases[0], *others), cds[0]
+  size = batching.batch_size(vals, dims)
+  which = batching.bdim_at_front(which, wd, size) if batching.shape_of(which) else which
+  if not all(ndim(c) == 0 for c in cases):
+    cases = [batching.bdim_at_front(c, d, size) for c, d in zip(cases, cds)]
+  if 0 < ndim(which) < ndim(cases[0]):
+    which = batching.broadcast_in_dim(which, batching.shape_of(cases[0]), [0])
+  if ndim(which) > ndim(cases[0]):
+    cases = [batching.broadcast_in_dim(c, batching.shape_of(which), ()) for c in cases]
+  return select_n_p.bind(which, *cases), 0
+
+
+select_n_p.batch = _select_n_batch
+
+
 def _select_n_lower(ctx, which, *cases):
   """`select` for a bool `which`; otherwise a balanced tree of `which < k` tests (out-of-range
   indices pick the first or last case, as the impl clamps)."""
@@ -1038,6 +1342,26 @@ def select(pred, on_true, on_false):
   return _bind_cases(select_n_p, pred, on_false, on_true)
 
 
+def _select_n_jvp(primals, tangents):
+  (which, *cases), (_, *tcases) = primals, tangents
+  out = select_n_p.bind(which, *cases)
+  if all(type(t) is ad.Zero for t in tcases):
+    return out, ad.Zero.from_value(out)
+  return out, select_n_p.bind(which, *map(ad.instantiate_zeros, tcases))
+
+
+def _select_n_transpose(ct, which, *cases):
+  if ad.is_undefined_primal(which):
+    raise ValueError("select_n is not linear in its predicate: cannot transpose it")
+  zeros = _zeros(ct)
+  return [None] + [select_n_p.bind(which, *[ct if j == i else zeros for j in range(len(cases))])
+                   if ad.is_undefined_primal(c) else None for i, c in enumerate(cases)]
+
+
+select_n_p.jvp = _select_n_jvp
+select_n_p.transpose = _select_n_transpose
+
+
 def _clamp_abstract_eval(lo, x, hi):
   for name, a in (("min", lo), ("max", hi)):
     if a.shape and a.shape != x.shape:
@@ -1054,6 +1378,28 @@ def _clamp_impl(lo, x, hi):
 
 
 clamp_p = declare("clamp", _clamp_abstract_eval, _quiet(_clamp_impl))
+
+
+def _clamp_batch(axis_data, vals, dims):
+  """`min`/`max` are scalars or have x's shape: unbatched scalar bounds bind directly;
+  otherwise all three go batch-dim-first at x's full shape (JAX's rule, simplified)."""
+  (lo, x, hi), (ld, xd, hd) = vals, dims
+  ndim = batching.ndim_of
+  if ld == xd == hd and batching.shape_of(lo) == batching.shape_of(x) == batching.shape_of(hi):
+    return clamp_p.bind(lo, x, hi), xd
+  if ndim(lo) == 0 and ndim(hi) == 0 and xd is not None:
+    return clamp_p.bind(lo, x, hi), xd
+  size = batching.batch_size(vals, dims)
+  lo, x, hi = (batching.bdim_at_front(v, d, size) if batching.shape_of(v) else v
+               for v, d in zip(vals, dims))
+  shape = builtins.max((batching.shape_of(v) for v in (lo, x, hi)), key=len)
+  # a per-example scalar that is batched is now 1-D: broadcast it along the batch dim
+  lo, x, hi = (batching.broadcast_in_dim(v, shape, [0] if ndim(v) else []) if ndim(v) < len(shape)
+               else v for v in (lo, x, hi))
+  return clamp_p.bind(lo, x, hi), 0
+
+
+clamp_p.batch = _clamp_batch
 clamp_p.lower = lambda ctx, lo, x, hi: ctx.emit(
     "clamp", x.shape, [ctx.broadcast_to(lo, x.dims), x, ctx.broadcast_to(hi, x.dims)])
 
@@ -1061,3 +1407,10 @@ clamp_p.lower = lambda ctx, lo, x, hi: ctx.emit(
 def clamp(min, x, max):  # noqa: A002 - JAX's argument names
   """min(max(x, min), max), elementwise; `min`/`max` are scalars or have x's shape."""
   return bind_elementwise(clamp_p, min, x, max)
+
+
+ad.defjvp(  # JAX's rules: the tangent of whichever operand the result is
+    clamp_p,
+    lambda g, lo, x, hi: select(bitwise_and(gt(lo, x), lt(lo, hi)), _bcast_like(g, x), _zeros(x)),
+    lambda g, lo, x, hi: select(bitwise_and(gt(x, lo), lt(x, hi)), g, _zeros(x)),
+    lambda g, lo, x, hi: select(lt(hi, x), _bcast_like(g, x), _zeros(x)))

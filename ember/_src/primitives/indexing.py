@@ -25,6 +25,7 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
 from ember._src.primitives import declare
+from ember._src.transforms import batching
 
 __all__ = [
     "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
@@ -363,6 +364,78 @@ def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, unique_ind
 gather_p = declare("gather", _gather_abstract_eval, _gather_impl)
 
 
+def _add1(dims) -> tuple:
+  return tuple(np.add(1, dims).astype(np.int64)) if len(dims) else ()  # NumPy ints, as JAX
+
+
+def _gather_batch(axis_data, vals, dims, *, dimension_numbers, slice_sizes, unique_indices,
+                  indices_are_sorted, mode, fill_value):
+  """JAX's rule. A batched operand alone: its batch dim becomes a full-size offset (window)
+  dim. Batched indices alone: a new leading batch dim of the indices. Both: an operand
+  batching dim paired with an indices batching dim (XLA's batched gather)."""
+  (operand, indices), (od, idd) = vals, dims
+  dn = dimension_numbers
+  params = dict(unique_indices=unique_indices, indices_are_sorted=indices_are_sorted,
+                mode=mode, fill_value=fill_value)
+  if idd is None:
+    operand = batching.moveaxis(operand, od, 0)
+    dn = GatherDimensionNumbers(
+        offset_dims=(0,) + _add1(dn.offset_dims), collapsed_slice_dims=_add1(
+            dn.collapsed_slice_dims), start_index_map=_add1(dn.start_index_map),
+        operand_batching_dims=_add1(dn.operand_batching_dims),
+        start_indices_batching_dims=dn.start_indices_batching_dims)
+    sizes = (batching.shape_of(operand)[0],) + tuple(slice_sizes)
+    return gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=sizes,
+                         **params), 0
+  indices = batching.moveaxis(indices, idd, 0)
+  if od is None:  # batching accesses into the same array: no longer sorted or unique
+    dn = dn._replace(offset_dims=tuple(1 + d for d in dn.offset_dims),
+                     start_indices_batching_dims=_add1(dn.start_indices_batching_dims))
+    params.update(unique_indices=False, indices_are_sorted=False)
+    return gather_p.bind(operand, indices, dimension_numbers=dn, slice_sizes=slice_sizes,
+                         **params), 0
+  operand = batching.moveaxis(operand, od, 0)
+  first = 0 if batching.shape_of(operand)[0] == 0 else 1
+  dn = GatherDimensionNumbers(
+      offset_dims=_add1(dn.offset_dims), collapsed_slice_dims=_add1(dn.collapsed_slice_dims),
+      start_index_map=_add1(dn.start_index_map),
+      operand_batching_dims=(0,) + _add1(dn.operand_batching_dims),
+      start_indices_batching_dims=(0,) + _add1(dn.start_indices_batching_dims))
+  return gather_p.bind(operand, indices, dimension_numbers=dn,
+                       slice_sizes=(first,) + tuple(slice_sizes), **params), 0
+
+
+gather_p.batch = _gather_batch
+
+
+def _batch_dynamic_slice_indices(indices, dims):
+  """The scalar start indices of dynamic_slice / dynamic_update_slice as one index
+  vector (unbatched: shape (n,)) or a batch of them (shape (size, n), batch dim 0)."""
+  lax = _lax()
+  if not indices:
+    return np.array([], np.int32), None
+  size = next((batching.shape_of(x)[d] for x, d in zip(indices, dims) if d is not None),
+              None)
+  if size is None:
+    return lax.concatenate([lax.broadcast(i, (1,)) for i in indices], 0), None
+  return lax.concatenate([lax.broadcast_in_dim(x, (size, 1), (0,) if d is not None else ())
+                          for x, d in zip(indices, dims)], 1), 0
+
+
+def _dynamic_slice_batch(axis_data, vals, dims, *, slice_sizes):
+  """A dynamic slice is a gather of one window (clamped starts): batch it as one."""
+  (operand, *starts), (od, *sds) = vals, dims
+  idx = tuple(range(len(starts)))
+  index, index_dim = _batch_dynamic_slice_indices(starts, sds)
+  dn = GatherDimensionNumbers(offset_dims=idx, collapsed_slice_dims=(), start_index_map=idx)
+  return _gather_batch(axis_data, [operand, index], [od, index_dim], dimension_numbers=dn,
+                       slice_sizes=tuple(slice_sizes), unique_indices=True,
+                       indices_are_sorted=True, mode=GatherScatterMode.CLIP, fill_value=None)
+
+
+dynamic_slice_p.batch = _dynamic_slice_batch
+
+
 def _index_in_bounds(ctx, indices, dims, operand_shape, window_sizes):
   """Per index vector (the last axis of `indices`): whether 0 <= index[j] <=
   operand_shape[d] - window_sizes[d] for each d = dims[j] (bool, indices.shape[:-1])."""
@@ -535,6 +608,56 @@ scatter_sub_p = _declare_scatter("scatter-sub")
 scatter_mul_p = _declare_scatter("scatter-mul")
 scatter_min_p = _declare_scatter("scatter-min")
 scatter_max_p = _declare_scatter("scatter-max")
+
+
+def _scatter_batch_for(prim):
+  """JAX's rule: operand and updates get their batch dim in front (broadcast where
+  unbatched); unbatched indices scatter whole batch-wide windows, batched indices pair
+  an operand batching dim with an indices batching dim."""
+  def rule(axis_data, vals, dims, *, dimension_numbers, **params):
+    (operand, indices, updates), (od, idd, ud) = vals, dims
+    dn = dimension_numbers
+    size = batching.batch_size(vals, dims)
+    operand = batching.bdim_at_front(operand, od, size)
+    updates = batching.bdim_at_front(updates, ud, size)
+    if idd is None:
+      dn = ScatterDimensionNumbers(
+          update_window_dims=(0,) + _add1(dn.update_window_dims),
+          inserted_window_dims=_add1(dn.inserted_window_dims),
+          scatter_dims_to_operand_dims=_add1(dn.scatter_dims_to_operand_dims),
+          operand_batching_dims=_add1(dn.operand_batching_dims),
+          scatter_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
+    else:
+      indices = batching.bdim_at_front(indices, idd, size)
+      dn = ScatterDimensionNumbers(
+          update_window_dims=_add1(dn.update_window_dims),
+          inserted_window_dims=_add1(dn.inserted_window_dims),
+          scatter_dims_to_operand_dims=_add1(dn.scatter_dims_to_operand_dims),
+          operand_batching_dims=(0,) + _add1(dn.operand_batching_dims),
+          scatter_indices_batching_dims=(0,) + _add1(dn.scatter_indices_batching_dims))
+    return prim.bind(operand, indices, updates, dimension_numbers=dn, **params), 0
+  return rule
+
+
+for _p in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p, scatter_max_p):
+  _p.batch = _scatter_batch_for(_p)
+
+
+def _dynamic_update_slice_batch(axis_data, vals, dims):
+  """A dynamic update slice is a scatter of one window (clamped starts): batch it as one."""
+  (operand, update, *starts), (od, ud, *sds) = vals, dims
+  nd = batching.ndim_of(update) - (ud is not None)
+  idx = tuple(range(nd))
+  index, index_dim = _batch_dynamic_slice_indices(starts, sds)
+  dn = ScatterDimensionNumbers(update_window_dims=idx, inserted_window_dims=(),
+                               scatter_dims_to_operand_dims=idx)
+  return _scatter_batch_for(scatter_p)(
+      axis_data, [operand, index, update], [od, index_dim, ud], dimension_numbers=dn,
+      indices_are_sorted=True, unique_indices=True, mode=GatherScatterMode.CLIP,
+      update_jaxpr=None, update_consts=())
+
+
+dynamic_update_slice_p.batch = _dynamic_update_slice_batch
 
 
 _SCATTER_OPCODES = {"scatter-add": "add", "scatter-sub": "subtract", "scatter-mul": "multiply",
@@ -817,3 +940,240 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *
                         indices_are_sorted=bool(indices_are_sorted),
                         unique_indices=bool(unique_indices),
                         mode=GatherScatterMode.from_any(mode))
+
+
+# --- differentiation rules ---------------------------------------------------------------
+# dynamic_slice, gather, scatter-add/sub and dynamic_update_slice are linear in their array
+# operands (indices are integers: zero tangents); their transposes swap gathers and
+# scatter-adds. scatter, scatter-mul and scatter-min/max get JAX's jvp rules, written with
+# linear primitives so reverse mode transposes them.
+
+def _ad():
+  from ember._src.transforms import ad
+  return ad
+
+
+def _gather_dnums_of(dn) -> GatherDimensionNumbers:
+  """The gather that reads back the windows a scatter with `dn` writes."""
+  return GatherDimensionNumbers(
+      offset_dims=tuple(dn.update_window_dims), collapsed_slice_dims=tuple(dn.inserted_window_dims),
+      start_index_map=tuple(dn.scatter_dims_to_operand_dims),
+      operand_batching_dims=tuple(dn.operand_batching_dims),
+      start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
+
+
+def _scatter_dnums_of(dn) -> ScatterDimensionNumbers:
+  """The scatter that writes back the windows a gather with `dn` reads."""
+  return ScatterDimensionNumbers(
+      update_window_dims=tuple(dn.offset_dims), inserted_window_dims=tuple(dn.collapsed_slice_dims),
+      scatter_dims_to_operand_dims=tuple(dn.start_index_map),
+      operand_batching_dims=tuple(dn.operand_batching_dims),
+      scatter_indices_batching_dims=tuple(dn.start_indices_batching_dims))
+
+
+def _window_slice_sizes(operand_shape, updates_shape, dn) -> tuple:
+  sizes, pos = [], 0
+  for i in range(len(operand_shape)):
+    if i in dn.inserted_window_dims or i in dn.operand_batching_dims:
+      sizes.append(1)
+    else:
+      sizes.append(updates_shape[dn.update_window_dims[pos]])
+      pos += 1
+  return tuple(sizes)
+
+
+def _gather_back(ct, indices, updates_shape, dn, params):
+  """The update windows of `ct` at `indices` (the transpose of a scatter-add's updates)."""
+  sizes = _window_slice_sizes(core.get_aval(ct).shape, updates_shape, dn)
+  mode = params["mode"]
+  return gather_p.bind(ct, indices, dimension_numbers=_gather_dnums_of(dn), slice_sizes=sizes,
+                       unique_indices=params["unique_indices"],
+                       indices_are_sorted=params["indices_are_sorted"], mode=mode,
+                       fill_value=0 if mode == GatherScatterMode.FILL_OR_DROP else None)
+
+
+def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
+  operand, *starts = primals
+  out = dynamic_slice_p.bind(operand, *starts, slice_sizes=slice_sizes)
+  t = tangents[0]
+  if type(t) is _ad().Zero:
+    return out, _ad().Zero.from_value(out)
+  return out, dynamic_slice_p.bind(t, *starts, slice_sizes=slice_sizes)
+
+
+def _dynamic_slice_transpose(ct, operand, *starts, slice_sizes):
+  zeros = _lax().full(operand.aval.shape, 0, operand.aval.dtype)
+  return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + [None] * len(starts)
+
+
+def _dynamic_update_slice_jvp(primals, tangents):
+  ad = _ad()
+  operand, update, *starts = primals
+  out = dynamic_update_slice_p.bind(operand, update, *starts)
+  t_op, t_up = tangents[:2]
+  if type(t_op) is ad.Zero and type(t_up) is ad.Zero:
+    return out, ad.Zero.from_value(out)
+  return out, dynamic_update_slice_p.bind(ad.instantiate_zeros(t_op),
+                                          ad.instantiate_zeros(t_up), *starts)
+
+
+def _dynamic_update_slice_transpose(ct, operand, update, *starts):
+  ad = _ad()
+  u_aval = update.aval if ad.is_undefined_primal(update) else core.get_aval(update)
+  t_op = t_up = None
+  if ad.is_undefined_primal(operand):
+    t_op = dynamic_update_slice_p.bind(ct, _lax().full(u_aval.shape, 0, u_aval.dtype), *starts)
+  if ad.is_undefined_primal(update):
+    t_up = dynamic_slice_p.bind(ct, *starts, slice_sizes=u_aval.shape)
+  return [t_op, t_up] + [None] * len(starts)
+
+
+def _gather_jvp(primals, tangents, *, dimension_numbers, slice_sizes, unique_indices,
+                indices_are_sorted, mode, fill_value):
+  (operand, indices), t = primals, tangents[0]
+  params = dict(dimension_numbers=dimension_numbers, slice_sizes=slice_sizes,
+                unique_indices=unique_indices, indices_are_sorted=indices_are_sorted, mode=mode)
+  out = gather_p.bind(operand, indices, fill_value=fill_value, **params)
+  if type(t) is _ad().Zero:
+    return out, _ad().Zero.from_value(out)
+  return out, gather_p.bind(t, indices, fill_value=0 if fill_value is not None else None,
+                            **params)
+
+
+def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
+                      indices_are_sorted, mode, fill_value):
+  a = operand.aval
+  zeros = _lax().full(a.shape, 0, a.dtype)
+  out = _lax().scatter_add(zeros, indices, ct, _scatter_dnums_of(dimension_numbers),
+                           indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                           mode=mode)
+  return [out, None]
+
+
+def _scatter_add_sub_jvp(prim):
+  def rule(primals, tangents, **params):
+    ad = _ad()
+    operand, indices, updates = primals
+    out = prim.bind(operand, indices, updates, **params)
+    t_op, _, t_up = tangents
+    if type(t_op) is ad.Zero and type(t_up) is ad.Zero:
+      return out, ad.Zero.from_value(out)
+    return out, prim.bind(ad.instantiate_zeros(t_op), indices, ad.instantiate_zeros(t_up),
+                          **params)
+  return rule
+
+
+def _scatter_add_sub_transpose(negate):
+  def rule(ct, operand, indices, updates, *, dimension_numbers, **params):
+    ad = _ad()
+    t_op = ct if ad.is_undefined_primal(operand) else None
+    t_up = None
+    if ad.is_undefined_primal(updates):
+      t_up = _gather_back(ct, indices, updates.aval.shape, dimension_numbers, params)
+      t_up = _lax().neg(t_up) if negate else t_up
+    return [t_op, None, t_up]
+  return rule
+
+
+def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices,
+                 mode, update_jaxpr, update_consts):
+  """JAX's rule: scatter positive ids to learn which update (or the operand) each output
+  element comes from, then combine masked values and tangents with scatter-adds."""
+  lax, ad = _lax(), _ad()
+  operand, indices, updates = primals
+  t_op, _, t_up = tangents
+  dn = dimension_numbers
+  params = dict(dimension_numbers=dn, indices_are_sorted=indices_are_sorted,
+                unique_indices=unique_indices, mode=mode)
+  out = scatter_p.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
+                       update_consts=update_consts, **params)
+  if update_jaxpr is not None:
+    raise NotImplementedError("Differentiation rule for 'scatter' with an update function "
+                              "(lax.scatter_apply) not implemented")
+  u_shape = core.get_aval(updates).shape
+  ids_shape = [1 if i in dn.update_window_dims else d for i, d in enumerate(u_shape)]
+  n_ids = int(np.prod(ids_shape, dtype=np.int64))
+  id_dtype = np.uint32 if n_ids + 1 < 2 ** 31 else np.uint64
+  update_ids = lax.add(lax.reshape(lax.iota(id_dtype, n_ids), ids_shape), id_dtype(1))
+  update_ids = lax.broadcast_in_dim(update_ids, u_shape, tuple(range(len(u_shape))))
+  o_shape = core.get_aval(operand).shape
+  scattered_ids = scatter_p.bind(lax.full(o_shape, 0, id_dtype), indices, update_ids,
+                                 update_jaxpr=None, update_consts=(), **params)
+  gathered_ids = _gather_back(scattered_ids, indices, u_shape, dn, params)
+  keep_operand = lax.eq(scattered_ids, lax.full(o_shape, 0, id_dtype))
+  keep_update = lax.eq(update_ids, gathered_ids)
+  add_params = dict(params, update_jaxpr=None, update_consts=())
+  t_op, t_up = ad.instantiate_zeros(t_op), ad.instantiate_zeros(t_up)
+  masked_t_op = lax.select(keep_operand, t_op, lax.full_like(t_op, 0))
+  masked_t_up = lax.select(keep_update, t_up, lax.full_like(t_up, 0))
+  return out, scatter_add_p.bind(masked_t_op, indices, masked_t_up, **add_params)
+
+
+def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted,
+                     unique_indices, mode, update_jaxpr, update_consts):
+  lax, ad = _lax(), _ad()
+  operand, indices, updates = primals
+  t_op, _, t_up = tangents
+  params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                unique_indices=unique_indices, mode=mode, update_jaxpr=update_jaxpr,
+                update_consts=update_consts)
+  out = scatter_mul_p.bind(operand, indices, updates, **params)
+  t_out = ad.Zero.from_value(out)
+  if type(t_op) is not ad.Zero:  # out = x * (product of the updates at each position)
+    factor = scatter_mul_p.bind(lax.full_like(operand, 1), indices, updates, **params)
+    t_out = ad.add_tangents(t_out, lax.mul(t_op, factor))
+  if type(t_up) is not ad.Zero:
+    if not unique_indices:
+      raise NotImplementedError("scatter_mul gradients are only implemented if "
+                                "`unique_indices=True`")
+    add_params = dict(params, update_jaxpr=None, update_consts=())
+    spread = scatter_add_p.bind(lax.full_like(operand, 0), indices, t_up, **add_params)
+    t_out = ad.add_tangents(t_out, lax.mul(operand, spread))
+  return out, t_out
+
+
+def _scatter_extremal_jvp(prim):
+  """The tangent of whichever of operand and updates attains the result, averaged over
+  ties (as max/min average their tangents)."""
+  def rule(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode,
+           update_jaxpr, update_consts):
+    lax, ad = _lax(), _ad()
+    operand, indices, updates = primals
+    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                  unique_indices=unique_indices, mode=mode)
+    out = prim.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
+                    update_consts=update_consts, **params)
+    t_op, t_up = (ad.instantiate_zeros(t) for t in (tangents[0], tangents[2]))
+    dt = core.get_aval(operand).dtype
+    u_shape = core.get_aval(updates).shape
+    won_up = lax.convert_element_type(
+        lax.eq(updates, _gather_back(out, indices, u_shape, dimension_numbers, params)), dt)
+    won_op = lax.convert_element_type(lax.eq(operand, out), dt)
+    add_params = dict(params, update_jaxpr=None, update_consts=())
+    count = lax.add(won_op, scatter_add_p.bind(lax.full_like(operand, 0), indices, won_up,
+                                               **add_params))
+    total = lax.add(lax.mul(t_op, won_op),
+                    scatter_add_p.bind(lax.full_like(t_op, 0), indices, lax.mul(t_up, won_up),
+                                       **add_params))
+    return out, lax.div(total, count)
+  return rule
+
+
+def _install_ad_rules():
+  dynamic_slice_p.jvp = _dynamic_slice_jvp
+  dynamic_slice_p.transpose = _dynamic_slice_transpose
+  dynamic_update_slice_p.jvp = _dynamic_update_slice_jvp
+  dynamic_update_slice_p.transpose = _dynamic_update_slice_transpose
+  gather_p.jvp = _gather_jvp
+  gather_p.transpose = _gather_transpose
+  scatter_add_p.jvp = _scatter_add_sub_jvp(scatter_add_p)
+  scatter_add_p.transpose = _scatter_add_sub_transpose(negate=False)
+  scatter_sub_p.jvp = _scatter_add_sub_jvp(scatter_sub_p)
+  scatter_sub_p.transpose = _scatter_add_sub_transpose(negate=True)
+  scatter_p.jvp = _scatter_jvp
+  scatter_mul_p.jvp = _scatter_mul_jvp
+  scatter_min_p.jvp = _scatter_extremal_jvp(scatter_min_p)
+  scatter_max_p.jvp = _scatter_extremal_jvp(scatter_max_p)
+
+
+_install_ad_rules()

@@ -177,6 +177,34 @@ dot_general_p = declare("dot_general", _dot_general_abstract_eval, _dot_general_
 dot_general_p.pp_rule = _dot_general_pp
 
 
+def _dot_general_batch(axis_data, vals, dims, *, dimension_numbers, precision=None,
+                       preferred_element_type=None, out_sharding=None):
+  """JAX's rule: two batched operands gain a leading dot batch dimension; one batched
+  operand keeps its batch dimension as a free (tensor) dimension of the product."""
+  (lhs, rhs), (lbd, rbd) = vals, dims
+  (lc, rc), (lb, rb) = dimension_numbers
+  lnd = core.get_aval(lhs).ndim
+  bump = lambda ds, b: tuple(np.add(ds, np.greater_equal(ds, b)))
+  if lbd is not None and rbd is not None:
+    lb, rb = (lbd,) + bump(lb, lbd), (rbd,) + bump(rb, rbd)
+    lc, rc, out_bd = bump(lc, lbd), bump(rc, rbd), 0
+  elif lbd is not None:
+    free = [d for d in range(lnd) if d not in lb and d not in lc]
+    out_bd = len(lb) + int(sum(np.less(free, lbd)))
+    lb, lc = bump(lb, lbd), bump(lc, lbd)
+  else:
+    free = [d for d in range(core.get_aval(rhs).ndim) if d not in rb and d not in rc]
+    out_bd = lnd - len(lc) + int(sum(np.less(free, rbd)))
+    rb, rc = bump(rb, rbd), bump(rc, rbd)
+  out = dot_general_p.bind(
+      lhs, rhs, dimension_numbers=_canonicalize_dimension_numbers(((lc, rc), (lb, rb))),
+      precision=precision, preferred_element_type=preferred_element_type, out_sharding=None)
+  return out, out_bd
+
+
+dot_general_p.batch = _dot_general_batch
+
+
 def _dot_compute_dtype(lhs_dt, rhs_dt, out_dt):
   """The dtype the impl multiplies in: the output type, unless that is a lesser kind than
   the inputs' (float inputs with an integer preferred type); 16-bit floats in float32."""
@@ -258,3 +286,68 @@ def batch_matmul(lhs, rhs, precision=None):
     raise ValueError(f"Arguments to batch_matmul must have same ndim, got {ln}, {rn}")
   batch = tuple(range(ln - 2))
   return dot_general(lhs, rhs, (((ln - 1,), (rn - 2,)), (batch, batch)), precision=precision)
+
+
+# --- differentiation: dot_general is bilinear; its transposes are dot_generals of the
+# cotangent with the other operand, then a transpose into the operand's layout (JAX's) ----
+
+def _ranges_like(*xs):
+  start = 0
+  for x in xs:
+    yield tuple(range(start, start + len(x)))
+    start += len(x)
+
+
+def _remaining(original, *removed_lists):
+  removed = {i for r in removed_lists for i in r}
+  return [i for i in original if i not in removed]
+
+
+def _dot_transpose_lhs(ct, x_aval, y, *, dimension_numbers, precision,
+                       preferred_element_type, swap_ans=False):
+  from ember._src.primitives.elementwise import convert_element_type
+  from ember._src.primitives.structural import transpose
+  (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+  y_ndim = core.get_aval(y).ndim if not isinstance(y, ShapedArray) else y.ndim
+  x_kept = _remaining(range(x_aval.ndim), x_contract, x_batch)
+  y_kept = _remaining(range(y_ndim), y_contract, y_batch)
+  if swap_ans:
+    ans_batch, ans_y, _ = _ranges_like(x_batch, y_kept, x_kept)
+  else:
+    ans_batch, _, ans_y = _ranges_like(x_batch, x_kept, y_kept)
+  dims = ((ans_y, tuple(y_kept)), (ans_batch, tuple(y_batch)))
+  x_contract_sorted_by_y = [x_contract[i] for i in np.argsort(y_contract)]
+  out_axes = tuple(int(i) for i in np.argsort(list(x_batch) + x_kept + x_contract_sorted_by_y))
+  x_bar = transpose(dot_general_p.bind(ct, y, dimension_numbers=_canonicalize_dimension_numbers(dims),
+                                       precision=precision,
+                                       preferred_element_type=preferred_element_type,
+                                       out_sharding=None), out_axes)
+  return convert_element_type(x_bar, x_aval.dtype)
+
+
+def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision=None,
+                           preferred_element_type=None, out_sharding=None):
+  from ember._src.transforms import ad
+  if ad.is_undefined_primal(x) and ad.is_undefined_primal(y):
+    raise ValueError("dot_general of two linear values is not linear: cannot transpose it")
+  if ad.is_undefined_primal(x):
+    return [_dot_transpose_lhs(ct, x.aval, y, dimension_numbers=dimension_numbers,
+                               precision=precision,
+                               preferred_element_type=preferred_element_type), None]
+  (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
+  swapped = ((y_contract, x_contract), (y_batch, x_batch))
+  return [None, _dot_transpose_lhs(ct, y.aval, x, dimension_numbers=swapped,
+                                   precision=precision,
+                                   preferred_element_type=preferred_element_type,
+                                   swap_ans=True)]
+
+
+def _install_ad_rules():
+  from ember._src.transforms import ad
+  bind = lambda a, b, params: dot_general_p.bind(a, b, **params)
+  ad.defjvp(dot_general_p, lambda g, x, y, **params: bind(g, y, params),
+            lambda g, x, y, **params: bind(x, g, params))
+  dot_general_p.transpose = _dot_general_transpose
+
+
+_install_ad_rules()

@@ -14,6 +14,7 @@ import numpy as np
 
 from ember._src import dtypes
 from ember._src.core import ShapedArray
+from ember._src.transforms import ad, batching
 from ember._src.primitives import (ANY, BOOL, FLOAT, INTS, NUMERIC, check_dtype, declare,
                                    dtype_kind)
 
@@ -85,6 +86,7 @@ def _reduction(name: str, check, impl, *, sharding_param: bool, strip_weak=False
     check(name, x)
     return ShapedArray(_reduced_shape(x, axes), x.dtype, x.weak_type and not strip_weak)
   prim = declare(name, abstract_eval, impl)
+  prim.batch = batching.reducer(prim)
 
   if sharding_param:
     def fn(operand, axes, *, out_sharding=None):
@@ -175,6 +177,7 @@ def _argminmax(name: str, np_fn):
     return np_fn(x.astype(_compute_dtype(x.dtype)), axis=axes[0]).astype(index_dtype)
 
   prim = declare(name, abstract_eval, impl)
+  prim.batch = batching.reducer(prim)
 
   def fn(operand, axis: int, index_dtype):
     index_dtype = dtypes.check_user_dtype(index_dtype, name)
@@ -233,6 +236,7 @@ def _cumulative(name: str, kinds: str, accumulate):
     return np.flip(out, axis) if reverse else out
 
   prim = declare(name, abstract_eval, impl)
+  prim.batch = batching.cumulative(prim)
 
   def fn(operand, axis: int = 0, reverse: bool = False):
     axis = operator.index(axis)
@@ -330,3 +334,109 @@ cumprod_p.lower = _cumulative_lowering("cumprod", "multiply", lambda dt: 1)
 cummax_p.lower = _cumulative_lowering("cummax", "maximum", None)
 cummin_p.lower = _cumulative_lowering("cummin", "minimum", None)
 cumlogsumexp_p.lower = _cumulative_lowering("cumlogsumexp", None, lambda dt: -np.inf)
+
+
+# --- differentiation rules -------------------------------------------------------------
+# argmax/argmin and the logical reductions have integer/bool results: zero tangents.
+
+def _lax():
+  from ember._src import lax_api
+  return lax_api
+
+
+def _kept(ndim, axes):
+  return tuple(i for i in range(ndim) if i not in axes)
+
+
+def _reduce_sum_transpose(ct, x, *, axes, out_sharding=None):
+  shape = x.aval.shape
+  return [_lax().broadcast_in_dim(ct, shape, _kept(len(shape), axes))]
+
+
+def _reduce_chooser_jvp(prim):
+  """The tangent at the extremal elements, averaged over ties (JAX's rule)."""
+  def rule(primals, tangents, **params):
+    lax, (x,), (t,) = _lax(), primals, tangents
+    ans = prim.bind(x, **params)
+    shape = _shape_of(x)
+    where = lax.convert_element_type(
+        lax.eq(x, lax.broadcast_in_dim(ans, shape, _kept(len(shape), params["axes"]))),
+        lax.dtype(x))
+    counts = lax.reduce_sum(where, params["axes"])
+    return ans, lax.div(lax.reduce_sum(lax.mul(t, where), params["axes"]), counts)
+  return rule
+
+
+def _shape_of(x):
+  from ember._src.core import get_aval
+  return get_aval(x).shape
+
+
+def _reduce_prod_jvp(primals, tangents, *, axes):
+  """d prod = sum_i t_i * prod_{j != i} x_j, the products from exclusive prefix and suffix
+  products (exact with zeros among the x)."""
+  lax, (x,), (t,) = _lax(), primals, tangents
+  ans = reduce_prod_p.bind(x, axes=axes)
+  shape = _shape_of(x)
+  kept = _kept(len(shape), axes)
+  n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+  if n == 0:
+    return ans, lax.full_like(ans, 0)
+  flat = lambda v: lax.reshape(lax.transpose(v, kept + tuple(axes)),
+                               tuple(shape[i] for i in kept) + (n,))
+  xf, tf = flat(x), flat(t)
+  last = len(kept)
+  one = np.ones((), lax.dtype(x))
+  no_pad = [(0, 0, 0)] * last
+  left = lax.cumprod(lax.pad(lax.slice_in_dim(xf, 0, n - 1, axis=last), one,
+                             no_pad + [(1, 0, 0)]), axis=last)
+  right = lax.cumprod(lax.pad(lax.slice_in_dim(xf, 1, n, axis=last), one,
+                              no_pad + [(0, 1, 0)]), axis=last, reverse=True)
+  return ans, lax.reduce_sum(lax.mul(tf, lax.mul(left, right)), (last,))
+
+
+def _scan_jvp(prim, combine):
+  """The jvp of an inclusive scan by a Hillis-Steele scan over (value, tangent) pairs:
+  `combine(a, ta, b, tb) -> (c, tc)` is the operation's jvp, `a` the earlier elements.
+  The tangent is linear in the input tangents (the values are residuals)."""
+  def rule(primals, tangents, *, axis, reverse):
+    lax, (x,), (t,) = _lax(), primals, tangents
+    out = prim.bind(x, axis=axis, reverse=reverse)
+    t = ad.instantiate_zeros(t)
+    if reverse:
+      x, t = lax.rev(x, (axis,)), lax.rev(t, (axis,))
+    shape = _shape_of(x)
+    n, cfg = shape[axis], [(0, 0, 0)] * len(shape)
+    pos = lax.broadcasted_iota(np.int32, shape, axis)
+
+    def shifted(v, s):
+      c = list(cfg)
+      c[axis] = (s, 0, 0)
+      return lax.pad(lax.slice_in_dim(v, 0, n - s, axis=axis), np.zeros((), lax.dtype(v)), c)
+    y, ty, s = x, t, 1
+    while s < n:
+      valid = lax.ge(pos, np.int32(s))
+      c, tc = combine(lax, shifted(y, s), shifted(ty, s), y, ty)
+      y, ty, s = lax.select(valid, c, y), lax.select(valid, tc, ty), 2 * s
+    return out, lax.rev(ty, (axis,)) if reverse else ty
+  return rule
+
+
+def _logaddexp_pair(lax, a, ta, b, tb):
+  c = lax.add(lax.max(a, b), lax.log1p(lax.exp(lax.neg(lax.abs(lax.sub(a, b))))))
+  return c, lax.add(lax.mul(ta, lax.exp(lax.sub(a, c))), lax.mul(tb, lax.exp(lax.sub(b, c))))
+
+
+reduce_sum_p.jvp = ad.linear_jvp(reduce_sum_p)
+reduce_sum_p.transpose = _reduce_sum_transpose
+reduce_max_p.jvp = _reduce_chooser_jvp(reduce_max_p)
+reduce_min_p.jvp = _reduce_chooser_jvp(reduce_min_p)
+reduce_prod_p.jvp = _reduce_prod_jvp
+ad.deflinear(cumsum_p, lambda ct, *, axis, reverse: [cumsum(ct, axis, not reverse)])
+cumprod_p.jvp = _scan_jvp(cumprod_p, lambda lax, a, ta, b, tb: (
+    lax.mul(a, b), lax.add(lax.mul(ta, b), lax.mul(a, tb))))
+cummax_p.jvp = _scan_jvp(cummax_p, lambda lax, a, ta, b, tb: (
+    lax.max(a, b), lax.select(lax.gt(a, b), ta, tb)))
+cummin_p.jvp = _scan_jvp(cummin_p, lambda lax, a, ta, b, tb: (
+    lax.min(a, b), lax.select(lax.lt(a, b), ta, tb)))
+cumlogsumexp_p.jvp = _scan_jvp(cumlogsumexp_p, _logaddexp_pair)

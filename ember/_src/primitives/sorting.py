@@ -14,6 +14,7 @@ from ember._src import core
 from ember._src.core import ShapedArray
 from ember._src.hlo import Shape, TupleShape
 from ember._src.primitives import ANY, BOOL, FLOAT, INTS, check_dtype, declare, dtype_kind
+from ember._src.transforms import batching
 
 __all__ = ["sort", "sort_key_val", "top_k"]
 
@@ -61,6 +62,21 @@ def _sort_impl(*xs, dimension, is_stable, num_keys):
 
 
 sort_p = declare("sort", _sort_abstract_eval, _sort_impl, multiple_results=True)
+
+
+def _sort_batch(axis_data, vals, dims, *, dimension, **params):
+  """Every operand at the batch dim of the first batched one (unbatched ones broadcast);
+  the sort dimension shifts past it (JAX's rule)."""
+  proto, bdim = next((x, d) for x, d in zip(vals, dims) if d is not None)
+  shape = core.get_aval(proto).shape
+  keep = [int(i) for i in np.delete(np.arange(len(shape)), bdim)]
+  args = [batching.broadcast_in_dim(x, shape, keep) if d is None
+          else batching.moveaxis(x, d, bdim) for x, d in zip(vals, dims)]
+  outs = sort_p.bind(*args, dimension=dimension + (bdim <= dimension), **params)
+  return outs, [bdim] * len(outs)
+
+
+sort_p.batch = _sort_batch
 
 
 def _sort_comparator(key_dtypes):
@@ -169,6 +185,8 @@ def _top_k_impl(x, *, k, axis, is_stable):
 
 
 top_k_p = declare("top_k", _top_k_abstract_eval, _top_k_impl, multiple_results=True)
+top_k_p.batch = lambda axis_data, vals, dims, *, axis, **params: (top_k_p.bind(
+    vals[0], axis=axis + (dims[0] <= axis), **params), [dims[0]] * 2)
 
 
 def _top_k_lower(ctx, x, *, k, axis, is_stable):
@@ -192,3 +210,36 @@ def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):
     raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
   axis = _canonicalize_axis(axis, core.get_aval(operand).ndim)
   return top_k_p.bind(operand, k=k, axis=axis, is_stable=bool(is_stable))  # a list, as JAX
+
+
+# --- differentiation: the tangents follow the permutation, which sorting an iota alongside
+# the operands reveals (JAX's rule); a gather of the tangents is linear in them -------------
+
+def _take_along(t, idx, axis):
+  import ember.numpy as jnp
+  return jnp.take_along_axis(t, idx, axis=axis)
+
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+  from ember._src.primitives.structural import broadcasted_iota
+  from ember._src.transforms import ad
+  shape = core.get_aval(primals[0]).shape
+  if not shape:
+    return (sort_p.bind(*primals, dimension=dimension, is_stable=is_stable, num_keys=num_keys),
+            list(tangents))
+  iota = broadcasted_iota(np.int32, shape, dimension)
+  *outs, perm = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                            num_keys=num_keys)
+  return outs, [t if type(t) is ad.Zero else _take_along(t, perm, dimension) for t in tangents]
+
+
+def _top_k_jvp(primals, tangents, *, k, axis, is_stable):
+  from ember._src.transforms import ad
+  (x,), (t,) = primals, tangents
+  values, indices = top_k_p.bind(x, k=k, axis=axis, is_stable=is_stable)
+  t_out = ad.Zero.from_value(values) if type(t) is ad.Zero else _take_along(t, indices, axis)
+  return [values, indices], [t_out, ad.Zero.from_value(indices)]
+
+
+sort_p.jvp = _sort_jvp
+top_k_p.jvp = _top_k_jvp

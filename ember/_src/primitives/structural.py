@@ -13,6 +13,7 @@ import numpy as np
 from ember._src import core, dtypes
 from ember._src.core import ShapedArray
 from ember._src.primitives import declare
+from ember._src.transforms import ad, batching
 
 __all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose",
            "squeeze", "expand_dims", "rev", "slice", "slice_in_dim", "index_in_dim",
@@ -129,6 +130,18 @@ def _broadcast_in_dim_pp(eqn, ctx):
 broadcast_in_dim_p = declare("broadcast_in_dim", _broadcast_in_dim_abstract_eval,
                              _broadcast_in_dim_impl)
 broadcast_in_dim_p.pp_rule = _broadcast_in_dim_pp
+
+
+def _broadcast_in_dim_batch(axis_data, vals, dims, *, shape, broadcast_dimensions,
+                            sharding=None):
+  (x,), (d,) = vals, dims
+  x = batching.moveaxis(x, d, 0)
+  bd = (0,) + tuple(np.add(1, broadcast_dimensions))  # NumPy ints, as JAX prints them
+  return broadcast_in_dim_p.bind(x, shape=(batching.shape_of(x)[0],) + tuple(shape),
+                                 broadcast_dimensions=bd, sharding=sharding), 0
+
+
+broadcast_in_dim_p.batch = _broadcast_in_dim_batch
 broadcast_in_dim_p.lower = lambda ctx, x, *, shape, broadcast_dimensions, sharding=None: (
     ctx.broadcast_in_dim(x, shape, broadcast_dimensions))
 
@@ -182,6 +195,18 @@ def _reshape_impl(x, *, new_sizes, dimensions, sharding=None):
 
 
 reshape_p = declare("reshape", _reshape_abstract_eval, _reshape_impl)
+
+
+def _reshape_batch(axis_data, vals, dims, *, new_sizes, dimensions, sharding=None):
+  (x,), (d,) = vals, dims
+  x = batching.moveaxis(x, d, 0)
+  if dimensions is not None:
+    dimensions = (0,) + tuple(np.add(1, dimensions))
+  return reshape_p.bind(x, new_sizes=(batching.shape_of(x)[0],) + tuple(new_sizes),
+                        dimensions=dimensions, sharding=sharding), 0
+
+
+reshape_p.batch = _reshape_batch
 reshape_p.lower = lambda ctx, x, *, new_sizes, dimensions, sharding=None: ctx.reshape(
     x if dimensions is None else ctx.transpose(x, dimensions), new_sizes)
 
@@ -222,6 +247,15 @@ transpose_p = declare("transpose", _transpose_abstract_eval,
 transpose_p.lower = lambda ctx, x, *, permutation: ctx.transpose(x, permutation)
 
 
+def _transpose_batch(axis_data, vals, dims, *, permutation):
+  (x,), (d,) = vals, dims
+  perm = (d,) + tuple(i if i < d else i + 1 for i in permutation)
+  return transpose_p.bind(x, permutation=perm), 0
+
+
+transpose_p.batch = _transpose_batch
+
+
 def transpose(operand, permutation):
   """Permute dimensions: output dim i is operand dim `permutation[i]`."""
   perm = _index_tuple(permutation, "transpose permutation")
@@ -246,6 +280,8 @@ def _squeeze_abstract_eval(x, *, dimensions):
 squeeze_p = declare("squeeze", _squeeze_abstract_eval,
                     lambda x, *, dimensions: np.squeeze(x, tuple(dimensions)))
 squeeze_p.lower = lambda ctx, x, *, dimensions: ctx.reshape(x, ctx.out_shape().dims)
+squeeze_p.batch = lambda axis_data, vals, dims, *, dimensions: (squeeze_p.bind(
+    batching.moveaxis(vals[0], dims[0], 0), dimensions=tuple(int(d) + 1 for d in dimensions)), 0)
 
 
 def squeeze(array, dimensions):
@@ -286,6 +322,8 @@ def _rev_abstract_eval(x, *, dimensions):
 rev_p = declare("rev", _rev_abstract_eval,
                 lambda x, *, dimensions: np.flip(x, tuple(dimensions)) if dimensions else x)
 rev_p.lower = lambda ctx, x, *, dimensions: ctx.rev(x, dimensions)
+rev_p.batch = lambda axis_data, vals, dims, *, dimensions: (rev_p.bind(
+    vals[0], dimensions=tuple(i + 1 if i >= dims[0] else i for i in dimensions)), dims[0])
 
 
 def rev(operand, dimensions):
@@ -332,6 +370,17 @@ def _slice_impl(x, *, start_indices, limit_indices, strides):
 slice_p = declare("slice", _slice_abstract_eval, _slice_impl)
 slice_p.lower = lambda ctx, x, *, start_indices, limit_indices, strides: ctx.slice(
     x, start_indices, limit_indices, strides)
+
+
+def _slice_batch(axis_data, vals, dims, *, start_indices, limit_indices, strides):
+  (x,), (d,) = vals, dims
+  ins = lambda seq, v: tuple(seq[:d]) + (v,) + tuple(seq[d:])
+  return slice_p.bind(x, start_indices=ins(start_indices, 0),
+                      limit_indices=ins(limit_indices, batching.shape_of(x)[d]),
+                      strides=None if strides is None else ins(strides, 1)), d
+
+
+slice_p.batch = _slice_batch
 
 
 def slice(operand, start_indices, limit_indices, strides=None):  # noqa: A001 - lax.slice
@@ -395,6 +444,7 @@ def _concatenate_abstract_eval(*xs, dimension):
 concatenate_p = declare("concatenate", _concatenate_abstract_eval,
                         lambda *xs, dimension: np.concatenate(xs, axis=dimension))
 concatenate_p.lower = lambda ctx, *xs, dimension: ctx.concatenate(xs, dimension)
+concatenate_p.batch = batching.all_at_front(concatenate_p, "dimension")
 
 
 def concatenate(operands, dimension: int):
@@ -429,6 +479,18 @@ def _stack_abstract_eval(*xs, axis):
 
 
 stack_p = declare("stack", _stack_abstract_eval, lambda *xs, axis: np.stack(xs, axis))
+
+
+def _stack_batch(axis_data, vals, dims, *, axis):
+  """Operands batched alike stack around their batch dim; otherwise all go in front."""
+  d = dims[0]
+  if d is not None and all(b == d for b in dims):
+    return stack_p.bind(*vals, axis=axis if axis <= d else axis + 1), d + (axis <= d)
+  return _stack_at_front(axis_data, vals, dims, axis=axis)
+
+
+_stack_at_front = batching.all_at_front(stack_p, "axis")
+stack_p.batch = _stack_batch
 stack_p.lower = lambda ctx, *xs, axis: ctx.concatenate(  # each gets a size-1 axis
     [ctx.reshape(x, x.dims[:axis] + (1,) + x.dims[axis:]) for x in xs], axis)
 
@@ -452,6 +514,16 @@ def _unstack_abstract_eval(x, *, axis):
 unstack_p = declare("unstack", _unstack_abstract_eval,
                     lambda x, *, axis: [np.take(x, i, axis) for i in range(x.shape[axis])],
                     multiple_results=True)
+
+
+def _unstack_batch(axis_data, vals, dims, *, axis):
+  (x,), (d,) = vals, dims
+  axis, d = (axis, d - 1) if axis < d else (axis + 1, d)
+  outs = unstack_p.bind(x, axis=axis)
+  return outs, [d] * len(outs)
+
+
+unstack_p.batch = _unstack_batch
 unstack_p.lower = lambda ctx, x, *, axis: [
     ctx.reshape(ctx.slice_in_dim(x, i, i + 1, axis), x.dims[:axis] + x.dims[axis + 1:])
     for i in range(x.dims[axis])]
@@ -479,6 +551,8 @@ def _split_impl(x, *, sizes, axis):
 
 
 split_p = declare("split", _split_abstract_eval, _split_impl, multiple_results=True)
+split_p.batch = lambda axis_data, vals, dims, *, sizes, axis: (split_p.bind(
+    vals[0], sizes=sizes, axis=axis + 1 if axis >= dims[0] else axis), [dims[0]] * len(sizes))
 split_p.lower = lambda ctx, x, *, sizes, axis: [
     ctx.slice_in_dim(x, int(start), int(start) + n, axis)
     for start, n in zip(np.cumsum((0,) + tuple(sizes))[:-1], sizes)]
@@ -510,6 +584,8 @@ def _tile_lower(ctx, x, *, reps):
 
 
 tile_p.lower = _tile_lower
+tile_p.batch = lambda axis_data, vals, dims, *, reps: (tile_p.bind(
+    vals[0], reps=tuple(reps[:dims[0]]) + (1,) + tuple(reps[dims[0]:])), dims[0])
 
 
 def tile(operand, reps):
@@ -556,6 +632,26 @@ pad_p = declare("pad", _pad_abstract_eval, _pad_impl)
 pad_p.lower = lambda ctx, x, value, *, padding_config: ctx.pad(
     x, value, [c[0] for c in padding_config], [c[1] for c in padding_config],
     [c[2] for c in padding_config])
+
+
+def _pad_batch(axis_data, vals, dims, *, padding_config):
+  """A batched padding value: pad with zeros, then select the per-example value where a
+  mask of the padding says so (JAX's rule)."""
+  from ember._src.primitives.elementwise import select_n_p
+  (x, value), (xd, vd) = vals, dims
+  if xd is None:
+    x, xd = batching.broadcast(x, axis_data.size, 0), 0
+  config = tuple(padding_config[:xd]) + ((0, 0, 0),) + tuple(padding_config[xd:])
+  if vd is None:
+    return pad_p.bind(x, value, padding_config=config), xd
+  aval = core.get_aval(x)
+  out = pad_p.bind(x, np.zeros((), aval.dtype), padding_config=config)
+  mask = pad_p.bind(full(aval.shape, True), False, padding_config=config)
+  fill = broadcast_in_dim(value, core.get_aval(out).shape, (xd,))
+  return select_n_p.bind(mask, fill, out), xd
+
+
+pad_p.batch = _pad_batch
 
 
 def pad(operand, padding_value, padding_config):
@@ -645,3 +741,77 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
   weak = dtype is None and dtypes.is_weakly_typed(x)
   dt = aval.dtype if dtype is None else dtypes.check_user_dtype(dtype, "full_like")
   return full(fill_shape, convert_element_type(fill_value, dt, weak))
+
+
+# --- differentiation rules: every structural primitive is linear (jvp: the primitive on
+# the tangents); the transposes route cotangents back (JAX's lax rules) ----------------------
+
+def _reduce_sum(x, axes):
+  from ember._src.primitives.reductions import reduce_sum
+  return reduce_sum(x, tuple(axes)) if axes else x
+
+
+def _broadcast_in_dim_transpose(ct, x, *, shape, broadcast_dimensions, sharding=None):
+  in_shape = x.aval.shape
+  unit = [i for i, d in enumerate(in_shape) if d == 1 and shape[broadcast_dimensions[i]] != 1]
+  kept = {d for i, d in enumerate(broadcast_dimensions) if i not in unit}
+  out = _reduce_sum(ct, [i for i in range(len(shape)) if i not in kept])
+  return [reshape(out, in_shape) if unit else out]
+
+
+def _slice_transpose(ct, x, *, start_indices, limit_indices, strides):
+  shape, ct_shape = x.aval.shape, core.get_aval(ct).shape
+  if strides is None or all(s == 1 for s in strides):
+    config = [(lo, n - hi, 0) for lo, hi, n in zip(start_indices, limit_indices, shape)]
+  else:
+    real_limits = [lo + (0 if c == 0 else (c - 1) * s + 1)
+                   for lo, c, s in zip(start_indices, ct_shape, strides)]
+    config = [(lo, n - hi, s - 1) for lo, hi, n, s in zip(start_indices, real_limits, shape,
+                                                          strides)]
+  return [pad(ct, np.zeros((), x.aval.dtype), config)]
+
+
+def _concatenate_transpose(ct, *xs, dimension):
+  out, start = [], 0
+  for x in xs:
+    size = x.aval.shape[dimension] if ad.is_undefined_primal(x) else core.get_aval(x).shape[dimension]
+    out.append(slice_in_dim(ct, start, start + size, axis=dimension)
+               if ad.is_undefined_primal(x) else None)
+    start += size
+  return out
+
+
+def _tile_transpose(ct, x, *, reps):
+  wide = tuple(v for r, d in zip(reps, x.aval.shape) for v in (r, d))
+  return [reshape(_reduce_sum(reshape(ct, wide), range(0, 2 * len(reps), 2)), x.aval.shape)]
+
+
+def _pad_transpose(ct, x, padding_value, *, padding_config):
+  from ember._src.primitives.elementwise import sub
+  if not padding_config:  # a 0-d operand: the result is the operand
+    return [ct if ad.is_undefined_primal(x) else None,
+            np.zeros((), core.get_aval(ct).dtype) if ad.is_undefined_primal(padding_value) else None]
+  lo, hi, interior = zip(*padding_config)
+  unpadded = pad(ct, np.zeros((), core.get_aval(ct).dtype), [(-a, -b, 0) for a, b in zip(lo, hi)])
+  t_operand = slice(unpadded, [0] * len(lo), core.get_aval(unpadded).shape,
+                    [i + 1 for i in interior])
+  total = lambda v: _reduce_sum(v, range(core.get_aval(v).ndim))
+  return [t_operand if ad.is_undefined_primal(x) else None,
+          sub(total(ct), total(t_operand)) if ad.is_undefined_primal(padding_value) else None]
+
+
+ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+ad.deflinear2(reshape_p, lambda ct, x, **_: [reshape(ct, x.aval.shape)])
+ad.deflinear(transpose_p, lambda ct, *, permutation: [
+    transpose(ct, tuple(int(i) for i in np.argsort(permutation)))])
+ad.deflinear2(squeeze_p, lambda ct, x, **_: [reshape(ct, x.aval.shape)])
+ad.deflinear(rev_p, lambda ct, *, dimensions: [rev(ct, dimensions)])
+ad.deflinear2(slice_p, _slice_transpose)
+ad.deflinear2(concatenate_p, _concatenate_transpose)
+ad.deflinear(stack_p, lambda ct, *, axis: unstack_p.bind(ct, axis=axis))
+ad.deflinear(unstack_p, lambda cts, *, axis: [
+    stack_p.bind(*map(ad.instantiate_zeros, cts), axis=axis)])
+ad.deflinear(split_p, lambda cts, *, sizes, axis: [
+    concatenate_p.bind(*map(ad.instantiate_zeros, cts), dimension=axis)])
+ad.deflinear2(tile_p, _tile_transpose)
+ad.deflinear2(pad_p, _pad_transpose)

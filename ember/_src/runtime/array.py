@@ -6,11 +6,13 @@ tracers and attached by `ember._src.numpy.array_methods`.
 from __future__ import annotations
 
 import math
+import sys
 from typing import NamedTuple
 
 import numpy as np
 
 from ember._src import core, dtypes
+from ember._src.runtime import buffer_pool
 
 _REPR_VALUES_LIMIT = 1 << 20  # arrays of 1 MiB and more print only shape and dtype
 
@@ -79,33 +81,33 @@ class Array:
   Its value is `_buf` (a read-only NumPy array) once ready; an output of a jitted call under
   asynchronous dispatch starts with `_fut` (the call's `executor.Pending`) and `_idx`, and
   reading `_value` waits for it. Shape, dtype and weak type are known at once."""
-  __slots__ = ("_buf", "_fut", "_idx", "_shape", "_dtype", "_weak_type", "_deleted",
+  __slots__ = ("_buf", "_fut", "_idx", "_ptr", "_shape", "_dtype", "_weak_type", "_deleted",
                "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, value, weak_type: bool = False):
     value = _freeze(np.asarray(value))
-    self._buf, self._fut = value, None
+    self._buf, self._fut, self._ptr = value, None, None
     self._shape, self._dtype = value.shape, value.dtype
     self._weak_type = bool(weak_type)
     self._deleted = False
 
   @classmethod
-  def _ready(cls, value: np.ndarray, weak_type: bool) -> "Array":
-    """An Array of an already frozen NumPy array (the executor's outputs)."""
+  def _ready(cls, value: np.ndarray, weak_type: bool, ptr: int | None = None) -> "Array":
+    """An Array of an already frozen NumPy array (the executor's outputs) at address `ptr`."""
     self = object.__new__(cls)
-    self._buf, self._fut = value, None
+    self._buf, self._fut, self._ptr = value, None, ptr
     self._shape, self._dtype = value.shape, value.dtype
-    self._weak_type, self._deleted = bool(weak_type), False
+    self._weak_type, self._deleted = weak_type, False
     return self
 
   @classmethod
-  def _pending(cls, aval: core.ShapedArray, fut, idx: int) -> "Array":
+  def _pending(cls, shape, dtype, weak_type, fut, idx: int) -> "Array":
     """Output `idx` of a dispatched call, filled later into `fut` (an executor.Pending)."""
     self = object.__new__(cls)
-    self._buf, self._fut, self._idx = None, fut, idx
-    self._shape, self._dtype = aval.shape, aval.dtype
-    self._weak_type, self._deleted = aval.weak_type, False
+    self._buf, self._fut, self._idx, self._ptr = None, fut, idx, None
+    self._shape, self._dtype = shape, dtype
+    self._weak_type, self._deleted = weak_type, False
     return self
 
   @property
@@ -115,11 +117,51 @@ class Array:
     if buf is not None:
       return buf
     fut = self._fut
-    if fut is None:  # another thread resolved it between the two reads
+    if fut is None:  # resolved by another thread between the two reads, or donated
+      if self._buf is None:
+        self._check_alive()
       return self._buf
-    buf = fut.wait()[self._idx]
+    outs = fut.wait()
+    idx = self._idx
+    buf = outs[idx]
+    if buf is None:  # another thread took it (it sets _buf before clearing the slot)
+      return self._buf
+    if fut.ptrs is not None:
+      self._ptr = fut.ptrs[idx]
     self._buf = buf
-    self._fut = None  # drop the call's other outputs (set after _buf: readers check _fut)
+    outs[idx] = None  # the call's record no longer holds it: donation sees true ownership
+    self._fut = None  # (set after _buf: readers check _fut)
+    return buf
+
+  def _data_ptr(self) -> int:
+    """The address of the (ready) buffer, cached: an Array's memory never moves."""
+    ptr = self._ptr
+    if ptr is None:
+      ptr = self._ptr = self._value.ctypes.data
+    return ptr
+
+  def unsafe_buffer_pointer(self) -> int:
+    """The address of this array's memory (waits for it), as jax.Array's."""
+    self._check_alive()
+    self._value
+    return self._data_ptr()
+
+  def _donate(self, held: int = 0) -> np.ndarray | None:
+    """Give this ready array's buffer to a call that computes an output in place: returns it
+    writable and deletes this Array when nothing else can reach the memory (no NumPy array
+    or view of it alive anywhere but the `held` references of the caller); None when
+    something can (the call then copies)."""
+    buf = self._buf
+    if buf is None or self._fut is not None:
+      return None
+    if sys.getrefcount(buf) != 3 + held:  # self._buf, `buf`, getrefcount's argument
+      return None
+    base = buf.base
+    if base is not None:  # only a pool lease (views of `buf` keep it alive) can be checked
+      if not buffer_pool.is_pooled(buf) or sys.getrefcount(base) != 3:  # buf.base, base, arg
+        return None
+    self._deleted, self._buf = True, None
+    buf.flags.writeable = True
     return buf
 
   # --- metadata -----------------------------------------------------------------
@@ -171,6 +213,8 @@ class Array:
 
   def delete(self):
     self._deleted = True
+    if self._fut is None:
+      self._buf = None  # the memory goes back (to the pool) once no view of it is left
 
   def is_deleted(self) -> bool:
     return self._deleted

@@ -1,11 +1,13 @@
 """Asynchronous dispatch: a per-device executor thread runs jitted calls in call order.
 
-`dispatch(execute, args, out_avals)` (called by `CompiledComputation.run`) returns pending
-`Array`s at once; the device's executor thread later resolves the arguments, runs the
-executable (native kernels release the GIL, so host work overlaps) and fills the call's
-`Pending`. Reading a pending Array's value (`_value`, hence np.asarray/.item()/float/...)
-waits for it; an error raised while running is stored and re-raised at every wait on any
-output of that call.
+`dispatch(call, args, out_specs, ptrs=..., small=...)` (called by `CompiledComputation.run`)
+returns pending `Array`s at once; the device's executor thread later resolves the arguments,
+runs the executable (native kernels release the GIL, so host work overlaps) and fills the
+call's `Pending`. Reading a pending Array's value (`_value`, hence np.asarray/.item()/
+float/...) waits for it; an error raised while running (a JaxRuntimeError, see stages.py) is
+stored and re-raised at every wait on any output of that call. A donated argument that is
+still pending travels as `Donated`: its buffer is taken over (or copied) on the executor
+thread once its producer has run.
 
 Ordering: one FIFO queue per device and one thread, so a call that takes a pending Array
 runs after its producer (whose task was enqueued before the Array was returned to anyone).
@@ -13,6 +15,10 @@ Back-pressure: at most `max_in_flight` calls queued or running per device; `subm
 Small calls on an idle executor run inline (the thread hand-off costs more than the work);
 their errors are still deferred to the wait, so the semantics do not depend on the path.
 `config.update("jax_cpu_enable_async_dispatch", False)` runs every call synchronously.
+
+Fork: a child process has no executor thread; the calls the parent had queued or running
+fail with a RuntimeError at their wait in the child (they never finish there), and the
+child's own calls start a fresh executor.
 """
 from __future__ import annotations
 
@@ -25,22 +31,23 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ember._src.config import config
+from ember._src.runtime.array import Array
 
 MAX_IN_FLIGHT = 64          # calls queued or running per device before `submit` blocks
 _INLINE_BYTES = 1 << 14     # idle executor + arguments and results under this: run inline
 
 
 class Pending:
-  """The outputs of one dispatched call, filled once (values or error) by the executor."""
-  __slots__ = ("event", "outs", "error", "tb")
+  """The outputs of one dispatched call, filled once (values or error) by the executor;
+  `ptrs` (optional) are the outputs' addresses."""
+  __slots__ = ("event", "outs", "ptrs", "error", "tb")
 
   def __init__(self):
     self.event = threading.Event()
-    self.outs = self.error = self.tb = None
+    self.outs = self.ptrs = self.error = self.tb = None
 
   def set_result(self, outs: Sequence[np.ndarray]) -> None:
-    from ember._src.runtime.array import _freeze
-    self.outs = [_freeze(o) for o in outs]
+    self.outs = list(outs)
     self.event.set()
 
   def set_error(self, e: BaseException) -> None:
@@ -72,6 +79,8 @@ class Executor:
     self._thread: threading.Thread | None = None
     self._submitted = 0   # under _lock
     self._completed = 0   # written by the worker only
+    self._unfinished: dict[int, Pending] = {}   # id -> Pending of calls queued or running
+    self._closed = False  # after shutdown (interpreter exit): calls run in the caller
 
   def in_flight(self) -> int:
     """Calls queued or running now."""
@@ -83,9 +92,13 @@ class Executor:
   def submit(self, fn: Callable[[], Sequence[np.ndarray]], pending: Pending) -> None:
     """Enqueue `fn` (blocking while `max_in_flight` calls are in flight); its result or
     error fills `pending`."""
+    if self._closed:   # a daemon thread still calling at exit: no new worker thread
+      _run_into(fn, pending)
+      return
     self._slots.acquire()
     with self._lock:
       self._submitted += 1
+      self._unfinished[id(pending)] = pending
       if self._thread is None:
         self._thread = threading.Thread(target=self._work, name=f"ember-executor-{self.name}",
                                         daemon=True)
@@ -93,17 +106,24 @@ class Executor:
       self._queue.put((fn, pending))
 
   def _work(self) -> None:
+    ident = threading.get_ident()
+    _executor_threads.add(ident)
+    try:
+      self._serve()
+    finally:   # idents are reused by later threads
+      _executor_threads.discard(ident)
+
+  def _serve(self) -> None:
     while True:
       item = self._queue.get()
       if item is None:
         return
       fn, pending = item
       try:
-        pending.set_result(fn())
-      except BaseException as e:  # noqa: BLE001 -- delivered at the wait, never lost here
-        pending.set_error(e)
+        _run_into(fn, pending)
       finally:
-        del fn, item
+        self._unfinished.pop(id(pending), None)
+        del fn, item, pending
         self._completed += 1
         self._slots.release()
 
@@ -117,15 +137,36 @@ class Executor:
 
   def shutdown(self) -> None:
     self.drain()
-    with self._lock:
+    with self._lock:   # no submit can start a new worker after this
+      self._closed = True
       t, self._thread = self._thread, None
+      if t is not None:
+        self._queue.put(None)
     if t is not None:
-      self._queue.put(None)
       t.join()
+
+  def _fail_after_fork(self) -> None:
+    """In a forked child: the parent's worker thread does not exist here, so the calls it had
+    queued or running never finish; fail them (a wait raises instead of hanging)."""
+    err = RuntimeError(
+        "ember: this array was being computed asynchronously in the parent process when it "
+        "forked; the computation does not continue in the child. Call block_until_ready() "
+        "(or ember.block_until_ready on a pytree) on the arrays a child needs before forking.")
+    for p in list(self._unfinished.values()):
+      p.event = threading.Event()   # its lock may have been held by the parent's thread
+      p.set_error(err)
+
+
+def _run_into(fn: Callable[[], Sequence[np.ndarray]], pending: Pending) -> None:
+  try:
+    pending.set_result(fn())
+  except BaseException as e:  # noqa: BLE001 -- delivered at the wait, never lost here
+    pending.set_error(e)
 
 
 _executors: dict[int, Executor] = {}
 _executors_lock = threading.Lock()
+_executor_threads: set[int] = set()   # thread idents of the executors' workers
 
 
 def get_executor(device_id: int = 0) -> Executor:
@@ -137,12 +178,18 @@ def get_executor(device_id: int = 0) -> Executor:
 
 
 def _on_executor_thread() -> bool:
-  return threading.current_thread().name.startswith("ember-executor-")
+  return threading.get_ident() in _executor_threads
 
 
 def _reset_after_fork() -> None:
-  # the child has no worker threads: forget the parent's executors and their queues
+  # the child has no worker threads: fail what the parent's executors had in flight and
+  # start fresh executors (and locks) on first use
+  global _executors_lock
+  _executors_lock = threading.Lock()
+  for ex in list(_executors.values()):
+    ex._fail_after_fork()
   _executors.clear()
+  _executor_threads.clear()
 
 
 os.register_at_fork(after_in_child=_reset_after_fork)
@@ -152,54 +199,85 @@ atexit.register(lambda: [ex.shutdown() for ex in list(_executors.values())])
 
 # --- the dispatch path used by CompiledComputation.run -------------------------------------
 
-def host_arg(a, convert: Callable) -> object:
-  """An argument as it travels to the executor: a NumPy array, or a pending Array (resolved
-  on the executor thread)."""
-  from ember._src.runtime.array import Array
-  if type(a) is Array:
-    fut = a._fut  # read before _buf: a waiter sets _buf, then clears _fut
-    if fut is None:
-      return a._buf
-    return a._value if fut.done() and fut.error is None else a
-  return convert(a)
+class Donated:
+  """A donated argument that is still pending at dispatch: its buffer is taken (or copied)
+  on the executor thread once its producer has run."""
+  __slots__ = ("array",)
+
+  def __init__(self, array):
+    self.array = array
 
 
-def _resolve(args) -> list[np.ndarray]:
-  return [a if isinstance(a, np.ndarray) else a._value for a in args]
-
-
-def dispatch(execute: Callable[[list], Sequence[np.ndarray]], args: Sequence, out_avals,
-             sync: bool = False) -> list:
-  """Run `execute` on `args` (NumPy arrays or pending Arrays) and return one Array per
-  output aval: pending ones under async dispatch, ready ones otherwise."""
-  from ember._src.runtime.array import Array
-  if (sync or not config.read("jax_cpu_enable_async_dispatch") or _on_executor_thread()
-      or not all(isinstance(av.dtype, np.dtype) for av in out_avals)):
-    outs = execute(_resolve(args))
-    return [Array(o, weak_type=av.weak_type) for o, av in zip(outs, out_avals)]
-  ex = get_executor()
-  if ex.idle() and _small(args, out_avals):
-    try:
-      outs = execute(_resolve(args))
-    except Exception as e:  # noqa: BLE001 -- same semantics as the executor: at the wait
-      pending = Pending()
-      pending.set_error(e)
-      return [Array._pending(av, pending, i) for i, av in enumerate(out_avals)]
-    return [Array(o, weak_type=av.weak_type) for o, av in zip(outs, out_avals)]
-  # a caller's writable NumPy array is copied now, so mutating it after the call cannot
-  # change what the kernel reads (JAX copies at dispatch too); Arrays' buffers are read-only
-  args = [a.copy() if isinstance(a, np.ndarray) and a.flags.writeable else a for a in args]
-  pending = Pending()
-  ex.submit(lambda: execute(_resolve(args)), pending)
-  return [Array._pending(av, pending, i) for i, av in enumerate(out_avals)]
-
-
-def _small(args, out_avals) -> bool:
-  n = 0
+def _resolve(args) -> list:
+  out = []
   for a in args:
-    if not isinstance(a, np.ndarray):
-      return False  # a pending input: keep FIFO order behind its producer
-    n += a.nbytes
-  for av in out_avals:
-    n += av.size * av.dtype.itemsize
-  return n < _INLINE_BYTES
+    if type(a) is Donated:
+      arr = a.array
+      buf = arr._value
+      a = arr._donate(held=1)
+      if a is None:
+        a = buf
+      del buf
+    elif not isinstance(a, np.ndarray):
+      a = a._value
+    out.append(a)
+  return out
+
+
+def _ready_arrays(outs, ptrs, out_specs) -> list:
+  ready = Array._ready
+  if len(outs) == 1 and ptrs is not None:
+    return [ready(outs[0], out_specs[0][2], ptrs[0])]
+  if ptrs is None:
+    return [ready(o, w) for o, (_, _, w) in zip(outs, out_specs)]
+  return [ready(o, w, p) for o, p, (_, _, w) in zip(outs, ptrs, out_specs)]
+
+
+def _pending_arrays(pending, out_specs) -> list:
+  return [Array._pending(sh, dt, w, pending, i) for i, (sh, dt, w) in enumerate(out_specs)]
+
+
+def dispatch(call: Callable, args: list, out_specs: Sequence[tuple], *, ptrs=None,
+             small: bool = False, user_arrays: Sequence[int] = (), sync: bool = False) -> list:
+  """Run `call(np_args, ptrs) -> (outputs, their addresses or None)` on `args` and return one
+  Array per `out_specs` entry (shape, dtype, weak_type): pending ones under asynchronous
+  dispatch, ready ones when the call ran now.
+
+  `args` holds NumPy arrays, pending Arrays and `Donated` wrappers; `ptrs` their addresses
+  (None where unknown). `small` says the call's arguments and results are few bytes: on an
+  idle executor with every argument ready it runs inline, with the same deferred-error
+  semantics. `user_arrays` are positions of the caller's own NumPy arrays: copied before an
+  asynchronous run, so mutating them after the call cannot change what the kernels read
+  (JAX copies at dispatch too)."""
+  if sync or threading.get_ident() in _executor_threads \
+      or not config._values["jax_cpu_enable_async_dispatch"]:
+    outs, optrs = call(_resolve(args), ptrs)
+    return _ready_arrays(outs, optrs, out_specs)
+  ex = _executors.get(0) or get_executor()
+  if small and ex._submitted == ex._completed:
+    for a in args:
+      if type(a) is not np.ndarray:
+        break                    # a pending input: keep FIFO order behind its producer
+    else:
+      try:
+        outs, optrs = call(args, ptrs)
+      except Exception as e:  # noqa: BLE001 -- same semantics as the executor: at the wait
+        pending = Pending()
+        pending.set_error(e)
+        return _pending_arrays(pending, out_specs)
+      return _ready_arrays(outs, optrs, out_specs)
+  if user_arrays:
+    args = list(args)
+    for i in user_arrays:
+      if args[i].flags.writeable:
+        args[i] = args[i].copy()
+        if ptrs is not None:
+          ptrs = list(ptrs)
+          ptrs[i] = None
+  pending = Pending()
+
+  def run():
+    outs, pending.ptrs = call(_resolve(args), ptrs)
+    return outs
+  ex.submit(run, pending)
+  return _pending_arrays(pending, out_specs)

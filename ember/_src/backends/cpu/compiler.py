@@ -1,10 +1,14 @@
 """compile_module: an optimized HLO module + its buffer assignment -> an Executable.
 
 All kernels of the module (one per fusion, one per scatter) go into ONE LLVM module, which
-is optimized with LLVM's default pipeline at `flags.opt_level` (default 3) and compiled
-once for the host CPU (its name and features, so AVX2/AVX-512 are used where present). The
-object code is loaded into an MCJIT engine kept alive by the Executable. Dots, sorts and
-top-k run through NumPy (BLAS), copies through np.copyto.
+is optimized and compiled at the LLVM tier of `flags.opt_level` (`LLVM_TIERS`; default 3:
+O1 simplification then the loop and SLP vectorizers; 0, the quick tier of
+`jax_disable_most_optimizations`: no IR optimization, fast instruction selection) once
+for the host CPU (its name and features, so AVX2/AVX-512 are used where present). The
+object code is loaded into an MCJIT engine kept alive by the Executable. Dots run through
+NumPy (BLAS), small float dots through generated kernels (dot_kernels.py); dot output
+fusions run the dot block by block, each block followed by its epilogue kernel; sorts and
+top-k run through NumPy, copies through np.copyto.
 
 With `--dump_to=DIR` the backend writes, via `passes.dumps.dump_artifact`:
 `ir-no-opt.ll` (the generated IR), `ir-with-opt.ll`, `s` (assembly) and
@@ -14,6 +18,8 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
+from typing import NamedTuple
 
 import numpy as np
 import llvmlite.binding as llvm
@@ -21,7 +27,7 @@ from llvmlite import ir
 
 from ember._src import flags as flags_lib
 from ember._src import hlo
-from ember._src.backends.cpu import codegen
+from ember._src.backends.cpu import codegen, dot_kernels
 from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.backends.cpu import executable as ex
 
@@ -44,13 +50,46 @@ def _init_llvm() -> None:
   llvm.initialize_native_asmprinter()
 
 
-def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
-  """A target machine for this CPU (name and features), JIT code model."""
+class LLVMTier(NamedTuple):
+  """What LLVM does at one `opt_level` (EMBER_FLAGS=--opt_level, XLA's
+  --xla_backend_optimization_level; `jax_disable_most_optimizations` selects 0)."""
+  speed_level: int     # the new pass manager's default pipeline (0: always-inline only)
+  vectorize: bool      # loop and SLP vectorizers
+  codegen_level: int   # the code generator's -O level (0: fast instruction selection and
+                       # register allocation: a third of the time, slow code)
+  unroll: bool = True  # LLVM's loop unrolling. Off costs 15-40% less LLVM time at no
+                       # measured speed, but unrolled short reductions then reassociate
+                       # (a 5-term sum rounds differently from the reference evaluator)
+
+
+# Measured (bench/compile_latency.py): LLVM's O2/O3 simplification pipelines made no kernel
+# faster than O1's followed by the vectorizers (pairwise distances ran 40% slower after O3)
+# and cost 10-20% more compile time; the code generator costs the same at -O1..-O3.
+LLVM_TIERS = {0: LLVMTier(0, False, 0), 1: LLVMTier(1, False, 1), 2: LLVMTier(1, True, 2),
+              3: LLVMTier(1, True, 3)}
+
+
+@functools.cache
+def _host_cpu() -> tuple[str, str]:
+  """The host CPU's name and feature string (parsing the features costs ~0.4 ms)."""
   _init_llvm()
+  return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
+  """A new target machine for this CPU (name and features), JIT code model, code generator
+  at `opt_level`. An MCJIT engine takes ownership of the one it is given."""
+  cpu, features = _host_cpu()
   target = llvm.Target.from_triple(llvm.get_process_triple())
-  return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                      features=llvm.get_host_cpu_features().flatten(),
-                                      opt=opt_level, codemodel="jitdefault")
+  return target.create_target_machine(cpu=cpu, features=features, opt=opt_level,
+                                      codemodel="jitdefault")
+
+
+@functools.cache
+def _shared_target_machine(opt_level: int) -> llvm.TargetMachine:
+  """One target machine per level for optimizing and emitting (under `_jit_lock`):
+  creating one costs ~0.7 ms a compile."""
+  return host_target_machine(opt_level)
 
 
 # --------------------------------------------------------------------------------------
@@ -82,6 +121,13 @@ def _in_place(in_slots: list, out_slots: list) -> dict[int, int]:
   return same
 
 
+# Once a kernel's body is inlined, each noalias argument is a scope that every access
+# through the other arguments lists: n noalias arguments cost n^2 metadata (3,000 inputs:
+# ~20 MB of IR and seconds of LLVM). Read-only inputs gain little once the outputs are
+# noalias, so a kernel with more inputs than this marks only its outputs.
+_MAX_NOALIAS_INPUTS = 16
+
+
 def _noalias(in_slots: list, out_slots: list, in_place: dict[int, int] | None = None
              ) -> list[bool]:
   """`noalias` is valid for a pointer whose memory no other used pointer of the call
@@ -89,7 +135,8 @@ def _noalias(in_slots: list, out_slots: list, in_place: dict[int, int] | None = 
   overlap anything else. Inputs read through an output pointer (`in_place`) are unused."""
   in_place = in_place or {}
   used_in = [s for k, s in enumerate(in_slots) if k not in in_place]
-  flags = [k not in in_place and not any(_overlap(s, o) for o in out_slots)
+  many = len(in_slots) > _MAX_NOALIAS_INPUTS
+  flags = [not many and k not in in_place and not any(_overlap(s, o) for o in out_slots)
            for k, s in enumerate(in_slots)]
   for k, s in enumerate(out_slots):
     others = used_in + out_slots[:k] + out_slots[k + 1:]
@@ -177,10 +224,15 @@ class _ThunkPlan:
     op = instr.opcode
     if op in _NO_CODE:
       return
-    if op in ("fusion", "dot", "copy", "sort", "top-k", "scatter"):
+    if op == "fusion" and instr.attrs.get("kind") == "kOutput":
+      self.output_fusion(instr)
+    elif op in ("fusion", "dot", "copy", "sort", "top-k", "scatter"):
       getattr(self, op.replace("-", "_"))(instr)
     elif op in _FUSIBLE:
       self.fusion(instr, codegen.wrap_as_fusion(instr))
+    elif op in ("while", "conditional"):   # loops over sub-executables (control_flow.py)
+      from ember._src.backends.cpu import control_flow
+      control_flow.add_to_plan(self, instr)
     else:
       raise CodegenError(f"ember's CPU backend cannot compile {op} (%{instr.name}) yet"
                          + (f" (custom call target {instr.attrs.get('target')!r})"
@@ -193,16 +245,80 @@ class _ThunkPlan:
                          "backend expects array operands")
     outs = _slots(self.assignment, instr)
     same = _in_place(ins, outs)
-    info = self.kernels.fusion(instr.name, comp or instr.called[0],
-                               _noalias(ins, outs, same), same)
+    comp = comp or instr.called[0]
+    info = self.kernels.fusion(instr.name, comp, _noalias(ins, outs, same), same)
     self.kernel_infos.append(info)
+    from ember._src.backends.cpu import threadpool
+    cost = threadpool.kernel_cost(instr, comp)   # recomputed on replay, never serialized
     self.pending.append(lambda addr: ex.KernelThunk(info.name, addr(info.name), ins + outs,
-                                                    info.outer, info.splittable))
+                                                    info.outer, info.splittable, cost))
+
+  def _dot_kernel(self, name: str, emit) -> codegen.KernelInfo:
+    """A kernel emitted by `emit(llvm_module)` (dot_kernels), or its recorded facts when
+    replaying a serialized plan."""
+    if isinstance(self.kernels, codegen.KernelBuilder):
+      info = emit(self.kernels.module)
+    else:
+      info = self.kernels.fusion(name, None, None)
+    self.kernel_infos.append(info)
+    return info
 
   def dot(self, instr: hlo.Instr) -> None:
+    """Small float dots: a generated register-blocked kernel; the others: BLAS."""
     l, r = (self.slot(o) for o in instr.operands)
     out = self.slot(instr)
-    self.pending.append(lambda addr: ex.DotThunk(instr, l, r, out))
+    lay = dot_kernels.dot_layout(instr)
+    if not dot_kernels.small_kernel_ok(lay):
+      self.pending.append(lambda addr: ex.DotThunk(instr, l, r, out))
+      return
+    info = self._dot_kernel(instr.name, lambda m: dot_kernels.emit_dot_kernel(
+        m, instr.name, lay, 0, 1, 2))
+    self.pending.append(lambda addr: ex.KernelThunk(info.name, addr(info.name), [l, r, out],
+                                                    info.outer, info.splittable))
+
+  def output_fusion(self, instr: hlo.Instr) -> None:
+    """A dot output fusion (passes/dot_epilogue.py): the epilogue becomes a kernel of its
+    own (parameters: the operands it reads, then the dot's value); the dot runs block by
+    block, each block followed by the epilogue over it, either inside one generated kernel
+    (small dots) or by BLAS (DotEpilogueThunk). The dot's value is computed in the output
+    buffer when the dtypes agree and read in place."""
+    dot, epi, used = dot_kernels.split_output_fusion(instr.called[0])
+    ins = [self.slot(o) for o in instr.operands]
+    out = self.slot(instr)
+    if type(out) is tuple or any(type(s) is tuple for s in ins):
+      raise CodegenError(f"output fusion %{instr.name} must have array operands and result")
+    lay = dot_kernels.dot_layout(dot)
+    in_place = np.dtype(dot.dtype) == np.dtype(instr.dtype)
+    dot_slot = out if in_place else _scratch_slot(dot.shape)
+    epi_ins = [ins[k] for k in used] + [dot_slot]
+    same = {len(used): 0} if in_place else {}
+    epi_name = instr.name + ".epilogue"
+    einfo = self.kernels.fusion(epi_name, epi, _noalias(epi_ins, [out], same), same)
+    self.kernel_infos.append(einfo)
+    if not einfo.splittable or einfo.outer != lay.outer:   # no row blocks: one block
+      lay = lay._replace(rows_per_unit=None)
+    lhs, rhs = (o.attrs["number"] for o in dot.operands)
+    tile = 0 if in_place else (dot_kernels.block_units(lay) * (lay.rows_per_unit or 0) *
+                               lay.N * lay.dtype.itemsize)
+    if dot_kernels.small_kernel_ok(lay, tile, fused=True):
+      n = len(ins)
+      e = dot_kernels.Epilogue(einfo.name, tuple(used), in_place)
+      info = self._dot_kernel(instr.name, lambda m: dot_kernels.emit_dot_kernel(
+          m, instr.name, lay, lhs, rhs, n, e))
+      self.pending.append(lambda addr: ex.KernelThunk(info.name, addr(info.name), ins + [out],
+                                                      info.outer, info.splittable))
+      return
+    shift_name = instr.name + ".shifted"     # the epilogue on a block, for the thread pool
+    self._dot_kernel(shift_name, lambda m: dot_kernels.emit_range_shift(
+        m, shift_name, einfo.name, len(epi_ins) + 1))
+    from ember._src.backends.cpu import threadpool
+    cost = threadpool.kernel_cost(instr, epi)   # recomputed on replay, never serialized
+    dslots = (ins[lhs], ins[rhs], out if in_place else None)
+    self.pending.append(lambda addr: ex.DotEpilogueThunk(
+        instr.name, ex.DotThunk(dot, *dslots),
+        ex.KernelThunk(einfo.name, addr(einfo.name), epi_ins + [out], einfo.outer,
+                       einfo.splittable, cost),
+        len(used), out if in_place else None, lay.rows_per_unit, addr(shift_name)))
 
   def copy(self, instr: hlo.Instr) -> None:
     src, dst = self.slot(instr.operands[0]), self.slot(instr)
@@ -229,9 +345,18 @@ class _ThunkPlan:
     info = self.kernels.scatter(instr.name, instr, _noalias(ins, outs))
     self.kernel_infos.append(info)
     copies = [(s, d, o.shape) for s, d, o in zip(ins[:n], outs, instr.operands[:n])]
+    from ember._src.backends.cpu import threadpool
+    cost = threadpool.kernel_cost(instr)
     self.pending.append(lambda addr: ex.ScatterThunk(
         instr, ex.KernelThunk(info.name, addr(info.name), ins + outs, info.outer,
-                              info.splittable), copies))
+                              info.splittable, cost), copies))
+
+
+def _scratch_slot(shape: hlo.Shape):
+  """A stand-in slot for a dot value that lives in a thunk's own scratch memory (never a
+  buffer of the assignment: it overlaps none of them)."""
+  from ember._src.passes.buffer_assignment import Slot
+  return Slot("scratch", -1, 0, shape.nbytes)
 
 
 # --------------------------------------------------------------------------------------
@@ -247,17 +372,22 @@ def compile_module(module: hlo.Module, assignment=None, flags=None) -> ex.Execut
     from ember._src.passes.buffer_assignment import assign_buffers
     assignment = assign_buffers(module)
   opt_level = getattr(flags, "opt_level", 3)
+  times = {}
+  t0 = time.perf_counter()
   llmod = ir.Module(name=module.name)
   plan = _ThunkPlan(assignment, codegen.KernelBuilder(llmod))
   for instr in module.entry.instrs:
     plan.add(instr)
-
+  t1 = time.perf_counter()
   ir_text = str(llmod)
-  engine, addr, code_size, opt_ir, obj = _jit(ir_text, opt_level)
+  times["llvm_ir"] = time.perf_counter() - t1
+  times["codegen"] = t1 - t0
+  engine, addr, code_size, opt_ir, obj = _jit(ir_text, opt_level, times)
   thunks = [make(addr) for make in plan.pending]
   exe = ex.Executable(module, assignment, thunks, engine, ir_text,
                       functools.partial(_assembly, opt_ir, opt_level), code_size,
                       optimized_ir=opt_ir)
+  exe.compile_times = times     # seconds per backend stage (see _jit)
   # What serialize_executable needs to rebuild this executable without LLVM's passes.
   exe.cache_payload = dict(obj=obj, kernels={k.name: (k.outer, k.splittable)
                                              for k in plan.kernel_infos},
@@ -273,26 +403,38 @@ def compile_module(module: hlo.Module, assignment=None, flags=None) -> ex.Execut
   return exe
 
 
-def _jit(ir_text: str, opt_level: int):
-  """Optimize and compile the module; returns (engine, symbol -> address, code size in
-  bytes, the optimized IR text). LLVM's global context is shared: one compile at a time."""
+def _jit(ir_text: str, opt_level: int, times: dict | None = None):
+  """Optimize and compile the module at `LLVM_TIERS[opt_level]`; returns (engine, symbol ->
+  address, code size in bytes, the optimized IR text, the object code). Records seconds
+  per stage in `times` (llvm_parse, llvm_optimize, llvm_emit_object, llvm_load). LLVM's
+  global context is shared: one compile at a time."""
+  tier = LLVM_TIERS[opt_level]
+  times = {} if times is None else times
   _init_llvm()
   with _jit_lock:
+    t0 = time.perf_counter()
     mod = llvm.parse_assembly(ir_text)
     mod.verify()
-    tm = host_target_machine(opt_level)
+    tm = _shared_target_machine(tier.codegen_level)
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
-    pto = llvm.create_pipeline_tuning_options(speed_level=opt_level)
-    pto.loop_vectorization = opt_level >= 2
-    pto.slp_vectorization = opt_level >= 2
+    t1 = time.perf_counter()
+    pto = llvm.create_pipeline_tuning_options(speed_level=tier.speed_level)
+    pto.loop_vectorization = pto.slp_vectorization = tier.vectorize
+    pto.loop_unrolling = tier.unroll
     pb = llvm.create_pass_builder(tm, pto)
     pb.getModulePassManager().run(mod, pb)
+    t2 = time.perf_counter()
     opt_ir = str(mod)
+    t3 = time.perf_counter()
     obj = tm.emit_object(mod)
+    t4 = time.perf_counter()
     code_size = sum(s.size() for s in llvm.ObjectFileRef.from_data(obj).sections()
                     if s.is_text())
     engine, addr = _load_object(obj, tm.triple, opt_level)
+    t5 = time.perf_counter()
+  times.update(llvm_parse=t1 - t0, llvm_optimize=t2 - t1, llvm_ir_text=t3 - t2,
+               llvm_emit_object=t4 - t3, llvm_load=t5 - t4)
   return engine, addr, code_size, opt_ir, obj
 
 
@@ -301,7 +443,9 @@ def _load_object(obj: bytes, triple: str, opt_level: int):
   with _jit_lock:
     holder = llvm.parse_assembly("")
     holder.triple = triple
-    engine = llvm.create_mcjit_compiler(holder, host_target_machine(opt_level))
+    # the engine owns (and frees) its target machine: a new one, never the shared one
+    engine = llvm.create_mcjit_compiler(
+        holder, host_target_machine(LLVM_TIERS[opt_level].codegen_level))
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
 
@@ -386,4 +530,4 @@ def _assembly(opt_ir: str, opt_level: int) -> str:
   """The assembly of the optimized IR (codegen only: the IR passes already ran)."""
   with _jit_lock:
     mod = llvm.parse_assembly(opt_ir)
-    return host_target_machine(opt_level).emit_assembly(mod)
+    return _shared_target_machine(LLVM_TIERS[opt_level].codegen_level).emit_assembly(mod)

@@ -2,17 +2,23 @@
 
     Executable.execute(args: list[np.ndarray]) -> list[np.ndarray]
 
-Each call allocates the output arrays and one temp arena (`BufferAssignment.temp_size`
-bytes), resolves every slot (`parameter` -> the caller's array, `constant` -> the module's
-constant data, `output` -> a fresh output array, `temp` -> bytes of the arena) and runs the
-thunks in schedule order (the entry computation's instruction order, which the buffer
-assignment's liveness assumes):
+Each call allocates the output arrays (large ones from the runtime's buffer pool, so their
+pages are already mapped) and uses one temp arena (`BufferAssignment.temp_size` bytes: kept
+by the executable's cached frame, or leased from the pool per call when large), resolves
+every slot (`parameter` -> the caller's array, `constant` -> the module's constant data,
+`output` -> a fresh output array, `temp` -> bytes of the arena) and runs the thunks in
+schedule order (the entry computation's instruction order, which the buffer assignment's
+liveness assumes). The cached frame prebuilds each kernel's pointer array once; a call only
+rewrites its parameter and output entries (a concurrent call builds a frame of its own):
 
 - KernelThunk: a generated LLVM function called through ctypes (which releases the GIL)
   with its buffer pointers and the outer-loop range [0, n); `splittable` kernels accept any
   sub-range, so a thread pool may split them.
 - DotThunk: NumPy matmul (BLAS for float/complex) on views of the buffers, with transposes
-  as strided views (BLAS transpose flags) and batch dimensions as a batched matmul.
+  as strided views (BLAS transpose flags) and batch dimensions as a batched matmul. (Small
+  float dots run as KernelThunks of generated kernels: dot_kernels.py.)
+- DotEpilogueThunk: a dot output fusion on the BLAS path: per block of output rows, the
+  dot by BLAS then the epilogue kernel on the same rows while they are in cache.
 - SortThunk / TopKThunk: NumPy, in JAX's orders (the lax reference impls).
 - ScatterThunk: copy operand -> output (unless in place), then a generated loop.
 - CopyThunk: np.copyto.
@@ -24,12 +30,16 @@ each thunk has a `name` (its instruction's) and a `kind`.
 from __future__ import annotations
 
 import ctypes
+import os
+import threading
+import weakref
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ember._src import dtypes, hlo
 from ember._src.primitives import sorting
+from ember._src.runtime import buffer_pool
 
 KERNEL_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
@@ -44,16 +54,34 @@ def _bytes_of(a: np.ndarray) -> np.ndarray:
 
 
 class Frame:
-  """The buffers of one execution: argument arrays, constants, outputs, the temp arena."""
+  """The buffers of one execution: argument arrays, constants, outputs, the temp arena, and
+  their addresses. `prebuilt` (the executable's cached frame only): kernel thunk -> its
+  pointer array, whose constant and temp entries are fixed and whose parameter and output
+  entries the executable rewrites per call."""
   __slots__ = ("args", "consts", "outs", "arena", "arena_ptr", "arg_ptrs", "out_ptrs",
-               "const_ptrs")
+               "const_ptrs", "prebuilt")
 
-  def __init__(self, args, consts, const_ptrs, outs, arena):
+  def __init__(self, args, consts, const_ptrs, outs, arena, arg_ptrs=None, out_ptrs=None,
+               arena_ptr=None, prebuilt=None):
     self.args, self.consts, self.outs, self.arena = args, consts, outs, arena
-    self.arg_ptrs = [a.ctypes.data for a in args]
-    self.out_ptrs = [o.ctypes.data if o is not None else 0 for o in outs]
+    self.arg_ptrs = [_data_ptr(a) for a in args] if arg_ptrs is None else arg_ptrs
+    self.out_ptrs = [_data_ptr(o) if o is not None else 0 for o in outs] \
+        if out_ptrs is None else out_ptrs
     self.const_ptrs = const_ptrs
-    self.arena_ptr = arena.ctypes.data if arena is not None else 0
+    if arena_ptr is None:
+      arena_ptr = _data_ptr(arena) if arena is not None and arena.size else 0
+    self.arena_ptr = arena_ptr
+    self.prebuilt = prebuilt
+
+  def buffers(self, thunk) -> ctypes.Array:
+    """A kernel thunk's array of buffer pointers (one per slot)."""
+    pre = self.prebuilt
+    if pre is not None:
+      arr = pre.get(thunk)
+      if arr is not None:
+        return arr
+    slots = thunk.slots
+    return (ctypes.c_void_p * max(len(slots), 1))(*[self.ptr(s) for s in slots])
 
   def ptr(self, slot) -> int:
     k = slot.kind
@@ -89,22 +117,34 @@ class Thunk:
 
 
 class KernelThunk(Thunk):
-  """Call a generated kernel: `fn(buffers, start, stop)` over [0, outer)."""
+  """Call a generated kernel: `fn(buffers, start, stop)` over [0, outer).
+
+  `cost` (threadpool.KernelCost: bytes, flops, transcendentals of one whole call) feeds the
+  cost model, which decides once, here, how many chunks the whole range is split into
+  (`nchunks`; 1 = a plain call on the caller's core)."""
   kind = "kernel"
 
-  def __init__(self, name: str, address: int, slots: Sequence, outer: int, splittable: bool):
+  def __init__(self, name: str, address: int, slots: Sequence, outer: int, splittable: bool,
+               cost=None):
+    from ember._src.backends.cpu import threadpool
     self.name = name
     self.address = address
     self.fn = KERNEL_CFUNC(address)
     self.slots = tuple(slots)
     self.outer = outer
     self.splittable = splittable
+    self.cost = cost
+    self.nchunks = threadpool.plan_chunks(outer, splittable, cost)
+    self._pool_run = threadpool.run
     self._array_type = ctypes.c_void_p * max(len(self.slots), 1)
 
   def buffers(self, frame: Frame):
-    return self._array_type(*[frame.ptr(s) for s in self.slots])
+    return frame.buffers(self)   # prebuilt per executable (runtime): see Frame
 
   def run(self, frame: Frame, start: int = 0, stop: int | None = None) -> None:
+    if self.nchunks > 1 and start == 0 and stop is None:
+      self._pool_run(self.address, self.buffers(frame), self.outer, self.nchunks)
+      return
     stop = self.outer if stop is None else stop
     if stop > start:
       self.fn(self.buffers(frame), start, stop)
@@ -135,25 +175,108 @@ class DotThunk(Thunk):
     self.compute = np.dtype(np.float32) if out_dt in (dtypes.float16, dtypes.bfloat16) \
         else out_dt
 
-  def run(self, frame: Frame) -> None:
+  def operands(self, frame: Frame) -> tuple[np.ndarray, np.ndarray]:
+    """The operands as (B, M, K) and (B, K, N) arrays of the compute dtype (views unless a
+    reshape of a strided view or a dtype change needs a copy)."""
     l = frame.view(self.slots[0], self.lhs_shape)
     r = frame.view(self.slots[1], self.rhs_shape)
-    o = frame.view(self.slots[2], self.out_shape)
-    B, M, K, N = self.B, self.M, self.K, self.N
-    l = l.transpose(self.lperm).reshape(B, M, K)
-    r = r.transpose(self.rperm).reshape(B, K, N)
+    l = l.transpose(self.lperm).reshape(self.B, self.M, self.K)
+    r = r.transpose(self.rperm).reshape(self.B, self.K, self.N)
     if l.dtype != self.compute:
       l = l.astype(self.compute)
     if r.dtype != self.compute:
       r = r.astype(self.compute)
-    o3 = o.reshape(B, M, N)
+    return l, r
+
+  def matmul(self, l: np.ndarray, r: np.ndarray, o3: np.ndarray) -> None:
+    """o3 (b, m, n) = l (b, m, k) @ r (b, k, n), in the compute dtype, rounded once."""
     if o3.dtype == self.compute:
-      if B == 1:
+      if o3.shape[0] == 1:
         np.matmul(l[0], r[0], out=o3[0])
       else:
         np.matmul(l, r, out=o3)
     else:
       o3[...] = np.matmul(l, r)
+
+  def run(self, frame: Frame) -> None:
+    l, r = self.operands(frame)
+    o = frame.view(self.slots[2], self.out_shape)
+    self.matmul(l, r, o.reshape(self.B, self.M, self.N))
+
+
+class DotEpilogueThunk(Thunk):
+  """A dot output fusion (kOutput) on the BLAS path: per block of units of the output's
+  dimension 0, the dot's rows by BLAS (`dot.matmul`), then at once the epilogue kernel over
+  the same units, reading those rows while they are in cache (split across cores by the
+  thread pool through `shifted`, the epilogue called on [start + u0, stop + u0)). The rows
+  are computed in place in the output when the dtypes agree (`dot_slot` is then the
+  output's slot and the epilogue reads through the output pointer), else into a
+  block-sized scratch array whose address, shifted back by the block's first row, is the
+  epilogue's dot operand. `rows_per_unit` None (dimension 0 is an rhs dimension): one
+  block."""
+  kind = "dot"
+  # Rows of C per block. Every BLAS call repacks all of B, so blocks small enough for the
+  # epilogue to find them in L2 cost more than they save: measured on tanh(m @ m) @ m,
+  # 2000^2 f32 (16 MB of C), 1 MB blocks +50% time, 4 MB +10%, 8 MB and one block equal
+  # (the machine's L3 makes the epilogue's pass over C cheap). Large blocks bound the
+  # scratch of a dtype-changing epilogue and keep each call in BLAS's efficient regime.
+  BLOCK_BYTES = 32 << 20
+
+  def __init__(self, name: str, dot: DotThunk, epilogue: KernelThunk, dot_arg: int,
+               dot_slot, rows_per_unit: int | None, shifted: int):
+    from ember._src.backends.cpu import threadpool
+    self.name, self.dot, self.epilogue = name, dot, epilogue
+    self.dot_arg, self.dot_slot = dot_arg, dot_slot
+    self.dtype = np.dtype(dot.out_shape.dtype)
+    self.R = rows_per_unit
+    self.shifted = shifted
+    self._pool_run = threadpool.run
+    outer = epilogue.outer
+    row_bytes = dot.N * self.dtype.itemsize * (rows_per_unit or 1)
+    self.units = outer if rows_per_unit is None else \
+        max(1, min(outer, self.BLOCK_BYTES // max(row_bytes, 1)))
+    cost = epilogue.cost
+    if cost is not None and outer:         # the cost model sees one block's share
+      cost = cost._replace(**{f: getattr(cost, f) * self.units / outer for f in cost._fields})
+    self.nchunks = threadpool.plan_chunks(self.units, epilogue.splittable, cost)
+    self._array_type = ctypes.c_void_p * (len(epilogue.slots) + 1)
+
+  def _epilogue(self, ptrs: list, u0: int, u1: int) -> None:
+    buffers = self._array_type(*ptrs, u0)
+    n = min(self.nchunks, u1 - u0)
+    if n > 1:
+      self._pool_run(self.shifted, buffers, u1 - u0, n)
+    elif u1 > u0:
+      self.epilogue.fn(buffers, u0, u1)
+
+  def run(self, frame: Frame) -> None:
+    d = self.dot
+    l, r = d.operands(frame)
+    M, N, R, outer = d.M, d.N, self.R, self.epilogue.outer
+    ptrs = [0 if s.kind == "scratch" else frame.ptr(s) for s in self.epilogue.slots]
+    if self.dot_slot is not None:
+      c = frame.view(self.dot_slot, d.out_shape).reshape(d.B * M, N)
+    if R is None:                            # one block: the whole dot, then the epilogue
+      if self.dot_slot is None:
+        c = np.empty((d.B * M, N), self.dtype)
+        ptrs[self.dot_arg] = c.ctypes.data
+      d.matmul(l, r, c.reshape(d.B, M, N))
+      self._epilogue(ptrs, 0, outer)
+      return
+    units = self.units
+    scratch = None if self.dot_slot is not None else \
+        np.empty((min(units, outer) * R, N), self.dtype)
+    for u0 in range(0, outer, units):
+      u1 = min(u0 + units, outer)
+      r0, r1 = u0 * R, u1 * R
+      blk = c[r0:r1] if scratch is None else scratch[:r1 - r0]
+      if R >= M:                             # whole batches
+        d.matmul(l[r0 // M:r1 // M], r[r0 // M:r1 // M], blk.reshape(-1, M, N))
+      else:                                  # rows of the only batch
+        d.matmul(l[:, r0:r1], r, blk.reshape(1, r1 - r0, N))
+      if scratch is not None:
+        ptrs[self.dot_arg] = (blk.ctypes.data - r0 * N * self.dtype.itemsize) % (1 << 64)
+      self._epilogue(ptrs, u0, u1)
 
 
 class CopyThunk(Thunk):
@@ -271,6 +394,67 @@ class Executable:
         tupled = type(s) is tuple
         shapes = list(i.shape.elements) if tupled else [i.shape]
         self.defines[i.name] = (list(s) if tupled else [s], shapes, tupled)
+    self._init_runtime()
+
+  def _init_runtime(self) -> None:
+    """What every call needs, computed once: argument checks, output allocations, and the
+    cached frame (its temp arena and prebuilt kernel pointer arrays) that a call reuses when
+    no other call of this executable is running."""
+    self._param_specs = [(np.dtype(s.dtype), tuple(s.dims)) for s in self.param_shapes]
+    self._out_allocs = [(tuple(s.dims), np.dtype(s.dtype), s.nbytes) if slot.kind == "output"
+                        else None for s, slot in zip(self.output_shapes, self.output_slots)]
+    self._result_src = [(slot.kind == "output", slot.index) for slot in self.output_slots]
+    self._all_fresh = all(slot.kind == "output" and slot.index == k
+                          for k, slot in enumerate(self.output_slots))
+    self.arg_bytes = sum(s.nbytes for s in self.param_shapes)
+    self.out_bytes = sum(s.nbytes for s in self.output_shapes)
+    self._frame_lock = threading.Lock()
+    self._cached: Frame | None = None
+    self._steps: list = []           # the cached frame's thunks or direct kernel calls
+    self._param_patch: list = []     # (parameter, pointer array, position)
+    self._temp_patch: list = []      # (pointer array, position, arena offset)
+    self._out_patch: list = []       # (output, pointer array, position)
+    self._lease_arena = False
+    _executables.add(self)
+
+  def _kernel_thunks(self):
+    for t in self.thunks:
+      if isinstance(t, KernelThunk):
+        yield t
+      elif isinstance(getattr(t, "kernel", None), KernelThunk):   # ScatterThunk
+        yield t.kernel
+
+  def _cached_frame(self) -> Frame:
+    frame = self._cached
+    if frame is None:
+      # a small arena stays with the frame; a large one is leased from the pool per call
+      # (idle memory is capped there, not held by every executable) and the temp entries
+      # are rewritten when the lease lands elsewhere than the last one
+      self._lease_arena = self.temp_size >= buffer_pool.POOL_MIN_BYTES
+      arena, arena_ptr = buffer_pool.get_pool().empty_bytes(self.temp_size) \
+          if self.temp_size and not self._lease_arena else (None, 0)
+      prebuilt = {}
+      for t in self._kernel_thunks():
+        arr = (ctypes.c_void_p * max(len(t.slots), 1))()
+        for pos, slot in enumerate(t.slots):
+          k = slot.kind
+          if k == "constant":
+            arr[pos] = self.const_ptrs[slot.index]
+          elif k == "temp":
+            arr[pos] = arena_ptr + slot.offset
+            self._temp_patch.append((arr, pos, slot.offset))
+          elif k == "parameter":
+            self._param_patch.append((slot.index, arr, pos))
+          else:
+            self._out_patch.append((slot.index, arr, pos))
+        prebuilt[t] = arr
+      # a kernel that runs as one call on this core is called directly with its array
+      self._steps = [(t.fn, prebuilt[t], t.outer)
+                     if type(t) is KernelThunk and getattr(t, "nchunks", 1) <= 1 and t.outer > 0
+                     else t for t in self.thunks]
+      frame = self._cached = Frame((), self.consts, self.const_ptrs, (), arena, (), (),
+                                   arena_ptr, prebuilt)
+    return frame
 
   @property
   def asm(self) -> str:
@@ -278,38 +462,116 @@ class Executable:
       self._asm = self._asm_fn()
     return self._asm
 
-  def _arg(self, k: int, a) -> np.ndarray:
-    shape = self.param_shapes[k]
-    a = np.asarray(a)
-    if a.dtype != np.dtype(shape.dtype) or a.shape != tuple(shape.dims):
-      raise TypeError(f"{self.module_name}: argument {k} must be "
-                      f"{np.dtype(shape.dtype).name}{list(shape.dims)}, got "
-                      f"{a.dtype.name}{list(a.shape)}")
-    a = _c_order(a)
-    if k in self.donated and not a.flags.writeable:
-      a = a.copy()
-    return a
+  def _args(self, args: Sequence, ptrs=None) -> tuple[list, list]:
+    """The arguments as C-order arrays of the parameters' types (a donated one writable:
+    copied unless the caller handed over its buffer), and their addresses."""
+    specs = self._param_specs
+    if len(args) != len(specs):
+      raise TypeError(f"{self.module_name} takes {len(specs)} arguments, got {len(args)}")
+    arrays, addrs = list(args), [0] * len(specs)
+    donated = self.donated
+    for k, (dt, dims) in enumerate(specs):
+      a = arrays[k]
+      if type(a) is not np.ndarray:
+        a = np.asarray(a)
+      if a.dtype != dt or a.shape != dims:
+        raise TypeError(f"{self.module_name}: argument {k} must be {dt.name}{list(dims)}, "
+                        f"got {a.dtype.name}{list(a.shape)}")
+      p = None if ptrs is None else ptrs[k]
+      if not a.flags.c_contiguous or (donated and k in donated and not a.flags.writeable):
+        a, p = np.array(a, order="C"), None
+      arrays[k] = a
+      addrs[k] = _data_ptr(a) if p is None else p
+    return arrays, addrs
+
+  def _outputs(self) -> tuple[list, list]:
+    """Fresh output arrays (large ones from the buffer pool) and their addresses."""
+    outs, ptrs = [], []
+    pool = buffer_pool.get_pool()
+    for spec in self._out_allocs:
+      if spec is None:
+        outs.append(None)
+        ptrs.append(0)
+        continue
+      dims, dt, nbytes = spec
+      if nbytes >= buffer_pool.POOL_MIN_BYTES:
+        raw, p = pool.empty_bytes(nbytes)
+        outs.append(raw.view(dt).reshape(dims))
+      else:
+        o = np.empty(dims, dt)
+        outs.append(o)
+        p = _data_ptr(o) if nbytes else 0
+      ptrs.append(p)
+    return outs, ptrs
 
   def _frame(self, args: Sequence):
-    if len(args) != len(self.param_shapes):
-      raise TypeError(f"{self.module_name} takes {len(self.param_shapes)} arguments, got "
-                      f"{len(args)}")
-    arrays = [self._arg(k, a) for k, a in enumerate(args)]
-    outs = [np.empty(s.dims, s.dtype) if slot.kind == "output" else None
-            for s, slot in zip(self.output_shapes, self.output_slots)]
-    arena = _aligned_bytes(self.temp_size) if self.temp_size else None
-    return Frame(arrays, self.consts, self.const_ptrs, outs, arena)
+    """A frame of its own (not the cached one): for concurrent calls and debugging runs."""
+    arrays, addrs = self._args(args)
+    outs, out_ptrs = self._outputs()
+    arena, arena_ptr = buffer_pool.get_pool().empty_bytes(self.temp_size) \
+        if self.temp_size else (None, 0)
+    return Frame(arrays, self.consts, self.const_ptrs, outs, arena, addrs, out_ptrs, arena_ptr)
 
   def _results(self, frame: Frame) -> list[np.ndarray]:
     return [frame.outs[k] if s.kind == "output" else frame.args[s.index]
             for k, s in enumerate(self.output_slots)]
 
+  def execute_ptrs(self, args: Sequence, ptrs=None) -> tuple[list, list]:
+    """Run on one array per parameter (`ptrs`: their addresses where known, else None);
+    returns one array per output and the outputs' addresses."""
+    arrays, addrs = self._args(args, ptrs)
+    outs, out_ptrs = self._outputs()
+    lock = self._frame_lock
+    if not lock.acquire(False):   # another call of this executable is running: own frame
+      arena, arena_ptr = buffer_pool.get_pool().empty_bytes(self.temp_size) \
+          if self.temp_size else (None, 0)
+      frame = Frame(arrays, self.consts, self.const_ptrs, outs, arena, addrs, out_ptrs,
+                    arena_ptr)
+      for t in self.thunks:
+        t.run(frame)
+    else:
+      try:
+        frame = self._cached or self._cached_frame()
+      except BaseException:
+        lock.release()
+        raise
+      try:
+        frame.args, frame.arg_ptrs, frame.outs, frame.out_ptrs = arrays, addrs, outs, out_ptrs
+        if self._lease_arena:
+          frame.arena, aptr = buffer_pool.get_pool().empty_bytes(self.temp_size)
+          if aptr != frame.arena_ptr:
+            frame.arena_ptr = aptr
+            for arr, pos, off in self._temp_patch:
+              arr[pos] = aptr + off
+        for k, arr, pos in self._param_patch:
+          arr[pos] = addrs[k]
+        for k, arr, pos in self._out_patch:
+          arr[pos] = out_ptrs[k]
+        for t in self._steps:
+          if type(t) is tuple:
+            t[0](t[1], 0, t[2])
+          else:
+            t.run(frame)
+      finally:  # the cached frame must not keep the call's arrays (or a leased arena) alive
+        frame.args = frame.outs = frame.arg_ptrs = frame.out_ptrs = ()
+        if self._lease_arena:
+          frame.arena = None
+        lock.release()
+    if self._all_fresh:   # every output in a buffer of its own (no donated parameter)
+      return outs, out_ptrs
+    res, res_ptrs = [], []
+    for is_out, i in self._result_src:
+      if is_out:
+        res.append(outs[i])
+        res_ptrs.append(out_ptrs[i])
+      else:
+        res.append(arrays[i])
+        res_ptrs.append(addrs[i])
+    return res, res_ptrs
+
   def execute(self, args: Sequence) -> list[np.ndarray]:
     """Run on one array per parameter; returns one array per output."""
-    frame = self._frame(args)
-    for t in self.thunks:
-      t.run(frame)
-    return self._results(frame)
+    return self.execute_ptrs(args)[0]
 
   def execute_keep_intermediates(self, args: Sequence) -> dict:
     """Run, keeping a copy of every thunk's result (instruction name -> array, or tuple of
@@ -333,3 +595,25 @@ def _aligned_bytes(n: int, align: int = 64) -> np.ndarray:
   raw = np.empty(n + align, np.uint8)
   off = (-raw.ctypes.data) % align
   return raw[off:off + n]
+
+
+_char_from_buffer, _addressof = ctypes.c_char.from_buffer, ctypes.addressof
+_executables: "weakref.WeakSet[Executable]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+  # a frame lock held by the parent's executor thread at fork would stay held here forever
+  for ex in list(_executables):
+    ex._frame_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _data_ptr(a: np.ndarray) -> int:
+  """The address of an array's data: through ctypes' buffer protocol for writable arrays
+  (a fraction of `a.ctypes.data`'s cost), else `a.ctypes.data`."""
+  try:
+    return _addressof(_char_from_buffer(a))
+  except (TypeError, ValueError):  # read-only, empty, or not contiguous
+    return a.ctypes.data

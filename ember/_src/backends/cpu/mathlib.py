@@ -4,17 +4,21 @@
 plus the helpers exp2/log2/log10) for `ty` = float or double, scalar or `ir.VectorType`. Each
 function is an internal `alwaysinline` LLVM function defined once per module (`ember.sin.f32`,
 `ember.exp.v4f64`, ...) whose body is straight-line code: arithmetic, `select`, integer bit tricks
-and the intrinsics llvm.{fma,fabs,floor,rint,copysign,sqrt,minnum,maxnum}. Inlined into a loop,
-the loop vectorizer turns it into SIMD code.
+and the intrinsics llvm.{fma,fabs,floor,rint,copysign,sqrt,minnum,maxnum} (and llvm.ldexp on
+AVX-512 hosts, where it is one vscalef). Inlined into a loop, the loop vectorizer turns it into
+SIMD code.
 
 One deliberate exception: sin/cos/tan of huge arguments (|x| >= 2**14 in float32, 2**30 in
 float64) need a Payne-Hanek reduction (~10x the cost of the whole function), so it lives in an
 out-of-line function `ember.<f>.huge.<type>` called behind a branch. The call carries a
-`vector-function-abi-variant` attribute naming masked vector variants, so the vectorizer still
-vectorizes the loop: one masked call per vector, which returns at once when no lane is huge.
+`vector-function-abi-variant` attribute naming masked vector variants (for the host's vector
+widths; thin wrappers calling the scalar function per active lane, so LLVM compiles the expensive
+path once), so the vectorizer still vectorizes the loop: one masked call per vector.
 
-float32 power, erfc, erf-inv, lgamma and digamma evaluate in double arithmetic and round once
-(accuracy first; the rest of float32 is computed in float32).
+float32 sin, cos, tan, logistic, power, erfc, erf-inv, lgamma and digamma evaluate in double
+arithmetic and round once: for the first five with short polynomials fitted for float32 accuracy,
+which is both more accurate (~0.5 ulp) and fewer operations than float32 arithmetic with the
+double-word corrections it would need (the rest of float32 is computed in float32).
 
 `fma` must be fused (hardware FMA): the error-free transformations (two_prod, Cody-Waite with one
 rounding) depend on it. Algorithms, coefficients (fitted by our own Remez, mathlib_fit.py) and the
@@ -61,6 +65,7 @@ class _E:
         self.key = 64 if self.f64 else 32               # COEFFS key
         self.ity = self.vec(ir.IntType(self.w))
         self.tiny = 2.0 ** (1 - self.bias)              # smallest normal
+        self.acc32 = False                              # double code for a float32 result
 
     def vec(self, el):
         return ir.VectorType(el, self.n) if self.n else el
@@ -218,12 +223,36 @@ class _E:
             acc = self.fma(acc, x, ck)
         return acc
 
+    def poly_estrin(self, x, coeffs):
+        """sum coeffs[k] * x**k by Estrin's scheme: pairs c0 + c1 x, then powers x^2, x^4, ...:
+        about half the dependent fma chain of Horner (for long polynomials that the loop
+        vectorizer cannot overlap across iterations)."""
+        terms = [self.c(c) for c in coeffs]
+        p = x
+        while len(terms) > 1:
+            nxt = [self.fma(terms[i + 1], p, terms[i]) for i in range(0, len(terms) - 1, 2)]
+            if len(terms) % 2:
+                nxt.append(terms[-1])
+            terms = nxt
+            if len(terms) > 1:
+                p = self.mul(p, p)
+        return terms[0]
+
     def pow2i(self, k):
         """2**k for an integer vector k in the normal exponent range (built from bits)."""
         return self.from_bits(self.ishl(self.iadd(k, self.bias), self.p - 1))
 
     def scale(self, a, k):
-        """a * 2**k for |k| <= 2*bias: two exact steps, so only the last one rounds."""
+        """a * 2**k for |k| <= 2*bias: two exact steps, so only the last one rounds; one
+        `llvm.ldexp` (vscalef) where the host has AVX-512 (elsewhere ldexp is a libm call)."""
+        if _host_features()[1]:
+            ity = self.vec(ir.IntType(32))
+            kk = self.b.trunc(k, ity) if self.f64 else k
+            name = f"llvm.ldexp.{_suffix(self.ty)}.{_suffix(ity)}"
+            mod = self.b.module
+            fn = mod.globals.get(name) or ir.Function(
+                mod, ir.FunctionType(self.ty, [self.ty, ity]), name)
+            return self.b.call(fn, [self.c(a), kk])
         k1 = self.iashr(k, 1)
         return self.mul(self.mul(a, self.pow2i(k1)), self.pow2i(self.isub(k, k1)))
 
@@ -284,7 +313,7 @@ def _const(name: str, f64: bool, parts: int = 2, nbits: int | None = None) -> tu
     from fractions import Fraction as Fr
     d = {k: Fr(v) for k, v in _DIGITS.items()}
     v = {"pi": d["pi"], "pio2": d["pi"] / 2, "pio4": d["pi"] / 4, "3pio4": 3 * d["pi"] / 4,
-         "2opi": 2 / d["pi"], "ln2": d["ln2"], "log2e": 1 / d["ln2"], "log10e": 1 / d["ln10"],
+         "2opi": 2 / d["pi"], "1opi": 1 / d["pi"], "ln2": d["ln2"], "log2e": 1 / d["ln2"], "log10e": 1 / d["ln10"],
          "log10_2": d["ln2"] / d["ln10"], "2osqrtpi": 2 / d["sqrtpi"], "hl2pi": d["hl2pi"],
          "2o3": Fr(2, 3), "x0": d["x0"]}[name]
     out = []
@@ -327,6 +356,25 @@ def _exp_core(e, x, xl=None):
     q = _expm1_poly(e, r)                             # exp(r + rl) = (1 + r + q)(1 + rl)
     m = e.add(1.0, e.add(r, e.add(q, e.fma(rl, e.add(r, q), rl))))
     return e.toint(k), m
+
+
+def _exp_core_dw(e, x, lim=None, xl=None):
+    """(k, mh, ml) with exp(x + xl) = (mh + ml) * 2**k to ~2**-(p+4): m as a double-word."""
+    lim = _exp_limit(e) if lim is None else lim
+    k, r, rl = _exp_reduce(e, e.clamp(x, -lim, lim), xl)
+    q = _expm1_poly(e, r)
+    vh, vl = _fast_two_sum(e, r, e.add(q, e.fma(rl, e.add(r, q), rl)))   # expm1(r + rl)
+    mh, t = _fast_two_sum(e, 1.0, vh)
+    return e.toint(k), mh, e.add(t, vl)
+
+
+def _div_dw(e, nh, nl, dh, dl):
+    """(nh + nl) / (dh + dl) (normalized double-words: |dl| <= ulp(dh)) to ~0.5 ulp: one
+    division, then a Markstein correction with the exact remainder (fma)."""
+    inv = e.div(1.0, dh)
+    q = e.mul(nh, inv)
+    rem = e.add(e.fma(e.neg(q), dh, nh), e.fma(e.neg(q), dl, nl))
+    return e.fma(rem, inv, q)
 
 
 def _exp_limit(e):
@@ -426,15 +474,24 @@ def _log_hl(e, x):
     return hi, e.add(err, err2)
 
 
-def _log1p(e, x):
+def _log1p_core(e, x, xl=None):
+    """log(1 + x + xl) for x > -1 (finite; xl a small low part, as from a double-word)."""
     u = e.add(x, 1.0)
     k, f = _log_split(e, e.max(u, e.tiny))
-    # c = (1 + x) - u exactly (u's rounding error), divided by u: log(1+x) = log(u) + c/u.
-    c = e.sel(e.ge(k, 1.0), e.sub(1.0, e.sub(u, x)), e.sub(x, e.sub(u, 1.0)))
+    # c = (1 + x) - u exactly (u's rounding error; Fast2Sum with the larger of 1, |x| first),
+    # divided by u: log(1 + x) = log(u) + c/u.
+    big = e.gt(e.abs(x), 1.0)
+    c = e.sub(e.sel(big, 1.0, x), e.sub(u, e.sel(big, x, 1.0)))
+    if xl is not None:
+        c = e.add(c, xl)
     c = e.div(c, u)
     hfsq, t = _log1p_kernel(e, f)
     h, l = _ln2_parts(e)
-    res = e.fma(k, h, e.sub(f, e.sub(hfsq, e.add(t, e.fma(k, l, c)))))
+    return e.fma(k, h, e.sub(f, e.sub(hfsq, e.add(t, e.fma(k, l, c)))))
+
+
+def _log1p(e, x):
+    res = _log1p_core(e, x)
     res = e.sel(e.lt(e.abs(x), 2.0 ** -(e.p + 1)), x, res)       # -0, subnormals, tiny
     res = e.sel(e.eq(x, math.inf), math.inf, res)
     res = e.sel(e.eq(x, -1.0), -math.inf, res)
@@ -577,11 +634,13 @@ def _cw_limit(e):
     return 2.0 ** (30 if e.f64 else 14)
 
 
-def _cw_reduce(e, x):
-    """x = n*pi/2 + rh + rl, |rh + rl| <= ~pi/4, for |x| < _cw_limit (Cody-Waite with a 3-part
-    pi/2: n*c1 is subtracted exactly by the fma, n*c2 as an exact product)."""
+def _cw_reduce(e, x, n=None):
+    """x = n*pi/2 + rh + rl, |rh + rl| <= ~pi/4 (or |rh + rl| <= ~pi/2 for a given even/odd n),
+    for |x| < _cw_limit (Cody-Waite with a 3-part pi/2: n*c1 is subtracted exactly by the fma,
+    n*c2 as an exact product)."""
     c1, c2, c3 = _const("pio2", e.f64, parts=3)
-    n = e.rint(e.mul(x, _const("2opi", e.f64)[0]))
+    if n is None:
+        n = e.rint(e.mul(x, _const("2opi", e.f64)[0]))
     t = e.fma(e.neg(n), c1, x)                        # exact
     a, b = _two_prod(e, n, c2)
     s, err = _two_sum(e, t, e.neg(a))
@@ -608,15 +667,21 @@ def _ph_reduce(e, x):
             e.sel(neg, e.neg(pl), pl))
 
 
-def _sincos_poly(e, rh, rl):
-    """(sin(rh + rl), cos(rh + rl)) for |rh| <= ~pi/4."""
+def _sincos_dw(e, rh, rl):
+    """sin and cos of rh + rl (|rh| <= ~pi/4) as unnormalized double-words (hi, lo)."""
     z = e.mul(rh, rh)
-    sp = e.add(rh, e.fma(e.mul(z, rh), e.poly(z, COEFFS[("sin", e.key)]), rl))
+    sl = e.fma(e.mul(z, rh), e.poly(z, COEFFS[("sin", e.key)]), rl)
     hz = e.mul(z, 0.5)
     w = e.sub(1.0, hz)
     tail = e.add(e.sub(e.sub(1.0, w), hz),
                  e.fma(e.mul(z, z), e.poly(z, COEFFS[("cos", e.key)]), e.neg(e.mul(rh, rl))))
-    return sp, e.add(w, tail)
+    return (rh, sl), (w, tail)
+
+
+def _sincos_poly(e, rh, rl):
+    """(sin(rh + rl), cos(rh + rl)) for |rh| <= ~pi/4."""
+    (sh, sl), (ch, cl) = _sincos_dw(e, rh, rl)
+    return e.add(sh, sl), e.add(ch, cl)
 
 
 def _quadrant(e, n, sp, cp, cos):
@@ -630,10 +695,13 @@ def _quadrant(e, n, sp, cp, cos):
 
 
 def _trig_finish(e, which, n, rh, rl):
-    sp, cp = _sincos_poly(e, rh, rl)
-    if which == "tan":
+    if which == "tan":                                # sin/cos or -cos/sin, corrected quotient
+        (sh, sl), (ch, cl) = _sincos_dw(e, rh, rl)
+        (sh, sl), (ch, cl) = _fast_two_sum(e, sh, sl), _fast_two_sum(e, ch, cl)
         odd = e.icmp("!=", e.iand(n, 1), 0)
-        return e.div(e.sel(odd, e.neg(cp), sp), e.sel(odd, sp, cp))
+        return _div_dw(e, e.sel(odd, e.neg(ch), sh), e.sel(odd, e.neg(cl), sl),
+                       e.sel(odd, sh, ch), e.sel(odd, sl, cl))
+    sp, cp = _sincos_poly(e, rh, rl)
     return _quadrant(e, n, sp, cp, which == "cos")
 
 
@@ -642,27 +710,96 @@ def _trig_huge(which):
     return lambda e, x: _trig_finish(e, which, *_ph_reduce(e, x))
 
 
+def _sincos32_in_f64(e, x, cos):
+    """float32 sin or cos for |x| < _cw_limit, evaluated in double (e is the double emitter):
+    x = h*pi + r, h = m (sin) or m + 1/2 (cos) with m an integer, |r| <= ~pi/2, so
+    sin x = (-1)**m sin r and cos x = (-1)**(m+1) sin r. In double a 2-part pi (the first step
+    exact in the fma) and one polynomial (~2**-35) leave only the final float32 rounding:
+    about half the operations of the float32 Cody-Waite with two polynomials."""
+    m = e.rint(e.sub(e.mul(x, _const("1opi", True)[0]), 0.5) if cos
+               else e.mul(x, _const("1opi", True)[0]))
+    h = e.add(m, 0.5) if cos else m
+    p1, p2 = _const("pi", True)
+    r = e.fma(h, -p2, e.fma(h, -p1, x))
+    z = e.mul(r, r)
+    v = e.fma(e.mul(r, z), e.poly(z, COEFFS[("sinpi2", 64)]), r)
+    # (-1)**m: m's parity is the last significand bit of m + 1.5*2**52; moved to the sign bit
+    odd = e.ishl(e.bits(e.add(m, 1.5 * 2.0 ** 52)), 63)
+    v = e.from_bits(e.b.xor(e.bits(v), odd))
+    return e.neg(v) if cos else v
+
+
+def _tan32_in_f64(e, x):
+    """float32 tan for |x| < _cw_limit, evaluated in double (e is the double emitter):
+    x = n*pi/2 + r (2-part pi/2), tan x = sin r / cos r or -cos r / sin r (~2**-33 polynomials),
+    one division in double and the final float32 rounding."""
+    n = e.rint(e.mul(x, _const("2opi", True)[0]))
+    p1, p2 = _const("pio2", True)
+    r = e.fma(e.neg(n), p2, e.fma(e.neg(n), p1, x))
+    z = e.mul(r, r)
+    sn = e.fma(e.mul(r, z), e.poly(z, COEFFS[("sin32d", 64)]), r)
+    cs = e.fma(z, e.poly(z, COEFFS[("cos32d", 64)]), 1.0)
+    odd = e.icmp("!=", e.iand(e.bits(e.add(n, 1.5 * 2.0 ** 52)), 1), 0)   # n's parity
+    return e.div(e.sel(odd, e.neg(cs), sn), e.sel(odd, sn, cs))
+
+
 def _trig(e, x, which):
+    """sin/cos/tan: below _cw_limit float64 Cody-Waite with double-word results, float32 in
+    double (_sincos32_in_f64, _tan32_in_f64); Payne-Hanek beyond (out of line); non-finite x
+    give x - x (NaN)."""
     ax = e.abs(x)
-    big = e.and_(e.ge(ax, _cw_limit(e)), e.lt(ax, math.inf))
-    xc = e.sel(e.or_(big, e.not_(e.lt(ax, math.inf))), 0.0, x)   # NaN/inf/huge -> 0
-    res = _trig_finish(e, which, *_cw_reduce(e, xc))
-    res = _call_if(e, big, f"{which}.huge", _trig_huge(which), x, res)
+    small = e.lt(ax, _cw_limit(e))                    # false for NaN, inf, huge
+    big = e.and_(e.not_(small), e.lt(ax, math.inf))
+    # the rare call first: fewer values (no constants of the fast path) live across it
+    other = _call_if(e, big, f"{which}.huge", _trig_huge(which), x, e.sub(x, x))
+    xc = e.sel(small, x, 0.0)
+    if e.f64:
+        res = _trig_finish(e, which, *_cw_reduce(e, xc))
+    else:
+        kernel = {"sin": lambda e64, xd: _sincos32_in_f64(e64, xd, False),
+                  "cos": lambda e64, xd: _sincos32_in_f64(e64, xd, True), "tan": _tan32_in_f64}
+        res = _via_f64(e, kernel[which], xc)
+    res = e.sel(small, res, other)
     if which != "cos":
         res = e.sel(e.lt(ax, 2.0 ** -(e.p // 2 + 2)), x, res)     # x itself: -0, subnormal
-    res = e.sel(e.isinf(x), math.nan, res)
-    return e.sel(e.isnan(x), x, res)
+    return res
 
 
-_VFABI_WIDTHS = (2, 4, 8, 16)
+@functools.lru_cache(None)
+def _host_features() -> tuple:
+    """(x86, avx512f, avx) of the host ember compiles for (None for x86 if unknown)."""
+    try:
+        from llvmlite import binding as llvm
+        llvm.initialize_native_target()
+        x86 = llvm.get_process_triple().startswith(("x86_64", "i686"))
+        feats = llvm.get_host_cpu_features() if x86 else {}
+    except Exception:                                 # noqa: BLE001 -- unknown host
+        return None, False, False
+    return x86, bool(feats.get("avx512f")), bool(feats.get("avx"))
+
+
+@functools.lru_cache(None)
+def _vfabi_widths(bits: int) -> tuple:
+    """Vector widths (lanes of `bits`-bit floats) the host's loop vectorizer can choose: each
+    masked variant we name costs compile time, so only the host's register widths (256 and,
+    with AVX-512, 512 bits on x86; 128 on other targets); all of 2..16 if unknown."""
+    x86, avx512, avx = _host_features()
+    if x86 is None:
+        return (2, 4, 8, 16)
+    if not x86:
+        return (128 // bits,)
+    regs = [256] if avx else [128]
+    if avx512:
+        regs.append(512)
+    return tuple(r // bits for r in regs)
 
 
 def _call_if(e, cond, short, impl, x, fallback):
     """cond ? f(x) : fallback, where f = ember.<short>.<type> is a rarely needed, expensive
     function kept out of line (noinline). Scalar: a branch around the call, which carries the
     `vector-function-abi-variant` attribute naming masked vector variants, so the loop
-    vectorizer turns the predicated call into one call per vector, and the variant returns at
-    once when no lane is active. Vector types: the same branch on any(cond)."""
+    vectorizer turns the predicated call into one call per vector (the variant calls f for the
+    active lanes only). Vector types: the same branch on any(cond)."""
     b = e.b
     mod = b.module
     if e.n:
@@ -685,12 +822,13 @@ def _call_if(e, cond, short, impl, x, fallback):
     val = b.call(callee, args)
     if not e.n:
         variants = []
-        for vf in _VFABI_WIDTHS:
+        for vf in _vfabi_widths(64 if e.f64 else 32):
             vty = ir.VectorType(e.ty, vf)
             vfn = _outlined(mod, short, impl, vty, masked=True)
             variants.append(f"_ZGV_LLVM_M{vf}v_{callee.name}({vfn.name})")
         # llvmlite only knows a fixed list of call attributes; this one is a string attribute.
-        set.add(val.attributes, '"vector-function-abi-variant"="%s"' % ",".join(variants))
+        if variants:
+            set.add(val.attributes, '"vector-function-abi-variant"="%s"' % ",".join(variants))
     b.branch(done)
     b.position_at_end(done)
     phi = b.phi(e.ty)
@@ -700,43 +838,99 @@ def _call_if(e, cond, short, impl, x, fallback):
 
 
 def _outlined(module, short, impl, ty, masked):
-    """ember.<short>.<type>: a noinline, side-effect-free function (weak_odr: it must survive
-    until the vectorizer looks the variants up by name). Masked vector variants take a <N x i1>
-    mask and return at once when it is all false."""
+    """ember.<short>.<type>: a noinline, cold, side-effect-free function (weak_odr: it must
+    survive until the vectorizer looks the variants up by name). Only the scalar function holds
+    the code, so LLVM optimizes the expensive path once per module. A masked vector variant
+    (<N x i1> mask) returns at once when no lane is active, else calls ember.<short>.<type>.lanes,
+    which calls the scalar function for each active lane. The vectorized loop calls the variant
+    once per vector; both are marked "no_caller_saved_registers" (x86: a call to them clobbers
+    no register, so the loop keeps its constants in registers across it, and the variant's fast
+    exit saves nothing; .lanes saves what the scalar calls clobber, only when a lane is huge)."""
     name = f"ember.{short}.{_suffix(ty)}"
     fn = module.globals.get(name)
     if fn is not None:
         return fn
     args = [ty] + ([ir.VectorType(ir.IntType(1), ty.count)] if masked else [])
-    fn = ir.Function(module, ir.FunctionType(ty, args), name)
-    fn.linkage = "weak_odr"
-    for attr in ("noinline", "nounwind", "readnone"):
-        fn.attributes.add(attr)
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    if masked:
-        i1v = args[1]
-        rname = f"llvm.vector.reduce.or.{_suffix(i1v)}"
-        red = module.globals.get(rname) or ir.Function(
-            module, ir.FunctionType(ir.IntType(1), [i1v]), rname)
-        work, skip = fn.append_basic_block("work"), fn.append_basic_block("skip")
-        b.cbranch(b.call(red, [fn.args[1]]), work, skip)
-        ir.IRBuilder(skip).ret(ir.Constant(ty, None))
-        b.position_at_end(work)
-    b.ret(impl(_E(b, ty), fn.args[0]))
+
+    def define(fname, extra=(), attrs=("noinline", "nounwind", "readnone", "cold", "optsize")):
+        f = ir.Function(module, ir.FunctionType(ty, args), fname)
+        f.linkage = "weak_odr"
+        for attr in attrs:
+            f.attributes.add(attr)
+        for attr in extra:                            # string attributes: not in llvmlite's list
+            set.add(f.attributes, attr)
+        return f, ir.IRBuilder(f.append_basic_block("entry"))
+
+    if not masked:
+        fn, b = define(name)
+        b.ret(impl(_E(b, ty), fn.args[0]))
+        return fn
+    scalar = _outlined(module, short, impl, ty.element, False)
+    ncsr = ['"no_caller_saved_registers"']
+    lanes, b = define(name + ".lanes", ncsr)          # saves every register itself (rare path)
+    # for (i = 0; i < N; i++) if (mask[i]) r[i] = f(x[i]): a loop (one call site, small code)
+    i32 = ir.IntType(32)
+    entry = b.block
+    loop, call, latch, done = (lanes.append_basic_block(n)
+                               for n in ("loop", "call", "latch", "done"))
+    b.branch(loop)
+    b.position_at_end(loop)
+    i, acc = b.phi(i32), b.phi(ty)
+    i.add_incoming(ir.Constant(i32, 0), entry)
+    acc.add_incoming(ir.Constant(ty, None), entry)
+    b.cbranch(b.extract_element(lanes.args[1], i), call, latch)
+    b.position_at_end(call)
+    upd = b.insert_element(acc, b.call(scalar, [b.extract_element(lanes.args[0], i)]), i)
+    b.branch(latch)
+    b.position_at_end(latch)
+    acc2 = b.phi(ty)
+    acc2.add_incoming(acc, loop)
+    acc2.add_incoming(upd, call)
+    i2 = b.add(i, ir.Constant(i32, 1))
+    i.add_incoming(i2, latch)
+    acc.add_incoming(acc2, latch)
+    b.cbranch(b.icmp_unsigned("<", i2, ir.Constant(i32, ty.count)), loop, done)
+    ir.IRBuilder(done).ret(acc2)
+    fn, b = define(name, ncsr, ("noinline", "nounwind", "readnone"))
+    i1v = args[1]                                     # the common case: no lane active
+    rname = f"llvm.vector.reduce.or.{_suffix(i1v)}"
+    red = module.globals.get(rname) or ir.Function(module, ir.FunctionType(ir.IntType(1), [i1v]),
+                                                   rname)
+    work, skip = fn.append_basic_block("work"), fn.append_basic_block("skip")
+    b.cbranch(b.call(red, [fn.args[1]]), work, skip)
+    ir.IRBuilder(skip).ret(ir.Constant(ty, None))
+    b = ir.IRBuilder(work)
+    b.ret(b.call(lanes, list(fn.args)))
     return fn
 
 
 def _sinpi_cospi(e, z):
-    """(sin(pi z), cos(pi z)) for finite z, with an exact reduction (z - 2*rint(z/2))."""
+    """sin(pi z), cos(pi z) for finite z as normalized double-words ((sh, sl), (ch, cl)), with
+    an exact reduction (z - 2*rint(z/2))."""
     r = e.sub(z, e.mul(e.rint(e.mul(z, 0.5)), 2.0))   # [-1, 1], exact
     n = e.rint(e.mul(r, 2.0))
     s = e.sub(r, e.mul(n, 0.5))                       # [-1/4, 1/4], exact
     ph, pl = _const("pi", e.f64)
     th, tl = _two_prod(e, s, ph)
     tl = e.fma(s, pl, tl)
-    sp, cp = _sincos_poly(e, th, tl)
+    (sh, sl), (ch, cl) = _sincos_dw(e, th, tl)
+    sp, cp = _fast_two_sum(e, sh, sl), _fast_two_sum(e, ch, cl)
     ni = e.toint(n)
-    return _quadrant(e, ni, sp, cp, False), _quadrant(e, ni, sp, cp, True)
+    odd = e.icmp("!=", e.iand(ni, 1), 0)
+
+    def quad(n2, a, b):                               # (a or b, selected by odd) * (-1)**n2
+        neg = e.icmp("!=", e.iand(n2, 2), 0)
+        return tuple(e.sel(neg, e.neg(v), v) for v in (e.sel(odd, b[0], a[0]),
+                                                         e.sel(odd, b[1], a[1])))
+    return quad(ni, sp, cp), quad(e.iadd(ni, 1), cp, sp)
+
+
+def _div_dw2(e, nh, nl, dh, dl):
+    """(nh + nl) / (dh + dl) as a double-word (q, ql) (see _div_dw)."""
+    inv = e.div(1.0, dh)
+    q = e.mul(nh, inv)
+    rem = e.add(e.fma(e.neg(q), dh, nh), e.fma(e.neg(q), dl, nl))
+    return _fast_two_sum(e, q, e.mul(rem, inv))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -772,20 +966,69 @@ def _cosh(e, x):
     return e.sel(e.isnan(x), x, res)
 
 
-def _tanh(e, x):
+def _exp_neg_dw(e, ax, lim):
+    """exp(-ax) for ax >= 0 as a double-word (eh, el) (ax clamped at lim)."""
+    k, mh, ml = _exp_core_dw(e, e.neg(e.min(ax, lim)))
+    if lim / math.log(2) < e.bias - 2:                # 2**k normal: one exact scaling
+        pk = e.pow2i(k)
+        return e.mul(mh, pk), e.mul(ml, pk)
+    return e.scale(mh, k), e.scale(ml, k)
+
+
+def _exp32_in_f64(e, t):
+    """(2**k, expm1(r)) with exp(t) = 2**k (1 + expm1(r)) for |t| <= ~1000, in double to
+    ~2**-31 (float32 accuracy: a one-part ln2 reduction, a degree-7 polynomial)."""
+    k = e.rint(e.mul(t, _const("log2e", True)[0]))
+    r = e.fma(e.neg(k), _const("ln2", True)[0], t)   # error <= |k| 2**-54
+    p = e.fma(e.mul(r, r), e.fma(r, e.poly(r, COEFFS[("expm1_32d", 64)]), 0.5), r)
+    return e.pow2i(e.toint(k)), p
+
+
+def _tanh32(e, x):
+    """float32 tanh in float32 (~1 ulp): |x| < 0.8: x + x^3 P(x^2) (deg 6, ~2**-32);
+    beyond: 1 - 2/(1 + exp(2|x|)), whose rounding errors are scaled down by 2/(1 + E) <= 0.3
+    (|x| clamped at 9.5, where float32 tanh is 1)."""
     ax = e.abs(x)
-    em = _expm1(e, e.mul(e.min(ax, 20.0), 2.0))
-    res = e.div(em, e.add(em, 2.0))                   # tanh = expm1(2x) / (expm1(2x) + 2)
+    z = e.mul(ax, ax)
+    small = e.fma(e.mul(z, ax), e.poly(z, COEFFS[("tanh32", 32)]), ax)
+    k, m = _exp_core(e, e.mul(e.min(ax, 9.5), 2.0))
+    big = e.sub(1.0, e.div(2.0, e.add(e.scale(m, k), 1.0)))
+    res = e.sel(e.lt(ax, 0.8), small, big)
+    return e.sel(e.isnan(x), x, e.copysign(res, x))
+
+
+def _tanh(e, x):
+    if not e.f64:
+        return _tanh32(e, x)
+    # (1 - E) / (1 + E), E = exp(-2|x|) as a double-word: 1 - E has no rounding error to
+    # cancel, and the quotient is corrected (~0.6 ulp in all).
+    ax = e.abs(x)
+    eh, el = _exp_neg_dw(e, e.add(ax, ax), 40.0)
+    nh, nl = _fast_two_sum(e, 1.0, e.neg(eh))
+    dh, dl = _fast_two_sum(e, 1.0, eh)
+    res = _div_dw(e, nh, e.sub(nl, el), dh, e.add(dl, el))
+    res = e.sel(e.lt(ax, 2.0 ** -(e.p // 2 + 2)), ax, res)          # x itself: -0, subnormals
     res = e.copysign(res, x)
     return e.sel(e.isnan(x), x, res)
 
 
+def _logistic32_in_f64(e, x):
+    """float32 logistic in double: E = exp(-|x|), 1/(1 + E) or E/(1 + E) (|x| <= 110: beyond,
+    the float32 result is 1 or 0 anyway)."""
+    pk, p = _exp32_in_f64(e, e.neg(e.min(e.abs(x), 110.0)))
+    ex = e.fma(pk, p, pk)
+    return e.div(e.sel(e.lt(x, 0.0), ex, 1.0), e.add(ex, 1.0))
+
+
 def _logistic(e, x):
+    if not e.f64:
+        return e.sel(e.isnan(x), x, _via_f64(e, _logistic32_in_f64, x))
+    # E = exp(-|x|) as a double-word; 1/(1 + E) (x >= 0) or E/(1 + E), corrected quotient.
     ax = e.abs(x)
-    k, m = _exp_core(e, e.neg(ax))
-    ex = e.scale(m, k)                                # exp(-|x|)
-    r = e.div(1.0, e.add(ex, 1.0))
-    res = e.sel(e.lt(x, 0.0), e.mul(ex, r), r)
+    eh, el = _exp_neg_dw(e, ax, _exp_limit(e))
+    dh, dl = _fast_two_sum(e, 1.0, eh)
+    neg = e.lt(x, 0.0)
+    res = _div_dw(e, e.sel(neg, eh, 1.0), e.sel(neg, el, 0.0), dh, e.add(dl, el))
     return e.sel(e.isnan(x), x, res)
 
 
@@ -804,7 +1047,9 @@ def _atan(e, x):
     ax = e.abs(x)
     r0 = e.le(ax, _TAN_PI8)
     r1 = e.le(ax, 1 / _TAN_PI8)
-    t = e.sel(r0, ax, e.sel(r1, e.div(e.sub(ax, 1.0), e.add(ax, 1.0)), e.div(-1.0, ax)))
+    nh, nl = _two_sum(e, ax, -1.0)                    # (|x| - 1) / (|x| + 1), exact operands
+    dh, dl = _two_sum(e, ax, 1.0)
+    t = e.sel(r0, ax, e.sel(r1, _div_dw(e, nh, nl, dh, dl), e.div(-1.0, ax)))
     p4h, p4l = _const("pio4", e.f64)
     p2h, p2l = _const("pio2", e.f64)
     bh = e.sel(r0, 0.0, e.sel(r1, p4h, p2h))
@@ -819,9 +1064,12 @@ def _atan2(e, y, x):
     hi, lo = e.max(ax, ay), e.min(ax, ay)
     ratio = e.div(lo, hi)
     direct = e.le(ratio, _TAN_PI8)
-    s = e.sel(e.gt(hi, 1.0), 0.5, 1.0)                # avoids lo + hi overflowing
-    t = e.sel(direct, ratio, e.div(e.sub(e.mul(lo, s), e.mul(hi, s)),
-                                   e.add(e.mul(lo, s), e.mul(hi, s))))
+    h2 = 2.0 ** (e.bias // 2)                         # exact scalings: lo + hi must not
+    s = e.sel(e.gt(hi, 1.0), 0.5, e.sel(e.lt(hi, 1 / h2), h2, 1.0))   # overflow, 1/(lo+hi) too
+    ls, hs = e.mul(lo, s), e.mul(hi, s)
+    nh, nl = _two_sum(e, ls, e.neg(hs))               # (lo - hi) / (lo + hi), exact operands
+    dh, dl = _fast_two_sum(e, hs, ls)
+    t = e.sel(direct, ratio, _div_dw(e, nh, nl, dh, dl))
     tp = e.add(t, _atan_core(e, t))                   # atan(t)
     neg_x = e.signbit(x)
     # theta = B + sigma * atan(t), B in {0, pi/4, pi/2, 3pi/4, pi} (hi, lo); sigma = +-1.
@@ -883,7 +1131,8 @@ def _acos(e, x):
 def _asinh(e, x):
     ax = e.abs(x)
     z = e.mul(ax, ax)
-    small = _log1p(e, e.add(ax, e.div(z, e.add(e.sqrt(e.add(z, 1.0)), 1.0))))
+    q = e.div(z, e.add(e.sqrt(e.add(z, 1.0)), 1.0))   # x^2 / (1 + sqrt(1 + x^2)) <= |x|
+    small = _log1p_core(e, *_fast_two_sum(e, ax, q))
     mid = _log(e, e.add(e.mul(ax, 2.0), e.div(1.0, e.add(e.sqrt(e.add(z, 1.0)), ax))))
     huge_ = e.add(_log(e, ax), _const("ln2", e.f64)[0])
     lim = 2.0 ** (e.p // 2 + 1)
@@ -894,7 +1143,13 @@ def _asinh(e, x):
 
 def _acosh(e, x):
     t = e.sub(x, 1.0)
-    small = _log1p(e, e.add(t, e.sqrt(e.fma(t, t, e.mul(t, 2.0)))))
+    # log1p(t + sqrt(2t + t^2)) with the sqrt's argument and result as double-words
+    t2, t2l = _two_prod(e, t, t)
+    ah, al = _fast_two_sum(e, e.mul(t, 2.0), t2)      # 2t >= t^2 for t < 2
+    sq = e.sqrt(ah)
+    sql = e.div(e.add(e.fma(e.neg(sq), sq, ah), e.add(al, t2l)), e.max(e.add(sq, sq), e.tiny))
+    gh, gl = _fast_two_sum(e, sq, t)                  # sqrt(2t + t^2) >= t
+    small = _log1p_core(e, gh, e.add(gl, sql))
     mid = _log(e, e.sub(e.mul(x, 2.0), e.div(1.0, e.add(x, e.sqrt(e.fma(x, x, -1.0))))))
     huge_ = e.add(_log(e, x), _const("ln2", e.f64)[0])
     lim = 2.0 ** (e.p // 2 + 1)
@@ -905,10 +1160,14 @@ def _acosh(e, x):
 
 def _atanh(e, x):
     ax = e.abs(x)
-    om = e.sub(1.0, ax)
-    arg = e.sel(e.lt(ax, 0.5), e.fma(e.add(ax, ax), e.div(ax, om), e.add(ax, ax)),
-                e.div(e.add(ax, ax), om))
-    res = e.mul(_log1p(e, arg), 0.5)
+    # (1/2) log1p(2|x| / (1 - |x|)), the quotient as a double-word (1 - |x| = om + oml exactly)
+    om, oml = _fast_two_sum(e, 1.0, e.neg(ax))
+    inv = e.div(1.0, e.max(om, e.tiny))
+    ax2 = e.add(ax, ax)
+    q = e.mul(ax2, inv)
+    ql = e.mul(e.sub(e.fma(e.neg(q), om, ax2), e.mul(q, oml)), inv)
+    res = e.mul(_log1p_core(e, e.sel(e.lt(ax, 1.0), q, 0.0), ql), 0.5)
+    res = e.sel(e.eq(ax, 1.0), math.inf, res)
     res = e.sel(e.lt(ax, 2.0 ** -(e.p // 2 + 1)), ax, res)
     res = e.sel(e.gt(ax, 1.0), math.nan, res)
     return e.sel(e.isnan(x), x, e.copysign(res, x))
@@ -966,6 +1225,7 @@ def _via_f64(e, fn, *args):
     if e.f64:
         return fn(e, *args)
     e64 = e.like(ir.DoubleType())
+    e64.acc32 = True                                  # may skip double-word refinements
     return e.b.fptrunc(fn(e64, *[e.b.fpext(a, e64.ty) for a in args]), e.ty)
 
 
@@ -974,23 +1234,62 @@ def _erfc_pos(e, z):
     return _via_f64(e, _erfc_pos64 if e.f64 else _erfc_pos32, z)
 
 
-def _erfc_pos64(e, z, coeffs=("erfc", 64)):
+def _erfc_pos_dw(e, z, coeffs=("erfc", 64)):
+    """(k, rh, rl): erfc(z) = (rh + rl) * 2**k for z >= 0.5. Every rounding that would enter
+    the exponent or the product unscaled is kept: t = 2/(2+z) as tq + tl (P's slope at t
+    approximated by its linear coefficient), P = c0 + u Q(u) summed with -z^2 as a
+    multi-word, exp's mantissa as a double-word, the product t*m with an fma."""
     zc = e.min(z, 30.0)                               # erfc underflows to 0 before that
+    sh, sl = _two_sum(e, 2.0, zc)
+    inv = e.div(1.0, sh)
+    tq = e.mul(inv, 2.0)
+    tl = e.mul(e.sub(e.fma(e.neg(tq), sh, 2.0), e.mul(tq, sl)), inv)
+    c = COEFFS[coeffs]
+    u = e.sub(tq, 0.434)
+    qh, ql = _two_prod(e, u, e.poly(u, c[1:]))        # u Q(u)
+    h, l = _two_prod(e, zc, zc)
+    a, b = _two_sum(e, e.neg(h), c[0])
+    a, b2 = _two_sum(e, a, qh)
+    b = e.add(e.add(b, b2), e.sub(e.fma(tl, c[1], ql), l))
+    k, mh, ml = _exp_core_dw(e, a, xl=b)
+    ph, pl = _two_prod(e, tq, mh)
+    pl = e.add(pl, e.fma(tq, ml, e.mul(tl, mh)))
+    return k, ph, pl
+
+
+def _erfc_pos64(e, z, coeffs=("erfc", 64)):
+    k, ph, pl = _erfc_pos_dw(e, z, coeffs)
+    return e.scale(e.add(ph, pl), k)
+
+
+def _erfc_pos32(e, z, coeffs=("erfc32", 64)):
+    """erfc(z), z >= 0.5, t exp(-z^2 + P(t)) with only -z^2 kept exact: float32 erfc in double
+    with float32's degree (the double roundings vanish in the float32 one), and float64 erf
+    (erfc <= 0.16 there: its error shrinks by 1 - erfc)."""
+    zc = e.min(z, 30.0)
     t = e.div(2.0, e.add(zc, 2.0))
     p = e.poly(e.sub(t, 0.434), COEFFS[coeffs])
     h, l = _two_prod(e, zc, zc)
-    a, b = _two_sum(e, e.neg(h), p)                   # -z^2 + P as a double-word
-    k, m = _exp_core(e, a, e.sub(b, l))
+    k, m = _exp_core(e, e.sub(p, h), e.neg(l))
     return e.scale(e.mul(m, t), k)
 
 
-def _erfc_pos32(e64, z):                              # float32's degree, in double
-    return _erfc_pos64(e64, z, ("erfc32", 64))
+def _erfc_mid32(e, z):
+    """float32 erfc(z) for 1 <= z <= 3.93 to ~2**-23 relative, in float32: exp(-z^2 + P(z))
+    with -z^2 exact (two_prod) and P ~ log(erfc(z)) + z^2 (only for erf = 1 - erfc, where
+    erfc's error shrinks by erfc/erf <= 0.19; beyond 3.93 float32 erf is 1)."""
+    zc = e.clamp(z, 1.0, 3.93)
+    p = e.poly(e.sub(zc, 2.5), COEFFS[("erf32big", 32)])
+    h, l = _two_prod(e, zc, zc)
+    a, b = _fast_two_sum(e, e.neg(h), p)              # z^2 > |P|
+    k, m = _exp_core(e, a, e.sub(b, l))
+    return e.scale(m, k)
 
 
 def _erf(e, x):
     ax = e.abs(x)
-    big = e.sub(1.0, _erfc_pos(e, e.max(ax, 0.5)))
+    za = e.max(ax, 0.5)
+    big = e.sub(1.0, _erfc_pos32(e, za, ("erfc", 64)) if e.f64 else _erfc_mid32(e, ax))
     res = e.sel(e.le(ax, 1.0), _erf_small(e, e.sel(e.le(ax, 1.0), x, 0.0)), e.copysign(big, x))
     return e.sel(e.isnan(x), x, res)
 
@@ -1012,11 +1311,16 @@ def _erfinv_approx(e, ay):
     r0, r1 = e.lt(w, 5.0), e.lt(sw, 4.1)
     u = e.sel(r0, e.sub(w, 2.5), e.sub(sw, e.sel(r1, 3.0, 5.0)))
     x0 = e.mul(ay, e.poly_v(u, e.select_coeffs([r0, r1], COEFFS[("erfinv", 64)])))
-    if not e.f64:
+    if e.acc32:                                       # float32: the approximation suffices
         return x0
-    # float64: one Halley step on f(x) = erf(x) - ay (as (1 - ay) - erfc(x) for ay > 1/2).
-    f_small = e.sub(_erf_small(e, e.min(x0, 1.0)), ay)
-    f = e.sel(e.le(ay, 0.5), f_small, e.sub(om, _erfc_internal(e, x0)))
+    # float64: one Halley step on f(x) = erf(x) - ay, without a rounding error as large as f:
+    # x0 <= 1: (x0 - ay) + x0 P(x0^2) (x0 - ay exact: x0/ay in [0.88, 1.2]); x0 > 1 (ay > 1/2):
+    # (1 - ay) - erfc(x0) with erfc as a double-word (1 - ay and the first difference exact).
+    xs = e.min(x0, 1.0)
+    f_small = e.fma(xs, e.poly(e.mul(xs, xs), COEFFS[("erf", 64)]), e.sub(xs, ay))
+    k, ch, cl = _erfc_pos_dw(e, e.max(x0, 1.0))
+    f_big = e.sub(e.sub(om, e.scale(ch, k)), e.scale(cl, k))
+    f = e.sel(e.le(x0, 1.0), f_small, f_big)
     k, m = _exp_core(e, e.neg(e.mul(x0, x0)))
     d = e.div(f, e.mul(e.scale(m, k), _const("2osqrtpi", True)[0]))       # f / f'
     return e.sub(x0, e.div(d, e.fma(x0, d, 1.0)))
@@ -1024,11 +1328,7 @@ def _erfinv_approx(e, ay):
 
 def _erfinv(e, y):
     ay = e.abs(y)
-    if e.f64:
-        x = _erfinv_approx(e, ay)
-    else:                                             # the approximation alone, in double
-        e64 = e.like(ir.DoubleType())
-        x = e.b.fptrunc(_erfinv_approx(e64, e.b.fpext(ay, e64.ty)), e.ty)
+    x = _via_f64(e, _erfinv_approx, ay)               # float32: the approximation, in double
     res = e.copysign(x, y)
     res = e.sel(e.eq(ay, 1.0), e.copysign(e.c(math.inf), y), res)
     res = e.sel(e.gt(ay, 1.0), math.nan, res)
@@ -1036,21 +1336,18 @@ def _erfinv(e, y):
     return e.sel(e.isnan(y), y, res)
 
 
-def _erfc_internal(e, z):
-    """erfc(z) for finite z >= 0."""
-    return e.sel(e.lt(z, 0.5), e.sub(1.0, _erf_small(e, e.min(z, 0.5))),
-                 _erfc_pos(e, e.max(z, 0.5)))
-
-
 # ------------------------------------------------------------------------------------------------
 # lgamma / digamma.
 # ------------------------------------------------------------------------------------------------
-def _log_dw(e, h, l):
-    """log(h + l) for h > 0 (l small): log(h) + l/h."""
-    return e.add(_log_core(e, h), e.div(l, h))
-
-
 _LGAMMA_CENTERS = (1.0, 1.625, 2.5)                  # pieces [0.75, 1.25), [1.25, 2), [2, 3]
+
+
+def _poly_dw(e, x, coeffs):
+    """sum coeffs[k] x**k (per-element coefficients) as (hi, lo): the last Horner step
+    c0 + x*Q(x) without rounding, so only Q's rounding (scaled by |x Q / P|) remains."""
+    qh, ql = _two_prod(e, x, e.poly_v(x, coeffs[1:]))
+    h, l = _two_sum(e, coeffs[0], qh)
+    return h, e.add(l, ql)
 
 
 def _lgamma_pos(e, z):
@@ -1069,8 +1366,15 @@ def _lgamma_pos(e, z):
     c0, c1, c2 = _LGAMMA_CENTERS
     u = e.add(e.sub(z, e.sel(p0, c0, e.sel(p1, c1, c2))), off)
     fa = e.sel(r0, z, e.sel(r1, e.sub(z, 1.0), f))                # (x - 1) and (x - 2) at
-    fb = e.sel(r0, e.sub(z, 1.0), e.sel(r1, e.sub(z, 2.0), e.add(f, 1.0)))   # x = z + off
-    core = e.mul(e.mul(fa, fb), e.poly_v(u, coeffs))
+    fb_a, fb_b = e.sel(r1, z, f), e.sel(r0, -1.0, e.sel(r1, -2.0, 1.0))      # x = z + off
+    if e.acc32:                                       # float32 results: plain double
+        core = e.mul(e.mul(fa, e.add(fb_a, fb_b)), e.poly_v(u, coeffs))
+    else:                                             # fa exact, fb and fa*fb double-words
+        fbh, fbl = _two_sum(e, fb_a, fb_b)
+        wh, wl = _two_prod(e, fa, fbh)
+        wl = e.fma(fa, fbl, wl)
+        gh, gl = _poly_dw(e, u, coeffs)
+        core = e.fma(wh, gh, e.fma(wh, gl, e.mul(wl, gh)))
     # log term: -log z (z < 0.75), 0 (z < 3), +log prod_{j=1}^{floor(z)-2} (z - j) (z < 8).
     ph, pl = e.c(1.0), e.c(0.0)
     for j in range(1, 6):
@@ -1080,8 +1384,14 @@ def _lgamma_pos(e, z):
         ph, pl = nh, e.fma(pl, fac, nl)
     ph = e.sel(r0, z, ph)
     pl = e.sel(r0, 0.0, pl)
-    lg = _log_dw(e, ph, pl)
-    small = e.sel(r0, e.sub(core, lg), e.add(core, lg))
+    sg = e.sel(r0, -1.0, 1.0)
+    if e.acc32:
+        small = e.fma(sg, _log_core(e, ph), core)
+    else:
+        lgh, lgl = _log_hl(e, ph)                     # log(ph + pl) = lgh + lgl + pl/ph
+        lgl = e.add(lgl, e.div(pl, ph))
+        sh_, sl_ = _two_sum(e, core, e.mul(sg, lgh))
+        small = e.add(sh_, e.fma(sg, lgl, sl_))
     # Stirling for z >= 8: (z - 1/2) log z - z + log(2pi)/2 + S(1/z^2)/z, written as
     # t (log z - 1) - 1/2 + ... with t = z - 1/2 (no overflow before the result does).
     zs = e.max(z, 8.0)
@@ -1102,9 +1412,18 @@ def _lgamma(e, x):
     pos = _lgamma_pos(e, e.max(fin, 2.0 ** (2 - e.bias - e.p)))
     pos = e.sel(e.isinf(x), math.inf, pos)
     # Reflection for x < 0: lgamma(x) = log(pi / |x sin(pi x)|) - lgamma(-x).
-    sp, _ = _sinpi_cospi(e, fin)
-    q = e.div(_const("pi", e.f64)[0], e.abs(e.mul(ax, sp)))
-    refl = e.sub(_log_core(e, q), pos)
+    (sh, sl), _ = _sinpi_cospi(e, fin)
+    sp = sh
+    if e.acc32:
+        q = e.div(_const("pi", True)[0], e.abs(e.mul(ax, sh)))
+        refl = e.sub(_log_core(e, q), pos)
+    else:
+        dh, dl = _two_prod(e, ax, e.abs(sh))          # |x sin(pi x)| as a double-word
+        dh, dl = _fast_two_sum(e, dh, e.fma(ax, e.copysign(sl, sh), dl))
+        qh, ql = _div_dw2(e, *_const("pi", e.f64), dh, dl)
+        lh, ll = _log_hl(e, e.max(qh, e.tiny))
+        rh, rl = _two_sum(e, lh, e.neg(pos))          # cancels near the zeros: exact
+        refl = e.add(rh, e.add(rl, e.add(ll, e.div(ql, qh))))
     refl = e.sel(e.lt(ax, 2.0 ** -(e.p + 1)), pos, refl)          # tiny: -log|x|
     res = e.sel(e.lt(x, 0.0), refl, pos)
     res = e.sel(e.or_(e.eq(x, 0.0), e.isinf(x)), math.inf, res)
@@ -1121,10 +1440,10 @@ def _digamma_pos(e, z):
     lo = e.lt(u, 0.5)
     d1, d2 = COEFFS[("digamma1", e.key)], COEFFS[("digamma2", e.key)]
     coeffs = e.select_coeffs([e.and_(near_root, lo), near_root, lo], [d1[0], d1[1], d2[0], d2[1]])
-    pv = e.poly_v(e.sub(u, e.sel(lo, 0.25, 0.75)), coeffs)
+    ph, pl = _poly_dw(e, e.sub(u, e.sel(lo, 0.25, 0.75)), coeffs)
     x0h, x0l = _const("x0", e.f64)
     du = e.sub(e.sub(u, x0h - 1.0), x0l)              # u - (x0 - 1); x0h - 1 is exact
-    base = e.sel(near_root, e.mul(du, pv), pv)
+    base = e.sel(near_root, e.fma(du, ph, e.mul(du, pl)), e.add(ph, pl))
     # z in [3, 8): psi(2 + u) + sum_{j=1}^{floor(z)-2} 1/(z - j);  z < 1: psi(1 + z) - 1/z.
     acc = e.c(0.0)
     for j in range(1, 6):
@@ -1145,8 +1464,16 @@ def _digamma(e, x):
     z = e.sel(e.lt(fin, 0.0), e.add(e.neg(fin), 1.0), fin)   # reflection uses psi(1 - x)
     z = e.max(z, 2.0 ** (2 - e.bias - e.p))
     pos = _digamma_pos(e, z)
-    sp, cp = _sinpi_cospi(e, e.sel(e.lt(fin, 0.0), e.neg(fin), 0.5))
-    refl = e.add(pos, e.mul(_const("pi", e.f64)[0], e.div(cp, sp)))   # psi(1-x) - pi cot(pi x)
+    (sh, sl), (ch, cl) = _sinpi_cospi(e, e.sel(e.lt(fin, 0.0), e.neg(fin), 0.5))
+    pih, pil = _const("pi", e.f64)
+    if e.acc32:                                       # psi(1-x) - pi cot(pi x)
+        refl = e.add(pos, e.mul(pih, e.div(ch, sh)))
+    else:
+        nh, nl = _two_prod(e, pih, ch)
+        nh, nl = _fast_two_sum(e, nh, e.add(nl, e.fma(pil, ch, e.mul(pih, cl))))
+        ch_, cl_ = _div_dw2(e, nh, nl, sh, sl)        # pi cot(pi x) as a double-word
+        rh, rl = _two_sum(e, pos, ch_)
+        refl = e.add(rh, e.add(rl, cl_))
     res = e.sel(e.lt(fin, 0.0), refl, pos)
     res = e.sel(e.eq(x, math.inf), math.inf, res)
     res = e.sel(e.eq(x, 0.0), -math.inf, res)         # psi(+-0) = -inf (as XLA / ember's eager)
@@ -1162,8 +1489,10 @@ def _log_dd64(e, x):
     k, f = _log_split(e, x)
     u = e.add(f, 2.0)
     ul = e.sub(f, e.sub(u, 2.0))                      # 2 + f = u + ul exactly
-    sh = e.div(f, u)
-    sl = e.div(e.sub(e.fma(e.neg(sh), u, f), e.mul(sh, ul)), u)   # s = f/(2+f) = sh + sl
+    inv = e.div(1.0, u)                               # one division: s = f/(2+f) = sh + sl
+    sh = e.mul(f, inv)
+    sl = e.mul(e.sub(e.fma(e.neg(sh), u, f), e.mul(sh, ul)), inv)
+    sh, sl = _fast_two_sum(e, sh, sl)
     a, al = _two_prod(e, sh, sh)
     s3, s3l = _two_prod(e, a, sh)
     s3l = e.fma(al, sh, e.fma(e.mul(a, 3.0), sl, s3l))
@@ -1180,23 +1509,36 @@ def _log_dd64(e, x):
 
 def _pow_special(e, x, y, mag):
     """C99 pow special cases around mag = |x|**y (computed for finite nonzero |x|)."""
-    ax = e.abs(x)
-    yint = e.eq(e.floor(y), y)
-    yhalf = e.mul(y, 0.5)
-    yodd = e.and_(yint, e.not_(e.eq(e.floor(yhalf), yhalf)))
-    ypos = e.gt(y, 0.0)
-    # |x| = 0 or inf: 0 or inf by the sign of y (and of log|x|).
-    zero_or_inf = e.or_(e.eq(ax, 0.0), e.isinf(x))
-    mag = e.sel(zero_or_inf, e.sel(e.b.xor(e.eq(ax, 0.0), ypos), math.inf, 0.0), mag)
-    # y = +-inf: |x| < 1 vs > 1.
-    yinf = e.isinf(y)
-    mag = e.sel(yinf, e.sel(e.b.xor(e.lt(ax, 1.0), ypos), math.inf, 0.0), mag)
+    ax, ay = e.abs(x), e.abs(y)
+    yinf = e.eq(ay, math.inf)
+    # |x| = 0 or inf, or y = +-inf: inf when (|x| > 1) == (y > 0), else 0; 1 for |x| = 1.
+    spec = e.or_(e.or_(e.eq(ax, 0.0), e.eq(ax, math.inf)), yinf)
+    mag = e.sel(spec, e.sel(e.b.xor(e.gt(ax, 1.0), e.gt(y, 0.0)), 0.0, math.inf), mag)
     mag = e.sel(e.and_(yinf, e.eq(ax, 1.0)), 1.0, mag)
+    # negative x: odd integer y flips the sign (y - 2 floor(y/2) == 1 only for odd integers),
+    # a finite x with non-integer y gives NaN (floor(+-inf) == +-inf counts as an integer).
+    yodd = e.eq(e.fma(e.floor(e.mul(y, 0.5)), -2.0, y), 1.0)
     res = e.sel(e.and_(e.signbit(x), yodd), e.neg(mag), mag)
-    neg_fin = e.and_(e.lt(x, 0.0), e.not_(e.isinf(x)))
-    res = e.sel(e.and_(neg_fin, e.and_(e.not_(yint), e.not_(yinf))), math.nan, res)
-    res = e.sel(e.or_(e.isnan(x), e.isnan(y)), e.add(x, y), res)
+    nonint = e.b.fcmp_unordered("!=", e.floor(y), y)
+    res = e.sel(e.and_(e.and_(e.lt(x, 0.0), e.gt(x, -math.inf)), nonint), math.nan, res)
+    res = e.sel(e.b.fcmp_unordered("uno", x, y), e.add(x, y), res)
     return e.sel(e.or_(e.eq(x, 1.0), e.eq(y, 0.0)), 1.0, res)
+
+
+def _pow32_in_f64(e, ax, y):
+    """|x|**y for float32 |x| in (0, inf) and finite y, in double: log|x| to ~2**-37 relative
+    (2 atanh(s) = 2s + s^3 P(s^2), s = f/(2+f)), y log|x| clamped where the float32 result is
+    inf or 0 anyway, exp to ~2**-31; only the final float32 rounding is visible."""
+    ix = e.bits(ax)                                   # float32 values: normal doubles
+    half = e.bits(e.c(math.sqrt(0.5)))
+    ki = e.iashr(e.isub(ix, half), 52)
+    f = e.sub(e.from_bits(e.isub(ix, e.ishl(ki, 52))), 1.0)   # 1 + f in [sqrt(1/2), sqrt 2)
+    s = e.div(f, e.add(f, 2.0))
+    z = e.mul(s, s)
+    lf = e.fma(e.mul(s, z), e.poly(z, COEFFS[("log32d", 64)]), e.add(s, s))
+    lx = e.fma(e.tofloat(ki), _const("ln2", True)[0], lf)
+    pk, p = _exp32_in_f64(e, e.clamp(e.mul(y, lx), -110.0, 100.0))
+    return e.fma(pk, p, pk)
 
 
 def _power(e, x, y):
@@ -1212,11 +1554,7 @@ def _power(e, x, y):
         k, m = _exp_core(e, ph, e.sel(inrange, pl, 0.0))
         mag = e.scale(m, k)
     else:                                             # float32: log and exp in double
-        e64 = e.like(ir.DoubleType())
-        lx = _log_core(e64, e.b.fpext(axs, e64.ty))
-        t = e64.mul(e.b.fpext(ys, e64.ty), lx)
-        k, m = _exp_core(e64, t)
-        mag = e.b.fptrunc(e64.scale(m, k), e.ty)
+        mag = _via_f64(e, _pow32_in_f64, axs, ys)
     return _pow_special(e, x, y, mag)
 
 
@@ -1309,6 +1647,9 @@ COEFFS = {
         0.04166666666666659, -0.001388888888887209, 2.4801587288234434e-05,
         -2.7557313997300615e-07, 2.087567563518089e-09, -1.1357208582820474e-11,
     ),
+    ('cos32d', 64): (
+        -0.49999999679467194, 0.0416666186702619, -0.0013886628612054847, 2.4378600309173708e-05,
+    ),
     ('digamma1', 64): [
         (1.0747589096650145, -0.5791664818235408, 0.4002392309428256, -0.2998194686580714,
          0.2322665015315722, -0.18277734913036336, 0.1449583675093288, -0.11542832749883085,
@@ -1348,6 +1689,11 @@ COEFFS = {
         -1.4925593507992747e-05, 1.6460972832969894e-06, -1.6350025374024024e-07,
         1.4657880749108518e-08, -1.1365669070473199e-09, 5.945266393894223e-11,
     ),
+    ('erf32big', 32): (
+        -1.556815266609192, -0.3526807427406311, 0.056106336414813995, -0.010858247056603432,
+        0.00216522254049778, -0.0004205591103527695, 7.734077371424064e-05,
+        -1.3074642083665822e-05, 1.6282543811030337e-06, -4.400637365620241e-08,
+    ),
     ('erfc', 64): (
         -0.7596535614828037, 1.3155939575426525, 0.2587552506553296, -0.3220030115623975,
         -0.24088270980108875, 0.2117956241459061, 0.23824098418480877, -0.22557447117501842,
@@ -1384,6 +1730,10 @@ COEFFS = {
         0.00019841269889351839, 2.4801587335924584e-05, 2.7557239244458533e-06,
         2.7557262106206804e-07, 2.511120397630789e-08, 2.091896228697882e-09,
     ),
+    ('expm1_32d', 64): (
+        0.16666666276748587, 0.041666475248385494, 0.008333423110310507, 0.0013934136060571151,
+        0.00019823787173689565,
+    ),
     ('lgamma', 64): [
         (0.5772156649015329, -0.2452513685225804, 0.15543426586395126, -0.11514654256380057,
          0.09223900846474153, -0.07731816854179159, 0.06673172825618139, -0.05877794011470616,
@@ -1410,6 +1760,9 @@ COEFFS = {
         0.6666666666666734, 0.3999999999941525, 0.28571428742290744, 0.22222198580184807,
         0.18183564110842723, 0.1531405238623416, 0.14795966812275502,
     ),
+    ('log32d', 64): (
+        0.6666666564733666, 0.4000033485851763, 0.2853732481532818, 0.23581919890768063,
+    ),
     ('logpow', 64): (
         0.40000000000002256, 0.2857142857010063, 0.22222222519770438, 0.18181784377504812,
         0.1538675697881239, 0.13256823235976015, 0.1319630123505034,
@@ -1421,6 +1774,9 @@ COEFFS = {
         -0.16666666666666627, 0.008333333333321442, -0.00019841269829028939,
         2.7557313421097595e-06, -2.5050715565242184e-08, 1.589431878555043e-10,
     ),
+    ('sin32d', 64): (
+        -0.16666666639552222, 0.008333329160606324, -0.00019839265913805065, 2.717680205952521e-06,
+    ),
     ('sinh', 32): (
         0.1666666716337204, 0.008333349600434303, 0.0001983615948120132, 2.8169513370812638e-06,
     ),
@@ -1428,9 +1784,17 @@ COEFFS = {
         0.16666666666666669, 0.008333333333333148, 0.00019841269841431873, 2.755731915707185e-06,
         2.5052123136726025e-08, 1.6057259768593718e-10, 7.758748802500955e-13,
     ),
+    ('sinpi2', 64): (
+        -0.16666666625315993, 0.008333331072207252, -0.00019840863312531543, 2.752512675406348e-06,
+        -2.388426791512957e-08,
+    ),
     ('stirling', 64): (
         0.08333333333333333, -0.0027777777777776786, 0.0007936507935156563, -0.0005952380249331947,
         0.0008417328012066418, -0.0019149916219642754, 0.0062093316058241385, -0.02087764110023277,
+    ),
+    ('tanh32', 32): (
+        -0.3333333134651184, 0.1333322525024414, -0.05395331606268883, 0.021770503371953964,
+        -0.008504699915647507, 0.002847460564225912, -0.0005695234867744148,
     ),
 }
 # END COEFFS

@@ -143,14 +143,28 @@ LN2H = mp.log(2) / 2
 SPECS = {
     "expm1": (mp.expm1, lambda x: x + x * x / 2, cube, ident, -LN2H * 1.01, LN2H * 1.01 + DELTA,
               {32: 4, 64: 9}),
+    # float32 tanh evaluated in double: expm1 on the same interval to ~2**-32
+    "expm1_32d": (mp.expm1, lambda x: x + x * x / 2, cube, ident, -LN2H * 1.01,
+                  LN2H * 1.01 + DELTA, {64: 4}),
     "log": (lambda s: 2 * mp.atanh(s), lambda s: 2 * s, cube, sq, DELTA, mp.mpf("0.1716"),
             {32: 2, 64: 6}),
+    # float32 power evaluated in double: log to ~2**-40 (y log x must be good to ~2**-31)
+    "log32d": (lambda s: 2 * mp.atanh(s), lambda s: 2 * s, cube, sq, DELTA, mp.mpf("0.1716"),
+               {64: 3}),
     "sin": (mp.sin, ident, cube, sq, DELTA, mp.mpf("0.79"), {32: 2, 64: 5}),
+    # float32 sin/cos (evaluated in double) reduce by multiples of pi: one polynomial on
+    # [-pi/2, pi/2] for both, ~2**-35 (double coefficients, float32 accuracy)
+    "sinpi2": (mp.sin, ident, cube, sq, DELTA, mp.pi / 2 * mp.mpf("1.002"), {64: 4}),
+    # float32 tan evaluated in double: sin and cos on [0, pi/4] to ~2**-32
+    "sin32d": (mp.sin, ident, cube, sq, DELTA, mp.mpf("0.79"), {64: 3}),
+    "cos32d": (mp.cos, one, sq, sq, DELTA, mp.mpf("0.79"), {64: 3}),
     "cos": (mp.cos, lambda x: 1 - x * x / 2, lambda x: x ** 4, sq, DELTA, mp.mpf("0.79"),
             {32: 2, 64: 5}),
     "atan": (mp.atan, ident, cube, sq, DELTA, mp.mpf("0.41422"), {32: 4, 64: 10}),
     "asin": (mp.asin, ident, cube, sq, DELTA, mp.mpf("0.5000001"), {32: 5, 64: 12}),
     "erf": (mp.erf, ident, ident, sq, DELTA, mp.mpf(1), {32: 6, 64: 12}),
+    # float32 tanh for |x| < 0.8 (beyond: 1 - 2/(1 + exp(2|x|)))
+    "tanh32": (mp.tanh, ident, cube, sq, DELTA, mp.mpf("0.8001"), {32: 6}),
     "sinh": (mp.sinh, ident, cube, sq, DELTA, mp.mpf(1), {32: 3, 64: 6}),
     "logpow": (lambda s: 2 * mp.atanh(s), lambda s: 2 * s + 2 * s ** 3 / 3, lambda s: s ** 5, sq,
                DELTA, mp.mpf("0.1716"), {64: 6}),
@@ -159,6 +173,10 @@ SPECS = {
     # erfc(z) = t * exp(-z^2 + P(t)), t = 2/(2+z), z >= 0.5: one piece; P's absolute error is the
     # relative error of erfc (marked by rel=False, the 8th field).
     "erfc": (_erfc_log, zero, one, shift(0.434), mp.mpf("0.0683"), mp.mpf(0.8), {64: 24}, False),
+    # float32 erf for 1 <= |x| <= 3.93 (beyond, float32 erf is 1): 1 - exp(-x^2 + P(x)),
+    # P ~ log(erfc(x)) + x^2 to ~2**-24 absolute (erfc's relative error shrinks by erfc/erf)
+    "erf32big": (lambda x: mp.log(mp.erfc(x)) + x * x, zero, one, shift(2.5), 1, mp.mpf("3.93"),
+                 {32: 9}, False),
     # float32 erfc is evaluated in double arithmetic: the float32 degree, double coefficients.
     "erfc32": (_erfc_log, zero, one, shift(0.434), mp.mpf("0.0683"), mp.mpf(0.8), {64: 10},
                False),

@@ -1,0 +1,332 @@
+"""The CPU benchmark of issue 4: ember vs JAX (and NumPy) on one machine, in one sitting.
+
+For each workload it prints the steady-state median time (each call waited on with
+block_until_ready; ember and JAX timed in alternating batches so drift hits both alike), the
+first-call time (trace + lower + compile + run of a function neither has seen), the ratio
+JAX/ember and its geometric mean, and the achieved GB/s (minimal bytes: inputs read once,
+outputs written once) and GFLOP/s (dots: 2*M*N*K) against the machine's measured copy
+bandwidth and sgemm rate (NumPy's np.copyto and float32 matmul, measured at start).
+
+    # ember alone (NumPy beside it):
+    .venv/bin/python bench/cpu_workloads.py [name-substring ...]
+    # ember and JAX 0.12 side by side (JAX needs Python >= 3.12: a separate venv that has
+    # jax, numpy, llvmlite and, for --png, matplotlib; ember runs from the source tree):
+    PYTHONPATH=. /path/to/jax-venv/bin/python bench/cpu_workloads.py \
+        --markdown bench/results.md --png docs/bench.png
+
+The machine is shared and noisy: read ratios and medians, never a single time.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+
+import numpy as np
+
+import ember
+import ember.numpy as jnp
+import ember.nn
+
+try:  # JAX is optional (0.11+ needs Python >= 3.12)
+  import jax as real_jax
+  import jax.numpy as real_jnp
+  import jax.nn as real_nn
+except ImportError:  # pragma: no cover - depends on the machine
+  real_jax = None
+
+
+# --------------------------------------------------------------------------------------
+# Workloads: each written once against a (numpy-like, nn-like, grad) namespace triple
+# --------------------------------------------------------------------------------------
+
+def workloads(np_, nn_, grad_):
+  """name -> (function, argument shapes, flops or 0). `grad_` is None where the library
+  has no grad (then the training step is skipped)."""
+  def selu(x, alpha=1.67, lmbda=1.05):
+    return lmbda * np_.where(x > 0, x, alpha * np_.exp(x) - alpha)
+
+  def softmax(x):
+    e = np_.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+  def pairwise_v1(X, Y):
+    return np_.sqrt(np_.sum((X[:, None, :] - Y[None, :, :]) ** 2, axis=-1))
+
+  def pairwise_v2(X, Y):
+    x2 = np_.sum(X * X, axis=1)[:, None]
+    y2 = np_.sum(Y * Y, axis=1)[None, :]
+    return np_.sqrt(np_.maximum(x2 + y2 - 2 * X @ Y.T, 0.0))
+
+  def pairwise_v3(X, Y):
+    d2 = np_.sum(X * X, 1)[:, None] + np_.sum(Y * Y, 1)[None, :] - 2 * (X @ Y.T)
+    return np_.sqrt(np_.clip(d2, 0.0, None))
+
+  def mlp(x, w1, w2, w3):
+    h = np_.maximum(x @ w1, 0.0)
+    h = np_.maximum(h @ w2, 0.0)
+    return h @ w3
+
+  def mlp_loss(params, x, y):
+    return np_.mean((mlp(x, *params) - y) ** 2)
+
+  def mlp_train_step(x, y, w1, w2, w3):
+    grads = grad_(mlp_loss)((w1, w2, w3), x, y)
+    return tuple(w - 0.01 * g for w, g in zip((w1, w2, w3), grads))
+
+  def tanh_chain(x):
+    for _ in range(20):
+      x = np_.tanh(x @ x) + 0.1
+    return x
+
+  def layernorm(x, g, b):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np_.sqrt(var + 1e-5) * g + b
+
+  def logsumexp_np(x):   # NumPy has no logsumexp: the stable formula
+    m = x.max(axis=-1, keepdims=True)
+    return (np_.log(np_.exp(x - m).sum(axis=-1, keepdims=True)) + m)[..., 0]
+
+  n, d, k = 1000, 1500, 64
+  mlp_flops = 2 * 128 * (784 * 512 + 512 * 512 + 512 * 10)
+  table = {
+      "selu 5000²": (selu, [(5000, 5000)], 0),
+      "sin(x)*2+1": (lambda x: np_.sin(x) * 2 + 1, [(1000, 1000)], 0),
+      "exp(log(x)+y)": (lambda x, y: np_.exp(np_.log(x) + y), [(1000, 1000)] * 2, 0),
+      "softmax": (softmax, [(1000, 1000)], 0),
+      "pairwise v1": (pairwise_v1, [(n, k), (d, k)], 3 * n * d * k),
+      "pairwise v2": (pairwise_v2, [(n, k), (d, k)], 2 * n * d * k),
+      "pairwise v3": (pairwise_v3, [(n, k), (d, k)], 2 * n * d * k),
+      "mlp forward": (mlp, [(128, 784), (784, 512), (512, 512), (512, 10)], mlp_flops),
+      "mlp train step": (mlp_train_step, [(128, 784), (128, 10), (784, 512), (512, 512),
+                                          (512, 10)], 3 * mlp_flops),
+      "20x tanh(x@x)+0.1": (tanh_chain, [(64, 64)], 20 * 2 * 64 ** 3),
+      "m @ m.T": (lambda m: m @ m.T, [(2000, 2000)], 2 * 2000 ** 3),
+      "tanh(m@m)@m": (lambda m: np_.tanh(m @ m) @ m, [(2000, 2000)], 4 * 2000 ** 3),
+      "row sums": (lambda m: m.sum(axis=1), [(2000, 2000)], 0),
+      "column sums": (lambda m: m.sum(axis=0), [(2000, 2000)], 0),
+      "transpose": (lambda m: np_.transpose(m) + 0, [(2000, 2000)], 0),
+      "logsumexp": (nn_.logsumexp if nn_ is not None else logsumexp_np,
+                    [(4096, 1024)], 0),
+      "layernorm": (layernorm, [(4096, 1024), (1024,), (1024,)], 0),
+      "dispatch x+1": (lambda x: x + 1, [(3,)], 0),
+  }
+  if grad_ is None:
+    del table["mlp train step"]
+  return table
+
+
+def minimal_bytes(fn_np, args) -> int:
+  """Bytes a perfect implementation moves: every input read once, every output written."""
+  outs = fn_np(*args)
+  outs = outs if isinstance(outs, tuple) else (outs,)
+  return sum(a.nbytes for a in args) + sum(np.asarray(o).nbytes for o in outs)
+
+
+# --------------------------------------------------------------------------------------
+# Timing
+# --------------------------------------------------------------------------------------
+
+def _wait(out):
+  for leaf in (out if isinstance(out, tuple) else (out,)):
+    if hasattr(leaf, "block_until_ready"):
+      leaf.block_until_ready()
+
+
+def batch_time(f, args, calls: int) -> float:
+  """Mean seconds per call over `calls` back-to-back calls (the last one waited on)."""
+  t0 = time.perf_counter()
+  for _ in range(calls):
+    out = f(*args)
+  _wait(out)
+  return (time.perf_counter() - t0) / calls
+
+
+def first_call(f, args) -> float:
+  t0 = time.perf_counter()
+  _wait(f(*args))
+  return time.perf_counter() - t0
+
+
+def steady_medians(fs: dict, args: dict, budget_s: float) -> dict:
+  """Median per-call time of each function, timed in alternating batches."""
+  est = {k: max(batch_time(f, args[k], 1), 1e-7) for k, f in fs.items()}
+  calls = {k: max(1, min(1000, int(0.02 / t))) for k, t in est.items()}
+  rounds = max(5, min(30, int(budget_s / max(sum(est[k] * calls[k] for k in fs), 1e-6))))
+  samples = {k: [] for k in fs}
+  for _ in range(rounds):
+    for k, f in fs.items():
+      samples[k].append(batch_time(f, args[k], calls[k]))
+  return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def machine_rates() -> tuple[float, float]:
+  """(copy bandwidth in GB/s counting read + write, float32 matmul GFLOP/s) via NumPy."""
+  src = np.ones(32 << 20, np.float32)           # 128 MiB
+  dst = np.empty_like(src)
+  np.copyto(dst, src)
+  t_copy = statistics.median(batch_time(np.copyto, (dst, src), 1) for _ in range(9))
+  m = np.random.default_rng(0).standard_normal((2000, 2000)).astype(np.float32)
+  t_mm = statistics.median(batch_time(np.matmul, (m, m), 1) for _ in range(7))
+  return 2 * src.nbytes / t_copy / 1e9, 2 * 2000 ** 3 / t_mm / 1e9
+
+
+# --------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------
+
+def _warm_up() -> None:
+  """Pay each library's one-time start-up (backend, LLVM initialisation) before any
+  first-call time is taken."""
+  x = np.arange(7, dtype=np.float32)
+  _wait(ember.jit(lambda v: v * 3 - 1)(x))
+  if real_jax:
+    _wait(real_jax.jit(lambda v: v * 3 - 1)(x))
+
+
+def run(selected, budget_s: float) -> tuple[list[dict], float, float]:
+  copy_gbs, sgemm = machine_rates()
+  rng = np.random.default_rng(0)
+  ours = workloads(jnp, ember.nn, getattr(ember, "grad", None))
+  ref = workloads(np, None, None)
+  theirs = workloads(real_jnp, real_nn, real_jax.grad) if real_jax else {}
+  _warm_up()
+  rows = []
+  for name in list(theirs) or list(ref | ours):
+    if selected and not any(s in name for s in selected):
+      continue
+    spec = ours.get(name) or theirs.get(name)
+    if spec is None:
+      continue
+    shapes = spec[1]
+    args_np = [(np.abs(rng.standard_normal(s)) + 0.1).astype(np.float32) for s in shapes]
+    row = {"name": name, "flops": spec[2]}
+    fs, fargs = {}, {}
+    if name in ours:
+      jf = ember.jit(ours[name][0])
+      a = [jnp.asarray(x) for x in args_np]
+      row["ember_first"] = first_call(jf, a)
+      fs["ember"], fargs["ember"] = jf, a
+    if name in theirs:
+      jj = real_jax.jit(theirs[name][0])
+      a = [real_jnp.asarray(x) for x in args_np]
+      row["jax_first"] = first_call(jj, a)
+      fs["jax"], fargs["jax"] = jj, a
+    if name in ref:
+      fs["numpy"], fargs["numpy"] = ref[name][0], args_np
+      row["bytes"] = minimal_bytes(ref[name][0], args_np)
+    row.update(steady_medians(fs, fargs, budget_s))
+    rows.append(row)
+    print(format_row(row, copy_gbs, sgemm), flush=True)
+  return rows, copy_gbs, sgemm
+
+
+def _ms(t):
+  return "-" if t is None else (f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.2f} ms")
+
+
+def _ratio(a, b):
+  return "-" if a is None or b is None else f"{a / b:.2f}"
+
+
+def throughput(row, copy_gbs, sgemm) -> str:
+  t = row.get("ember")
+  if t is None:
+    return "-"
+  if row["flops"]:
+    g = row["flops"] / t / 1e9
+    return f"{g:.0f} GFLOP/s ({100 * g / sgemm:.0f}% sgemm)"
+  if row.get("bytes") and row["bytes"] > 1 << 20:
+    g = row["bytes"] / t / 1e9
+    return f"{g:.1f} GB/s ({100 * g / copy_gbs:.0f}% copy)"
+  return "-"
+
+
+COLUMNS = ("workload", "ember", "JAX", "NumPy", "JAX/ember", "first: ember", "first: JAX",
+           "first JAX/ember", "ember throughput")
+
+
+def cells(row, copy_gbs, sgemm) -> list[str]:
+  g = row.get
+  return [row["name"], _ms(g("ember")), _ms(g("jax")), _ms(g("numpy")),
+          _ratio(g("jax"), g("ember")), _ms(g("ember_first")), _ms(g("jax_first")),
+          _ratio(g("jax_first"), g("ember_first")), throughput(row, copy_gbs, sgemm)]
+
+
+def format_row(row, copy_gbs, sgemm) -> str:
+  widths = (18, 10, 10, 10, 9, 12, 12, 8, 28)
+  return " ".join(c.rjust(w) if i else c.ljust(w)
+                  for i, (c, w) in enumerate(zip(cells(row, copy_gbs, sgemm), widths)))
+
+
+def geomean(xs):
+  xs = [x for x in xs if x and x > 0]
+  return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def summary(rows) -> dict:
+  both = [r for r in rows if "ember" in r and "jax" in r]
+  return {"speedup": geomean([r["jax"] / r["ember"] for r in both]),
+          "first": geomean([r["jax_first"] / r["ember_first"] for r in both
+                            if "jax_first" in r and "ember_first" in r])}
+
+
+def markdown(rows, copy_gbs, sgemm) -> str:
+  s = summary(rows)
+  lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+  lines += ["| " + " | ".join(cells(r, copy_gbs, sgemm)) + " |" for r in rows]
+  lines += ["", f"Geometric mean JAX/ember: steady state {s['speedup']:.2f}x, first call "
+                f"{s['first']:.2f}x. Machine: copy bandwidth {copy_gbs:.1f} GB/s (read + "
+                f"write), NumPy sgemm {sgemm:.0f} GFLOP/s."]
+  return "\n".join(lines) + "\n"
+
+
+def bar_chart(rows, path: str) -> None:
+  import matplotlib
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+  both = [r for r in rows if "ember" in r and "jax" in r]
+  names = [r["name"] for r in both]
+  steady = [r["jax"] / r["ember"] for r in both]
+  first = [r.get("jax_first", float("nan")) / r.get("ember_first", float("nan"))
+           for r in both]
+  y = np.arange(len(names))
+  fig, ax = plt.subplots(figsize=(8, 0.35 * len(names) + 1.5))
+  ax.barh(y - 0.2, steady, 0.4, label="steady state", color="#d9480f")
+  ax.barh(y + 0.2, first, 0.4, label="first call", color="#868e96")
+  ax.axvline(1.0, color="black", lw=0.8)
+  ax.set_xscale("log")
+  ax.set_yticks(y, names)
+  ax.invert_yaxis()
+  ax.set_xlabel("speed-up over JAX 0.12 (JAX time / ember time, log scale; > 1: ember faster)")
+  ax.legend(loc="lower right")
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+
+
+def main():
+  p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  p.add_argument("names", nargs="*", help="substrings of workload names to run")
+  p.add_argument("--budget", type=float, default=1.5,
+                 help="seconds of steady-state timing per workload (default 1.5)")
+  p.add_argument("--markdown", help="write the table as Markdown to this file")
+  p.add_argument("--png", help="write a bar chart of the JAX/ember ratios (needs matplotlib)")
+  a = p.parse_args()
+  print(" ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
+                 enumerate(zip(COLUMNS, (18, 10, 10, 10, 9, 12, 12, 8, 28)))))
+  rows, copy_gbs, sgemm = run(a.names, a.budget)
+  s = summary(rows)
+  print(f"\ncopy bandwidth {copy_gbs:.1f} GB/s, sgemm {sgemm:.0f} GFLOP/s")
+  if real_jax:
+    print(f"geometric mean JAX/ember: steady {s['speedup']:.2f}x, first call {s['first']:.2f}x")
+  if a.markdown:
+    with open(a.markdown, "w") as f:
+      f.write(markdown(rows, copy_gbs, sgemm))
+  if a.png:
+    bar_chart(rows, a.png)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,409 @@
+"""Dots on the CPU: the layout of a dot as BLAS sees it, output fusions split into dot +
+epilogue, and generated register-blocked kernels for small float dots.
+
+Every dot is viewed as a batched matmul `C[b] = A[b] @ B[b]` over (batch, free, contracting)
+groups of dimensions (`DotLayout`): A is (B, M, K), B is (B, K, N) and C, the output, is
+(B, M, N) row-major, because a dot's output dimensions are the batch dimensions, then the lhs
+free ones, then the rhs free ones. The work of an output fusion or dot kernel is split along
+the output's dimension 0 (the kernel ABI's [start, stop)): one unit of it is `R` consecutive
+rows of C's flattened (B*M, N) matrix (`DotLayout.rows_per_unit`).
+
+Large dots go to BLAS (executable.DotThunk / DotEpilogueThunk: NumPy matmul on strided views,
+transposes as flags). Small float dots (f32/f64, `small_kernel_ok`) get a generated kernel
+(`emit_dot_kernel`), because below ~64 in some dimension the BLAS call's fixed cost (Python,
+NumPy's dispatch, OpenBLAS's threading) is larger than the arithmetic:
+
+* micro-kernel: MR rows x NR vectors of C accumulate in registers over the whole K loop
+  (FMA of a broadcast A element with NR vectors of B per row: MR*NR independent FMA chains,
+  NR + 1 loads per MR*NR FMAs);
+* B is read straight from memory when a panel of NR vectors is contiguous (row-major B, full
+  panel); otherwise (a transposed B, the last partial panel) it is first packed into a
+  zero-padded K x (NR*W) panel on the stack, so the micro-kernel never needs masked loads;
+* the loops live in one internal body function per layout (`_dot_body`), shared by every
+  kernel of the module with that layout (a chain of equal dots compiles it once); each
+  kernel's exported entry only gathers its pointers;
+* with a fused epilogue (the output fusion's elementwise work, emitted by
+  codegen.KernelBuilder.fusion as a kernel of its own over [start, stop)) the entry produces
+  C in blocks of whole units (about BLOCK_ROWS rows) and calls the epilogue on each block
+  right after it, while the block is in L1 (not in registers: the epilogue is the ordinary
+  fusion kernel, so every op the fusion emitter supports works here), reading the dot's
+  value in place from the output (or from a stack tile when the output's dtype differs).
+
+`emit_range_shift` lets the thread pool (which splits [0, n)) run an epilogue on a block
+[u0, u0 + n) of the BLAS path (executable.DotEpilogueThunk).
+
+Summation order: each C element sums its K products in increasing k with fused multiply-adds
+(BLAS blocks K and may sum in another order), so results differ from NumPy's in the last
+bits, as any two dot implementations do.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple, Sequence
+
+import numpy as np
+from llvmlite import ir
+
+from ember._src import hlo
+from ember._src.backends.cpu import codegen
+from ember._src.backends.cpu.codegen import I32, I64, PTR, KERNEL_TYPE, VOID
+
+__all__ = ["DotLayout", "dot_layout", "split_output_fusion", "small_kernel_ok",
+           "block_units", "emit_dot_kernel", "emit_range_shift", "Epilogue"]
+
+VECTOR_BYTES = 32       # AVX2 vectors (LLVM splits them on narrower targets)
+MR, NR = 6, 2           # micro-kernel: MR rows x NR vectors of C in registers
+BLOCK_ROWS = 64         # rows of C per block (then the epilogue runs on them)
+MAX_PANEL_BYTES = 64 << 10     # a packed K x (NR*W) panel of B lives on the stack
+MAX_TILE_BYTES = 128 << 10     # a stack tile of C (epilogue whose output dtype differs)
+# Generated kernel vs BLAS (a DotThunk: ~6 us of Python and NumPy dispatch, then OpenBLAS on
+# both cores), best of many runs on the 2-core AVX2 machine, f32: 64x64x64 9.3 vs 10.6 us,
+# 128x64x128 27 vs 26, 64x256x64 30 vs 29, 96^3 26 vs 20, 128^3 60 vs 41, 32x784x512 570 vs
+# 272. The kernel alone runs ~100 GFLOP/s on one core (64x64x64 in 5.3 us; MR x NR = 6x2
+# beat 4x2, 4x3 and 8x1 by 5-20%), two-thread OpenBLAS ~170. So: up to ~1.5 MFLOP, ~3 MFLOP
+# when an epilogue is fused (the BLAS path then also pays a DotEpilogueThunk and a kernel
+# call). Under load the kernel wins by far more: OpenBLAS's threads wait for busy cores.
+SMALL_DIM = 64
+MAX_SMALL_FLOPS = 3 << 19
+MAX_SMALL_FLOPS_FUSED = 3 << 20
+
+
+class DotLayout(NamedTuple):
+  """A dot as C[b] = A[b] @ B[b]; strides are in elements, None when a group of dimensions
+  does not flatten to one stride (the kernel then does not apply)."""
+  B: int
+  M: int
+  K: int
+  N: int
+  a_strides: tuple | None      # (batch, row, contracting)
+  b_strides: tuple | None      # (batch, contracting, column)
+  dtype: np.dtype
+  outer: int                   # the output's dimension 0 (the kernel ABI's range)
+  rows_per_unit: int | None    # rows of C per unit of `outer`; None: units are not rows
+
+
+def _row_major_strides(dims: Sequence[int]) -> list[int]:
+  out, s = [], 1
+  for d in reversed(dims):
+    out.append(s)
+    s *= d
+  return out[::-1]
+
+
+def _group_stride(dims, strides, group) -> int | None:
+  """The single stride of dimensions `group` (in order) flattened into one, or None."""
+  live = [g for g in group if dims[g] != 1]
+  if not live:
+    return 0
+  for a, b in zip(live, live[1:]):
+    if strides[a] != strides[b] * dims[b]:
+      return None
+  return strides[live[-1]]
+
+
+def dot_layout(dot: hlo.Instr) -> DotLayout:
+  a = dot.attrs
+  lhs, rhs = dot.operands
+  lb, rb = tuple(a.get("lhs_batch_dims", ())), tuple(a.get("rhs_batch_dims", ()))
+  lc, rc = tuple(a.get("lhs_contracting_dims", ())), tuple(a.get("rhs_contracting_dims", ()))
+  lf = tuple(d for d in range(lhs.shape.rank) if d not in lb + lc)
+  rf = tuple(d for d in range(rhs.shape.rank) if d not in rb + rc)
+  ld, rd = lhs.shape.dims, rhs.shape.dims
+  prod = lambda dims, ds: math.prod(dims[d] for d in ds)
+  B, M, K, N = prod(ld, lb), prod(ld, lf), prod(ld, lc), prod(rd, rf)
+  ls, rs = _row_major_strides(ld), _row_major_strides(rd)
+  sa = tuple(_group_stride(ld, ls, g) for g in (lb, lf, lc))
+  sb = tuple(_group_stride(rd, rs, g) for g in (rb, rc, rf))
+  out = dot.shape.dims
+  outer = out[0] if out else 1
+  # Units of dimension 0 are whole rows of C unless dimension 0 is an rhs free dimension.
+  row_dims = len(lb) + len(lf)
+  rows = B * M
+  if not out:
+    rpu = rows
+  elif row_dims and outer and rows % outer == 0:
+    rpu = rows // outer
+  else:                          # dimension 0 is an rhs dimension (or empty): no row units
+    rpu = None if outer else 0
+  return DotLayout(B, M, K, N, None if None in sa else sa, None if None in sb else sb,
+                   np.dtype(dot.dtype), outer, rpu)
+
+
+def split_output_fusion(comp: hlo.Computation):
+  """A kOutput fused computation -> (its dot, the epilogue computation, the fusion operand
+  numbers the epilogue reads). The epilogue's parameters are those operands (renumbered in
+  order) and last the dot's value (same shape as the root, read at the same index)."""
+  dots = [i for i in comp.instrs if i.opcode == "dot"]
+  if len(dots) != 1:
+    raise codegen.CodegenError(f"output fusion %{comp.name} must contain exactly one dot")
+  dot = dots[0]
+  epi = hlo.Computation(comp.name + ".epilogue")
+  epi.is_fusion = True
+  users = comp.users()
+  used = [p for p in comp.params if any(u is not dot for u in users.get(p.id, []))
+          or p is comp.root]
+  clone: dict[int, hlo.Instr] = {}
+  for n, p in enumerate(used):
+    clone[p.id] = epi.add(hlo.Instr("parameter", p.shape, attrs={"number": n}, name=p.name))
+  clone[dot.id] = epi.add(hlo.Instr("parameter", dot.shape, attrs={"number": len(used)},
+                                    name="dot_value"))
+  for i in comp.instrs:
+    if i.id in clone or i.opcode == "parameter":
+      continue
+    clone[i.id] = epi.add(hlo.Instr(i.opcode, i.shape, [clone[o.id] for o in i.operands],
+                                    dict(i.attrs), list(i.called), name=i.name,
+                                    metadata=i.metadata))
+  epi.root = clone[comp.root.id]
+  return dot, epi, [p.attrs["number"] for p in used]
+
+
+def vector_width(dt) -> int:
+  return VECTOR_BYTES // np.dtype(dt).itemsize
+
+
+def small_kernel_ok(lay: DotLayout, tile_bytes: int = 0, fused: bool = False) -> bool:
+  """Whether the generated kernel runs this dot (else BLAS): f32/f64, flattenable layouts,
+  units of whole rows, small enough that BLAS's call overhead dominates (`fused`: with an
+  epilogue), the packed B panel (and a C tile of `tile_bytes`, if the caller needs one) fit
+  on the stack."""
+  if lay.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+    return False
+  if lay.a_strides is None or lay.b_strides is None or lay.rows_per_unit is None:
+    return False
+  if 0 in (lay.B, lay.M, lay.N, lay.K):
+    return True                   # nothing (or only zeros) to compute: no BLAS call needed
+  panel = lay.K * NR * vector_width(lay.dtype) * lay.dtype.itemsize
+  flops = 2 * lay.B * lay.M * lay.N * lay.K
+  small = min(lay.M, lay.N, lay.K) <= SMALL_DIM and \
+      flops <= (MAX_SMALL_FLOPS_FUSED if fused else MAX_SMALL_FLOPS)
+  return small and panel <= MAX_PANEL_BYTES and tile_bytes <= MAX_TILE_BYTES
+
+
+def block_units(lay: DotLayout) -> int:
+  """Units of dimension 0 per block of C (at least one, about BLOCK_ROWS rows)."""
+  return max(1, BLOCK_ROWS // max(lay.rows_per_unit, 1))
+
+
+class Epilogue(NamedTuple):
+  """How a dot kernel calls the epilogue kernel after each block of C."""
+  symbol: str                  # the epilogue kernel (codegen.KernelBuilder.fusion's ABI)
+  operands: tuple              # buffer indices (of the dot kernel's) it reads, in order
+  in_place: bool               # the dot's value is read from the output (else a stack tile)
+
+
+class _Emitter(codegen.IRHelpers):
+  def __init__(self, b: ir.IRBuilder):
+    self.b = b
+    self._i64_cache = {}
+
+  def gep(self, p, idx, t):
+    return self.b.gep(p, [idx], source_etype=t)
+
+  def splat(self, v, vt):
+    b = self.b
+    w = vt.count
+    one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I32, 0))
+    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
+                            ir.Constant(ir.VectorType(I32, w), [0] * w))
+
+  def store_vector(self, v, p, align: int):
+    """`store <W x T> v, ptr p` (llvmlite's IRBuilder.store rejects a vector stored through
+    the element-typed pointer a GEP returns; the IR itself has opaque pointers)."""
+    st = ir.instructions.StoreInstr(self.b.block, v, p)
+    st.align = align
+    self.b._insert(st)
+
+  def idx(self, v, stride: int):
+    return self.mul_idx(v, stride) if stride else self.i64(0)
+
+
+BODY_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64])
+
+
+def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs: int,
+                    out: int, epilogue: Epilogue | None = None) -> codegen.KernelInfo:
+  """Emit `void name(i8** buffers, i64 start, i64 stop)` computing the dot's units
+  [start, stop) of dimension 0: A at buffers[lhs], B at buffers[rhs], C (or, with an
+  epilogue, the fusion's output) at buffers[out]. The loops live in a body function shared
+  by every kernel of the module with the same layout (a chain of equal dots compiles it
+  once); this entry gathers the pointers and, with an epilogue, runs the blocks: the body
+  on a block, then the epilogue kernel on it."""
+  fn = ir.Function(module, KERNEL_TYPE, name)
+  fn.attributes.add("nounwind")
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  e = _Emitter(b)
+  bufs, start, stop = fn.args
+  ptr = lambda k: b.load(b.gep(bufs, [e.i64(k)], inbounds=True, source_etype=PTR), typ=PTR)
+  A, Bp, O = ptr(lhs), ptr(rhs), ptr(out)
+  body = _dot_body(module, lay)
+  if epilogue is None:
+    b.call(body, [A, Bp, O, start, stop])
+    b.ret_void()
+    return codegen.KernelInfo(name, lay.outer, True)
+  T = codegen.mem_type(lay.dtype)
+  R, N, U = lay.rows_per_unit, lay.N, block_units(lay)
+  ptrs = [ptr(k) for k in epilogue.operands]
+  ebufs = b.alloca(PTR, e.i64(len(ptrs) + 2))
+  slot = lambda k: b.gep(ebufs, [e.i64(k)], source_etype=PTR)
+  for k, p in enumerate(ptrs + [O, O]):       # operands, the dot's value, the output
+    b.store(p, slot(k))
+  efn = module.globals.get(epilogue.symbol) or ir.Function(module, KERNEL_TYPE,
+                                                            epilogue.symbol)
+  tile = None
+  if not epilogue.in_place:                   # C rows r of a block live at tile[(r - r0) * N]
+    tile = b.alloca(T, e.i64(max(U * R * N, 1)))
+    tile.align = 64
+
+  def block(ub, _c):
+    u0 = e.add_idx(start, e.mul_idx(ub, U))
+    u1 = b.select(b.icmp_signed("<", e.add_idx(u0, e.i64(U)), stop), e.add_idx(u0, e.i64(U)),
+                  stop)
+    C = O
+    if tile is not None:
+      C = b.gep(tile, [b.neg(e.mul_idx(e.mul_idx(u0, R), N))], source_etype=T)
+      b.store(C, slot(len(ptrs)))
+    b.call(body, [A, Bp, C, u0, u1])
+    b.call(efn, [ebufs, u0, u1], attrs=("noinline",))   # its code once, in its own symbol
+    return []
+  nblocks = b.udiv(e.add_idx(b.sub(stop, start), e.i64(U - 1)), e.i64(U))
+  e.loop(e.i64(0), nblocks, [], block)
+  b.ret_void()
+  return codegen.KernelInfo(name, lay.outer, True)
+
+
+def _dot_body(module: ir.Module, lay: DotLayout):
+  """`void body(A, B, C, u0, u1)`: C's rows of units [u0, u1), C indexed by the row of the
+  whole (B*M, N) output. One per layout in a module (`_ember_dot_bodies`)."""
+  cache = module.__dict__.setdefault("_ember_dot_bodies", {})
+  if lay in cache:
+    return cache[lay]
+  fn = cache[lay] = ir.Function(module, BODY_TYPE, module.get_unique_name("ember_dot_body"))
+  fn.linkage = "internal"
+  fn.attributes.add("nounwind")
+  fn.attributes.add("noinline")     # shared: compiled once, not copied into every entry
+  A, Bp, C, start, stop = fn.args
+  for a in (A, Bp, C):
+    a.add_attribute("noalias")
+  T = codegen.mem_type(lay.dtype)
+  W = vector_width(lay.dtype)
+  VT = ir.VectorType(T, W)
+  NRW = NR * W
+  isz = lay.dtype.itemsize
+  fma = f"llvm.fmuladd.v{W}{codegen.float_suffix(T)}"
+  Bn, M, K, N = lay.B, lay.M, lay.K, lay.N
+  sab, sam, sak = lay.a_strides
+  sbb, sbk, sbn = lay.b_strides
+  R = lay.rows_per_unit
+  direct = sbn == 1               # full B panels are read in place
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  e = _Emitter(b)
+  panel = b.alloca(T, e.i64(max(K, 1) * NRW))
+  panel.align = 64
+
+  def micro(mr: int, bi, m, n0, valid: int, crow0):
+    """C rows crow0.. (mr of them), columns [n0, n0 + valid), from A rows m.. of batch bi."""
+    arow = [e.gep(A, e.add_idx(e.idx(bi, sab), e.idx(e.add_idx(m, e.i64(r)), sam)), T)
+            for r in range(mr)]
+    if direct and valid == NRW:
+      bbase = e.gep(Bp, e.add_idx(e.idx(bi, sbb), n0), T)
+      bvec = lambda k, v: b.load(e.gep(bbase, e.add_idx(e.idx(k, sbk), e.i64(v * W)), T),
+                                 typ=VT, align=isz)
+    else:
+      bvec = lambda k, v: b.load(e.gep(panel, e.add_idx(e.mul_idx(k, NRW), e.i64(v * W)), T),
+                                 typ=VT, align=W * isz)
+    zero = ir.Constant(VT, [0.0] * W)
+
+    def body(k, acc):
+      bv = [bvec(k, v) for v in range(NR)]
+      new = []
+      for r in range(mr):
+        a = e.splat(b.load(e.gep(arow[r], e.idx(k, sak), T), typ=T), VT)
+        new.extend(e.intrinsic(fma, VT, [a, bv[v], acc[r * NR + v]]) for v in range(NR))
+      return new
+    acc = e.loop(e.i64(0), e.i64(K), [zero] * (mr * NR), body)
+    for r in range(mr):
+      crow = e.gep(C, e.mul_idx(e.add_idx(crow0, e.i64(r)), N), T)
+      for v in range(NR):
+        lo = v * W
+        if lo + W <= valid:
+          e.store_vector(acc[r * NR + v], e.gep(crow, e.add_idx(n0, e.i64(lo)), T), isz)
+        else:
+          for l in range(max(0, min(W, valid - lo))):
+            b.store(b.extract_element(acc[r * NR + v], e.i64(l)),
+                    e.gep(crow, e.add_idx(n0, e.i64(lo + l)), T))
+
+  def pack(bi, n0, valid: int):
+    """B[bi, :, n0:n0+valid] into the zero-padded K x NRW panel."""
+    base = e.gep(Bp, e.add_idx(e.idx(bi, sbb), e.idx(n0, sbn)), T)
+    zero = ir.Constant(T, 0.0)
+
+    def body(k, _c):
+      src = e.gep(base, e.idx(k, sbk), T)
+      dst = e.gep(panel, e.mul_idx(k, NRW), T)
+      for c in range(NRW):
+        v = b.load(e.gep(src, e.i64(c * sbn), T), typ=T) if c < valid else zero
+        b.store(v, e.gep(dst, e.i64(c), T))
+      return []
+    e.loop(e.i64(0), e.i64(K), [], body)
+
+  def row_blocks(bi, m_lo, m_hi, n0, valid):
+    """A rows [m_lo, m_hi) of batch bi: MR at a time, then one at a time."""
+    nfull = b.udiv(b.sub(m_hi, m_lo), e.i64(MR))
+    crow = lambda m: e.add_idx(e.mul_idx(bi, M), m)
+
+    def blk(q, _c):
+      m = e.add_idx(m_lo, e.mul_idx(q, MR))
+      micro(MR, bi, m, n0, valid, crow(m))
+      return []
+    e.loop(e.i64(0), nfull, [], blk)
+
+    def one(m, _c):
+      micro(1, bi, m, n0, valid, crow(m))
+      return []
+    e.loop(e.add_idx(m_lo, e.mul_idx(nfull, MR)), m_hi, [], one)
+
+  def rows(bi, m_lo, m_hi):
+    """C rows of batch bi, A rows [m_lo, m_hi): every column panel."""
+    def panel_loop(p, _c):
+      n0 = e.mul_idx(p, NRW)
+      if not direct:
+        pack(bi, n0, NRW)
+      row_blocks(bi, m_lo, m_hi, n0, NRW)
+      return []
+    full = N // NRW
+    if full:
+      e.loop(e.i64(0), e.i64(full), [], panel_loop)
+    if N % NRW:
+      n0 = e.i64(full * NRW)
+      pack(bi, n0, N % NRW)
+      row_blocks(bi, m_lo, m_hi, n0, N % NRW)
+
+  r0, r1 = e.mul_idx(start, R), e.mul_idx(stop, R)
+  if min(M, N, Bn) == 0:          # an empty output (K == 0 is fine: the sums are 0)
+    pass
+  elif R >= M:                    # whole batches
+    def batch(bi, _c):
+      rows(bi, e.i64(0), e.i64(M))
+      return []
+    e.loop(b.udiv(r0, e.i64(M)), b.udiv(r1, e.i64(M)), [], batch)
+  else:                           # rows of the only batch
+    rows(e.i64(0), r0, r1)
+  b.ret_void()
+  return fn
+
+
+def emit_range_shift(module: ir.Module, name: str, target: str, n_buffers: int
+                     ) -> codegen.KernelInfo:
+  """`void name(i8** buffers, i64 start, i64 stop)` calling kernel `target` on
+  [start + off, stop + off), with off = (i64) buffers[n_buffers]: the thread pool splits
+  [0, n) of a block into chunks; this moves them to the block's units [u0, u0 + n)."""
+  fn = ir.Function(module, KERNEL_TYPE, name)
+  fn.attributes.add("nounwind")
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  bufs, start, stop = fn.args
+  slot = b.gep(bufs, [ir.Constant(I64, n_buffers)], inbounds=True, source_etype=PTR)
+  off = b.ptrtoint(b.load(slot, typ=PTR), I64)
+  tfn = module.globals.get(target) or ir.Function(module, KERNEL_TYPE, target)
+  b.call(tfn, [bufs, b.add(start, off), b.add(stop, off)])
+  b.ret_void()
+  return codegen.KernelInfo(name, 0, True)

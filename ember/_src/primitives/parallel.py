@@ -1,0 +1,271 @@
+"""Collectives over named axes: psum, pmax, pmin (and pmean), all_gather, axis_index.
+
+A named axis is bound by `vmap(..., axis_name='i')` (ember has no pmap / shard_map). Each
+collective is a primitive whose `axes` / `axis_name` param names the axes it works over;
+under vmap its batching rule turns the named axis into a positional one (JAX 0.12 prints
+`psum[axes=(0,) axis_index_groups=None]`), so after vmap only positional reductions remain,
+which evaluate and lower as the matching reduce_* primitive. `named_trace` routes each bind
+to the vmap that binds the name, also when the value does not depend on that vmap's
+inputs (a psum of an unbatched value is `size * x`). An unbound name is a NameError, as in
+JAX.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from ember._src import core, tree_util
+from ember._src.core import ShapedArray
+from ember._src.primitives import declare
+from ember._src.primitives import reductions
+from ember._src.transforms import batching
+
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "axis_index", "axis_size"]
+
+
+def _as_tuple(axis_name) -> tuple:
+  return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+# --- psum / pmax / pmin -------------------------------------------------------------------
+
+def _allreduce_abstract_eval(x, *, axes, axis_index_groups):
+  """Positional (int) axes are reduced; named axes keep the shape."""
+  pos = [a for a in axes if isinstance(a, (int, np.integer))]
+  for a in pos:
+    if not 0 <= a < x.ndim:
+      raise ValueError(f"axis {a} is out of bounds for array of dimension {x.ndim}")
+  return x.update(shape=tuple(d for i, d in enumerate(x.shape) if i not in pos))
+
+
+def _allreduce(name, reduce_p, if_unmapped):
+  """A collective reduction: impl/lowering of its positional form are `reduce_p`'s."""
+  def impl(x, *, axes, axis_index_groups):
+    return reduce_p.impl(x, axes=tuple(axes))
+
+  prim = declare(name, _allreduce_abstract_eval, impl)
+  prim.lower = lambda ctx, x, *, axes, axis_index_groups: reduce_p.lower(ctx, x,
+                                                                         axes=tuple(axes))
+  prim.named_trace = lambda trace, params: batching.named_axis_trace(
+      params["axes"], name, trace)
+  prim.batch = _reduction_batcher(prim, if_unmapped)
+  return prim
+
+
+def _reduction_batcher(prim, if_unmapped):
+  """JAX's `_batched_reduction_collective`: this vmap's axis name becomes positional axis
+  0 (the batch dim moved in front) and the result is unbatched; other names pass on."""
+  def bind(v, axes):
+    return prim.bind(v, axes=tuple(axes), axis_index_groups=None)
+
+  def rule(axis_data, vals, dims, *, axes, axis_index_groups):
+    (v,), (d,) = vals, dims
+    if axis_index_groups is not None:
+      raise NotImplementedError("axis_index_groups not supported in vmap collectives. "
+                                "Please open a feature request!")
+    name = axis_data.name
+    mine = any(a == name and not isinstance(a, (int, np.integer)) for a in axes)
+    if d is None:
+      if not mine:
+        return bind(v, axes), None
+      rest = tuple(a for a in axes if not (a == name and not isinstance(a, int)))
+      return if_unmapped(bind(v, rest) if rest else v, axis_data.size), None
+    if not mine and not any(isinstance(a, (int, np.integer)) for a in axes):
+      return bind(v, axes), d
+    v = batching.moveaxis(v, d, 0)
+    new_axes = tuple(a + 1 if isinstance(a, (int, np.integer)) else (0 if a == name else a)
+                     for a in axes)
+    return bind(v, new_axes), (None if mine else 0)
+  return rule
+
+
+psum_p = _allreduce("psum", reductions.reduce_sum_p, lambda v, size: v * size)
+pmax_p = _allreduce("pmax", reductions.reduce_max_p, lambda v, size: v)
+pmin_p = _allreduce("pmin", reductions.reduce_min_p, lambda v, size: v)
+
+
+def _check_groups(axis_index_groups):
+  if axis_index_groups is not None:
+    raise NotImplementedError("axis_index_groups not supported in vmap collectives. "
+                              "Please open a feature request!")
+
+
+def psum(x, axis_name, *, axis_index_groups=None):
+  """The sum of `x` (a pytree) over the mapped axis `axis_name` (or a tuple of names;
+  int entries are positional axes). Bool inputs are summed as int32."""
+  _check_groups(axis_index_groups)
+  axes = _as_tuple(axis_name)
+  if not axes:
+    return x
+
+  def leaf(v):
+    if core.get_aval(v).dtype == np.bool_:
+      from ember._src.primitives.elementwise import convert_element_type
+      v = convert_element_type(v, np.int32)
+    if not isinstance(v, core.Tracer):  # a constant: size * value, computed here
+      named = [a for a in axes if not isinstance(a, int)]
+      pos = [a for a in axes if isinstance(a, int)]
+      size = math.prod(batching.axis_size(n) for n in named)
+      if pos:
+        v = reductions.reduce_sum(v, [a % np.ndim(v) for a in pos])
+      return size * v
+    return psum_p.bind(v, axes=axes, axis_index_groups=None)
+  return tree_util.tree_map(leaf, x)
+
+
+def _axis_size(axis_name) -> int:
+  return psum(1, axis_name)
+
+
+def axis_size(axis_name) -> int:
+  """The size of the mapped axis `axis_name` (a Python int)."""
+  return _axis_size(axis_name)
+
+
+def pmean(x, axis_name, *, axis_index_groups=None):
+  """The mean of `x` (a pytree) over the mapped axis `axis_name`."""
+  x = psum(x, axis_name, axis_index_groups=axis_index_groups)
+  n = _axis_size(axis_name)
+  return tree_util.tree_map(lambda v: v / n, x)
+
+
+def _pminmax(prim):
+  def fn(x, axis_name, *, axis_index_groups=None):
+    _check_groups(axis_index_groups)
+    axes = _as_tuple(axis_name)
+    if not axes:
+      return x
+    return tree_util.tree_map(lambda v: prim.bind(v, axes=axes, axis_index_groups=None), x)
+  fn.__name__ = fn.__qualname__ = prim.name
+  fn.__doc__ = f"The {prim.name[1:]}imum of `x` (a pytree) over the mapped axis `axis_name`."
+  return fn
+
+
+pmax = _pminmax(pmax_p)
+pmin = _pminmax(pmin_p)
+
+
+# --- all_gather ---------------------------------------------------------------------------
+
+def _all_gather_abstract_eval(x, *, all_gather_dimension, axis_name, axis_index_groups,
+                              axis_size, tiled):
+  shape = list(x.shape)
+  if tiled:
+    shape[all_gather_dimension] *= axis_size
+  else:
+    shape.insert(all_gather_dimension, axis_size)
+  return x.update(shape=tuple(shape))
+
+
+def _foldaxis(axis, x):
+  shape = list(batching.shape_of(x))
+  shape[axis:axis + 2] = [shape[axis] * shape[axis + 1]]
+  from ember._src.primitives.structural import reshape
+  return reshape(x, tuple(shape))
+
+
+def _all_gather_batch(axis_data, vals, dims, *, all_gather_dimension, axis_name,
+                      axis_index_groups, axis_size, tiled):
+  """JAX's rule: over this vmap's axis, the gathered value IS the batched value (its
+  batch dim moved to `all_gather_dimension`, folded into it when tiled), unbatched."""
+  (x,), (d,) = vals, dims
+  params = dict(all_gather_dimension=all_gather_dimension, axis_name=axis_name,
+                axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)
+  if axis_data.name not in axis_name:
+    if d is None:
+      return all_gather_p.bind(x, **params), None
+    if d <= all_gather_dimension:
+      params["all_gather_dimension"] += 1
+    elif not tiled:
+      d += 1
+    return all_gather_p.bind(x, **params), d
+  _check_groups(axis_index_groups)
+  if len(axis_name) > 1:
+    raise NotImplementedError("all_gather over several axis names inside vmap is not "
+                              "supported; gather over one name at a time.")
+  if d is None:
+    shape = list(batching.shape_of(x))
+    shape.insert(all_gather_dimension, axis_size)
+    keep = [i for i in range(len(shape)) if i != all_gather_dimension]
+    y = batching.broadcast_in_dim(x, tuple(shape), keep)
+  else:
+    y = batching.moveaxis(x, d, all_gather_dimension)
+  return (_foldaxis(all_gather_dimension, y) if tiled else y), None
+
+
+all_gather_p = declare("all_gather", _all_gather_abstract_eval)
+all_gather_p.batch = _all_gather_batch
+all_gather_p.named_trace = lambda trace, params: batching.named_axis_trace(
+    params["axis_name"], "all_gather", trace)
+
+
+def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bool = False):
+  """The values of `x` (a pytree) from every index of the mapped axis `axis_name`,
+  stacked along a new `axis` (or concatenated along `axis` when `tiled`)."""
+  _check_groups(axis_index_groups)
+  names = _as_tuple(axis_name)
+  if not names:
+    return x
+  size = _axis_size(names)
+
+  def leaf(v):
+    nd = np.ndim(v) if not isinstance(v, core.Tracer) else v.ndim
+    rank = nd if tiled else nd + 1
+    ax = operator.index(axis)
+    if not -rank <= ax < rank:
+      raise ValueError(f"axis {ax} is out of bounds for array of dimension {rank}")
+    if tiled and nd == 0:
+      raise ValueError("all_gather with tiled=True requires an operand of rank >= 1")
+    return all_gather_p.bind(v, all_gather_dimension=ax % rank, axis_name=names,
+                             axis_index_groups=None, axis_size=size, tiled=bool(tiled))
+  return tree_util.tree_map(leaf, x)
+
+
+# --- axis_index ---------------------------------------------------------------------------
+
+axis_index_p = declare("axis_index", lambda *, axis_name: ShapedArray((), np.int32))
+axis_index_p.named_trace = lambda trace, params: batching.named_axis_trace(
+    _as_tuple(params["axis_name"]), "axis_index", trace)
+
+
+def _axis_index_batch(axis_data, vals, dims, *, axis_name):
+  if axis_data.name not in _as_tuple(axis_name):
+    return axis_index_p.bind(axis_name=axis_name), None
+  from ember._src.primitives.structural import iota
+  return iota(np.int32, axis_data.size), 0
+
+
+axis_index_p.batch = _axis_index_batch
+
+
+def axis_index(axis_name):
+  """The index (int32) of the current example along the mapped axis `axis_name`; for a
+  tuple of names, the row-major index over all of them."""
+  if not isinstance(axis_name, (tuple, list)):
+    return axis_index_p.bind(axis_name=axis_name)
+  index, inner = 0, 1
+  for name in reversed(axis_name):
+    index = index + axis_index(name) * inner
+    inner *= _axis_size(name)
+  return index
+
+
+def _install_ad_rules():
+  """psum is linear, and its own transpose (each example's cotangent is the sum of all the
+  examples' cotangents, as JAX's rule); pmax/pmin/all_gather have no rule, as in JAX."""
+  from ember._src.transforms import ad
+
+  def transpose(ct, x, *, axes, axis_index_groups):
+    named = tuple(a for a in axes if not isinstance(a, int))
+    pos = tuple(a for a in axes if isinstance(a, int))
+    if pos:  # positional axes (left by vmap) were summed: broadcast back over them
+      shape = x.aval.shape
+      ct = reductions._lax().broadcast_in_dim(
+          ct, shape, tuple(i for i in range(len(shape)) if i not in pos))
+    return [psum_p.bind(ct, axes=named, axis_index_groups=axis_index_groups) if named else ct]
+  ad.deflinear2(psum_p, transpose)
+
+
+_install_ad_rules()

@@ -1,0 +1,892 @@
+"""Automatic differentiation: forward mode, linearize, reverse mode, and the user API
+(jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev, hessian).
+
+JAX's design, in Autodidax's structure:
+
+- Forward mode: a `JVPTrace` carries (primal, tangent) pairs; each primitive's `jvp`
+  rule (beside its declaration) maps primals and tangents to outputs. A tangent may be
+  a symbolic `Zero` (it costs nothing and is never materialized unless a rule needs it).
+- linearize: the tangent inputs are tracers of a `JaxprTrace` placed *below* the JVP
+  trace and never made the dynamic trace. Primal operations therefore run where the
+  primals live (eagerly, or staged into an enclosing jit), while every tangent operation
+  (linear in the tangents, by construction of the jvp rules) is recorded into a linear
+  jaxpr whose consts are the residuals (`cos x` for `sin`).
+- Reverse mode: `backward_pass` transposes that linear jaxpr equation by equation in
+  reverse order with each linear primitive's `transpose` rule, accumulating cotangents
+  with `add_any`. So one jvp rule per primitive plus transpose rules for the linear ones
+  serve jvp, linearize, vjp and grad.
+
+Call-like primitives (jit, checkpoint) are differentiated as wholes: `call_jvp` splits
+the jvp of the sub-jaxpr by partial evaluation into a known call (primal outputs and
+residuals) and an unknown call (tangents), and `call_transpose` transposes the sub-jaxpr
+into a new call, so a nested jit stays one `jit` equation in the differentiated jaxpr.
+"""
+from __future__ import annotations
+
+import functools
+import operator
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ember._src import core, dtypes, tree_util
+from ember._src.core import Literal, ShapedArray
+from ember._src.primitives import declare, dtype_kind
+
+# ------------------------------------------------------------------------------------
+# Tangent types and symbolic zeros
+# ------------------------------------------------------------------------------------
+
+
+def is_differentiable(dt) -> bool:
+  """Float and complex values have tangents; integers and bools have float0 ones."""
+  return not isinstance(dt, dtypes.ExtendedDType) and dtype_kind(dt) in "fc"
+
+
+def tangent_aval(aval: ShapedArray) -> ShapedArray:
+  if is_differentiable(aval.dtype):
+    return aval
+  return ShapedArray(aval.shape, dtypes.float0, False)
+
+
+class Zero:
+  """A symbolic zero tangent or cotangent of type `aval`."""
+  __slots__ = ("aval",)
+
+  def __init__(self, aval: ShapedArray):
+    self.aval = aval
+
+  @staticmethod
+  def from_value(x) -> "Zero":
+    return Zero(tangent_aval(core.get_aval(x)))
+
+  def __repr__(self):
+    return f"Zero({self.aval})"
+
+
+def zeros_like_aval(aval: ShapedArray):
+  if aval.dtype == dtypes.float0:
+    return np.zeros(aval.shape, dtypes.float0)
+  from ember._src.primitives.elementwise import convert_element_type
+  from ember._src.primitives.structural import full
+  return full(aval.shape, convert_element_type(0, aval.dtype, aval.weak_type))
+
+
+def instantiate_zeros(t):
+  return zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+def add_tangents(x, y):
+  if type(x) is Zero:
+    return y
+  if type(y) is Zero:
+    return x
+  return add_any_p.bind(x, y)
+
+
+# `add_any` accumulates tangents and cotangents (JAX's add_jaxvals): operands of one type.
+add_any_p = declare("add_any", lambda x, y: x, lambda x, y: np.add(x, y).astype(x.dtype))
+add_any_p.lower = lambda ctx, x, y: ctx.add(x, y)
+
+
+def _add_any_batch(axis_data, vals, dims):
+  from ember._src.transforms import batching
+  if dims[0] == dims[1]:
+    return add_any_p.bind(*vals), dims[0]
+  return add_any_p.bind(*[batching.bdim_at_front(x, d, axis_data.size)
+                          for x, d in zip(vals, dims)]), 0
+
+
+add_any_p.batch = _add_any_batch
+
+
+# ------------------------------------------------------------------------------------
+# Rule factories (used beside each primitive's declaration)
+# ------------------------------------------------------------------------------------
+
+
+def defjvp(prim, *jvp_fns):
+  """jvp from one function per operand, `fn(g, *primals, **params)` -> that operand's
+  contribution to the output tangent (None: the output does not depend on it smoothly)."""
+  def rule(primals, tangents, **params):
+    out = prim.bind(*primals, **params)
+    t_out = Zero.from_value(out)
+    for fn, t in zip(jvp_fns, tangents):
+      if fn is not None and type(t) is not Zero:
+        t_out = add_tangents(t_out, fn(t, *primals, **params))
+    return out, t_out
+  prim.jvp = rule
+  return rule
+
+
+def defjvp2(prim, *jvp_fns):
+  """As `defjvp`, with the primal output too: `fn(g, ans, *primals, **params)`."""
+  def rule(primals, tangents, **params):
+    out = prim.bind(*primals, **params)
+    t_out = Zero.from_value(out)
+    for fn, t in zip(jvp_fns, tangents):
+      if fn is not None and type(t) is not Zero:
+        t_out = add_tangents(t_out, fn(t, out, *primals, **params))
+    return out, t_out
+  prim.jvp = rule
+  return rule
+
+
+def defjvp_zero(prim):
+  """A piecewise-constant (or integer-valued) primitive: zero tangents."""
+  def rule(primals, tangents, **params):
+    out = prim.bind(*primals, **params)
+    if prim.multiple_results:
+      return out, [Zero.from_value(o) for o in out]
+    return out, Zero.from_value(out)
+  prim.jvp = rule
+  return rule
+
+
+def linear_jvp(prim):
+  """The jvp of a primitive linear in all operands: apply it to the tangents."""
+  def rule(primals, tangents, **params):
+    out = prim.bind(*primals, **params)
+    if all(type(t) is Zero for t in tangents):
+      t_out = [Zero.from_value(o) for o in out] if prim.multiple_results else Zero.from_value(out)
+    else:
+      t_out = prim.bind(*map(instantiate_zeros, tangents), **params)
+    return out, t_out
+  return rule
+
+
+def deflinear(prim, transpose_fn):
+  """A linear primitive; `transpose_fn(ct, **params)` -> one cotangent per operand."""
+  prim.jvp = linear_jvp(prim)
+  prim.transpose = lambda ct, *args, **params: transpose_fn(ct, **params)
+
+
+def deflinear2(prim, transpose_fn):
+  """A linear primitive whose transpose needs the operands (UndefinedPrimal carry avals):
+  `transpose_fn(ct, *args, **params)`."""
+  prim.jvp = linear_jvp(prim)
+  prim.transpose = transpose_fn
+
+
+def unbroadcast(aval: ShapedArray, x):
+  """Sum `x` (the cotangent of an elementwise result) down to the operand's shape: lax
+  operands are 0-d or of the result's rank with size-1 dimensions broadcast."""
+  from ember._src.primitives.reductions import reduce_sum
+  from ember._src.primitives.structural import reshape
+  shape = core.get_aval(x).shape
+  if shape == aval.shape:
+    return x
+  if not aval.shape:
+    return reduce_sum(x, tuple(range(len(shape))))
+  dims = tuple(i for i, (a, b) in enumerate(zip(aval.shape, shape)) if a == 1 and b != 1)
+  return reshape(reduce_sum(x, dims), aval.shape)
+
+
+# ------------------------------------------------------------------------------------
+# Forward mode
+# ------------------------------------------------------------------------------------
+
+
+class JVPTracer(core.Tracer):
+  __slots__ = ("primal", "tangent")
+
+  def __init__(self, trace, primal, tangent):
+    self._trace, self.primal, self.tangent = trace, primal, tangent
+
+  @property
+  def aval(self):
+    return core.get_aval(self.primal)
+
+  def to_concrete_value(self):
+    p = self.primal
+    return p.to_concrete_value() if isinstance(p, core.Tracer) else core.to_numpy(p)
+
+  def _origin_msg(self):
+    p = self.primal
+    return p._origin_msg() if isinstance(p, core.Tracer) else ""
+
+
+class JVPTrace(core.Trace):
+  def pure(self, val):
+    return JVPTracer(self, val, Zero.from_value(val))
+
+  lift = pure
+
+  def process_primitive(self, prim, tracers, params):
+    primals = [t.primal for t in tracers]
+    tangents = [t.tangent for t in tracers]
+    if all(type(t) is Zero for t in tangents):
+      outs = prim.bind(*primals, **params)
+      outs = outs if prim.multiple_results else [outs]
+      return [JVPTracer(self, o, Zero.from_value(o)) for o in outs]
+    rule = prim.jvp
+    if rule is None:
+      out_avals = prim.out_avals([core.get_aval(p) for p in primals], params)
+      if any(is_differentiable(a.dtype) for a in out_avals):
+        raise NotImplementedError(f"Differentiation rule for '{prim.name}' not implemented")
+      outs = prim.bind(*primals, **params)
+      outs = outs if prim.multiple_results else [outs]
+      return [JVPTracer(self, o, Zero.from_value(o)) for o in outs]
+    p_out, t_out = rule(primals, tangents, **params)
+    if not prim.multiple_results:
+      p_out, t_out = [p_out], [t_out]
+    return [JVPTracer(self, p, t if is_differentiable(core.get_aval(p).dtype)
+                      else Zero.from_value(p)) for p, t in zip(p_out, t_out)]
+
+
+def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence):
+  """`fun(*flat) -> (flat outs, aux)` under a JVPTrace: (primal outs, tangent outs
+  (Zero where symbolically zero), aux with its tracers replaced by their primals)."""
+  with core.new_main(JVPTrace) as main:
+    trace = JVPTrace(main)
+    ins = [JVPTracer(trace, _as_array(p), _as_array(t)) for p, t in zip(primals, tangents)]
+    outs, aux = fun(*ins)
+    outs = [core.full_raise(trace, o) for o in outs]
+    aux = _strip_aux(aux, main)
+    return [o.primal for o in outs], [o.tangent for o in outs], aux
+
+
+def _as_array(x):
+  """Python scalars as (weakly typed) Arrays, so rules never see two bare Python numbers."""
+  if type(x) in (bool, int, float, complex):
+    from ember._src.runtime.array import Array
+    aval = core.get_aval(x)
+    return Array(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
+  return x
+
+
+def _strip_aux(aux, main):
+  def strip(x):
+    while isinstance(x, JVPTracer) and x._trace.main is main:
+      x = x.primal
+    return x
+  return tree_util.tree_map(strip, aux) if aux is not None else None
+
+
+# ------------------------------------------------------------------------------------
+# linearize: primal computation runs, tangent computation is staged into a linear jaxpr
+# ------------------------------------------------------------------------------------
+
+
+def linearize_flat(fun: Callable, primals: Sequence):
+  """Linearize `fun(*flat) -> (flat outs, aux)` at `primals`.
+
+  Returns (primal outs, linear jaxpr, out_nonzero, aux): the jaxpr's invars are the
+  tangents of the differentiable primals (in order), its consts the residuals, and its
+  outvars the tangents of the outputs whose tangent is not symbolically zero."""
+  avals = [core.get_aval(p) for p in primals]
+  builder = core.JaxprBuilder()
+  with core.new_main(core.JaxprTrace, builder) as tmain:
+    ttrace = core.JaxprTrace(tmain)
+    tan_in = [ttrace.new_arg(a) if is_differentiable(a.dtype) else Zero(tangent_aval(a))
+              for a in avals]
+    p_out, t_out, aux = jvp_flat(fun, primals, tan_in)
+    nonzero = [type(t) is not Zero for t in t_out]
+    outs = [core.full_raise(ttrace, t) for t in t_out if type(t) is not Zero]
+    jaxpr = builder.build([t for t in tan_in if type(t) is not Zero], outs)
+  return p_out, jaxpr, nonzero, aux
+
+
+# ------------------------------------------------------------------------------------
+# Transposition
+# ------------------------------------------------------------------------------------
+
+
+class UndefinedPrimal:
+  """A linear input of a transposed equation: only its type is known."""
+  __slots__ = ("aval",)
+
+  def __init__(self, aval):
+    self.aval = aval
+
+  def __repr__(self):
+    return f"UndefinedPrimal({self.aval})"
+
+
+def is_undefined_primal(x) -> bool:
+  return type(x) is UndefinedPrimal
+
+
+def backward_pass(jaxpr: core.Jaxpr, consts: Sequence, args: Sequence, cts_out: Sequence):
+  """Transpose `jaxpr`, linear in the inputs given as UndefinedPrimal: returns one
+  cotangent per input (Zero where none flows; None for defined inputs).
+
+  Equations whose inputs are all defined (residual computations, e.g. recomputed in a
+  checkpoint) are evaluated forward first; the others are transposed in reverse order."""
+  primal_env: dict[int, Any] = {}
+
+  def read_primal(v):
+    if isinstance(v, Literal):  # as eval_jaxpr: a bare NumPy scalar would lose a weak type
+      return _literal_value(v)
+    return primal_env.get(id(v), _undefined(v))
+
+  for v, x in zip(jaxpr.constvars, consts):
+    primal_env[id(v)] = x
+  for v, x in zip(jaxpr.invars, args):
+    if not is_undefined_primal(x):
+      primal_env[id(v)] = x
+  linear_eqns = []
+  for eqn in jaxpr.eqns:
+    ins = [read_primal(v) for v in eqn.invars]
+    if any(is_undefined_primal(x) for x in ins):
+      linear_eqns.append(eqn)
+      continue
+    outs = core.bind(eqn.primitive, *ins, **eqn.params)
+    for v, o in zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]):
+      primal_env[id(v)] = o
+
+  ct_env: dict[int, Any] = {}
+
+  def write_ct(v, ct):
+    if isinstance(v, Literal) or type(ct) is Zero or ct is None:
+      return
+    ct_env[id(v)] = add_tangents(ct_env[id(v)], ct) if id(v) in ct_env else ct
+
+  for v, ct in zip(jaxpr.outvars, cts_out):
+    write_ct(v, ct)
+  for eqn in reversed(linear_eqns):
+    cts = [ct_env.pop(id(v), None) for v in eqn.outvars]
+    if all(c is None for c in cts):
+      continue
+    cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(eqn.outvars, cts)]
+    rule = eqn.primitive.transpose
+    if rule is None:
+      raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
+                                f"'{eqn.primitive.name}' not implemented")
+    ins = [read_primal(v) for v in eqn.invars]
+    cts_in = rule(cts if eqn.primitive.multiple_results else cts[0], *ins, **eqn.params)
+    for v, x, ct in zip(eqn.invars, ins, cts_in):
+      if is_undefined_primal(x):
+        write_ct(v, ct)
+  return [ct_env.get(id(v), Zero(tangent_aval(v.aval))) if is_undefined_primal(x) else None
+          for v, x in zip(jaxpr.invars, args)]
+
+
+def _literal_value(lit):
+  if lit.aval.weak_type:
+    from ember._src.runtime.array import Array
+    return Array(np.asarray(lit.val, lit.aval.dtype), weak_type=True)
+  return lit.val
+
+
+def _undefined(v):
+  return UndefinedPrimal(v.aval)
+
+
+# ------------------------------------------------------------------------------------
+# Differentiating call-like primitives (jit, checkpoint): jaxpr-level jvp and transpose
+# ------------------------------------------------------------------------------------
+
+_jvp_cache: "weakref.WeakKeyDictionary[core.Jaxpr, dict]" = weakref.WeakKeyDictionary()
+_transpose_cache: "weakref.WeakKeyDictionary[core.Jaxpr, dict]" = weakref.WeakKeyDictionary()
+
+
+def _trace_closed(fun, in_avals):
+  """Stage `fun(*tracers) -> outs` into a const-free jaxpr: (jaxpr, hoisted consts)."""
+  closed, _ = core.trace_to_jaxpr(lambda *xs: (fun(*xs), None), in_avals)
+  return core.hoist_consts(closed)
+
+
+def jvp_jaxpr(jaxpr: core.Jaxpr, nonzeros: Sequence[bool]):
+  """The jvp of a const-free `jaxpr` as a jaxpr: invars (hoisted consts, primals, nonzero
+  tangents), outvars (primal outs, nonzero tangent outs). Returns (jaxpr, consts,
+  out_nonzeros)."""
+  n = len(jaxpr.invars)
+  in_avals = list(jaxpr.in_avals) + [tangent_aval(a) for a, nz in zip(jaxpr.in_avals, nonzeros)
+                                     if nz]
+  out_nz = []
+
+  def fun(*args):
+    primals, nz_tangents = args[:n], iter(args[n:])
+    tangents = [next(nz_tangents) if nz else Zero(tangent_aval(a))
+                for a, nz in zip(jaxpr.in_avals, nonzeros)]
+    p_out, t_out, _ = jvp_flat(lambda *xs: (core.eval_jaxpr(jaxpr, jaxpr.consts, *xs), None),
+                               primals, tangents)
+    out_nz[:] = [type(t) is not Zero for t in t_out]
+    return p_out + [t for t in t_out if type(t) is not Zero]
+  jaxpr_out, consts = _trace_closed(fun, in_avals)
+  return jaxpr_out, consts, out_nz
+
+
+class _CallJvp:
+  """The jvp of one call jaxpr, split into a known call (consts + primals -> known outs +
+  residuals) and an unknown call (residuals + nonzero tangents -> unknown outs)."""
+
+  def __init__(self, jaxpr, nonzeros):
+    j, consts, self.out_nz = jvp_jaxpr(jaxpr, nonzeros)
+    self.consts = consts
+    from ember._src.transforms.partial_eval import partial_eval_jaxpr
+    unknowns = [False] * (len(consts) + len(jaxpr.invars)) + [True] * sum(nonzeros)
+    self.known, self.unknown, self.out_unknown, self.num_res = partial_eval_jaxpr(j, unknowns)
+
+
+def _call_jvp_split(jaxpr, nonzeros) -> _CallJvp:
+  per = _jvp_cache.setdefault(jaxpr, {})
+  key = tuple(nonzeros)
+  if key not in per:
+    per[key] = _CallJvp(jaxpr, nonzeros)
+  return per[key]
+
+
+def call_jvp(prim, params_for: Callable):
+  """The jvp rule of a call primitive holding `jaxpr` in its params: a known call on the
+  primals (primal outputs and residuals) and an unknown call (the tangents), each bound
+  as `prim` with `params_for(params, new_jaxpr)`. Under linearize the known call runs
+  (or is staged) with the primals and the unknown one lands in the linear jaxpr."""
+  def rule(primals, tangents, *, jaxpr, **params):
+    nonzeros = [type(t) is not Zero for t in tangents]
+    s = _call_jvp_split(jaxpr, nonzeros)
+    n_out = len(jaxpr.outvars)
+    known_outs = prim.bind(*s.consts, *primals, **params_for(params, s.known))
+    res = known_outs[len(known_outs) - s.num_res:]
+    known_outs = iter(known_outs[:len(known_outs) - s.num_res])
+    nz_tangents = [t for t in tangents if type(t) is not Zero]
+    unknown_outs = iter(prim.bind(*res, *nz_tangents, **params_for(params, s.unknown))
+                        if s.unknown.outvars else [])
+    outs = [next(unknown_outs) if u else next(known_outs) for u in s.out_unknown]
+    p_out, nz_t_out = outs[:n_out], iter(outs[n_out:])
+    t_out = [next(nz_t_out) if nz else Zero(tangent_aval(a))
+             for a, nz in zip(jaxpr.out_avals, s.out_nz)]
+    return p_out, t_out
+  return rule
+
+
+def transpose_jaxpr(jaxpr: core.Jaxpr, undefined: Sequence[bool], ct_nonzero: Sequence[bool]):
+  """The transpose of `jaxpr` (linear in the `undefined` inputs) as a jaxpr: invars
+  (hoisted consts, defined inputs, nonzero cotangents), outvars (cotangents of the
+  undefined inputs, zeros instantiated). Returns (jaxpr, consts)."""
+  per = _transpose_cache.setdefault(jaxpr, {})
+  key = (tuple(undefined), tuple(ct_nonzero))
+  if key in per:
+    return per[key]
+  defined_avals = [a for a, u in zip(jaxpr.in_avals, undefined) if not u]
+  ct_avals = [tangent_aval(a) for a, nz in zip(jaxpr.out_avals, ct_nonzero) if nz]
+  nd = len(defined_avals)
+
+  def fun(*vals):
+    defined, cts = iter(vals[:nd]), iter(vals[nd:])
+    args = [UndefinedPrimal(a) if u else next(defined) for a, u in zip(jaxpr.in_avals, undefined)]
+    cts_out = [next(cts) if nz else Zero(tangent_aval(a))
+               for a, nz in zip(jaxpr.out_avals, ct_nonzero)]
+    cts_in = backward_pass(jaxpr, jaxpr.consts, args, cts_out)
+    return [instantiate_zeros(c) for c, u in zip(cts_in, undefined) if u]
+  per[key] = _trace_closed(fun, defined_avals + ct_avals)
+  return per[key]
+
+
+def call_transpose(prim, params_for: Callable):
+  """The transpose rule of a call primitive: one call of the transposed sub-jaxpr."""
+  def rule(cts, *args, jaxpr, **params):
+    undefined = [is_undefined_primal(a) for a in args]
+    ct_nonzero = [type(c) is not Zero for c in cts]
+    tj, consts = transpose_jaxpr(jaxpr, undefined, ct_nonzero)
+    defined = [a for a, u in zip(args, undefined) if not u]
+    outs = iter(prim.bind(*consts, *defined, *[c for c in cts if type(c) is not Zero],
+                          **params_for(params, tj)))
+    return [next(outs) if u else None for u in undefined]
+  return rule
+
+
+# ------------------------------------------------------------------------------------
+# The user API
+# ------------------------------------------------------------------------------------
+
+
+def _check_callable(fun, name):
+  if not callable(fun):
+    raise TypeError(f"{name} requires a callable argument, got {type(fun).__name__}: {fun!r}")
+
+
+def _check_arg(x, what="argument"):
+  if not core.is_arraylike(x) or isinstance(x, (str, bytes)):
+    raise TypeError(f"Argument '{x!r}' of type {type(x)} is not a valid JAX type")
+
+
+def _flat_fun(fun, in_tree, has_aux, store: dict, name: str):
+  """A flat version of `fun` for the transformations: flat args -> (flat outs, aux);
+  the output tree goes into `store['out_tree']`."""
+  def flat(*xs):
+    out = fun(*tree_util.tree_unflatten(in_tree, xs))
+    aux = None
+    if has_aux:
+      if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"expected function with aux output to return a two-element "
+                        f"tuple, but got type {type(out)} with value {out!r}")
+      out, aux = out
+    leaves, store["out_tree"] = tree_util.tree_flatten(out)
+    for leaf in leaves:
+      if not core.is_arraylike(leaf):
+        raise TypeError(f"{name}: function returned a value of type {type(leaf).__name__} "
+                        f"({leaf!r}), which is not a valid JAX type.")
+    return leaves, aux
+  return flat
+
+
+def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
+  """Forward-mode: (fun(*primals), the directional derivative along `tangents`)."""
+  _check_callable(fun, "jvp")
+  if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+    raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
+                    f"{type(primals).__name__} and {type(tangents).__name__}.")
+  p_flat, tree = tree_util.tree_flatten(tuple(primals))
+  t_flat, t_tree = tree_util.tree_flatten(tuple(tangents))
+  if tree != t_tree:
+    raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
+                    f"structure; primals have tree structure {tree} whereas tangents have "
+                    f"tree structure {t_tree}.")
+  tans = []
+  for p, t in zip(p_flat, t_flat):
+    _check_arg(p)
+    pa = core.get_aval(p)
+    ta = ShapedArray(np.shape(t), t.dtype) if isinstance(t, np.ndarray) and t.dtype == dtypes.float0 \
+        else core.get_aval(t)
+    expected = tangent_aval(pa).dtype
+    if ta.dtype != expected:
+      raise TypeError("primal and tangent arguments to jax.jvp do not match; dtypes must be "
+                      "equal, or in case of int/bool primal dtype the tangent dtype must be "
+                      f"float0. Got primal dtype {pa.dtype.name} and so expected tangent "
+                      f"dtype {np.dtype(expected).name}, but got tangent dtype "
+                      f"{np.dtype(ta.dtype).name} instead.")
+    if ta.shape != pa.shape:
+      raise ValueError("jvp called with different primal and tangent shapes; Got primal shape "
+                       f"{pa.shape} and tangent shape as {ta.shape}")
+    tans.append(t if is_differentiable(pa.dtype) else Zero(tangent_aval(pa)))
+  store: dict = {}
+  flat = _flat_fun(fun, tree, has_aux, store, "jvp")
+  p_out, t_out, aux = jvp_flat(flat, p_flat, tans)
+  t_out = [instantiate_zeros(t) for t in t_out]
+  out_tree = store["out_tree"]
+  res = (tree_util.tree_unflatten(out_tree, p_out), tree_util.tree_unflatten(out_tree, t_out))
+  return (*res, aux) if has_aux else res
+
+
+def linearize(fun: Callable, *primals, has_aux: bool = False):
+  """(fun(*primals), f_jvp): f_jvp(*tangents) evaluates the linear jaxpr of the jvp."""
+  _check_callable(fun, "linearize")
+  p_flat, tree = tree_util.tree_flatten(primals)
+  for p in p_flat:
+    _check_arg(p)
+  store: dict = {}
+  p_out, jaxpr, nonzero, aux = linearize_flat(_flat_fun(fun, tree, has_aux, store, "linearize"),
+                                              p_flat)
+  out_tree = store["out_tree"]
+  diff = [is_differentiable(core.get_aval(p).dtype) for p in p_flat]
+  out_avals = [tangent_aval(core.get_aval(p)) for p in p_out]
+
+  def f_jvp(*tangents):
+    t_flat, t_tree = tree_util.tree_flatten(tangents)
+    if t_tree != tree:
+      raise TypeError(f"linearized function called on tangent values inconsistent with the "
+                      f"original primal values: expected tree structure {tree}, got {t_tree}.")
+    for p, t in zip(p_flat, t_flat):
+      pa, ta = core.get_aval(p), core.get_aval(t)
+      if is_differentiable(pa.dtype) and (ta.shape, ta.dtype) != (pa.shape, pa.dtype):
+        raise ValueError(f"linearized function called on tangent values inconsistent with "
+                         f"the original primal values: got tangent {ta.str_short()} for "
+                         f"primal {pa.str_short()}.")
+    outs = iter(core.eval_jaxpr(jaxpr, jaxpr.consts, *[t for t, d in zip(t_flat, diff) if d]))
+    t_out = [next(outs) if nz else zeros_like_aval(a) for a, nz in zip(out_avals, nonzero)]
+    return tree_util.tree_unflatten(out_tree, t_out)
+
+  out = tree_util.tree_unflatten(out_tree, p_out)
+  return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+
+
+def _type_str(aval) -> str:
+  shape = ",".join(map(str, aval.shape))
+  return f"{np.dtype(aval.dtype).name}[{shape}]"
+
+
+def _vjp(fun, primals, has_aux, name="vjp"):
+  p_flat, in_tree = tree_util.tree_flatten(primals)
+  for p in p_flat:
+    _check_arg(p)
+  store: dict = {}
+  p_out, jaxpr, nonzero, aux = linearize_flat(_flat_fun(fun, in_tree, has_aux, store, name),
+                                              p_flat)
+  out_tree = store["out_tree"]
+  in_avals = [core.get_aval(p) for p in p_flat]
+  out_avals = [core.get_aval(p) for p in p_out]
+
+  def vjp_fn(ct):
+    ct_flat, ct_tree = tree_util.tree_flatten(ct)
+    if ct_tree != out_tree:
+      raise ValueError(f"unexpected tree structure.\n\nThe argument to a VJP function "
+                       f"returned by `jax.vjp` must match the pytree structure of the "
+                       f"differentiated function {name}: expected {out_tree}, got {ct_tree}.")
+    for c, a in zip(ct_flat, out_avals):
+      ca = core.get_aval(c) if not (isinstance(c, np.ndarray) and c.dtype == dtypes.float0) \
+          else ShapedArray(c.shape, dtypes.float0)
+      if ca.shape != a.shape:
+        raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+                         f"function: got {_type_str(ca)}, but expected "
+                         f"{_type_str(tangent_aval(a))} because the corresponding output of "
+                         f"the differentiated function had JAX type {_type_str(a)}")
+      if ca.dtype != tangent_aval(a).dtype and not dtypes.is_python_scalar(c):
+        raise ValueError(f"Type of cotangent input to vjp pullback function "
+                         f"({np.dtype(ca.dtype).name}) is not the expected tangent type "
+                         f"({np.dtype(tangent_aval(a).dtype).name}) of corresponding primal "
+                         f"output with dtype {a.dtype.name}.")
+    cts = [c for c, nz in zip(ct_flat, nonzero) if nz]
+    cts_in = iter(backward_pass(jaxpr, jaxpr.consts,
+                                [UndefinedPrimal(v.aval) for v in jaxpr.invars], cts))
+    out = [instantiate_zeros(next(cts_in)) if is_differentiable(a.dtype)
+           else zeros_like_aval(tangent_aval(a)) for a in in_avals]
+    return tuple(tree_util.tree_unflatten(in_tree, out))
+
+  return tree_util.tree_unflatten(out_tree, p_out), vjp_fn, aux
+
+
+def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
+  """(fun(*primals), vjp_fn): vjp_fn(cotangent) -> one cotangent per primal (a tuple)."""
+  _check_callable(fun, "vjp")
+  out, vjp_fn, aux = _vjp(fun, primals, has_aux)
+  return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+def _argnums_tuple(argnums):
+  if isinstance(argnums, (int, np.integer)):
+    return (operator.index(argnums),)
+  return tuple(operator.index(a) for a in argnums)
+
+
+def _split_argnums(fun, args, kwargs, argnums, name):
+  nums = _argnums_tuple(argnums)
+  if any(not -len(args) <= i < len(args) for i in nums):
+    raise TypeError(f"differentiating with respect to argnums={argnums} requires at least "
+                    f"{max(nums) + 1} positional arguments to be passed by the caller, but "
+                    f"got only {len(args)} positional arguments.")
+  nums = tuple(i % len(args) for i in nums)
+
+  def partial_fun(*dyn):
+    full = list(args)
+    for i, x in zip(nums, dyn):
+      full[i] = x
+    return fun(*full, **kwargs)
+  return partial_fun, tuple(args[i] for i in nums)
+
+
+def _check_input_dtype(name, x, holomorphic, allow_int):
+  aval = core.get_aval(x)
+  dt = aval.dtype
+  if isinstance(dt, dtypes.ExtendedDType):
+    raise TypeError(f"{name} does not support differentiating with respect to key arrays "
+                    f"(dtype {dt}); pass them as non-differentiated arguments.")
+  kind = dtype_kind(dt)
+  if holomorphic and kind != "c":
+    raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, but "
+                    f"got {dt.name}.")
+  if kind in "biu" and not allow_int:
+    raise TypeError(f"{name} requires real- or complex-valued inputs (input dtype that is a "
+                    f"sub-dtype of np.inexact), but got {dt.name}. If you want to use "
+                    "Boolean- or integer-valued inputs, use vjp or set allow_int to True.")
+
+
+def _check_output(name, aval, holomorphic):
+  if aval.shape != ():
+    raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
+                    f"{aval.shape}. To get the gradient, reduce the output to a scalar with "
+                    "output.sum(), or use jax.jacobian to differentiate a function with a "
+                    "non-scalar output.")
+  kind = dtype_kind(aval.dtype)
+  if holomorphic:
+    if kind != "c":
+      raise TypeError(f"{name} with holomorphic=True requires outputs with complex dtype, "
+                      f"but got {aval.dtype.name}.")
+  elif kind in "biu":
+    raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
+                    f"of np.floating), but got {aval.dtype.name}. For differentiation of "
+                    "functions with integer outputs, use jax.vjp directly.")
+  elif kind != "f":
+    raise TypeError(f"{name} requires real-valued outputs (output dtype that is a sub-dtype "
+                    f"of np.floating), but got {aval.dtype.name}. For holomorphic "
+                    "differentiation, pass holomorphic=True. For differentiation of "
+                    "non-holomorphic functions involving complex outputs, use jax.vjp "
+                    "directly.")
+
+
+def _one(aval):
+  """The seed cotangent 1 of a scalar output, weakly typed when the output is (as JAX)."""
+  from ember._src.runtime.array import Array
+  return Array(np.ones((), aval.dtype), weak_type=aval.weak_type)
+
+
+def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+                   allow_int: bool = False, reduce_axes=()):
+  """A function returning (fun(*args), the gradient of fun with respect to `argnums`)."""
+  _check_callable(fun, "value_and_grad")
+  _argnums_tuple(argnums)
+
+  @functools.wraps(fun, updated=())  # not __dict__ (a jit or custom_vjp object keeps state there)
+  def value_and_grad_f(*args, **kwargs):
+    f_partial, dyn = _split_argnums(fun, args, kwargs, argnums, "value_and_grad")
+    for x in tree_util.tree_leaves(dyn):
+      _check_arg(x)
+      _check_input_dtype("grad", x, holomorphic, allow_int)
+    ans, vjp_fn, aux = _vjp(f_partial, dyn, has_aux, getattr(fun, "__name__", "fun"))
+    if not core.is_arraylike(ans):
+      raise TypeError(f"Gradient only defined for scalar-output functions. Output was {ans!r}.")
+    aval = core.get_aval(ans)
+    _check_output("grad", aval, holomorphic)
+    g = vjp_fn(_one(aval))
+    g = g[0] if isinstance(argnums, (int, np.integer)) else g
+    return ((ans, aux), g) if has_aux else (ans, g)
+
+  return value_and_grad_f
+
+
+def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False, reduce_axes=()):
+  """The gradient of scalar-valued `fun` with respect to the `argnums` arguments."""
+  _check_callable(fun, "grad")
+  vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+  @functools.wraps(fun, updated=())  # not __dict__ (a jit or custom_vjp object keeps state there)
+  def grad_f(*args, **kwargs):
+    out, g = vg(*args, **kwargs)
+    return (g, out[1]) if has_aux else g
+  return grad_f
+
+
+# --- Jacobians ---------------------------------------------------------------------------
+
+
+def _std_basis(leaves) -> tuple[int, list]:
+  """The standard basis of the flattened `leaves`: (n, one (n, *leaf.shape) array per leaf)."""
+  from ember._src.runtime.array import Array
+  avals = [core.get_aval(x) for x in leaves]
+  sizes = [a.size for a in avals]
+  n = sum(sizes)
+  dt = dtypes.result_type(*[a.dtype for a in avals]) if avals else np.float32
+  eye = np.eye(n, dtype=dt)
+  out, start = [], 0
+  for a, s in zip(avals, sizes):
+    rows = eye[:, start:start + s].reshape((n,) + a.shape).astype(a.dtype)
+    out.append(Array(rows, weak_type=a.weak_type))  # weak in, weak out (as JAX)
+    start += s
+  return n, out
+
+
+def _map_basis(fn, basis_leaves, n):
+  """fn applied to each row of the basis; the results stacked along a new axis 0."""
+  import ember.numpy as jnp
+  try:
+    from ember._src.transforms.batching import vmap  # noqa: F401
+  except ImportError:
+    vmap = None
+  if vmap is not None:
+    return vmap(fn)(*basis_leaves)
+  rows = [fn(*[b[i] for b in basis_leaves]) for i in range(n)]
+  if n == 0:
+    raise ValueError("cannot compute the Jacobian of a function with no inputs/outputs")
+  return tree_util.tree_map(lambda *xs: jnp.stack(xs), *rows)
+
+
+def _check_jac_input(name, x, holomorphic, allow_int):
+  kind = dtype_kind(core.get_aval(x).dtype)
+  if holomorphic and kind != "c":
+    raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, but "
+                    f"got {core.get_aval(x).dtype.name}.")
+  if not holomorphic and kind != "f" and not (allow_int and kind in "biu"):
+    raise TypeError(f"{name} requires real-valued inputs (input dtype that is a sub-dtype "
+                    f"of np.floating), but got {core.get_aval(x).dtype.name}. For holomorphic "
+                    "differentiation, pass holomorphic=True. For differentiation of "
+                    "non-holomorphic functions involving complex inputs or integer inputs, "
+                    "use jax.jvp directly.")
+
+
+def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+  """The Jacobian of `fun` by forward mode: out.shape + in.shape per (output, input) leaf."""
+  _check_callable(fun, "jacfwd")
+
+  def jacfun(*args, **kwargs):
+    import ember.numpy as jnp
+    f_partial, dyn = _split_argnums(fun, args, kwargs, argnums, "jacfwd")
+    dyn_leaves, dyn_tree = tree_util.tree_flatten(dyn)
+    for x in dyn_leaves:
+      _check_jac_input("jacfwd", x, holomorphic, False)
+    lin = linearize(f_partial, *dyn, has_aux=has_aux)
+    f_jvp = lin[1]
+    n, basis = _std_basis(dyn_leaves)
+    jac_rows = _map_basis(lambda *b: f_jvp(*tree_util.tree_unflatten(dyn_tree, b)), basis, n)
+    # jac_rows: out tree of (n, *out.shape); move n last and split it per input leaf
+    in_shapes = [core.get_aval(x).shape for x in dyn_leaves]
+    splits = np.cumsum([int(np.prod(s, dtype=np.int64)) for s in in_shapes])[:-1]
+
+    def per_out(j):
+      j = jnp.moveaxis(j, 0, -1)
+      out_shape = j.shape[:-1]
+      parts = jnp.split(j, splits, axis=-1) if len(in_shapes) > 1 else [j]
+      leaves = [p.reshape(out_shape + s) for p, s in zip(parts, in_shapes)]
+      tree = tree_util.tree_unflatten(dyn_tree, leaves)
+      return tree[0] if isinstance(argnums, (int, np.integer)) else tree
+    jac = tree_util.tree_map(per_out, jac_rows)
+    return (jac, lin[2]) if has_aux else jac
+
+  return jacfun
+
+
+def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
+           allow_int: bool = False):
+  """The Jacobian of `fun` by reverse mode: out.shape + in.shape per (output, input) leaf."""
+  _check_callable(fun, "jacrev")
+
+  def jacfun(*args, **kwargs):
+    f_partial, dyn = _split_argnums(fun, args, kwargs, argnums, "jacrev")
+    dyn_leaves, dyn_tree = tree_util.tree_flatten(dyn)
+    for x in dyn_leaves:
+      _check_input_dtype("jacrev", x, holomorphic, allow_int)
+    y, vjp_fn, aux = _vjp(f_partial, dyn, has_aux, "jacrev")
+    y_leaves, y_tree = tree_util.tree_flatten(y)
+    n, basis = _std_basis(y_leaves)
+    cts = _map_basis(lambda *b: vjp_fn(tree_util.tree_unflatten(y_tree, b)), basis, n)
+    ct_leaves = tree_util.tree_leaves(cts)       # one (n, *in.shape) per input leaf
+    sizes = [int(np.prod(core.get_aval(x).shape, dtype=np.int64)) for x in y_leaves]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+
+    def block(i, leaf):
+      out_shape = core.get_aval(y_leaves[i]).shape
+      rows = leaf[offsets[i]:offsets[i + 1]]
+      return rows.reshape(out_shape + core.get_aval(leaf).shape[1:])
+    jac_leaves = []
+    for i in range(len(y_leaves)):
+      tree = tree_util.tree_unflatten(dyn_tree, [block(i, l) for l in ct_leaves])
+      jac_leaves.append(tree[0] if isinstance(argnums, (int, np.integer)) else tree)
+    jac = tree_util.tree_unflatten(y_tree, jac_leaves)
+    return (jac, aux) if has_aux else jac
+
+  return jacfun
+
+
+def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
+  """The Hessian of scalar `fun`: jacfwd(jacrev(fun))."""
+  return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+
+
+deflinear(add_any_p, lambda ct: [ct, ct])
+
+
+def linear_transpose(fun: Callable, *primals, reduce_axes=()):
+  """The transpose of the linear function `fun` at the types of `primals`: a function
+  mapping output cotangents to a tuple of input cotangents."""
+  _check_callable(fun, "linear_transpose")
+  p_flat, in_tree = tree_util.tree_flatten(primals)
+  in_avals = [core.get_aval(p) for p in p_flat]
+  for a in in_avals:
+    if not is_differentiable(a.dtype):
+      raise TypeError(f"linear_transpose only supports [float or complex] -> [float or "
+                      f"complex], and integer -> integer functions, but got {a.dtype.name}.")
+  store: dict = {}
+  flat = _flat_fun(fun, in_tree, False, store, "linear_transpose")
+  jaxpr, _ = core.trace_to_jaxpr(lambda *xs: (flat(*xs)[0], None), in_avals)
+  out_tree = store["out_tree"]
+
+  def transposed(out_ct):
+    ct_flat, ct_tree = tree_util.tree_flatten(out_ct)
+    if ct_tree != out_tree:
+      raise TypeError(f"cotangent tree does not match function output, got {ct_tree} and "
+                      f"{out_tree}")
+    cts = backward_pass(jaxpr, jaxpr.consts, [UndefinedPrimal(a) for a in in_avals], ct_flat)
+    return tuple(tree_util.tree_unflatten(in_tree, [instantiate_zeros(c) for c in cts]))
+  return transposed

@@ -1,0 +1,518 @@
+"""Batching (vmap): the BatchTrace interpreter, the rule factories primitives share, and
+`vmap` itself.
+
+As in JAX's "Autodidax": a `BatchTracer` carries a value `val` that has one extra
+dimension, `batch_dim` (None: the value is the same for every example). `vmap` pushes a
+`BatchTrace` on the trace stack; each primitive applied to its tracers runs the
+primitive's batching rule, `prim.batch(axis_data, vals, dims, **params) -> (out, out_dim)`
+(a list of outs and a list of dims for multiple-result primitives), which binds ordinary
+primitives on the batched values, so the result is again a jaxpr of lax primitives (or
+eager NumPy work) with no trace of vmap left in it.
+
+The rules sit beside each primitive's declaration (ember/_src/primitives/*); this module
+holds the machinery and the factories for whole families: `vectorized` (elementwise
+unary), `broadcasting` (elementwise n-ary with lax's size-1 broadcasting), `reducer`
+(`axes` param) and `cumulative` (`axis` param). Parameters computed here use NumPy
+arithmetic exactly where JAX's rules do, so batched jaxprs print as JAX's do
+(`broadcast_dimensions=(0, np.int64(2))`).
+
+Named axes: `vmap(..., axis_name='i')` registers 'i' while it traces; collectives
+(`lax.psum(x, 'i')`, ...) are primitives whose batching rule turns the named axis into a
+positional one (see ember/_src/primitives/parallel.py), and whose binding is routed to
+the trace of the vmap that binds the name (`named_trace`) even when `x` does not depend
+on that vmap's inputs.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import inspect
+import weakref
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from ember._src import core, tree_util
+from ember._src.core import ShapedArray
+
+not_mapped = None
+
+
+class AxisData(NamedTuple):
+  name: Any            # the axis name (None when vmap was not given one)
+  size: int
+  spmd_axis_name: Any  # accepted for JAX compatibility; ember has no device meshes
+
+
+# ------------------------------------------------------------------------------------
+# The trace
+# ------------------------------------------------------------------------------------
+
+
+class BatchTracer(core.Tracer):
+  __slots__ = ("val", "batch_dim")
+
+  def __init__(self, trace, val, batch_dim):
+    self._trace, self.val, self.batch_dim = trace, val, batch_dim
+
+  @property
+  def aval(self) -> ShapedArray:
+    a = core.get_aval(self.val)
+    d = self.batch_dim
+    if d is None:
+      return a
+    return a.update(shape=a.shape[:d] + a.shape[d + 1:])
+
+  def full_lower(self):
+    return core.full_lower(self.val) if self.batch_dim is None else self
+
+  def _origin_msg(self):
+    return self.val._origin_msg() if isinstance(self.val, core.Tracer) else ""
+
+
+class BatchTrace(core.Trace):
+  """Runs each primitive's batching rule on the batched values."""
+
+  @property
+  def axis_data(self) -> AxisData:
+    return self.main.global_data
+
+  def pure(self, val):
+    return BatchTracer(self, val, not_mapped)
+
+  lift = pure
+
+  def process_primitive(self, primitive, tracers, params):
+    vals = [t.val for t in tracers]
+    dims = [t.batch_dim for t in tracers]
+    if primitive.named_trace is None and all(d is None for d in dims):
+      out = primitive.bind(*vals, **params)
+      out_dims = [None] * len(out) if primitive.multiple_results else None
+    else:
+      rule = primitive.batch
+      if rule is None:
+        raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
+      # check the per-example types first: errors name the shapes the user wrote (as JAX's)
+      primitive.out_avals([t.aval for t in tracers], params)
+      out, out_dims = rule(self.axis_data, vals, dims, **params)
+    if primitive.multiple_results:
+      return [BatchTracer(self, o, d) for o, d in zip(out, out_dims)]
+    return [BatchTracer(self, out, out_dims)]
+
+
+# ------------------------------------------------------------------------------------
+# Named axes: which vmap binds which axis name
+# ------------------------------------------------------------------------------------
+
+_axis_env: list[tuple[Any, core.MainTrace]] = []   # (name, main), innermost last
+
+
+def axis_main(name) -> core.MainTrace | None:
+  for n, main in reversed(_axis_env):
+    if n == name:
+      return main
+  return None
+
+
+def axis_size(name) -> int:
+  main = axis_main(name)
+  if main is None:
+    raise unbound_axis_error(name)
+  return main.global_data.size
+
+
+def unbound_axis_error(name, prim_name: str = "psum") -> NameError:
+  """JAX's NameError (its first sentence verbatim), with ember's fix: ember binds axis
+  names only with vmap (it has no pmap / shard_map)."""
+  fix = (f"Collectives such as {prim_name} must run inside a function mapped with "
+         f"`vmap(..., axis_name={name!r})`.")
+  if core.dynamic_trace is not None:  # staging (jit / make_jaxpr) outside any vmap
+    return NameError(f"Found an unbound axis name: {name}. {fix}")
+  return NameError(f"unbound axis name: {name}. {fix}")
+
+
+def named_axis_trace(axis_names, prim_name: str, trace: core.Trace) -> core.Trace:
+  """The trace a collective over `axis_names` runs in: the innermost of `trace` (found
+  from its arguments) and the traces of the vmaps binding those names."""
+  for name in axis_names:
+    if isinstance(name, (int, np.integer)):  # a positional axis (from the batching rules)
+      continue
+    main = axis_main(name)
+    if main is None:
+      raise unbound_axis_error(name, prim_name)
+    if main.level > trace.main.level:
+      trace = main.trace_type(main)
+  return trace
+
+
+# ------------------------------------------------------------------------------------
+# Moving batch dimensions
+# ------------------------------------------------------------------------------------
+
+
+def _lax():
+  from ember._src import lax_api
+  return lax_api
+
+
+def moveaxis(x, src: int, dst: int):
+  """`x` with its axis `src` moved to position `dst` (a transpose; nothing when equal)."""
+  if src == dst:
+    return x
+  nd = np.ndim(x) if not isinstance(x, core.Tracer) else x.ndim
+  src, dst = src % nd, dst % nd
+  if src == dst:
+    return x
+  perm = [i for i in range(nd) if i != src]
+  perm.insert(dst, src)
+  return _lax().transpose_p.bind(x, permutation=tuple(perm))
+
+
+def broadcast(x, size: int, axis: int):
+  """`x` with a new axis of `size` inserted at `axis` (every example the same)."""
+  from ember._src.primitives.structural import broadcast_in_dim_p
+  shape = list(core.get_aval(x).shape)
+  shape.insert(axis, size)
+  dims = tuple(np.delete(np.arange(len(shape)), axis))
+  return broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=dims,
+                                 sharding=None)
+
+
+def broadcast_in_dim(x, shape, broadcast_dimensions):
+  return _lax().broadcast_in_dim(x, shape, broadcast_dimensions)
+
+
+def bdim_at_front(x, bdim, size: int):
+  """`x` with its batch dimension first (created by broadcasting when unbatched)."""
+  if bdim is None:
+    return broadcast(x, size, 0)
+  return moveaxis(x, bdim, 0)
+
+
+def shape_of(x) -> tuple:
+  return core.get_aval(x).shape
+
+
+def ndim_of(x) -> int:
+  return len(core.get_aval(x).shape)
+
+
+def batch_size(vals, dims) -> int:
+  return next(shape_of(x)[d] for x, d in zip(vals, dims) if d is not None)
+
+
+# ------------------------------------------------------------------------------------
+# Rule factories for primitive families
+# ------------------------------------------------------------------------------------
+
+
+def vectorized(prim):
+  """Elementwise unary primitives (and any shape-preserving one with a single operand):
+  the batch dimension passes straight through."""
+  def rule(axis_data, vals, dims, **params):
+    return prim.bind(*vals, **params), dims[0]
+  return rule
+
+
+def _handle_scalar_broadcasting(nd, x, d):
+  if d is None or nd == ndim_of(x):
+    return x
+  return _lax().expand_dims(x, tuple(range(ndim_of(x), nd)))
+
+
+def broadcasting(prim):
+  """Elementwise n-ary primitives (JAX's `broadcast_batcher`): equal shapes and batch
+  dims bind directly; otherwise every operand gets its batch dimension in front (size 1
+  for unbatched ones) and lax's size-1 broadcasting does the rest."""
+  def rule(axis_data, vals, dims, **params):
+    shape, dim = next((shape_of(x), d) for x, d in zip(vals, dims) if d is not None)
+    if all(shape_of(x) == shape and d == dim for x, d in zip(vals, dims) if ndim_of(x)):
+      out = prim.bind(*vals, **params)
+      return (out, [dim] * len(out)) if prim.multiple_results else (out, dim)
+    vals = [bdim_at_front(x, d, 1) if ndim_of(x) else x for x, d in zip(vals, dims)]
+    nd = max(ndim_of(x) for x in vals)
+    vals = [_handle_scalar_broadcasting(nd, x, d) for x, d in zip(vals, dims)]
+    out = prim.bind(*vals, **params)
+    return (out, [0] * len(out)) if prim.multiple_results else (out, 0)
+  return rule
+
+
+def reducer(prim):
+  """Reductions over `axes` (reduce_*, argmax/argmin): shift the axes past the batch
+  dimension; the batch dimension stays, at its place among the kept dimensions."""
+  def rule(axis_data, vals, dims, *, axes, **params):
+    (x,), (bdim,) = vals, dims
+    axes = tuple(np.where(np.less(axes, bdim), axes, np.add(axes, 1)))
+    bdim_out = int(list(np.delete(np.arange(ndim_of(x)), axes)).index(bdim))
+    return prim.bind(x, axes=axes, **params), bdim_out
+  return rule
+
+
+def cumulative(prim):
+  """Cumulative reductions along `axis` (cumsum, ...): shift the axis past the batch dim."""
+  def rule(axis_data, vals, dims, *, axis, **params):
+    (x,), (bdim,) = vals, dims
+    axis = axis if axis < bdim else axis + 1
+    return prim.bind(x, axis=axis, **params), bdim
+  return rule
+
+
+def all_at_front(prim, *shifted: str):
+  """Primitives whose operands must all be batched alike (concatenate, stack): every
+  operand gets its batch dimension in front (unbatched ones are broadcast, with lax's
+  `broadcast` as JAX's rules do), and the axis params named in `shifted` move up by one."""
+  def rule(axis_data, vals, dims, **params):
+    size = batch_size(vals, dims)
+    vals = [_lax().broadcast(x, (size,)) if d is None else moveaxis(x, d, 0)
+            for x, d in zip(vals, dims)]
+    params = {k: (v + 1 if k in shifted else v) for k, v in params.items()}
+    out = prim.bind(*vals, **params)
+    return (out, [0] * len(out)) if prim.multiple_results else (out, 0)
+  return rule
+
+
+# ------------------------------------------------------------------------------------
+# Batching a jaxpr (the rule of higher-order primitives: jit)
+# ------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _batch_main(axis_data: AxisData):
+  with core.new_main(BatchTrace, axis_data) as main:
+    if axis_data.name is not None:
+      _axis_env.append((axis_data.name, main))
+    try:
+      yield main
+    finally:
+      if axis_data.name is not None:
+        _axis_env.pop()
+
+
+_jaxpr_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def batch_jaxpr(jaxpr: core.Jaxpr, axis_data: AxisData, in_dims) -> tuple[core.Jaxpr, list]:
+  """The jaxpr of `vmap(jaxpr_as_fun(jaxpr))` with inputs batched at `in_dims` (None:
+  unbatched), and the batch dims of its outputs (None where an output is unbatched)."""
+  key = (tuple(in_dims), axis_data.size, axis_data.name)
+  per_jaxpr = _jaxpr_cache.setdefault(jaxpr, {})
+  hit = per_jaxpr.get(key)
+  if hit is not None:
+    return hit
+  size = axis_data.size
+
+  def insert(a, d):
+    return a if d is None else a.update(shape=a.shape[:d] + (size,) + a.shape[d:])
+
+  in_avals = [insert(v.aval, d) for v, d in zip(jaxpr.invars, in_dims)]
+
+  def batched(*args):
+    with _batch_main(axis_data) as main:
+      trace = BatchTrace(main)
+      tracers = [x if d is None else BatchTracer(trace, x, d) for x, d in zip(args, in_dims)]
+      outs = core.eval_jaxpr(jaxpr, jaxpr.consts, *tracers)
+      outs = [core.full_raise(trace, o) for o in outs]
+      return [o.val for o in outs], [o.batch_dim for o in outs]
+
+  out = core.trace_to_jaxpr(batched, in_avals, jaxpr.debug_info)
+  per_jaxpr[key] = out
+  return out
+
+
+_hoisted: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def batch_jaxpr_hoisted(jaxpr: core.Jaxpr, axis_data: AxisData, in_dims):
+  """`batch_jaxpr` with the constants the batching rules introduced hoisted into leading
+  invars (for call primitives whose sub-jaxpr has none): (jaxpr, consts, out_dims). The
+  same batched jaxpr object comes back for the same inputs, so compiled code is reused."""
+  closed, out_dims = batch_jaxpr(jaxpr, axis_data, in_dims)
+  hit = _hoisted.get(closed)
+  if hit is None:
+    hit = _hoisted[closed] = core.hoist_consts(closed)
+  return hit[0], hit[1], out_dims
+
+
+# ------------------------------------------------------------------------------------
+# vmap
+# ------------------------------------------------------------------------------------
+
+
+def _is_axis_spec(x) -> bool:
+  return x is None or type(x) is int
+
+
+def flatten_axes(name: str, treedef, axis_tree, *, kws: bool = False) -> list:
+  """The axis spec `axis_tree` (a tree prefix of the value's structure, with ints and
+  Nones as leaves) broadcast to one entry per leaf of `treedef`."""
+  axis_leaves, axis_treedef = tree_util.tree_flatten(axis_tree, is_leaf=lambda x: x is None)
+  dummy = treedef.unflatten([_Leaf()] * treedef.num_leaves)
+  try:
+    subtrees = axis_treedef.flatten_up_to(dummy)
+  except ValueError:
+    spec, val = (axis_tree[0], dummy[0]) if kws else (axis_tree, dummy)
+    raise ValueError(
+        f"{name} specification must be a tree prefix of the corresponding value; "
+        f"\n  Mismatch details: the specification {spec!r} does not match the structure of "
+        f"the arguments {tree_util.tree_structure(val)} (each entry of {name} applies to the "
+        "whole subtree at its position).") from None
+  out = []
+  for ax, sub in zip(axis_leaves, subtrees):
+    out.extend([ax] * len(tree_util.tree_leaves(sub)))
+  return out
+
+
+class _Leaf:
+  def __repr__(self):
+    return "*"
+
+
+def _arg_names(fun, args, kwargs) -> list[str]:
+  """'argument a', "argument b['p']", ... for each flat leaf (JAX's mismatch message)."""
+  try:
+    params = list(inspect.signature(fun).bind(*args, **kwargs).signature.parameters)
+  except (TypeError, ValueError):
+    params = None
+  names = []
+  for i, a in enumerate(args):
+    base = (f"argument {params[i]}" if params is not None and i < len(params)
+            else f"args[{i}]")
+    for path, _ in tree_util.tree_flatten_with_path(a)[0]:
+      names.append(base + tree_util.keystr(path))
+  for k, v in kwargs.items():
+    for path, _ in tree_util.tree_flatten_with_path(v)[0]:
+      names.append(f"kwargs['{k}']" + tree_util.keystr(path))
+  return names
+
+
+def _mapped_axis_size(fun, args, kwargs, vals, dims, axis_size) -> int:
+  if not vals:
+    if axis_size is not None:
+      return axis_size
+    raise ValueError("vmap wrapped function must be passed at least one argument "
+                     "containing an array or axis_size must be specified, got empty "
+                     f"*args={args} and **kwargs={kwargs}")
+  sizes = []
+  for x, d in zip(vals, dims):
+    if d is None:
+      sizes.append(None)
+      continue
+    shape = shape_of(x)
+    if not -len(shape) <= d < len(shape):
+      min_rank = d + 1 if d >= 0 else -d
+      raise ValueError(f"vmap was requested to map its argument along axis {d}, which "
+                       f"implies that its rank should be at least {min_rank}, but is only "
+                       f"{len(shape)} (its shape is {shape})")
+    sizes.append(shape[d])
+  distinct = {s for s in sizes if s is not None}
+  if axis_size is not None:
+    distinct.add(axis_size)
+  if len(distinct) == 1:
+    return distinct.pop()
+  if not distinct:
+    raise ValueError("vmap must have at least one non-None value in in_axes or axis_size "
+                     "must be specified")
+  names = _arg_names(fun, args, kwargs)
+  counts = collections.Counter(s for s in sizes if s is not None).most_common()
+  msg = ["vmap got inconsistent sizes for array axes to be mapped:\n"]
+  if axis_size is not None:
+    msg.append(f"  * the `axis_size` argument was {axis_size};\n")
+  for n, (sz, ct) in enumerate(counts):
+    i = sizes.index(sz)
+    what = f"axis {dims[i]} of {names[i]} of type {core.get_aval(vals[i]).str_short()}"
+    if ct == 1:
+      msg.append(f"  * one axis had size {sz}: {what};\n")
+    else:
+      msg.append(f"  * {'most' if n == 0 else 'some'} axes ({ct} of them) had size {sz}, "
+                 f"e.g. {what};\n")
+  raise ValueError("".join(msg)[:-2])
+
+
+def _check_out(fun, x):
+  try:
+    core.get_aval(x)
+  except TypeError:
+    raise TypeError(f"Output from batched function {x!r} with type {type(x)} is not a "
+                    "valid JAX type") from None
+
+
+def _match_out_axis(axis_data: AxisData, x, src, dst, path: str):
+  if src == dst:
+    return x
+  if src is None:
+    nd = ndim_of(x) + 1
+    if not -nd <= dst < nd:
+      raise ValueError(f"axis {dst} is out of bounds for array of dimension {nd}")
+    return broadcast(x, axis_data.size, dst % nd)
+  if dst is None:
+    if axis_data.name is not None:
+      raise ValueError(f"vmap has mapped output (axis_name={axis_data.name}) but out_axes "
+                       f"is {dst}")
+    raise ValueError(f"at vmap out_axes{path}, got axis spec {dst} but output was batched "
+                     f"on axis {src}")
+  nd = ndim_of(x)
+  if not -nd <= dst < nd:
+    raise ValueError(f"axis {dst} is out of bounds for array of dimension {nd}")
+  return moveaxis(x, src, dst)
+
+
+def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | None = None,
+         spmd_axis_name=None):
+  """Vectorizing map: `vmap(f)(xs)` applies `f` to each slice of `xs` along `in_axes` and
+  stacks the results along `out_axes`, as one batched computation (no Python loop).
+
+  `in_axes`: an int, None, or a tuple with one entry per positional argument, each an
+  int, None or a pytree of them matching that argument (keyword arguments map along
+  axis 0). `out_axes`: likewise for the outputs. `axis_name` names the mapped axis for
+  collectives (`lax.psum(x, axis_name)`, ...); `axis_size` gives the size when no input
+  is mapped. `spmd_axis_name` is accepted and ignored (ember has no device meshes).
+  """
+  if not callable(fun):
+    raise TypeError(f"Expected a callable value, got {fun!r}")
+  if isinstance(in_axes, list):
+    in_axes = tuple(in_axes)  # JAX treats lists like tuples here
+  if not (in_axes is None or type(in_axes) in (int, tuple)):
+    raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
+                    f"to the positional arguments passed to the function, but got {in_axes}.")
+  if not all(_is_axis_spec(l) for l in tree_util.tree_leaves(in_axes)):
+    raise TypeError("vmap in_axes must be an int, None, or (nested) container with those "
+                    f"types as leaves, but got {in_axes}.")
+  if not all(_is_axis_spec(l) for l in tree_util.tree_leaves(out_axes)):
+    raise TypeError("vmap out_axes must be an int, None, or (nested) container with those "
+                    f"types as leaves, but got {out_axes}.")
+  if axis_size is not None:
+    axis_size = core.canonicalize_shape((axis_size,), "vmap axis_size: ")[0]
+
+  @functools.wraps(fun, updated=())  # not __dict__: a JitWrapped keeps its cache there
+  def vmap_f(*args, **kwargs):
+    if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+      raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
+                       "corresponding to the positional arguments passed to the function, "
+                       f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}.")
+    args_flat, in_tree = tree_util.tree_flatten((args, kwargs))
+    for x in args_flat:
+      if not core.is_arraylike(x):
+        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
+    in_dims = flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True)
+    size = _mapped_axis_size(fun, args, kwargs, args_flat, in_dims, axis_size)
+    in_dims = [None if d is None else d % ndim_of(x) for x, d in zip(args_flat, in_dims)]
+    axis_data = AxisData(axis_name, size, spmd_axis_name)
+    with _batch_main(axis_data) as main:
+      trace = BatchTrace(main)
+      in_tracers = [x if d is None else BatchTracer(trace, x, d)
+                    for x, d in zip(args_flat, in_dims)]
+      args_t, kwargs_t = in_tree.unflatten(in_tracers)
+      out = fun(*args_t, **kwargs_t)
+      out_flat, out_tree = tree_util.tree_flatten(out)
+      for o in out_flat:
+        _check_out(fun, o)
+      out_tracers = [core.full_raise(trace, o) for o in out_flat]
+    out_dims = flatten_axes("vmap out_axes", out_tree, out_axes)
+    paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(
+        out_tree.unflatten(out_dims), is_leaf=lambda x: x is None)[0]]
+    outs = [_match_out_axis(axis_data, t.val, t.batch_dim, d, p)
+            for t, d, p in zip(out_tracers, out_dims, paths)]
+    return out_tree.unflatten([core.full_lower(o) for o in outs])
+
+  return vmap_f

@@ -1,0 +1,518 @@
+"""custom_jvp and custom_vjp: functions with user-defined derivative rules.
+
+Calling one under a trace stages ONE equation holding the function's jaxpr, as JAX does:
+`custom_jvp_call[name=f call_jaxpr={...} jvp=f_jvp symbolic_zeros=False]` or
+`custom_vjp_call[name=f bwd=f_bwd call_jaxpr={...} fwd=f_fwd symbolic_zeros=False]`. With
+no trace active (eager), the function simply runs. Evaluating the equation runs the
+function's jaxpr; differentiating it runs the rule instead:
+
+- custom_jvp_call's jvp rule calls the user's jvp on (primals, tangents);
+- custom_vjp_call's jvp rule runs `fwd` on the primals (primal outputs and residuals) and
+  returns as tangents a `custom_lin` of the input tangents: a linear primitive that
+  cannot be evaluated (forward mode over custom_vjp is an error, as in JAX) and whose
+  transpose calls `bwd(residuals, cotangents)`. Under linearize it lands in the linear
+  jaxpr, so grad/vjp call `bwd`.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import weakref
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ember._src import core, tree_util
+from ember._src.primitives import declare
+from ember._src.transforms import ad
+
+__all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "custom_jvp_call_p",
+           "custom_vjp_call_p", "custom_lin_p", "SymbolicZero", "zero_from_primal",
+           "closure_convert"]
+
+
+class _Rule:
+  """A Python rule held in an equation's params; it prints as the rule's name, as JAX's."""
+  __slots__ = ("fn", "name")
+
+  def __init__(self, fn: Callable, name: str):
+    self.fn, self.name = fn, name
+
+  def __call__(self, *args):
+    return self.fn(*args)
+
+  def __repr__(self):
+    return self.name
+
+  __str__ = __repr__
+
+
+def _fun_name(f) -> str:
+  while isinstance(f, functools.partial):
+    f = f.func
+  return getattr(f, "__name__", type(f).__name__)
+
+
+def _resolve_kwargs(fun, args, kwargs) -> tuple:
+  """Keyword arguments bound to their positions (custom rules take positional args)."""
+  if not kwargs:
+    return tuple(args)
+  try:
+    ba = inspect.signature(fun).bind(*args, **kwargs)
+  except (TypeError, ValueError) as e:
+    raise TypeError(f"The function {_fun_name(fun)} was called with keyword arguments that "
+                    f"cannot be resolved to positions ({e}); custom_jvp/custom_vjp functions "
+                    "need positional arguments.") from None
+  ba.apply_defaults()
+  if ba.kwargs:
+    raise TypeError(f"keyword-only arguments {sorted(ba.kwargs)} are not supported by "
+                    f"custom_jvp/custom_vjp function {_fun_name(fun)}")
+  return ba.args
+
+
+def _split_nondiff(args, nondiff_argnums):
+  nums = {i % len(args) for i in nondiff_argnums} if args else set()
+  for i in nums:
+    if any(isinstance(x, core.Tracer) for x in tree_util.tree_leaves(args[i])):
+      raise TypeError(f"argument {i} of a custom derivative function is in nondiff_argnums "
+                      "but is a traced value: pass arrays as ordinary arguments (use "
+                      "jax.lax.stop_gradient for values that should not be differentiated).")
+  nondiff = [args[i] for i in sorted(nums)]
+  dyn_idx = [i for i in range(len(args)) if i not in nums]
+
+  def merge(dyn):
+    full, it = list(args), iter(dyn)
+    for i in dyn_idx:
+      full[i] = next(it)
+    return full
+  return nondiff, tuple(args[i] for i in dyn_idx), merge
+
+
+def _is_eager(leaves) -> bool:
+  return core.find_top_trace(leaves).main.level == 0
+
+
+def _trace_call(f, dyn_args):
+  """(call_jaxpr without consts, hoisted consts, flat args, out_tree) of f(*dyn_args)."""
+  leaves, in_tree = tree_util.tree_flatten(dyn_args)
+  store = {}
+
+  def flat(*xs):
+    out = f(*tree_util.tree_unflatten(in_tree, xs))
+    out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+    return out_leaves, None
+  closed, _ = core.trace_to_jaxpr(flat, [core.get_aval(x) for x in leaves])
+  jaxpr, consts = core.hoist_consts(closed)
+  return jaxpr, consts, leaves, in_tree, store["out_tree"]
+
+
+def _check_tangents(name, primal_out, tangent_out):
+  for p, t in zip(primal_out, tangent_out):
+    pa = core.get_aval(p)
+    ta = t.aval if isinstance(t, SymbolicZero) else core.get_aval(t)
+    expected = ad.tangent_aval(pa)
+    if ta.shape != pa.shape or (ta.dtype != expected.dtype):
+      raise TypeError(f"Custom JVP rule {name} must produce primal and tangent outputs with "
+                      f"corresponding shapes and dtypes, but got {pa.str_short()} for the "
+                      f"primal and {ta.str_short()} for the tangent (expected "
+                      f"{expected.str_short()}).")
+
+
+# ------------------------------------------------------------------------------------
+# custom_jvp
+# ------------------------------------------------------------------------------------
+
+
+def _custom_call_pp(order):
+  def pp(eqn, ctx):
+    params = {k: eqn.params[k] for k in order}
+    return core._pp_eqn(eqn, ctx, params, order)
+  return pp
+
+
+def _custom_call_eval(*args, call_jaxpr, **_):
+  return core.eval_jaxpr(call_jaxpr, (), *args)
+
+
+_batched_calls: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _batched_call_jaxpr(call_jaxpr, axis_data):
+  """The call jaxpr vmapped with every input and output batched at 0: (jaxpr, consts)."""
+  from ember._src.transforms import batching
+  per = _batched_calls.setdefault(call_jaxpr, {})
+  key = (axis_data.size, axis_data.name)
+  if key not in per:
+    size = axis_data.size
+    bj, out_dims = batching.batch_jaxpr(call_jaxpr, axis_data, [0] * len(call_jaxpr.invars))
+
+    def fun(*xs):
+      outs = core.eval_jaxpr(bj, bj.consts, *xs)
+      return [batching.bdim_at_front(o, d, size) for o, d in zip(outs, out_dims)]
+    avals = [a.update(shape=(size,) + a.shape) for a in call_jaxpr.in_avals]
+    per[key] = ad._trace_closed(fun, avals)
+  return per[key]
+
+
+def _vmapped(fn, axis_data, pair: bool):
+  """`fn(*lists)` (-> a pair of lists, or one list) mapped over axis 0 of every argument
+  and result."""
+  from ember._src.transforms.batching import vmap
+
+  def dense(x):  # symbolic zeros cannot be mapped over: materialize them
+    if isinstance(x, SymbolicZero):
+      return x.instantiate()
+    return ad.instantiate_zeros(x) if type(x) is ad.Zero else x
+
+  def per_example(*ls):
+    out = fn(*map(list, ls))
+    return tuple(tuple(map(dense, r)) for r in out) if pair else tuple(map(dense, out))
+
+  def mapped(*lists):
+    out = vmap(per_example, axis_name=axis_data.name)(*[tuple(map(dense, l)) for l in lists])
+    return tuple(map(list, out)) if pair else list(out)
+  return mapped
+
+
+def _custom_call_batch(prim, rule_params):
+  """vmap of a custom-derivative call: one call of the batched function whose rules are
+  the vmapped rules (everything batched at axis 0), so vmap keeps the custom derivative."""
+  def rule(axis_data, vals, dims, *, call_jaxpr, num_consts, **params):
+    from ember._src.transforms import batching
+    vals = [batching.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
+    bj, consts = _batched_call_jaxpr(call_jaxpr, axis_data)
+    params = dict(params, **{k: _Rule(_vmapped(params[k], axis_data, k != "bwd"),
+                                      params[k].name) for k in rule_params})
+    outs = prim.bind(*consts, *vals, call_jaxpr=bj, num_consts=len(consts) + num_consts,
+                     **params)
+    return outs, [0] * len(outs)
+  return rule
+
+
+def _custom_call_lower(ctx, *args, call_jaxpr, name, **_):
+  return ctx.call(call_jaxpr, name, args)
+
+
+custom_jvp_call_p = declare("custom_jvp_call", lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals,
+                            multiple_results=True)
+custom_jvp_call_p.eval_rule = _custom_call_eval
+custom_jvp_call_p.pp_rule = _custom_call_pp(["name", "call_jaxpr", "jvp", "symbolic_zeros"])
+custom_jvp_call_p.batch = _custom_call_batch(custom_jvp_call_p, ["jvp"])
+custom_jvp_call_p.lower = _custom_call_lower
+
+
+def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symbolic_zeros,
+                         name):
+  args = primals[num_consts:]
+  if symbolic_zeros:  # the rule sees SymbolicZero for zero tangents, and may return them
+    t_args = [SymbolicZero(t.aval) if type(t) is ad.Zero else t for t in tangents[num_consts:]]
+  else:
+    t_args = [ad.instantiate_zeros(t) for t in tangents[num_consts:]]
+  p_out, t_out = jvp(args, t_args)
+  return p_out, [ad.Zero(ad.tangent_aval(t.aval)) if isinstance(t, SymbolicZero) else t
+                 for t in t_out]
+
+
+custom_jvp_call_p.jvp = _custom_jvp_call_jvp
+
+
+class custom_jvp:
+  """A function with a custom JVP rule (`@custom_jvp`, then `f.defjvp(rule)` where
+  `rule(primals, tangents) -> (primal_out, tangent_out)`, or `f.defjvps(*per_arg_rules)`)."""
+
+  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    functools.update_wrapper(self, fun)
+    self.fun = fun
+    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.jvp = None
+    self.symbolic_zeros = False
+
+  def __get__(self, obj, objtype=None):
+    return self if obj is None else functools.partial(self, obj)
+
+  def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+    self.jvp = jvp
+    self.symbolic_zeros = symbolic_zeros
+    return jvp
+
+  def defjvps(self, *jvps: Callable | None) -> None:
+    """One rule per argument, `rule(g, ans, *primals)` -> that argument's tangent term."""
+    if self.nondiff_argnums:
+      raise TypeError("Can't use ``defjvps`` with ``nondiff_argnums``.")
+
+    def jvp(primals, tangents):
+      primal_out = self(*primals)
+      zeros = tree_util.tree_map(lambda x: np.zeros(core.get_aval(x).shape,
+                                                    core.get_aval(x).dtype), primal_out)
+      terms = [rule(t, primal_out, *primals) if rule else zeros
+               for t, rule in zip(tangents, jvps)]
+      tangent_out = tree_util.tree_map(lambda *ts: functools.reduce(_add, ts), *terms) \
+          if terms else zeros
+      return primal_out, tangent_out
+    self.defjvp(jvp)
+
+  def __call__(self, *args, **kwargs):
+    name = _fun_name(self.fun)
+    if self.jvp is None:
+      raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
+    args = _resolve_kwargs(self.fun, args, kwargs)
+    nondiff, dyn, merge = _split_nondiff(args, self.nondiff_argnums)
+    if _is_eager(tree_util.tree_leaves(dyn)):
+      return self.fun(*args)
+    fun = lambda *d: self.fun(*merge(d))
+    jaxpr, consts, leaves, in_tree, out_tree = _trace_call(fun, dyn)
+    rule, rule_name = self.jvp, _fun_name(self.jvp)
+
+    def jvp_flat(primals, tangents):
+      p = tree_util.tree_unflatten(in_tree, primals)
+      t = tree_util.tree_unflatten(in_tree, tangents)
+      out = rule(*nondiff, tuple(p), tuple(t))
+      if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"Custom JVP rule must produce a pair (list or tuple of length two) "
+                        f"representing primal and tangent outputs, but got {out!r}.")
+      p_leaves, p_tree = tree_util.tree_flatten(out[0])
+      t_leaves, t_tree = tree_util.tree_flatten(
+          out[1], is_leaf=lambda v: isinstance(v, SymbolicZero))
+      if p_tree != out_tree:
+        raise TypeError(f"Custom JVP rule must produce primal outputs with the same container "
+                        f"(pytree) structure as the function {name}, but got {p_tree} and "
+                        f"{out_tree} respectively.")
+      if t_tree != p_tree:
+        raise TypeError("Custom JVP rule must produce primal and tangent outputs with equal "
+                        f"container (pytree) structures, but got {p_tree} and {t_tree} "
+                        "respectively.")
+      _check_tangents(rule_name, p_leaves, t_leaves)
+      return p_leaves, t_leaves
+
+    outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr,
+                                  jvp=_Rule(jvp_flat, rule_name), num_consts=len(consts),
+                                  symbolic_zeros=self.symbolic_zeros, name=name)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _add(x, y):
+  from ember._src.primitives.elementwise import add
+  return add(x, y)
+
+
+# ------------------------------------------------------------------------------------
+# custom_vjp
+# ------------------------------------------------------------------------------------
+
+
+def _custom_lin_abstract_eval(*avals, num_res, bwd, out_avals):
+  return list(out_avals)
+
+
+def _custom_lin_forward_error(*args, **params):
+  raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+custom_lin_p = declare("custom_lin", _custom_lin_abstract_eval, multiple_results=True)
+custom_lin_p.eval_rule = _custom_lin_forward_error
+custom_lin_p.jvp = lambda primals, tangents, **params: _custom_lin_forward_error()
+
+
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
+  res = args[:num_res]
+  cts = [ad.instantiate_zeros(c) for c in cts]
+  cts_in = bwd(res, cts)
+  return [None] * num_res + list(cts_in)
+
+
+custom_lin_p.transpose = _custom_lin_transpose
+
+custom_vjp_call_p = declare("custom_vjp_call", lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals,
+                            multiple_results=True)
+custom_vjp_call_p.eval_rule = _custom_call_eval
+custom_vjp_call_p.pp_rule = _custom_call_pp(["name", "bwd", "call_jaxpr", "fwd", "symbolic_zeros"])
+custom_vjp_call_p.batch = _custom_call_batch(custom_vjp_call_p, ["fwd", "bwd"])
+custom_vjp_call_p.lower = _custom_call_lower
+
+
+def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
+                         symbolic_zeros, name):
+  args = primals[num_consts:]
+  t_args = tangents[num_consts:]
+  out, res = fwd(args)
+  if all(type(t) is ad.Zero for t in t_args):
+    return out, [ad.Zero.from_value(o) for o in out]
+  out_avals = tuple(ad.tangent_aval(core.get_aval(o)) for o in out)
+  t_out = custom_lin_p.bind(*res, *map(ad.instantiate_zeros, t_args), num_res=len(res),
+                            bwd=bwd, out_avals=out_avals)
+  return out, t_out
+
+
+custom_vjp_call_p.jvp = _custom_vjp_call_jvp
+
+
+class custom_vjp:
+  """A function with a custom VJP: `f.defvjp(fwd, bwd)` where `fwd(*args) -> (out, res)`
+  and `bwd(res, ct) -> tuple of cotangents, one per (non-nondiff) argument`."""
+
+  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+    functools.update_wrapper(self, fun)
+    self.fun = fun
+    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.fwd = self.bwd = None
+    self.symbolic_zeros = False
+
+  def __get__(self, obj, objtype=None):
+    return self if obj is None else functools.partial(self, obj)
+
+  def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
+             optimize_remat: bool = False) -> None:
+    self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
+
+  def __call__(self, *args, **kwargs):
+    name = _fun_name(self.fun)
+    if self.fwd is None:
+      raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
+    args = _resolve_kwargs(self.fun, args, kwargs)
+    nondiff, dyn, merge = _split_nondiff(args, self.nondiff_argnums)
+    if _is_eager(tree_util.tree_leaves(dyn)):
+      return self.fun(*args)
+    fun = lambda *d: self.fun(*merge(d))
+    jaxpr, consts, leaves, in_tree, out_tree = _trace_call(fun, dyn)
+    fwd, bwd = self.fwd, self.bwd
+    res_tree_box = {}
+
+    def fwd_flat(primals):
+      out = fwd(*merge(tree_util.tree_unflatten(in_tree, primals)))
+      if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"Custom VJP fwd rule {_fun_name(fwd)} for function {name} must "
+                        "produce a pair (list or tuple of length two) where the first element "
+                        "represents the primal output (equal to the output of the "
+                        f"custom_vjp-decorated function {name}) and the second element "
+                        f"represents residuals (i.e. values stored from the forward pass for "
+                        f"use on the backward pass), but instead the fwd rule output's type "
+                        f"was {type(out).__name__}.")
+      p_leaves, p_tree = tree_util.tree_flatten(out[0])
+      if p_tree != out_tree:
+        raise TypeError(f"Custom VJP fwd rule {_fun_name(fwd)} for function {name} must "
+                        f"produce a pair where the first element represents the primal output "
+                        f"(equal to the output of the custom_vjp-decorated function {name}), "
+                        f"but the fwd rule's primal output structure {p_tree} differs from "
+                        f"the function's {out_tree}.")
+      res_leaves, res_tree_box["tree"] = tree_util.tree_flatten(out[1])
+      return p_leaves, res_leaves
+
+    def bwd_flat(res, cts):
+      res = tree_util.tree_unflatten(res_tree_box["tree"], res)
+      ct = tree_util.tree_unflatten(out_tree, cts)
+      cts_in = bwd(*nondiff, res, ct)
+      if not isinstance(cts_in, (tuple, list)):
+        raise TypeError(f"Custom VJP bwd rule must produce a tuple, got "
+                        f"{type(cts_in).__name__} (for function {name}).")
+      if len(cts_in) != len(dyn):
+        raise TypeError("Custom VJP bwd rule must produce an output with the same container "
+                        "(pytree) structure as the args tuple of the primal function, and in "
+                        "particular must produce a tuple of length equal to the number of "
+                        "arguments to the primal function, but got bwd output structure "
+                        f"{tree_util.tree_structure(tuple(cts_in))} for primal input structure "
+                        f"{tree_util.tree_structure(tuple(dyn))}.")
+      out = []
+      for ct_i, x in zip(cts_in, dyn):
+        x_leaves, x_tree = tree_util.tree_flatten(x)
+        if ct_i is None:
+          out += [ad.Zero(ad.tangent_aval(core.get_aval(v))) for v in x_leaves]
+          continue
+        c_leaves, c_tree = tree_util.tree_flatten(ct_i, is_leaf=lambda v: v is None)
+        if c_tree != x_tree and len(c_leaves) != len(x_leaves):
+          raise TypeError(f"Custom VJP bwd rule must produce an output with the same "
+                          f"container (pytree) structure as the args tuple of the primal "
+                          f"function, got {c_tree} for an argument of structure {x_tree}.")
+        out += [ad.Zero(ad.tangent_aval(core.get_aval(v))) if c is None else c
+                for c, v in zip(c_leaves, x_leaves)]
+      return out
+
+    outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr,
+                                  fwd=_Rule(fwd_flat, _fun_name(fwd)),
+                                  bwd=_Rule(bwd_flat, _fun_name(bwd)), num_consts=len(consts),
+                                  symbolic_zeros=self.symbolic_zeros, name=name)
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+# ------------------------------------------------------------------------------------
+# The rest of jax.custom_derivatives' surface
+# ------------------------------------------------------------------------------------
+
+
+class SymbolicZero:
+  """A symbolic zero tangent, as handed to rules defined with symbolic_zeros=True."""
+
+  def __init__(self, aval):
+    self.aval = aval
+    self.shape, self.dtype = aval.shape, aval.dtype
+
+  def instantiate(self):
+    return ad.zeros_like_aval(self.aval)
+
+
+def zero_from_primal(val, symbolic_zeros: bool = False):
+  return tree_util.tree_map(
+      lambda x: SymbolicZero(ad.tangent_aval(core.get_aval(x))) if symbolic_zeros
+      else ad.zeros_like_aval(ad.tangent_aval(core.get_aval(x))), val)
+
+
+def closure_convert(fun: Callable, *example_args):
+  """(converted, consts): `converted(*args, *consts)` is `fun(*args)` with the arrays it
+  closes over (including traced ones) passed explicitly."""
+  leaves, in_tree = tree_util.tree_flatten(example_args)
+  store = {}
+
+  def flat(*xs):
+    out = fun(*tree_util.tree_unflatten(in_tree, xs))
+    out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
+    return out_leaves, None
+  closed, _ = core.trace_to_jaxpr(flat, [core.get_aval(x) for x in leaves])
+  jaxpr, consts = core.hoist_consts(closed)
+  n = len(consts)
+
+  def converted(*args):
+    args_leaves = tree_util.tree_leaves(args[:len(args) - n])
+    outs = core.eval_jaxpr(jaxpr, (), *args[len(args) - n:], *args_leaves)
+    return tree_util.tree_unflatten(store["out_tree"], outs)
+  return converted, list(consts)
+
+
+def custom_gradient(fun: Callable) -> Callable:
+  """`fun(*args) -> (output, vjp_fn)`; the result computes `output` and differentiates
+  with `vjp_fn(ct) -> tuple of cotangents` (a custom_vjp whose residuals are the values
+  `vjp_fn` closes over, found by tracing it)."""
+  @functools.wraps(fun, updated=())
+  def primal(*args):
+    return fun(*args)[0]
+  wrapped = custom_vjp(primal)
+
+  def fwd(*args):
+    ans, rule = fun(*args)
+    ct_leaves, ct_tree = tree_util.tree_flatten(ans)
+    store = {}
+
+    def flat_rule(*cts):
+      out = rule(tree_util.tree_unflatten(ct_tree, cts))
+      leaves, store["tree"] = tree_util.tree_flatten(tuple(out) if isinstance(out, list) else out)
+      return leaves, None
+    closed, _ = core.trace_to_jaxpr(flat_rule, [core.get_aval(x) for x in ct_leaves])
+    jaxpr, consts = core.hoist_consts(closed)
+    return ans, (list(consts), _Static((jaxpr, store["tree"])))
+
+  def bwd(res, ct):
+    consts, static = res
+    jaxpr, out_tree = static.value
+    outs = core.eval_jaxpr(jaxpr, (), *consts, *tree_util.tree_leaves(ct))
+    return tuple(tree_util.tree_unflatten(out_tree, outs))
+  wrapped.defvjp(fwd, bwd)
+  return wrapped
+
+
+class _Static:
+  """A non-array residual: a pytree node with no leaves (it travels as aux data)."""
+  __slots__ = ("value",)
+
+  def __init__(self, value):
+    self.value = value
+
+
+tree_util.register_pytree_node(_Static, lambda s: ((), s), lambda s, _: s)

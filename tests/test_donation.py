@@ -1,0 +1,145 @@
+"""Donated arguments (issue 4): an output computed into a donated parameter reuses the donated
+Array's memory in place when nothing else can reach it (no NumPy array or view of it alive);
+otherwise the runtime copies first, so results and the user's views stay right. Donated
+Arrays are deleted either way; NumPy arguments are never overwritten."""
+import functools
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember._src.runtime import executor
+
+
+@functools.partial(ember.jit, donate_argnums=0)
+def _step(state, g):
+  return state - 0.5 * g
+
+
+SHAPES = {"small": (4, 3), "pooled": (300, 300)}   # np.empty'd / buffer-pool outputs
+
+
+@pytest.mark.parametrize("size", SHAPES)
+def test_donated_buffer_is_reused_in_place(size):
+  shape = SHAPES[size]
+  x, g = jnp.asarray(np.full(shape, 3.0, np.float32)), jnp.ones(shape)
+  ptr = x.unsafe_buffer_pointer()
+  out = _step(x, g)
+  assert x.is_deleted()
+  assert out.unsafe_buffer_pointer() == ptr
+  np.testing.assert_array_equal(np.asarray(out), np.full(shape, 2.5))
+  out.block_until_ready()
+  for _ in range(3):                    # a training-loop style chain stays in one buffer
+    out = _step(out, g)
+    assert out.unsafe_buffer_pointer() == ptr
+  np.testing.assert_array_equal(np.asarray(out), np.full(shape, 1.0))
+
+
+@pytest.mark.parametrize("size", SHAPES)
+@pytest.mark.parametrize("view", ["asarray", "slice", "reshape"])
+def test_a_live_numpy_view_forces_a_copy(size, view):
+  shape = SHAPES[size]
+  x = jnp.asarray(np.full(shape, 3.0, np.float32))
+  ptr = x.unsafe_buffer_pointer()
+  v = {"asarray": lambda a: np.asarray(a), "slice": lambda a: np.asarray(a)[1:],
+       "reshape": lambda a: np.asarray(a).reshape(-1)}[view](x)
+  out = _step(x, jnp.ones(shape))
+  assert x.is_deleted()
+  assert out.unsafe_buffer_pointer() != ptr
+  np.testing.assert_array_equal(np.asarray(out), np.full(shape, 2.5))
+  assert (v == 3.0).all()               # the user's view still sees the old values
+  with pytest.raises(RuntimeError, match="deleted"):
+    np.asarray(x)
+
+
+def test_the_view_dies_before_the_call():
+  x = jnp.asarray(np.full((300, 300), 3.0, np.float32))
+  v = np.asarray(x)[5:]
+  ptr = x.unsafe_buffer_pointer()
+  del v
+  gc.collect()
+  assert _step(x, jnp.ones((300, 300))).unsafe_buffer_pointer() == ptr
+
+
+def test_pending_donated_argument_is_taken_on_the_executor_thread():
+  shape = (300, 300)
+  inc = ember.jit(lambda a: a + 1.0)
+  y0 = inc(np.zeros(shape, np.float32))
+  ptr = y0.unsafe_buffer_pointer()
+  del y0                                     # its pooled block is the next one handed out
+  gc.collect()
+  ev = threading.Event()
+  p = executor.Pending()
+  executor.get_executor().submit(lambda: (ev.wait(30), ())[1], p)
+  try:
+    x = inc(np.zeros(shape, np.float32))     # pending: the executor is busy
+    assert not x.is_ready()
+    out = _step(x, jnp.ones(shape))          # donated while still pending
+    assert x.is_deleted() and not out.is_ready()
+  finally:
+    ev.set()
+    p.wait()
+  np.testing.assert_array_equal(np.asarray(out), np.full(shape, 0.5))
+  assert out.unsafe_buffer_pointer() == ptr  # computed in x's memory: no copy
+
+
+def test_pending_donation_while_the_user_holds_a_view():
+  shape = (300, 300)
+  inc = ember.jit(lambda a: a + 1.0)
+  x = inc(np.zeros(shape, np.float32))
+  v = np.asarray(x)                          # waits; the user now shares the memory
+  out = _step(x, jnp.ones(shape))
+  assert out.unsafe_buffer_pointer() != v.ctypes.data
+  np.testing.assert_array_equal(v, np.ones(shape))
+  np.testing.assert_array_equal(np.asarray(out), np.full(shape, 0.5))
+
+
+def test_donated_numpy_argument_is_never_written():
+  s = np.full((300, 300), 4.0, np.float32)
+  out = _step(s, jnp.ones((300, 300)))
+  np.testing.assert_array_equal(s, np.full((300, 300), 4.0))
+  np.testing.assert_array_equal(np.asarray(out), np.full((300, 300), 3.5))
+  assert out.unsafe_buffer_pointer() != s.ctypes.data
+
+
+def test_donation_without_a_matching_output_only_deletes():
+  f = ember.jit(lambda x: x.sum(), donate_argnums=0)   # no output of x's shape: no alias
+  x = jnp.ones((4, 4))
+  assert float(f(x)) == 16.0 and x.is_deleted()
+  with pytest.raises(RuntimeError, match="deleted"):
+    f(x)
+
+
+def test_aot_compiled_call_donates_too():
+  x, g = jnp.asarray(np.full((4, 3), 3.0, np.float32)), jnp.ones((4, 3))
+  comp = _step.lower(x, g).compile()
+  ptr = x.unsafe_buffer_pointer()
+  out = comp(x, g)
+  assert x.is_deleted() and out.unsafe_buffer_pointer() == ptr
+  np.testing.assert_array_equal(np.asarray(out), np.full((4, 3), 2.5))
+
+
+def test_unsafe_buffer_pointer():
+  a = np.arange(6, dtype=np.float32)
+  x = jnp.asarray(a)
+  assert x.unsafe_buffer_pointer() == np.asarray(x).ctypes.data
+  y = ember.jit(lambda t: t * 2)(x)
+  assert y.unsafe_buffer_pointer() == np.asarray(y).ctypes.data
+  x.delete()
+  with pytest.raises(RuntimeError, match="deleted"):
+    x.unsafe_buffer_pointer()
+
+
+def test_a_donated_array_passed_twice_is_an_error():
+  """JAX 0.12: JaxRuntimeError INVALID_ARGUMENT ... `f(donate(a), a)`; nothing is deleted."""
+  f = ember.jit(lambda a, b: a + b, donate_argnums=0)
+  x = jnp.ones(3)
+  with pytest.raises(ember.errors.JaxRuntimeError,
+                     match=r"INVALID_ARGUMENT: Attempt to use a buffer that was previously "
+                           r"donated .*flattened argument 1.*first use: 0"):
+    f(x, x)
+  assert not x.is_deleted()
+  np.testing.assert_array_equal(np.asarray(f(x, jnp.ones(3))), [2.0, 2.0, 2.0])

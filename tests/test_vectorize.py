@@ -1,0 +1,224 @@
+"""Vectorization that is checked: the CPU backend's kernels for representative fusions hold
+packed vector instructions for the host (read from the generated assembly), and compute
+what NumPy computes in float64; reductions are bitwise deterministic run to run and for any
+split of the outer loop (the runtime may split it across threads).
+
+Host ISA: x86-64 kernels use ymm (AVX2) or zmm (AVX-512) registers in packed `...ps` forms;
+aarch64 kernels use NEON `v<n>.4s` registers. Other hosts skip the assembly checks.
+"""
+import platform
+import re
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+
+_MACHINE = platform.machine().lower()
+_X86 = _MACHINE in ("x86_64", "amd64")
+_ARM = _MACHINE in ("aarch64", "arm64")
+
+# A packed float32 op on a 256/512-bit register (x86) or a 4 x f32 NEON register (aarch64).
+_PACKED = {
+    "x86": r"\bv(add|sub|mul|div|max|min|fn?m(add|sub)\d*)ps\s[^\n]*%[yz]mm",
+    "arm": r"\bf(add|sub|mul|div|max|min|maxnm|minnm|mla|mls|fmla|fmls)\s+v\d+\.4s",
+}
+_ADD = {"x86": r"\bvaddps\s[^\n]*%[yz]mm", "arm": r"\bfadd\s+v\d+\.4s"}
+_MAX = {"x86": r"\bvmaxps\s[^\n]*%[yz]mm", "arm": r"\bfmax\s+v\d+\.4s"}
+_FMA = {"x86": r"\bvfn?m(add|sub)\d+ps\s[^\n]*%[yz]mm", "arm": r"\bfml[as]\s+v\d+\.4s"}
+_DIV = {"x86": r"\b(div|idiv)[bwlq]?\s", "arm": r"\b[su]div\s"}   # integer division
+
+
+def isa() -> str:
+  if _X86:
+    import llvmlite.binding as llvm
+    llvm.initialize_native_target()
+    if not llvm.get_host_cpu_features().get("avx"):
+      pytest.skip("x86 host without AVX: kernels use 128-bit SSE registers only")
+    return "x86"
+  if _ARM:
+    return "arm"
+  pytest.skip(f"no vector-instruction patterns for host {_MACHINE!r}")
+
+
+def kernel_asm(f, *args) -> dict[str, str]:
+  """The assembly of each kernel of jit(f) on args: {kernel name: its function body}."""
+  exe = ember.jit(f).lower(*args).compile().runtime_executable()
+  asm = exe.asm
+  out = {}
+  for t in exe.thunks:
+    if t.kind != "kernel":
+      continue
+    m = re.search(rf"^{re.escape(t.name)}:\n(.*?)^\.Lfunc_end", asm, re.S | re.M)
+    assert m, f"kernel {t.name} not found in the assembly"
+    out[t.name] = m.group(1)
+  return out
+
+
+def rng_data(*shape, seed=0, lo=-2.0, hi=2.0):
+  return np.random.default_rng(seed).uniform(lo, hi, shape).astype(np.float32)
+
+
+def softmax(x):
+  e = jnp.exp(x - x.max(axis=-1, keepdims=True))
+  return e / e.sum(axis=-1, keepdims=True)
+
+
+def np_softmax(x):
+  e = np.exp(x - x.max(-1, keepdims=True))
+  return e / e.sum(-1, keepdims=True)
+
+
+def layernorm(x, g, b):
+  mu = x.mean(axis=-1, keepdims=True)
+  var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+  return (x - mu) / jnp.sqrt(var + 1e-5) * g + b
+
+
+def np_layernorm(x, g, b):
+  mu = x.mean(-1, keepdims=True)
+  return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
+
+
+def logsumexp(x):
+  m = x.max(axis=-1, keepdims=True)
+  return jnp.log(jnp.exp(x - m).sum(axis=-1)) + m[:, 0]
+
+
+def np_logsumexp(x):
+  m = x.max(-1, keepdims=True)
+  return np.log(np.exp(x - m).sum(-1)) + m[:, 0]
+
+
+# name -> (function, NumPy float64 reference, args, the patterns every kernel must hold,
+#          rtol). Tolerances: f32 sums of n terms are within n*eps of the float64 sum in the
+# worst case and ~sqrt(n)*eps in practice (eps = 6e-8); transcendentals are a few ulp.
+CASES = {
+    "exp_log_elementwise": (lambda x, y: jnp.exp(jnp.log(x) + y),
+                            lambda x, y: np.exp(np.log(x) + y),
+                            (rng_data(64, 256, lo=0.5), rng_data(64, 256, seed=1)),
+                            (_FMA,), 4e-6),
+    "row_sum": (lambda x: x.sum(axis=1), lambda x: x.sum(1), (rng_data(64, 512),),
+                (_ADD,), 2e-5),
+    "row_max": (lambda x: x.max(axis=1), lambda x: x.max(1), (rng_data(64, 512),),
+                (_MAX,), 0),
+    "column_sum": (lambda x: x.sum(axis=0), lambda x: x.sum(0), (rng_data(512, 64),),
+                   (_ADD,), 2e-5),
+    "broadcast_row_plus_column": (lambda r, c: r[None, :] * 2.0 + c[:, None],
+                                  lambda r, c: r[None, :] * 2.0 + c[:, None],
+                                  (rng_data(256), rng_data(64, seed=1)), (_PACKED,), 1e-6),
+    "softmax": (softmax, np_softmax, (rng_data(64, 256),), (_PACKED,), 2e-6),
+    "logsumexp": (logsumexp, np_logsumexp, (rng_data(64, 256),), (_PACKED,), 2e-6),
+    "layernorm": (layernorm, np_layernorm,
+                  (rng_data(64, 256), rng_data(256, seed=1), rng_data(256, seed=2)),
+                  (_PACKED,), 2e-5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_kernels_hold_packed_vector_instructions(name):
+  f, ref, args, patterns, _ = CASES[name]
+  host = isa()
+  kernels = kernel_asm(f, *args)
+  assert kernels
+  for kname, body in kernels.items():
+    for pat in patterns:
+      assert re.search(pat[host], body), f"{name}: kernel {kname} has no {pat[host]!r}\n{body[:4000]}"
+
+
+@pytest.mark.parametrize("name", ["broadcast_row_plus_column", "softmax", "layernorm"])
+def test_no_integer_division_in_kernels(name):
+  # index maps of broadcasts and row reductions are loop variables, not div/mod of a flat
+  # index per element
+  f, _, args, _, _ = CASES[name]
+  host = isa()
+  for kname, body in kernel_asm(f, *args).items():
+    assert not re.search(_DIV[host], body), f"{name}: {kname} divides integers"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_results_match_numpy_float64(name):
+  f, ref, args, _, rtol = CASES[name]
+  expected = ref(*[a.astype(np.float64) for a in args])
+  got = np.asarray(ember.jit(f)(*args))
+  assert got.dtype == np.float32 and got.shape == expected.shape
+  np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol * np.abs(expected).max())
+
+
+def test_row_reductions_fuse_into_their_consumers():
+  # softmax, logsumexp and layernorm: one kernel each, their row statistics computed once per
+  # row (hoisted out of the minor loop), softmax's exp once per row into a row buffer
+  for f, args, n in ((softmax, (rng_data(8, 32),), 1), (logsumexp, (rng_data(8, 32),), 1),
+                     (layernorm, (rng_data(8, 32), rng_data(32), rng_data(32)), 1)):
+    exe = ember.jit(f).lower(*args).compile().runtime_executable()
+    assert [t.kind for t in exe.thunks] == ["kernel"] * n
+
+
+REDUCTIONS = {
+    "row_sum": lambda x: x.sum(axis=1),
+    "column_sum": lambda x: x.sum(axis=0),
+    "sum_3d_middle": lambda x: x.reshape(8, 64, 64).sum(axis=1),
+    "softmax": softmax,
+    "logsumexp": logsumexp,
+    "mean_all": lambda x: x.mean(),
+    "argmax_rows": lambda x: jnp.argmax(x, axis=1),
+    "argmax_columns": lambda x: jnp.argmax(x, axis=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reductions_are_deterministic_for_any_outer_split(name):
+  """The same module on the same data gives the same bits every run, and for any split of
+  the outer loop into sub-ranges (what a thread pool does): vector accumulators reassociate
+  the sum in a fixed order per output element, never across the outer dimension."""
+  x = rng_data(512, 64, seed=3) * 1e3
+  f = REDUCTIONS[name]
+  jf = ember.jit(f)
+  first = np.asarray(jf(x))
+  for _ in range(3):
+    np.testing.assert_array_equal(np.asarray(jf(x)), first)
+  exe = jf.lower(x).compile().runtime_executable()
+  (out,) = exe.execute([x])
+  np.testing.assert_array_equal(out, first)
+  frame = exe._frame([x])
+  for t in exe.thunks:                        # every kernel over uneven sub-ranges
+    if t.kind == "kernel" and t.splittable:
+      cuts = sorted({0, 1, t.outer // 3, t.outer // 2 + 1, t.outer})
+      for lo, hi in reversed(list(zip(cuts, cuts[1:]))):
+        t.run(frame, lo, hi)
+    else:
+      t.run(frame)
+  np.testing.assert_array_equal(exe._results(frame)[0], first)
+
+
+@pytest.mark.parametrize("shape,perm", [((300, 257), (1, 0)), ((256, 256), (1, 0)),
+                                        ((4, 130, 70), (0, 2, 1)), ((70, 4, 260), (2, 1, 0)),
+                                        ((70, 260, 4), (1, 0, 2))])
+def test_tiled_transpose_matches_numpy_for_any_split(shape, perm):
+  x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+  f = lambda x: jnp.transpose(x, perm) + 0.5
+  exe = ember.jit(f).lower(x).compile().runtime_executable()
+  expected = np.transpose(x, perm) + np.float32(0.5)
+  (out,) = exe.execute([x])
+  np.testing.assert_array_equal(out, expected)
+  (t,) = [t for t in exe.thunks if t.kind == "kernel"]
+  frame = exe._frame([x])
+  cuts = sorted({0, 1, t.outer // 3, t.outer // 2 + 1, t.outer})
+  for lo, hi in reversed(list(zip(cuts, cuts[1:]))):
+    t.run(frame, lo, hi)
+  np.testing.assert_array_equal(exe._results(frame)[0], expected)
+
+
+@pytest.mark.parametrize("row", [True, False])
+def test_expensive_value_read_through_broadcast(row):
+  # sin(x)[:, None] + y: sin is computed once per row, hoisted out of the minor loop, so
+  # it fuses (one kernel); sin(x)[None, :] + y.T would be computed once per element of the
+  # output, so sin stays a kernel of its own. Both compute the same values.
+  x, y = rng_data(5), rng_data(5, 7)
+  f = (lambda x, y: jnp.sin(x)[:, None] + y) if row else (lambda x, y: jnp.sin(x)[None, :] + y.T)
+  exe = ember.jit(f).lower(x, y).compile().runtime_executable()
+  assert len(exe.thunks) == (1 if row else 2)
+  s, y64 = np.sin(x.astype(np.float64)), y.astype(np.float64)
+  expected = s[:, None] + y64 if row else s[None, :] + y64.T
+  np.testing.assert_allclose(np.asarray(ember.jit(f)(x, y)), expected, rtol=1e-6, atol=1e-6)
