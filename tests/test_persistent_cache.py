@@ -445,3 +445,30 @@ def test_concurrent_writers(tmp_path):
   log = _finish(_run(tmp_path, tmp_path / "last.npy", "EMBER_COMPILATION_CACHE_DIR", d))
   assert "Persistent compilation cache hit for 'jit_twenty_ops'" in log
   np.testing.assert_array_equal(np.load(tmp_path / "last.npy"), outs[0])
+
+
+def _repeated_layers(x):
+  for _ in range(6):
+    x = jnp.tanh(x @ x) + 0.1      # small dots with a fused epilogue
+    x = jnp.sin(x) * 0.5           # an elementwise fusion
+  return x
+
+
+def test_identical_fusions_share_one_kernel_and_replay(cache):
+  # repeated layers compile one kernel per distinct program (not one per layer); the
+  # thunks keep their own instruction names, and a cache hit replays the sharing
+  import re
+  x = (np.random.default_rng(3).standard_normal((16, 16)) * 0.3).astype(np.float32)
+  ref = x.astype(np.float64)
+  for _ in range(6):
+    ref = np.sin(np.tanh(ref @ ref) + 0.1) * 0.5
+  first = compile_fresh(_repeated_layers, x)
+  exe = first.runtime_executable()
+  entry_points = re.findall(r"^define void @\"?([\w.]+)", exe.llvm_ir, re.M)
+  assert len(entry_points) <= 4, entry_points
+  names = [t.name for t in exe.thunks]
+  assert len(set(names)) == len(names) == 6   # one output fusion per layer
+  second = compile_fresh(_repeated_layers, x)
+  assert second.runtime_executable() is not exe
+  for c in (first, second):
+    np.testing.assert_allclose(np.asarray(c(x)), ref, rtol=2e-6, atol=1e-6)

@@ -282,6 +282,16 @@ def test_cost_model_small_on_one_core_large_split():
   assert threadpool.plan_chunks(100, True, None, threads=4) == 1
 
 
+def test_column_reductions_split_into_one_chunk_per_thread():
+  # a chunk of output columns re-walks every row: more chunks than threads only adds
+  # short strided passes (measured slower), so a column reduction gets one per thread
+  (k,) = kernels(compiled(lambda x: x.sum(0), data((2000, 2000))))
+  assert k.cost.column_reduction
+  assert threadpool.plan_chunks(k.outer, k.splittable, k.cost, threads=4) == 4
+  (k,) = kernels(compiled(lambda x: x.sum(1), data((2000, 2000))))
+  assert not k.cost.column_reduction
+
+
 def test_replayed_executable_recomputes_costs():
   x = data((1000, 1000))
   module = lowered(lambda x: jnp.exp(jnp.sin(x)) + x.sum(1, keepdims=True), x)

@@ -11,6 +11,7 @@ Attributes live in `Instr.attrs` under the names documented in `OPCODES` below.
 """
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from typing import Any, Iterable, NamedTuple, Sequence
@@ -332,19 +333,7 @@ class Module:
 
   def called_computations(self) -> list[Computation]:
     """Computations reachable from the entry, callees before callers (print order)."""
-    order: list[Computation] = []
-    seen: set[int] = set()
-
-    def visit(c: Computation):
-      if id(c) in seen:
-        return
-      seen.add(id(c))
-      for i in c.instrs:
-        for sub in i.called:
-          visit(sub)
-      order.append(c)
-    visit(self.entry)
-    return order
+    return reachable_computations(self.entry)
 
   def prune_computations(self) -> None:
     self.computations = self.called_computations()
@@ -554,3 +543,47 @@ def to_text(module: Module) -> str:
   comps = module.called_computations()
   body = [computation_to_text(c, entry=c is entry) for c in comps]
   return header + "\n\n" + "\n\n".join(body) + "\n"
+
+
+def reachable_computations(root: Computation) -> list[Computation]:
+  """`root` and the computations it calls, transitively; callees before callers."""
+  order: list[Computation] = []
+  seen: set[int] = set()
+
+  def visit(c: Computation):
+    if id(c) in seen:
+      return
+    seen.add(id(c))
+    for i in c.instrs:
+      for sub in i.called:
+        visit(sub)
+    order.append(c)
+  visit(root)
+  return order
+
+
+def structure_key(comps: Sequence[Computation]) -> tuple:
+  """Every computation's instructions as (opcode, shape, operand positions, attributes,
+  called computation positions), names and metadata left out: equal keys mean the same
+  program (interchangeable code)."""
+  comp_pos = {id(c): n for n, c in enumerate(comps)}
+
+  def attr(v):
+    if isinstance(v, (np.ndarray, np.generic)):
+      v = np.asarray(v)
+      return (v.dtype.str, v.shape, hashlib.sha256(np.ascontiguousarray(v).tobytes()).digest())
+    try:
+      hash(v)
+      return v
+    except TypeError:
+      return repr(v)
+
+  key = []
+  for c in comps:
+    pos = {i.id: n for n, i in enumerate(c.instrs)}
+    key.append(tuple([
+        (i.opcode, i.shape, tuple([pos[o.id] for o in i.operands]),
+         tuple(sorted([(k, attr(v)) for k, v in i.attrs.items()])) if i.attrs else (),
+         tuple([comp_pos[id(sub)] for sub in i.called]) if i.called else (), i is c.root)
+        for i in c.instrs]))
+  return tuple(key)

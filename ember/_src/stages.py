@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import gc
-import hashlib
 import time
 import weakref
 from typing import Any, NamedTuple, Sequence
@@ -430,31 +429,10 @@ _executables: dict = {}
 
 
 def structural_key(module: hlo.Module) -> tuple:
-  """Every computation's instructions as (opcode, shape, operand positions, attributes,
-  called computation positions), names and metadata left out: equal keys mean
-  interchangeable executables."""
-  comps = module.called_computations()
-  comp_pos = {id(c): n for n, c in enumerate(comps)}
-
-  def attr(v):
-    if isinstance(v, np.ndarray) or isinstance(v, np.generic):
-      v = np.asarray(v)
-      return (v.dtype.str, v.shape, hashlib.sha256(np.ascontiguousarray(v).tobytes()).digest())
-    try:
-      hash(v)
-      return v
-    except TypeError:
-      return repr(v)
-
-  key = []
-  for c in comps:
-    pos = {i.id: n for n, i in enumerate(c.instrs)}
-    key.append(tuple([
-        (i.opcode, i.shape, tuple([pos[o.id] for o in i.operands]),
-         tuple(sorted([(k, attr(v)) for k, v in i.attrs.items()])) if i.attrs else (),
-         tuple([comp_pos[id(sub)] for sub in i.called]) if i.called else (), i is c.root)
-        for i in c.instrs]))
-  return tuple(key), tuple(sorted(module.input_output_alias.items()))
+  """The module's program without names and metadata (hlo.structure_key) plus its
+  input/output aliasing: equal keys mean interchangeable executables."""
+  return (hlo.structure_key(module.called_computations()),
+          tuple(sorted(module.input_output_alias.items())))
 
 
 def clone_module(module: hlo.Module) -> hlo.Module:

@@ -1580,6 +1580,10 @@ class KernelBuilder:
 
   def __init__(self, module: ir.Module):
     self.module = module
+    # Fusions with the same program, aliasing and in-place operands share one kernel (a
+    # model's repeated layers compile once): key -> KernelInfo, and name -> the symbol used.
+    self._kernels: dict[tuple, KernelInfo] = {}
+    self.aliases: dict[str, str] = {}
 
   def _entry(self, name: str, n_ptrs: int, noalias: Sequence[bool]):
     """The exported ABI function and the always-inlined body it calls; returns (body
@@ -1608,9 +1612,26 @@ class KernelBuilder:
 
   def fusion(self, name: str, comp: hlo.Computation, noalias: Sequence[bool],
              in_place: dict[int, int] | None = None) -> KernelInfo:
-    """Emit the kernel of a fused computation (parameters = the fusion's operands).
-    `in_place` maps operands that share an output's buffer to that output: they are read
-    through the output's pointer."""
+    """The kernel of a fused computation (parameters = the fusion's operands), emitted
+    unless an identical one exists already (then its KernelInfo, whose `name` is the
+    shared symbol). `in_place` maps operands that share an output's buffer to that output:
+    they are read through the output's pointer."""
+    key = ("fusion", hlo.structure_key(hlo.reachable_computations(comp)), tuple(noalias),
+           tuple(sorted((in_place or {}).items())))
+    return self.shared(key, name, lambda: self._emit_fusion(name, comp, noalias, in_place))
+
+  def shared(self, key: tuple, name: str, emit: Callable[[], KernelInfo]) -> KernelInfo:
+    """The kernel `emit()` would make under `name`, or the one already emitted for `key`
+    (then `name` becomes an alias of its symbol)."""
+    info = self._kernels.get(key)
+    if info is None:
+      info = self._kernels[key] = emit()
+    elif info.name != name:
+      self.aliases[name] = info.name
+    return info
+
+  def _emit_fusion(self, name: str, comp: hlo.Computation, noalias: Sequence[bool],
+                   in_place: dict[int, int] | None = None) -> KernelInfo:
     params = comp.params
     outs = fusion_outputs(comp)
     n_in = len(params)

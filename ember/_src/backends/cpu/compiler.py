@@ -250,14 +250,15 @@ class _ThunkPlan:
     self.kernel_infos.append(info)
     from ember._src.backends.cpu import threadpool
     cost = threadpool.kernel_cost(instr, comp)   # recomputed on replay, never serialized
-    self.pending.append(lambda addr: ex.KernelThunk(info.name, addr(info.name), ins + outs,
+    self.pending.append(lambda addr: ex.KernelThunk(instr.name, addr(info.name), ins + outs,
                                                     info.outer, info.splittable, cost))
 
-  def _dot_kernel(self, name: str, emit) -> codegen.KernelInfo:
-    """A kernel emitted by `emit(llvm_module)` (dot_kernels), or its recorded facts when
+  def _dot_kernel(self, name: str, emit, key: tuple) -> codegen.KernelInfo:
+    """A kernel emitted by `emit(llvm_module)` (dot_kernels; shared by the dots whose
+    `key` (layout, operand positions, epilogue symbol) is equal), or its recorded facts when
     replaying a serialized plan."""
     if isinstance(self.kernels, codegen.KernelBuilder):
-      info = emit(self.kernels.module)
+      info = self.kernels.shared(("dot",) + key, name, lambda: emit(self.kernels.module))
     else:
       info = self.kernels.fusion(name, None, None)
     self.kernel_infos.append(info)
@@ -272,8 +273,8 @@ class _ThunkPlan:
       self.pending.append(lambda addr: ex.DotThunk(instr, l, r, out))
       return
     info = self._dot_kernel(instr.name, lambda m: dot_kernels.emit_dot_kernel(
-        m, instr.name, lay, 0, 1, 2))
-    self.pending.append(lambda addr: ex.KernelThunk(info.name, addr(info.name), [l, r, out],
+        m, instr.name, lay, 0, 1, 2), (lay,))
+    self.pending.append(lambda addr: ex.KernelThunk(instr.name, addr(info.name), [l, r, out],
                                                     info.outer, info.splittable))
 
   def output_fusion(self, instr: hlo.Instr) -> None:
@@ -304,13 +305,14 @@ class _ThunkPlan:
       n = len(ins)
       e = dot_kernels.Epilogue(einfo.name, tuple(used), in_place)
       info = self._dot_kernel(instr.name, lambda m: dot_kernels.emit_dot_kernel(
-          m, instr.name, lay, lhs, rhs, n, e))
-      self.pending.append(lambda addr: ex.KernelThunk(info.name, addr(info.name), ins + [out],
-                                                      info.outer, info.splittable))
+          m, instr.name, lay, lhs, rhs, n, e), (lay, lhs, rhs, n, e))
+      self.pending.append(lambda addr: ex.KernelThunk(instr.name, addr(info.name),
+                                                      ins + [out], info.outer,
+                                                      info.splittable))
       return
     shift_name = instr.name + ".shifted"     # the epilogue on a block, for the thread pool
-    self._dot_kernel(shift_name, lambda m: dot_kernels.emit_range_shift(
-        m, shift_name, einfo.name, len(epi_ins) + 1))
+    shift = self._dot_kernel(shift_name, lambda m: dot_kernels.emit_range_shift(
+        m, shift_name, einfo.name, len(epi_ins) + 1), (einfo.name, len(epi_ins) + 1))
     from ember._src.backends.cpu import threadpool
     cost = threadpool.kernel_cost(instr, epi)   # recomputed on replay, never serialized
     dslots = (ins[lhs], ins[rhs], out if in_place else None)
@@ -318,7 +320,7 @@ class _ThunkPlan:
         instr.name, ex.DotThunk(dot, *dslots),
         ex.KernelThunk(einfo.name, addr(einfo.name), epi_ins + [out], einfo.outer,
                        einfo.splittable, cost),
-        len(used), out if in_place else None, lay.rows_per_unit, addr(shift_name)))
+        len(used), out if in_place else None, lay.rows_per_unit, addr(shift.name)))
 
   def copy(self, instr: hlo.Instr) -> None:
     src, dst = self.slot(instr.operands[0]), self.slot(instr)
@@ -391,6 +393,7 @@ def compile_module(module: hlo.Module, assignment=None, flags=None) -> ex.Execut
   # What serialize_executable needs to rebuild this executable without LLVM's passes.
   exe.cache_payload = dict(obj=obj, kernels={k.name: (k.outer, k.splittable)
                                              for k in plan.kernel_infos},
+                           aliases=plan.kernels.aliases,
                            sort_keys=plan.sort_keys, code_size=code_size, ir=ir_text,
                            opt_ir=opt_ir, opt_level=opt_level)
   if getattr(flags, "dump_to", None):
@@ -471,7 +474,8 @@ def serialize_executable(exe: ex.Executable) -> bytes:
   import json
   p = exe.cache_payload
   blobs = [p["obj"], p["ir"].encode(), p["opt_ir"].encode()]
-  head = json.dumps({"kernels": p["kernels"], "sort_keys": p["sort_keys"],
+  head = json.dumps({"kernels": p["kernels"], "aliases": p["aliases"],
+                     "sort_keys": p["sort_keys"],
                      "code_size": p["code_size"], "opt_level": p["opt_level"],
                      "sizes": [len(b) for b in blobs]}).encode()
   return len(head).to_bytes(4, "little") + head + b"".join(blobs)
@@ -492,7 +496,7 @@ def deserialize_executable(module: hlo.Module, assignment, data: bytes) -> ex.Ex
   if pos != len(data) or any(len(b) != s for b, s in zip(blobs.values(), head["sizes"])):
     raise ValueError("serialized executable has the wrong length")
   kernels = _RecordedKernels({k: codegen.KernelInfo(k, o, bool(s))
-                              for k, (o, s) in head["kernels"].items()})
+                              for k, (o, s) in head["kernels"].items()}, head.get("aliases", {}))
   plan = _ThunkPlan(assignment, kernels, head["sort_keys"])
   for instr in module.entry.instrs:
     plan.add(instr)
@@ -511,10 +515,11 @@ class _RecordedKernels:
   """Stands in for codegen.KernelBuilder when replaying a plan: hands back the recorded
   KernelInfo of each kernel instead of generating it."""
 
-  def __init__(self, infos: dict):
-    self.infos = infos
+  def __init__(self, infos: dict, aliases: dict):
+    self.infos, self.aliases = infos, aliases
 
   def _info(self, name: str):
+    name = self.aliases.get(name, name)   # a kernel shared with an identical fusion
     if name not in self.infos:
       raise ValueError(f"serialized executable has no kernel {name}")
     return self.infos[name]

@@ -112,6 +112,9 @@ class KernelCost(NamedTuple):
   bytes: float            # bytes read + written
   flops: float
   transcendentals: float
+  # a column reduction: each chunk of output columns re-walks every input row, so small
+  # chunks turn one streaming pass into many short strided ones: one chunk per thread
+  column_reduction: bool = False
 
 
 # Single-core rates of generated code, measured on this project's kernels (AVX2, warm
@@ -140,9 +143,11 @@ def kernel_cost(instr, comp=None) -> KernelCost:
   from ember._src.backends.cpu import codegen
   if comp is None:
     comp = instr.called[0] if instr.opcode == "fusion" else codegen.wrap_as_fusion(instr)
+  from ember._src.passes.fusion import column_reduce_root
   reads, writes = analysis.kernel_bytes(instr)
   flops, trans = analysis.computation_costs(comp)
-  return KernelCost(float(sum(b for b, _ in reads) + sum(writes)), float(flops), float(trans))
+  return KernelCost(float(sum(b for b, _ in reads) + sum(writes)), float(flops), float(trans),
+                    column_reduce_root(comp.root))
 
 
 def plan_chunks(outer: int, splittable: bool, cost: KernelCost | None,
@@ -160,7 +165,8 @@ def plan_chunks(outer: int, splittable: bool, cost: KernelCost | None,
   t = estimate_ns(cost)
   if t < MIN_SPLIT_NS:
     return 1
-  return int(max(2, min(outer, threads * CHUNKS_PER_THREAD, t // MIN_CHUNK_NS, MAX_CHUNKS)))
+  per_thread = 1 if cost.column_reduction else CHUNKS_PER_THREAD
+  return int(max(2, min(outer, threads * per_thread, t // MIN_CHUNK_NS, MAX_CHUNKS)))
 
 
 _forced: list[int] = []
