@@ -285,10 +285,11 @@ def test_cost_model_small_on_one_core_large_split():
 def test_column_reductions_split_into_one_chunk_per_thread():
   # a chunk of output columns re-walks every row: more chunks than threads only adds
   # short strided passes (measured slower), so a column reduction gets one per thread
-  (k,) = kernels(compiled(lambda x: x.sum(0), data((2000, 2000))))
+  # (1000 x 1000 stays below reduction_splitter's size: one kernel)
+  (k,) = kernels(compiled(lambda x: x.sum(0), data((1000, 1000))))
   assert k.cost.column_reduction
   assert threadpool.plan_chunks(k.outer, k.splittable, k.cost, threads=4) == 4
-  (k,) = kernels(compiled(lambda x: x.sum(1), data((2000, 2000))))
+  (k,) = kernels(compiled(lambda x: x.sum(1), data((1000, 1000))))
   assert not k.cost.column_reduction
 
 

@@ -1,0 +1,76 @@
+"""reduction_splitter: large reductions over the leading dimension run in two stages, so
+the first stage runs on every core.
+
+    reduce(x[R, ...], dimensions ⊇ {0})                      R = K * r, x large
+      -> reduce(reduce(reshape(x, [K, r, ...]), dimensions={1} ∪ rest+1), dimensions={0})
+
+The backend splits a kernel only along its outermost output dimension. A column sum
+(`x.sum(0)`) or a full reduction (`logsumexp(x)`) has no outer dimension worth splitting (a
+column chunk re-walks every row; a scalar has none), so it ran on one core. After the
+rewrite, stage 1's outermost dimension is K blocks of consecutive rows: each core reduces
+whole blocks, streaming through memory, and stage 2 combines K partial results.
+
+K is a constant, not the thread count, so the order of the terms depends on the module and
+the shape only: results are the same run to run and for any EMBER_NUM_THREADS. For float
+add and multiply the order differs from a one-stage reduction (as in XLA's tree reduction
+rewriter): K partial sums instead of one, which if anything lowers the rounding error.
+max/min/and/or are exact in any order.
+"""
+from __future__ import annotations
+
+from ember._src import hlo
+
+K = 8                     # partial results per reduction (blocks of rows)
+MIN_ELEMENTS = 1 << 20    # below this one core finishes before a fork/join pays off
+_COMBINERS = ("add", "multiply", "maximum", "minimum", "and", "or")
+
+
+def _simple_combiner(comp: hlo.Computation) -> bool:
+  root, params = comp.root, comp.params
+  return (len(params) == 2 and root.opcode in _COMBINERS and len(root.operands) == 2
+          and {o.id for o in root.operands} == {p.id for p in params})
+
+
+def _splittable(r: hlo.Instr) -> bool:
+  if r.opcode != "reduce" or len(r.operands) != 2 or not _simple_combiner(r.called[0]):
+    return False
+  x = r.operands[0]
+  dims = x.shape.dims
+  return (0 in r.attrs["dimensions"] and x.shape.rank >= 1 and dims[0] >= 2 * K
+          and dims[0] % K == 0 and x.shape.size >= MIN_ELEMENTS)
+
+
+def _split(comp: hlo.Computation, r: hlo.Instr) -> None:
+  x, init = r.operands
+  dims, rdims = x.shape.dims, set(r.attrs["dimensions"])
+  blocks = comp.add(hlo.Instr("reshape", hlo.Shape(x.dtype, (K, dims[0] // K) + dims[1:]),
+                              [x], metadata=r.metadata))
+  stage1_dims = (1,) + tuple(d + 1 for d in sorted(rdims - {0}))
+  kept = tuple(n for d, n in enumerate(dims) if d not in rdims)
+  partial = comp.add(hlo.Instr("reduce", hlo.Shape(r.dtype, (K,) + kept), [blocks, init],
+                               {"dimensions": stage1_dims}, list(r.called),
+                               metadata=r.metadata))
+  partial = _fusion_boundary(comp, partial)
+  total = comp.add(hlo.Instr("reduce", r.shape, [partial, init], {"dimensions": (0,)},
+                             list(r.called), metadata=r.metadata))
+  comp.replace_all_uses(r, total)
+
+
+def _fusion_boundary(comp: hlo.Computation, x: hlo.Instr) -> hlo.Instr:
+  """x through an optimization barrier: fusion would otherwise merge the stages back into
+  one kernel (a reduce feeding a reduce fuses)."""
+  shape = hlo.TupleShape((x.shape,))
+  t = comp.add(hlo.Instr("tuple", shape, [x], metadata=x.metadata))
+  b = comp.add(hlo.Instr("optimization-barrier", shape, [t], metadata=x.metadata))
+  return comp.add(hlo.Instr("get-tuple-element", x.shape, [b], {"index": 0},
+                            metadata=x.metadata))
+
+
+def run(module: hlo.Module, flags=None) -> hlo.Module:
+  comp = module.entry     # fusion kernels are the entry's; loop bodies keep their order
+  targets = [i for i in comp.instrs if _splittable(i)]
+  for r in targets:
+    _split(comp, r)
+  if targets:
+    comp.sort_and_prune()
+  return module
