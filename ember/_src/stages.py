@@ -212,6 +212,17 @@ def _take_donated(a, aliased: bool):
   return buf
 
 
+def _estimated_ns(module: hlo.Module) -> float:
+  """A rough single-core run time of the whole module (the thread pool's cost model over
+  the module's cost analysis): calls below executor.INLINE_NS run inline when the executor
+  is idle, where a hand-off to the executor thread would cost more than it overlaps."""
+  from ember._src import analysis
+  from ember._src.backends.cpu import threadpool
+  ca = analysis.cost_analysis(module)
+  return threadpool.estimate_ns(threadpool.KernelCost(
+      ca.get("bytes accessed", 0.0), ca.get("flops", 0.0), ca.get("transcendentals", 0.0)))
+
+
 class _RunPlan:
   """What `CompiledComputation.run` needs per call, computed once per executable."""
 
@@ -226,7 +237,8 @@ class _RunPlan:
     nbytes = sum(dt.itemsize * int(np.prod(d, dtype=np.int64)) for dt, d in self.in_specs)
     nbytes += sum(av.dtype.itemsize * int(np.prod(av.shape, dtype=np.int64))
                   for av in comp.out_avals if isinstance(av.dtype, np.dtype))
-    self.small = nbytes < executor._INLINE_BYTES
+    self.small = nbytes < executor._INLINE_BYTES or \
+        _estimated_ns(comp.module) < executor.INLINE_NS
     self.aliased = frozenset(getattr(ex, "donated", ()))
     name = self.name
     if type(ex) is Executable:
