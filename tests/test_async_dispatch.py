@@ -66,7 +66,6 @@ SYNC_OPS = {
     "bool": lambda r: bool(r[0, 0] > 0),
     "tolist": lambda r: r[:2, :2].tolist(),
     "int": lambda r: int(r[0, 0] > 0),
-    "str": str,
 }
 
 

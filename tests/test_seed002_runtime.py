@@ -215,11 +215,6 @@ def test_explain_cache_misses_through_the_jax_logger(jax_log):
   assert "at w, now f32[4,8] and before f32[4,4]" in miss[-1]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ember explains a static-value miss ('different static argument values: * at mode, now "
-    "'b' and before 'a''), where seed 002 §2.5 and JAX 0.12 print only 'cache miss "
-    "explanation unavailable'; tests/test_jit_cache.py::test_explain_weak_type_static_and_"
-    "pytree asserts ember's text, so the fix (cache_miss.py) needs that test changed too"))
 def test_explain_static_value_change_is_unavailable(jax_log):
   # §2.5 extra: "the case where a change in a static argument's value only prints
   # explanation unavailable". JAX 0.12's message ends:
@@ -393,11 +388,6 @@ def test_implicit_sync_np_array_and_print_small(mats, gate, op, capsys):
   np.testing.assert_allclose(np.asarray(r), _heavy_np(m)[:2, :2], rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "str()/print of an array of >= 1 MiB formats its values (and so waits) in ember; JAX 0.12's "
-    "Array.__str__ returns repr(self) = 'Array(shape=..., dtype=...)' there without waiting. "
-    "The fix (runtime/array.py __str__) breaks tests/test_async_dispatch.py "
-    "test_implicit_sync_points[str], which asserts str() of a 1.44 MB array waits"))
 def test_print_of_a_large_array_does_not_synchronize(mats, gate, capsys):
   # §2.7: "print/repr of large arrays doesn't synchronize ... for arrays of 1 MiB or more
   # (nbytes >= 1 << 20), it prints only Array(shape=..., dtype=...)"; quiz 7: "print(y)

@@ -317,6 +317,8 @@ class Array:
 
   def __str__(self):
     self._check_alive()
+    if self.nbytes >= _REPR_VALUES_LIMIT:  # JAX 0.12: shape and dtype only, without waiting
+      return repr(self)
     return str(self._value)
 
   def __format__(self, spec):
