@@ -1,8 +1,7 @@
 """The CPU benchmark of issue 4: ember vs JAX (and NumPy) on one machine, in one sitting.
 
-For each workload it prints the steady-state median time (each call waited on with
-block_until_ready; ember and JAX timed in alternating batches so drift hits both alike), the
-first-call time (trace + lower + compile + run of a function neither has seen), the ratio
+For each workload it prints the steady-state median time (batches of calls, the last waited on
+with block_until_ready), the first-call time (trace + lower + compile + run of a function neither has seen), the ratio
 JAX/ember and its geometric mean, and the achieved GB/s (minimal bytes: inputs read once,
 outputs written once) and GFLOP/s (dots: 2*M*N*K) against the machine's measured copy
 bandwidth and sgemm rate (NumPy's np.copyto and float32 matmul, measured at start).
@@ -14,15 +13,21 @@ bandwidth and sgemm rate (NumPy's np.copyto and float32 matmul, measured at star
     PYTHONPATH=. /path/to/jax-venv/bin/python bench/cpu_workloads.py \
         --markdown bench/results.md --png docs/bench.png
 
-The machine is shared and noisy: read ratios and medians, never a single time.
+Each library runs in a worker process of its own (`--worker ember|jax|numpy`), one after
+the other: ember's and JAX's thread pools would otherwise compete for the cores and slow each
+other down. The machine is shared and noisy: read ratios and medians, never a single time.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
+import subprocess
+import sys
 import time
+import zlib
 
 import numpy as np
 
@@ -151,16 +156,12 @@ def first_call(f, args) -> float:
   return time.perf_counter() - t0
 
 
-def steady_medians(fs: dict, args: dict, budget_s: float) -> dict:
-  """Median per-call time of each function, timed in alternating batches."""
-  est = {k: max(batch_time(f, args[k], 1), 1e-7) for k, f in fs.items()}
-  calls = {k: max(1, min(1000, int(0.02 / t))) for k, t in est.items()}
-  rounds = max(5, min(30, int(budget_s / max(sum(est[k] * calls[k] for k in fs), 1e-6))))
-  samples = {k: [] for k in fs}
-  for _ in range(rounds):
-    for k, f in fs.items():
-      samples[k].append(batch_time(f, args[k], calls[k]))
-  return {k: statistics.median(v) for k, v in samples.items()}
+def steady_median(f, args, budget_s: float) -> float:
+  """Median per-call time over batches (calls per batch sized to ~20 ms)."""
+  est = max(batch_time(f, args, 1), 1e-7)
+  calls = max(1, min(1000, int(0.02 / est)))
+  rounds = max(5, min(30, int(budget_s / (est * calls))))
+  return statistics.median(batch_time(f, args, calls) for _ in range(rounds))
 
 
 def machine_rates() -> tuple[float, float]:
@@ -186,49 +187,63 @@ def machine_rates() -> tuple[float, float]:
 # Report
 # --------------------------------------------------------------------------------------
 
-def _warm_up() -> None:
-  """Pay each library's one-time start-up (backend, LLVM initialisation) before any
-  first-call time is taken."""
-  x = np.arange(7, dtype=np.float32)
-  _wait(ember.jit(lambda v: v * 3 - 1)(x))
-  if real_jax:
-    _wait(real_jax.jit(lambda v: v * 3 - 1)(x))
+def _library(lib: str):
+  """(jit, asarray, the workload table) of one library."""
+  if lib == "ember":
+    return ember.jit, jnp.asarray, workloads(jnp, ember.nn, getattr(ember, "grad", None))
+  if lib == "jax":
+    return real_jax.jit, real_jnp.asarray, workloads(real_jnp, real_nn, real_jax.grad)
+  return None, None, workloads(np, None, None)
+
+
+def measure(lib: str, selected, budget_s: float) -> dict:
+  """name -> {"steady": s, "first": s (jit libraries), "bytes": minimal bytes (numpy)}."""
+  jit, asarray, table = _library(lib)
+  if jit is not None:   # pay the one-time start-up (backend, LLVM) before any first call
+    _wait(jit(lambda v: v * 3 - 1)(np.arange(7, dtype=np.float32)))
+  out = {}
+  for name, (f, shapes, _) in table.items():
+    if selected and not any(sel in name for sel in selected):
+      continue
+    rng = np.random.default_rng(zlib.crc32(name.encode()))   # same data in every worker
+    args = [(np.abs(rng.standard_normal(sh)) + 0.1).astype(np.float32) for sh in shapes]
+    r = {}
+    if jit is None:
+      r["bytes"] = minimal_bytes(f, args)
+    else:
+      f, args = jit(f), [asarray(x) for x in args]
+      r["first"] = first_call(f, args)
+    r["steady"] = steady_median(f, args, budget_s)
+    out[name] = r
+  return out
 
 
 def run(selected, budget_s: float) -> tuple[list[dict], float, float]:
+  """Each library in a worker process of its own (this Python), then one row per workload."""
   copy_gbs, sgemm = machine_rates()
-  rng = np.random.default_rng(0)
-  ours = workloads(jnp, ember.nn, getattr(ember, "grad", None))
-  ref = workloads(np, None, None)
-  theirs = workloads(real_jnp, real_nn, real_jax.grad) if real_jax else {}
-  _warm_up()
+  libs = ["ember"] + (["jax"] if real_jax else []) + ["numpy"]
+  results = {}
+  for lib in libs:
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, "--budget",
+           str(budget_s), *selected]
+    results[lib] = json.loads(subprocess.run(cmd, check=True, capture_output=True,
+                                             text=True).stdout.splitlines()[-1])
+  names = list(workloads(np, None, lambda f: f))     # every workload, in table order
+  flops = {n: spec[2] for n, spec in workloads(np, None, lambda f: f).items()}
   rows = []
-  for name in list(theirs) or list(ref | ours):
-    if selected and not any(s in name for s in selected):
-      continue
-    spec = ours.get(name) or theirs.get(name)
-    if spec is None:
-      continue
-    shapes = spec[1]
-    args_np = [(np.abs(rng.standard_normal(s)) + 0.1).astype(np.float32) for s in shapes]
-    row = {"name": name, "flops": spec[2]}
-    fs, fargs = {}, {}
-    if name in ours:
-      jf = ember.jit(ours[name][0])
-      a = [jnp.asarray(x) for x in args_np]
-      row["ember_first"] = first_call(jf, a)
-      fs["ember"], fargs["ember"] = jf, a
-    if name in theirs:
-      jj = real_jax.jit(theirs[name][0])
-      a = [real_jnp.asarray(x) for x in args_np]
-      row["jax_first"] = first_call(jj, a)
-      fs["jax"], fargs["jax"] = jj, a
-    if name in ref:
-      fs["numpy"], fargs["numpy"] = ref[name][0], args_np
-      row["bytes"] = minimal_bytes(ref[name][0], args_np)
-    row.update(steady_medians(fs, fargs, budget_s))
-    rows.append(row)
-    print(format_row(row, copy_gbs, sgemm), flush=True)
+  for name in names:
+    row = {"name": name, "flops": flops[name]}
+    for lib, key in (("ember", "ember"), ("jax", "jax"), ("numpy", "numpy")):
+      r = results.get(lib, {}).get(name)
+      if r:
+        row[key] = r["steady"]
+        if "first" in r:
+          row[key + "_first"] = r["first"]
+        if "bytes" in r:
+          row["bytes"] = r["bytes"]
+    if any(k in row for k in ("ember", "jax", "numpy")):
+      rows.append(row)
+      print(format_row(row, copy_gbs, sgemm), flush=True)
   return rows, copy_gbs, sgemm
 
 
@@ -322,7 +337,12 @@ def main():
                  help="seconds of steady-state timing per workload (default 1.5)")
   p.add_argument("--markdown", help="write the table as Markdown to this file")
   p.add_argument("--png", help="write a bar chart of the JAX/ember ratios (needs matplotlib)")
+  p.add_argument("--worker", choices=("ember", "jax", "numpy"),
+                 help="(internal) measure one library and print its results as JSON")
   a = p.parse_args()
+  if a.worker:
+    print(json.dumps(measure(a.worker, a.names, a.budget)))
+    return
   print(" ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
                  enumerate(zip(COLUMNS, (18, 10, 10, 10, 9, 12, 12, 8, 28)))))
   rows, copy_gbs, sgemm = run(a.names, a.budget)

@@ -292,7 +292,9 @@ STRUCTURAL = {
 
 @pytest.mark.parametrize("name", sorted(STRUCTURAL))
 def test_structural(name):
-  check(STRUCTURAL[name], X345)
+  # mixed_chain sums 5 terms: the vectorized reduction may associate them differently from
+  # the reference evaluator (f32: within n * eps of the magnitude sum)
+  check(STRUCTURAL[name], X345, **({"rtol": 1e-6, "atol": 1e-6} if name == "mixed_chain" else {}))
 
 
 @pytest.mark.parametrize("dt", [i8, u32, b1, f16, bf16], ids=str)

@@ -57,16 +57,18 @@ class LLVMTier(NamedTuple):
   vectorize: bool      # loop and SLP vectorizers
   codegen_level: int   # the code generator's -O level (0: fast instruction selection and
                        # register allocation: a third of the time, slow code)
-  unroll: bool = True  # LLVM's loop unrolling. Off costs 15-40% less LLVM time at no
-                       # measured speed, but unrolled short reductions then reassociate
-                       # (a 5-term sum rounds differently from the reference evaluator)
+  unroll: bool = True  # LLVM's loop unrolling. Off (the default tiers): 15-55% less LLVM
+                       # time at no measured speed (a column sum's 8-row second stage
+                       # unrolled into 750 lines); short reductions then vectorize with
+                       # their reassociation, so a 5-term sum may round differently from
+                       # the reference evaluator (within the reduction tolerance)
 
 
 # Measured (bench/compile_latency.py): LLVM's O2/O3 simplification pipelines made no kernel
 # faster than O1's followed by the vectorizers (pairwise distances ran 40% slower after O3)
 # and cost 10-20% more compile time; the code generator costs the same at -O1..-O3.
-LLVM_TIERS = {0: LLVMTier(0, False, 0), 1: LLVMTier(1, False, 1), 2: LLVMTier(1, True, 2),
-              3: LLVMTier(1, True, 3)}
+LLVM_TIERS = {0: LLVMTier(0, False, 0), 1: LLVMTier(1, False, 1), 2: LLVMTier(1, True, 2, False),
+              3: LLVMTier(1, True, 3, False)}
 
 
 @functools.cache
