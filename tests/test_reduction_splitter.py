@@ -87,6 +87,21 @@ def test_program_has_two_stages_behind_a_fusion_boundary():
   assert len(reduces(module_of(lambda x: x.sum(0), data((2047, 640))))) == 1   # rows % K
 
 
+def test_a_sum_with_a_non_identity_init_is_not_split():
+  # both stages start from the init, so a sum is split only when its init is 0 (ember's
+  # reductions always are; an HLO reduce from elsewhere may add 5 and must add it once)
+  x = data(BIG)
+
+  def lowered_with_init(f, value):
+    m = lower_jaxpr(ember.make_jaxpr(f)(x), "f")
+    (r,) = [i for i in m.entry.instrs if i.opcode == "reduce"]
+    r.operands[1].attrs["value"] = np.asarray(value, np.float32)
+    return reduction_splitter.run(m)
+  assert len(reduces(lowered_with_init(lambda x: x.sum(0), 5.0))) == 1
+  assert len(reduces(lowered_with_init(lambda x: x.sum(0), 0.0))) == 2
+  assert len(reduces(lowered_with_init(lambda x: x.max(0), 7.0))) == 2   # max: idempotent
+
+
 def test_argmax_and_other_combiners_are_left_alone():
   x = data(BIG)
   m = module_of(lambda x: jnp.argmax(x, axis=0), x)

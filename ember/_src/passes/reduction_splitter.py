@@ -18,6 +18,8 @@ max/min/and/or are exact in any order.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ember._src import hlo
 
 K = 8                     # partial results per reduction (blocks of rows)
@@ -31,13 +33,26 @@ def _simple_combiner(comp: hlo.Computation) -> bool:
           and {o.id for o in root.operands} == {p.id for p in params})
 
 
+_IDENTITY = {"add": 0, "multiply": 1}   # the other combiners are idempotent
+
+
+def _init_reusable(op: str, init: hlo.Instr) -> bool:
+  """Both stages start from `init`: fine for max/min/and/or (idempotent: applying the init
+  twice changes nothing), and for add/multiply only when it is their identity (a
+  `lax.reduce(x, 5.0, lax.add, ...)` must add 5 once)."""
+  if op not in _IDENTITY:
+    return True
+  return init.opcode == "constant" and np.all(np.asarray(init.attrs["value"]) == _IDENTITY[op])
+
+
 def _splittable(r: hlo.Instr) -> bool:
   if r.opcode != "reduce" or len(r.operands) != 2 or not _simple_combiner(r.called[0]):
     return False
-  x = r.operands[0]
+  x, init = r.operands
   dims = x.shape.dims
   return (0 in r.attrs["dimensions"] and x.shape.rank >= 1 and dims[0] >= 2 * K
-          and dims[0] % K == 0 and x.shape.size >= MIN_ELEMENTS)
+          and dims[0] % K == 0 and x.shape.size >= MIN_ELEMENTS
+          and _init_reusable(r.called[0].root.opcode, init))
 
 
 def _split(comp: hlo.Computation, r: hlo.Instr) -> None:
