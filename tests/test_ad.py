@@ -14,12 +14,7 @@ from ember import lax
 f32, f64 = np.float32, np.float64
 
 
-@pytest.fixture(autouse=True)
-def _check_compiled():
-  old = ember.config.read("ember_check_compiled")
-  ember.config.update("ember_check_compiled", True)
-  yield
-  ember.config.update("ember_check_compiled", old)
+pytestmark = pytest.mark.usefixtures("check_compiled")
 
 
 def fd_grad(f, x, eps=1e-6):

@@ -220,7 +220,6 @@ def test_lowered_text_uses_stablehlo_case_and_while():
 
 
 def _np_scan(f, c, xs, reverse=False):
-  ys = []
   idx = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
   out = [None] * len(xs)
   for i in idx:

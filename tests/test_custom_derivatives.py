@@ -12,12 +12,7 @@ from ember import custom_jvp, custom_vjp
 f32 = np.float32
 
 
-@pytest.fixture(autouse=True)
-def _check_compiled():
-  old = ember.config.read("ember_check_compiled")
-  ember.config.update("ember_check_compiled", True)
-  yield
-  ember.config.update("ember_check_compiled", old)
+pytestmark = pytest.mark.usefixtures("check_compiled")
 
 
 def _ways(g):

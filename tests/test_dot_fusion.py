@@ -20,7 +20,6 @@ from ember._src import flags as flags_lib
 from ember._src.backends.cpu import dot_kernels, executable as ex, threadpool
 from ember._src.backends.cpu.compiler import (compile_module, deserialize_executable,
                                               serialize_executable)
-from ember._src.config import config
 from ember._src.passes.buffer_assignment import assign_buffers
 from ember._src.passes.pipeline import optimize
 from ember._src.stages import clone_module
@@ -29,13 +28,7 @@ F32, F64 = np.float32, np.float64
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture(autouse=True)
-def checked():
-  """Every compiled call is also compared with the reference HLO evaluator."""
-  old = config.read("ember_check_compiled")
-  config.update("ember_check_compiled", True)
-  yield
-  config.update("ember_check_compiled", old)
+pytestmark = pytest.mark.usefixtures("check_compiled")
 
 
 def data(shape, dtype=F32, positive=False):

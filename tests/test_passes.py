@@ -358,7 +358,7 @@ def test_cse_inside_called_computations():
   p = c.add(hlo.Instr("parameter", S(F32, 4), attrs={"number": 0}))
   e1, e2 = (c.add(hlo.Instr("exponential", S(F32, 4), [p])) for _ in range(2))
   c.root = c.add(hlo.Instr("add", S(F32, 4), [e1, e2]))
-  m = check_pass(lambda m: dce.run(cse.run(m)), b.finish(b("call", b.params[0], called=[c])))
+  check_pass(lambda m: dce.run(cse.run(m)), b.finish(b("call", b.params[0], called=[c])))
   assert [i.opcode for i in c.instrs].count("exponential") == 1
 
 

@@ -16,12 +16,7 @@ from ember._src import prng
 f32, i32, u8, c64 = np.float32, np.int32, np.uint8, np.complex64
 
 
-@pytest.fixture(autouse=True)
-def _check_compiled():
-  old = ember.config.read("ember_check_compiled")
-  ember.config.update("ember_check_compiled", True)
-  yield
-  ember.config.update("ember_check_compiled", old)
+pytestmark = pytest.mark.usefixtures("check_compiled")
 
 
 def data(shape, dtype=f32, seed=0, lo=None):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 

@@ -185,7 +185,7 @@ def _broadcast(i, rw):
 
 def _slice(i, rw):
   (x,) = i.operands
-  start, limit = tuple(i.attrs["start"]), tuple(i.attrs["limit"])
+  start = tuple(i.attrs["start"])
   strides = tuple(i.attrs.get("strides") or (1,) * len(start))
   if x.shape == i.shape and all(s == 0 for s in start) and all(st == 1 for st in strides):
     return x

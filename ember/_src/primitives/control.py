@@ -20,8 +20,7 @@ primal loop out of the linear jaxpr.
 from __future__ import annotations
 
 import inspect
-import weakref
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from ember._src.core import Jaxpr, ShapedArray, Var, get_aval
 from ember._src.hlo import Shape, TupleShape
 from ember._src.primitives import declare
 from ember._src.transforms import ad, batching
+from ember._src.transforms.partial_eval import partial_eval_jaxpr
 
 _map = map   # `map` below is lax.map
 
@@ -798,42 +798,6 @@ def _jvp_jaxpr(jaxpr: Jaxpr, nonzeros, instantiate):
   return j, consts, out_nz
 
 
-def _partial_eval(jaxpr: Jaxpr, unknowns, instantiate):
-  """Split const-free `jaxpr`: known (known invars -> known outs + residuals) and unknown
-  (residuals + unknown invars -> unknown outs); outputs in `instantiate` are unknown even
-  when computable now (they pass through as residuals). Returns (known, unknown, out_uk,
-  residual vars)."""
-  from ember._src.transforms.partial_eval import dce_jaxpr
-  unk = {id(v) for v, u in zip(jaxpr.invars, unknowns) if u}
-  known_eqns, unknown_eqns = [], []
-  for eqn in jaxpr.eqns:
-    if any(isinstance(v, Var) and id(v) in unk for v in eqn.invars):
-      unknown_eqns.append(eqn)
-      unk.update(id(v) for v in eqn.outvars)
-    else:
-      known_eqns.append(eqn)
-  out_uk = [(isinstance(v, Var) and id(v) in unk) or inst
-            for v, inst in zip(jaxpr.outvars, instantiate)]
-  res, seen = [], set()
-
-  def add_res(v):
-    if isinstance(v, Var) and id(v) not in unk and id(v) not in seen:
-      seen.add(id(v))
-      res.append(v)
-  for eqn in unknown_eqns:
-    for v in eqn.invars:
-      add_res(v)
-  for v, u in zip(jaxpr.outvars, out_uk):
-    if u:
-      add_res(v)
-  known = dce_jaxpr(Jaxpr([], [v for v, u in zip(jaxpr.invars, unknowns) if not u],
-                          [v for v, u in zip(jaxpr.outvars, out_uk) if not u] + res,
-                          known_eqns))
-  unknown = dce_jaxpr(Jaxpr([], res + [v for v, u in zip(jaxpr.invars, unknowns) if u],
-                            [v for v, u in zip(jaxpr.outvars, out_uk) if u], unknown_eqns))
-  return known, unknown, out_uk, res
-
-
 def _cond_jvp(primals, tangents, *, branches):
   index, ops = primals[0], primals[1:]
   nz = [_nonzero(t) for t in tangents[1:]]
@@ -845,7 +809,7 @@ def _cond_jvp(primals, tangents, *, branches):
   nt = sum(a for a, b in zip(nz, branches[0].in_avals) if ad.is_differentiable(b.dtype))
   ntout = sum(out_nz)
   unknowns = [False] * (len(consts) + len(ops)) + [True] * nt
-  splits = [_partial_eval(j, unknowns, [False] * nout + [True] * ntout) for j in jvps]
+  splits = [partial_eval_jaxpr(j, unknowns, [False] * nout + [True] * ntout) for j in jvps]
   res_avals = [[v.aval for v in s[3]] for s in splits]
   all_res = [a for r in res_avals for a in r]
   offsets = np.cumsum([0] + [len(r) for r in res_avals])
@@ -918,7 +882,7 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, ft_in, ft_ou
   nk = len(jconsts) + nc + ncar + nxs
   n_t = sum(c_nz) + sum(car_nz) + sum(x_nz)
   n_tout = sum(out_nz)
-  known, unknown, _, res = _partial_eval(j, [False] * nk + [True] * n_t,
+  known, unknown, _, res = partial_eval_jaxpr(j, [False] * nk + [True] * n_t,
                                          [False] * (ncar + nys) + [True] * n_tout)
   # residuals: loop invariants (consts) and xs go to the tangent scan as they are; the
   # others are stacked per iteration by the primal scan

@@ -418,7 +418,8 @@ class _CallJvp:
     self.consts = consts
     from ember._src.transforms.partial_eval import partial_eval_jaxpr
     unknowns = [False] * (len(consts) + len(jaxpr.invars)) + [True] * sum(nonzeros)
-    self.known, self.unknown, self.out_unknown, self.num_res = partial_eval_jaxpr(j, unknowns)
+    self.known, self.unknown, self.out_unknown, res = partial_eval_jaxpr(j, unknowns)
+    self.num_res = len(res)
 
 
 def _call_jvp_split(jaxpr, nonzeros) -> _CallJvp:

@@ -13,13 +13,17 @@ from typing import Sequence
 from ember._src.core import Jaxpr, Var
 
 
-def partial_eval_jaxpr(jaxpr: Jaxpr, unknowns: Sequence[bool]):
-  """Returns (known, unknown, out_unknowns, num_res) for a const-free `jaxpr`.
+def partial_eval_jaxpr(jaxpr: Jaxpr, unknowns: Sequence[bool],
+                       instantiate: Sequence[bool] | None = None):
+  """Returns (known, unknown, out_unknowns, residuals) for a const-free `jaxpr`.
 
   known:   known invars -> known outvars + residuals
-  unknown: residuals + unknown invars -> unknown outvars"""
+  unknown: residuals + unknown invars -> unknown outvars
+  Outputs marked in `instantiate` are unknown even when computable now (they reach the
+  unknown jaxpr as residuals). `residuals` are the known vars the unknown side reads."""
   if jaxpr.constvars:
     raise ValueError("partial_eval_jaxpr expects a jaxpr without constvars (hoist them)")
+  instantiate = instantiate or [False] * len(jaxpr.outvars)
   unk = {id(v) for v, u in zip(jaxpr.invars, unknowns) if u}
   known_eqns, unknown_eqns = [], []
   for eqn in jaxpr.eqns:
@@ -28,19 +32,21 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, unknowns: Sequence[bool]):
       unk.update(id(v) for v in eqn.outvars)
     else:
       known_eqns.append(eqn)
-  out_unknowns = [isinstance(v, Var) and id(v) in unk for v in jaxpr.outvars]
+  out_unknowns = [(isinstance(v, Var) and id(v) in unk) or inst
+                  for v, inst in zip(jaxpr.outvars, instantiate)]
   residuals, seen = [], set()
-  for eqn in unknown_eqns:
-    for v in eqn.invars:
-      if isinstance(v, Var) and id(v) not in unk and id(v) not in seen:
-        seen.add(id(v))
-        residuals.append(v)
+  read_by_unknown = [v for eqn in unknown_eqns for v in eqn.invars]
+  read_by_unknown += [v for v, u in zip(jaxpr.outvars, out_unknowns) if u]
+  for v in read_by_unknown:
+    if isinstance(v, Var) and id(v) not in unk and id(v) not in seen:
+      seen.add(id(v))
+      residuals.append(v)
   known_outs = [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u]
   known = dce_jaxpr(Jaxpr([], [v for v, u in zip(jaxpr.invars, unknowns) if not u],
                           known_outs + residuals, known_eqns))
   unknown = Jaxpr([], residuals + [v for v, u in zip(jaxpr.invars, unknowns) if u],
                   [v for v, u in zip(jaxpr.outvars, out_unknowns) if u], unknown_eqns)
-  return known, dce_jaxpr(unknown), out_unknowns, len(residuals)
+  return known, dce_jaxpr(unknown), out_unknowns, residuals
 
 
 def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:

@@ -1407,7 +1407,6 @@ def _reduce(em, instr, idx):
   # narrow float at every step) over the contiguous minor dim: VLANES independent
   # accumulators take interleaved elements (XLA leaves the reduction order unspecified),
   # breaking the loop-carried dependency chain; they are combined at the end (`lanes`).
-  w = len(_flatten_vals(acc0))
   lanes_ok = (combiner_kind(comp) is None or is_narrow(inputs[0].dtype)) and \
       rdims and rdims[-1] == len(in_dims) - 1 and in_dims[-1] >= 2 * VLANES
 
