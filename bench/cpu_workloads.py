@@ -200,12 +200,21 @@ def jax_like_exp(lib: str):
   return jnp.exp if lib == "ember" else real_jnp.exp
 
 
+def settle(lib: str) -> None:
+  """Wait for ember's background tier-ups (backends/cpu/tiering.py): the steady state is
+  the optimized code's, and no background compile overlaps a measurement."""
+  if lib == "ember":
+    from ember._src.backends.cpu import tiering
+    tiering.wait_idle(60)
+
+
 def measure(lib: str, selected, budget_s: float) -> dict:
   """name -> {"steady": s, "first": s (jit libraries), "bytes": minimal bytes (numpy)}."""
   jit, asarray, table = _library(lib)
   if jit is not None:   # pay the one-time start-up (backend, LLVM, math library imports:
     # without .pyc files, e.g. under PYTHONDONTWRITEBYTECODE, those cost ~20 ms) first
     _wait(jit(lambda v: jax_like_exp(lib)(v) * 3 - 1)(np.arange(7, dtype=np.float32)))
+    settle(lib)
   out = {}
   for name, (f, shapes, _) in table.items():
     if selected and not any(sel in name for sel in selected):
@@ -218,6 +227,7 @@ def measure(lib: str, selected, budget_s: float) -> dict:
     else:
       f, args = jit(f), [asarray(x) for x in args]
       r["first"] = first_call(f, args)
+      settle(lib)
     r["steady"] = steady_median(f, args, budget_s)
     out[name] = r
   return out

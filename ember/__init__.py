@@ -50,3 +50,4 @@ def process_count() -> int:
 
 from ember import random  # noqa: E402,F401
 from ember import nn, scipy  # noqa: E402,F401
+from ember import profiler  # noqa: E402,F401

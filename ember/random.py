@@ -1,6 +1,24 @@
 """ember.random: JAX's PRNG API (jax.random), bit for bit JAX 0.12's default threefry2x32
 (partitionable) numbers. See ember._src.prng for the design and its one deviation: typed
-keys are pytrees wrapping their uint32 data rather than arrays with an extended dtype."""
+keys are pytrees wrapping their uint32 data rather than arrays with an extended dtype.
+The gamma family and the linear-algebra samplers live in ember._src.prng_distributions.
+JAX 0.12 has no `random.shuffle` (removed; use `permutation`), so neither does ember."""
 from ember._src.prng import (  # noqa: F401
-    PRNGKey, PRNGKeyArray, bits, fold_in, key, key_data, key_dtype, key_impl, normal, split,
-    uniform, wrap_key_data)
+    PRNGKey, PRNGKeyArray, bernoulli, bits, categorical, cauchy, choice, clone,
+    double_sided_maxwell, exponential, fold_in, geometric, gumbel, key, key_data, key_dtype,
+    key_impl, laplace, logistic, lognormal, maxwell, normal, pareto, permutation, rademacher,
+    randint, rayleigh, split, triangular, truncated_normal, uniform, weibull_min,
+    wrap_key_data)
+from ember._src.prng_distributions import *  # noqa: F401,F403,E402
+
+Key = PRNGKeyArray  # the type of typed keys (jax.random.Key)
+
+__all__ = [
+    "Key", "PRNGKey", "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy",
+    "chisquare", "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential", "f",
+    "fold_in", "gamma", "generalized_normal", "geometric", "gumbel", "key", "key_data",
+    "key_dtype", "key_impl", "laplace", "loggamma", "logistic", "lognormal", "maxwell",
+    "multinomial", "multivariate_normal", "normal", "orthogonal", "pareto", "permutation",
+    "poisson", "rademacher", "randint", "rayleigh", "split", "t", "triangular",
+    "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data",
+]

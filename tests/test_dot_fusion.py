@@ -183,7 +183,7 @@ def test_switch_off_by_name():
 def test_only_the_sole_user_is_fused():
   x, w = data((6, 5)), data((5, 6))
   for f, fused in ((lambda x, w: (x @ w, jnp.tanh(x @ w)), False),
-                   (lambda x, w: (x @ w).T + 1.0, False),
+                   (lambda x, w: (x @ w).T + 1.0, True),  # the dot becomes w.T @ x.T
                    (lambda x, w: jnp.sum(x @ w, axis=1), False),
                    (lambda x, w: jnp.tanh(x @ w).T + 1.0, False),  # row i needs column i
                    (lambda x, w: jnp.tanh(x @ w) * (x @ w), True)):  # one dot after cse

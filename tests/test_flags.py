@@ -11,9 +11,10 @@ from ember._src.flags import Flags
 
 def test_defaults():
   f = flags.parse("")
-  assert f == Flags(dump_to=None, dump_hlo_as_text=False, disable_passes=frozenset(), opt_level=3)
+  assert f == Flags(dump_to=None, dump_hlo_as_text=False, disable_passes=frozenset(), opt_level=3,
+                    tiered_compilation=True)
   assert isinstance(f, tuple) and f._fields == ("dump_to", "dump_hlo_as_text", "disable_passes",
-                                                "opt_level")
+                                                "opt_level", "tiered_compilation")
   with pytest.raises(AttributeError):
     f.opt_level = 1          # frozen
 
@@ -36,6 +37,8 @@ def test_defaults():
     ("--disable_passes=", "disable_passes", frozenset()),
     ("--opt_level=0", "opt_level", 0),
     ("--xla_backend_optimization_level=2", "opt_level", 2),
+    ("--tiered_compilation=false", "tiered_compilation", False),
+    ("--tiered_compilation", "tiered_compilation", True),
 ])
 def test_each_flag_both_spellings(text, field, value):
   assert getattr(flags.parse(text), field) == value

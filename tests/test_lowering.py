@@ -170,6 +170,8 @@ CASES = [
         jnp.argmax(x, 1), jnp.argmin(x, 0), jnp.argmax(i, 1), jnp.argmin(i, 0),
         jnp.argmax(b, 1), jnp.argmin(b, 0), lax.argmax(x, 0, np.int8)],
      (XN, np.array([[1, 3, 3, 0], [2, 2, 1, 1], [-5, 9, 9, 9]], np.int32), B)),
+    ("generic_reduce", lambda x: list(lax.reduce((x, x), (0., -np.inf), lambda a, b: (
+        a[0] + b[0], lax.max(a[1], b[1])), (1,))), (X,), 1e-6),
     ("argminmax_nan_ties", lambda x: [jnp.argmax(x, 1), jnp.argmin(x, 1)],
      (np.array([[np.nan] * 5, [-np.inf] * 5, [np.inf] * 5, [1, np.nan, 2, np.nan, 3],
                 [2, 1, 2, 1, 2]], np.float32),)),

@@ -19,24 +19,6 @@ LOGGER = "ember._src.compiler"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture
-def cache(tmp_path):
-  """A cache directory that caches every compile; the in-memory executable cache is
-  cleared so each compile reaches the persistent cache."""
-  names = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
-           "jax_persistent_cache_min_entry_size_bytes", "ember_persistent_cache_max_size_bytes",
-           "jax_compilation_cache_max_size", "jax_compilation_cache_include_metadata_in_key",
-           "jax_log_compiles", "jax_explain_cache_misses")
-  old = {n: config.read(n) for n in names}
-  config.update("jax_compilation_cache_dir", str(tmp_path))
-  config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-  stages._executables.clear()
-  yield tmp_path
-  for n, v in old.items():
-    config.update(n, v)
-  stages._executables.clear()
-
-
 def compile_fresh(f, *args):
   """Lower and compile `f` as a new process would (no in-memory executable)."""
   stages._executables.clear()

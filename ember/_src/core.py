@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import operator
 import os
+import re
 import sys
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -322,7 +323,9 @@ def _pp_param_value(v, ctx) -> pp.Doc:
     return pp_jaxpr(v, ctx)
   if isinstance(v, np.dtype):
     return pp.text(v.name)
-  return pp.text(str(v))
+  # addresses vary from run to run: JAX prints `<function f at 0xXXXXXXXXXXXX>`
+  return pp.text(re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)),
+                        str(v)))
 
 
 def _pp_params(params: Sequence[tuple[str, Any]], ctx) -> pp.Doc:
@@ -562,6 +565,20 @@ class Tracer:
     return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
 
 
+def concrete_or_error(force, val, context: str = ""):
+  """`force(val)` on val's concrete value (JAX's helper): a tracer that is abstract raises
+  ConcretizationTypeError naming `context` (the argument that must be static) and the fix."""
+  if isinstance(val, Tracer):
+    v = val.to_concrete_value()
+    if v is None:
+      raise errors.ConcretizationTypeError(
+          f"Abstract tracer value encountered where concrete value is expected: "
+          f"{val.aval.str_short(short_dtypes=False)}\n{context}\nPass it as a static "
+          "argument (static_argnums / static_argnames) or a Python value.")
+    val = v
+  return val if force is None else force(val)
+
+
 def _concretization_message(tracer: Tracer, err_cls, what: str) -> str:
   shape = tracer.aval.str_short(short_dtypes=False)
   head = {
@@ -740,8 +757,16 @@ def named_scope(name: str):
     _name_stack.pop()
 
 
+_replayed: list = [None]   # the source of the equation eval_jaxpr is re-binding, if any
+
+
 def current_source_info() -> SourceInfo:
-  """The innermost user frame (outside the ember package) and the named_scope stack."""
+  """The innermost user frame (outside the ember package) and the named_scope stack; while
+  eval_jaxpr re-binds an equation (a transformation re-tracing a jaxpr), that equation's
+  own source, so transformed jaxprs keep the user's lines as JAX's do."""
+  replayed = _replayed[0]
+  if replayed is not None:
+    return replayed._replace(name_stack=tuple(_name_stack) + replayed.name_stack)
   f = sys._getframe(1)
   while f is not None and f.f_code.co_filename.startswith(_EMBER_DIR):
     f = f.f_back
@@ -978,12 +1003,17 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
     env[id(v)] = x
   for v, x in zip(jaxpr.invars, args):
     env[id(v)] = x
-  for eqn in jaxpr.eqns:
-    outs = bind(eqn.primitive, *map(read, eqn.invars), **eqn.params)
-    outs = outs if eqn.primitive.multiple_results else [outs]
-    for v, o in zip(eqn.outvars, outs):
-      if not isinstance(v, DropVar):
-        env[id(v)] = o
+  saved = _replayed[0]
+  try:
+    for eqn in jaxpr.eqns:
+      _replayed[0] = eqn.source_info if eqn.source_info.file else saved
+      outs = bind(eqn.primitive, *map(read, eqn.invars), **eqn.params)
+      outs = outs if eqn.primitive.multiple_results else [outs]
+      for v, o in zip(eqn.outvars, outs):
+        if not isinstance(v, DropVar):
+          env[id(v)] = o
+  finally:
+    _replayed[0] = saved
   return [read(v) for v in jaxpr.outvars]
 
 

@@ -45,6 +45,7 @@ class Flags(NamedTuple):
   dump_hlo_as_text: bool = False        # accepted for XLA compatibility; dumps are always text
   disable_passes: frozenset = frozenset()   # pass names (PASS_NAMES) the pipeline skips
   opt_level: int = 3                    # 0..3: 0 runs only the passes the backend needs
+  tiered_compilation: bool = True       # quick-tier code first, optimized in the background
 
 
 def _bool(flag: str, value: str | None) -> bool:
@@ -95,6 +96,7 @@ _FLAGS = {
     "--xla_disable_hlo_passes": ("disable_passes", lambda f, v: _names(f, v, xla=True)),
     "--opt_level": ("opt_level", _opt_level),
     "--xla_backend_optimization_level": ("opt_level", _opt_level),
+    "--tiered_compilation": ("tiered_compilation", _bool),
 }
 
 

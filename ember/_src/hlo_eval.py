@@ -482,6 +482,11 @@ def _conditional(instr: hlo.Instr, vals: list):
 
 
 def _custom_call(instr: hlo.Instr, vals: list):
+  from ember._src.primitives import decompositions   # LAPACK-style targets
+  fn = decompositions.CUSTOM_CALL_TARGETS.get(instr.attrs.get("target"))
+  if fn is not None:
+    outs = fn(instr.attrs.get("backend_config", ()), *vals)
+    return tuple(outs) if isinstance(instr.shape, hlo.TupleShape) else outs[0]
   raise HloEvalError(
       f"custom-call %{instr.name} (target {instr.attrs.get('target')!r}) has no reference "
       "semantics: the HLO evaluator cannot run custom calls. Evaluate the module before the "

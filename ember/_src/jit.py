@@ -25,6 +25,7 @@ from ember._src import core, tree_util
 from ember._src.config import config
 from ember._src.stages import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
+from ember._src.profiler import trace as _profiler
 from ember._src.runtime.array import Array
 
 # --- the jit primitive --------------------------------------------------------------------
@@ -329,6 +330,8 @@ class JitWrapped:
       closed, out_tree, leaves, _ = _trace_flat(self.fun, args, kwargs, self.static_argnums,
                                                 self.static_argnames, "jit")
     trace_secs = time.perf_counter() - t0
+    if _profiler.active:
+      _profiler.record_secs(f"trace jit({self.__name__})", t0, trace_secs)
     jaxpr, consts = core.hoist_consts(closed)
     names = closed.debug_info.arg_names if closed.debug_info else None
     arg_names = ("const",) * len(consts) + tuple(names or ("arg",) * len(leaves))
@@ -357,6 +360,8 @@ class JitWrapped:
     return self.trace(*args, **kwargs).out_info
 
   def __call__(self, *args, **kwargs):
+    if _profiler.active and _profiler.wrap_call():   # a `PjitFunction(f)` span
+      return _profiler.dispatch(self, args, kwargs)
     cv = config._values
     if cv["jax_disable_jit"]:
       return self.fun(*args, **kwargs)

@@ -227,14 +227,17 @@ def _remove(path: str) -> None:
 # The compile path
 # --------------------------------------------------------------------------------------
 
-def compile_or_load(module: hlo.Module, assignment, flags, started: float):
+def compile_or_load(module: hlo.Module, assignment, flags, started: float,
+                    tiered: bool = False):
   """The executable of the optimized `module`: loaded from the cache directory when an
   entry exists, else compiled (and written when the compile, timed from `started`, took at
-  least `jax_persistent_cache_min_compile_time_secs`)."""
+  least `jax_persistent_cache_min_compile_time_secs`). `tiered` (tiering.py) applies
+  only without a cache directory: an entry is written once, with the optimized code."""
   from ember._src.backends.cpu import compiler
   directory = cache_dir()
   if directory is None or getattr(flags, "dump_to", None):
-    return compiler.compile_module(module, assignment, flags)
+    return compiler.compile_module(module, assignment, flags,
+                                   tiered and not getattr(flags, "dump_to", None))
   key = cache_key(module, flags)
   name = entry_name(module.name, key)
   path = os.path.join(directory, name)

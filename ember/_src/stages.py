@@ -19,6 +19,7 @@ import numpy as np
 
 from ember._src import core, hlo
 from ember._src.config import config
+from ember._src.profiler import trace as _profiler
 from ember._src.runtime import executor
 from ember._src.runtime.array import Array
 
@@ -223,6 +224,14 @@ def _estimated_ns(module: hlo.Module) -> float:
       ca.get("bytes accessed", 0.0), ca.get("flops", 0.0), ca.get("transcendentals", 0.0)))
 
 
+def _tier_up_pays(module: hlo.Module, flags) -> bool:
+  """Whether quick-tier code may run first (tiering.py): its 3-10x slower run must cost
+  less than the optimized compile it saves."""
+  from ember._src.backends.cpu import tiering
+  return bool(getattr(flags, "tiered_compilation", False)) and flags.opt_level >= 2 and \
+      _estimated_ns(module) < tiering.QUICK_MAX_NS
+
+
 class _RunPlan:
   """What `CompiledComputation.run` needs per call, computed once per executable."""
 
@@ -246,7 +255,8 @@ class _RunPlan:
 
       def call(np_args, ptrs):
         try:
-          outs, optrs = execute_ptrs(np_args, ptrs)
+          outs, optrs = execute_ptrs(np_args, ptrs) if not _profiler.active else \
+              _profiler.execute(ex, comp.module.entry, name, np_args, ptrs)
         except Exception as e:  # noqa: BLE001 -- JAX's class for failures while running
           raise _runtime_error(e, name) from e
         for o in outs:
@@ -340,7 +350,8 @@ def compile_module(module: hlo.Module, out_avals, flags=None) -> CompiledComputa
   executable = _executables.get(key) if key else None
   if executable is None:
     # native code from the persistent cache directory when one is set, else codegen
-    executable = persistent_cache.compile_or_load(module, assignment, flags, started)
+    executable = persistent_cache.compile_or_load(module, assignment, flags, started,
+                                                  _tier_up_pays(module, flags))
     backend = getattr(executable, "compile_times", None)   # None: loaded, not compiled
     if backend is not None:
       times.update(backend)
@@ -385,6 +396,8 @@ def compile_staged(staged: Staged, module: hlo.Module | None = None,
                  "%.9f sec", name):
         module = lower_staged(staged)
       lower_secs = time.perf_counter() - t0
+      if _profiler.active:
+        _profiler.record_secs(f"lower jit({name})", t0, lower_secs)
     else:
       module = clone_module(module)
     t0 = time.perf_counter()
@@ -394,6 +407,8 @@ def compile_staged(staged: Staged, module: hlo.Module | None = None,
   times = {k: v for k, v in times.items() if v is not None}
   times["compile"] = time.perf_counter() - t0
   comp.compile_times = times
+  if _profiler.active:
+    _profiler.compile_spans(name, times, t0)
   _log_compile_times(name, times)
   _compiled_by_jaxpr[staged.jaxpr] = comp
   return comp

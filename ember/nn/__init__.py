@@ -1,7 +1,9 @@
-"""ember.nn (jax.nn): activation functions, softmax, one_hot and standardize.
+"""ember.nn (jax.nn): activation functions, softmax, one_hot, standardize, and the
+`initializers` submodule.
 
 Written as jax/_src/nn/functions.py writes them (same jit names, same constants and
-dtype rules), on ember.numpy and ember.lax.
+dtype rules, the same custom_jvp rules where JAX fixes a derivative), on ember.numpy and
+ember.lax. Not provided: dot_product_attention and the scaled_matmul family.
 """
 from __future__ import annotations
 
@@ -16,13 +18,23 @@ from ember._src import lax_api as lax
 from ember._src.jit import jit
 from ember._src.transforms.custom_derivatives import custom_jvp
 from ember._src.numpy import util
-from ember._src.numpy.reductions import asarray_arg, aval
+from ember._src.numpy.reductions import _count, asarray_arg, aval
 from ember._src.primitives.elementwise import convert_element_type
 from ember.scipy.special import _log_softmax, _softmax, logsumexp  # noqa: F401
 
-__all__ = ["relu", "relu6", "sigmoid", "silu", "swish", "gelu", "softplus", "log_sigmoid",
-           "elu", "selu", "celu", "leaky_relu", "hard_tanh", "softmax", "log_softmax",
-           "logsumexp", "one_hot", "standardize"]
+__all__ = ["identity", "relu", "relu6", "squareplus", "softplus", "sparse_plus", "soft_sign",
+           "sigmoid", "sparse_sigmoid", "silu", "swish", "mish", "log_sigmoid", "elu",
+           "leaky_relu", "hard_tanh", "celu", "selu", "gelu", "glu", "hard_sigmoid",
+           "hard_silu", "hard_swish", "log1mexp", "tanh", "softmax", "log_softmax",
+           "logsumexp", "logmeanexp", "one_hot", "standardize", "initializers"]
+
+tanh = jnp.tanh  # jax.nn.tanh is jax.numpy.tanh
+
+
+@jit
+def identity(x):
+  """x, unchanged (as an array)."""
+  return asarray_arg("identity", x)
 
 
 @custom_jvp
@@ -36,15 +48,47 @@ def relu(x):
 relu.defjvps(lambda g, ans, x: lax.select(x > 0, g, lax.full_like(g, 0)))
 
 
+@custom_jvp
 @jit
 def relu6(x):
-  """min(max(x, 0), 6)."""
+  """min(max(x, 0), 6), with derivative 0 at 0 and at 6 (as JAX)."""
   return jnp.minimum(jnp.maximum(x, 0), 6.)
+
+
+relu6.defjvps(lambda g, ans, x:
+              lax.select(jnp.logical_and(x > 0, x < 6), g, lax.full_like(g, 0)))
+
+
+@jit
+def squareplus(x, b=4):
+  """(x + sqrt(x^2 + b)) / 2, a smooth relu (arXiv:2112.11687)."""
+  x, b = asarray_arg("squareplus", x), asarray_arg("squareplus", b)
+  return jnp.divide(jnp.add(x, jnp.sqrt(jnp.add(jnp.square(x), b))), 2)
+
+
+@jit
+def sparse_plus(x):
+  """0 for x <= -1, (x + 1)^2 / 4 on (-1, 1), x for x >= 1."""
+  x = asarray_arg("sparse_plus", x)
+  return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, jnp.divide((x + 1.0) ** 2, 4)))
+
+
+@jit
+def soft_sign(x):
+  """x / (|x| + 1)."""
+  x = asarray_arg("soft_sign", x)
+  return jnp.divide(x, jnp.add(jnp.abs(x), 1))
 
 
 def sigmoid(x):
   """1 / (1 + exp(-x)) (lax.logistic)."""
   return lax.logistic(x)
+
+
+@jit
+def sparse_sigmoid(x):
+  """clip((x + 1) / 2, 0, 1), the derivative of sparse_plus."""
+  return jnp.multiply(0.5, jnp.clip(jnp.add(x, 1.0), 0.0, 2.0))
 
 
 @jit
@@ -55,6 +99,13 @@ def silu(x):
 
 
 swish = silu
+
+
+@jit
+def mish(x):
+  """x * tanh(softplus(x)) (arXiv:1908.08681)."""
+  x = asarray_arg("mish", x)
+  return jnp.multiply(x, jnp.tanh(softplus(x)))
 
 
 def gelu(x, approximate: bool = True):
@@ -122,6 +173,56 @@ def hard_tanh(x):
   return jnp.where(jnp.greater(x, 1), 1, jnp.where(jnp.less(x, -1), -1, x))
 
 
+@partial(jit, static_argnames=("axis",))
+def glu(x, axis=-1):
+  """Gated linear unit: x1 * sigmoid(x2) for the two halves of x along `axis`."""
+  x = asarray_arg("glu", x)
+  size = aval(x).shape[axis]
+  if size % 2:
+    raise ValueError(f"glu: the size of axis {axis} must be divisible by 2, got shape "
+                     f"{aval(x).shape}.")
+  x1, x2 = jnp.split(x, 2, axis)
+  return jnp.multiply(x1, sigmoid(x2))
+
+
+@jit
+def hard_sigmoid(x):
+  """relu6(x + 3) / 6."""
+  return jnp.divide(relu6(jnp.add(x, 3.)), 6.)
+
+
+@jit
+def hard_silu(x):
+  """x * hard_sigmoid(x) (also called hard_swish)."""
+  x = asarray_arg("hard_silu", x)
+  return jnp.multiply(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
+
+
+@custom_jvp
+@jit
+def log1mexp(x):
+  """log(1 - exp(-x)) for x >= 0, stably: log(-expm1(-x)) below log 2, log1p(-exp(-x))
+  above (Maechler 2012)."""
+  x = asarray_arg("log1mexp", x)
+  c = jnp.log(2.0)
+  return jnp.where(jnp.less(x, c), jnp.log(jnp.negative(jnp.expm1(jnp.negative(x)))),
+                   jnp.log1p(jnp.negative(jnp.exp(jnp.negative(x)))))
+
+
+log1mexp.defjvps(lambda g, ans, x: jnp.divide(g, jnp.expm1(x)))
+
+
+@partial(jit, static_argnames=("axis", "keepdims"))
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+  """log(mean(exp(x))) over `axis` = logsumexp(x) - log(count)."""
+  lse = logsumexp(x, axis=axis, where=where, keepdims=keepdims)
+  count = _count(x, axis=axis, where=where, keepdims=keepdims, dtype=aval(lse).dtype)
+  return jnp.subtract(lse, jnp.log(count))
+
+
 def softmax(x, axis=-1, where=None):
   """exp(x - max) / sum(exp(x - max)) along `axis`."""
   return _softmax(x, axis, where)
@@ -137,14 +238,9 @@ def log_softmax(x, axis=-1, where=None):
 def one_hot(x, num_classes, *, dtype=None, axis=-1, out_sharding=None):
   """One-hot encoding: `x == k` for k in range(num_classes) along a new `axis` (values
   outside [0, num_classes) give all-zero rows)."""
-  if isinstance(num_classes, core.Tracer):
-    num_classes = num_classes.to_concrete_value()
-    if num_classes is None:
-      from ember._src import errors
-      raise errors.ConcretizationTypeError(
-          "Abstract tracer value encountered where concrete value is expected: the error "
-          "arose in jax.nn.one_hot argument `num_classes`, which must be a static int.")
-  num_classes = operator.index(num_classes)
+  num_classes = core.concrete_or_error(
+      operator.index, num_classes,
+      "The error arose in jax.nn.one_hot argument `num_classes`, which must be a static int.")
   x = asarray_arg("one_hot", x)
   dtype = dtypes.default_float_dtype() if dtype is None else dtype
   return _one_hot(x, num_classes, dtype=dtype, axis=operator.index(axis))
@@ -180,3 +276,6 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
     else:
       raise ValueError(f"Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")
   return jnp.multiply(jnp.subtract(x, mean), lax.rsqrt(jnp.add(variance, epsilon)))
+
+
+from ember.nn import initializers  # noqa: E402,F401  (jax.nn.initializers)

@@ -1,2 +1,2 @@
-"""ember.scipy (jax.scipy)."""
-from ember.scipy import special  # noqa: F401
+"""ember.scipy (jax.scipy): special and stats (norm)."""
+from ember.scipy import special, stats  # noqa: F401

@@ -52,7 +52,7 @@ def cases(x64: bool) -> list[dict]:
       add("normal", 5, shape=[9], dtype=dt)
     add("split", 42, typed=False, num=3)
     add("fold_in", 42, data=7)
-    return out
+    return out + sampler_cases(x64)
 
   for seed in (0, 42, -1):
     for typed in (True, False):
@@ -90,7 +90,119 @@ def cases(x64: bool) -> list[dict]:
   add("uniform", 0, path=[["split", 2, 0]], shape=[3])
   add("normal", 0, path=[["fold_in", 3], ["split", 4, 3]], shape=[3])
   add("normal", 7, shape=[4096])  # wide range of erf_inv inputs, both branches
+  return out + sampler_cases(x64)
+
+
+def arr(values, dtype):
+  """A kwarg that the replay turns into np.asarray(values, dtype)."""
+  return {"array": values, "dtype": dtype}
+
+
+def sampler_cases(x64: bool) -> list[dict]:
+  """The samplers beyond bits/uniform/normal (randint, choice, gumbel, ...)."""
+  out = []
+
+  def add(op, seed=0, typed=True, **kwargs):
+    out.append(dict(x64=x64, seed=seed, typed=typed, path=[], op=op, kwargs=kwargs))
+
+  fdts = ("float64", "float32", "float16", "bfloat16") if x64 else ("float32", "float16",
+                                                                      "bfloat16")
+  if x64:
+    for dt in ("int64", "uint64", "int32", "uint8"):
+      add("randint", 3, shape=[4, 5], minval=-7, maxval=1000, dtype=dt)
+    add("randint", 3, shape=[6], minval=-2**40, maxval=2**41, dtype="int64")
+    add("permutation", 5, x=50)
+    add("choice", 5, a=20, shape=[4], replace=False)
+    add("rademacher", 1, shape=[9])
+    add("geometric", 1, p=0.2, shape=[9])
+    add("bernoulli", 1, p=arr([0.1, 0.5, 0.9], "float64"), shape=[4, 3])
+  else:
+    for dt in ("int8", "int16", "int32", "uint8", "uint16", "uint32"):
+      for seed, shape in ((0, []), (42, [3, 4]), (1, [64])):
+        add("randint", seed, shape=shape, minval=-5, maxval=300, dtype=dt)
+    add("randint", 7, shape=[50], minval=0, maxval=256, dtype="uint8")
+    add("randint", 7, shape=[50], minval=-128, maxval=128, dtype="int8")
+    add("randint", 7, shape=[20], minval=-2**31, maxval=2**31 - 1, dtype="int32")
+    add("randint", 7, shape=[20], minval=arr(0, "uint32"), maxval=arr(2**32 - 1, "uint32"),
+        dtype="uint32")
+    add("randint", 7, typed=False, shape=[10], minval=5, maxval=5)
+    add("randint", 7, shape=[10], minval=9, maxval=2)
+    add("randint", 8, shape=[3, 2], minval=arr([[0], [10], [-3]], "int32"),
+        maxval=arr([4, 100], "int32"))
+    add("randint", 8, shape=[5], minval=0.0, maxval=7.9)
+    for seed in (0, 42):
+      for typed in (True, False):
+        add("bernoulli", seed, typed, p=0.3, shape=[3, 4])
+        add("bernoulli", seed, typed, p=0.7, shape=[100], mode="high")
+    add("bernoulli", 2, p=arr([0.1, 0.5, 0.9], "float32"))
+    add("bernoulli", 2, p=arr([0.1, 0.5, 0.9], "float16"), shape=[2, 3])
+    add("bernoulli", 2, p=arr([0.25], "bfloat16"), shape=[40])
+    add("bernoulli", 2)
+    for seed in (0, 42):
+      add("permutation", seed, x=10)
+      add("permutation", seed, x=1)
+      add("permutation", seed, x=arr([[1.5, 2.5, 3.5], [4.5, 5.5, 6.5]], "float32"))
+      add("permutation", seed, x=arr(list(range(24)), "int32"))
+    add("permutation", 3, x=2000)  # two sort rounds
+    add("permutation", 3, x=arr([[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]], "int32"), axis=1)
+    add("permutation", 3, x=arr([[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]], "int32"), axis=1,
+        independent=True)
+    add("permutation", 3, x=arr([[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]], "int32"),
+        independent=True)
+    for seed in (0, 42):
+      add("choice", seed, a=10, shape=[4])
+      add("choice", seed, a=10, shape=[2, 3], replace=False)
+      add("choice", seed, a=arr([[1, 2], [3, 4], [5, 6]], "int32"), shape=[5])
+      add("choice", seed, a=arr([[1, 2], [3, 4], [5, 6]], "int32"), shape=[2], axis=1)
+      add("choice", seed, a=arr([[1, 2], [3, 4], [5, 6]], "int32"), shape=[2], replace=False)
+      add("choice", seed, a=5, shape=[8], p=arr([0.25, 0.125, 0.5, 0.0625, 0.0625], "float32"))
+      add("choice", seed, a=5, shape=[3], replace=False,
+          p=arr([0.25, 0.125, 0.5, 0.0625, 0.0625], "float32"))
+    add("choice", 4, a=4, shape=[50], p=arr([0.1, 0.2, 0.3, 0.4], "float32"))
+    add("choice", 4, a=6)
+    add("choice", 4, a=6, shape=[0])
+    add("rademacher", 0, shape=[3, 4])
+    add("rademacher", 0, shape=[])
+    add("rademacher", 5, shape=[50], dtype="float32")
+    add("rademacher", 5, shape=[7], dtype="int8")
+    add("geometric", 0, p=0.3, shape=[3, 4])
+    add("geometric", 0, p=arr([0.05, 0.5, 0.95], "float32"))
+    add("geometric", 0, p=0.01, shape=[200], dtype="int16")
+    add("categorical", 0, logits=arr([[0.0, 1.0, 2.0], [-1.0, 0.5, 0.25]], "float32"))
+    add("categorical", 1, logits=arr([[0.0, 1.0, 2.0], [-1.0, 0.5, 0.25]], "float32"), axis=0)
+    add("categorical", 1, logits=arr([0.0, 1.0, 2.0, -3.0], "float32"), shape=[5, 2])
+    add("categorical", 2, logits=arr([[0.0, 1.0, 2.0], [-1.0, 0.5, 0.25]], "float32"),
+        shape=[4, 2])
+    add("categorical", 2, logits=arr([[0.0, 1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.25, 0, 0]],
+                                     "float32"), shape=[3, 2], replace=False)
+  # Samplers built on transcendentals: the test bounds their ulp distance.
+  for dt in fdts:
+    for seed, shape in ((1, []), (2, [3, 4]), (3, [500])):
+      for op in ("gumbel", "exponential", "laplace", "logistic", "cauchy", "maxwell"):
+        add(op, seed, shape=shape, dtype=dt)
+      add("pareto", seed, b=2.5, shape=shape, dtype=dt)
+      add("rayleigh", seed, scale=1.5, shape=shape, dtype=dt)
+      add("weibull_min", seed, scale=2.0, concentration=1.5, shape=shape, dtype=dt)
+      add("triangular", seed, left=-1.0, mode=0.5, right=3.0, shape=shape, dtype=dt)
+      add("lognormal", seed, sigma=0.5, shape=shape, dtype=dt)
+      add("truncated_normal", seed, lower=-1.5, upper=2.0, shape=shape, dtype=dt)
+      add("double_sided_maxwell", seed, loc=1.0, scale=2.0, shape=shape, dtype=dt)
+    add("gumbel", 4, shape=[200], dtype=dt, mode="high")
+  if not x64:
+    add("gumbel", 4, shape=[200], mode="highest")
+    add("truncated_normal", 5, lower=arr([-1.0, 0.0, 2.0], "float32"),
+        upper=arr([[1.0], [3.0]], "float32"))
+    add("double_sided_maxwell", 5, loc=arr([0.0, 1.0, 2.0], "float32"), scale=1.0)
+    add("pareto", 5, b=arr([[1.0], [3.0]], "float32"), shape=[2, 4])
   return out
+
+
+def kwarg(v):
+  """The replayed value of a case kwarg (shared with tests/test_random.py)."""
+  if isinstance(v, dict) and "array" in v:
+    import ml_dtypes  # noqa: F401 - registers bfloat16 with NumPy
+    return np.asarray(v["array"], dtype=v["dtype"])
+  return v
 
 
 def run(case: dict) -> dict:
@@ -117,9 +229,11 @@ def run(case: dict) -> dict:
   elif op == "fold_in":
     res = jax.random.key_data(jax.random.fold_in(key, kw["data"]))
   else:
-    for k in ("minval", "maxval"):
-      if k in kw:
-        kw[k] = np.asarray(kw[k], dtype=np.float64 if case["x64"] else np.float32)
+    kw = {k: kwarg(v) for k, v in kw.items()}
+    if op == "uniform":
+      for k in ("minval", "maxval"):
+        if k in kw:
+          kw[k] = np.asarray(kw[k], dtype=np.float64 if case["x64"] else np.float32)
     res = getattr(jax.random, op)(key, **kw)
   res = np.asarray(res)
   flat = res.reshape(-1)

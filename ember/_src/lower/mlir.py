@@ -377,6 +377,13 @@ class _Printer:
       return lines
     if op in ("while", "conditional"):
       return self.control_flow(instr, f, indent, lhs, x, loc)
+    if op == "custom-call":
+      cfg = ", ".join(f"{k} = {v} : {'ui8' if k != 'permutation_size' else 'i32'}"
+                      for k, v in a.get("backend_config", ()))
+      res_t = out_t or "(" + ", ".join(_ty(s) for s in shape.elements) + ")"
+      return [f'{lhs}stablehlo.custom_call @{a["target"]}({", ".join(x)}) {{backend_config = '
+              f'"", mhlo.backend_config = {{{cfg}}}}} : ({", ".join(in_types())}) -> '
+              f'{res_t}{loc}']
     raise ValueError(f"to_mlir_text: no StableHLO form for the HLO opcode {op!r} "
                      f"(%{instr.name}); print lowered (unoptimized) modules only.")
 

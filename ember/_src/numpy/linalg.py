@@ -7,7 +7,9 @@ convert to the promoted dtype carrying the weak type, as jax/_src/numpy/tensor_c
 does. einsum parses its subscripts here and contracts operands pairwise.
 
 `__all__` lists the names of ember.numpy; `LINALG_ALL` those of ember.numpy.linalg.
-Decompositions (det, inv, solve, svd, ...) are not provided yet, so they are not exported.
+Decompositions (cholesky, qr, eigh, svd, lu) come from ember/_src/primitives/decompositions.py;
+det, slogdet, solve and inv go through LU, pinv, lstsq, matrix_rank, cond and the 2/-2/nuc
+matrix norms through the SVD, as in JAX.
 """
 from __future__ import annotations
 
@@ -36,7 +38,10 @@ __all__ = ["dot", "matmul", "vdot", "vecdot", "inner", "outer", "tensordot", "ei
 # trace and diagonal here are the linalg versions (last two axes), so the ember.numpy
 # versions (axes 0 and 1 by default) live in reductions.py.
 LINALG_ALL = ["norm", "vector_norm", "matrix_norm", "matmul", "tensordot", "vecdot",
-              "outer", "trace", "diagonal", "cross", "matrix_transpose"]
+              "outer", "trace", "diagonal", "cross", "matrix_transpose",
+              "cholesky", "qr", "eig", "eigvals", "eigh", "eigvalsh", "svd", "svdvals", "det",
+              "slogdet", "solve", "inv", "pinv", "lstsq", "matrix_power", "matrix_rank", "cond",
+              "EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult"]
 
 
 def _result_dtype(fun_name, preferred_element_type, *args):
@@ -564,10 +569,6 @@ def _abs2(x):
   return lax.mul(x, x)
 
 
-def _no_svd(ord):
-  raise ValueError(f"jnp.linalg.norm: the matrix norm ord={ord!r} needs a singular value "
-                   "decomposition, which ember does not provide; supported matrix orders "
-                   "are None, 'fro', 1, -1, inf and -inf.")
 
 
 @partial(jit, static_argnames=("ord", "axis", "keepdims"))
@@ -594,7 +595,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     return lax.sqrt(sum_(_abs2(x), axis=axis, keepdims=keepdims))
   if isinstance(ord, str):
     if ord == "nuc":
-      _no_svd(ord)
+      return _svd_norm(x, ord, axis, keepdims)
     raise ValueError(f"Invalid order '{ord}' for matrix norm.")
   if ord in (1, -1):
     if not keepdims and col_axis > row_axis:
@@ -609,7 +610,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     return (amax(row_sums, axis=row_axis, keepdims=keepdims, initial=0) if ord == np.inf
             else amin(row_sums, axis=row_axis, keepdims=keepdims))
   if ord in (2, -2):
-    _no_svd(ord)
+    return _svd_norm(x, ord, axis, keepdims)
   raise ValueError(f"Invalid order '{ord}' for matrix norm.")
 
 
@@ -666,3 +667,360 @@ def matrix_transpose(x, /):
   if ndim < 2:
     raise ValueError(f"matrix_transpose requires at least 2 dimensions; got ndim={ndim}")
   return lax.transpose(x, (*range(ndim - 2), ndim - 1, ndim - 2))
+
+
+# ---------------------------------------------------------------------------------------
+# Decompositions and the functions built on them (jax/_src/numpy/linalg.py), on the
+# primitives of ember/_src/primitives/decompositions.py
+# ---------------------------------------------------------------------------------------
+
+def _dec():
+  from ember._src.primitives import decompositions
+  return decompositions
+
+
+class EigResult(collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])):
+  __slots__ = ()
+
+
+class EighResult(collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])):
+  __slots__ = ()
+
+
+class QRResult(collections.namedtuple("QRResult", ["Q", "R"])):
+  __slots__ = ()
+
+
+class SVDResult(collections.namedtuple("SVDResult", ["U", "S", "Vh"])):
+  __slots__ = ()
+
+
+class SlogdetResult(collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])):
+  __slots__ = ()
+
+
+def _inexact_arg(fun_name, a):
+  a, = util.promote_dtypes_inexact(asarray_arg(f"jnp.linalg.{fun_name}", a))
+  return a
+
+
+def _square_arg(fun_name, a, label=None):
+  """a as an inexact array of shape [..., n, n] (JAX's message names `label`)."""
+  a = _inexact_arg(fun_name, a)
+  shape = aval(a).shape
+  if len(shape) < 2 or shape[-1] != shape[-2]:
+    raise ValueError(f"Argument to {label or fun_name} must have shape [..., n, n], got "
+                     f"{shape}.")
+  return a
+
+
+def _H(x):
+  return lax.conj(matrix_transpose(x)) if dtypes.is_complex(aval(x).dtype) else \
+      matrix_transpose(x)
+
+
+@partial(jit, static_argnames=("upper", "symmetrize_input"))
+def cholesky(a, *, upper=False, symmetrize_input=True):
+  """The Cholesky factor of Hermitian positive-definite matrices: L (a = L L^H), or U =
+  L^H with upper=True; NaN where a is not positive definite."""
+  a = _square_arg("cholesky", a, "linalg.cholesky")
+  L = _dec().cholesky(a, symmetrize_input=symmetrize_input)
+  return _H(L) if upper else L
+
+
+@partial(jit, static_argnames=("mode",))
+def qr(a, mode="reduced"):
+  """QRResult(Q, R) (mode 'reduced' or 'complete'), or R alone (mode 'r')."""
+  a = _inexact_arg("qr", a)
+  if mode not in ("reduced", "complete", "r"):
+    raise ValueError(f"Unsupported QR decomposition mode '{mode}'" +
+                     (": ember does not provide mode='raw'" if mode == "raw" else ""))
+  q, r = _dec().qr(a, full_matrices=mode == "complete")
+  return r if mode == "r" else QRResult(q, r)
+
+
+@partial(jit, static_argnames=("UPLO", "symmetrize_input"))
+def eigh(a, UPLO=None, symmetrize_input=True):
+  """EighResult(eigenvalues ascending, eigenvectors as columns) of Hermitian matrices."""
+  a = _square_arg("eigh", a, "linalg.eigh")
+  if UPLO is None or UPLO == "L":
+    lower = True
+  elif UPLO == "U":
+    lower = False
+  else:
+    raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO}")
+  v, w = _dec().eigh(a, lower=lower, symmetrize_input=symmetrize_input)
+  return EighResult(w, v)
+
+
+@jit
+def eig(a):
+  """EigResult(eigenvalues, right eigenvectors as unit columns) of general square
+  matrices, complex. Only the eigenvalues can be differentiated (as JAX by default)."""
+  a = _square_arg("eig", a, "linalg.eig")
+  w, v = _dec().eig(a, compute_left_eigenvectors=False)
+  return EigResult(w, v)
+
+
+@jit
+def eigvals(a):
+  """The (complex) eigenvalues of general square matrices."""
+  a = _square_arg("eigvals", a, "linalg.eig")
+  return _dec().eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
+
+
+@partial(jit, static_argnames=("UPLO", "symmetrize_input"))
+def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
+  """The ascending eigenvalues of Hermitian matrices."""
+  return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+@partial(jit, static_argnames=("full_matrices", "compute_uv", "hermitian", "subset_by_index"))
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
+  """SVDResult(U, S descending, Vh) with a = U diag(S) Vh, or S alone."""
+  a = _inexact_arg("svd", a)
+  if hermitian:   # JAX's route: eigh, |w| descending, the eigenvalues' signs in Vh
+    w, v = eigh(a)
+    order = jnp.argsort(-lax.abs(w), axis=-1)
+    s = jnp.take_along_axis(lax.abs(w), order, axis=-1)
+    if not compute_uv:
+      return s
+    sign = jnp.take_along_axis(jnp.sign(w), order, axis=-1)
+    u = jnp.take_along_axis(v, order[..., None, :], axis=-1)
+    vh = _H(u * sign[..., None, :].astype(u.dtype))
+    return SVDResult(u, s, vh)
+  out = _dec().svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
+                   subset_by_index=subset_by_index)
+  return SVDResult(*out) if compute_uv else out
+
+
+def svdvals(x, /):
+  """The singular values, descending."""
+  return svd(x, compute_uv=False)
+
+
+def _lu_factor(a):
+  return _dec().lu(a)
+
+
+@jit
+def slogdet(a, *, method=None):
+  """SlogdetResult(sign, log|det|) through an LU factorization."""
+  if method not in (None, "lu"):
+    raise ValueError(f"Unknown slogdet method '{method}'. ember supports 'lu'.")
+  a = _square_arg("slogdet", a, "slogdet()")
+  n = aval(a).shape[-1]
+  lu_, pivot, _ = _lu_factor(a)
+  diag = jnp.diagonal(lu_, axis1=-2, axis2=-1)
+  is_zero = jnp.any(diag == 0, axis=-1)
+  parity = jnp.count_nonzero(pivot != jnp.arange(n, dtype=pivot.dtype), axis=-1)
+  if dtypes.is_complex(aval(a).dtype):
+    sign = jnp.prod(diag / lax.convert_element_type(jnp.abs(diag), aval(diag).dtype), axis=-1)
+  else:
+    sign = jnp.array(1, aval(a).dtype)
+    parity = parity + jnp.count_nonzero(diag < 0, axis=-1)
+  sign = jnp.where(is_zero, jnp.array(0, aval(a).dtype),
+                   sign * jnp.array(-2 * (parity % 2) + 1, aval(a).dtype))
+  logdet = jnp.where(is_zero, jnp.array(-jnp.inf, jnp.real(diag).dtype),
+                     jnp.sum(jnp.log(jnp.abs(diag)), axis=-1))
+  return SlogdetResult(sign, jnp.real(logdet))
+
+
+@jit
+def det(a):
+  """The determinant: sign * exp(log|det|) of an LU factorization (0 when singular)."""
+  a = _square_arg("det", a, "_det()")
+  n = aval(a).shape[-1]
+  lu_, pivot, _ = _lu_factor(a)
+  diag = jnp.diagonal(lu_, axis1=-2, axis2=-1)
+  parity = jnp.count_nonzero(pivot != jnp.arange(n, dtype=pivot.dtype), axis=-1)
+  sign = jnp.array(-2 * (parity % 2) + 1, aval(a).dtype)
+  return sign * jnp.prod(diag, axis=-1)
+
+
+def _lu_solve(lu_, perm, b):
+  """x with a x = b for b [..., n, k], from a's LU factors (batch dims equal)."""
+  dec = _dec()
+  x = jnp.take_along_axis(b, perm[..., :, None], axis=-2)
+  x = dec.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+  return dec.triangular_solve(lu_, x, left_side=True, lower=False)
+
+
+@jit
+def solve(a, b):
+  """x with a @ x = b: b of shape [..., n] (one vector) when 1-D, else [..., n, k] with
+  batch dims broadcast against a's."""
+  a = _square_arg("solve", a, "solve")
+  b = asarray_arg("jnp.linalg.solve", b)
+  a, b = util.promote_dtypes_inexact(a, b)
+  ash, bsh = aval(a).shape, aval(b).shape
+  n = ash[-1]
+  if len(bsh) == 1:
+    if bsh[0] != n:
+      raise ValueError(f"solve: inconsistent size for core dimension 'm': {bsh[0]} vs {n} "
+                       f"on signature '(m,m),(m)->(m)'")
+    batch = ash[:-2]
+    b2 = jnp.broadcast_to(b[:, None], batch + (n, 1))
+    lu_, _, perm = _lu_factor(a)
+    return _lu_solve(lu_, perm, b2)[..., 0]
+  if bsh[-2] != n:
+    raise ValueError(f"Invalid shapes for solve: {ash}, {bsh}. b must have shape [..., n] "
+                     f"or [..., n, k] for a of shape [..., n, n]; to solve for a batch of "
+                     f"vectors use solve(a, b[..., None])[..., 0].")
+  batch = util.broadcast_shapes(ash[:-2], bsh[:-2])
+  a = jnp.broadcast_to(a, batch + ash[-2:])
+  b = jnp.broadcast_to(b, batch + bsh[-2:])
+  lu_, _, perm = _lu_factor(a)
+  return _lu_solve(lu_, perm, b)
+
+
+@jit
+def inv(a):
+  """The inverse of square matrices (solve against the identity)."""
+  a = _square_arg("inv", a, "inv")
+  shape = aval(a).shape
+  eye = jnp.broadcast_to(jnp.eye(shape[-1], dtype=aval(a).dtype), shape)
+  return solve(a, eye)
+
+
+@partial(jit, static_argnames=("hermitian",))
+def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+  """The Moore-Penrose pseudo-inverse through the SVD; singular values at or below
+  rtol * max(s) (default 10 * max(m, n) * eps) are treated as zero."""
+  a = _inexact_arg("pinv", a)
+  if rcond is not None:
+    rtol = rcond
+  m, n = aval(a).shape[-2:]
+  dt = aval(a).dtype
+  if rtol is None:
+    rtol = 10. * max(m, n) * float(np.finfo(np.empty(0, dt).real.dtype).eps)
+  rtol = jnp.asarray(rtol)
+  if m == 0 or n == 0:
+    return jnp.zeros(aval(a).shape[:-2] + (n, m), dt)
+  u, s, vh = svd(jnp.conj(a), full_matrices=False, hermitian=hermitian)
+  cutoff = rtol[..., None] * jnp.max(s, axis=-1, keepdims=True, initial=-jnp.inf)
+  s = jnp.where(s > cutoff, s, jnp.inf).astype(u.dtype)
+  return jnp.matmul(matrix_transpose(vh), matrix_transpose(u) / s[..., :, None])
+
+
+@partial(jit, static_argnames=("numpy_resid",))
+def lstsq(a, b, rcond=None, *, numpy_resid=False):
+  """(x, residuals, rank, s): the least-squares solution of a @ x = b through the SVD."""
+  a = asarray_arg("jnp.linalg.lstsq", a)
+  b = asarray_arg("jnp.linalg.lstsq", b)
+  a, b = util.promote_dtypes_inexact(a, b)
+  ash, bsh = aval(a).shape, aval(b).shape
+  if len(ash) != 2:
+    raise TypeError(f"{len(ash)}-dimensional array given. Array must be two-dimensional")
+  b_orig_ndim = len(bsh)
+  if b_orig_ndim == 1:
+    b = b[:, None]
+  if len(aval(b).shape) != 2:
+    raise TypeError(f"{len(bsh)}-dimensional array given. Array must be one or "
+                    "two-dimensional")
+  m, n = ash
+  if m != aval(b).shape[0]:
+    raise ValueError("Leading dimensions of input arrays must match")
+  dt = aval(a).dtype
+  eps = float(np.finfo(np.empty(0, dt).real.dtype).eps)
+  if rcond is None:
+    rcond = eps * max(n, m)
+  else:
+    rcond = jnp.where(rcond < 0, eps, rcond)
+  u, s, vt = svd(a, full_matrices=False)
+  mask = s >= jnp.array(rcond, dtype=s.dtype) * s[0]
+  rank = mask.sum()
+  safe_s = jnp.where(mask, s, 1).astype(dt)
+  s_inv = jnp.where(mask, 1 / safe_s, 0)[:, None]
+  uTb = jnp.matmul(_H(u), b)
+  x = jnp.matmul(_H(vt), s_inv * uTb)
+  if numpy_resid and (rank < n or m <= n):
+    resid = jnp.asarray([])
+  else:
+    b_estimate = jnp.matmul(a, x)
+    resid = vector_norm(b - b_estimate, axis=0) ** 2
+  if b_orig_ndim == 1:
+    x = x.ravel()
+  return x, resid, rank, s
+
+
+def matrix_power(a, n):
+  """a @ a @ ... @ a (n times; the inverse's powers for n < 0; the identity for 0) by
+  repeated squaring."""
+  a = asarray_arg("jnp.linalg.matrix_power", a)
+  shape = aval(a).shape
+  if len(shape) < 2:
+    raise TypeError(f"{len(shape)}-dimensional array given. Array must be at least "
+                    "two-dimensional")
+  if shape[-2] != shape[-1]:
+    raise TypeError("Last 2 dimensions of the array must be square")
+  try:
+    n = operator.index(n)
+  except TypeError as err:
+    raise TypeError(f"exponent must be an integer, got {n}") from err
+  if n == 0:
+    return jnp.broadcast_to(jnp.eye(shape[-1], dtype=aval(a).dtype), shape)
+  if n < 0:
+    a, n = inv(a), -n
+  result = None
+  while n > 0:
+    if n & 1:
+      result = a if result is None else matmul(result, a)
+    n >>= 1
+    if n:
+      a = matmul(a, a)
+  return result
+
+
+@jit
+def matrix_rank(M, rtol=None, *, tol=None):
+  """The number of singular values above rtol * max(s) (default max(m, n) * eps); a 1-D
+  input has rank 1 unless it is all zeros."""
+  M = _inexact_arg("matrix_rank", M)
+  if tol is not None:
+    rtol = tol
+  shape = aval(M).shape
+  if len(shape) < 2:
+    return jnp.any(M != 0).astype(np.int32)
+  s = svd(M, full_matrices=False, compute_uv=False)
+  if rtol is None:
+    rtol = jnp.max(s, axis=-1, keepdims=True) * (
+        max(shape[-2:]) * float(np.finfo(aval(s).dtype).eps))
+  else:
+    rtol = jnp.expand_dims(jnp.asarray(rtol), -1)
+  return jnp.sum(s > rtol, axis=-1, dtype=np.int32)
+
+
+def cond(x, p=None):
+  """The condition number in norm `p` (None/2/-2: ratio of singular values)."""
+  x = _inexact_arg("cond", x)
+  shape = aval(x).shape
+  if len(shape) < 2:
+    raise ValueError(f"jnp.linalg.cond: input array must be at least 2D; got "
+                     f"arr.shape={shape}")
+  if p is None or p == 2:
+    s = svdvals(x)
+    return s[..., 0] / s[..., -1]
+  if p == -2:
+    s = svdvals(x)
+    r = s[..., -1] / s[..., 0]
+  else:
+    if shape[-2] != shape[-1]:
+      raise ValueError(f"jnp.linalg.cond: for p={p!r}, array must be square; got "
+                       f"x.shape={shape}")
+    r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
+  # NaNs from singular matrices become inf, as NumPy and JAX do
+  return jnp.where(jnp.isnan(r) & ~jnp.isnan(x).any(axis=(-2, -1)), jnp.inf, r)
+
+
+def _svd_norm(x, ord, axis, keepdims):
+  """Matrix norms from singular values: 2 (largest), -2 (smallest), 'nuc' (sum)."""
+  row, col = axis
+  nd = aval(x).ndim
+  y = jnp.moveaxis(x, (row, col), (nd - 2, nd - 1))
+  s = svd(y, compute_uv=False)
+  out = (jnp.max(s, axis=-1) if ord == 2 else jnp.min(s, axis=-1) if ord == -2
+         else jnp.sum(s, axis=-1))
+  if keepdims:
+    out = jnp.expand_dims(out, tuple(sorted((row, col))))
+  return out

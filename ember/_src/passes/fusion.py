@@ -27,7 +27,12 @@ of its consumers or becomes the root of a fusion of its own:
   positions of the same row (softmax's exp(x - max), read by the row sum and the division)
   is computed once per row into a row buffer by the emitter (`row_cached`): it counts once.
   Softmax, logsumexp and layernorm therefore come out as one kernel each.
-* a fusion stops growing at MAX_FUSED_INSTRS instructions (bounded kernel code size).
+* a fusion stops growing at MAX_FUSED_INSTRS instructions (bounded kernel code size);
+* a column reduction over COLUMN_REDUCE_MIN_ROWS+ rows never fuses into a consumer (the
+  emitter vectorizes it only as a fusion root).
+
+Before grouping, `transpose(dot(a, b), {1,0})` of a 2-D dot becomes `dot(b, a)`
+(`_swap_transposed_dots`), so BLAS writes the layout the users read.
 
 dot, sort, top-k, scatter, parameters, tuples, non-scalar constants (data, not code),
 custom-call, while/conditional and `optimization-barrier` stay outside; nothing fuses through
@@ -324,6 +329,20 @@ def _fusible(instr: hlo.Instr) -> bool:
   return op in FUSIBLE or op in ROOT_ONLY
 
 
+# A column reduction (minor dim kept) over at least this many rows stays a fusion root: the
+# emitter vectorizes it only as a root (accumulating whole rows of columns); fused into an
+# elementwise consumer (an SGD update `b - lr * sum(g, 0)`) it would run as one strided
+# scalar loop per output element (measured 10x slower on f32[128,512] -> [512]).
+COLUMN_REDUCE_MIN_ROWS = 16
+
+
+def _column_reduce(i: hlo.Instr) -> bool:
+  if i.opcode != "reduce" or len(i.operands) != 2 or not column_reduce_root(i):
+    return False
+  dims = i.operands[0].shape.dims
+  return int(np.prod([dims[d] for d in i.attrs["dimensions"]])) >= COLUMN_REDUCE_MIN_ROWS
+
+
 def _count_in(group: _Group, p: hlo.Instr, users: list[hlo.Instr]) -> float:
   """How many times the fusion evaluates each element of `p`: same-index reads share one
   evaluation (max), other reads add up."""
@@ -377,7 +396,7 @@ def _plan(entry: hlo.Computation, fuse: bool) -> tuple[list[_Group], set[int]]:
     if i.opcode in ROOT_ONLY or not (fuse or i.opcode == "constant"):
       chosen = []
     elif is_expensive(i):          # moves into its only consumer, evaluated once per element
-      ok = not ext and len(targets) == 1 and len(room) == 1
+      ok = not ext and len(targets) == 1 and len(room) == 1 and not _column_reduce(i)
       if ok:
         g = room[0]
         sym = symbolic_count(g.root, g.members, i)
@@ -487,7 +506,37 @@ def wrap_lone_ops(module: hlo.Module) -> hlo.Module:
   return _rewrite(module, fuse=False)
 
 
+def _swap_transposed_dots(entry: hlo.Computation) -> None:
+  """`transpose(dot(a, b), {1,0})` -> `dot(b, a)` (XLA's algsimp does the same): the
+  transposed product comes out of BLAS in the layout its users read (a backward pass's
+  weight gradient dW = x.T @ delta, which the jaxpr computes as (delta.T @ x).T), instead of
+  a fusion reading the dot's result through a transpose. Only 2-D dots without batch
+  dimensions (one free dimension per side) whose only user is the transpose (it takes the
+  dot's name);
+  value-preserving: the same products summed in the same order. Lives here (before the
+  grouping) so that the transpose never becomes part of a fusion."""
+  users = entry.users()
+  swapped = False
+  for t in list(entry.instrs):
+    d = t.operands[0] if t.opcode == "transpose" else None
+    if d is None or d.opcode != "dot" or d.shape.rank != 2 or \
+        tuple(t.attrs["dimensions"]) != (1, 0) or d.attrs.get("lhs_batch_dims") or \
+        d.attrs.get("rhs_batch_dims") or d is entry.root or len(users.get(d.id, [])) != 1:
+      continue
+    a = dict(d.attrs, lhs_contracting_dims=tuple(d.attrs.get("rhs_contracting_dims", ())),
+             rhs_contracting_dims=tuple(d.attrs.get("lhs_contracting_dims", ())))
+    new = hlo.Instr("dot", t.shape, [d.operands[1], d.operands[0]], a, name=d.name,
+                    metadata=d.metadata)
+    entry.instrs.insert(entry.instrs.index(t), new)
+    entry.replace_all_uses(t, new)
+    swapped = True
+  if swapped:
+    entry.sort_and_prune()
+
+
 def run(module: hlo.Module, flags=None) -> hlo.Module:
   """The fusion pass (see the module docstring). Rewrites `module` in place and returns it."""
   disabled = getattr(flags, "disable_passes", ()) or ()
+  if "fusion" not in disabled:
+    _swap_transposed_dots(module.entry)
   return _rewrite(module, fuse="fusion" not in disabled)

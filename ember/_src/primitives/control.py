@@ -794,7 +794,8 @@ def _jvp_jaxpr(jaxpr: Jaxpr, nonzeros, instantiate):
     out_nz[:] = [ad.is_differentiable(a.dtype) and (_nonzero(t) or inst)
                  for t, a, inst in zip(t_out, jaxpr.out_avals, instantiate)]
     return list(p_out) + [ad.instantiate_zeros(t) for t, nz in zip(t_out, out_nz) if nz]
-  j, consts = _trace_jaxpr_fn(fun, in_avals)
+  with ad.tracing_jvp_jaxpr():
+    j, consts = _trace_jaxpr_fn(fun, in_avals)
   return j, consts, out_nz
 
 
@@ -808,20 +809,30 @@ def _cond_jvp(primals, tangents, *, branches):
   jvps, consts = _join_consts([_jvp_jaxpr(b, nz, out_nz)[:2] for b in branches])
   nt = sum(a for a, b in zip(nz, branches[0].in_avals) if ad.is_differentiable(b.dtype))
   ntout = sum(out_nz)
+  nz_t = [t for t, a in zip(tangents[1:], branches[0].in_avals)
+          if _nonzero(t) and ad.is_differentiable(a.dtype)]
+  if not ad.is_linearizing(primals, nz_t):
+    # forward mode, as JAX: one cond whose branches compute primals and tangents
+    outs = cond_p.bind(index, *consts, *ops, *nz_t, branches=tuple(jvps))
+    t_nz = iter(outs[nout:])
+    return outs[:nout], [next(t_nz) if nz_ else Zero(ad.tangent_aval(a))
+                         for nz_, a in zip(out_nz, branches[0].out_avals)]
   unknowns = [False] * (len(consts) + len(ops)) + [True] * nt
   splits = [partial_eval_jaxpr(j, unknowns, [False] * nout + [True] * ntout) for j in jvps]
-  res_avals = [[v.aval for v in s[3]] for s in splits]
-  all_res = [a for r in res_avals for a in r]
-  offsets = np.cumsum([0] + [len(r) for r in res_avals])
+  # residual slots shared by the branches where their types agree (JAX's
+  # `_merge_branch_residuals`); a branch fills the slots it does not use with zeros
+  all_res, slots = _merge_branch_residuals([[v.aval for v in s[3]] for s in splits])
 
   def known_fn(k):
     known = splits[k][0]
 
     def fn(*args):
       outs = core.eval_jaxpr(known, [], *args)
-      res = [ad.zeros_like_aval(a) for a in all_res]
-      res[offsets[k]:offsets[k + 1]] = outs[nout:]
-      return list(outs[:nout]) + res
+      res = [None] * len(all_res)
+      for i, r in zip(slots[k], outs[nout:]):
+        res[i] = r
+      return list(outs[:nout]) + [ad.zeros_like_aval(a) if r is None else r
+                                  for a, r in zip(all_res, res)]
     return fn
   in_avals = [v.aval for v in jvps[0].invars[:len(consts) + len(ops)]]
   knowns, kconsts = _join_consts([_trace_jaxpr_fn(known_fn(k), in_avals)
@@ -829,17 +840,33 @@ def _cond_jvp(primals, tangents, *, branches):
   unknowns_j = []
   for k, s in enumerate(splits):
     u = s[1]
-    nr = len(res_avals[k])
-    head = [Var(a) for a in all_res[:offsets[k]]]
-    tail = [Var(a) for a in all_res[offsets[k + 1]:]]
-    unknowns_j.append(u.replace(invars=head + u.invars[:nr] + tail + u.invars[nr:]))
+    mine = dict(zip(slots[k], u.invars[:len(slots[k])]))
+    head = [mine.get(i) or Var(a) for i, a in enumerate(all_res)]
+    unknowns_j.append(u.replace(invars=head + u.invars[len(slots[k]):]))
   outs = cond_p.bind(index, *kconsts, *consts, *ops, branches=tuple(knowns))
   p_out, res = outs[:nout], outs[nout:]
-  nz_t = [t for t, a in zip(tangents[1:], branches[0].in_avals)
-          if _nonzero(t) and ad.is_differentiable(a.dtype)]
   t_nz = iter(cond_p.bind(index, *res, *nz_t, branches=tuple(unknowns_j)) if ntout else [])
   return p_out, [next(t_nz) if nz_ else Zero(ad.tangent_aval(a))
                  for nz_, a in zip(out_nz, branches[0].out_avals)]
+
+
+def _merge_branch_residuals(branch_res_avals):
+  """(merged residual avals, per branch the slot of each of its residuals): the i-th
+  residual of a given type in each branch shares one slot."""
+  key = lambda a: (a.shape, np.dtype(a.dtype), a.weak_type)
+  all_avals, index, slots = [], {}, []
+  for avals in branch_res_avals:
+    seen: dict = {}
+    mine = []
+    for a in avals:
+      n = seen[key(a)] = seen.get(key(a), -1) + 1
+      tag = (key(a), n)
+      if tag not in index:
+        index[tag] = len(all_avals)
+        all_avals.append(a)
+      mine.append(index[tag])
+    slots.append(mine)
+  return all_avals, slots
 
 
 def _cond_transpose(cts, index, *args, branches):
@@ -882,13 +909,40 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, ft_in, ft_ou
   nk = len(jconsts) + nc + ncar + nxs
   n_t = sum(c_nz) + sum(car_nz) + sum(x_nz)
   n_tout = sum(out_nz)
+  out_avals = scan_p.out_avals([core.get_aval(p) for p in primals],
+                               dict(jaxpr=jaxpr, length=length, reverse=reverse, unroll=unroll,
+                                    ft_in=ft_in, ft_out=ft_out))
+  tc = [t for t, z in zip(tangents[:nc], c_nz) if z]
+  tcar = [ad.instantiate_zeros(t) for t, z in zip(tangents[nc:nc + ncar], car_nz) if z]
+  tx = [t for t, z in zip(tangents[nc + ncar:], x_nz) if z]
+  if not ad.is_linearizing(primals, tc + tcar + tx):
+    # forward mode, as JAX: one scan over (consts, their tangents), (carry, tangents),
+    # (xs, tangents), giving (carry, tangents) and (ys, tangents)
+    jc, pc, pcar, pxs, jtc, jtcar, jtx = _split(j.invars, len(jconsts), nc, ncar, nxs,
+                                                sum(c_nz), sum(car_nz))
+    ocar, oys, otcar, otys = _split(j.outvars, ncar, nys, sum(car_nz))
+    jf = j.replace(invars=jc + pc + jtc + pcar + jtcar + pxs + jtx,
+                   outvars=ocar + otcar + oys + otys)
+    outs = _bind_scan([*jconsts, *primals[:nc], *tc], [*primals[nc:nc + ncar], *tcar],
+                      [*primals[nc + ncar:], *tx], jf, length, reverse, unroll)
+    ncart = sum(car_nz)
+    p_out = outs[:ncar] + outs[ncar + ncart:ncar + ncart + nys]
+    t_nz = iter(outs[ncar:ncar + ncart] + outs[ncar + ncart + nys:])
+    return p_out, [next(t_nz) if z else Zero(ad.tangent_aval(a))
+                   for z, a in zip(out_nz, out_avals)]
+  # linearize: hoist the loop-invariant primal work (equations reading consts only) out
+  # of the loop, as JAX's scan partial eval; its results are the consts of both scans
+  n_inv = len(jconsts) + nc
+  hoist, j, _, h_res = partial_eval_jaxpr(j, [False] * n_inv + [True] * (len(j.invars) - n_inv),
+                                          [True] * len(j.outvars))
+  const_vals = core.eval_jaxpr(hoist, [], *jconsts, *primals[:nc])
+  n_inv = len(h_res)
+  nk = n_inv + ncar + nxs
   known, unknown, _, res = partial_eval_jaxpr(j, [False] * nk + [True] * n_t,
                                          [False] * (ncar + nys) + [True] * n_tout)
   # residuals: loop invariants (consts) and xs go to the tangent scan as they are; the
   # others are stacked per iteration by the primal scan
   pos = {id(v): i for i, v in enumerate(j.invars[:nk])}
-  n_inv = len(jconsts) + nc
-  const_vals = [*jconsts, *primals[:nc]]
   xs_vals = primals[nc + ncar:]
   kind = []
   for v in res:
@@ -914,16 +968,10 @@ def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, ft_in, ft_ou
     else:
       vals[k].append(next(stacked))
   unknown = unknown.replace(invars=by["const"] + t_c + t_car + by["stack"] + by["xs"] + t_x)
-  tcar = [ad.instantiate_zeros(t) for t, z in zip(tangents[nc:nc + ncar], car_nz) if z]
-  tc = [t for t, z in zip(tangents[:nc], c_nz) if z]
-  tx = [t for t, z in zip(tangents[nc + ncar:], x_nz) if z]
   t_outs = iter(_bind_scan(vals["const"] + tc, tcar, vals["stack"] + vals["xs"] + tx,
                            unknown, length, reverse, unroll) if n_tout else [])
   return p_out, [next(t_outs) if z else Zero(ad.tangent_aval(a))
-                 for z, a in zip(out_nz, scan_p.out_avals(
-                     [core.get_aval(p) for p in primals],
-                     dict(jaxpr=jaxpr, length=length, reverse=reverse, unroll=unroll,
-                          ft_in=ft_in, ft_out=ft_out)))]
+                 for z, a in zip(out_nz, out_avals)]
 
 
 def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, ft_in, ft_out):
@@ -965,9 +1013,10 @@ scan_p.transpose = _scan_transpose
 
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, cond_nconsts, body_jaxpr, body_nconsts):
-  """Forward mode: the primal loop, then a loop of primals and tangents together whose
-  outputs are the tangents (under linearize only the second one is in the linear jaxpr,
-  and its transpose is JAX's error)."""
+  """One loop over primal and tangent carries together (forward mode, as JAX). Under
+  linearize, as JAX's partial evaluation of while: the primal loop gives the primal
+  outputs, and the joined loop, which recomputes the primals, lands in the linear jaxpr
+  for the tangents (its transpose is JAX's error)."""
   params = dict(cond_jaxpr=cond_jaxpr, cond_nconsts=cond_nconsts, body_jaxpr=body_jaxpr,
                 body_nconsts=body_nconsts)
   cc, bc, init = _split(primals, cond_nconsts, body_nconsts)
@@ -977,7 +1026,10 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, cond_nconsts, body_jaxpr, body_
   bc_nz = [_nonzero(t) and d for t, d in zip(bt, diff[:body_nconsts])]
   car_nz = [_nonzero(t) and d for t, d in zip(it, diff[body_nconsts:])]
   car_nz = _carry_fixpoint(body_jaxpr, bc_nz, car_nz, [], ncar)
-  p_out = while_p.bind(*primals, **params)
+  nz_t = [t for t, z in zip([*bt, *it], [*bc_nz, *car_nz]) if z]
+  linearizing = ad.is_linearizing(primals, nz_t)
+  if linearizing or not any(car_nz):
+    p_out = while_p.bind(*primals, **params)
   if not any(car_nz):
     return p_out, [Zero(ad.tangent_aval(a)) for a in body_jaxpr.out_avals]
   bj, bjc, _ = _jvp_jaxpr(body_jaxpr, bc_nz + car_nz, car_nz)
@@ -985,12 +1037,16 @@ def _while_jvp(primals, tangents, *, cond_jaxpr, cond_nconsts, body_jaxpr, body_
   jc, jb, jcar, jbt, jct = _split(bj.invars, nbj, body_nconsts, ncar, sum(bc_nz))
   bj = bj.replace(invars=jc + jb + jbt + jcar + jct)
   t_avals = [a for a, z in zip(body_jaxpr.out_avals, car_nz) if z]
-  cj = cond_jaxpr.replace(invars=cond_jaxpr.invars + [Var(a) for a in t_avals])
+  nci = len(cond_jaxpr.invars)  # retraced: fresh variables, as JAX prints them
+  cj, _ = _trace_jaxpr_fn(lambda *xs: core.eval_jaxpr(cond_jaxpr, [], *xs[:nci]),
+                          cond_jaxpr.in_avals + t_avals)
   bts = [t for t, z in zip(bt, bc_nz) if z]
   its = [ad.instantiate_zeros(t) for t, z in zip(it, car_nz) if z]
   outs = while_p.bind(*cc, *bjc, *bc, *bts, *init, *its, cond_jaxpr=cj,
                       cond_nconsts=cond_nconsts, body_jaxpr=bj,
                       body_nconsts=nbj + body_nconsts + len(bts))
+  if not linearizing:
+    p_out = outs[:ncar]
   t_out = iter(outs[ncar:])
   return p_out, [next(t_out) if z else Zero(ad.tangent_aval(a))
                  for z, a in zip(car_nz, body_jaxpr.out_avals)]

@@ -1,4 +1,5 @@
-"""Collectives over named axes: psum, pmax, pmin (and pmean), all_gather, axis_index.
+"""Collectives over named axes: psum, pmax, pmin (and pmean), all_gather, psum_scatter,
+axis_index.
 
 A named axis is bound by `vmap(..., axis_name='i')` (ember has no pmap / shard_map). Each
 collective is a primitive whose `axes` / `axis_name` param names the axes it works over;
@@ -22,7 +23,8 @@ from ember._src.primitives import declare
 from ember._src.primitives import reductions
 from ember._src.transforms import batching
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "axis_index", "axis_size"]
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index",
+           "axis_size"]
 
 
 def _as_tuple(axis_name) -> tuple:
@@ -223,6 +225,80 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bo
   return tree_util.tree_map(leaf, x)
 
 
+# --- psum_scatter (reduce_scatter) ------------------------------------------------------------
+
+def _reduce_scatter_abstract_eval(x, *, axis_name, scatter_dimension, axis_index_groups,
+                                  axis_size, tiled):
+  shape = list(x.shape)
+  n = shape[scatter_dimension]
+  if tiled:
+    if n % axis_size != 0:
+      raise ValueError(f"tiled reduce_scatter operand scatter dimension size {n} must be "
+                       f"divisible by shard_count {axis_size}")
+    shape[scatter_dimension] = n // axis_size
+  else:
+    if n != axis_size:
+      raise ValueError(f"reduce_scatter operand scatter dimension size {n} must match "
+                       f"shard count {axis_size}")
+    del shape[scatter_dimension]
+  return x.update(shape=tuple(shape))
+
+
+def _reduce_scatter_batch(axis_data, vals, dims, *, scatter_dimension, axis_name,
+                          axis_index_groups, axis_size, tiled):
+  """JAX's `_reduce_scatter_collective`: over this vmap's axis, the sum over the batch
+  dim, whose `scatter_dimension` becomes the batch dim (split in two when tiled)."""
+  (x,), (d,) = vals, dims
+  params = dict(scatter_dimension=scatter_dimension, axis_name=axis_name,
+                axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)
+  if axis_data.name not in axis_name:
+    if d is None:
+      return reduce_scatter_p.bind(x, **params), None
+    if d <= scatter_dimension:
+      params["scatter_dimension"] += 1
+    elif not tiled:  # the scatter dimension is removed before the batch dim
+      d -= 1
+    return reduce_scatter_p.bind(x, **params), d
+  _check_groups(axis_index_groups)
+  if len(axis_name) > 1:
+    raise NotImplementedError("psum_scatter over several axis names inside vmap is not "
+                              "supported; scatter over one name at a time.")
+  y = x * axis_size if d is None else reductions.reduce_sum(x, (d,))
+  if tiled:
+    from ember._src.primitives.structural import reshape
+    shape = list(batching.shape_of(y))
+    shape[scatter_dimension:scatter_dimension + 1] = [axis_size,
+                                                      shape[scatter_dimension] // axis_size]
+    y = reshape(y, tuple(shape))
+  return y, scatter_dimension
+
+
+reduce_scatter_p = declare("reduce_scatter", _reduce_scatter_abstract_eval)
+reduce_scatter_p.batch = _reduce_scatter_batch
+reduce_scatter_p.named_trace = lambda trace, params: batching.named_axis_trace(
+    params["axis_name"], "reduce_scatter", trace)
+
+
+def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=None,
+                 tiled: bool = False):
+  """psum(x, axis_name)[axis_index(axis_name)] along `scatter_dimension` (a pytree `x`):
+  each example keeps its slice of the sum (its block of it, `tiled`)."""
+  _check_groups(axis_index_groups)
+  names = _as_tuple(axis_name)
+  if not names:
+    return x
+  size = _axis_size(names)
+
+  def leaf(v):
+    nd = np.ndim(v) if not isinstance(v, core.Tracer) else v.ndim
+    ax = operator.index(scatter_dimension)
+    if not -nd <= ax < nd:
+      raise ValueError(f"scatter_dimension {ax} is out of bounds for array of dimension {nd}")
+    return reduce_scatter_p.bind(v, scatter_dimension=ax % nd, axis_name=names,
+                                 axis_index_groups=None, axis_size=size, tiled=bool(tiled))
+  return tree_util.tree_map(leaf, x)
+
+
 # --- axis_index ---------------------------------------------------------------------------
 
 axis_index_p = declare("axis_index", lambda *, axis_name: ShapedArray((), np.int32))
@@ -254,8 +330,23 @@ def axis_index(axis_name):
 
 def _install_ad_rules():
   """psum is linear, and its own transpose (each example's cotangent is the sum of all the
-  examples' cotangents, as JAX's rule); pmax/pmin/all_gather have no rule, as in JAX."""
+  examples' cotangents, as JAX's rule); all_gather and psum_scatter are linear and each
+  other's transposes (JAX's `_all_gather_transpose_rule`); pmax/pmin have no rule."""
   from ember._src.transforms import ad
+
+  def all_gather_transpose(ct, x, *, all_gather_dimension, axis_name, axis_index_groups,
+                           axis_size, tiled):
+    return [reduce_scatter_p.bind(ad.instantiate_zeros(ct), scatter_dimension=all_gather_dimension,
+                                  axis_name=axis_name, axis_index_groups=axis_index_groups,
+                                  axis_size=axis_size, tiled=tiled)]
+
+  def reduce_scatter_transpose(ct, x, *, scatter_dimension, axis_name, axis_index_groups,
+                               axis_size, tiled):
+    return [all_gather_p.bind(ad.instantiate_zeros(ct), all_gather_dimension=scatter_dimension,
+                              axis_name=axis_name, axis_index_groups=axis_index_groups,
+                              axis_size=axis_size, tiled=tiled)]
+  ad.deflinear2(all_gather_p, all_gather_transpose)
+  ad.deflinear2(reduce_scatter_p, reduce_scatter_transpose)
 
   def transpose(ct, x, *, axes, axis_index_groups):
     named = tuple(a for a in axes if not isinstance(a, int))

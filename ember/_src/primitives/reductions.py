@@ -44,7 +44,7 @@ def _all_ones(dt):
 
 __all__ = ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min", "reduce_and",
            "reduce_or", "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax",
-           "cummin", "cumlogsumexp"]
+           "cummin", "cumlogsumexp", "reduce"]
 
 
 def _reduced_shape(x: ShapedArray, axes) -> tuple:
@@ -440,3 +440,141 @@ cummax_p.jvp = _scan_jvp(cummax_p, lambda lax, a, ta, b, tb: (
 cummin_p.jvp = _scan_jvp(cummin_p, lambda lax, a, ta, b, tb: (
     lax.min(a, b), lax.select(lax.lt(a, b), ta, tb)))
 cumlogsumexp_p.jvp = _scan_jvp(cumlogsumexp_p, _logaddexp_pair)
+
+
+# --- lax.reduce: a monoid (add/mul/max/min/bitwise with its identity) becomes reduce_sum
+# etc. as in JAX; any other computation is a generic `reduce` carrying it as a jaxpr. -------
+
+def _monoid_reducer(computation, inits):
+  """reduce_sum etc. when `computation` is a lax monoid and the single init value is its
+  identity (JAX's _get_monoid_reducer)."""
+  from ember._src import core
+  from ember._src.primitives import elementwise as ew
+  if len(inits) != 1:
+    return None
+  x = inits[0]
+  aval = core.get_aval(x)
+  if aval.shape != () or isinstance(x, core.Tracer):
+    return None
+  val = core.to_numpy(x, aval) if not isinstance(x, (int, float, bool, complex)) else x
+  dt = aval.dtype
+  intlike = np.dtype(dt) == np.bool_ or dtype_kind(dt) in INTS
+  table = [(ew.add, reduce_sum, lambda: 0), (ew.mul, reduce_prod, lambda: 1),
+           (ew.max, reduce_max, lambda: _identity(np.maximum, dt)),
+           (ew.min, reduce_min, lambda: _identity(np.minimum, dt))]
+  if intlike:
+    table += [(ew.bitwise_or, reduce_or, lambda: 0), (ew.bitwise_xor, reduce_xor, lambda: 0),
+              (ew.bitwise_and, reduce_and, lambda: np.array(_all_ones(dt)).astype(dt))]
+  for op, reducer, identity in table:
+    if computation is op:
+      with np.errstate(all="ignore"):
+        return reducer if np.equal(val, identity()) else None
+  return None
+
+
+def _generic_reduce_abstract_eval(*avals, computation, jaxpr, dimensions):
+  n = len(avals) // 2
+  ops, inits = avals[:n], avals[n:]
+  if any(a.shape != ops[0].shape for a in ops):
+    raise ValueError(f"reduce operands must have the same shape, got "
+                     f"{[a.shape for a in ops]}")
+  if [a.dtype for a in ops] != [a.dtype for a in inits]:
+    raise TypeError(f"reduce operand dtypes should match corresponding initial value "
+                    f"dtypes, got operands={list(ops)} and initial_values={list(inits)}")
+  shape = _reduced_shape(ops[0], dimensions)
+  outs = [v.aval for v in jaxpr.outvars]
+  if len(outs) != n or any(o.shape != () or o.dtype != a.dtype for o, a in zip(outs, ops)):
+    raise TypeError(f"reduction computation must return {n} scalars of the operand dtypes, "
+                    f"got {[o.str_short() for o in outs]}")
+  return [ShapedArray(shape, a.dtype) for a in ops]
+
+
+def _generic_reduce_impl(*vals, computation, jaxpr, dimensions):
+  """A left fold of the computation along the reduced dimensions, vectorized over the kept
+  elements (the computation's equations are elementwise on scalars, so they run on
+  vectors of lanes)."""
+  from ember._src import core
+  n = len(vals) // 2
+  ops, inits = vals[:n], vals[n:]
+  nd = ops[0].ndim
+  kept = [i for i in range(nd) if i not in dimensions]
+  out_shape = tuple(ops[0].shape[i] for i in kept)
+  flat = [np.transpose(x, kept + list(dimensions)).reshape(
+      (int(np.prod(out_shape, dtype=np.int64)), -1)) for x in ops]
+  acc = [np.broadcast_to(np.asarray(i), flat[0].shape[:1]).astype(x.dtype)
+         for i, x in zip(inits, ops)]
+  for j in range(flat[0].shape[1]):
+    acc = [np.asarray(core.to_numpy(o)) for o in core.eval_jaxpr(
+        jaxpr, jaxpr.consts, *acc, *[f[:, j] for f in flat])]
+    acc = [np.broadcast_to(a, flat[0].shape[:1]) for a in acc]
+  return [np.asarray(a, x.dtype).reshape(out_shape) for a, x in zip(acc, ops)]
+
+
+reduce_p = declare("reduce", _generic_reduce_abstract_eval, _generic_reduce_impl,
+                   multiple_results=True)
+
+
+def _generic_reduce_batch(axis_data, vals, dims, *, computation, jaxpr, dimensions):
+  n = len(vals) // 2
+  if any(d is not None for d in dims[n:]):
+    raise NotImplementedError("vmap of lax.reduce over batched init_values is not "
+                              "supported; pass unbatched init values.")
+  size = batching.batch_size(vals, dims)
+  ops = [batching.bdim_at_front(x, d, size) for x, d in zip(vals[:n], dims[:n])]
+  outs = reduce_p.bind(*ops, *vals[n:], computation=computation, jaxpr=jaxpr,
+                       dimensions=tuple(d + 1 for d in dimensions))
+  return outs, [0] * n
+
+
+def _generic_reduce_lower(ctx, *xs, computation, jaxpr, dimensions):
+  n = len(xs) // 2
+  comp = ctx.lower_computation(jaxpr, "reducer")
+  return ctx.reduce(list(xs[:n]), list(xs[n:]), dimensions, comp)
+
+
+reduce_p.batch = _generic_reduce_batch
+reduce_p.lower = _generic_reduce_lower
+
+
+def reduce(operands, init_values, computation, dimensions):
+  """Reduce `operands` (a pytree of arrays) over `dimensions` with `computation`, a
+  function of (accumulators, values) pytrees shaped like `init_values` (jax.lax.reduce)."""
+  from ember._src import core, tree_util
+  from ember._src.primitives.elementwise import convert_element_type
+  flat_ops, op_tree = tree_util.tree_flatten(operands)
+  flat_inits, init_tree = tree_util.tree_flatten(init_values)
+  if op_tree != init_tree:
+    raise ValueError(f"Operands must have the same tree structure as init_values: "
+                     f"{op_tree} vs. {init_tree}")
+  if len(flat_ops) != len(flat_inits):
+    raise ValueError(f"Must have same total number of operands as init_values: "
+                     f"{len(flat_ops)} vs. {len(flat_inits)}")
+  dimensions = _axes(dimensions)
+  monoid = _monoid_reducer(computation, flat_inits)
+  if monoid is not None:
+    weak = all(core.get_aval(x).weak_type for x in flat_ops + flat_inits)
+    x = flat_ops[0]
+    if dtypes.is_python_scalar(x):
+      x = convert_element_type(x, core.get_aval(x).dtype, weak_type=True)
+    out = monoid(x, dimensions)
+    return convert_element_type(out, core.get_aval(out).dtype, weak_type=weak)
+  init_avals = [core.get_aval(x).update(weak_type=False) for x in flat_inits]
+
+  def flat_comp(*xs):
+    n = len(init_avals)
+    out = computation(tree_util.tree_unflatten(init_tree, list(xs[:n])),
+                      tree_util.tree_unflatten(init_tree, list(xs[n:])))
+    leaves, out_tree = tree_util.tree_flatten(out)
+    return leaves, out_tree
+  jaxpr, out_tree = core.trace_to_jaxpr(flat_comp, init_avals + init_avals)
+  if any(isinstance(c, core.Tracer) for c in jaxpr.consts):
+    raise TypeError("the computation of lax.reduce closes over a traced value; pass it as "
+                    "an operand instead.")
+  if out_tree != init_tree:
+    raise TypeError(f"reduction computation must return the structure of init_values "
+                    f"{init_tree}, got {out_tree}")
+  flat_inits = [convert_element_type(i, a.dtype) if dtypes.is_python_scalar(i) else i
+                for i, a in zip(flat_inits, init_avals)]
+  outs = reduce_p.bind(*flat_ops, *flat_inits, computation=computation, jaxpr=jaxpr,
+                       dimensions=dimensions)
+  return tree_util.tree_unflatten(out_tree, outs)

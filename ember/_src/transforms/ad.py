@@ -16,13 +16,21 @@ JAX's design, in Autodidax's structure:
   with `add_any`. So one jvp rule per primitive plus transpose rules for the linear ones
   serve jvp, linearize, vjp and grad.
 
-Call-like primitives (jit, checkpoint) are differentiated as wholes: `call_jvp` splits
-the jvp of the sub-jaxpr by partial evaluation into a known call (primal outputs and
-residuals) and an unknown call (tangents), and `call_transpose` transposes the sub-jaxpr
-into a new call, so a nested jit stays one `jit` equation in the differentiated jaxpr.
+Call-like primitives (jit, checkpoint) are differentiated as wholes. In forward mode
+(`jvp`) a call becomes one call of its jvp jaxpr, as in JAX; under linearize (and inside
+the jvp of a sub-jaxpr, which may itself be split later: `is_linearizing`) `call_jvp`
+splits the jvp of the sub-jaxpr by partial evaluation into a known call (primal outputs
+and residuals) and an unknown call (tangents), and `call_transpose` transposes the
+sub-jaxpr into a new call, so a nested jit stays one `jit` equation in the
+differentiated jaxpr. Loops and cond follow the same rule (control.py).
+
+`vjp` returns a `VJP` and `linearize` a `tree_util.Partial`: pytrees whose leaves are the
+residuals, so they pass through `jit` as arguments and results (JAX 0.12's types).
+`jacfwd`/`jacrev` map jvp / the pullback over JAX's standard basis (`eye`, split per leaf).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import weakref
@@ -288,6 +296,36 @@ def linearize_flat(fun: Callable, primals: Sequence):
   return p_out, jaxpr, nonzero, aux
 
 
+_jvp_jaxpr_depth = [0]
+
+
+@contextlib.contextmanager
+def tracing_jvp_jaxpr():
+  """Around the tracing of a sub-jaxpr's jvp (a loop body, a branch, a call): such jaxprs
+  may be split into known and unknown parts by partial evaluation, so the rules of the
+  primitives inside must keep primal and tangent work in separate equations."""
+  _jvp_jaxpr_depth[0] += 1
+  try:
+    yield
+  finally:
+    _jvp_jaxpr_depth[0] -= 1
+
+
+def is_linearizing(primals: Sequence, nz_tangents: Sequence) -> bool:
+  """For a jvp rule: whether primal and tangent work must go into separate equations:
+  the tangents are being staged into a linear jaxpr of their own (linearize/grad/vjp:
+  the tangent trace sits above the primals'), or this is the jvp of a sub-jaxpr (which
+  may be partially evaluated). Otherwise (jvp) loops and checkpoint bind one equation
+  computing both, as JAX does."""
+  if _jvp_jaxpr_depth[0]:
+    return True
+  if not any(isinstance(t, core.Tracer) for t in nz_tangents):
+    return False
+  t_main = core.find_top_trace(nz_tangents).main
+  return t_main.trace_type is core.JaxprTrace and \
+      t_main.level > core.find_top_trace(primals).main.level
+
+
 # ------------------------------------------------------------------------------------
 # Transposition
 # ------------------------------------------------------------------------------------
@@ -405,7 +443,8 @@ def jvp_jaxpr(jaxpr: core.Jaxpr, nonzeros: Sequence[bool]):
                                primals, tangents)
     out_nz[:] = [type(t) is not Zero for t in t_out]
     return p_out + [t for t in t_out if type(t) is not Zero]
-  jaxpr_out, consts = _trace_closed(fun, in_avals)
+  with tracing_jvp_jaxpr():
+    jaxpr_out, consts = _trace_closed(fun, in_avals)
   return jaxpr_out, consts, out_nz
 
 
@@ -415,7 +454,7 @@ class _CallJvp:
 
   def __init__(self, jaxpr, nonzeros):
     j, consts, self.out_nz = jvp_jaxpr(jaxpr, nonzeros)
-    self.consts = consts
+    self.jvp, self.consts = j, consts
     from ember._src.transforms.partial_eval import partial_eval_jaxpr
     unknowns = [False] * (len(consts) + len(jaxpr.invars)) + [True] * sum(nonzeros)
     self.known, self.unknown, self.out_unknown, res = partial_eval_jaxpr(j, unknowns)
@@ -439,10 +478,16 @@ def call_jvp(prim, params_for: Callable):
     nonzeros = [type(t) is not Zero for t in tangents]
     s = _call_jvp_split(jaxpr, nonzeros)
     n_out = len(jaxpr.outvars)
+    nz_tangents = [t for t in tangents if type(t) is not Zero]
+    if not is_linearizing(primals, nz_tangents):
+      # forward mode, as JAX: one call of the jvp jaxpr (primals and tangents)
+      outs = prim.bind(*s.consts, *primals, *nz_tangents, **params_for(params, s.jvp))
+      nz_t_out = iter(outs[n_out:])
+      return outs[:n_out], [next(nz_t_out) if nz else Zero(tangent_aval(a))
+                            for a, nz in zip(jaxpr.out_avals, s.out_nz)]
     known_outs = prim.bind(*s.consts, *primals, **params_for(params, s.known))
     res = known_outs[len(known_outs) - s.num_res:]
     known_outs = iter(known_outs[:len(known_outs) - s.num_res])
-    nz_tangents = [t for t in tangents if type(t) is not Zero]
     unknown_outs = iter(prim.bind(*res, *nz_tangents, **params_for(params, s.unknown))
                         if s.unknown.outvars else [])
     outs = [next(unknown_outs) if u else next(known_outs) for u in s.out_unknown]
@@ -562,8 +607,45 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   return (*res, aux) if has_aux else res
 
 
+def _lift_linearized(jaxpr, tree, p_avals, out_avals, nonzero, out_tree, residuals, *tangents):
+  """The linearized function of `linearize`: evaluates the linear jaxpr (its consts are
+  the `residuals`) on the tangents."""
+  t_flat, t_tree = tree_util.tree_flatten(tangents)
+  if t_tree != tree:
+    raise TypeError(f"linearized function called on tangent values inconsistent with the "
+                    f"original primal values: expected tree structure {tree}, got {t_tree}.")
+  for pa, t in zip(p_avals, t_flat):
+    ta = core.get_aval(t)
+    if is_differentiable(pa.dtype) and (ta.shape, ta.dtype) != (pa.shape, pa.dtype):
+      raise ValueError(f"linearized function called on tangent values inconsistent with "
+                       f"the original primal values: got tangent {ta.str_short()} for "
+                       f"primal {pa.str_short()}.")
+  diff = [t for pa, t in zip(p_avals, t_flat) if is_differentiable(pa.dtype)]
+  outs = iter(core.eval_jaxpr(jaxpr, residuals, *diff))
+  t_out = [next(outs) if nz else zeros_like_aval(a) for a, nz in zip(out_avals, nonzero)]
+  return tree_util.tree_unflatten(out_tree, t_out)
+
+
+class _Shim:
+  """Holds a functools.partial as Partial's function (functools.partial would merge a
+  partial's arguments into its own, making the static parts leaves); JAX's
+  `_HashableCallableShim`."""
+  __slots__ = ("fun",)
+
+  def __init__(self, fun):
+    self.fun = fun
+
+  def __call__(self, *args):
+    return self.fun(*args)
+
+  def __repr__(self):
+    return f"_HashableCallableShim({self.fun})"
+
+
 def linearize(fun: Callable, *primals, has_aux: bool = False):
-  """(fun(*primals), f_jvp): f_jvp(*tangents) evaluates the linear jaxpr of the jvp."""
+  """(fun(*primals), f_jvp): f_jvp(*tangents) evaluates the linear jaxpr of the jvp.
+  f_jvp is a `tree_util.Partial` whose leaves are the residuals, so it can be passed to
+  and returned from jitted functions (as JAX's)."""
   _check_callable(fun, "linearize")
   p_flat, tree = tree_util.tree_flatten(primals)
   for p in p_flat:
@@ -571,32 +653,81 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   store: dict = {}
   p_out, jaxpr, nonzero, aux = linearize_flat(_flat_fun(fun, tree, has_aux, store, "linearize"),
                                               p_flat)
-  out_tree = store["out_tree"]
-  diff = [is_differentiable(core.get_aval(p).dtype) for p in p_flat]
   out_avals = [tangent_aval(core.get_aval(p)) for p in p_out]
-
-  def f_jvp(*tangents):
-    t_flat, t_tree = tree_util.tree_flatten(tangents)
-    if t_tree != tree:
-      raise TypeError(f"linearized function called on tangent values inconsistent with the "
-                      f"original primal values: expected tree structure {tree}, got {t_tree}.")
-    for p, t in zip(p_flat, t_flat):
-      pa, ta = core.get_aval(p), core.get_aval(t)
-      if is_differentiable(pa.dtype) and (ta.shape, ta.dtype) != (pa.shape, pa.dtype):
-        raise ValueError(f"linearized function called on tangent values inconsistent with "
-                         f"the original primal values: got tangent {ta.str_short()} for "
-                         f"primal {pa.str_short()}.")
-    outs = iter(core.eval_jaxpr(jaxpr, jaxpr.consts, *[t for t, d in zip(t_flat, diff) if d]))
-    t_out = [next(outs) if nz else zeros_like_aval(a) for a, nz in zip(out_avals, nonzero)]
-    return tree_util.tree_unflatten(out_tree, t_out)
-
-  out = tree_util.tree_unflatten(out_tree, p_out)
+  static = functools.partial(_lift_linearized, jaxpr.replace(consts=[]), tree,
+                             [core.get_aval(p) for p in p_flat], out_avals, nonzero,
+                             store["out_tree"])
+  f_jvp = tree_util.Partial(_Shim(static), list(jaxpr.consts))
+  out = tree_util.tree_unflatten(store["out_tree"], p_out)
   return (out, f_jvp, aux) if has_aux else (out, f_jvp)
 
 
 def _type_str(aval) -> str:
   shape = ",".join(map(str, aval.shape))
   return f"{np.dtype(aval.dtype).name}[{shape}]"
+
+
+class VJP:
+  """The function returned by `vjp` (JAX 0.12's `jax._src.api.VJP`): a pytree whose
+  leaves are the residuals, so it can be passed to and returned from jitted functions.
+  Called with one cotangent (the structure of the function's output), it returns one
+  cotangent per primal argument (a tuple)."""
+  __slots__ = ("fun", "in_tree", "out_tree", "residuals")
+
+  def __init__(self, fun, in_tree, out_tree, residuals):
+    self.fun, self.in_tree, self.out_tree, self.residuals = fun, in_tree, out_tree, residuals
+
+  def __call__(self, out_ct, *extra_args):
+    if extra_args:
+      raise TypeError(_vjp_too_many_args(self.fun.args[0], len(extra_args) + 1))
+    return self.fun(self.in_tree, self.out_tree, self.residuals, out_ct)
+
+  def __repr__(self):
+    return f"VJP(fun={self.fun.args[0]}, in_tree={self.in_tree}, out_tree={self.out_tree})"
+
+
+tree_util.register_pytree_node(
+    VJP, lambda v: ((v.residuals,), (v.fun, v.in_tree, v.out_tree)),
+    lambda meta, xs: VJP(*meta, xs[0]))
+
+
+def _vjp_too_many_args(name, n):
+  return (f"The function returned by `jax.vjp` applied to {name} was called with {n} "
+          "arguments,\nbut functions returned by `jax.vjp` must be called with a single "
+          "argument\ncorresponding to the single value returned by the function being "
+          "differentiated\n(even if that returned value is a tuple or other container).\n\n"
+          "For example, if we have:\n\n  def f(x):\n    return (x, x)\n  _, f_vjp = "
+          "jax.vjp(f, 1.0)\n\nthe function `f` returns a single tuple as output, and so we "
+          "call `f_vjp` with a\nsingle tuple as its argument:\n\n  x_bar, = f_vjp((2.0, "
+          "2.0))\n\nIf we instead call `f_vjp(2.0, 2.0)`, with the values 'splatted out' as"
+          "\narguments rather than in a tuple, this error can arise.")
+
+
+def _vjp_pullback(name, jaxpr, nonzero, in_avals, out_avals, in_tree, out_tree, residuals, ct):
+  ct_flat, ct_tree = tree_util.tree_flatten(ct)
+  if ct_tree != out_tree:
+    raise ValueError(f"unexpected tree structure.\n\nThe argument to a VJP function "
+                     f"returned by `jax.vjp` must match the pytree structure of the "
+                     f"differentiated function {name}: expected {out_tree}, got {ct_tree}.")
+  for c, a in zip(ct_flat, out_avals):
+    ca = core.get_aval(c) if not (isinstance(c, np.ndarray) and c.dtype == dtypes.float0) \
+        else ShapedArray(c.shape, dtypes.float0)
+    if ca.shape != a.shape:
+      raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP "
+                       f"function: got {_type_str(ca)}, but expected "
+                       f"{_type_str(tangent_aval(a))} because the corresponding output of "
+                       f"the differentiated function had JAX type {_type_str(a)}")
+    if ca.dtype != tangent_aval(a).dtype and not dtypes.is_python_scalar(c):
+      raise ValueError(f"Type of cotangent input to vjp pullback function "
+                       f"({np.dtype(ca.dtype).name}) is not the expected tangent type "
+                       f"({np.dtype(tangent_aval(a).dtype).name}) of corresponding primal "
+                       f"output with dtype {a.dtype.name}.")
+  cts = [c for c, nz in zip(ct_flat, nonzero) if nz]
+  cts_in = iter(backward_pass(jaxpr, residuals,
+                              [UndefinedPrimal(v.aval) for v in jaxpr.invars], cts))
+  out = [instantiate_zeros(next(cts_in)) if is_differentiable(a.dtype)
+         else zeros_like_aval(tangent_aval(a)) for a in in_avals]
+  return tuple(tree_util.tree_unflatten(in_tree, out))
 
 
 def _vjp(fun, primals, has_aux, name="vjp"):
@@ -607,42 +738,18 @@ def _vjp(fun, primals, has_aux, name="vjp"):
   p_out, jaxpr, nonzero, aux = linearize_flat(_flat_fun(fun, in_tree, has_aux, store, name),
                                               p_flat)
   out_tree = store["out_tree"]
-  in_avals = [core.get_aval(p) for p in p_flat]
-  out_avals = [core.get_aval(p) for p in p_out]
-
-  def vjp_fn(ct):
-    ct_flat, ct_tree = tree_util.tree_flatten(ct)
-    if ct_tree != out_tree:
-      raise ValueError(f"unexpected tree structure.\n\nThe argument to a VJP function "
-                       f"returned by `jax.vjp` must match the pytree structure of the "
-                       f"differentiated function {name}: expected {out_tree}, got {ct_tree}.")
-    for c, a in zip(ct_flat, out_avals):
-      ca = core.get_aval(c) if not (isinstance(c, np.ndarray) and c.dtype == dtypes.float0) \
-          else ShapedArray(c.shape, dtypes.float0)
-      if ca.shape != a.shape:
-        raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP "
-                         f"function: got {_type_str(ca)}, but expected "
-                         f"{_type_str(tangent_aval(a))} because the corresponding output of "
-                         f"the differentiated function had JAX type {_type_str(a)}")
-      if ca.dtype != tangent_aval(a).dtype and not dtypes.is_python_scalar(c):
-        raise ValueError(f"Type of cotangent input to vjp pullback function "
-                         f"({np.dtype(ca.dtype).name}) is not the expected tangent type "
-                         f"({np.dtype(tangent_aval(a).dtype).name}) of corresponding primal "
-                         f"output with dtype {a.dtype.name}.")
-    cts = [c for c, nz in zip(ct_flat, nonzero) if nz]
-    cts_in = iter(backward_pass(jaxpr, jaxpr.consts,
-                                [UndefinedPrimal(v.aval) for v in jaxpr.invars], cts))
-    out = [instantiate_zeros(next(cts_in)) if is_differentiable(a.dtype)
-           else zeros_like_aval(tangent_aval(a)) for a in in_avals]
-    return tuple(tree_util.tree_unflatten(in_tree, out))
-
+  static = functools.partial(_vjp_pullback, name, jaxpr.replace(consts=[]), nonzero,
+                             [core.get_aval(p) for p in p_flat],
+                             [core.get_aval(p) for p in p_out])
+  vjp_fn = VJP(static, in_tree, out_tree, list(jaxpr.consts))
   return tree_util.tree_unflatten(out_tree, p_out), vjp_fn, aux
 
 
 def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
-  """(fun(*primals), vjp_fn): vjp_fn(cotangent) -> one cotangent per primal (a tuple)."""
+  """(fun(*primals), vjp_fn): vjp_fn(cotangent) -> one cotangent per primal (a tuple).
+  vjp_fn is a pytree (its leaves are the residuals): jitted functions take and return it."""
   _check_callable(fun, "vjp")
-  out, vjp_fn, aux = _vjp(fun, primals, has_aux)
+  out, vjp_fn, aux = _vjp(fun, primals, has_aux, getattr(fun, "__name__", "fun"))
   return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
@@ -753,35 +860,43 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
 # --- Jacobians ---------------------------------------------------------------------------
 
 
-def _std_basis(leaves) -> tuple[int, list]:
-  """The standard basis of the flattened `leaves`: (n, one (n, *leaf.shape) array per leaf)."""
-  from ember._src.runtime.array import Array
-  avals = [core.get_aval(x) for x in leaves]
-  sizes = [a.size for a in avals]
-  n = sum(sizes)
-  dt = dtypes.result_type(*[a.dtype for a in avals]) if avals else np.float32
-  eye = np.eye(n, dtype=dt)
-  out, start = [], 0
-  for a, s in zip(avals, sizes):
-    rows = eye[:, start:start + s].reshape((n,) + a.shape).astype(a.dtype)
-    out.append(Array(rows, weak_type=a.weak_type))  # weak in, weak out (as JAX)
-    start += s
-  return n, out
-
-
-def _map_basis(fn, basis_leaves, n):
-  """fn applied to each row of the basis; the results stacked along a new axis 0."""
+def _std_basis(pytree):
+  """The standard basis of the flattened leaves of `pytree`, as JAX builds it: an
+  `eye(n)` (iota/eq/convert) split along axis 1 into one (n, *leaf.shape) row block per
+  leaf, with the leaf's dtype and weak type."""
   import ember.numpy as jnp
-  try:
-    from ember._src.transforms.batching import vmap  # noqa: F401
-  except ImportError:
-    vmap = None
-  if vmap is not None:
-    return vmap(fn)(*basis_leaves)
-  rows = [fn(*[b[i] for b in basis_leaves]) for i in range(n)]
-  if n == 0:
-    raise ValueError("cannot compute the Jacobian of a function with no inputs/outputs")
-  return tree_util.tree_map(lambda *xs: jnp.stack(xs), *rows)
+  leaves, _ = tree_util.tree_flatten(pytree)
+  n = sum(int(np.size(x)) if not hasattr(x, "size") else int(x.size) for x in leaves)
+  dt = dtypes.result_type(*leaves)
+  return _unravel_array_into_pytree(pytree, 1, None, jnp.eye(n, dtype=dt))
+
+
+def _unravel_array_into_pytree(pytree, axis, example, arr):
+  """`arr` split along `axis` into the leaves of `pytree` (JAX's helper of the same
+  name): each part reshaped to arr's shape with `axis` replaced by the leaf's shape, and
+  cast to the dtype / weak type of `example` (or of the leaf)."""
+  from ember._src.primitives.elementwise import convert_element_type
+  leaves, treedef = tree_util.tree_flatten(pytree)
+  shape = core.get_aval(arr).shape
+  axis = axis % len(shape)
+  shapes = [shape[:axis] + np.shape(l) + shape[axis + 1:] for l in leaves]
+  parts = _split(arr, np.cumsum([np.size(l) for l in leaves[:-1]], dtype=np.int64), axis)
+  out = []
+  for x, shp, leaf in zip(parts, shapes, leaves):
+    ex = core.get_aval(leaf if example is None else example)
+    x = x.reshape(shp)
+    if dtype_kind(core.get_aval(x).dtype) == "c" and dtype_kind(ex.dtype) != "c":
+      x = x.real
+    out.append(convert_element_type(x, ex.dtype, ex.weak_type))
+  return tree_util.tree_unflatten(treedef, out)
+
+
+def _split(x, indices, axis):
+  """jnp.split(x, indices, axis) as JAX's jacobians call it (sizes as NumPy ints)."""
+  from ember._src.primitives.structural import split_p
+  n = core.get_aval(x).shape[axis]
+  sizes = tuple(np.diff(np.concatenate([[0], indices, [n]]).astype(np.int64)))
+  return split_p.bind(x, sizes=sizes, axis=axis)
 
 
 def _check_jac_input(name, x, holomorphic, allow_int):
@@ -798,63 +913,48 @@ def _check_jac_input(name, x, holomorphic, allow_int):
 
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
-  """The Jacobian of `fun` by forward mode: out.shape + in.shape per (output, input) leaf."""
+  """The Jacobian of `fun` by forward mode: out.shape + in.shape per (output, input) leaf.
+  As JAX: the jvp vmapped over the standard basis, tangents stacked on the last axis."""
   _check_callable(fun, "jacfwd")
+  from ember._src.transforms.batching import vmap
 
   def jacfun(*args, **kwargs):
-    import ember.numpy as jnp
     f_partial, dyn = _split_argnums(fun, args, kwargs, argnums, "jacfwd")
-    dyn_leaves, dyn_tree = tree_util.tree_flatten(dyn)
-    for x in dyn_leaves:
+    for x in tree_util.tree_leaves(dyn):
       _check_jac_input("jacfwd", x, holomorphic, False)
-    lin = linearize(f_partial, *dyn, has_aux=has_aux)
-    f_jvp = lin[1]
-    n, basis = _std_basis(dyn_leaves)
-    jac_rows = _map_basis(lambda *b: f_jvp(*tree_util.tree_unflatten(dyn_tree, b)), basis, n)
-    # jac_rows: out tree of (n, *out.shape); move n last and split it per input leaf
-    in_shapes = [core.get_aval(x).shape for x in dyn_leaves]
-    splits = np.cumsum([int(np.prod(s, dtype=np.int64)) for s in in_shapes])[:-1]
-
-    def per_out(j):
-      j = jnp.moveaxis(j, 0, -1)
-      out_shape = j.shape[:-1]
-      parts = jnp.split(j, splits, axis=-1) if len(in_shapes) > 1 else [j]
-      leaves = [p.reshape(out_shape + s) for p, s in zip(parts, in_shapes)]
-      tree = tree_util.tree_unflatten(dyn_tree, leaves)
-      return tree[0] if isinstance(argnums, (int, np.integer)) else tree
-    jac = tree_util.tree_map(per_out, jac_rows)
-    return (jac, lin[2]) if has_aux else jac
+    pushfwd = functools.partial(jvp, f_partial, dyn, has_aux=has_aux)
+    if has_aux:
+      y, jac, aux = vmap(pushfwd, out_axes=(None, -1, None))(_std_basis(dyn))
+    else:
+      y, jac = vmap(pushfwd, out_axes=(None, -1))(_std_basis(dyn))
+    example = dyn[0] if isinstance(argnums, (int, np.integer)) else dyn
+    jac = tree_util.tree_map(lambda y_leaf, j: _unravel_array_into_pytree(example, -1, y_leaf, j),
+                             y, jac)
+    return (jac, aux) if has_aux else jac
 
   return jacfun
 
 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
-  """The Jacobian of `fun` by reverse mode: out.shape + in.shape per (output, input) leaf."""
+  """The Jacobian of `fun` by reverse mode: out.shape + in.shape per (output, input) leaf.
+  As JAX: the pullback vmapped over the standard basis of the outputs."""
   _check_callable(fun, "jacrev")
+  from ember._src.transforms.batching import vmap
 
   def jacfun(*args, **kwargs):
     f_partial, dyn = _split_argnums(fun, args, kwargs, argnums, "jacrev")
-    dyn_leaves, dyn_tree = tree_util.tree_flatten(dyn)
-    for x in dyn_leaves:
+    for x in tree_util.tree_leaves(dyn):
       _check_input_dtype("jacrev", x, holomorphic, allow_int)
-    y, vjp_fn, aux = _vjp(f_partial, dyn, has_aux, "jacrev")
-    y_leaves, y_tree = tree_util.tree_flatten(y)
-    n, basis = _std_basis(y_leaves)
-    cts = _map_basis(lambda *b: vjp_fn(tree_util.tree_unflatten(y_tree, b)), basis, n)
-    ct_leaves = tree_util.tree_leaves(cts)       # one (n, *in.shape) per input leaf
-    sizes = [int(np.prod(core.get_aval(x).shape, dtype=np.int64)) for x in y_leaves]
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
-
-    def block(i, leaf):
-      out_shape = core.get_aval(y_leaves[i]).shape
-      rows = leaf[offsets[i]:offsets[i + 1]]
-      return rows.reshape(out_shape + core.get_aval(leaf).shape[1:])
-    jac_leaves = []
-    for i in range(len(y_leaves)):
-      tree = tree_util.tree_unflatten(dyn_tree, [block(i, l) for l in ct_leaves])
-      jac_leaves.append(tree[0] if isinstance(argnums, (int, np.integer)) else tree)
-    jac = tree_util.tree_unflatten(y_tree, jac_leaves)
+    y, pullback, aux = _vjp(f_partial, dyn, has_aux, "jacrev")
+    jac = vmap(pullback)(_std_basis(y))
+    single = isinstance(argnums, (int, np.integer))
+    jac = jac[0] if single else jac
+    example = dyn[0] if single else dyn
+    jac = tree_util.tree_map(lambda x_leaf, j: _unravel_array_into_pytree(y, 0, x_leaf, j),
+                             example, jac)
+    jac = tree_util.tree_transpose(tree_util.tree_structure(example),
+                                   tree_util.tree_structure(y), jac)
     return (jac, aux) if has_aux else jac
 
   return jacfun

@@ -15,10 +15,11 @@ function's jaxpr; differentiating it runs the rule instead:
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import weakref
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from ember._src.transforms import ad
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "custom_jvp_call_p",
            "custom_vjp_call_p", "custom_lin_p", "SymbolicZero", "zero_from_primal",
-           "closure_convert"]
+           "closure_convert", "CustomVJPPrimal", "custom_vjp_primal_tree_values"]
 
 
 class _Rule:
@@ -38,8 +39,8 @@ class _Rule:
   def __init__(self, fn: Callable, name: str):
     self.fn, self.name = fn, name
 
-  def __call__(self, *args):
-    return self.fn(*args)
+  def __call__(self, *args, **kwargs):
+    return self.fn(*args, **kwargs)
 
   def __repr__(self):
     return self.name
@@ -53,16 +54,36 @@ def _fun_name(f) -> str:
   return getattr(f, "__name__", type(f).__name__)
 
 
+def _signature(fun):
+  """fun's signature (cached: this runs on every call), None for a builtin without one."""
+  try:
+    return _cached_signature(fun)
+  except TypeError:                 # an unhashable callable
+    return _cached_signature.__wrapped__(fun)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_signature(fun):
+  try:
+    return inspect.signature(fun)
+  except (TypeError, ValueError):
+    return None
+
+
 def _resolve_kwargs(fun, args, kwargs) -> tuple:
-  """Keyword arguments bound to their positions (custom rules take positional args)."""
-  if not kwargs:
+  """Keyword arguments bound to their positions and defaults filled in, as JAX does (custom
+  rules take positional args, and a defaulted `nondiff_argnums` argument must be there)."""
+  sig = _signature(fun)
+  if sig is None and not kwargs:
     return tuple(args)
   try:
-    ba = inspect.signature(fun).bind(*args, **kwargs)
+    if sig is None:
+      raise TypeError("its signature is unknown")
+    ba = sig.bind(*args, **kwargs)
   except (TypeError, ValueError) as e:
-    raise TypeError(f"The function {_fun_name(fun)} was called with keyword arguments that "
-                    f"cannot be resolved to positions ({e}); custom_jvp/custom_vjp functions "
-                    "need positional arguments.") from None
+    raise TypeError(f"The function {_fun_name(fun)} was called with arguments that do not "
+                    f"fit its signature or cannot be resolved to positions ({e}); "
+                    "custom_jvp/custom_vjp functions need positional arguments.") from None
   ba.apply_defaults()
   if ba.kwargs:
     raise TypeError(f"keyword-only arguments {sorted(ba.kwargs)} are not supported by "
@@ -164,11 +185,10 @@ def _vmapped(fn, axis_data, pair: bool):
       return x.instantiate()
     return ad.instantiate_zeros(x) if type(x) is ad.Zero else x
 
-  def per_example(*ls):
-    out = fn(*map(list, ls))
-    return tuple(tuple(map(dense, r)) for r in out) if pair else tuple(map(dense, out))
-
-  def mapped(*lists):
+  def mapped(*lists, **static):  # `static` (e.g. fwd's `perturbed`) is not mapped
+    def per_example(*ls):
+      out = fn(*map(list, ls), **static)
+      return tuple(tuple(map(dense, r)) for r in out) if pair else tuple(map(dense, out))
     out = vmap(per_example, axis_name=axis_data.name)(*[tuple(map(dense, l)) for l in lists])
     return tuple(map(list, out)) if pair else list(out)
   return mapped
@@ -300,7 +320,7 @@ def _add(x, y):
 # ------------------------------------------------------------------------------------
 
 
-def _custom_lin_abstract_eval(*avals, num_res, bwd, out_avals):
+def _custom_lin_abstract_eval(*avals, num_res, bwd, out_avals, symbolic_zeros):
   return list(out_avals)
 
 
@@ -313,9 +333,11 @@ custom_lin_p.eval_rule = _custom_lin_forward_error
 custom_lin_p.jvp = lambda primals, tangents, **params: _custom_lin_forward_error()
 
 
-def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals):
+def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros):
   res = args[:num_res]
-  cts = [ad.instantiate_zeros(c) for c in cts]
+  # with symbolic_zeros, bwd sees SymbolicZero for the cotangents that are zero
+  cts = [SymbolicZero(c.aval) if symbolic_zeros and type(c) is ad.Zero
+         else ad.instantiate_zeros(c) for c in cts]
   cts_in = bwd(res, cts)
   return [None] * num_res + list(cts_in)
 
@@ -334,12 +356,15 @@ def _custom_vjp_call_jvp(primals, tangents, *, call_jaxpr, fwd, bwd, num_consts,
                          symbolic_zeros, name):
   args = primals[num_consts:]
   t_args = tangents[num_consts:]
-  out, res = fwd(args)
+  if symbolic_zeros:  # fwd sees CustomVJPPrimal(value, perturbed) leaves
+    out, res = fwd(args, perturbed=[type(t) is not ad.Zero for t in t_args])
+  else:
+    out, res = fwd(args)
   if all(type(t) is ad.Zero for t in t_args):
     return out, [ad.Zero.from_value(o) for o in out]
   out_avals = tuple(ad.tangent_aval(core.get_aval(o)) for o in out)
   t_out = custom_lin_p.bind(*res, *map(ad.instantiate_zeros, t_args), num_res=len(res),
-                            bwd=bwd, out_avals=out_avals)
+                            bwd=bwd, out_avals=out_avals, symbolic_zeros=symbolic_zeros)
   return out, t_out
 
 
@@ -362,6 +387,13 @@ class custom_vjp:
 
   def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
              optimize_remat: bool = False) -> None:
+    """`fwd(*args) -> (out, residuals)`, `bwd(residuals, ct) -> one cotangent per arg`.
+
+    symbolic_zeros=True: fwd's argument leaves are `CustomVJPPrimal(value, perturbed)`
+    (perturbed: whether that input's tangent is nonzero), and bwd may receive
+    `SymbolicZero` cotangents and return None or SymbolicZero for zero ones.
+    optimize_remat (JAX: re-derive residuals under remat) is accepted; ember's remat
+    recomputes the fwd rule as it is, with the same values."""
     self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
 
   def __call__(self, *args, **kwargs):
@@ -377,7 +409,9 @@ class custom_vjp:
     fwd, bwd = self.fwd, self.bwd
     res_tree_box = {}
 
-    def fwd_flat(primals):
+    def fwd_flat(primals, perturbed=None):
+      if perturbed is not None:
+        primals = [CustomVJPPrimal(p, bool(z)) for p, z in zip(primals, perturbed)]
       out = fwd(*merge(tree_util.tree_unflatten(in_tree, primals)))
       if not (isinstance(out, (tuple, list)) and len(out) == 2):
         raise TypeError(f"Custom VJP fwd rule {_fun_name(fwd)} for function {name} must "
@@ -417,12 +451,14 @@ class custom_vjp:
         if ct_i is None:
           out += [ad.Zero(ad.tangent_aval(core.get_aval(v))) for v in x_leaves]
           continue
-        c_leaves, c_tree = tree_util.tree_flatten(ct_i, is_leaf=lambda v: v is None)
+        c_leaves, c_tree = tree_util.tree_flatten(
+            ct_i, is_leaf=lambda v: v is None or isinstance(v, SymbolicZero))
         if c_tree != x_tree and len(c_leaves) != len(x_leaves):
           raise TypeError(f"Custom VJP bwd rule must produce an output with the same "
                           f"container (pytree) structure as the args tuple of the primal "
                           f"function, got {c_tree} for an argument of structure {x_tree}.")
-        out += [ad.Zero(ad.tangent_aval(core.get_aval(v))) if c is None else c
+        out += [ad.Zero(ad.tangent_aval(core.get_aval(v)))
+                if c is None or isinstance(c, SymbolicZero) else c
                 for c, v in zip(c_leaves, x_leaves)]
       return out
 
@@ -439,14 +475,43 @@ class custom_vjp:
 
 
 class SymbolicZero:
-  """A symbolic zero tangent, as handed to rules defined with symbolic_zeros=True."""
+  """A symbolic zero tangent, as handed to rules defined with symbolic_zeros=True; its
+  other attributes (shape, dtype, ndim, ...) are its aval's."""
 
   def __init__(self, aval):
     self.aval = aval
-    self.shape, self.dtype = aval.shape, aval.dtype
+
+  def __repr__(self):
+    return "SymbolicZero"
+
+  def __getattr__(self, name):
+    if name == "aval":  # not set yet (e.g. while unpickling)
+      raise AttributeError(name)
+    return getattr(self.aval, name)
+
+  @staticmethod
+  def from_primal_value(val) -> "SymbolicZero":
+    return SymbolicZero(ad.tangent_aval(core.get_aval(val)))
 
   def instantiate(self):
     return ad.zeros_like_aval(self.aval)
+
+
+@dataclasses.dataclass(slots=True)
+class CustomVJPPrimal:
+  """A primal argument of a custom_vjp's fwd rule when symbolic_zeros is set: its
+  value, and whether it is perturbed (has a nonzero tangent)."""
+  value: Any
+  perturbed: bool
+
+
+def custom_vjp_primal_tree_values(tree):
+  """`tree` with each CustomVJPPrimal leaf replaced by its value."""
+  def value(leaf):
+    if type(leaf) is not CustomVJPPrimal:
+      raise TypeError(f"unexpected leaf type {type(leaf)}")
+    return leaf.value
+  return tree_util.tree_map(value, tree)
 
 
 def zero_from_primal(val, symbolic_zeros: bool = False):

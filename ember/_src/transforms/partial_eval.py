@@ -5,10 +5,15 @@
 jaxpr (residuals + unknown inputs -> unknown outputs). Autodiff uses it to split the jvp
 of a call (jit) into its primal part and its linear tangent part; an equation is unknown
 as soon as one of its inputs is.
+
+`partial_eval_jaxpr_custom` is the version with a rematerialization policy used by
+checkpoint: known equations the policy does not save are recomputed on the unknown side.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
+
+import numpy as np
 
 from ember._src.core import Jaxpr, Var
 
@@ -60,3 +65,91 @@ def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
   if len(kept) == len(jaxpr.eqns):
     return jaxpr
   return jaxpr.replace(eqns=kept[::-1])
+
+
+def dce_jaxpr_used(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None):
+  """DCE keeping only the `used_outputs`, and dropping the inputs nothing reads:
+  (jaxpr, used_inputs)."""
+  outvars = jaxpr.outvars if used_outputs is None else \
+      [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+  j = dce_jaxpr(jaxpr.replace(outvars=outvars))
+  read = {id(v) for e in j.eqns for v in e.invars} | {id(v) for v in j.outvars}
+  used_inputs = [id(v) in read for v in j.invars]
+  return j.replace(invars=[v for v, u in zip(j.invars, used_inputs) if u]), used_inputs
+
+
+# --- partial evaluation with a rematerialization policy (checkpoint) ---------------------
+
+class RecomputeType:
+  """A policy's answer: recompute this value on the backward pass (same as False)."""
+  def __repr__(self):
+    return "Recompute"
+
+
+class SaveableType:
+  """A policy's answer: save this value as a residual (same as True)."""
+  def __repr__(self):
+    return "Saveable"
+
+
+Recompute, Saveable = RecomputeType(), SaveableType()
+
+
+class Offloadable(NamedTuple):
+  """A policy's answer: save this value in memory space `dst` (ember's CPU backend has
+  one memory space, so an offloaded residual is a saved one)."""
+  src: str
+  dst: str
+
+
+def _saveable(policy, eqn) -> bool:
+  ans = policy(eqn.primitive, *[v.aval for v in eqn.invars], **eqn.params)
+  if isinstance(ans, (bool, np.bool_)):
+    return bool(ans)
+  if isinstance(ans, (SaveableType, Offloadable)):
+    return True
+  if isinstance(ans, RecomputeType):
+    return False
+  raise TypeError(f"checkpoint policy {getattr(policy, '__name__', policy)!r} returned "
+                  f"{ans!r} for primitive {eqn.primitive.name}; a policy must return a bool, "
+                  "checkpoint_policies' Saveable / Recompute, or an Offloadable.")
+
+
+def partial_eval_jaxpr_custom(jaxpr: Jaxpr, unknowns: Sequence[bool], saveable):
+  """JAX's `partial_eval_jaxpr_custom` with every input available to the staged side.
+
+  Returns (known, staged, out_unknowns, num_res):
+    known:  known invars -> known outvars + residuals
+    staged: residuals + all invars -> unknown outvars
+  A known equation runs in `known`; if `saveable(prim, *in_avals, **params)` says no, it
+  is also copied into `staged` (recomputed there from its own inputs), otherwise its
+  outputs the staged side reads become residuals. Inputs are never residuals."""
+  if jaxpr.constvars:
+    raise ValueError("partial_eval_jaxpr_custom expects a jaxpr without constvars")
+  unk = {id(v) for v, u in zip(jaxpr.invars, unknowns) if u}
+  avail = {id(v) for v in jaxpr.invars}       # values the staged side has (JAX's `inst`)
+  residuals: dict[int, Var] = {}
+  known_eqns, staged_eqns = [], []
+
+  def stage(eqn):
+    for v in eqn.invars:
+      if isinstance(v, Var) and id(v) not in avail:
+        residuals.setdefault(id(v), v)
+    staged_eqns.append(eqn)
+    avail.update(id(v) for v in eqn.outvars)
+
+  for eqn in jaxpr.eqns:
+    if any(isinstance(v, Var) and id(v) in unk for v in eqn.invars):
+      stage(eqn)
+      unk.update(id(v) for v in eqn.outvars)
+    else:
+      known_eqns.append(eqn)
+      if not _saveable(saveable, eqn):
+        stage(eqn)
+  out_unknowns = [isinstance(v, Var) and id(v) in unk for v in jaxpr.outvars]
+  res = list(residuals.values())
+  known = Jaxpr([], [v for v, u in zip(jaxpr.invars, unknowns) if not u],
+                [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u] + res, known_eqns)
+  staged = Jaxpr([], res + list(jaxpr.invars),
+                 [v for v, u in zip(jaxpr.outvars, out_unknowns) if u], staged_eqns)
+  return known, staged, out_unknowns, len(res)

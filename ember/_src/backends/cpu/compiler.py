@@ -16,6 +16,9 @@ With `--dump_to=DIR` the backend writes, via `passes.dumps.dump_artifact`:
 """
 from __future__ import annotations
 
+import base64
+import contextlib
+import ctypes
 import functools
 import threading
 import time
@@ -30,6 +33,7 @@ from ember._src import hlo
 from ember._src.backends.cpu import codegen, dot_kernels
 from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.backends.cpu import executable as ex
+from ember._src.backends.cpu import linalg_thunks
 
 __all__ = ["compile_module", "CodegenError", "host_target_machine", "serialize_executable",
            "deserialize_executable"]
@@ -213,10 +217,13 @@ class _ThunkPlan:
   records, per instruction, a factory that builds its thunk once the symbols have
   addresses (`pending`: callables taking `addr(symbol) -> int`)."""
 
-  def __init__(self, assignment, kernels: codegen.KernelBuilder, sort_keys=None):
+  def __init__(self, assignment, kernels: codegen.KernelBuilder, sort_keys=None, subs=None):
     self.assignment, self.kernels = assignment, kernels
     self.pending: list = []
     self.sort_keys: dict = dict(sort_keys or {})   # sort name -> num_keys (recorded/replayed)
+    # while/conditional name -> its sub-executables' serialized bytes (control_flow.py;
+    # recorded/replayed, so a persistent-cache hit compiles no loop body)
+    self.subs: dict = dict(subs or {})
     self.kernel_infos: list = []                   # every KernelInfo, for serialization
 
   def slot(self, instr: hlo.Instr):
@@ -235,6 +242,8 @@ class _ThunkPlan:
     elif op in ("while", "conditional"):   # loops over sub-executables (control_flow.py)
       from ember._src.backends.cpu import control_flow
       control_flow.add_to_plan(self, instr)
+    elif op == "custom-call" and linalg_thunks.supported(instr):   # LAPACK-style targets
+      linalg_thunks.add_to_plan(self, instr)
     else:
       raise CodegenError(f"ember's CPU backend cannot compile {op} (%{instr.name}) yet"
                          + (f" (custom call target {instr.attrs.get('target')!r})"
@@ -367,10 +376,13 @@ def _scratch_slot(shape: hlo.Shape):
 # compile_module
 # --------------------------------------------------------------------------------------
 
-def compile_module(module: hlo.Module, assignment=None, flags=None) -> ex.Executable:
+def compile_module(module: hlo.Module, assignment=None, flags=None,
+                   tiered: bool = False) -> ex.Executable:
   """Compile an optimized module (see compiler_design.md for the contract) to an
   Executable. `assignment` defaults to `passes.buffer_assignment.assign_buffers(module)`;
-  `flags` to `ember._src.flags.get()` (opt_level, dump_to)."""
+  `flags` to `ember._src.flags.get()` (opt_level, dump_to). With `tiered` (the caller's
+  run-time estimate allows it), a module that qualifies (tiering.py) starts with quick-tier
+  code and is upgraded in the background."""
   flags = flags or flags_lib.get()
   if assignment is None:
     from ember._src.passes.buffer_assignment import assign_buffers
@@ -386,18 +398,16 @@ def compile_module(module: hlo.Module, assignment=None, flags=None) -> ex.Execut
   ir_text = str(llmod)
   times["llvm_ir"] = time.perf_counter() - t1
   times["codegen"] = t1 - t0
-  engine, addr, code_size, opt_ir, obj = _jit(ir_text, opt_level, times)
-  thunks = [make(addr) for make in plan.pending]
-  exe = ex.Executable(module, assignment, thunks, engine, ir_text,
-                      functools.partial(_assembly, opt_ir, opt_level), code_size,
-                      optimized_ir=opt_ir)
+  from ember._src.backends.cpu import tiering
+  quick = tiered and tiering.qualifies(ir_text, opt_level)
+  native = _native_code(plan, ir_text, 0 if quick else opt_level, times)
+  exe = ex.Executable(module, assignment, native.pop("thunks"), native.pop("engine"), ir_text,
+                      native.pop("asm_fn"), native.pop("code_size"),
+                      optimized_ir=native.pop("optimized_ir"))
   exe.compile_times = times     # seconds per backend stage (see _jit)
-  # What serialize_executable needs to rebuild this executable without LLVM's passes.
-  exe.cache_payload = dict(obj=obj, kernels={k.name: (k.outer, k.splittable)
-                                             for k in plan.kernel_infos},
-                           aliases=plan.kernels.aliases,
-                           sort_keys=plan.sort_keys, code_size=code_size, ir=ir_text,
-                           opt_ir=opt_ir, opt_level=opt_level)
+  exe.cache_payload = native["cache_payload"]
+  if quick:
+    tiering.submit(exe, lambda: _native_code(plan, ir_text, opt_level, {}, private=True))
   if getattr(flags, "dump_to", None):
     from ember._src.passes.dumps import dump_artifact
     dump_artifact(module.name, "ir-no-opt.ll", ir_text, flags)
@@ -408,19 +418,37 @@ def compile_module(module: hlo.Module, assignment=None, flags=None) -> ex.Execut
   return exe
 
 
-def _jit(ir_text: str, opt_level: int, times: dict | None = None):
+def _native_code(plan: _ThunkPlan, ir_text: str, opt_level: int, times: dict,
+                 private: bool = False) -> dict:
+  """Machine code for the plan's IR at `opt_level` and the plan's thunks bound to it: the
+  fields `Executable.upgrade` takes."""
+  engine, addr, code_size, opt_ir, obj = _jit(ir_text, opt_level, times, private)
+  # what serialize_executable needs to rebuild the executable without LLVM's passes
+  payload = dict(obj=obj, kernels={k.name: (k.outer, k.splittable) for k in plan.kernel_infos},
+                 aliases=plan.kernels.aliases, sort_keys=plan.sort_keys, subs=plan.subs,
+                 code_size=code_size,
+                 ir=ir_text, opt_ir=opt_ir, opt_level=opt_level)
+  return dict(thunks=[make(addr) for make in plan.pending], engine=engine,
+              asm_fn=functools.partial(_assembly, opt_ir, opt_level), code_size=code_size,
+              optimized_ir=opt_ir, cache_payload=payload)
+
+
+def _jit(ir_text: str, opt_level: int, times: dict | None = None, private: bool = False):
   """Optimize and compile the module at `LLVM_TIERS[opt_level]`; returns (engine, symbol ->
   address, code size in bytes, the optimized IR text, the object code). Records seconds
-  per stage in `times` (llvm_parse, llvm_optimize, llvm_emit_object, llvm_load). LLVM's
-  global context is shared: one compile at a time."""
+  per stage in `times` (llvm_parse, llvm_optimize, llvm_ir_text, llvm_emit_object,
+  llvm_load). Foreground compiles share LLVM's global context: one at a time. A `private`
+  compile (the tier-up worker's) uses a context and target machine of its own and runs the
+  pass pipeline and object emission outside llvmlite's global lock."""
   tier = LLVM_TIERS[opt_level]
   times = {} if times is None else times
   _init_llvm()
-  with _jit_lock:
+  with (contextlib.nullcontext() if private else _jit_lock):
     t0 = time.perf_counter()
-    mod = llvm.parse_assembly(ir_text)
+    mod = llvm.parse_assembly(ir_text, llvm.create_context() if private else None)
     mod.verify()
-    tm = _shared_target_machine(tier.codegen_level)
+    tm = _worker_target_machine(tier.codegen_level) if private else \
+        _shared_target_machine(tier.codegen_level)
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     t1 = time.perf_counter()
@@ -428,11 +456,12 @@ def _jit(ir_text: str, opt_level: int, times: dict | None = None):
     pto.loop_vectorization = pto.slp_vectorization = tier.vectorize
     pto.loop_unrolling = tier.unroll
     pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    mpm = pb.getModulePassManager()
+    _llvm_call("LLVMPY_RunNewModulePassManager", private)(mpm, mod, pb)
     t2 = time.perf_counter()
     opt_ir = str(mod)
     t3 = time.perf_counter()
-    obj = tm.emit_object(mod)
+    obj = _emit_object(tm, mod, private)
     t4 = time.perf_counter()
     code_size = sum(s.size() for s in llvm.ObjectFileRef.from_data(obj).sections()
                     if s.is_text())
@@ -441,6 +470,39 @@ def _jit(ir_text: str, opt_level: int, times: dict | None = None):
   times.update(llvm_parse=t1 - t0, llvm_optimize=t2 - t1, llvm_ir_text=t3 - t2,
                llvm_emit_object=t4 - t3, llvm_load=t5 - t4)
   return engine, addr, code_size, opt_ir, obj
+
+
+def _llvm_call(name: str, unlocked: bool):
+  """llvmlite's C-API function `name`; with `unlocked`, the raw function without
+  llvmlite's global lock (only for objects no other thread can reach)."""
+  fn = getattr(llvm.ffi.lib, name)
+  return getattr(fn, "_cfn", fn) if unlocked else fn
+
+
+def _emit_object(tm: llvm.TargetMachine, mod: llvm.ModuleRef, private: bool) -> bytes:
+  """`tm.emit_object(mod)`, outside llvmlite's global lock when `private`."""
+  if not private:
+    return tm.emit_object(mod)
+  lib = llvm.ffi.lib
+  with llvm.ffi.OutputString() as err:
+    buf = _llvm_call("LLVMPY_TargetMachineEmitToMemory", True)(tm, mod, 1, err)
+    if not buf:
+      raise RuntimeError(str(err))
+  try:
+    return ctypes.string_at(lib.LLVMPY_GetBufferStart(buf), lib.LLVMPY_GetBufferSize(buf))
+  finally:
+    lib.LLVMPY_DisposeMemoryBuffer(buf)
+
+
+_worker_tms: dict = {}
+
+
+def _worker_target_machine(opt_level: int) -> llvm.TargetMachine:
+  """The tier-up worker's own target machine per level (only that thread uses them)."""
+  tm = _worker_tms.get(opt_level)
+  if tm is None:
+    tm = _worker_tms[opt_level] = host_target_machine(opt_level)
+  return tm
 
 
 def _load_object(obj: bytes, triple: str, opt_level: int):
@@ -477,10 +539,16 @@ def serialize_executable(exe: ex.Executable) -> bytes:
   p = exe.cache_payload
   blobs = [p["obj"], p["ir"].encode(), p["opt_ir"].encode()]
   head = json.dumps({"kernels": p["kernels"], "aliases": p["aliases"],
-                     "sort_keys": p["sort_keys"],
+                     "sort_keys": p["sort_keys"], "subs": _subs_text(p.get("subs", {})),
                      "code_size": p["code_size"], "opt_level": p["opt_level"],
                      "sizes": [len(b) for b in blobs]}).encode()
   return len(head).to_bytes(4, "little") + head + b"".join(blobs)
+
+
+def _subs_text(subs: dict) -> dict:
+  """Loop sub-executables' bytes (control_flow.py) as JSON text (base64)."""
+  return {k: [None if b is None else base64.b64encode(b).decode() for b in v]
+          for k, v in subs.items()}
 
 
 def deserialize_executable(module: hlo.Module, assignment, data: bytes) -> ex.Executable:
@@ -499,7 +567,9 @@ def deserialize_executable(module: hlo.Module, assignment, data: bytes) -> ex.Ex
     raise ValueError("serialized executable has the wrong length")
   kernels = _RecordedKernels({k: codegen.KernelInfo(k, o, bool(s))
                               for k, (o, s) in head["kernels"].items()}, head.get("aliases", {}))
-  plan = _ThunkPlan(assignment, kernels, head["sort_keys"])
+  plan = _ThunkPlan(assignment, kernels, head["sort_keys"],
+                    {k: [None if b is None else base64.b64decode(b) for b in v]
+                     for k, v in head.get("subs", {}).items()})
   for instr in module.entry.instrs:
     plan.add(instr)
   opt_level = head["opt_level"]

@@ -13,71 +13,173 @@ which computations are native.
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 
 import numpy as np
 
 from ember._src import hlo, hlo_eval
 from ember._src.backends.cpu import executable as ex
+from ember._src.profiler import trace as _profiler
 
 
 class _Sub:
   """One called computation, compiled (or, failing that, evaluated by the reference
-  evaluator): `__call__(args) -> list of arrays`."""
+  evaluator): `__call__(args) -> list of arrays`. `recorded`: the sub-executable's bytes
+  from a persistent-cache entry (`compiler.serialize_executable`), loaded instead of
+  compiled; `serialized` is what an entry records (None when not compiled)."""
 
-  def __init__(self, comp: hlo.Computation, name: str, flags):
+  def __init__(self, comp: hlo.Computation, name: str, flags, recorded: bytes | None = None):
     self.comp = comp
     self.exe = None
     self.error = None
+    self.serialized = None
     try:
-      from ember._src.backends.cpu.compiler import compile_module
+      from ember._src.backends.cpu import compiler
       from ember._src.passes import pipeline
       module = hlo.module_of(comp, name)
       # bodies the pipeline already optimized (pipeline.optimize_control_flow) compile as
       # they are; others (a module compiled without the pipeline) are optimized here
       module = (pipeline.copy_outputs(module) if getattr(comp, "optimized", False)
                 else pipeline.optimize_program(module, flags))
-      self.exe = compile_module(module, None, flags)
+      if recorded is not None:
+        from ember._src.passes.buffer_assignment import assign_buffers
+        try:
+          self.exe = compiler.deserialize_executable(module, assign_buffers(module), recorded)
+          self.serialized = recorded
+        except Exception:  # noqa: BLE001 - bytes that do not fit this module: compile it
+          self.exe = None
+      if self.exe is None:
+        self.exe = compiler.compile_module(module, None, flags)
+        self.serialized = compiler.serialize_executable(self.exe)
     except Exception as e:  # noqa: BLE001 - any op the backend lacks: evaluate instead
       self.error = f"{type(e).__name__}: {e}"
 
   def __call__(self, args):
     if self.exe is not None:
+      if _profiler.active:   # the body's thunks as spans inside the loop's
+        return _profiler.execute(self.exe, self.comp, self.comp.module.name, args,
+                                 label=self.comp.name)[0]
       return self.exe.execute(args)
     out = hlo_eval.evaluate_computation(self.comp, args)
     return [np.asarray(v) for v in out] if isinstance(out, tuple) else [np.asarray(out)]
 
 
+# The loop driver: ONE native function per process (compiled at the first generated loop,
+# like the thread pool) that runs a program of i64 words, so a loop needs no LLVM of its own
+# (and a persistent-cache hit none at all). Ops: CALL fn bufs outer (a kernel over
+# [0, outer)), COPY dst src nbytes, BRZ byte_ptr target (jump when the byte is 0),
+# JUMP target, RET value (the function's result).
+_CALL, _COPY, _BRZ, _JUMP, _RET = range(5)
+_DRIVER_IR = """
+declare void @llvm.memcpy.p0i8.p0i8.i64(i8*, i8*, i64, i1)
+
+define i64 @ember_loop_run(i64* %prog) {
+entry:
+  br label %fetch
+fetch:
+  %pc = phi i64 [0, %entry], [%pc.call, %call], [%pc.copy, %copy], [%pc.next, %brz.no],
+                [%tgt.brz, %brz.yes], [%tgt.jump, %jump]
+  %w0 = getelementptr i64, i64* %prog, i64 %pc
+  %op = load i64, i64* %w0
+  %pc1 = add i64 %pc, 1
+  %w1 = getelementptr i64, i64* %prog, i64 %pc1
+  %a1 = load i64, i64* %w1
+  switch i64 %op, label %ret [i64 0, label %call
+                              i64 1, label %copy
+                              i64 2, label %brz
+                              i64 3, label %jump]
+call:
+  %pc2 = add i64 %pc, 2
+  %w2 = getelementptr i64, i64* %prog, i64 %pc2
+  %bufs.i = load i64, i64* %w2
+  %pc3 = add i64 %pc, 3
+  %w3 = getelementptr i64, i64* %prog, i64 %pc3
+  %outer = load i64, i64* %w3
+  %fn = inttoptr i64 %a1 to void (i8**, i64, i64)*
+  %bufs = inttoptr i64 %bufs.i to i8**
+  call void %fn(i8** %bufs, i64 0, i64 %outer)
+  %pc.call = add i64 %pc, 4
+  br label %fetch
+copy:
+  %cp2 = add i64 %pc, 2
+  %cw2 = getelementptr i64, i64* %prog, i64 %cp2
+  %src.i = load i64, i64* %cw2
+  %cp3 = add i64 %pc, 3
+  %cw3 = getelementptr i64, i64* %prog, i64 %cp3
+  %n = load i64, i64* %cw3
+  %dst = inttoptr i64 %a1 to i8*
+  %src = inttoptr i64 %src.i to i8*
+  call void @llvm.memcpy.p0i8.p0i8.i64(i8* %dst, i8* %src, i64 %n, i1 false)
+  %pc.copy = add i64 %pc, 4
+  br label %fetch
+brz:
+  %bp2 = add i64 %pc, 2
+  %bw2 = getelementptr i64, i64* %prog, i64 %bp2
+  %tgt.brz = load i64, i64* %bw2
+  %pp = inttoptr i64 %a1 to i8*
+  %p = load i8, i8* %pp
+  %z = icmp eq i8 %p, 0
+  %pc.next = add i64 %pc, 3
+  br i1 %z, label %brz.yes, label %brz.no
+brz.yes:
+  br label %fetch
+brz.no:
+  br label %fetch
+jump:
+  %tgt.jump = add i64 %a1, 0
+  br label %fetch
+ret:
+  ret i64 %a1
+}
+"""
+
+
+@functools.cache
+def _driver():
+  """(engine, ctypes function i64 ember_loop_run(i64* program))."""
+  from ember._src.backends.cpu.compiler import _jit
+  engine, addr, *_ = _jit(_DRIVER_IR, 2)
+  return engine, ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(addr("ember_loop_run"))
+
+
 class _GeneratedLoop:
-  """The whole `while` as one generated function: with every buffer of the condition and
-  the body at a fixed address (the state, the body's outputs, their temp arenas, owned
-  here), each kernel's pointer array is a constant, and the loop
+  """The whole `while` as one native call: with every buffer of the condition and the
+  body at a fixed address (owned here), each kernel's pointer array is a constant, and the
+  loop is a program for the loop driver (`_DRIVER_IR`). The carry is double-buffered: the
+  body reads state A and writes its outputs straight into state B, the next iteration reads
+  B and writes A (two copies of the condition's and the body's calls, one per direction),
+  so no carry is copied between iterations:
 
-      cond: call the condition's kernels; if !pred goto exit
-      body: call the body's kernels; copy the body's outputs onto the state; goto cond
+      c0: cond(A); BRZ -> x0;  body(A -> B);  cond(B); BRZ -> x1;  body(B -> A);  JUMP c0
+      x0: RET 0 (the result is in A)           x1: RET 1 (in B)
 
-  is a few lines of LLVM IR with the kernels' addresses baked in: one ctypes call runs
-  every iteration, no Python in between. Built only when both sub-executables consist of
-  single-call kernels and copies (big bodies keep the thread pool: `build` returns None)."""
+  Built only when both sub-executables consist of single-call kernels and copies (big
+  bodies keep the thread pool: `build` returns None)."""
 
   def __init__(self, cond_exe, body_exe, state_shapes):
-    self.state = [_buffer(s) for s in state_shapes]
-    self.body_out = [_buffer(s) for s in body_exe.output_shapes]
+    self.states = ([_buffer(s) for s in state_shapes], [_buffer(s) for s in state_shapes])
     self.pred = _buffer(cond_exe.output_shapes[0])
-    self.keep: list = []           # pointer arrays and arenas the generated code points to
-    lines = ["declare void @llvm.memcpy.p0i8.p0i8.i64(i8*, i8*, i64, i1)", "",
-             "define void @loop() {", "entry:", "  br label %cond", "cond:"]
-    lines += self._calls(cond_exe, [self.pred])
-    lines += [f"  %p = load i8, i8* {_ptr(self.pred.ctypes.data)}",
-              "  %c = icmp ne i8 %p, 0", "  br i1 %c, label %body, label %exit", "body:"]
-    lines += self._calls(body_exe, self.body_out)
-    lines += [_memcpy(d.ctypes.data, s.ctypes.data, s.nbytes)
-              for d, s in zip(self.state, self.body_out) if s.nbytes]
-    lines += ["  br label %cond", "exit:", "  ret void", "}"]
-    self.ir = "\n".join(lines) + "\n"
-    from ember._src.backends.cpu.compiler import _jit
-    self.engine, addr, *_ = _jit(self.ir, 2)
-    self.fn = ctypes.CFUNCTYPE(None)(addr("loop"))
+    self.keep: list = [cond_exe, body_exe]   # what the program points to stays alive
+    a, b = self.states
+    prog: list = []
+    fixups = []                              # positions of forward jump targets
+
+    def brz():
+      prog.extend([_BRZ, self.pred.ctypes.data, 0])
+      fixups.append(len(prog) - 1)
+    self._calls(prog, cond_exe, a, [self.pred])
+    brz()
+    self._calls(prog, body_exe, a, b)
+    self._calls(prog, cond_exe, b, [self.pred])
+    brz()
+    self._calls(prog, body_exe, b, a)
+    prog.extend([_JUMP, 0])
+    for k, pos in enumerate(fixups):        # x0: RET 0, x1: RET 1
+      prog[pos] = len(prog)
+      prog.extend([_RET, k])
+    self.program = np.array(prog, np.int64)
+    self.engine, self.fn = _driver()
 
   @staticmethod
   def build(cond_exe, body_exe, state_shapes):
@@ -90,39 +192,38 @@ class _GeneratedLoop:
         return None
     return _GeneratedLoop(cond_exe, body_exe, state_shapes)
 
-  def _calls(self, exe, outs) -> list[str]:
+  def _calls(self, prog: list, exe, params: list, outs: list) -> None:
+    """Append `exe`'s thunks reading `params` and writing `outs` to the program."""
     arena = ex._aligned_bytes(max(exe.temp_size, 1))
     self.keep.append(arena)
 
     def addr(slot) -> int:
       k = slot.kind
       if k == "parameter":
-        return self.state[slot.index].ctypes.data
+        return params[slot.index].ctypes.data
       if k == "output":
         return outs[slot.index].ctypes.data
       if k == "temp":
         return arena.ctypes.data + slot.offset
       return exe.const_ptrs[slot.index]
-    self.keep.append(exe)          # its constants and machine code
-    lines = []
     for t in exe.thunks:
       if type(t) is ex.CopyThunk:
         if t.src != t.dst and t.shape.nbytes:
-          lines.append(_memcpy(addr(t.dst), addr(t.src), t.shape.nbytes))
+          prog.extend([_COPY, addr(t.dst), addr(t.src), t.shape.nbytes])
         continue
       arr = (ctypes.c_void_p * max(len(t.slots), 1))(*[addr(sl) for sl in t.slots])
       self.keep.append(arr)
       if t.outer > 0:
-        lines.append(f"  call void inttoptr (i64 {t.address} to void (i8**, i64, i64)*)"
-                     f"(i8** inttoptr (i64 {ctypes.addressof(arr)} to i8**), i64 0, "
-                     f"i64 {t.outer})")
-    return lines
+        prog.extend([_CALL, t.address, ctypes.addressof(arr), t.outer])
 
-  def run(self, vals) -> list:
-    for d, v in zip(self.state, vals):
+  def run(self, vals, outs) -> None:
+    """Run from the carry `vals`, writing the final carry into `outs`."""
+    a = self.states[0]
+    for d, v in zip(a, vals):
       np.copyto(d, v)
-    self.fn()
-    return self.state
+    final = self.states[self.fn(self.program.ctypes.data)]
+    for o, v in zip(outs, final):
+      np.copyto(o, v)
 
 
 def _buffer(shape: hlo.Shape) -> np.ndarray:
@@ -130,45 +231,38 @@ def _buffer(shape: hlo.Shape) -> np.ndarray:
       np.dtype(shape.dtype)).reshape(shape.dims)
 
 
-def _ptr(address: int, ty: str = "i8") -> str:
-  return f"inttoptr (i64 {address} to {ty}*)"
-
-
-def _memcpy(dst: int, src: int, n: int) -> str:
-  return (f"  call void @llvm.memcpy.p0i8.p0i8.i64(i8* {_ptr(dst)}, i8* {_ptr(src)}, "
-          f"i64 {n}, i1 false)")
-
-
 class ControlFlowThunk(ex.Thunk):
   """Runs a `while` (condition, then body, until the condition is false) or a
   `conditional` (the branch the index selects; out of range: the last) on compiled
   sub-executables; operands are read from, results written to, the frame's slots."""
 
-  def __init__(self, instr: hlo.Instr, in_slots, out_slots, flags=None):
+  def __init__(self, instr: hlo.Instr, in_slots, out_slots, flags=None, recorded=None):
     self.kind = instr.opcode
     self.name = instr.name
     self.in_slots, self.out_slots = tuple(in_slots), tuple(out_slots)
     self.in_shapes = [o.shape for o in instr.operands]
     self.out_shapes = list(instr.shape.elements if isinstance(instr.shape, hlo.TupleShape)
                            else [instr.shape])
-    self.subs = [_Sub(c, f"{instr.name}_{c.name}", flags) for c in instr.called]
+    recorded = recorded or [None] * len(instr.called)
+    self.subs = [_Sub(c, f"{instr.name}_{c.name}", flags, r)
+                 for c, r in zip(instr.called, recorded)]
     self.native = [s.exe is not None for s in self.subs]
     self.loop = None                 # the generated loop, when the while qualifies
+    self.loop_error = None           # why building it failed (debugging)
     if self.kind == "while":
       try:
         self.loop = _GeneratedLoop.build(self.subs[0].exe, self.subs[1].exe, self.in_shapes)
-      except Exception:  # noqa: BLE001 - the sub-executable loop below is always correct
-        self.loop = None
+      except Exception as e:  # noqa: BLE001 - the sub-executable loop below is always correct
+        self.loop, self.loop_error = None, f"{type(e).__name__}: {e}"
     self._lock = threading.Lock()    # the generated loop's buffers serve one run at a time
 
   def run(self, frame: ex.Frame) -> None:
-    vals = [frame.view(s, sh).copy() for s, sh in zip(self.in_slots, self.in_shapes)]
-    if self.loop is not None:
+    if self.loop is not None:      # copies the carry in once and the result out once
       with self._lock:
-        outs = self.loop.run(vals)
-        for s, sh, v in zip(self.out_slots, self.out_shapes, outs):
-          np.copyto(frame.view(s, sh), v)
+        self.loop.run([frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)],
+                      [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)])
       return
+    vals = [frame.view(s, sh).copy() for s, sh in zip(self.in_slots, self.in_shapes)]
     if self.kind == "while":
       cond, body = self.subs
       state = vals
@@ -189,5 +283,11 @@ def add_to_plan(plan, instr: hlo.Instr) -> None:
   ins = [plan.slot(o) for o in instr.operands]
   outs = plan.slot(instr)
   outs = list(outs) if type(outs) is tuple else [outs]
-  thunk = ControlFlowThunk(instr, ins, outs, flags_lib.get())
+  # plan.subs: instruction -> its sub-executables' bytes, recorded for the persistent cache
+  # on a compile and replayed (no LLVM) when the plan is rebuilt from a cache entry
+  recorded = getattr(plan, "subs", None)
+  thunk = ControlFlowThunk(instr, ins, outs, flags_lib.get(),
+                           recorded.get(instr.name) if recorded is not None else None)
+  if recorded is not None:
+    recorded[instr.name] = [s.serialized for s in thunk.subs]
   plan.pending.append(lambda addr: thunk)

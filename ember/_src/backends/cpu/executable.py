@@ -174,6 +174,10 @@ class DotThunk(Thunk):
     # float16/bfloat16 accumulate in float32 and round once, as XLA's CPU dot does.
     self.compute = np.dtype(np.float32) if out_dt in (dtypes.float16, dtypes.bfloat16) \
         else out_dt
+    # 2-D f32/f64 products: single-threaded BLAS calls split over ember's pool (blas_pool.py:
+    # OpenBLAS's own threads stall on a loaded machine); None: NumPy's matmul below
+    from ember._src.backends.cpu import blas_pool
+    self.gemm = blas_pool.gemm_for(instr, out_dt)
 
   def operands(self, frame: Frame) -> tuple[np.ndarray, np.ndarray]:
     """The operands as (B, M, K) and (B, K, N) arrays of the compute dtype (views unless a
@@ -199,6 +203,10 @@ class DotThunk(Thunk):
       o3[...] = np.matmul(l, r)
 
   def run(self, frame: Frame) -> None:
+    if self.gemm is not None:
+      ptr = frame.ptr
+      self.gemm.run(ptr(self.slots[0]), ptr(self.slots[1]), ptr(self.slots[2]))
+      return
     l, r = self.operands(frame)
     o = frame.view(self.slots[2], self.out_shape)
     self.matmul(l, r, o.reshape(self.B, self.M, self.N))
@@ -251,11 +259,16 @@ class DotEpilogueThunk(Thunk):
 
   def run(self, frame: Frame) -> None:
     d = self.dot
-    l, r = d.operands(frame)
     M, N, R, outer = d.M, d.N, self.R, self.epilogue.outer
     ptrs = [0 if s.kind == "scratch" else frame.ptr(s) for s in self.epilogue.slots]
     if self.dot_slot is not None:
       c = frame.view(self.dot_slot, d.out_shape).reshape(d.B * M, N)
+    if d.gemm is not None and self.dot_slot is not None and (R is None or self.units >= outer):
+      # one block computed in place: the pooled BLAS dot (blas_pool.py), then the epilogue
+      d.gemm.run(frame.ptr(d.slots[0]), frame.ptr(d.slots[1]), frame.ptr(self.dot_slot))
+      self._epilogue(ptrs, 0, outer)
+      return
+    l, r = d.operands(frame)
     if R is None:                            # one block: the whole dot, then the epilogue
       if self.dot_slot is None:
         c = np.empty((d.B * M, N), self.dtype)
@@ -361,7 +374,10 @@ class Executable:
 
   Attributes: `thunks` (list, in run order), `llvm_ir` (the generated LLVM IR text),
   `llvm_ir_optimized`, `asm` (assembly, computed on first use), `code_size` (bytes of
-  machine code), `param_shapes`, `output_shapes`, `output_slots`, `assignment`."""
+  machine code), `param_shapes`, `output_shapes`, `output_slots`, `assignment`.
+  `tier_up_pending` is an Event while quick-tier code awaits its optimized version
+  (tiering.py): the machine-code attributes wait for it, calls do not."""
+  tier_up_pending = None
 
   def __init__(self, module: hlo.Module, assignment, thunks: list[Thunk], engine,
                llvm_ir: str, asm_fn: Callable[[], str], code_size: int,
@@ -372,8 +388,10 @@ class Executable:
     self.engine = engine          # keeps the machine code alive
     self.llvm_ir = llvm_ir
     self._asm_fn, self._asm = asm_fn, None
-    self.llvm_ir_optimized = optimized_ir if optimized_ir is not None else llvm_ir
-    self.code_size = code_size
+    self._llvm_ir_optimized = optimized_ir if optimized_ir is not None else llvm_ir
+    self._code_size = code_size
+    self._cache_payload = None
+    self._retired: list = []      # engines of replaced code a concurrent call may still run
     entry = module.entry
     self.param_shapes = [p.shape for p in entry.params]
     root = entry.root
@@ -456,11 +474,51 @@ class Executable:
                                    arena_ptr, prebuilt)
     return frame
 
+  def upgrade(self, thunks: list, engine, asm_fn, code_size: int, optimized_ir: str,
+              cache_payload: dict) -> None:
+    """Swap in optimized machine code (the tier-up). Waits for a call running on the
+    cached frame; a call running on a frame of its own finishes on the old code, whose
+    engine stays alive."""
+    with self._frame_lock:
+      self._retired.append(self.engine)
+      self.thunks, self.engine = thunks, engine
+      self._asm_fn, self._asm = asm_fn, None
+      self._llvm_ir_optimized, self._code_size = optimized_ir, code_size
+      self._cache_payload = cache_payload
+      self._cached, self._steps = None, []
+      self._param_patch, self._temp_patch, self._out_patch = [], [], []
+
+  def _machine_code_final(self) -> None:
+    pending = self.tier_up_pending
+    if pending is not None:
+      pending.wait()
+
   @property
   def asm(self) -> str:
+    self._machine_code_final()
     if self._asm is None:
       self._asm = self._asm_fn()
     return self._asm
+
+  @property
+  def llvm_ir_optimized(self) -> str:
+    self._machine_code_final()
+    return self._llvm_ir_optimized
+
+  @property
+  def code_size(self) -> int:
+    self._machine_code_final()
+    return self._code_size
+
+  @property
+  def cache_payload(self) -> dict | None:
+    """What serialize_executable writes (the optimized code's, once it exists)."""
+    self._machine_code_final()
+    return self._cache_payload
+
+  @cache_payload.setter
+  def cache_payload(self, payload: dict) -> None:
+    self._cache_payload = payload
 
   def _args(self, args: Sequence, ptrs=None) -> tuple[list, list]:
     """The arguments as C-order arrays of the parameters' types (a donated one writable:

@@ -1,0 +1,222 @@
+"""Large float dots through single-threaded BLAS calls on ember's own thread pool.
+
+NumPy's OpenBLAS parallelizes a matmul with threads of its own that busy-wait for each
+other; on a machine with more runnable threads than cores (a shared CI box, or the caller's
+executor thread next to ember's pool) a 0.3 ms product then takes 5-50 ms (measured: the
+seed-001 MLP epoch 20 s instead of 0.4 s at a load average of 3 on 2 cores). Here a 2-D dot
+`C[M,N] = op(A) @ op(B)` runs as chunks of rows (or columns) of C, each one
+`cblas_?gemm` call with OpenBLAS's thread count set to 1 for the calling thread only
+(`openblas_set_num_threads_local`), and the chunks go through `threadpool.run`: the caller
+takes part and claims whatever chunks the workers have not started, so a busy machine
+degrades to one core instead of stalling.
+
+The native part is one small LLVM function compiled once per process (like the pool's):
+`ember_blas_chunk(i8** {A, B, C, descriptor}, i64 start, i64 stop)`, with the addresses of
+the BLAS functions baked in (found in the OpenBLAS library this process loaded; none found,
+or not OpenBLAS: `gemm_for` returns None and dots keep NumPy's matmul; an OpenBLAS older than
+0.3.27 has no per-thread count: the process-wide count is set to 1 around each dot).
+`EMBER_BLAS_POOL=0` keeps NumPy's matmul. Nothing of it is in
+a serialized executable: a thunk builds its descriptor from the instruction.
+
+Each chunk computes its part of C with the same K-loop as the whole call would (BLAS's
+kernels do not reassociate across an M or N split), so results do not depend on the
+chunk count beyond BLAS's own blocking.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+
+import numpy as np
+
+# The descriptor's i64 words (`_NAMES`): is_f64, transA, transB (CBLAS codes), M, N, K, lda,
+# ldb, ldc, split_cols, unit (rows or columns per outer index), bytes to advance A, B, C per
+# unit.
+_IR = """
+define void @ember_blas_chunk(i8** %b, i64 %start, i64 %stop) {
+entry:
+  %dp = getelementptr i8*, i8** %b, i64 3
+  %draw = load i8*, i8** %dp
+  %d = bitcast i8* %draw to i64*
+$LOADS
+  %s0 = mul i64 %start, %unit
+  %s1 = mul i64 %stop, %unit
+  %lim = select i1 %cols, i64 %n, i64 %m
+  %lt = icmp slt i64 %s1, %lim
+  %e = select i1 %lt, i64 %s1, i64 %lim
+  %cnt = sub i64 %e, %s0
+  %mm = select i1 %cols, i64 %m, i64 %cnt
+  %nn = select i1 %cols, i64 %cnt, i64 %n
+  %a0 = load i8*, i8** %b
+  %bp = getelementptr i8*, i8** %b, i64 1
+  %b0 = load i8*, i8** %bp
+  %cp = getelementptr i8*, i8** %b, i64 2
+  %c0 = load i8*, i8** %cp
+  %ao = mul i64 %start, %astep
+  %bo = mul i64 %start, %bstep
+  %co = mul i64 %start, %cstep
+  %a = getelementptr i8, i8* %a0, i64 %ao
+  %bb = getelementptr i8, i8* %b0, i64 %bo
+  %c = getelementptr i8, i8* %c0, i64 %co
+  %ta = trunc i64 %transa to i32
+  %tb = trunc i64 %transb to i32
+  %mi = $CONV i64 %mm to $INT
+  %ni = $CONV i64 %nn to $INT
+  %ki = $CONV i64 %k to $INT
+  %ldai = $CONV i64 %lda to $INT
+  %ldbi = $CONV i64 %ldb to $INT
+  %ldci = $CONV i64 %ldc to $INT
+  %old = call i32 inttoptr (i64 $SETLOCAL to i32 (i32)*)(i32 1)
+  br i1 %f64, label %dgemm, label %sgemm
+sgemm:
+  call void inttoptr (i64 $SGEMM to void (i32, i32, i32, $INT, $INT, $INT, float, i8*, $INT, i8*, $INT, float, i8*, $INT)*)(i32 101, i32 %ta, i32 %tb, $INT %mi, $INT %ni, $INT %ki, float 1.0, i8* %a, $INT %ldai, i8* %bb, $INT %ldbi, float 0.0, i8* %c, $INT %ldci)
+  br label %done
+dgemm:
+  call void inttoptr (i64 $DGEMM to void (i32, i32, i32, $INT, $INT, $INT, double, i8*, $INT, i8*, $INT, double, i8*, $INT)*)(i32 101, i32 %ta, i32 %tb, $INT %mi, $INT %ni, $INT %ki, double 1.0, i8* %a, $INT %ldai, i8* %bb, $INT %ldbi, double 0.0, i8* %c, $INT %ldci)
+  br label %done
+done:
+  %r = call i32 inttoptr (i64 $SETLOCAL to i32 (i32)*)(i32 %old)
+  ret void
+}
+"""
+_NAMES = ("isf64", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "split",
+          "unit", "astep", "bstep", "cstep")
+
+
+def _loads() -> str:
+  lines = []
+  for j, name in enumerate(_NAMES):
+    lines.append(f"  %p{j} = getelementptr i64, i64* %d, i64 {j}")
+    lines.append(f"  %{name} = load i64, i64* %p{j}")
+  lines.append("  %f64 = icmp ne i64 %isf64, 0")
+  lines.append("  %cols = icmp ne i64 %split, 0")
+  return "\n".join(lines)
+
+
+def _openblas():
+  """(sgemm address, dgemm address, address of openblas_set_num_threads_local or 0, the
+  process-wide get/set thread-count functions, the BLAS integer's IR type) of the OpenBLAS
+  that NumPy loaded, or None."""
+  if os.environ.get("EMBER_BLAS_POOL", "1") == "0":
+    return None
+  try:
+    with open("/proc/self/maps") as f:
+      paths = {line.split()[-1] for line in f if "openblas" in line.lower()
+               and line.split()[-1].startswith("/")}
+  except OSError:
+    return None
+  for path in sorted(paths):
+    try:
+      lib = ctypes.CDLL(path)
+    except OSError:
+      continue
+    for prefix, suffix, int_ty in (("scipy_", "64_", "i64"), ("", "64_", "i64"),
+                                   ("scipy_", "", "i32"), ("", "", "i32")):
+      try:
+        s, d = (getattr(lib, f"{prefix}cblas_{t}gemm{suffix}") for t in "sd")
+        get, set_ = (getattr(lib, f"{prefix}openblas_{w}_num_threads{suffix}")
+                     for w in ("get", "set"))
+      except AttributeError:
+        continue
+      addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value
+      local = getattr(lib, "openblas_set_num_threads_local", None)
+      get.restype, get.argtypes, set_.argtypes = ctypes.c_int, [], [ctypes.c_int]
+      return addr(s), addr(d), addr(local) if local else 0, get, set_, int_ty
+  return None
+
+
+@functools.cache
+def _native():
+  """(engine, address of ember_blas_chunk, None or the process-wide (get, set) thread
+  count functions when the per-thread one is missing), or None without a usable OpenBLAS."""
+  found = _openblas()
+  if found is None:
+    return None
+  s, d, local, get, set_, int_ty = found
+  import string
+  text = _IR if local else "\n".join(l for l in _IR.splitlines() if "SETLOCAL" not in l)
+  text = string.Template(text).substitute(LOADS=_loads(), SGEMM=s, DGEMM=d, SETLOCAL=local,
+                                         INT=int_ty,
+                                         CONV="trunc" if int_ty == "i32" else "bitcast")
+  from ember._src.backends.cpu import compiler
+  engine, addr, *_ = compiler._jit(text, 2)
+  return engine, addr("ember_blas_chunk"), None if local else (get, set_)
+
+
+# A dot below this many flops stays one call (the pool's fork/join and BLAS's per-call
+# packing are not worth splitting for); rows/columns per chunk are a multiple of ALIGN.
+MIN_SPLIT_FLOPS = 4_000_000
+ALIGN = 16
+
+
+class Gemm:
+  """One 2-D float dot's BLAS call, split across the thread pool: `run(a, b, c)` with the
+  operands' and the result's addresses."""
+
+  def __init__(self, native, is_f64: bool, trans_a: bool, trans_b: bool, M: int, N: int,
+               K: int, lda: int, ldb: int, itemsize: int, threads: int | None = None):
+    from ember._src.backends.cpu import threadpool
+    self.engine, self.address, self._global = native
+    threads = threadpool.num_threads() if threads is None else threads
+    cols = N > M                       # split the larger side: its operand is packed once
+    dim = N if cols else M
+    chunks = 1 if 2 * M * N * K < MIN_SPLIT_FLOPS or threads <= 1 else threads
+    unit = max(1, -(-dim // chunks))
+    unit = -(-unit // ALIGN) * ALIGN if unit > ALIGN else unit
+    self.outer = -(-dim // unit)
+    self.nchunks = min(chunks, self.outer)
+    if cols:     # column c of op(B): row c of a transposed B
+      steps = (0, (ldb if trans_b else 1) * unit * itemsize, unit * itemsize)
+    else:        # row r of op(A): column r of a transposed A
+      steps = ((1 if trans_a else lda) * unit * itemsize, 0, N * unit * itemsize)
+    self.desc = np.array([int(is_f64), 112 if trans_a else 111, 112 if trans_b else 111,
+                          M, N, K, lda, ldb, N, int(cols), unit, *steps], np.int64)
+    self._desc = self.desc.ctypes.data
+    self._array = ctypes.c_void_p * 4
+    self.fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
+        self.address)
+    self._pool_run = threadpool.run
+
+  def run(self, a: int, b: int, c: int) -> None:
+    bufs = self._array(a, b, c, self._desc)      # per call: concurrent calls may run
+    if self._global is not None:   # an OpenBLAS without a per-thread count: the process's
+      get, set_ = self._global     # count is 1 for the call (NumPy matmuls of other threads
+      old = get()                  # meanwhile run on one core too)
+      set_(1)
+      try:
+        self._split(bufs)
+      finally:
+        set_(old)
+    else:
+      self._split(bufs)
+
+  def _split(self, bufs) -> None:
+    if self.nchunks > 1:
+      self._pool_run(self.address, bufs, self.outer, self.nchunks)
+    else:
+      self.fn(bufs, 0, self.outer)
+
+
+def gemm_for(instr, out_dtype) -> Gemm | None:
+  """A Gemm for a `dot` instruction when it is a 2-D x 2-D float32/float64 product without
+  batch dimensions computed in its output dtype, and OpenBLAS is available; else None."""
+  lhs, rhs = instr.operands
+  a = instr.attrs
+  dt = np.dtype(out_dtype)
+  if dt not in (np.dtype(np.float32), np.dtype(np.float64)) or \
+      np.dtype(lhs.dtype) != dt or np.dtype(rhs.dtype) != dt or \
+      lhs.shape.rank != 2 or rhs.shape.rank != 2 or a.get("lhs_batch_dims") or \
+      a.get("rhs_batch_dims") or len(a.get("lhs_contracting_dims", ())) != 1 or \
+      len(a.get("rhs_contracting_dims", ())) != 1 or 0 in lhs.shape.dims or \
+      0 in rhs.shape.dims:
+    return None
+  native = _native()
+  if native is None:
+    return None
+  (lc,), (rc,) = a["lhs_contracting_dims"], a["rhs_contracting_dims"]
+  trans_a, trans_b = lc == 0, rc == 1
+  M, K = lhs.shape.dims[1 - lc], lhs.shape.dims[lc]
+  N = rhs.shape.dims[1 - rc]
+  return Gemm(native, dt == np.float64, trans_a, trans_b, M, N, K, lhs.shape.dims[1],
+              rhs.shape.dims[1], dt.itemsize)

@@ -1,0 +1,126 @@
+"""Tiered compilation: a first call runs quick-tier code while the optimized code is built
+in the background.
+
+LLVM's optimization and instruction selection are most of a small function's first call
+(30-45 ms of ~50 at the default tier; 3-5x less at the quick tier, opt_level 0). A module
+that qualifies (`qualifies`) is compiled at the quick tier, and this module's worker thread
+compiles the same IR at the requested tier and swaps the machine code into the Executable
+(`Executable.upgrade`); calls before the swap run the quick code.
+
+Results never depend on the tier: a module qualifies only when its IR carries no `reassoc`
+flag (float add/multiply reductions, whose vectorized order differs from the scalar one).
+Without fast-math flags LLVM's passes and both instruction selectors preserve every value
+(fused multiply-adds are explicit `llvm.fma` calls), so quick and optimized code give the
+same bits; tests/test_tiering.py checks it on the math library.
+
+Run time also decides: quick code is 3-10x slower, so a module whose estimated run time
+(the thread pool's cost model) is above `QUICK_MAX_NS` compiles at the full tier at once.
+`--tiered_compilation=false` (EMBER_FLAGS) turns tiering off; the persistent cache, dumps
+and `jax_disable_most_optimizations` never tier.
+
+The worker runs LLVM's two long calls (the pass pipeline, object emission) in an LLVM
+context and target machine of its own, outside llvmlite's global lock, so a foreground
+compile is not held up by a background one. A forked child keeps its quick code.
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import queue
+import threading
+import time
+
+from ember._src.profiler import trace as _profiler
+
+logger = logging.getLogger("ember._src.compiler")
+
+QUICK_MAX_NS = 3_000_000   # at most ~30 ms of quick code before the swap (~35 ms saved)
+
+_jobs: "queue.SimpleQueue" = queue.SimpleQueue()
+_worker: threading.Thread | None = None
+_lock = threading.Lock()
+_stopping = False
+_current = None            # the executable the worker is compiling for
+_outstanding: set = set()  # executables submitted and not yet upgraded
+
+
+def wait_idle(timeout: float | None = None) -> bool:
+  """Wait until every submitted tier-up is done (benchmarks timing the steady state, tests
+  that patch the compiler); False if `timeout` seconds passed first."""
+  for exe in list(_outstanding):
+    if not exe.tier_up_pending.wait(timeout):
+      return False
+  return True
+
+
+def qualifies(ir_text: str, opt_level: int) -> bool:
+  """Whether the module's quick-tier code computes the same bits as its optimized code,
+  and a quick tier exists below `opt_level`."""
+  return opt_level >= 2 and "reassoc" not in ir_text
+
+
+def submit(exe, job) -> None:
+  """Compile `job()` (-> upgrade kwargs) in the background and upgrade `exe` with it."""
+  global _worker
+  exe.tier_up_pending = threading.Event()
+  _outstanding.add(exe)
+  with _lock:
+    if _worker is None or not _worker.is_alive():
+      _worker = threading.Thread(target=_run, name="ember-tier-up", daemon=True)
+      _worker.start()
+  _jobs.put((exe, job))
+
+
+def _run() -> None:
+  global _current
+  while True:
+    exe, job = _jobs.get()
+    if exe is None:
+      return
+    _current = exe
+    try:
+      if not _stopping:
+        traced, t0 = _profiler.active, time.perf_counter()
+        exe.upgrade(**job())
+        secs = time.perf_counter() - t0
+        logger.debug("tier-up of %s done in %.1f ms", exe.module_name, secs * 1e3)
+        if traced and _profiler.active:   # a span on this worker's row of a trace
+          _profiler.record_secs(f"tier-up {exe.module_name}", t0, secs)
+    except Exception:  # noqa: BLE001 - the quick code stays correct; say why it stayed
+      logger.warning("tier-up of %s failed; it keeps its quick-tier code", exe.module_name,
+                     exc_info=True)
+    finally:
+      _current = None
+      exe.tier_up_pending.set()
+      _outstanding.discard(exe)
+
+
+@atexit.register
+def _stop() -> None:
+  """At exit, let a compile in progress finish (LLVM must not be torn down under it) and
+  drop the rest."""
+  global _stopping
+  _stopping = True
+  w = _worker
+  if w is not None and w.is_alive():
+    _jobs.put((None, None))
+    w.join(timeout=5.0)
+
+
+def _after_fork_in_child() -> None:
+  # the parent's worker does not exist here: its queued executables keep their quick code
+  global _worker, _jobs, _current
+  _worker, old = None, _jobs
+  _jobs = queue.SimpleQueue()
+  pending = [_current]
+  while not old.empty():
+    pending.append(old.get_nowait()[0])
+  _current = None
+  for exe in pending:
+    if exe is not None:
+      exe.tier_up_pending.set()
+  _outstanding.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

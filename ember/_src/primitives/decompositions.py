@@ -1,0 +1,1037 @@
+"""Matrix decompositions (jax.lax.linalg): cholesky, triangular_solve, qr, eigh, eig, svd,
+lu, lu_pivots_to_permutation, householder_product.
+
+Each primitive works on the last two dimensions; leading dimensions are batch dimensions
+(NumPy's linalg routines broadcast over them, so batching a primitive only moves the batch
+dimension to the front). Params, outputs and printed forms are JAX 0.12's.
+
+Compilation follows JAX on CPU: each primitive lowers to `custom-call`s of LAPACK's FFI
+targets (`lapack_spotrf_ffi`, `lapack_dgesdd_ffi`, ...; see `CUSTOM_CALL_TARGETS`), plus
+the HLO ops JAX wraps around them (NaN where LAPACK reports a failure through `info`, the
+triangular masks of qr's R). Passes never fuse, fold or CSE a custom call; the CPU backend
+runs each as a thunk (backends/cpu/linalg_thunks.py) calling the NumPy routine of its
+target, and the reference evaluator (hlo_eval) runs the same NumPy function. NumPy has no
+LU or triangular solve: getrf is a partial-pivoting elimination over the batch in NumPy
+(one vectorized step per column, LAPACK's pivot choice), trsm is np.linalg.solve on the
+masked triangle (substitution when the diagonal has a zero, giving inf/NaN as trsm does).
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ember._src import core
+from ember._src.core import ShapedArray
+from ember._src.hlo import Shape, TupleShape
+from ember._src.primitives import declare, dtype_kind
+from ember._src.transforms import batching
+
+__all__ = ["cholesky", "triangular_solve", "qr", "eigh", "eig", "svd", "lu",
+           "lu_pivots_to_permutation", "householder_product", "symmetrize",
+           "cholesky_p", "triangular_solve_p", "qr_p", "eigh_p", "eig_p", "svd_p", "lu_p",
+           "lu_pivots_to_permutation_p", "householder_product_p", "CUSTOM_CALL_TARGETS"]
+
+_LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
+                  np.dtype(np.complex128))
+_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+
+
+def _real_dtype(dt) -> np.dtype:
+  return np.empty(0, dt).real.dtype
+
+
+def _check_operand(name: str, x: ShapedArray, pos: int = 0, square: bool = False) -> None:
+  """JAX's checks: a LAPACK dtype, rank >= 2, and (for square routines) n x n."""
+  if np.dtype(x.dtype) not in _LAPACK_DTYPES:
+    raise TypeError(f"{name} does not accept dtype {np.dtype(x.dtype).name} at position "
+                    f"{pos}. Accepted dtypes at position {pos} are subtypes of float32, "
+                    "complex128, complex64, float64.")
+  if x.ndim < 2:
+    raise TypeError(f"Input {pos} to {name} must have rank at least 2, but got "
+                    f"shape={x.shape}")
+  if square and x.shape[-1] != x.shape[-2]:
+    raise ValueError(f"The input to linalg.{name} must have shape [..., n, n], got shape "
+                     f"{x.shape}")
+
+
+def _batch(x):
+  return core.get_aval(x).shape[:-2]
+
+
+# --------------------------------------------------------------------------------------
+# LAPACK-like NumPy routines: the semantics of each custom-call target. Every function
+# takes (attrs, *arrays) and returns the list of the target's results.
+# --------------------------------------------------------------------------------------
+
+def _guarded(fn, a, likes):
+  """fn(a) -> list of arrays, plus info (int32 per matrix): 0, or 1 where NumPy's routine
+  fails for that matrix (LinAlgError), whose outputs are then NaN. `likes`: each
+  output's (trailing shape, dtype)."""
+  batch = a.shape[:-2]
+  with np.errstate(all="ignore"):
+    try:
+      return [np.asarray(o) for o in fn(a)] + [np.zeros(batch, np.int32)]
+    except np.linalg.LinAlgError:
+      pass
+    flat = a.reshape((-1,) + a.shape[-2:])
+    outs = [np.full((len(flat),) + tuple(s), np.nan, dt) for s, dt in likes]
+    info = np.zeros(len(flat), np.int32)
+    for i, m in enumerate(flat):
+      try:
+        for o, r in zip(outs, fn(m)):
+          o[i] = r
+      except np.linalg.LinAlgError:
+        info[i] = 1
+  return [o.reshape(batch + o.shape[1:]) for o in outs] + [info.reshape(batch)]
+
+
+def _potrf(attrs, a):
+  """(factor, info): the lower (uplo 'L') Cholesky factor, zeros above the diagonal; info
+  1 (factor NaN) for a matrix that is not positive definite."""
+  lower = dict(attrs).get("uplo", 76) == 76
+  x = a if lower else np.conj(np.swapaxes(a, -1, -2))
+  f, info = _guarded(lambda m: [np.linalg.cholesky(m)], x, [(a.shape[-2:], a.dtype)])
+  f = f.astype(a.dtype, copy=False)
+  return [f if lower else np.conj(np.swapaxes(f, -1, -2)), info]
+
+
+def _substitute(t, b, lower: bool):
+  """Solve t @ x = b for triangular t by substitution (inf/NaN where the diagonal has
+  zeros, as LAPACK's trsm)."""
+  n = t.shape[-1]
+  x = np.zeros(np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:], b.dtype)
+  for i in (range(n) if lower else reversed(range(n))):
+    done = slice(0, i) if lower else slice(i + 1, n)
+    acc = b[..., i, :] - np.einsum("...k,...kj->...j", t[..., i, done], x[..., done, :])
+    x[..., i, :] = acc / t[..., i, i][..., None]
+  return x
+
+
+def _trsm(attrs, a, b):
+  """op(A) X = B (side 'L') or X op(A) = B (side 'R') for the `uplo` triangle of A,
+  op = transpose 'T' / conjugate transpose 'C' / none 'N'; diag 'U': unit diagonal."""
+  cfg = dict(attrs)
+  left, lower = cfg["side"] == 76, cfg["uplo"] == 76
+  trans, unit = cfg["trans_x"], cfg["diag"] == 85
+  n = a.shape[-1]
+  t = np.tril(a) if lower else np.triu(a)
+  if unit:
+    t = t.copy()
+    t[..., np.arange(n), np.arange(n)] = 1
+  if trans != 78:       # 'T' or 'C'
+    t = np.swapaxes(t, -1, -2)
+    t = np.conj(t) if trans == 67 else t
+    lower = not lower
+  if not left:          # X t = B  <=>  t^T X^T = B^T
+    t, b, lower = np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2), not lower
+  with np.errstate(all="ignore"):
+    if n and np.all(np.diagonal(t, axis1=-2, axis2=-1) != 0):
+      try:
+        x = np.linalg.solve(t, b)
+      except np.linalg.LinAlgError:
+        x = _substitute(t, b, lower)
+    else:
+      x = _substitute(t, b, lower)
+  x = x if left else np.swapaxes(x, -1, -2)
+  return [np.asarray(x).astype(a.dtype, copy=False)]
+
+
+def _geqrf(attrs, a):
+  """(a_fact, taus): R on and above the diagonal, the Householder vectors below it."""
+  if 0 in a.shape[-2:]:
+    return [a.copy(), np.zeros(a.shape[:-2] + (min(a.shape[-2:]),), a.dtype)]
+  h, tau = np.linalg.qr(a, mode="raw")
+  return [np.swapaxes(h, -1, -2).astype(a.dtype), tau.astype(a.dtype)]
+
+
+def _orgqr(attrs, a, tau):
+  """Q = H_1 ... H_k applied to the first columns of the identity (H_i = I - tau_i v_i
+  v_i^H, v_i = e_i + the part of column i of `a` below the diagonal)."""
+  m, c = a.shape[-2:]
+  q = np.broadcast_to(np.eye(m, c, dtype=a.dtype), a.shape).copy()
+  for i in reversed(range(tau.shape[-1])):
+    v = a[..., :, i].copy()
+    v[..., :i] = 0
+    v[..., i] = 1
+    w = np.einsum("...m,...mc->...c", np.conj(v), q)
+    q -= tau[..., i, None, None] * v[..., :, None] * w[..., None, :]
+  return [q]
+
+
+def _syevd(attrs, a):
+  """(eigenvectors, eigenvalues ascending, info); info 1 (NaN results) on failure."""
+  uplo = "L" if dict(attrs).get("uplo", 76) == 76 else "U"
+  n, rdt = a.shape[-1], _real_dtype(a.dtype)
+  w, v, info = _guarded(lambda m: np.linalg.eigh(m, UPLO=uplo), a,
+                        [((n,), rdt), ((n, n), a.dtype)])
+  return [v.astype(a.dtype, copy=False), w.astype(rdt, copy=False), info]
+
+
+def _gesdd(attrs, a):
+  """(a, s, u, vt, info) for job mode 'A' (full u, vt), 'S' (reduced) or 'N' (s only: u
+  and vt are left zero); info 1 (NaN results) on failure."""
+  mode = dict(attrs)["mode"]
+  m, n = a.shape[-2:]
+  k, rdt = min(m, n), _real_dtype(a.dtype)
+  ushape, vshape = ((m, k), (k, n)) if mode == 83 else ((m, m), (n, n))
+  if mode == 78:
+    s, info = _guarded(lambda x: [np.linalg.svd(x, compute_uv=False)], a, [((k,), rdt)])
+    u, vt = np.zeros(a.shape[:-2] + ushape, a.dtype), np.zeros(a.shape[:-2] + vshape, a.dtype)
+  else:
+    u, s, vt, info = _guarded(lambda x: np.linalg.svd(x, full_matrices=mode == 65), a,
+                              [(ushape, a.dtype), ((k,), rdt), (vshape, a.dtype)])
+  return [a.copy(), s.astype(rdt, copy=False), u.astype(a.dtype, copy=False),
+          vt.astype(a.dtype, copy=False), info]
+
+
+def _getrf(attrs, a):
+  """(lu, ipiv (1-based, int32), info): LAPACK's partial pivoting (the first row of
+  largest |value| in the column); info j+1 for the first zero pivot (singular)."""
+  m, n = a.shape[-2:]
+  k = min(m, n)
+  batch = a.shape[:-2]
+  x = np.array(a.reshape((int(np.prod(batch, dtype=np.int64)), m, n)), copy=True)
+  bsz = x.shape[0]
+  piv = np.zeros((bsz, k), np.int32)
+  info = np.zeros(bsz, np.int32)
+  rows = np.arange(bsz)
+  with np.errstate(all="ignore"):
+    for j in range(k):
+      mag = np.abs(x[:, j:, j])
+      mag = np.where(np.isnan(mag), np.inf, mag)   # LAPACK's isamax stops at a NaN
+      p = j + np.argmax(mag, axis=1)
+      piv[:, j] = p
+      rj, rp = x[rows, j].copy(), x[rows, p].copy()
+      x[rows, j], x[rows, p] = rp, rj
+      pivot = x[:, j, j]
+      zero = pivot == 0
+      info = np.where(zero & (info == 0), j + 1, info)
+      scale = np.where(zero, 1, pivot)
+      x[:, j + 1:, j] = np.where(zero[:, None], x[:, j + 1:, j], x[:, j + 1:, j] / scale[:, None])
+      x[:, j + 1:, j + 1:] -= x[:, j + 1:, j, None] * x[:, j, None, j + 1:]
+  return [x.reshape(a.shape), (piv + 1).reshape(batch + (k,)), info.reshape(batch)]
+
+
+def _pivots_to_permutation_np(pivots, permutation_size: int):
+  batch = pivots.shape[:-1]
+  p = pivots.reshape((int(np.prod(batch, dtype=np.int64)), pivots.shape[-1]))
+  perm = np.broadcast_to(np.arange(permutation_size, dtype=np.int32),
+                         (p.shape[0], permutation_size)).copy()
+  rows = np.arange(p.shape[0])
+  for j in range(p.shape[-1]):
+    pj = p[:, j]
+    a, b = perm[rows, j].copy(), perm[rows, pj].copy()
+    perm[rows, j], perm[rows, pj] = b, a
+  return perm.reshape(batch + (permutation_size,))
+
+
+def _lu_pivots_to_permutation(attrs, pivots):
+  return [_pivots_to_permutation_np(pivots, dict(attrs)["permutation_size"])]
+
+
+def _complex_dtype(dt) -> np.dtype:
+  return np.result_type(dt, np.complex64)
+
+
+def _unit_columns(v):
+  """Columns scaled to unit 2-norm with their largest-magnitude entry real (LAPACK geev's
+  normalization of eigenvectors)."""
+  v = v / np.linalg.norm(v, axis=-2, keepdims=True)
+  big = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
+  phase = np.where(big == 0, 1, np.conj(big) / np.where(big == 0, 1, np.abs(big)))
+  return v * phase
+
+
+def _geev(attrs, a):
+  """(w, vl, vr, info), all complex: eigenvalues, left eigenvectors (vl^H a = w vl^H) and
+  right ones (a vr = vr w) as unit columns; vl/vr zero when not requested ('N')."""
+  cfg = dict(attrs)
+  n, cdt = a.shape[-1], _complex_dtype(a.dtype)
+  w, vr, info = _guarded(lambda m: np.linalg.eig(m), a, [((n,), cdt), ((n, n), cdt)])
+  w, vr = w.astype(cdt), vr.astype(cdt)
+  vl = np.zeros_like(vr)
+  if cfg.get("compute_left") == 86 and n:
+    with np.errstate(all="ignore"):
+      try:
+        vl = _unit_columns(np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2))).astype(cdt)
+      except np.linalg.LinAlgError:
+        vl = np.full_like(vr, np.nan)
+  if cfg.get("compute_right") != 86:
+    vr = np.zeros_like(vr)
+  return [w, vl, vr, info]
+
+
+CUSTOM_CALL_TARGETS: dict = {}
+for _name, _fn in [("potrf", _potrf), ("trsm", _trsm), ("geqrf", _geqrf), ("orgqr", _orgqr),
+                   ("gesdd", _gesdd), ("getrf", _getrf), ("geev", _geev)]:
+  for _p in "sdcz":
+    CUSTOM_CALL_TARGETS[f"lapack_{_p}{_name}_ffi"] = _fn
+for _p, _name in [("s", "syevd"), ("d", "syevd"), ("c", "heevd"), ("z", "heevd"),
+                  ("c", "ungqr"), ("z", "ungqr")]:
+  CUSTOM_CALL_TARGETS[f"lapack_{_p}{_name}_ffi"] = _syevd if "evd" in _name else _orgqr
+CUSTOM_CALL_TARGETS["lu_pivots_to_permutation"] = _lu_pivots_to_permutation
+
+
+def run_custom_call(target: str, attrs, *arrays) -> list:
+  fn = CUSTOM_CALL_TARGETS.get(target)
+  if fn is None:
+    raise ValueError(f"unknown custom call target {target!r}")
+  return fn(attrs, *arrays)
+
+
+# --------------------------------------------------------------------------------------
+# Lowering helpers
+# --------------------------------------------------------------------------------------
+
+def _target(name: str, dtype) -> str:
+  p = _PREFIX[np.dtype(dtype).name]
+  if p in "cz":
+    name = {"syevd": "heevd", "orgqr": "ungqr"}.get(name, name)
+  return f"lapack_{p}{name}_ffi"
+
+
+def _custom_call(ctx, name: str, operands, shapes, config=(), dtype=None) -> list:
+  """One custom call of LAPACK target `name` (dtype-prefixed); its results unpacked."""
+  dtype = operands[0].dtype if dtype is None else dtype
+  target = name if name == "lu_pivots_to_permutation" else _target(name, dtype)
+  shape = shapes[0] if len(shapes) == 1 else TupleShape(tuple(shapes))
+  out = ctx.emit("custom-call", shape, list(operands),
+                 {"target": target, "backend_config": tuple(config)})
+  return ctx.unpack(out)
+
+
+def _nan_where_failed(ctx, x, info, ok_direction="EQ"):
+  """x where info == 0 (info >= 0 with ok_direction 'GE'), else NaN (JAX's wrapper)."""
+  ok = ctx.compare(info, ctx.constant(0, np.int32), ok_direction)
+  nb = info.shape.rank
+  ok = ctx.broadcast_in_dim(ok, x.dims, tuple(range(nb)))
+  return ctx.select(ok, x, ctx.full(np.nan, x.dtype, x.dims))
+
+
+def _tri_mask(ctx, dims, lower: bool, k: int = 0):
+  """bool mask of the lower (row + k >= col) or upper (row + k <= col) triangle."""
+  r = ctx.iota(np.int32, dims, len(dims) - 2)
+  c = ctx.iota(np.int32, dims, len(dims) - 1)
+  if k:
+    r = ctx.add(r, ctx.full(k, np.int32, dims))
+  return ctx.compare(r, c, "GE" if lower else "LE")
+
+
+def _conj(ctx, x):
+  if np.dtype(x.dtype).kind != "c":
+    return x
+  rdt = _real_dtype(x.dtype)
+  re = ctx.elementwise("real", x, dtype=rdt)
+  im = ctx.elementwise("negate", ctx.elementwise("imag", x, dtype=rdt))
+  return ctx.elementwise("complex", re, im, dtype=x.dtype)
+
+
+# --------------------------------------------------------------------------------------
+# cholesky
+# --------------------------------------------------------------------------------------
+
+def _cholesky_abstract_eval(x):
+  _check_operand("cholesky", x, square=True)
+  return x.update(weak_type=False)
+
+
+def _cholesky_impl(x):
+  return _potrf((("uplo", 76),), x)[0]
+
+
+cholesky_p = declare("cholesky", _cholesky_abstract_eval, _cholesky_impl)
+cholesky_p.batch = batching.all_at_front(cholesky_p)
+
+
+def _cholesky_lower(ctx, x):
+  f, info = _custom_call(ctx, "potrf", [x], [x.shape, Shape(np.dtype(np.int32), x.dims[:-2])],
+                         (("uplo", 76),))
+  return _nan_where_failed(ctx, f, info)
+
+
+cholesky_p.lower = _cholesky_lower
+
+
+# --------------------------------------------------------------------------------------
+# triangular_solve
+# --------------------------------------------------------------------------------------
+
+def _triangular_solve_abstract_eval(a, b, *, left_side, lower, transpose_a, conjugate_a,
+                                    unit_diagonal):
+  for i, x in enumerate((a, b)):
+    _check_operand("triangular_solve", x, i)
+  if a.dtype != b.dtype:
+    raise TypeError(f"triangular_solve requires a and b to have the same dtype, got "
+                    f"{np.dtype(a.dtype).name} and {np.dtype(b.dtype).name}")
+  if a.shape[-1] != a.shape[-2]:
+    raise TypeError(f"triangular_solve requires the last two dimensions of a to be equal "
+                    f"in size, got a.shape of {a.shape}.")
+  if a.ndim != b.ndim:
+    raise TypeError(f"All inputs to triangular_solve must have the same number of batch "
+                    f"dimensions, but got {[a.ndim - 2, b.ndim - 2]} batch dimensions for "
+                    "the inputs.")
+  common = b.shape[-2] if left_side else b.shape[-1]
+  if a.shape[:-2] != b.shape[:-2] or a.shape[-1] != common:
+    raise ValueError(f"Incompatible shapes for arguments to triangular_solve: {a.shape} and "
+                     f"{b.shape}.")
+  return b.update(weak_type=False)
+
+
+def _trsm_config(left_side, lower, transpose_a, conjugate_a, unit_diagonal):
+  trans = (67 if conjugate_a else 84) if transpose_a else 78   # 'C' / 'T' / 'N'
+  return (("diag", 85 if unit_diagonal else 78), ("side", 76 if left_side else 82),
+          ("trans_x", trans), ("uplo", 76 if lower else 85))
+
+
+def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a,
+                           unit_diagonal):
+  if conjugate_a and not transpose_a:
+    a = np.conj(a)
+  cfg = _trsm_config(left_side, lower, transpose_a, conjugate_a, unit_diagonal)
+  return _trsm(cfg, a, b)[0]
+
+
+triangular_solve_p = declare("triangular_solve", _triangular_solve_abstract_eval,
+                             _triangular_solve_impl)
+triangular_solve_p.batch = batching.all_at_front(triangular_solve_p)
+
+
+def _triangular_solve_lower(ctx, a, b, *, left_side, lower, transpose_a, conjugate_a,
+                            unit_diagonal):
+  if conjugate_a and not transpose_a:
+    a = _conj(ctx, a)
+  cfg = _trsm_config(left_side, lower, transpose_a, conjugate_a, unit_diagonal)
+  return _custom_call(ctx, "trsm", [a, b], [b.shape], cfg)[0]
+
+
+triangular_solve_p.lower = _triangular_solve_lower
+
+
+# --------------------------------------------------------------------------------------
+# qr
+# --------------------------------------------------------------------------------------
+
+def _qr_shapes(shape, full_matrices):
+  *batch, m, n = shape
+  k = m if full_matrices else min(m, n)
+  return tuple(batch) + (m, k), tuple(batch) + (k, n)
+
+
+def _qr_abstract_eval(x, *, pivoting, full_matrices, use_magma):
+  _check_operand("qr", x)
+  if pivoting:
+    raise ValueError("ember's qr does not support pivoting=True (column-pivoted QR); "
+                     "call lax.linalg.qr with pivoting=False.")
+  q, r = _qr_shapes(x.shape, full_matrices)
+  return [ShapedArray(q, x.dtype), ShapedArray(r, x.dtype)]
+
+
+def _qr_impl(x, *, pivoting, full_matrices, use_magma):
+  if 0 in x.shape:
+    q, r = _qr_shapes(x.shape, full_matrices)
+    eye = np.broadcast_to(np.eye(*q[-2:], dtype=x.dtype), q).copy()
+    return [eye, np.zeros(r, x.dtype)]
+  q, r = np.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+  return [q.astype(x.dtype, copy=False), r.astype(x.dtype, copy=False)]
+
+
+qr_p = declare("qr", _qr_abstract_eval, _qr_impl, multiple_results=True)
+qr_p.batch = batching.all_at_front(qr_p)
+
+
+def _qr_lower(ctx, x, *, pivoting, full_matrices, use_magma):
+  *batch, m, n = x.dims
+  k = min(m, n)
+  batch = tuple(batch)
+  a, taus = _custom_call(ctx, "geqrf", [x], [x.shape, Shape(x.dtype, batch + (k,))])
+  if full_matrices and m > n:     # Q's last m - n columns come from the identity
+    zero = ctx.constant(0, x.dtype)
+    nb = len(batch)
+    padded = ctx.pad(a, zero, (0,) * (nb + 2), (0,) * (nb + 1) + (m - n,))
+    q = _custom_call(ctx, "orgqr", [padded, taus], [Shape(x.dtype, batch + (m, m))])[0]
+    r = a
+  else:
+    cols = ctx.slice_in_dim(a, 0, k, len(x.dims) - 1)
+    q = _custom_call(ctx, "orgqr", [cols, taus], [Shape(x.dtype, batch + (m, k))])[0]
+    r = ctx.slice_in_dim(a, 0, k, len(x.dims) - 2) if not full_matrices else a
+  # zero below the diagonal (JAX's select on iota(row) - 1 >= iota(col))
+  below = _tri_mask(ctx, r.dims, lower=True, k=-1)
+  r = ctx.select(below, ctx.full(0, r.dtype, r.dims), r)
+  return [q, r]
+
+
+qr_p.lower = _qr_lower
+
+
+# --------------------------------------------------------------------------------------
+# eigh
+# --------------------------------------------------------------------------------------
+
+def _eigh_subset(n, subset_by_index):
+  if subset_by_index is None:
+    return 0, n
+  lo, hi = subset_by_index
+  if not 0 <= lo < hi <= n:
+    raise ValueError(f"subset_by_index must satisfy 0 <= lo < hi <= n, got "
+                     f"{subset_by_index} for n={n}")
+  return lo, hi
+
+
+def _eigh_abstract_eval(x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
+  _check_operand("eigh", x, square=True)
+  n = x.shape[-1]
+  lo, hi = _eigh_subset(n, subset_by_index)
+  return [ShapedArray(x.shape[:-1] + (hi - lo,), x.dtype),
+          ShapedArray(x.shape[:-2] + (hi - lo,), _real_dtype(x.dtype))]
+
+
+def _eigh_config(lower):
+  return (("mode", 86), ("uplo", 76 if lower else 85))
+
+
+def _eigh_impl(x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
+  v, w, info = _syevd(_eigh_config(lower), x)
+  bad = (info != 0)
+  v = np.where(bad[..., None, None], np.nan, v).astype(x.dtype)
+  w = np.where(bad[..., None], np.nan, w).astype(w.dtype)
+  lo, hi = _eigh_subset(x.shape[-1], subset_by_index)
+  return [v[..., lo:hi], w[..., lo:hi]]
+
+
+eigh_p = declare("eigh", _eigh_abstract_eval, _eigh_impl, multiple_results=True)
+eigh_p.batch = batching.all_at_front(eigh_p)
+
+
+def _eigh_lower(ctx, x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
+  *batch, n, _ = x.dims
+  batch = tuple(batch)
+  v, w, info = _custom_call(ctx, "syevd", [x],
+                            [x.shape, Shape(_real_dtype(x.dtype), batch + (n,)),
+                             Shape(np.dtype(np.int32), batch)], _eigh_config(lower))
+  v, w = _nan_where_failed(ctx, v, info), _nan_where_failed(ctx, w, info)
+  lo, hi = _eigh_subset(n, subset_by_index)
+  if (lo, hi) != (0, n):
+    v = ctx.slice_in_dim(v, lo, hi, len(x.dims) - 1)
+    w = ctx.slice_in_dim(w, lo, hi, len(x.dims) - 2)
+  return [v, w]
+
+
+eigh_p.lower = _eigh_lower
+
+
+# --------------------------------------------------------------------------------------
+# svd
+# --------------------------------------------------------------------------------------
+
+def _svd_abstract_eval(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
+  _check_operand("svd", x)
+  if subset_by_index is not None and tuple(subset_by_index) != (0, min(x.shape[-2:])):
+    raise ValueError("ember's svd does not support subset_by_index; compute all singular "
+                     "values and slice them.")
+  if algorithm is not None:
+    raise ValueError(f"ember's svd supports algorithm=None only (LAPACK gesdd), got "
+                     f"{algorithm!r}")
+  *batch, m, n = x.shape
+  k = min(m, n)
+  s = ShapedArray(tuple(batch) + (k,), _real_dtype(x.dtype))
+  if not compute_uv:
+    return [s]
+  ku = m if full_matrices else k
+  kv = n if full_matrices else k
+  return [s, ShapedArray(tuple(batch) + (m, ku), x.dtype),
+          ShapedArray(tuple(batch) + (kv, n), x.dtype)]
+
+
+def _svd_mode(full_matrices, compute_uv):
+  return 78 if not compute_uv else (65 if full_matrices else 83)   # 'N' / 'A' / 'S'
+
+
+def _svd_impl(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
+  _, s, u, vt, info = _gesdd((("mode", _svd_mode(full_matrices, compute_uv)),), x)
+  bad = info != 0
+  s = np.where(bad[..., None], np.nan, s).astype(s.dtype)
+  if not compute_uv:
+    return [s]
+  nan = lambda y: np.where(bad[..., None, None], np.nan, y).astype(x.dtype)
+  return [s, nan(u), nan(vt)]
+
+
+svd_p = declare("svd", _svd_abstract_eval, _svd_impl, multiple_results=True)
+svd_p.batch = batching.all_at_front(svd_p)
+
+
+def _svd_lower(ctx, x, *, full_matrices, compute_uv, subset_by_index, algorithm):
+  *batch, m, n = x.dims
+  batch, k = tuple(batch), min(m, n)
+  mode = _svd_mode(full_matrices, compute_uv)
+  us, vs = ((m, k), (k, n)) if mode == 83 else ((m, m), (n, n))
+  _, s, u, vt, info = _custom_call(
+      ctx, "gesdd", [x], [x.shape, Shape(_real_dtype(x.dtype), batch + (k,)),
+                          Shape(x.dtype, batch + us), Shape(x.dtype, batch + vs),
+                          Shape(np.dtype(np.int32), batch)], (("mode", mode),))
+  s = _nan_where_failed(ctx, s, info)
+  if not compute_uv:
+    return [s]
+  return [s, _nan_where_failed(ctx, u, info), _nan_where_failed(ctx, vt, info)]
+
+
+svd_p.lower = _svd_lower
+
+
+# --------------------------------------------------------------------------------------
+# lu and lu_pivots_to_permutation
+# --------------------------------------------------------------------------------------
+
+def _lu_abstract_eval(x):
+  _check_operand("lu", x)
+  *batch, m, n = x.shape
+  k = min(m, n)
+  return [x.update(weak_type=False), ShapedArray(tuple(batch) + (k,), np.int32),
+          ShapedArray(tuple(batch) + (m,), np.int32)]
+
+
+def _lu_impl(x):
+  lu_, ipiv, info = _getrf((), x)
+  lu_ = np.where((info < 0)[..., None, None], np.nan, lu_).astype(x.dtype)
+  piv = (ipiv - 1).astype(np.int32)
+  return [lu_, piv, _pivots_to_permutation_np(piv, x.shape[-2])]
+
+
+lu_p = declare("lu", _lu_abstract_eval, _lu_impl, multiple_results=True)
+lu_p.batch = batching.all_at_front(lu_p)
+
+
+def _lu_lower(ctx, x):
+  *batch, m, n = x.dims
+  batch, k = tuple(batch), min(m, n)
+  i32 = np.dtype(np.int32)
+  lu_, ipiv, info = _custom_call(ctx, "getrf", [x], [x.shape, Shape(i32, batch + (k,)),
+                                                     Shape(i32, batch)])
+  piv = ctx.sub(ipiv, ctx.full(1, np.int32, ipiv.dims))
+  lu_ = _nan_where_failed(ctx, lu_, info, "GE")
+  perm = _custom_call(ctx, "lu_pivots_to_permutation", [piv], [Shape(i32, batch + (m,))],
+                      (("permutation_size", m),))[0]
+  return [lu_, piv, perm]
+
+
+lu_p.lower = _lu_lower
+
+
+def _p2p_abstract_eval(pivots, *, permutation_size):
+  if np.dtype(pivots.dtype) != np.int32:
+    raise TypeError(f"lu_pivots_to_permutation requires int32 pivots, got "
+                    f"{np.dtype(pivots.dtype).name}")
+  if pivots.ndim < 1:
+    raise ValueError("Argument to lu_pivots_to_permutation must have rank >= 1, got "
+                     f"shape {pivots.shape}")
+  if permutation_size < pivots.shape[-1]:
+    raise ValueError(f"Output permutation size {permutation_size} has to exceed the trailing "
+                     f"dimension of the pivots. Got pivots size {pivots.shape[-1]}")
+  return ShapedArray(pivots.shape[:-1] + (permutation_size,), np.int32)
+
+
+lu_pivots_to_permutation_p = declare(
+    "lu_pivots_to_permutation", _p2p_abstract_eval,
+    lambda p, *, permutation_size: _pivots_to_permutation_np(p, permutation_size))
+lu_pivots_to_permutation_p.batch = batching.all_at_front(lu_pivots_to_permutation_p)
+lu_pivots_to_permutation_p.lower = lambda ctx, p, *, permutation_size: _custom_call(
+    ctx, "lu_pivots_to_permutation", [p],
+    [Shape(np.dtype(np.int32), p.dims[:-1] + (permutation_size,))],
+    (("permutation_size", permutation_size),))[0]
+
+
+# --------------------------------------------------------------------------------------
+# householder_product (LAPACK orgqr/ungqr)
+# --------------------------------------------------------------------------------------
+
+def _hp_abstract_eval(a, taus):
+  _check_operand("householder_product", a)
+  if taus.dtype != a.dtype or taus.shape != a.shape[:-2] + (taus.shape[-1],) or \
+     taus.shape[-1] > min(a.shape[-2:]) or a.shape[-2] < a.shape[-1]:
+    raise ValueError(f"householder_product requires a of shape [..., m, n] with m >= n and "
+                     f"taus of shape [..., k] (k <= n) and the same dtype; got {a.str_short()}"
+                     f" and {taus.str_short()}")
+  return a.update(weak_type=False)
+
+
+householder_product_p = declare("householder_product", _hp_abstract_eval,
+                                lambda a, t: _orgqr((), a, t)[0])
+householder_product_p.batch = batching.all_at_front(householder_product_p)
+householder_product_p.lower = lambda ctx, a, t: _custom_call(ctx, "orgqr", [a, t], [a.shape])[0]
+
+
+# --------------------------------------------------------------------------------------
+# eig (general square matrices; complex results)
+# --------------------------------------------------------------------------------------
+
+def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
+                       enable_eigvec_derivs, implementation):
+  _check_operand("eig", x, square=True)
+  cdt = _complex_dtype(x.dtype)
+  w = ShapedArray(x.shape[:-1], cdt)
+  v = ShapedArray(x.shape, cdt)
+  return [w] + [v] * (bool(compute_left_eigenvectors) + bool(compute_right_eigenvectors))
+
+
+def _eig_config(left, right):
+  return (("compute_left", 86 if left else 78), ("compute_right", 86 if right else 78))
+
+
+def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
+              enable_eigvec_derivs, implementation):
+  w, vl, vr, info = _geev(_eig_config(compute_left_eigenvectors, compute_right_eigenvectors), x)
+  bad = info != 0
+  outs = [np.where(bad[..., None], np.nan, w).astype(w.dtype)]
+  for want, v in ((compute_left_eigenvectors, vl), (compute_right_eigenvectors, vr)):
+    if want:
+      outs.append(np.where(bad[..., None, None], np.nan, v).astype(v.dtype))
+  return outs
+
+
+eig_p = declare("eig", _eig_abstract_eval, _eig_impl, multiple_results=True)
+eig_p.batch = batching.all_at_front(eig_p)
+
+
+def _eig_lower(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
+               enable_eigvec_derivs, implementation):
+  *batch, n, _ = x.dims
+  batch, cdt = tuple(batch), _complex_dtype(x.dtype)
+  w, vl, vr, info = _custom_call(
+      ctx, "geev", [x], [Shape(cdt, batch + (n,)), Shape(cdt, x.dims), Shape(cdt, x.dims),
+                         Shape(np.dtype(np.int32), batch)],
+      _eig_config(compute_left_eigenvectors, compute_right_eigenvectors))
+  outs = [_nan_where_failed(ctx, w, info)]
+  for want, v in ((compute_left_eigenvectors, vl), (compute_right_eigenvectors, vr)):
+    if want:
+      outs.append(_nan_where_failed(ctx, v, info))
+  return outs
+
+
+eig_p.lower = _eig_lower
+
+
+# --------------------------------------------------------------------------------------
+# Differentiation (JAX's rules, jax/_src/lax/linalg.py)
+# --------------------------------------------------------------------------------------
+
+def _jnp():
+  import ember.numpy as jnp
+  return jnp
+
+
+def _T(x):
+  return _jnp().swapaxes(x, -1, -2)
+
+
+def _H(x):
+  return _jnp().conj(_T(x))
+
+
+def _mm(a, b):
+  return _jnp().matmul(a, b)
+
+
+def _eye_like(x, n):
+  jnp = _jnp()
+  return jnp.eye(n, dtype=core.get_aval(x).dtype)
+
+
+def _cholesky_jvp(primals, tangents):
+  from ember._src.transforms import ad
+  (x,), (sigma_dot,) = primals, tangents
+  jnp = _jnp()
+  L = jnp.tril(cholesky_p.bind(x))
+  sigma_dot = ad.instantiate_zeros(sigma_dot)
+  n = core.get_aval(x).shape[-1]
+
+  def phi(X):   # lower triangle with the diagonal halved
+    return jnp.tril(X) / (1 + _eye_like(X, n))
+  tmp = triangular_solve(L, sigma_dot, left_side=False, transpose_a=True, conjugate_a=True,
+                         lower=True)
+  L_dot = _mm(L, phi(triangular_solve(L, tmp, left_side=True, transpose_a=False,
+                                      lower=True)))
+  return L, L_dot
+
+
+cholesky_p.jvp = _cholesky_jvp
+
+
+def _trsm_jvp_a(g_a, ans, a, b, *, left_side, lower, transpose_a, conjugate_a,
+                unit_diagonal):
+  jnp = _jnp()
+  m, n = core.get_aval(b).shape[-2:]
+  k = 1 if unit_diagonal else 0
+  g_a = jnp.tril(g_a, k=-k) if lower else jnp.triu(g_a, k=k)
+  g_a = -g_a
+  g_a = _T(g_a) if transpose_a else g_a
+  g_a = jnp.conj(g_a) if conjugate_a else g_a
+
+  def a_inverse(rhs):
+    return triangular_solve(a, rhs, left_side=left_side, lower=lower, transpose_a=transpose_a,
+                            conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
+  if left_side:
+    return a_inverse(_mm(g_a, ans)) if m > n else _mm(a_inverse(g_a), ans)
+  return a_inverse(_mm(ans, g_a)) if m < n else _mm(ans, a_inverse(g_a))
+
+
+def _trsm_jvp_b(g_b, ans, a, b, **params):
+  return triangular_solve_p.bind(a, g_b, **params)
+
+
+def _triangular_solve_transpose(ct, a, b, *, left_side, lower, transpose_a, conjugate_a,
+                                unit_diagonal):
+  """Linear in b (as `div` in its numerator): the cotangent of b solves the transposed
+  system."""
+  from ember._src.transforms import ad
+  if ad.is_undefined_primal(a):
+    raise ValueError("triangular_solve is not linear in its first argument a")
+  if type(ct) is ad.Zero:
+    return [None, ad.Zero(b.aval)]
+  ct_b = triangular_solve_p.bind(a, ad.instantiate_zeros(ct), left_side=left_side,
+                                 lower=lower, transpose_a=not transpose_a,
+                                 conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
+  return [None, ct_b]
+
+
+def _install_trsm_rules():
+  from ember._src.transforms import ad
+  ad.defjvp2(triangular_solve_p, _trsm_jvp_a, _trsm_jvp_b)
+  triangular_solve_p.transpose = _triangular_solve_transpose
+
+
+_install_trsm_rules()
+
+
+def _qr_jvp(primals, tangents, *, pivoting, full_matrices, use_magma):
+  from ember._src.transforms import ad
+  (x,), (dx,) = primals, tangents
+  jnp = _jnp()
+  q, r = qr_p.bind(x, pivoting=pivoting, full_matrices=False, use_magma=use_magma)
+  *_, m, n = core.get_aval(x).shape
+  if m < n or (full_matrices and m != n):
+    raise NotImplementedError("Unimplemented case of QR decomposition derivative")
+  dx = ad.instantiate_zeros(dx)
+  dx_rinv = triangular_solve(r, dx)     # right side solve by default
+  qt_dx_rinv = _mm(_H(q), dx_rinv)
+  qt_dx_rinv_lower = jnp.tril(qt_dx_rinv, -1)
+  do = qt_dx_rinv_lower - _H(qt_dx_rinv_lower)   # skew-symmetric
+  if jnp.iscomplexobj(qt_dx_rinv):               # the correction complex inputs need
+    eye = _eye_like(do, n)
+    do = do + eye * (qt_dx_rinv - jnp.real(qt_dx_rinv).astype(qt_dx_rinv.dtype))
+  dq = _mm(q, do - qt_dx_rinv) + dx_rinv
+  dr = _mm(qt_dx_rinv - do, r)
+  return [q, r], [dq, dr]
+
+
+qr_p.jvp = _qr_jvp
+
+
+def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues, subset_by_index, algorithm):
+  from ember._src.transforms import ad
+  (a,), (a_dot,) = primals, tangents
+  jnp = _jnp()
+  n = core.get_aval(a).shape[-1]
+  if not (subset_by_index is None or tuple(subset_by_index) == (0, n)):
+    raise NotImplementedError("Derivatives not defined for partial eigen decomposition.")
+  v, w_real = eigh_p.bind(symmetrize(a), lower=lower, sort_eigenvalues=sort_eigenvalues,
+                          subset_by_index=subset_by_index, algorithm=algorithm)
+  a_dot = ad.instantiate_zeros(a_dot)
+  dt = core.get_aval(a).dtype
+  w = w_real.astype(dt)
+  eye_n = _eye_like(a, n)
+  # the reciprocal eigenvalue-difference matrix, 0 on the diagonal (no NaNs there)
+  Fmat = 1 / (eye_n + w[..., None, :] - w[..., :, None]) - eye_n
+  vdag_adot_v = _mm(_mm(_H(v), a_dot), v)
+  dv = _mm(v, Fmat * vdag_adot_v)
+  dw = jnp.real(jnp.diagonal(vdag_adot_v, axis1=-2, axis2=-1))
+  return [v, w_real], [dv, dw]
+
+
+eigh_p.jvp = _eigh_jvp
+
+
+def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index, algorithm):
+  from ember._src.transforms import ad
+  (A,), (dA,) = primals, tangents
+  jnp = _jnp()
+  s, U, Vt = svd_p.bind(A, full_matrices=False, compute_uv=True,
+                        subset_by_index=subset_by_index, algorithm=algorithm)
+  if compute_uv and full_matrices:
+    raise NotImplementedError(
+        "Singular value decomposition JVP not implemented for full matrices")
+  dA = ad.instantiate_zeros(dA)
+  dt = core.get_aval(A).dtype
+  Ut, V = _H(U), _H(Vt)
+  s_dim = s[..., None, :]
+  dS = _mm(_mm(Ut, dA), V)
+  ds = jnp.real(jnp.diagonal(dS, 0, -2, -1))
+  if not compute_uv:
+    return [s], [ds]
+  k = core.get_aval(s).shape[-1]
+  s_diffs = (s_dim + _T(s_dim)) * (s_dim - _T(s_dim))
+  s_diffs_zeros = jnp.eye(k, dtype=core.get_aval(s).dtype)
+  F = 1 / (s_diffs + s_diffs_zeros) - s_diffs_zeros
+  dSS = s_dim.astype(dt) * dS
+  SdS = _T(s_dim.astype(dt)) * dS
+  s_zeros = (s == 0).astype(s.dtype)
+  s_inv = 1 / (s + s_zeros) - s_zeros
+  s_inv_mat = s_inv[..., None, :] * jnp.eye(k, dtype=s.dtype)
+  dUdV_diag = .5 * (dS - _H(dS)) * s_inv_mat.astype(dt)
+  dU = _mm(U, F.astype(dt) * (dSS + _H(dSS)) + dUdV_diag)
+  dV = _mm(V, F.astype(dt) * (SdS + _H(SdS)))
+  m, n = core.get_aval(A).shape[-2:]
+  if m > n:
+    dAV = _mm(dA, V)
+    dU = dU + (dAV - _mm(U, _mm(Ut, dAV))) / s_dim.astype(dt)
+  if n > m:
+    dAHU = _mm(_H(dA), U)
+    dV = dV + (dAHU - _mm(V, _mm(Vt, dAHU))) / s_dim.astype(dt)
+  return [s, U, Vt], [ds, dU, _H(dV)]
+
+
+svd_p.jvp = _svd_jvp
+
+
+def _lu_jvp(primals, tangents):
+  from ember._src.transforms import ad
+  (a,), (a_dot,) = primals, tangents
+  jnp = _jnp()
+  lu_, pivots, permutation = lu_p.bind(a)
+  a_dot = ad.instantiate_zeros(a_dot)
+  *batch, m, n = core.get_aval(a).shape
+  dt = core.get_aval(a).dtype
+  k = min(m, n)
+  x = jnp.take_along_axis(a_dot, permutation[..., :, None], axis=-2)
+  l = jnp.tril(lu_[..., :, :k], -1)
+  l = jnp.pad(l, [(0, 0)] * len(batch) + [(0, 0), (0, m - k)]) + jnp.eye(m, dtype=dt)
+  u = jnp.pad(jnp.triu(lu_[..., :k, :]), [(0, 0)] * len(batch) + [(0, n - k), (0, 0)])
+  u = u + jnp.pad(jnp.eye(n - k, dtype=dt), ((k, 0), (k, 0)))
+  la = triangular_solve(l, x, left_side=True, transpose_a=False, lower=True,
+                        unit_diagonal=True)
+  lau = triangular_solve(u, la, left_side=False, transpose_a=False, lower=False)
+  lu_dot = _mm(l, jnp.tril(lau, -1)) + _mm(jnp.triu(lau), u)
+  return [lu_, pivots, permutation], [lu_dot, ad.Zero.from_value(pivots),
+                                      ad.Zero.from_value(permutation)]
+
+
+lu_p.jvp = _lu_jvp
+
+
+def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors,
+             enable_eigvec_derivs, implementation):
+  """Eigenvalues only: dw = diag(V^-1 dA V) (JAX's rule)."""
+  from ember._src.transforms import ad
+  if compute_left_eigenvectors or compute_right_eigenvectors:
+    raise NotImplementedError(
+        "Derivatives of non-symmetric eigenvectors are not implemented in ember; only the "
+        "eigenvalues (jnp.linalg.eigvals) can be differentiated.")
+  (a,), (da,) = primals, tangents
+  jnp = _jnp()
+  w, v = eig_p.bind(a, compute_left_eigenvectors=False, compute_right_eigenvectors=True,
+                    enable_eigvec_derivs=False, implementation=implementation)
+  da = ad.instantiate_zeros(da).astype(core.get_aval(v).dtype)
+  dw = jnp.diagonal(_mm(jnp.linalg.solve(v, da), v), axis1=-2, axis2=-1)
+  return [w], [dw]
+
+
+eig_p.jvp = _eig_jvp
+
+
+# --------------------------------------------------------------------------------------
+# lax.linalg functions
+# --------------------------------------------------------------------------------------
+
+def _promote_float(x):
+  """lax.linalg's cholesky/eigh accept integer input (symmetrize divides by 2.0, which
+  promotes them to the default float type in JAX)."""
+  import ember.numpy as jnp
+  x = jnp.asarray(x)
+  if dtype_kind(x.dtype) in "biu":
+    from ember._src.numpy import util
+    x, = util.promote_dtypes_inexact(x)
+  return x
+
+
+def symmetrize(x):
+  """(x + x^H) / 2: the matrices' Hermitian part."""
+  return (x + _H(x)) / 2
+
+
+def cholesky(x, *, symmetrize_input: bool = True):
+  """The lower Cholesky factor L (x = L L^H) of each matrix; NaN where x is not positive
+  definite."""
+  x = _promote_float(x)
+  if symmetrize_input:
+    x = symmetrize(x)
+  return _jnp().tril(cholesky_p.bind(x))
+
+
+def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False,
+                     transpose_a: bool = False, conjugate_a: bool = False,
+                     unit_diagonal: bool = False):
+  """Solve op(a) x = b (left_side) or x op(a) = b for triangular a."""
+  conjugate_a = conjugate_a and dtype_kind(core.get_aval(a).dtype) == "c"
+  return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                 transpose_a=bool(transpose_a), conjugate_a=bool(conjugate_a),
+                                 unit_diagonal=bool(unit_diagonal))
+
+
+def qr(x, *, pivoting: bool = False, full_matrices: bool = True, use_magma=None):
+  """(q, r) with x = q r, q orthonormal columns, r upper triangular."""
+  q, r = qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices),
+                   use_magma=use_magma)
+  return q, r
+
+
+def eigh(x, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True, subset_by_index=None):
+  """(v, w): eigenvectors (columns) and ascending eigenvalues of Hermitian matrices."""
+  x = _promote_float(x)
+  if symmetrize_input:
+    x = symmetrize(x)
+  if subset_by_index is not None:
+    subset_by_index = tuple(operator.index(i) for i in subset_by_index)
+  v, w = eigh_p.bind(x, lower=bool(lower), sort_eigenvalues=bool(sort_eigenvalues),
+                     subset_by_index=subset_by_index, algorithm=None)
+  return v, w
+
+
+def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index=None,
+        algorithm=None):
+  """(u, s, vh) with x = u diag(s) vh (s descending); only s when compute_uv=False."""
+  out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv),
+                   subset_by_index=subset_by_index, algorithm=algorithm)
+  if compute_uv:
+    s, u, vh = out
+    return u, s, vh
+  return out[0]
+
+
+def lu(x):
+  """(lu, pivots, permutation): x[permutation] = L U with unit-lower L and upper U packed
+  in `lu`; pivots are LAPACK's row swaps (0-based)."""
+  lu_, piv, perm = lu_p.bind(x)
+  return lu_, piv, perm
+
+
+def lu_pivots_to_permutation(pivots, permutation_size: int):
+  """The permutation that applying the row swaps `pivots` in order makes of arange."""
+  return lu_pivots_to_permutation_p.bind(pivots,
+                                         permutation_size=operator.index(permutation_size))
+
+
+def householder_product(a, taus):
+  """The product of the Householder reflectors stored in a's columns (LAPACK orgqr)."""
+  return householder_product_p.bind(a, taus)
+
+
+def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
+        enable_eigvec_derivs: bool = False, implementation=None):
+  """Eigenvalues [, left eigenvectors] [, right eigenvectors] of general square matrices
+  (complex results; eigenvectors as unit columns, as LAPACK's geev)."""
+  if implementation is not None:
+    raise ValueError(f"ember's eig supports implementation=None only, got {implementation!r}")
+  return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
+                    compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                    enable_eigvec_derivs=bool(enable_eigvec_derivs), implementation=None)

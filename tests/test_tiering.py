@@ -1,0 +1,162 @@
+"""Tiered compilation (backends/cpu/tiering.py): quick-tier code first, optimized code swapped
+in by a background compile, with results that never depend on the tier."""
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember import lax
+from ember._src import flags
+
+
+def _executable(f, *args):
+  return ember.jit(f).lower(*args).compile()._computation.executable
+
+
+def _bits(a):
+  a = np.asarray(a)
+  return a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.kind == "f" else a
+
+
+# Every math-library function and the structural ops kernels are made of: quick (opt 0)
+# and optimized (O1 + vectorizers) code must agree bit for bit.
+UNARY = [jnp.exp, jnp.exp2, jnp.expm1, jnp.log, jnp.log2, jnp.log10, jnp.log1p, jnp.sin,
+         jnp.cos, jnp.tan, jnp.arcsin, jnp.arccos, jnp.arctan, jnp.sinh, jnp.cosh, jnp.tanh,
+         jnp.arcsinh, jnp.arccosh, jnp.arctanh, jnp.cbrt, jnp.sqrt, lax.logistic, lax.erf,
+         lax.erfc, lax.erf_inv, lax.lgamma, lax.digamma]
+
+
+def _unary_input(dt):
+  rng = np.random.default_rng(0)
+  x = np.concatenate([rng.uniform(-1, 1, 200), rng.uniform(-30, 30, 200),
+                      [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, 1e30, 0.5, 1.0, -1.0]])
+  return x.astype(dt)
+
+
+@pytest.mark.parametrize("fn", UNARY, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_quick_and_optimized_code_give_the_same_bits(fn, dt):
+  with ember.enable_x64(dt == np.float64):
+    x = _unary_input(dt)
+    with np.errstate(all="ignore"):
+      def f(v):
+        return fn(v) * 2 + 1
+      exe = _executable(f, x)
+      assert exe.tier_up_pending is not None          # this module started at the quick tier
+      quick = exe.execute([x])[0].copy()
+      exe.tier_up_pending.wait()
+      optimized = exe.execute([x])[0]
+      with flags.override(tiered_compilation=False):
+        plain = _executable(f, x)
+      assert plain.tier_up_pending is None
+      np.testing.assert_array_equal(_bits(quick), _bits(optimized))
+      np.testing.assert_array_equal(_bits(plain.execute([x])[0]), _bits(optimized))
+
+
+def test_binary_structural_and_small_dot_kernels_give_the_same_bits():
+  rng = np.random.default_rng(1)
+  a = rng.standard_normal((40, 48)).astype(np.float32)
+  b = rng.standard_normal((48, 40)).astype(np.float32)
+
+  def f(a, b):
+    c = b[:40].T
+    return jnp.tanh(a @ b) + jnp.arctan2(a[:, :40], c) ** 2 - jnp.power(jnp.abs(a[:, :40]), c)
+  exe = _executable(f, a, b)
+  assert exe.tier_up_pending is not None
+  quick = exe.execute([a, b])[0].copy()
+  exe.tier_up_pending.wait()
+  np.testing.assert_array_equal(_bits(quick), _bits(exe.execute([a, b])[0]))
+  np.testing.assert_allclose(quick, np.asarray(f(a, b)), rtol=1e-5, atol=1e-5)
+
+
+def test_jitted_calls_are_correct_before_and_after_the_swap():
+  x = np.linspace(-3, 3, 5000, dtype=np.float32)
+  f = ember.jit(lambda v: jnp.sin(v) * jnp.exp(-v * v))
+  want = np.sin(x.astype(np.float64)) * np.exp(-x.astype(np.float64) ** 2)
+  outs = [np.asarray(f(x)) for _ in range(30)]       # some before, some after the swap
+  f.lower(x).compile()._computation.executable.tier_up_pending.wait()
+  outs.append(np.asarray(f(x)))
+  for o in outs:
+    np.testing.assert_array_equal(_bits(o), _bits(outs[-1]))
+  np.testing.assert_allclose(outs[-1], want, rtol=1e-6, atol=1e-7)
+
+
+def test_calls_from_threads_during_the_swap():
+  x = np.linspace(0.1, 2, 3000, dtype=np.float32)
+  f = ember.jit(lambda v: jnp.log(v) + jnp.cbrt(v))
+  want = np.log(x.astype(np.float64)) + np.cbrt(x.astype(np.float64))
+  errors = []
+
+  def work():
+    try:
+      for _ in range(20):
+        np.testing.assert_allclose(np.asarray(f(x)), want, rtol=2e-6, atol=1e-6)
+    except Exception as e:  # noqa: BLE001
+      errors.append(e)
+  threads = [threading.Thread(target=work) for _ in range(4)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join()
+  assert not errors
+
+
+def test_machine_code_attributes_describe_the_optimized_code():
+  x = np.ones(4096, np.float32)
+  exe = _executable(lambda v: jnp.exp(v) + 1, x)
+  assert exe.tier_up_pending is not None
+  # these wait for the tier-up: the assembly is the vectorized code, not the quick code
+  assert exe.cache_payload["opt_level"] == 3
+  assert exe.code_size > 0 and exe.tier_up_pending.is_set()
+  assert "vector.body" in exe.llvm_ir_optimized
+
+
+@pytest.mark.parametrize("case", ["reduction", "flag_off", "disable_most_optimizations",
+                                  "large"])
+def test_modules_that_compile_at_the_full_tier_at_once(case):
+  x = np.ones((64, 64), np.float32)
+  f = lambda v: jnp.exp(v) + 1
+  if case == "reduction":     # a reassociated float sum: its order depends on the tier
+    f = lambda v: jnp.sum(jnp.exp(v), axis=1)
+  elif case == "large":       # quick code would run longer than the compile it saves
+    x = np.ones((3000, 3000), np.float32)
+  if case == "flag_off":
+    with flags.override(tiered_compilation=False):
+      exe = _executable(f, x)
+  elif case == "disable_most_optimizations":
+    ember.config.update("jax_disable_most_optimizations", True)
+    try:
+      exe = _executable(f, x)
+    finally:
+      ember.config.update("jax_disable_most_optimizations", False)
+  else:
+    exe = _executable(f, x)
+  assert exe.tier_up_pending is None
+
+
+def test_tiered_compilation_flag_parses():
+  assert flags.parse("--tiered_compilation=false").tiered_compilation is False
+  with pytest.raises(ValueError, match="--tiered_compilation"):
+    flags.parse("--tiered_compilation=maybe")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_keeps_its_quick_code():
+  x = np.linspace(0, 1, 1000, dtype=np.float32)
+  f = ember.jit(lambda v: jnp.tanh(v) * 3)
+  np.asarray(f(x))
+  pid = os.fork()
+  if pid == 0:   # the child: calls work and the machine-code attributes do not hang
+    code = 1
+    try:
+      exe = f.lower(x).compile()._computation.executable
+      ok = np.allclose(np.asarray(f(x)), np.tanh(x) * 3, rtol=1e-6)
+      exe.code_size
+      code = 0 if ok else 2
+    finally:
+      os._exit(code)
+  _, status = os.waitpid(pid, 0)
+  assert os.waitstatus_to_exitcode(status) == 0
