@@ -50,7 +50,7 @@ def test_reads_a_jax_written_xplane_as_jax_does():
                          for e in kernels)
   assert {e.name for e in kernels} == {dict(e.stats)["hlo_op"] for e in kernels}
   (step,) = [e for e in lines["python"] if e.name == "step_0"]
-  assert step.stats == [("n", "3")]
+  assert step.stats == [("n", 3)]
   env = dict(pdata.find_plane_with_name("Task Environment").stats)
   assert env["profile_stop_time"] > env["profile_start_time"] > 1.7e18   # epoch ns
 
