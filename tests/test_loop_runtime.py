@@ -64,6 +64,30 @@ def test_pooled_dot_matches_numpy(ls, rs, f, dtype):
   assert dots and all(t.gemm is not None for t in dots)
 
 
+def test_pooled_dots_leave_numpys_blas_thread_count_alone():
+  """OpenBLAS's count is 1 only while ember's dots run (concurrent chunks once left it at 1
+  for good: NumPy's own matmuls then ran on one core)."""
+  found = blas_pool._openblas()
+  if found is None:
+    pytest.skip("NumPy is not linked to an OpenBLAS")
+  get = found[2]
+  before = get()
+  f = ember.jit(lambda a, b: a @ b)
+  a, b = data((128, 784)), data((784, 512))
+  for _ in range(10):
+    f(a, b).block_until_ready()
+  assert get() == before
+
+
+def test_gram_products_keep_numpys_syrk():
+  m = data((300, 200))
+  for f in (lambda x: x @ x.T, lambda x: x.T @ x):
+    dots = [t for t in thunks(f, m) if isinstance(t, ex.DotThunk)]
+    assert dots and all(t.gemm is None for t in dots)
+    np.testing.assert_allclose(np.asarray(ember.jit(f)(m)), f(m.astype(np.float64)),
+                               rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3, 5])
 @pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True),
                                              (True, True)])

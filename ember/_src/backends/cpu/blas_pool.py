@@ -5,16 +5,18 @@ other; on a machine with more runnable threads than cores (a shared CI box, or t
 executor thread next to ember's pool) a 0.3 ms product then takes 5-50 ms (measured: the
 seed-001 MLP epoch 20 s instead of 0.4 s at a load average of 3 on 2 cores). Here a 2-D dot
 `C[M,N] = op(A) @ op(B)` runs as chunks of rows (or columns) of C, each one
-`cblas_?gemm` call with OpenBLAS's thread count set to 1 for the calling thread only
-(`openblas_set_num_threads_local`), and the chunks go through `threadpool.run`: the caller
+`cblas_?gemm` call with OpenBLAS's thread count set to 1 while ember's dots run (process-
+wide: `openblas_set_num_threads_local` changes the global count in the OpenBLAS NumPy ships,
+and chunks setting and restoring it concurrently left NumPy's own matmuls single-threaded
+afterwards; the first dot to start saves the count and the last to end restores it), and
+the chunks go through `threadpool.run`: the caller
 takes part and claims whatever chunks the workers have not started, so a busy machine
 degrades to one core instead of stalling.
 
 The native part is one small LLVM function compiled once per process (like the pool's):
 `ember_blas_chunk(i8** {A, B, C, descriptor}, i64 start, i64 stop)`, with the addresses of
 the BLAS functions baked in (found in the OpenBLAS library this process loaded; none found,
-or not OpenBLAS: `gemm_for` returns None and dots keep NumPy's matmul; an OpenBLAS older than
-0.3.27 has no per-thread count: the process-wide count is set to 1 around each dot).
+or not OpenBLAS: `gemm_for` returns None and dots keep NumPy's matmul).
 `EMBER_BLAS_POOL=0` keeps NumPy's matmul. Nothing of it is in
 a serialized executable: a thunk builds its descriptor from the instruction.
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import threading
 
 import numpy as np
 
@@ -67,7 +70,6 @@ $LOADS
   %ldai = $CONV i64 %lda to $INT
   %ldbi = $CONV i64 %ldb to $INT
   %ldci = $CONV i64 %ldc to $INT
-  %old = call i32 inttoptr (i64 $SETLOCAL to i32 (i32)*)(i32 1)
   br i1 %f64, label %dgemm, label %sgemm
 sgemm:
   call void inttoptr (i64 $SGEMM to void (i32, i32, i32, $INT, $INT, $INT, float, i8*, $INT, i8*, $INT, float, i8*, $INT)*)(i32 101, i32 %ta, i32 %tb, $INT %mi, $INT %ni, $INT %ki, float 1.0, i8* %a, $INT %ldai, i8* %bb, $INT %ldbi, float 0.0, i8* %c, $INT %ldci)
@@ -76,7 +78,6 @@ dgemm:
   call void inttoptr (i64 $DGEMM to void (i32, i32, i32, $INT, $INT, $INT, double, i8*, $INT, i8*, $INT, double, i8*, $INT)*)(i32 101, i32 %ta, i32 %tb, $INT %mi, $INT %ni, $INT %ki, double 1.0, i8* %a, $INT %ldai, i8* %bb, $INT %ldbi, double 0.0, i8* %c, $INT %ldci)
   br label %done
 done:
-  %r = call i32 inttoptr (i64 $SETLOCAL to i32 (i32)*)(i32 %old)
   ret void
 }
 """
@@ -95,9 +96,8 @@ def _loads() -> str:
 
 
 def _openblas():
-  """(sgemm address, dgemm address, address of openblas_set_num_threads_local or 0, the
-  process-wide get/set thread-count functions, the BLAS integer's IR type) of the OpenBLAS
-  that NumPy loaded, or None."""
+  """(sgemm address, dgemm address, the process-wide get/set thread-count functions, the
+  BLAS integer's IR type) of the OpenBLAS that NumPy loaded, or None."""
   if os.environ.get("EMBER_BLAS_POOL", "1") == "0":
     return None
   try:
@@ -120,9 +120,8 @@ def _openblas():
       except AttributeError:
         continue
       addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value
-      local = getattr(lib, "openblas_set_num_threads_local", None)
       get.restype, get.argtypes, set_.argtypes = ctypes.c_int, [], [ctypes.c_int]
-      return addr(s), addr(d), addr(local) if local else 0, get, set_, int_ty
+      return addr(s), addr(d), get, set_, int_ty
   return None
 
 
@@ -133,15 +132,37 @@ def _native():
   found = _openblas()
   if found is None:
     return None
-  s, d, local, get, set_, int_ty = found
+  s, d, get, set_, int_ty = found
   import string
-  text = _IR if local else "\n".join(l for l in _IR.splitlines() if "SETLOCAL" not in l)
-  text = string.Template(text).substitute(LOADS=_loads(), SGEMM=s, DGEMM=d, SETLOCAL=local,
+  text = string.Template(_IR).substitute(LOADS=_loads(), SGEMM=s, DGEMM=d,
                                          INT=int_ty,
                                          CONV="trunc" if int_ty == "i32" else "bitcast")
   from ember._src.backends.cpu import compiler
   engine, addr, *_ = compiler._jit(text, 2)
-  return engine, addr("ember_blas_chunk"), None if local else (get, set_)
+  return engine, addr("ember_blas_chunk"), (get, set_)
+
+
+_count_lock = threading.Lock()
+_users = 0                  # ember dots running now
+_saved_count = None         # OpenBLAS's thread count before the first of them
+_restore = None             # ... and the function that sets it back
+
+
+def _single_threaded_blas(get, set_) -> None:
+  global _users, _saved_count, _restore
+  with _count_lock:
+    if _users == 0:
+      _saved_count, _restore = get(), set_
+      set_(1)
+    _users += 1
+
+
+def _restore_blas_threads() -> None:
+  global _users
+  with _count_lock:
+    _users -= 1
+    if _users == 0:
+      _restore(_saved_count)
 
 
 # A dot below this many flops stays one call (the pool's fork/join and BLAS's per-call
@@ -180,16 +201,11 @@ class Gemm:
 
   def run(self, a: int, b: int, c: int) -> None:
     bufs = self._array(a, b, c, self._desc)      # per call: concurrent calls may run
-    if self._global is not None:   # an OpenBLAS without a per-thread count: the process's
-      get, set_ = self._global     # count is 1 for the call (NumPy matmuls of other threads
-      old = get()                  # meanwhile run on one core too)
-      set_(1)
-      try:
-        self._split(bufs)
-      finally:
-        set_(old)
-    else:
+    _single_threaded_blas(*self._global)
+    try:
       self._split(bufs)
+    finally:
+      _restore_blas_threads()
 
   def _split(self, bufs) -> None:
     if self.nchunks > 1:
@@ -211,10 +227,12 @@ def gemm_for(instr, out_dtype) -> Gemm | None:
       len(a.get("rhs_contracting_dims", ())) != 1 or 0 in lhs.shape.dims or \
       0 in rhs.shape.dims:
     return None
+  (lc,), (rc,) = a["lhs_contracting_dims"], a["rhs_contracting_dims"]
+  if lhs is rhs and lc == rc:   # a Gram matrix (m @ m.T, m.T @ m): NumPy's matmul calls
+    return None                 # syrk, half the flops of a gemm
   native = _native()
   if native is None:
     return None
-  (lc,), (rc,) = a["lhs_contracting_dims"], a["rhs_contracting_dims"]
   trans_a, trans_b = lc == 0, rc == 1
   M, K = lhs.shape.dims[1 - lc], lhs.shape.dims[lc]
   N = rhs.shape.dims[1 - rc]
