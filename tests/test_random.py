@@ -869,3 +869,21 @@ def test_sampler_errors(i):
   call, exc, match = _ERRORS[i]
   with pytest.raises(exc, match=match):
     call(random.key(0))
+
+
+def test_stack_and_concatenate_of_typed_keys_join_their_data():
+  k1, k2 = random.split(random.key(0))
+  for fn in (lambda a, b: jnp.stack([a, b]), ember.jit(lambda a, b: jnp.stack([a, b]))):
+    ks = fn(k1, k2)
+    assert ks.shape == (2,) and jnp.issubdtype(ks.dtype, ember.dtypes.prng_key)
+    # JAX 0.12: the stacked keys' data are the two keys' data, row by row
+    np.testing.assert_array_equal(np.asarray(random.key_data(ks)),
+                                  [[1797259609, 2579123966], [928981903, 3453687069]])
+  grid = random.split(random.key(1), 4).reshape(2, 2)
+  assert jnp.concatenate([grid, grid], axis=1).shape == (2, 4)
+  assert jnp.concatenate([grid, grid], axis=None).shape == (8,)
+  assert jnp.stack([grid, grid], axis=-1).shape == (2, 2, 2)
+  np.testing.assert_array_equal(np.asarray(random.key_data(jnp.stack([grid, grid], axis=-1)))[..., 1, :],
+                                np.asarray(random.key_data(grid)))
+  with pytest.raises(TypeError, match="stack"):
+    jnp.stack([k1, jnp.zeros(2, jnp.uint32)])

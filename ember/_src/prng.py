@@ -197,7 +197,8 @@ class PRNGKeyArray:
   transformations). Deviation from JAX: this is a pytree node whose one child is that
   data, not an Array with an extended dtype, so keys cross `jit` boundaries as their data
   and jaxprs show `u32[..., 2]` where JAX prints `key<fry>[...]`. Values are identical.
-  Keys support indexing, iteration, `reshape` and `T`, `==`/`!=`, but no arithmetic.
+  Keys support indexing, iteration, `reshape` and `T`, `==`/`!=`, `jnp.stack` and
+  `jnp.concatenate` (numpy/shape.py), but no arithmetic.
   """
   __slots__ = ("_data",)
   __array_priority__ = 2000  # beat Array / Tracer so `array + key` reaches __radd__ here

@@ -225,6 +225,11 @@ def _is_array_input(x) -> bool:
   return hasattr(x, "shape") and hasattr(x, "dtype") and core.is_arraylike(x)
 
 
+def _all_keys(arrays) -> bool:
+  from ember._src.prng import PRNGKeyArray
+  return all(isinstance(a, PRNGKeyArray) for a in arrays)
+
+
 def concatenate(arrays, axis: int | None = 0, dtype=None):
   """Join arrays along an existing axis (flattened first when axis is None)."""
   if _is_array_input(arrays):  # an array: concatenate its rows
@@ -245,6 +250,11 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
   arrays = list(arrays)
   if not arrays:
     raise ValueError("Need at least one array to concatenate.")
+  if _all_keys(arrays):   # typed PRNG keys: join their data (the key axis stays last)
+    if axis is None:
+      arrays, axis = [k.reshape(-1) for k in arrays], 0
+    axis = canonicalize_axis(axis, arrays[0].ndim, "concatenate")
+    return type(arrays[0])(concatenate([k._data for k in arrays], axis))
   check_arraylike("concatenate", *arrays)
   if axis is None:
     arrays, axis = [ravel(a) for a in arrays], 0
@@ -274,6 +284,9 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
   arrays = list(arrays)
   if not arrays:
     raise ValueError("Need at least one array to stack.")
+  if _all_keys(arrays):   # typed PRNG keys: stack their data (the key axis stays last)
+    axis = canonicalize_axis(axis, arrays[0].ndim + 1, "stack")
+    return type(arrays[0])(stack([k._data for k in arrays], axis))
   check_arraylike("stack", *arrays)
   shapes = [_shape(a) for a in arrays]
   if len({len(s) for s in shapes}) != 1:
