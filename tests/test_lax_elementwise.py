@@ -7,6 +7,7 @@ import pytest
 
 import ember
 from ember import lax
+import ember.numpy as jnp
 
 NAN, INF = float("nan"), float("inf")
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -706,3 +707,56 @@ def test_errors_name_the_operation_and_the_problem(i):
     fn()
   with pytest.raises(cls, match=pattern):  # the same check while tracing
     ember.make_jaxpr(fn)()
+
+
+# --- fma (ember's own primitive: x * y + z rounded once; the random samplers use it) -----
+
+def _exact_fma32(x, y, z):
+  """Correctly rounded x * y + z from exact rational arithmetic."""
+  from fractions import Fraction
+  out = []
+  for a, b, c in zip(x.ravel(), y.ravel(), z.ravel()):
+    if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
+      out.append(np.float32(np.float64(a) * np.float64(b) + np.float64(c)))
+      continue
+    v = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    f = np.float32(float(v))             # nearest f32 of the double nearest v ...
+    lo, hi = np.nextafter(f, np.float32(-np.inf)), np.nextafter(f, np.float32(np.inf))
+    best = min((abs(Fraction(float(g)) - v), int(np.float32(g).view(np.uint32)) & 1, g)
+               for g in (lo, f, hi) if np.isfinite(g))   # ... corrected: ties to even
+    out.append(np.float32(best[2]))
+  return np.array(out, np.float32).reshape(x.shape)
+
+
+def test_fma_rounds_once_eager_and_compiled():
+  from ember._src.primitives.elementwise import fma
+  rng = np.random.default_rng(7)
+  x = rng.standard_normal(400).astype(np.float32)
+  y = (1 + rng.integers(0, 4096, 400) * np.float32(2 ** -23)).astype(np.float32)
+  z = (-x * y).astype(np.float32)         # cancellation: the product's rounding error shows
+  x = np.concatenate([x, np.float32([1 + 2 ** -23, 1e-30, np.inf, 3e-20])])
+  y = np.concatenate([y, np.float32([1 - 2 ** -23, 1e-20, 0.0, 3e-20])])
+  z = np.concatenate([z, np.float32([-1, 0.0, 1.0, 1e-45])])   # a subnormal result
+  want = _exact_fma32(x, y, z)
+  for f in (fma, ember.jit(fma)):
+    got = np.asarray(f(x, y, z))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got.view(np.uint32)[~np.isnan(want)],
+                                  want.view(np.uint32)[~np.isnan(want)])
+    assert np.isnan(got[np.isnan(want)]).all()
+    # signed zeros and overflow follow IEEE: 0 * -0 + -0 = -0; 3e38 * 10 - 3e38 = inf
+    edge = np.asarray(f(np.float32([0.0, 3e38]), np.float32([-0.0, 10]), np.float32([-0.0, -3e38])))
+    assert np.signbit(edge[0]) and edge[0] == 0 and edge[1] == np.inf
+  assert float(fma(np.float32(1 + 2 ** -23), np.float32(1 - 2 ** -23), np.float32(-1))) == -2.0 ** -46
+
+
+def test_fma_jvp_vmap_and_dtype_error():
+  from ember._src.primitives.elementwise import fma
+  x = np.linspace(-2, 2, 6, dtype=np.float32)
+  g = ember.grad(lambda v: jnp.sum(fma(v, v, np.float32(3))))(x)
+  np.testing.assert_allclose(np.asarray(g), 2 * x, rtol=1e-6)
+  m = np.arange(12, dtype=np.float32).reshape(3, 4)
+  np.testing.assert_array_equal(np.asarray(ember.vmap(lambda r: fma(r, r, r))(m)), m * m + m)
+  assert "fma" in str(ember.make_jaxpr(fma)(x, x, x))
+  with pytest.raises(TypeError, match="fma is defined for float32"):
+    fma(x.astype(np.float16), x.astype(np.float16), x.astype(np.float16))

@@ -109,7 +109,7 @@ UNARY = {"abs", "negate", "sign", "floor", "ceil", "round-nearest-afz", "round-n
 BINARY = {"add", "subtract", "multiply", "divide", "remainder", "power", "maximum", "minimum",
           "atan2", "and", "or", "xor", "shift-left", "shift-right-arithmetic",
           "shift-right-logical", "compare", "complex", "next-after"}
-TERNARY = {"select", "clamp"}
+TERNARY = {"select", "clamp", "fma"}   # fma: ember's, x * y + z rounded once
 ELEMENTWISE = UNARY | BINARY | TERNARY
 TRANSCENDENTAL = {"exponential", "exponential-minus-one", "log", "log-plus-one", "tanh",
                   "logistic", "sine", "cosine", "tan", "sqrt", "rsqrt", "cbrt", "erf", "erfc",

@@ -52,7 +52,7 @@ _ELEMENTWISE_PRIMS: dict[str, tuple[Any, dict]] = {
     "logistic": (ew.logistic_p, {}), "sine": (ew.sin_p, {}), "cosine": (ew.cos_p, {}),
     "tan": (ew.tan_p, {}), "sqrt": (ew.sqrt_p, {}), "rsqrt": (ew.rsqrt_p, {}),
     "cbrt": (ew.cbrt_p, {}), "erf": (ew.erf_p, {}), "erfc": (ew.erfc_p, {}),
-    "erf-inv": (ew.erf_inv_p, {}), "lgamma": (ew.lgamma_p, {}), "digamma": (ew.digamma_p, {}),
+    "erf-inv": (ew.erf_inv_p, {}), "fma": (ew.fma_p, {}), "lgamma": (ew.lgamma_p, {}), "digamma": (ew.digamma_p, {}),
     "asin": (ew.asin_p, {}), "acos": (ew.acos_p, {}), "atan": (ew.atan_p, {}),
     "sinh": (ew.sinh_p, {}), "cosh": (ew.cosh_p, {}), "asinh": (ew.asinh_p, {}),
     "acosh": (ew.acosh_p, {}), "atanh": (ew.atanh_p, {}), "is-finite": (ew.is_finite_p, {}),

@@ -570,6 +570,8 @@ def _fma(x, y, z, dtype):
   Boldo & Melquiond's emulation (IEEE Trans. Computers 57(4), 2008): x * y = p + e
   exactly (Dekker's product, split by masking mantissa bits), then
   RN(th + RO(tl + e)) with (th, tl) = TwoSum(z, p) and RO rounding to odd."""
+  if dtype == _F32:   # the fma primitive (llvm.fma); float64 keeps the emulation below
+    return _fma32(x, y, z)
   uint = UINT_DTYPES[dtypes.finfo(dtype).bits]
   # Halves whose pairwise products fit the significand (24 / 53 bits); x's last bit is 0.
   x_low, y_low = {dtypes.float32: (12, 12), dtypes.float64: (27, 26)}[dtype]
@@ -1170,8 +1172,9 @@ _F32 = dtypes.float32
 
 
 def _fma32(a, b, c):
-  """RN(a * b + c) in float32 for general a, b, c (what LLVM's contraction computes)."""
-  return _fma(a, b, c, _F32)
+  """RN(a * b + c) in float32 (what LLVM's contraction computes): ember's fma primitive."""
+  from ember._src.primitives.elementwise import fma
+  return fma(a, b, c)
 
 
 def _f32c(v):

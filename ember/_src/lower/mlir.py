@@ -291,6 +291,8 @@ class _Printer:
       return [f"{lhs}stablehlo.select {', '.join(x)} : {in_types()[0]}, {out_t}{loc}"]
     if op == "clamp":
       return [f"{lhs}stablehlo.clamp {', '.join(x)} : {fn_type()}{loc}"]
+    if op == "fma":   # ember's own op (StableHLO has none): MLIR's generic form
+      return [f'{lhs}"ember.fma"({", ".join(x)}) : {fn_type()}{loc}']
     if op == "reduce-precision":
       return [f"{lhs}stablehlo.reduce_precision {x[0]}, format = e{a['exponent_bits']}"
               f"m{a['mantissa_bits']} : {out_t}{loc}"]

@@ -503,6 +503,48 @@ ad.defjvp_zero(nextafter_p)
 ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
           lambda g, x, y: mul(g, div(neg(x), add(square(x), square(y)))))
 
+# --- fma: one rounding of x * y + z (ember's own; JAX's lax has none) ------------------
+# ember's random samplers reproduce XLA:CPU's float32 log/exp/erf_inv op for op, and XLA's
+# code contracts multiply-adds; one primitive (llvm.fma when compiled) keeps those
+# formulas a few equations long instead of an error-free emulation of ~40 each.
+
+@_quiet
+def _fma_impl(x, y, z):
+  """RN32(x * y + z): the product is exact in float64 (2 x 24 significand bits), the sum is
+  rounded to odd there (TwoSum's error says whether it was exact), and 53 >= 24 + 2 bits
+  make the final rounding to float32 correct (Boldo & Melquiond 2008)."""
+  a, b, c = (np.asarray(v, np.float64) for v in (x, y, z))
+  p = a * b
+  s = p + c
+  bb = s - p
+  err = (p - (s - bb)) + (c - bb)
+  even = (s.view(np.uint64) & np.uint64(1)) == 0
+  s = np.where((err != 0) & even & np.isfinite(s), np.nextafter(s, np.copysign(np.inf, err)), s)
+  return np.asarray(s.astype(np.float32))
+
+
+def _fma_abstract_eval(x, y, z):
+  out = _fma_naryop.abstract_eval(x, y, z)
+  if out.dtype != np.float32:
+    raise TypeError(f"fma is defined for float32 operands (ember's samplers use it), got {out.dtype}")
+  return out
+
+
+_fma_naryop = naryop("fma", _fma_impl, FLOAT)
+fma_p = declare("fma", _fma_abstract_eval, _fma_impl)
+fma_p.batch = batching.broadcasting(fma_p)
+fma_p.lower = lowering.elementwise("fma")
+
+
+def fma(x, y, z):
+  """x * y + z rounded once, for float32 operands of one shape (or scalars)."""
+  return bind_elementwise(fma_p, x, y, z)
+
+
+ad.defjvp(fma_p, lambda g, x, y, z: mul(g, y), lambda g, x, y, z: mul(x, g),
+          lambda g, x, y, z: g)
+
+
 # mul carries JAX's `out_dtype` param (hidden when None): with a dtype, the operands are
 # cast to it before multiplying.
 

@@ -743,6 +743,10 @@ def _clamp_rule(em, instr, v):
   return mn(em, instr, [mx(em, instr, [x, lo]), hi])
 
 
+def _fma_rule(em, instr, v):
+  return em.intrinsic(f"llvm.fma.{float_suffix(v[0].type)}", v[0].type, v)
+
+
 def _negate(em, instr, v):
   k = kind(instr.dtype)
   if k == "f":
@@ -963,7 +967,7 @@ def _real_imag_float(em, instr, v):   # real/imag of a real operand (not produce
 _SCALAR_RULES: dict[str, Callable] = {
     "add": _add, "subtract": _sub, "multiply": _mul, "divide": _div, "remainder": _rem,
     "maximum": _max_min(True), "minimum": _max_min(False), "compare": _compare_rule,
-    "select": _select_rule, "clamp": _clamp_rule, "negate": _negate, "abs": _abs_rule,
+    "select": _select_rule, "clamp": _clamp_rule, "fma": _fma_rule, "negate": _negate, "abs": _abs_rule,
     "sign": _sign_rule, "floor": _float_intrinsic("floor"), "ceil": _float_intrinsic("ceil"),
     "round-nearest-even": _float_intrinsic("roundeven"), "round-nearest-afz": _round_afz,
     "is-finite": _is_finite, "not": _not, "and": _bitwise("and_"), "or": _bitwise("or_"),
