@@ -607,3 +607,11 @@ def test_checkpoint_name_and_policies():
   g = ember.grad(lambda x: ember.checkpoint(lambda y: f(y) * y, policy=policy)(x))
   for fn in (g, ember.jit(g)):
     np.testing.assert_allclose(float(fn(0.4)), np.cos(0.4) * 0.4 + np.sin(0.4), rtol=1e-6)
+
+
+def test_digamma_gradient_is_inf_at_its_poles():
+  # JAX 0.12: grad(digamma) at 0, -1, -3 is inf (not the 1e16 that sin(pi x) ~ 1e-8 gives)
+  for fn in (ember.grad(lax.digamma), ember.jit(ember.grad(lax.digamma))):
+    for x in (0.0, -1.0, -3.0):
+      assert float(fn(x)) == np.inf
+    np.testing.assert_allclose(float(fn(-2.5)), 9.539247, rtol=1e-6)   # JAX's value

@@ -1077,7 +1077,9 @@ def _trigamma(x):
   tail = mul(integer_pow(z, -3), sub(1 / 6, mul(w, sub(1 / 30, mul(w, sub(1 / 42, div(w, 30.0)))))))
   psi1 = add(acc, add(add(reciprocal(z), mul(w, 0.5)), tail))
   reflected = sub(div(math.pi ** 2, square(sin(mul(math.pi, x)))), psi1)
-  return select(negative, reflected, psi1)
+  # the poles 0, -1, -2, ...: sin(pi x) rounds to a tiny nonzero there; JAX gives inf
+  pole = bitwise_and(le(x, _zeros(x)), eq(x, floor(x)))
+  return select(pole, _full(x, np.inf), select(negative, reflected, psi1))
 
 
 def _bessel_i1e(x):
