@@ -368,7 +368,7 @@ def _ndtr(x):
   """Phi(x) through erf near 0 and erfc in the tails (no cancellation either side)."""
   dtype = aval(x).dtype.type
   half_sqrt_2 = dtype(0.5) * np.sqrt(2.0, dtype=dtype)
-  w = lax.mul(x, half_sqrt_2)
+  w = jnp.multiply(x, half_sqrt_2)   # jnp, as JAX's `x * c`: a weak x is made strong
   z = lax.abs(w)
   y = lax.select(lax.lt(z, half_sqrt_2), lax.add(dtype(1.0), lax.erf(w)),
                  lax.select(lax.gt(w, dtype(0.0)), lax.sub(dtype(2.0), lax.erfc(z)),
