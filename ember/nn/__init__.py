@@ -22,7 +22,7 @@ from ember._src.numpy.reductions import _count, asarray_arg, aval
 from ember._src.primitives.elementwise import convert_element_type
 from ember.scipy.special import _log_softmax, _softmax, logsumexp  # noqa: F401
 
-__all__ = ["identity", "relu", "relu6", "squareplus", "softplus", "sparse_plus", "soft_sign",
+__all__ = ["dot_product_attention", "identity", "relu", "relu6", "squareplus", "softplus", "sparse_plus", "soft_sign",
            "sigmoid", "sparse_sigmoid", "silu", "swish", "mish", "log_sigmoid", "elu",
            "leaky_relu", "hard_tanh", "celu", "selu", "gelu", "glu", "hard_sigmoid",
            "hard_silu", "hard_swish", "log1mexp", "tanh", "softmax", "log_softmax",
@@ -279,3 +279,4 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
 
 
 from ember.nn import initializers  # noqa: E402,F401  (jax.nn.initializers)
+from ember.nn._attention import dot_product_attention  # noqa: E402,F401
