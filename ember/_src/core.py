@@ -474,16 +474,19 @@ class MainTrace(NamedTuple):
 
 
 class Trace:
+  """The interface of an interpreter (eval, jaxpr building, jvp, batching): each subclass
+  defines `pure`/`lift` and `process_primitive`."""
   def __init__(self, main: MainTrace):
     self.main = main
 
   def pure(self, val):
-    raise NotImplementedError(type(self).__name__)
+    raise NotImplementedError(f"{type(self).__name__} must define pure (an abstract method)")
 
   lift = pure
 
   def process_primitive(self, primitive, tracers, params):
-    raise NotImplementedError(type(self).__name__)
+    raise NotImplementedError(f"{type(self).__name__} must define process_primitive "
+                              "(an abstract method)")
 
 
 class Tracer:
@@ -494,7 +497,7 @@ class Tracer:
 
   @property
   def aval(self) -> ShapedArray:
-    raise NotImplementedError
+    raise NotImplementedError(f"{type(self).__name__} must define aval (an abstract property)")
 
   shape = property(lambda self: self.aval.shape)
   dtype = property(lambda self: self.aval.dtype)

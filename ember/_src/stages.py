@@ -121,6 +121,7 @@ class CompiledComputation:
     self.out_avals = list(out_avals)
     self.compile_times: dict[str, float] = {}   # seconds per stage (compile_module)
     self.flags = None                           # the compiler flags it was compiled with
+    self.estimated_ns: float | None = None      # single-core run time (cost model)
     self._text: str | None = None
     self._plan: _RunPlan | None = None
 
@@ -224,12 +225,12 @@ def _estimated_ns(module: hlo.Module) -> float:
       ca.get("bytes accessed", 0.0), ca.get("flops", 0.0), ca.get("transcendentals", 0.0)))
 
 
-def _tier_up_pays(module: hlo.Module, flags) -> bool:
+def _tier_up_pays(estimated_ns: float, flags) -> bool:
   """Whether quick-tier code may run first (tiering.py): its 3-10x slower run must cost
   less than the optimized compile it saves."""
   from ember._src.backends.cpu import tiering
   return bool(getattr(flags, "tiered_compilation", False)) and flags.opt_level >= 2 and \
-      _estimated_ns(module) < tiering.QUICK_MAX_NS
+      estimated_ns < tiering.QUICK_MAX_NS
 
 
 class _RunPlan:
@@ -246,8 +247,8 @@ class _RunPlan:
     nbytes = sum(dt.itemsize * int(np.prod(d, dtype=np.int64)) for dt, d in self.in_specs)
     nbytes += sum(av.dtype.itemsize * int(np.prod(av.shape, dtype=np.int64))
                   for av in comp.out_avals if isinstance(av.dtype, np.dtype))
-    self.small = nbytes < executor._INLINE_BYTES or \
-        _estimated_ns(comp.module) < executor.INLINE_NS
+    est = comp.estimated_ns if comp.estimated_ns is not None else _estimated_ns(comp.module)
+    self.small = nbytes < executor._INLINE_BYTES or est < executor.INLINE_NS
     self.aliased = frozenset(getattr(ex, "donated", ()))
     name = self.name
     if type(ex) is Executable:
@@ -347,11 +348,12 @@ def compile_module(module: hlo.Module, out_avals, flags=None) -> CompiledComputa
   t2 = time.perf_counter()
   times = {"hlo_passes": t1 - started, "buffer_assignment": t2 - t1}
   key = None if flags.dump_to else (structural_key(module), flags)
+  estimated_ns = _estimated_ns(module)   # decides tiering here, inline runs in _RunPlan
   executable = _executables.get(key) if key else None
   if executable is None:
     # native code from the persistent cache directory when one is set, else codegen
     executable = persistent_cache.compile_or_load(module, assignment, flags, started,
-                                                  _tier_up_pays(module, flags))
+                                                  _tier_up_pays(estimated_ns, flags))
     backend = getattr(executable, "compile_times", None)   # None: loaded, not compiled
     if backend is not None:
       times.update(backend)
@@ -361,7 +363,7 @@ def compile_module(module: hlo.Module, out_avals, flags=None) -> CompiledComputa
       _executables[key] = executable
   times["backend"] = time.perf_counter() - t2
   comp = CompiledComputation(module, executable, assignment, out_avals)
-  comp.compile_times, comp.flags = times, flags
+  comp.compile_times, comp.flags, comp.estimated_ns = times, flags, estimated_ns
   return comp
 
 

@@ -161,7 +161,8 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
           ndmin: int = 0, device=None, out_sharding=None):
   """Create an ember array from an array, scalar, or (nested) list/tuple of them."""
   if order is not None and order != "K":
-    raise NotImplementedError("Only implemented for order='K'")
+    raise NotImplementedError(f"jnp.array: only order='K' (or None) is supported, got "
+                              f"order={order!r}; ember arrays are always row-major")
   # Fast paths: nothing to convert.
   if dtype is None and ndmin == 0:
     if isinstance(object, core.Tracer) or (isinstance(object, Array) and not copy):

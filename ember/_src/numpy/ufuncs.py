@@ -373,7 +373,8 @@ def round(a, decimals=0, out=None):  # noqa: A001 - jnp.round
                      "astype() first.")
   if dtypes.issubdtype(dt, np.integer):
     if decimals < 0:
-      raise NotImplementedError("integer np.round not implemented for decimals < 0")
+      raise NotImplementedError(f"jnp.round of an integer array with decimals={decimals} < 0 "
+                                "is not supported (as in JAX); round a float copy instead")
     return a
 
   def round_float(x):

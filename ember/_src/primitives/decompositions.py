@@ -810,7 +810,9 @@ def _qr_jvp(primals, tangents, *, pivoting, full_matrices, use_magma):
   q, r = qr_p.bind(x, pivoting=pivoting, full_matrices=False, use_magma=use_magma)
   *_, m, n = core.get_aval(x).shape
   if m < n or (full_matrices and m != n):
-    raise NotImplementedError("Unimplemented case of QR decomposition derivative")
+    raise NotImplementedError(
+        f"The derivative of qr is defined for m >= n with full_matrices=False (or square "
+        f"inputs), got a {m}x{n} matrix with full_matrices={full_matrices} (as in JAX)")
   dx = ad.instantiate_zeros(dx)
   dx_rinv = triangular_solve(r, dx)     # right side solve by default
   qt_dx_rinv = _mm(_H(q), dx_rinv)
@@ -833,7 +835,8 @@ def _eigh_jvp(primals, tangents, *, lower, sort_eigenvalues, subset_by_index, al
   jnp = _jnp()
   n = core.get_aval(a).shape[-1]
   if not (subset_by_index is None or tuple(subset_by_index) == (0, n)):
-    raise NotImplementedError("Derivatives not defined for partial eigen decomposition.")
+    raise NotImplementedError("eigh's derivative is defined only for the full decomposition: "
+                              f"subset_by_index={subset_by_index} (as in JAX)")
   v, w_real = eigh_p.bind(symmetrize(a), lower=lower, sort_eigenvalues=sort_eigenvalues,
                           subset_by_index=subset_by_index, algorithm=algorithm)
   a_dot = ad.instantiate_zeros(a_dot)
@@ -859,7 +862,8 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv, subset_by_index, a
                         subset_by_index=subset_by_index, algorithm=algorithm)
   if compute_uv and full_matrices:
     raise NotImplementedError(
-        "Singular value decomposition JVP not implemented for full matrices")
+        "The derivative of svd with compute_uv=True needs full_matrices=False (as in JAX); "
+        "use jnp.linalg.svd(x, full_matrices=False)")
   dA = ad.instantiate_zeros(dA)
   dt = core.get_aval(A).dtype
   Ut, V = _H(U), _H(Vt)

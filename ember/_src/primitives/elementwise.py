@@ -523,14 +523,15 @@ def _fma_impl(x, y, z):
   return np.asarray(s.astype(np.float32))
 
 
-def _fma_abstract_eval(x, y, z):
-  out = _fma_naryop.abstract_eval(x, y, z)
-  if out.dtype != np.float32:
-    raise TypeError(f"fma is defined for float32 operands (ember's samplers use it), got {out.dtype}")
-  return out
+def _fma_abstract_eval(*avals):
+  check_same_dtypes("fma", avals)
+  if avals[0].dtype != np.float32:
+    raise TypeError(f"fma is defined for float32 operands (ember's samplers use it), got "
+                    f"{avals[0].dtype}")
+  return ShapedArray(broadcasting_shape("fma", avals), avals[0].dtype,
+                     all(a.weak_type for a in avals))
 
 
-_fma_naryop = naryop("fma", _fma_impl, FLOAT)
 fma_p = declare("fma", _fma_abstract_eval, _fma_impl)
 fma_p.batch = batching.broadcasting(fma_p)
 fma_p.lower = lowering.elementwise("fma")

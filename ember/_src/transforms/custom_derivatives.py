@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import inspect
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -107,6 +107,36 @@ def _split_nondiff(args, nondiff_argnums):
       full[i] = next(it)
     return full
   return nondiff, tuple(args[i] for i in dyn_idx), merge
+
+
+class _Call(NamedTuple):
+  """A custom_jvp/custom_vjp call to stage: the function's name, the nondiff and the
+  differentiable arguments, `merge` (differentiable -> all), and the traced call
+  (`_trace_call`)."""
+  name: str
+  nondiff: list
+  dyn: tuple
+  merge: Callable
+  jaxpr: Any
+  consts: list
+  leaves: list
+  in_tree: Any
+  out_tree: Any
+
+
+def _prepare_call(custom, rule, missing: str, args, kwargs):
+  """The shared start of custom_jvp/custom_vjp calls: the rule must be defined, keyword
+  arguments are bound, and with no trace above the function simply runs (its result);
+  otherwise a `_Call` with the function traced on its differentiable arguments."""
+  name = _fun_name(custom.fun)
+  if rule is None:
+    raise AttributeError(missing.format(name))
+  args = _resolve_kwargs(custom.fun, args, kwargs)
+  nondiff, dyn, merge = _split_nondiff(args, custom.nondiff_argnums)
+  if _is_eager(tree_util.tree_leaves(dyn)):
+    return custom.fun(*args)
+  traced = _trace_call(lambda *d: custom.fun(*merge(d)), dyn)
+  return _Call(name, nondiff, dyn, merge, *traced)
 
 
 def _is_eager(leaves) -> bool:
@@ -272,15 +302,11 @@ class custom_jvp:
     self.defjvp(jvp)
 
   def __call__(self, *args, **kwargs):
-    name = _fun_name(self.fun)
-    if self.jvp is None:
-      raise AttributeError(f"No JVP defined for custom_jvp function {name} using defjvp.")
-    args = _resolve_kwargs(self.fun, args, kwargs)
-    nondiff, dyn, merge = _split_nondiff(args, self.nondiff_argnums)
-    if _is_eager(tree_util.tree_leaves(dyn)):
-      return self.fun(*args)
-    fun = lambda *d: self.fun(*merge(d))
-    jaxpr, consts, leaves, in_tree, out_tree = _trace_call(fun, dyn)
+    call = _prepare_call(self, self.jvp, "No JVP defined for custom_jvp function {} using "
+                         "defjvp.", args, kwargs)
+    if type(call) is not _Call:   # no trace above: the function itself
+      return call
+    name, nondiff, _, merge, jaxpr, consts, leaves, in_tree, out_tree = call
     rule, rule_name = self.jvp, _fun_name(self.jvp)
 
     def jvp_flat(primals, tangents):
@@ -397,15 +423,11 @@ class custom_vjp:
     self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
 
   def __call__(self, *args, **kwargs):
-    name = _fun_name(self.fun)
-    if self.fwd is None:
-      raise AttributeError(f"No VJP defined for custom_vjp function {name} using defvjp.")
-    args = _resolve_kwargs(self.fun, args, kwargs)
-    nondiff, dyn, merge = _split_nondiff(args, self.nondiff_argnums)
-    if _is_eager(tree_util.tree_leaves(dyn)):
-      return self.fun(*args)
-    fun = lambda *d: self.fun(*merge(d))
-    jaxpr, consts, leaves, in_tree, out_tree = _trace_call(fun, dyn)
+    call = _prepare_call(self, self.fwd, "No VJP defined for custom_vjp function {} using "
+                         "defvjp.", args, kwargs)
+    if type(call) is not _Call:   # no trace above: the function itself
+      return call
+    name, nondiff, dyn, merge, jaxpr, consts, leaves, in_tree, out_tree = call
     fwd, bwd = self.fwd, self.bwd
     res_tree_box = {}
 
