@@ -67,7 +67,8 @@ def test_the_view_dies_before_the_call():
 def test_pending_donated_argument_is_taken_on_the_executor_thread():
   shape = (300, 300)
   inc = ember.jit(lambda a: a + 1.0)
-  y0 = inc(np.zeros(shape, np.float32))
+  zeros = ember.device_put(np.zeros(shape, np.float32))  # (a NumPy argument takes a block)
+  y0 = inc(zeros)
   ptr = y0.unsafe_buffer_pointer()
   del y0                                     # its pooled block is the next one handed out
   gc.collect()
@@ -75,7 +76,7 @@ def test_pending_donated_argument_is_taken_on_the_executor_thread():
   p = executor.Pending()
   executor.get_executor().submit(lambda: (ev.wait(30), ())[1], p)
   try:
-    x = inc(np.zeros(shape, np.float32))     # pending: the executor is busy
+    x = inc(zeros)                           # pending: the executor is busy
     assert not x.is_ready()
     out = _step(x, jnp.ones(shape))          # donated while still pending
     assert x.is_deleted() and not out.is_ready()

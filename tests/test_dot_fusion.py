@@ -214,7 +214,8 @@ def test_small_dots_get_a_generated_kernel_large_ones_blas():
   assert thunks(small) == ["KernelThunk"]
   bare = compiled(lambda x, w: x @ w, data((64, 64)), data((64, 64)))
   assert thunks(bare) == ["KernelThunk"]
-  large = compiled(lambda x, w: jnp.tanh(x @ w), data((256, 256)), data((256, 256)))
+  # A is 2.25 MB: more than L2 holds, so BLAS on every host
+  large = compiled(lambda x, w: jnp.tanh(x @ w), data((1100, 512)), data((512, 16)))
   assert thunks(large) == ["DotEpilogueThunk"]
   complex_dot = compiled(lambda x, w: x @ w, data((4, 4)).astype(np.complex64),
                          data((4, 4)).astype(np.complex64))
@@ -224,13 +225,49 @@ def test_small_dots_get_a_generated_kernel_large_ones_blas():
 def test_small_kernel_choice():
   lay = lambda m, k, n, dt=F32: dot_kernels.DotLayout(1, m, k, n, (0, k, 1), (0, n, 1),
                                                       np.dtype(dt), m, 1)
-  assert dot_kernels.small_kernel_ok(lay(64, 64, 64))
-  assert dot_kernels.small_kernel_ok(lay(3, 5, 7, F64))
-  assert not dot_kernels.small_kernel_ok(lay(128, 784, 512))      # BLAS's rate wins
-  assert not dot_kernels.small_kernel_ok(lay(128, 128, 64))
-  assert dot_kernels.small_kernel_ok(lay(128, 128, 64), fused=True)  # saves a thunk too
-  assert not dot_kernels.small_kernel_ok(lay(8, 8, 8, np.complex64))
-  assert not dot_kernels.small_kernel_ok(lay(8, 8, 8)._replace(a_strides=None))
+  assert dot_kernels.generated_kernel_ok(lay(64, 64, 64))
+  assert dot_kernels.generated_kernel_ok(lay(3, 5, 7, F64))
+  avx512 = dot_kernels.vector_bytes() == 64     # the kernel outruns BLAS while A is in L2
+  assert dot_kernels.generated_kernel_ok(lay(128, 784, 512)) == avx512
+  assert dot_kernels.generated_kernel_ok(lay(128, 128, 64)) == avx512
+  assert dot_kernels.generated_kernel_ok(lay(128, 128, 64), fused=True)  # saves a thunk too
+  assert not dot_kernels.generated_kernel_ok(lay(2000, 2000, 2000))     # A: 16 MB
+  assert not dot_kernels.generated_kernel_ok(lay(8, 8, 8, np.complex64))
+  assert not dot_kernels.generated_kernel_ok(lay(8, 8, 8)._replace(a_strides=None))
+
+
+_BLOCKED = [  # (A, B, dot) with K past one K block, partial panels, rows past MR blocks
+    ((13, 300), (300, 70), lambda a, b: a @ b),
+    ((130, 257), (200, 257), lambda a, b: a @ b.T),
+    ((257, 40), (257, 100), lambda a, b: a.T @ b),
+    ((3, 9, 200), (3, 200, 65), lambda a, b: a @ b),
+    ((5, 300), (300, 130), lambda a, b: a @ b),        # M <= MR: B read in place
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("case", range(len(_BLOCKED)))
+def test_generated_kernel_k_blocks(case, dtype, monkeypatch):
+  """Dots of the generated kernel whose K spans several packed blocks: against NumPy in
+  float64, and the same bits for any block size (partial sums resume from C)."""
+  sa, sb, dot = _BLOCKED[case]
+  a, b = data(sa, dtype), data(sb, dtype)
+  monkeypatch.setattr(dot_kernels, "generated_kernel_ok", lambda *a, **k: True)
+  ref = dot(a.astype(F64), b.astype(F64))
+  outs, panels = [], []
+  for panel in (dot_kernels.PANEL_BYTES, 1 << 12):
+    monkeypatch.setattr(dot_kernels, "PANEL_BYTES", panel)
+    with ember.enable_x64(dtype == F64):   # compiled afresh (a jit would hit its cache)
+      module = optimize(clone_module(ember.jit(dot).lower(a, b).compiler_ir()))
+      exe = compile_module(module, assign_buffers(module))
+      assert [type(t).__name__ for t in exe.thunks] == ["KernelThunk"]
+      panels.append(re.findall(r"alloca (?:float|double), i64 (\d+)", exe.llvm_ir))
+      outs.append(np.asarray(exe.execute([a, b])[0]))
+    assert outs[-1].dtype == dtype
+    np.testing.assert_allclose(outs[-1], ref, rtol=4 * np.finfo(dtype).eps,
+                               atol=dot_atol(300, dtype, a, b) * 4)
+  assert panels[0] != panels[1]                  # the two kernels block K differently
+  np.testing.assert_array_equal(outs[0], outs[1])
 
 
 @pytest.mark.parametrize("m, k, n", [(5, 7, 3), (64, 64, 64), (150, 120, 200)])
@@ -253,7 +290,7 @@ def test_serialized_executable_replays(m, k, n):
 def test_dot_epilogue_blocks(monkeypatch):
   """Several row blocks (a small block size) give the same result as one."""
   x, w = data((100, 30)), data((30, 50))
-  monkeypatch.setattr(dot_kernels, "small_kernel_ok", lambda lay, tile=0, fused=False: False)
+  monkeypatch.setattr(dot_kernels, "generated_kernel_ok", lambda *a, **k: False)
   monkeypatch.setattr(ex.DotEpilogueThunk, "BLOCK_BYTES", 7 * 50 * 4)
   f = lambda x, w: (jnp.tanh(x @ w) * 3).astype(jnp.float16)
   module = optimize(clone_module(ember.jit(f).lower(x, w).compiler_ir()))

@@ -13,7 +13,7 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember._src import stages
-from ember._src.backends.cpu import blas_pool, control_flow
+from ember._src.backends.cpu import blas_pool, control_flow, dot_kernels
 from ember._src.backends.cpu import executable as ex
 
 RNG = np.random.default_rng(6)
@@ -46,6 +46,14 @@ DOTS = [((257, 200), (200, 129), lambda a, b: a @ b),
         ((8, 600), (600, 900), lambda a, b: a @ b)]
 
 
+@pytest.fixture
+def blas_dots(monkeypatch):
+  """Mid-size dots on the BLAS path (on AVX-512 hosts the generated kernel takes every dot
+  whose A fits in L2: dot_kernels.generated_kernel_ok)."""
+  monkeypatch.setattr(dot_kernels, "MAX_A_BYTES", 0)
+
+
+@pytest.mark.usefixtures("blas_dots")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("ls,rs,f", DOTS)
 def test_pooled_dot_matches_numpy(ls, rs, f, dtype):
@@ -111,6 +119,7 @@ def test_gemm_chunks(threads, trans_a, trans_b, M, N, K):
                        else min(threads, g.outer))
 
 
+@pytest.mark.usefixtures("blas_dots")
 def test_pooled_dot_with_epilogue_and_blas_threads_untouched():
   """A dot output fusion (bias + relu) on the pooled path; NumPy's own matmul afterwards
   still works (the per-call BLAS thread count is restored)."""

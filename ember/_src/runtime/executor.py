@@ -240,6 +240,15 @@ def _pending_arrays(pending, out_specs) -> list:
   return [Array._pending(sh, dt, w, pending, i) for i, (sh, dt, w) in enumerate(out_specs)]
 
 
+def _snapshot(a: np.ndarray) -> tuple[np.ndarray, int]:
+  """A copy of a caller's array in a pooled buffer (a fresh large one would page-fault on
+  every call: ~0.15 ms for the MLP's 400 KB batch) and its address."""
+  from ember._src.runtime.buffer_pool import get_pool
+  out, addr = get_pool().empty(a.shape, a.dtype)
+  np.copyto(out, a)
+  return out, addr
+
+
 def dispatch(call: Callable, args: list, out_specs: Sequence[tuple], *, ptrs=None,
              small: bool = False, user_arrays: Sequence[int] = (), sync: bool = False) -> list:
   """Run `call(np_args, ptrs) -> (outputs, their addresses or None)` on `args` and return one
@@ -270,13 +279,12 @@ def dispatch(call: Callable, args: list, out_specs: Sequence[tuple], *, ptrs=Non
         return _pending_arrays(pending, out_specs)
       return _ready_arrays(outs, optrs, out_specs)
   if user_arrays:
-    args = list(args)
+    args, ptrs = list(args), None if ptrs is None else list(ptrs)
     for i in user_arrays:
       if args[i].flags.writeable:
-        args[i] = args[i].copy()
+        args[i], addr = _snapshot(args[i])
         if ptrs is not None:
-          ptrs = list(ptrs)
-          ptrs[i] = None
+          ptrs[i] = addr
   pending = Pending()
 
   def run():

@@ -228,8 +228,9 @@ def gemm_for(instr, out_dtype) -> Gemm | None:
       0 in rhs.shape.dims:
     return None
   (lc,), (rc,) = a["lhs_contracting_dims"], a["rhs_contracting_dims"]
-  if lhs is rhs and lc == rc:   # a Gram matrix (m @ m.T, m.T @ m): NumPy's matmul calls
-    return None                 # syrk, half the flops of a gemm
+  from ember._src.backends.cpu import dot_kernels
+  if dot_kernels.is_gram(instr):   # NumPy's matmul calls syrk: half the flops of a gemm
+    return None
   native = _native()
   if native is None:
     return None

@@ -276,11 +276,12 @@ class _ThunkPlan:
     return info
 
   def dot(self, instr: hlo.Instr) -> None:
-    """Small float dots: a generated register-blocked kernel; the others: BLAS."""
+    """Float dots BLAS runs slower (dot_kernels.generated_kernel_ok): a generated
+    register-blocked kernel; the others: BLAS."""
     l, r = (self.slot(o) for o in instr.operands)
     out = self.slot(instr)
     lay = dot_kernels.dot_layout(instr)
-    if not dot_kernels.small_kernel_ok(lay):
+    if not dot_kernels.generated_kernel_ok(lay, gram=dot_kernels.is_gram(instr)):
       self.pending.append(lambda addr: ex.DotThunk(instr, l, r, out))
       return
     info = self._dot_kernel(instr.name, lambda m: dot_kernels.emit_dot_kernel(
@@ -292,7 +293,7 @@ class _ThunkPlan:
     """A dot output fusion (passes/dot_epilogue.py): the epilogue becomes a kernel of its
     own (parameters: the operands it reads, then the dot's value); the dot runs block by
     block, each block followed by the epilogue over it, either inside one generated kernel
-    (small dots) or by BLAS (DotEpilogueThunk). The dot's value is computed in the output
+    (dot_kernels.generated_kernel_ok) or by BLAS (DotEpilogueThunk). The dot's value is computed in the output
     buffer when the dtypes agree and read in place."""
     dot, epi, used = dot_kernels.split_output_fusion(instr.called[0])
     ins = [self.slot(o) for o in instr.operands]
@@ -312,7 +313,7 @@ class _ThunkPlan:
     lhs, rhs = (o.attrs["number"] for o in dot.operands)
     tile = 0 if in_place else (dot_kernels.block_units(lay) * (lay.rows_per_unit or 0) *
                                lay.N * lay.dtype.itemsize)
-    if dot_kernels.small_kernel_ok(lay, tile, fused=True):
+    if dot_kernels.generated_kernel_ok(lay, tile, fused=True, gram=dot_kernels.is_gram(dot)):
       n = len(ins)
       e = dot_kernels.Epilogue(einfo.name, tuple(used), in_place)
       info = self._dot_kernel(instr.name, lambda m: dot_kernels.emit_dot_kernel(

@@ -1,5 +1,5 @@
 """Dots on the CPU: the layout of a dot as BLAS sees it, output fusions split into dot +
-epilogue, and generated register-blocked kernels for small float dots.
+epilogue, and generated register-blocked kernels for float dots that BLAS would run slower.
 
 Every dot is viewed as a batched matmul `C[b] = A[b] @ B[b]` over (batch, free, contracting)
 groups of dimensions (`DotLayout`): A is (B, M, K), B is (B, K, N) and C, the output, is
@@ -8,17 +8,20 @@ free ones, then the rhs free ones. The work of an output fusion or dot kernel is
 the output's dimension 0 (the kernel ABI's [start, stop)): one unit of it is `R` consecutive
 rows of C's flattened (B*M, N) matrix (`DotLayout.rows_per_unit`).
 
-Large dots go to BLAS (executable.DotThunk / DotEpilogueThunk: NumPy matmul on strided views,
-transposes as flags). Small float dots (f32/f64, `small_kernel_ok`) get a generated kernel
-(`emit_dot_kernel`), because below ~64 in some dimension the BLAS call's fixed cost (Python,
-NumPy's dispatch, OpenBLAS's threading) is larger than the arithmetic:
+Large dots go to BLAS (executable.DotThunk / DotEpilogueThunk: single-threaded OpenBLAS
+chunks on ember's pool, transposes as flags). The other float dots (f32/f64,
+`generated_kernel_ok`: small ones, whose BLAS call costs more than the arithmetic, and on
+AVX-512 every dot whose A fits in L2, where the kernel outruns OpenBLAS) get a generated
+kernel:
 
-* micro-kernel: MR rows x NR vectors of C accumulate in registers over the whole K loop
-  (FMA of a broadcast A element with NR vectors of B per row: MR*NR independent FMA chains,
-  NR + 1 loads per MR*NR FMAs);
-* B is read straight from memory when a panel of NR vectors is contiguous (row-major B, full
-  panel); otherwise (a transposed B, the last partial panel) it is first packed into a
-  zero-padded K x (NR*W) panel on the stack, so the micro-kernel never needs masked loads;
+* micro-kernel: MR rows x NR vectors of C (`micro_tile`: 6 x 4 zmm on AVX-512, 6 x 2 ymm
+  on AVX2) accumulate in registers (FMA of a broadcast A element with NR vectors of B per
+  row: MR*NR independent FMA chains, NR + 1 loads per MR*NR FMAs);
+* K is cut in blocks of KC (`k_block`); per column panel and K block, B's KC x (NR*W)
+  slice is packed contiguously (zero-padded past N) into a stack panel that stays in L1
+  while every row block of A streams past it. The accumulators start from the partial sums
+  stored in C, so the blocking changes no bits. With at most MR rows (one row block per
+  panel) a contiguous full panel is read in place instead;
 * the loops live in one internal body function per layout (`_dot_body`), shared by every
   kernel of the module with that layout (a chain of equal dots compiles it once); each
   kernel's exported entry only gathers its pointers;
@@ -38,6 +41,7 @@ bits, as any two dot implementations do.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple, Sequence
 
@@ -48,14 +52,35 @@ from ember._src import hlo
 from ember._src.backends.cpu import codegen
 from ember._src.backends.cpu.codegen import I32, I64, PTR, KERNEL_TYPE, VOID
 
-__all__ = ["DotLayout", "dot_layout", "split_output_fusion", "small_kernel_ok",
+__all__ = ["DotLayout", "dot_layout", "split_output_fusion", "generated_kernel_ok", "is_gram",
            "block_units", "emit_dot_kernel", "emit_range_shift", "Epilogue"]
 
-VECTOR_BYTES = 32       # AVX2 vectors (LLVM splits them on narrower targets)
-MR, NR = 6, 2           # micro-kernel: MR rows x NR vectors of C in registers
 BLOCK_ROWS = 64         # rows of C per block (then the epilogue runs on them)
-MAX_PANEL_BYTES = 64 << 10     # a packed K x (NR*W) panel of B lives on the stack
+PANEL_BYTES = 32 << 10  # a packed KC x (NR*W) slice of B: stays in L1 across row blocks
 MAX_TILE_BYTES = 128 << 10     # a stack tile of C (epilogue whose output dtype differs)
+
+
+@functools.cache
+def vector_bytes() -> int:
+  """64 on AVX-512 hosts (zmm registers), else 32 (AVX2; LLVM splits them on narrower
+  targets)."""
+  from ember._src.backends.cpu import compiler
+  return 64 if "+avx512f" in compiler._host_cpu()[1] else 32
+
+
+def micro_tile() -> tuple[int, int]:
+  """(MR, NR): MR rows x NR vectors of C accumulate in registers. AVX-512 has 32 vector
+  registers: 6 x 4 accumulators + 4 B vectors + the broadcast (measured on the MLP's
+  shapes: 5-15% faster than 8 x 3, 4 x 6 or 5 x 5); AVX2 has 16: 6 x 2."""
+  return (6, 4) if vector_bytes() == 64 else (6, 2)
+
+
+def k_block(lay) -> int:
+  """KC, the k values per packed panel slice (PANEL_BYTES of B)."""
+  nrw = micro_tile()[1] * vector_width(lay.dtype)
+  return max(1, min(lay.K, PANEL_BYTES // (nrw * lay.dtype.itemsize)))
+
+
 # Generated kernel vs BLAS (a DotThunk: ~6 us of Python and NumPy dispatch, then OpenBLAS on
 # both cores), best of many runs on the 2-core AVX2 machine, f32: 64x64x64 9.3 vs 10.6 us,
 # 128x64x128 27 vs 26, 64x256x64 30 vs 29, 96^3 26 vs 20, 128^3 60 vs 41, 32x784x512 570 vs
@@ -66,6 +91,12 @@ MAX_TILE_BYTES = 128 << 10     # a stack tile of C (epilogue whose output dtype 
 SMALL_DIM = 64
 MAX_SMALL_FLOPS = 3 << 19
 MAX_SMALL_FLOPS_FUSED = 3 << 20
+# On AVX-512 (6 x 4 zmm tile, K blocks of B packed in L1) the kernel outruns OpenBLAS while
+# A stays in L2, f32 on the 2-core Sapphire Rapids machine, ember's pool vs single-threaded
+# OpenBLAS chunks on it (blas_pool.py), one core busy with other work: 128x512x784 119 vs 97
+# GFLOP/s, 784x512x128 137 vs 113, 256x1024x1024 142 vs 131, 1000x1500x64 145 vs 107,
+# 512^3 150 vs 130; 2000^3 128 vs 126 (A 16 MB: BLAS keeps it).
+MAX_A_BYTES = 2 << 20
 
 
 class DotLayout(NamedTuple):
@@ -158,25 +189,34 @@ def split_output_fusion(comp: hlo.Computation):
 
 
 def vector_width(dt) -> int:
-  return VECTOR_BYTES // np.dtype(dt).itemsize
+  return vector_bytes() // np.dtype(dt).itemsize
 
 
-def small_kernel_ok(lay: DotLayout, tile_bytes: int = 0, fused: bool = False) -> bool:
+def is_gram(dot: hlo.Instr) -> bool:
+  """`m @ m.T` or `m.T @ m`: BLAS computes it by syrk, with half the flops of a gemm."""
+  a = dot.attrs
+  lhs, rhs = dot.operands
+  return lhs is rhs and a.get("lhs_contracting_dims") == a.get("rhs_contracting_dims")
+
+
+def generated_kernel_ok(lay: DotLayout, tile_bytes: int = 0, fused: bool = False,
+                        gram: bool = False) -> bool:
   """Whether the generated kernel runs this dot (else BLAS): f32/f64, flattenable layouts,
-  units of whole rows, small enough that BLAS's call overhead dominates (`fused`: with an
-  epilogue), the packed B panel (and a C tile of `tile_bytes`, if the caller needs one) fit
-  on the stack."""
+  units of whole rows, and either small enough that BLAS's call overhead dominates
+  (`fused`: with an epilogue) or, on AVX-512 and not a Gram product (`gram`), a batch's A
+  small enough to stay in L2 while the column panels re-read it; and a C tile of
+  `tile_bytes` (if the caller needs one) fits on the stack."""
   if lay.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
     return False
   if lay.a_strides is None or lay.b_strides is None or lay.rows_per_unit is None:
     return False
   if 0 in (lay.B, lay.M, lay.N, lay.K):
     return True                   # nothing (or only zeros) to compute: no BLAS call needed
-  panel = lay.K * NR * vector_width(lay.dtype) * lay.dtype.itemsize
   flops = 2 * lay.B * lay.M * lay.N * lay.K
   small = min(lay.M, lay.N, lay.K) <= SMALL_DIM and \
       flops <= (MAX_SMALL_FLOPS_FUSED if fused else MAX_SMALL_FLOPS)
-  return small and panel <= MAX_PANEL_BYTES and tile_bytes <= MAX_TILE_BYTES
+  in_l2 = not gram and vector_bytes() == 64 and lay.M * lay.K * lay.dtype.itemsize <= MAX_A_BYTES
+  return (small or in_l2) and tile_bytes <= MAX_TILE_BYTES
 
 
 def block_units(lay: DotLayout) -> int:
@@ -273,7 +313,14 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
 
 def _dot_body(module: ir.Module, lay: DotLayout):
   """`void body(A, B, C, u0, u1)`: C's rows of units [u0, u1), C indexed by the row of the
-  whole (B*M, N) output. One per layout in a module (`_ember_dot_bodies`)."""
+  whole (B*M, N) output. One per layout in a module (`_ember_dot_bodies`).
+
+  Loops: column panels of NR vectors; in each, blocks of KC values of k (the panel's KC x
+  NRW slice of B packed contiguously, so it stays in L1 for every row block); in each, the
+  rows MR at a time (then one at a time). A row block's accumulators start from zero at the
+  first k block and from the partial sums stored in C at the next ones, so each element
+  still sums its products in increasing k with one fma chain: the K blocking changes no
+  bits."""
   cache = module.__dict__.setdefault("_ember_dot_bodies", {})
   if lay in cache:
     return cache[lay]
@@ -287,31 +334,52 @@ def _dot_body(module: ir.Module, lay: DotLayout):
   T = codegen.mem_type(lay.dtype)
   W = vector_width(lay.dtype)
   VT = ir.VectorType(T, W)
+  MR, NR = micro_tile()
   NRW = NR * W
   isz = lay.dtype.itemsize
   fma = f"llvm.fmuladd.v{W}{codegen.float_suffix(T)}"
   Bn, M, K, N = lay.B, lay.M, lay.K, lay.N
+  KC = k_block(lay)
+  nkb = max(1, -(-K // KC))       # K == 0: one empty block, which stores the zeros
   sab, sam, sak = lay.a_strides
   sbb, sbk, sbn = lay.b_strides
   R = lay.rows_per_unit
-  direct = sbn == 1               # full B panels are read in place
+  # A panel of B serves M / MR row blocks; with one, packing it would only add a copy.
+  direct = sbn == 1 and M <= MR
   b = ir.IRBuilder(fn.append_basic_block("entry"))
   e = _Emitter(b)
-  panel = b.alloca(T, e.i64(max(K, 1) * NRW))
+  panel = b.alloca(T, e.i64(KC * NRW))
   panel.align = 64
+  zero = ir.Constant(VT, [0.0] * W)
 
-  def micro(mr: int, bi, m, n0, valid: int, crow0):
-    """C rows crow0.. (mr of them), columns [n0, n0 + valid), from A rows m.. of batch bi."""
-    arow = [e.gep(A, e.add_idx(e.idx(bi, sab), e.idx(e.add_idx(m, e.i64(r)), sam)), T)
+  def micro(mr: int, bi, m, n0, valid: int, crow0, k0, kc):
+    """C rows crow0.. (mr of them), columns [n0, n0 + valid), += A rows m.. of batch bi,
+    columns [k0, k0 + kc), times the packed panel."""
+    arow = [e.gep(A, e.add_idx(e.add_idx(e.idx(bi, sab), e.idx(e.add_idx(m, e.i64(r)), sam)),
+                               e.idx(k0, sak)), T) for r in range(mr)]
+    crow = [e.gep(C, e.add_idx(e.mul_idx(e.add_idx(crow0, e.i64(r)), N), n0), T)
             for r in range(mr)]
-    if direct and valid == NRW:
-      bbase = e.gep(Bp, e.add_idx(e.idx(bi, sbb), n0), T)
+    first = b.icmp_signed("==", k0, e.i64(0))
+    acc = []
+    for r in range(mr):
+      for v in range(NR):
+        lo = v * W
+        if lo + W <= valid:
+          part = b.load(e.gep(crow[r], e.i64(lo), T), typ=VT, align=isz)
+        else:
+          part = zero
+          for l in range(max(0, min(W, valid - lo))):
+            part = b.insert_element(part, b.load(e.gep(crow[r], e.i64(lo + l), T), typ=T),
+                                    e.i64(l))
+        acc.append(b.select(first, zero, part))
+
+    if direct and valid == NRW:   # B's rows k0.. at columns n0.., in place
+      bbase = e.gep(Bp, e.add_idx(e.add_idx(e.idx(bi, sbb), n0), e.idx(k0, sbk)), T)
       bvec = lambda k, v: b.load(e.gep(bbase, e.add_idx(e.idx(k, sbk), e.i64(v * W)), T),
                                  typ=VT, align=isz)
     else:
       bvec = lambda k, v: b.load(e.gep(panel, e.add_idx(e.mul_idx(k, NRW), e.i64(v * W)), T),
                                  typ=VT, align=W * isz)
-    zero = ir.Constant(VT, [0.0] * W)
 
     def body(k, acc):
       bv = [bvec(k, v) for v in range(NR)]
@@ -320,66 +388,95 @@ def _dot_body(module: ir.Module, lay: DotLayout):
         a = e.splat(b.load(e.gep(arow[r], e.idx(k, sak), T), typ=T), VT)
         new.extend(e.intrinsic(fma, VT, [a, bv[v], acc[r * NR + v]]) for v in range(NR))
       return new
-    acc = e.loop(e.i64(0), e.i64(K), [zero] * (mr * NR), body)
+    acc = e.loop(e.i64(0), kc, acc, body)
     for r in range(mr):
-      crow = e.gep(C, e.mul_idx(e.add_idx(crow0, e.i64(r)), N), T)
       for v in range(NR):
         lo = v * W
         if lo + W <= valid:
-          e.store_vector(acc[r * NR + v], e.gep(crow, e.add_idx(n0, e.i64(lo)), T), isz)
+          e.store_vector(acc[r * NR + v], e.gep(crow[r], e.i64(lo), T), isz)
         else:
           for l in range(max(0, min(W, valid - lo))):
             b.store(b.extract_element(acc[r * NR + v], e.i64(l)),
-                    e.gep(crow, e.add_idx(n0, e.i64(lo + l)), T))
+                    e.gep(crow[r], e.i64(lo + l), T))
 
-  def pack(bi, n0, valid: int):
-    """B[bi, :, n0:n0+valid] into the zero-padded K x NRW panel."""
-    base = e.gep(Bp, e.add_idx(e.idx(bi, sbb), e.idx(n0, sbn)), T)
-    zero = ir.Constant(T, 0.0)
+  def pack(bi, n0, valid: int, k0, kc):
+    """B[bi, k0:k0+kc, n0:n0+valid] into the zero-padded kc x NRW panel (whole vectors
+    when B's columns are contiguous)."""
+    base = e.gep(Bp, e.add_idx(e.add_idx(e.idx(bi, sbb), e.idx(n0, sbn)), e.idx(k0, sbk)), T)
+    zs = ir.Constant(T, 0.0)
+
+    def gather(src, c0: int, valid: int):
+      """Columns c0 .. c0 + W of row `src` (zeros from column `valid` on)."""
+      cols = [min(c0 + l, valid - 1) for l in range(W)]   # past the end: read in bounds
+      ptrs = b.gep(src, [ir.Constant(ir.VectorType(I64, W), [c * sbn for c in cols])],
+                   source_etype=T)
+      ptrs.type = ir.VectorType(PTR, W)       # (llvmlite types a vector GEP as a scalar)
+      x = e.intrinsic(f"llvm.masked.gather.v{W}{codegen.float_suffix(T)}.v{W}p0", VT,
+                      [ptrs, ir.Constant(I32, isz), ir.Constant(ir.VectorType(ir.IntType(1), W),
+                                                                [1] * W), zero])
+      if c0 + W <= valid:
+        return x
+      keep = ir.Constant(ir.VectorType(ir.IntType(1), W), [int(c0 + l < valid) for l in range(W)])
+      return b.select(keep, x, zero)
 
     def body(k, _c):
       src = e.gep(base, e.idx(k, sbk), T)
       dst = e.gep(panel, e.mul_idx(k, NRW), T)
-      for c in range(NRW):
-        v = b.load(e.gep(src, e.i64(c * sbn), T), typ=T) if c < valid else zero
-        b.store(v, e.gep(dst, e.i64(c), T))
+      if sbn == 1 and valid == NRW:
+        for v in range(NR):
+          e.store_vector(b.load(e.gep(src, e.i64(v * W), T), typ=VT, align=isz),
+                         e.gep(dst, e.i64(v * W), T), W * isz)
+        return []
+      if sbn == 1:
+        for c in range(NRW):
+          x = b.load(e.gep(src, e.i64(c * sbn), T), typ=T) if c < valid else zs
+          b.store(x, e.gep(dst, e.i64(c), T))
+        return []
+      for v in range(NR):       # strided columns (a transposed B): one gather per vector
+        e.store_vector(gather(src, v * W, valid), e.gep(dst, e.i64(v * W), T), W * isz)
       return []
-    e.loop(e.i64(0), e.i64(K), [], body)
+    e.loop(e.i64(0), kc, [], body)
 
-  def row_blocks(bi, m_lo, m_hi, n0, valid):
+  def row_blocks(bi, m_lo, m_hi, n0, valid, k0, kc):
     """A rows [m_lo, m_hi) of batch bi: MR at a time, then one at a time."""
     nfull = b.udiv(b.sub(m_hi, m_lo), e.i64(MR))
     crow = lambda m: e.add_idx(e.mul_idx(bi, M), m)
 
     def blk(q, _c):
       m = e.add_idx(m_lo, e.mul_idx(q, MR))
-      micro(MR, bi, m, n0, valid, crow(m))
+      micro(MR, bi, m, n0, valid, crow(m), k0, kc)
       return []
     e.loop(e.i64(0), nfull, [], blk)
 
     def one(m, _c):
-      micro(1, bi, m, n0, valid, crow(m))
+      micro(1, bi, m, n0, valid, crow(m), k0, kc)
       return []
     e.loop(e.add_idx(m_lo, e.mul_idx(nfull, MR)), m_hi, [], one)
+
+  def k_blocks(bi, m_lo, m_hi, n0, valid: int):
+    def kb(j, _c):
+      k0 = e.mul_idx(j, KC)
+      rest = b.sub(e.i64(K), k0)
+      kc = b.select(b.icmp_signed("<", rest, e.i64(KC)), rest, e.i64(KC))
+      if not (direct and valid == NRW):
+        pack(bi, n0, valid, k0, kc)
+      row_blocks(bi, m_lo, m_hi, n0, valid, k0, kc)
+      return []
+    e.loop(e.i64(0), e.i64(nkb), [], kb)
 
   def rows(bi, m_lo, m_hi):
     """C rows of batch bi, A rows [m_lo, m_hi): every column panel."""
     def panel_loop(p, _c):
-      n0 = e.mul_idx(p, NRW)
-      if not direct:
-        pack(bi, n0, NRW)
-      row_blocks(bi, m_lo, m_hi, n0, NRW)
+      k_blocks(bi, m_lo, m_hi, e.mul_idx(p, NRW), NRW)
       return []
     full = N // NRW
     if full:
       e.loop(e.i64(0), e.i64(full), [], panel_loop)
     if N % NRW:
-      n0 = e.i64(full * NRW)
-      pack(bi, n0, N % NRW)
-      row_blocks(bi, m_lo, m_hi, n0, N % NRW)
+      k_blocks(bi, m_lo, m_hi, e.i64(full * NRW), N % NRW)
 
   r0, r1 = e.mul_idx(start, R), e.mul_idx(stop, R)
-  if min(M, N, Bn) == 0:          # an empty output (K == 0 is fine: the sums are 0)
+  if min(M, N, Bn) == 0:          # an empty output
     pass
   elif R >= M:                    # whole batches
     def batch(bi, _c):

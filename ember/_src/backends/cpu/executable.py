@@ -30,6 +30,7 @@ each thunk has a `name` (its instruction's) and a `kind`.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 import weakref
@@ -104,6 +105,66 @@ class Frame:
         return base
       raw = _bytes_of(base)[:shape.nbytes]
     return raw.view(shape.dtype).reshape(shape.dims)
+
+
+# Runs consecutive kernels of the cached frame in one ctypes call (each call through ctypes
+# costs ~0.5-1 us: a chain of small kernels, e.g. 20 x tanh(x @ x) on 64 x 64, paid it per
+# kernel): `steps` is an i64 array of (function, its buffer pointer array, outer) triples.
+_STEP_RUNNER_IR = """
+define void @ember_run_steps(i64* %steps, i64 %start, i64 %stop) {
+entry:
+  br label %hdr
+hdr:
+  %i = phi i64 [ %start, %entry ], [ %next, %body ]
+  %more = icmp slt i64 %i, %stop
+  br i1 %more, label %body, label %done
+body:
+  %base = mul i64 %i, 3
+  %pf = getelementptr i64, i64* %steps, i64 %base
+  %f = load i64, i64* %pf
+  %pb = getelementptr i64, i64* %pf, i64 1
+  %bufs = load i64, i64* %pb
+  %pn = getelementptr i64, i64* %pf, i64 2
+  %n = load i64, i64* %pn
+  %fn = inttoptr i64 %f to void (i64, i64, i64)*
+  call void %fn(i64 %bufs, i64 0, i64 %n)
+  %next = add i64 %i, 1
+  br label %hdr
+done:
+  ret void
+}
+"""
+
+
+@functools.cache
+def _step_runner():
+  """(engine, the runner as a KERNEL_CFUNC), compiled once per process."""
+  from ember._src.backends.cpu import compiler
+  engine, addr, *_ = compiler._jit(_STEP_RUNNER_IR, 2)
+  return engine, KERNEL_CFUNC(addr("ember_run_steps"))
+
+
+def _batch_direct_calls(steps: list) -> list:
+  """Replace each run of 2+ direct kernel calls `(fn, buffers, outer)` by one call of the
+  step runner (the triples' array is kept alive by the step itself)."""
+  out, run = [], []
+
+  def flush():
+    if len(run) > 1:
+      table = np.array([(ctypes.cast(f, ctypes.c_void_p).value, ctypes.addressof(bufs), n)
+                        for f, bufs, n in run], np.int64)
+      out.append((_step_runner()[1], table.ctypes.data, len(run), table))
+    else:
+      out.extend(run)
+    run.clear()
+  for st in steps:
+    if type(st) is tuple:
+      run.append(st)
+    else:
+      flush()
+      out.append(st)
+  flush()
+  return out
 
 
 class Thunk:
@@ -467,9 +528,10 @@ class Executable:
             self._out_patch.append((slot.index, arr, pos))
         prebuilt[t] = arr
       # a kernel that runs as one call on this core is called directly with its array
-      self._steps = [(t.fn, prebuilt[t], t.outer)
-                     if type(t) is KernelThunk and getattr(t, "nchunks", 1) <= 1 and t.outer > 0
-                     else t for t in self.thunks]
+      self._steps = _batch_direct_calls([
+          (t.fn, prebuilt[t], t.outer)
+          if type(t) is KernelThunk and getattr(t, "nchunks", 1) <= 1 and t.outer > 0
+          else t for t in self.thunks])
       frame = self._cached = Frame((), self.consts, self.const_ptrs, (), arena, (), (),
                                    arena_ptr, prebuilt)
     return frame
