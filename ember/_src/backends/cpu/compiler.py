@@ -286,8 +286,11 @@ class _ThunkPlan:
       return
     info = self._dot_kernel(instr.name, lambda m: dot_kernels.emit_dot_kernel(
         m, instr.name, lay, 0, 1, 2), (lay,))
+    from ember._src.backends.cpu import threadpool
+    cost = threadpool.KernelCost(dot_kernels.dot_bytes(lay), 0.0, 0.0,
+                                 dot_flops=dot_kernels.dot_flops(lay))
     self.pending.append(lambda addr: ex.KernelThunk(instr.name, addr(info.name), [l, r, out],
-                                                    info.outer, info.splittable))
+                                                    info.outer, info.splittable, cost))
 
   def output_fusion(self, instr: hlo.Instr) -> None:
     """A dot output fusion (passes/dot_epilogue.py): the epilogue becomes a kernel of its
@@ -316,17 +319,21 @@ class _ThunkPlan:
     if dot_kernels.generated_kernel_ok(lay, tile, fused=True, gram=dot_kernels.is_gram(dot)):
       n = len(ins)
       e = dot_kernels.Epilogue(einfo.name, tuple(used), in_place)
+    from ember._src.backends.cpu import threadpool
+    cost = threadpool.kernel_cost(instr, epi)   # recomputed on replay, never serialized
+    if dot_kernels.generated_kernel_ok(lay, tile, fused=True, gram=dot_kernels.is_gram(dot)):
+      n = len(ins)
+      e = dot_kernels.Epilogue(einfo.name, tuple(used), in_place)
       info = self._dot_kernel(instr.name, lambda m: dot_kernels.emit_dot_kernel(
           m, instr.name, lay, lhs, rhs, n, e), (lay, lhs, rhs, n, e))
+      cost = cost._replace(dot_flops=dot_kernels.dot_flops(lay))
       self.pending.append(lambda addr: ex.KernelThunk(instr.name, addr(info.name),
                                                       ins + [out], info.outer,
-                                                      info.splittable))
+                                                      info.splittable, cost))
       return
     shift_name = instr.name + ".shifted"     # the epilogue on a block, for the thread pool
     shift = self._dot_kernel(shift_name, lambda m: dot_kernels.emit_range_shift(
         m, shift_name, einfo.name, len(epi_ins) + 1), (einfo.name, len(epi_ins) + 1))
-    from ember._src.backends.cpu import threadpool
-    cost = threadpool.kernel_cost(instr, epi)   # recomputed on replay, never serialized
     dslots = (ins[lhs], ins[rhs], out if in_place else None)
     self.pending.append(lambda addr: ex.DotEpilogueThunk(
         instr.name, ex.DotThunk(dot, *dslots),

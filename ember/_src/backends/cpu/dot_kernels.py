@@ -212,11 +212,20 @@ def generated_kernel_ok(lay: DotLayout, tile_bytes: int = 0, fused: bool = False
     return False
   if 0 in (lay.B, lay.M, lay.N, lay.K):
     return True                   # nothing (or only zeros) to compute: no BLAS call needed
-  flops = 2 * lay.B * lay.M * lay.N * lay.K
+  flops = dot_flops(lay)
   small = min(lay.M, lay.N, lay.K) <= SMALL_DIM and \
       flops <= (MAX_SMALL_FLOPS_FUSED if fused else MAX_SMALL_FLOPS)
   in_l2 = not gram and vector_bytes() == 64 and lay.M * lay.K * lay.dtype.itemsize <= MAX_A_BYTES
   return (small or in_l2) and tile_bytes <= MAX_TILE_BYTES
+
+
+def dot_flops(lay: DotLayout) -> int:
+  return 2 * lay.B * lay.M * lay.N * lay.K
+
+
+def dot_bytes(lay: DotLayout) -> int:
+  """Bytes of A, B and C (each read or written once)."""
+  return lay.B * (lay.M * lay.K + lay.K * lay.N + lay.M * lay.N) * lay.dtype.itemsize
 
 
 def block_units(lay: DotLayout) -> int:
@@ -438,7 +447,9 @@ def _dot_body(module: ir.Module, lay: DotLayout):
     e.loop(e.i64(0), kc, [], body)
 
   def row_blocks(bi, m_lo, m_hi, n0, valid, k0, kc):
-    """A rows [m_lo, m_hi) of batch bi: MR at a time, then one at a time."""
+    """A rows [m_lo, m_hi) of batch bi: MR at a time, then the rest as 4 + 2 + 1 rows
+    (as far as present: a thread's 64 rows are 10 x 6 + 4, and one row at a time runs at
+    a third of the rate)."""
     nfull = b.udiv(b.sub(m_hi, m_lo), e.i64(MR))
     crow = lambda m: e.add_idx(e.mul_idx(bi, M), m)
 
@@ -447,11 +458,14 @@ def _dot_body(module: ir.Module, lay: DotLayout):
       micro(MR, bi, m, n0, valid, crow(m), k0, kc)
       return []
     e.loop(e.i64(0), nfull, [], blk)
-
-    def one(m, _c):
-      micro(1, bi, m, n0, valid, crow(m), k0, kc)
-      return []
-    e.loop(e.add_idx(m_lo, e.mul_idx(nfull, MR)), m_hi, [], one)
+    m = e.add_idx(m_lo, e.mul_idx(nfull, MR))
+    rest = b.sub(m_hi, m)
+    for size in (4, 2, 1):
+      if size < MR:
+        bit = b.and_(rest, e.i64(size))
+        with b.if_then(b.icmp_unsigned("!=", bit, e.i64(0))):
+          micro(size, bi, m, n0, valid, crow(m), k0, kc)
+        m = b.add(m, bit)
 
   def k_blocks(bi, m_lo, m_hi, n0, valid: int):
     def kb(j, _c):

@@ -115,6 +115,10 @@ class KernelCost(NamedTuple):
   # a column reduction: each chunk of output columns re-walks every input row, so small
   # chunks turn one streaming pass into many short strided ones: one chunk per thread
   column_reduction: bool = False
+  # the multiply-adds of a generated dot kernel (register-blocked: several times the rate
+  # of other arithmetic). Each chunk of its rows packs all of B again (dot_kernels.py) and
+  # a chunk's rows past a multiple of the micro-kernel's MR run slower: one chunk per thread
+  dot_flops: float = 0.0
 
 
 # Single-core rates of generated code, measured on this project's kernels (AVX2, warm
@@ -123,6 +127,7 @@ class KernelCost(NamedTuple):
 NS_PER_BYTE = 0.05
 NS_PER_FLOP = 0.05        # vectorized arithmetic
 NS_PER_TRANSCENDENTAL = 0.5
+NS_PER_DOT_FLOP = 0.008   # generated dot kernels: ~140 GFLOP/s f32 on one AVX-512 core
 MIN_SPLIT_NS = 50_000     # below this a kernel stays on one core: fork/join ~1 us with the
                           # workers spinning, ~5 us to wake them, plus their wake-up latency
 MIN_CHUNK_NS = 10_000     # each chunk does at least this much work
@@ -133,7 +138,7 @@ MAX_CHUNKS = 1024
 def estimate_ns(cost: KernelCost) -> float:
   """Estimated single-core time of one call, in nanoseconds."""
   return (cost.bytes * NS_PER_BYTE + cost.flops * NS_PER_FLOP
-          + cost.transcendentals * NS_PER_TRANSCENDENTAL)
+          + cost.transcendentals * NS_PER_TRANSCENDENTAL + cost.dot_flops * NS_PER_DOT_FLOP)
 
 
 def kernel_cost(instr, comp=None) -> KernelCost:
@@ -165,7 +170,7 @@ def plan_chunks(outer: int, splittable: bool, cost: KernelCost | None,
   t = estimate_ns(cost)
   if t < MIN_SPLIT_NS:
     return 1
-  per_thread = 1 if cost.column_reduction else CHUNKS_PER_THREAD
+  per_thread = 1 if cost.column_reduction or cost.dot_flops else CHUNKS_PER_THREAD
   return int(max(2, min(outer, threads * per_thread, t // MIN_CHUNK_NS, MAX_CHUNKS)))
 
 
