@@ -125,6 +125,33 @@ def test_compile_times_per_stage():
   assert c.compile_times["trace"] >= 0
 
 
+def test_parallel_llvm_parts_compute_what_one_module_does(monkeypatch):
+  """A module compiled as two halves on two threads (compiler._parallel_parts): every
+  kernel found, the same bits as the one-module compile, its assembly covers both halves,
+  and the persistent cache's bytes (two object files) load back."""
+  from ember._src.passes.buffer_assignment import assign_buffers
+  from ember._src.passes.pipeline import optimize
+  x, w = _x((40, 30), 1), _x((30, 20), 2)
+  f = lambda x, w: (jnp.tanh(x @ w) + 1.0, jnp.sum(jnp.exp(x), axis=1), jnp.sin(w) * 2.0)
+  module = optimize(stages.clone_module(ember.jit(f).lower(x, w).compiler_ir()))
+  assignment = assign_buffers(module)
+  monkeypatch.setattr(compiler, "PARALLEL_MIN_IR_CHARS", 10 ** 12)
+  whole = compiler.compile_module(module, assignment)
+  monkeypatch.setattr(compiler, "PARALLEL_MIN_IR_CHARS", 0)
+  parts = compiler._parallel_parts(whole.llvm_ir)
+  assert parts and all(parts) and not set(parts[0]) & set(parts[1])
+  split = compiler.compile_module(module, assignment)
+  assert split.llvm_ir_optimized.count(compiler._PART_MARK) == 1
+  for name in parts[0] + parts[1]:
+    assert f"{name}:" in split.asm or f'"{name}":' in split.asm
+  again = compiler.deserialize_executable(module, assignment,
+                                          compiler.serialize_executable(split))
+  for exe in (split, again):
+    for a, b in zip(exe.execute([x, w]), whole.execute([x, w])):
+      np.testing.assert_array_equal(a, b)
+  assert compiler._unpack_objects(b"\x7fELF...") == [b"\x7fELF..."]
+
+
 def test_compile_times_are_logged(caplog):
   caplog.set_level(logging.DEBUG, logger="ember._src.compiler")
   x = _x((5,), 5)

@@ -20,9 +20,10 @@ import base64
 import contextlib
 import ctypes
 import functools
+import re
 import threading
 import time
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import llvmlite.binding as llvm
@@ -447,37 +448,123 @@ def _jit(ir_text: str, opt_level: int, times: dict | None = None, private: bool 
   per stage in `times` (llvm_parse, llvm_optimize, llvm_ir_text, llvm_emit_object,
   llvm_load). Foreground compiles share LLVM's global context: one at a time. A `private`
   compile (the tier-up worker's) uses a context and target machine of its own and runs the
-  pass pipeline and object emission outside llvmlite's global lock."""
+  pass pipeline and object emission outside llvmlite's global lock. A large foreground
+  module with several kernels is compiled in parts on two threads (`_parallel_parts`)."""
   tier = LLVM_TIERS[opt_level]
   times = {} if times is None else times
   _init_llvm()
-  with (contextlib.nullcontext() if private else _jit_lock):
-    t0 = time.perf_counter()
-    mod = llvm.parse_assembly(ir_text, llvm.create_context() if private else None)
-    mod.verify()
-    tm = _worker_target_machine(tier.codegen_level) if private else \
-        _shared_target_machine(tier.codegen_level)
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
-    t1 = time.perf_counter()
-    pto = llvm.create_pipeline_tuning_options(speed_level=tier.speed_level)
-    pto.loop_vectorization = pto.slp_vectorization = tier.vectorize
-    pto.loop_unrolling = tier.unroll
-    pb = llvm.create_pass_builder(tm, pto)
-    mpm = pb.getModulePassManager()
-    _llvm_call("LLVMPY_RunNewModulePassManager", private)(mpm, mod, pb)
-    t2 = time.perf_counter()
-    opt_ir = str(mod)
-    t3 = time.perf_counter()
-    obj = _emit_object(tm, mod, private)
-    t4 = time.perf_counter()
-    code_size = sum(s.size() for s in llvm.ObjectFileRef.from_data(obj).sections()
-                    if s.is_text())
-    engine, addr = _load_object(obj, tm.triple, opt_level)
-    t5 = time.perf_counter()
-  times.update(llvm_parse=t1 - t0, llvm_optimize=t2 - t1, llvm_ir_text=t3 - t2,
-               llvm_emit_object=t4 - t3, llvm_load=t5 - t4)
+  parts = None if private else _parallel_parts(ir_text)
+  if parts:
+    code_size, opt_ir, obj = _compile_in_parallel(ir_text, tier, parts, times)
+  else:
+    with (contextlib.nullcontext() if private else _jit_lock):
+      code_size, opt_ir, obj = _compile(ir_text, tier, private, times)
+  t = time.perf_counter()
+  engine, addr = _load_object(obj, llvm.get_process_triple(), opt_level)
+  times["llvm_load"] = time.perf_counter() - t
   return engine, addr, code_size, opt_ir, obj
+
+
+def _compile(ir_text: str, tier: LLVMTier, private: bool, times: dict,
+             internal: Sequence[str] = ()) -> tuple[int, str, bytes]:
+  """(code size, optimized IR text, object code) of the module; the functions `internal`
+  become internal (only kept where another function calls them). `private`: a context and
+  target machine of this thread's own, heavy calls outside llvmlite's global lock."""
+  t0 = time.perf_counter()
+  mod = llvm.parse_assembly(ir_text, llvm.create_context() if private else None)
+  mod.verify()
+  for name in internal:
+    mod.get_function(name).linkage = "internal"
+  tm = _worker_target_machine(tier.codegen_level) if private else \
+      _shared_target_machine(tier.codegen_level)
+  mod.triple = tm.triple
+  mod.data_layout = str(tm.target_data)
+  t1 = time.perf_counter()
+  pto = llvm.create_pipeline_tuning_options(speed_level=tier.speed_level)
+  pto.loop_vectorization = pto.slp_vectorization = tier.vectorize
+  pto.loop_unrolling = tier.unroll
+  pb = llvm.create_pass_builder(tm, pto)
+  mpm = pb.getModulePassManager()
+  _llvm_call("LLVMPY_RunNewModulePassManager", private)(mpm, mod, pb)
+  t2 = time.perf_counter()
+  opt_ir = str(mod)
+  t3 = time.perf_counter()
+  obj = _emit_object(tm, mod, private)
+  t4 = time.perf_counter()
+  code_size = sum(s.size() for s in llvm.ObjectFileRef.from_data(obj).sections()
+                  if s.is_text())
+  times.update(llvm_parse=t1 - t0, llvm_optimize=t2 - t1, llvm_ir_text=t3 - t2,
+               llvm_emit_object=t4 - t3)
+  return code_size, opt_ir, obj
+
+
+# A module of at least this much IR text with 2+ kernels is compiled as two halves on two
+# threads (each half parses the whole module and keeps the other half's kernels only as
+# internal copies where its own call them, e.g. a dot kernel's epilogue).
+PARALLEL_MIN_IR_CHARS = 40_000
+_DEFINE = re.compile(r'^define (?!internal)[^@]*@"?([^"(]+)"?\(', re.M)
+_PART_MARK = "\n; ---- ember: the next part of the module (compiled in parallel) ----\n"
+
+
+def _parallel_parts(ir_text: str) -> list[list[str]] | None:
+  """The exported functions split in two halves of about equal IR text, or None when the
+  module is small, has one kernel, or one core is all there is."""
+  from ember._src.backends.cpu import threadpool
+  if len(ir_text) < PARALLEL_MIN_IR_CHARS or threadpool.num_threads() < 2:
+    return None
+  found = [(m.start(), m.group(1)) for m in _DEFINE.finditer(ir_text)]
+  if len(found) < 2:
+    return None
+  ends = [pos for pos, _ in found[1:]] + [len(ir_text)]
+  sizes = sorted(((e - pos, name) for (pos, name), e in zip(found, ends)), reverse=True)
+  halves, weight = ([], []), [0, 0]
+  for size, name in sizes:            # the larger kernels first, each to the lighter half
+    k = int(weight[1] < weight[0])
+    halves[k].append(name)
+    weight[k] += size
+  return list(halves) if all(halves) else None
+
+
+def _compile_in_parallel(ir_text: str, tier: LLVMTier, parts, times: dict):
+  """`_compile` of each half on its own thread (private contexts), as one result: code
+  sizes summed, optimized texts joined by `_PART_MARK`, objects packed (`_pack_objects`)."""
+  results, errors = [None, None], []
+
+  def run(k: int) -> None:
+    try:
+      results[k] = _compile(ir_text, tier, True, times if k == 0 else {},
+                            internal=parts[1 - k])
+    except BaseException as e:  # noqa: BLE001 -- re-raised in the caller
+      errors.append(e)
+  helper = threading.Thread(target=run, args=(1,), name="ember-llvm-part")
+  helper.start()
+  run(0)
+  t = time.perf_counter()
+  helper.join()
+  times["llvm_emit_object"] = times.get("llvm_emit_object", 0.0) + time.perf_counter() - t
+  if errors:
+    raise errors[0]
+  return (results[0][0] + results[1][0], results[0][1] + _PART_MARK + results[1][1],
+          _pack_objects([results[0][2], results[1][2]]))
+
+
+_OBJS_MAGIC = b"ember-objects\0"
+
+
+def _pack_objects(objs: list[bytes]) -> bytes:
+  return _OBJS_MAGIC + b"".join(len(o).to_bytes(8, "little") + o for o in objs)
+
+
+def _unpack_objects(data: bytes) -> list[bytes]:
+  """The object files of `_pack_objects` (or the one object file `data` is)."""
+  if not data.startswith(_OBJS_MAGIC):
+    return [data]
+  out, pos = [], len(_OBJS_MAGIC)
+  while pos < len(data):
+    n = int.from_bytes(data[pos:pos + 8], "little")
+    out.append(data[pos + 8:pos + 8 + n])
+    pos += 8 + n
+  return out
 
 
 def _llvm_call(name: str, unlocked: bool):
@@ -502,14 +589,18 @@ def _emit_object(tm: llvm.TargetMachine, mod: llvm.ModuleRef, private: bool) -> 
     lib.LLVMPY_DisposeMemoryBuffer(buf)
 
 
-_worker_tms: dict = {}
+_worker_tms = threading.local()
 
 
 def _worker_target_machine(opt_level: int) -> llvm.TargetMachine:
-  """The tier-up worker's own target machine per level (only that thread uses them)."""
-  tm = _worker_tms.get(opt_level)
+  """This thread's own target machine per level, for private compiles (the tier-up worker,
+  the parts of a parallel compile)."""
+  tms = getattr(_worker_tms, "by_level", None)
+  if tms is None:
+    tms = _worker_tms.by_level = {}
+  tm = tms.get(opt_level)
   if tm is None:
-    tm = _worker_tms[opt_level] = host_target_machine(opt_level)
+    tm = tms[opt_level] = host_target_machine(opt_level)
   return tm
 
 
@@ -521,7 +612,8 @@ def _load_object(obj: bytes, triple: str, opt_level: int):
     # the engine owns (and frees) its target machine: a new one, never the shared one
     engine = llvm.create_mcjit_compiler(
         holder, host_target_machine(LLVM_TIERS[opt_level].codegen_level))
-    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    for part in _unpack_objects(obj):
+      engine.add_object_file(llvm.ObjectFileRef.from_data(part))
     engine.finalize_object()
 
   def addr(name: str) -> int:
@@ -614,5 +706,6 @@ class _RecordedKernels:
 def _assembly(opt_ir: str, opt_level: int) -> str:
   """The assembly of the optimized IR (codegen only: the IR passes already ran)."""
   with _jit_lock:
-    mod = llvm.parse_assembly(opt_ir)
-    return _shared_target_machine(LLVM_TIERS[opt_level].codegen_level).emit_assembly(mod)
+    tm = _shared_target_machine(LLVM_TIERS[opt_level].codegen_level)
+    return "".join(tm.emit_assembly(llvm.parse_assembly(part))
+                   for part in opt_ir.split(_PART_MARK))

@@ -360,6 +360,8 @@ def _dot_body(module: ir.Module, lay: DotLayout):
   panel = b.alloca(T, e.i64(KC * NRW))
   panel.align = 64
   zero = ir.Constant(VT, [0.0] * W)
+  vsuf = f"v{W}{codegen.float_suffix(T)}"
+  lanes = lambda n: ir.Constant(ir.VectorType(ir.IntType(1), W), [int(l < n) for l in range(W)])
 
   def micro(mr: int, bi, m, n0, valid: int, crow0, k0, kc):
     """C rows crow0.. (mr of them), columns [n0, n0 + valid), += A rows m.. of batch bi,
@@ -375,11 +377,11 @@ def _dot_body(module: ir.Module, lay: DotLayout):
         lo = v * W
         if lo + W <= valid:
           part = b.load(e.gep(crow[r], e.i64(lo), T), typ=VT, align=isz)
+        elif lo < valid:
+          part = e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT, [
+              e.gep(crow[r], e.i64(lo), T), ir.Constant(I32, isz), lanes(valid - lo), zero])
         else:
           part = zero
-          for l in range(max(0, min(W, valid - lo))):
-            part = b.insert_element(part, b.load(e.gep(crow[r], e.i64(lo + l), T), typ=T),
-                                    e.i64(l))
         acc.append(b.select(first, zero, part))
 
     if direct and valid == NRW:   # B's rows k0.. at columns n0.., in place
@@ -403,16 +405,15 @@ def _dot_body(module: ir.Module, lay: DotLayout):
         lo = v * W
         if lo + W <= valid:
           e.store_vector(acc[r * NR + v], e.gep(crow[r], e.i64(lo), T), isz)
-        else:
-          for l in range(max(0, min(W, valid - lo))):
-            b.store(b.extract_element(acc[r * NR + v], e.i64(l)),
-                    e.gep(crow[r], e.i64(lo + l), T))
+        elif lo < valid:
+          e.intrinsic(f"llvm.masked.store.{vsuf}.p0", VOID, [
+              acc[r * NR + v], e.gep(crow[r], e.i64(lo), T), ir.Constant(I32, isz),
+              lanes(valid - lo)])
 
   def pack(bi, n0, valid: int, k0, kc):
     """B[bi, k0:k0+kc, n0:n0+valid] into the zero-padded kc x NRW panel (whole vectors
     when B's columns are contiguous)."""
     base = e.gep(Bp, e.add_idx(e.add_idx(e.idx(bi, sbb), e.idx(n0, sbn)), e.idx(k0, sbk)), T)
-    zs = ir.Constant(T, 0.0)
 
     def gather(src, c0: int, valid: int):
       """Columns c0 .. c0 + W of row `src` (zeros from column `valid` on)."""
@@ -420,29 +421,25 @@ def _dot_body(module: ir.Module, lay: DotLayout):
       ptrs = b.gep(src, [ir.Constant(ir.VectorType(I64, W), [c * sbn for c in cols])],
                    source_etype=T)
       ptrs.type = ir.VectorType(PTR, W)       # (llvmlite types a vector GEP as a scalar)
-      x = e.intrinsic(f"llvm.masked.gather.v{W}{codegen.float_suffix(T)}.v{W}p0", VT,
-                      [ptrs, ir.Constant(I32, isz), ir.Constant(ir.VectorType(ir.IntType(1), W),
-                                                                [1] * W), zero])
-      if c0 + W <= valid:
-        return x
-      keep = ir.Constant(ir.VectorType(ir.IntType(1), W), [int(c0 + l < valid) for l in range(W)])
-      return b.select(keep, x, zero)
+      x = e.intrinsic(f"llvm.masked.gather.{vsuf}.v{W}p0", VT,
+                      [ptrs, ir.Constant(I32, isz), lanes(W), zero])
+      return x if c0 + W <= valid else b.select(lanes(valid - c0), x, zero)
 
     def body(k, _c):
       src = e.gep(base, e.idx(k, sbk), T)
       dst = e.gep(panel, e.mul_idx(k, NRW), T)
-      if sbn == 1 and valid == NRW:
-        for v in range(NR):
-          e.store_vector(b.load(e.gep(src, e.i64(v * W), T), typ=VT, align=isz),
-                         e.gep(dst, e.i64(v * W), T), W * isz)
-        return []
-      if sbn == 1:
-        for c in range(NRW):
-          x = b.load(e.gep(src, e.i64(c * sbn), T), typ=T) if c < valid else zs
-          b.store(x, e.gep(dst, e.i64(c), T))
-        return []
-      for v in range(NR):       # strided columns (a transposed B): one gather per vector
-        e.store_vector(gather(src, v * W, valid), e.gep(dst, e.i64(v * W), T), W * isz)
+      for v in range(NR):     # contiguous columns: vector loads, else one gather per vector
+        lo = v * W
+        if sbn != 1:
+          x = gather(src, lo, valid)
+        elif lo + W <= valid:
+          x = b.load(e.gep(src, e.i64(lo), T), typ=VT, align=isz)
+        elif lo < valid:
+          x = e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT, [
+              e.gep(src, e.i64(lo), T), ir.Constant(I32, isz), lanes(valid - lo), zero])
+        else:
+          x = zero
+        e.store_vector(x, e.gep(dst, e.i64(lo), T), W * isz)
       return []
     e.loop(e.i64(0), kc, [], body)
 
