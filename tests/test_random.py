@@ -19,34 +19,12 @@ from ember._src import prng
 
 _DATA = os.path.join(os.path.dirname(__file__), "data", "random_jax_vectors.json")
 with open(_DATA) as f:
-  CASES = json.load(f)["cases"]
+  _VECTORS = json.load(f)
+CASES, MATH = _VECTORS["cases"], _VECTORS["math"]
 
-# Samplers built on transcendentals. The uniform underneath is bit-exact, and for float32
-# the samplers evaluate log, log1p, exp, erf and erf_inv exactly as XLA:CPU does
-# (prng._xla_*_f32), so normal, truncated_normal, exponential, gumbel, laplace, logistic,
-# rayleigh, geometric, lognormal, pareto, maxwell, ... are bit-exact too. What remains:
-# tan (cauchy), pow (weibull_min), bfloat16 norms (maxwell) and every float64
-# transcendental are XLA's own few-ulp polynomials, while ember's eager path uses NumPy's
-# and the compiled path ember's mathlib; so those results may differ by an ulp or so,
-# amplified where the formula cancels. Bound: the largest distance in ulps of
-# max(|want|, 1) seen, with margin, and the fraction of elements that must still be
-# bit-identical (pooled over the op's cases: test_transcendental_samplers_mostly_exact).
-# Everything not listed is bit-exact.
-_ULP = {  # op -> {dtype: (max scaled ulp, min fraction exact)}; absent dtype: exact
-    "normal": {"float64": (4, 0.25)},
-    "truncated_normal": {"float64": (6, 0.3)},
-    "lognormal": {"float64": (20, 0.55)},
-    "maxwell": {"float64": (16, 0.35), "bfloat16": (2, 0.8)},
-    "double_sided_maxwell": {"float64": (80, 0.4), "bfloat16": (3, 0.8)},
-    "gumbel": {"float64": (3, 0.75)},
-    "exponential": {"float64": (2, 0.85)},
-    "laplace": {"float64": (2, 0.85)},
-    "logistic": {"float64": (2, 0.8)},
-    "cauchy": {"float32": (2, 0.9), "float64": (2, 0.9)},
-    "pareto": {"float64": (4, 0.75)},
-    "rayleigh": {"float64": (3, 0.9)},
-    "weibull_min": {"float32": (2, 0.95), "float64": (2, 0.8)},
-}
+# Samplers built on transcendentals evaluate them exactly as XLA:CPU does (prng._xla_* and
+# prng._glibc_*: XLA's own formulas and the glibc functions XLA calls, with the same fused
+# multiply-adds), so every case, every sampler and dtype, is compared bit for bit.
 
 
 def _case_id(c):
@@ -131,53 +109,25 @@ def test_matches_jax_vectors(c, jit):
     assert out.dtype == jnp.dtype(c["dtype"]) and out.shape == tuple(c["shape"])
     assert not out.weak_type
     got = _as_bits(out)
-    want = np.array(c["data"], dtype=got.dtype)
-    bound = _ULP.get(c["op"], {}).get(c["dtype"])
-    if bound is None:
-      np.testing.assert_array_equal(got, want)
-    else:
-      err = _scaled_ulps(np.asarray(out).reshape(-1), want.view(out.dtype))
-      assert err.max(initial=0) <= bound[0], (err.max(), np.flatnonzero(err > bound[0]))
+    np.testing.assert_array_equal(got, np.array(c["data"], dtype=got.dtype))
 
 
-def _scaled_ulps(got, want):
-  """|got - want| in units of the ulp of max(|want|, 1) (inf == inf counts as 0)."""
-  g, w = got.astype(np.float64), want.astype(np.float64)
-  same = (g == w) | (np.isnan(g) & np.isnan(w))
-  unit = np.spacing(np.maximum(np.abs(want), np.ones((), want.dtype))).astype(np.float64)
-  return np.where(same, 0.0, np.abs(g - w) / unit)
-
-
-@pytest.mark.parametrize("op, dtype", [(op, dt) for op, d in _ULP.items() for dt in d])
-def test_transcendental_samplers_mostly_exact(op, dtype):
-  """Most draws of the ulp-bounded samplers are still bit-identical to JAX's (eager)."""
-  n_exact = n = 0
-  for c in CASES:
-    if c["op"] != op or c["dtype"] != dtype:
-      continue
-    with ember.enable_x64(c["x64"]):
-      for jit in (False,):
-        out = np.asarray(_replay(c, jit)).reshape(-1)
-        err = _scaled_ulps(out, np.array(c["data"], _as_bits(out).dtype).view(out.dtype))
-        n_exact, n = n_exact + int((err == 0).sum()), n + err.size
-  assert n, "no reference vectors for this op/dtype"
-  assert n_exact / n >= _ULP[op][dtype][1], (n_exact, n)
-
-
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 def test_normal_is_sqrt2_erf_inv_of_exact_uniform(dtype):
   dt = jnp.dtype(dtype)
-  k = random.key(3)
-  lo = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt))
-  u = random.uniform(k, (50,), dt, lo, 1.0)
-  assert float(np.min(np.asarray(u, np.float32))) >= float(lo)
-  assert float(np.max(np.asarray(u, np.float32))) < 1.0
-  # float32 uses XLA:CPU's erf_inv formula (bit-exact with JAX); the others lax.erf_inv
-  erf_inv = prng._xla_erf_inv_f32 if dtype == "float32" else ember.lax.erf_inv
-  expected = ember.lax.mul(np.array(np.sqrt(2), dt), erf_inv(u))
-  np.testing.assert_array_equal(_as_bits(random.normal(k, (50,), dt)), _as_bits(expected))
-  jitted = ember.jit(random.normal, static_argnums=(1, 2))(k, (50,), dt)
-  np.testing.assert_array_equal(_as_bits(jitted), _as_bits(expected))
+  with ember.enable_x64(dtype == "float64"):
+    k = random.key(3)
+    lo = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt))
+    u = random.uniform(k, (50,), dt, lo, 1.0)
+    assert float(np.min(np.asarray(u, np.float32))) >= float(lo)
+    assert float(np.max(np.asarray(u, np.float32))) < 1.0
+    # float32/float64 use XLA:CPU's erf_inv formulas (bit-exact with JAX); the others lax's
+    erf_inv = {"float32": prng._xla_erf_inv_f32, "float64": prng._xla_erf_inv_f64}.get(
+        dtype, ember.lax.erf_inv)
+    expected = ember.lax.mul(np.array(np.sqrt(2), dt), erf_inv(u))
+    np.testing.assert_array_equal(_as_bits(random.normal(k, (50,), dt)), _as_bits(expected))
+    jitted = ember.jit(random.normal, static_argnums=(1, 2))(k, (50,), dt)
+    np.testing.assert_array_equal(_as_bits(jitted), _as_bits(expected))
 
 
 @pytest.mark.parametrize("fn, ref, lo, hi", [
@@ -205,6 +155,122 @@ def test_xla_float32_math_is_accurate_and_handles_edges(fn, ref, lo, hi):
            prng._xla_erf_f32: ([0.0, 5.0, -5.0, np.inf, -np.inf], [0.0, 1.0, -1.0, 1.0, -1.0])}[fn]
   np.testing.assert_array_equal(np.asarray(fn(np.array(edges[0], np.float32))),
                                 np.array(edges[1], np.float32))
+
+
+# The rebuilt XLA:CPU math against JAX's own results (data/make_random_vectors.py "math":
+# branch boundaries, zeros, infinities, NaN, subnormals (XLA:CPU reads them as zero) and
+# random values). The float32 ones run in 32-bit mode: glibc's tanf/powf reduce and
+# evaluate in float64, which they switch on internally.
+_MATH_FNS = {"log_f64": prng._glibc_log, "log1p_f64": prng._xla_log1p_f64,
+             "exp_f64": prng._xla_exp_f64, "erf_inv_f64": prng._xla_erf_inv_f64,
+             "tan_f32": prng._glibc_tanf, "pow_f32": prng._glibc_powf,
+             "pow_f64": prng._glibc_pow, "tan_f64": prng._glibc_tan,
+             "erf_f64": prng._glibc_erf}
+
+
+@pytest.mark.parametrize("name", sorted(_MATH_FNS))
+def test_xla_math_is_bit_exact_with_jax(name):
+  m = MATH[name]
+  dt = np.dtype(m["dtype"])
+  u = f"uint{dt.itemsize * 8}"
+  args = [np.array(m[k], u).view(dt) for k in ("x", "y") if k in m]
+  want = np.array(m["out"], u).view(dt)
+  nan = np.isnan(want)
+  with ember.enable_x64(dt == np.float64):
+    for fn in (_MATH_FNS[name], ember.jit(_MATH_FNS[name])):
+      got = np.asarray(fn(*args))
+      assert got.dtype == dt and got.shape == want.shape
+      np.testing.assert_array_equal(np.isnan(got), nan)
+      np.testing.assert_array_equal(got[~nan].view(u), want[~nan].view(u))
+
+
+@pytest.mark.parametrize("fn, ref, lo, hi, rtol", [
+    (prng._glibc_log, np.log, 1e-300, 1e300, 1e-15),
+    (prng._xla_log1p_f64, np.log1p, -0.999, 1e3, 1e-15),
+    (prng._xla_exp_f64, np.exp, -700.0, 700.0, 1e-15),
+    (prng._xla_erf_inv_f64, None, -1.0, 1.0, 1e-15),
+    (prng._glibc_tanf, np.tan, -1.5, 1.5, 2.4e-7),
+    (prng._glibc_powf, lambda x: np.power(x, 0.37), 0.0, 50.0, 2.4e-7),
+    (prng._glibc_pow, lambda x: np.power(x, 0.37), 0.0, 50.0, 1e-15),
+    (prng._glibc_tan, np.tan, -25.0, 25.0, 1e-15),
+    (prng._glibc_erf, np.vectorize(math.erf), -6.0, 6.0, 1e-15)])
+def test_rebuilt_math_is_accurate(fn, ref, lo, hi, rtol):
+  """Independent of JAX: the rebuilt functions agree with NumPy float64 / math.erf to a few
+  ulp (the references' own errors included; bit-exactness is the JAX vectors' job), on a
+  grid, eagerly and compiled alike."""
+  f32 = fn in (prng._glibc_tanf, prng._glibc_powf)
+  dt = np.float32 if f32 else np.float64
+  grid = (np.geomspace if lo > 0 else np.linspace)(lo, hi, 4001)
+  x = np.concatenate([grid, np.linspace(max(lo, -0.5), min(hi, 0.5), 1001)]).astype(dt)
+  call = (lambda f: (lambda v: f(v, np.full_like(v, 0.37)))) \
+      if fn in (prng._glibc_powf, prng._glibc_pow) else (lambda f: f)
+  with ember.enable_x64(not f32):
+    got = np.asarray(call(fn)(x))
+    np.testing.assert_array_equal(_as_bits(np.asarray(call(ember.jit(fn))(x))), _as_bits(got))
+  if ref is None:  # erf_inv: erf(got) == x
+    ok = np.abs(x) < 1 - 1e-9
+    np.testing.assert_allclose(np.vectorize(math.erf)(got[ok]), x[ok], rtol=rtol, atol=1e-16)
+  else:
+    np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=rtol, atol=1e-300)
+
+
+@pytest.mark.parametrize("x64, fn, at, want", [
+    # d/dparam of sum(sampler(key(0), param, shape=(3,))), values from JAX 0.12
+    (False, lambda k, v: random.lognormal(k, v, (3,)), 0.5, 8.878513),
+    (False, lambda k, v: random.weibull_min(k, 1.0, v, (3,)), 1.5, -2.237096),
+    (False, lambda k, v: random.pareto(k, v, (3,)), 2.0, -9.91275),
+    (False, lambda k, v: random.truncated_normal(k, v, 2.0, (3,)), -1.0, 0.5701862),
+    (False, lambda k, v: random.uniform(k, (3,), minval=v, maxval=2.0), -1.0, 0.74146175),
+    (True, lambda k, v: random.lognormal(k, v, (3,), jnp.float64), 0.5, 3.7871488344753135),
+    (True, lambda k, v: random.weibull_min(k, 1.0, v, (3,), jnp.float64), 1.5,
+     -0.7834758734590147),
+    (True, lambda k, v: random.pareto(k, v, (3,), jnp.float64), 2.0, -4.7594798092510056),
+    (True, lambda k, v: random.truncated_normal(k, v, 2.0, (3,), jnp.float64), -1.0,
+     0.9527300279563479)])
+def test_sampler_gradients_follow_lax_rules(x64, fn, at, want):
+  """The rebuilt XLA:CPU math differentiates as lax's functions do (custom JVPs), so
+  reparameterized samples have JAX's gradients."""
+  f = lambda v: jnp.sum(fn(random.key(0), v))
+  with ember.enable_x64(x64):
+    v = np.asarray(at, np.float64 if x64 else np.float32)
+    for g in (ember.grad(f), ember.jit(ember.grad(f))):
+      np.testing.assert_allclose(float(g(v)), want, rtol=1e-12 if x64 else 2e-6)
+
+
+def test_fma_float64_rounds_once_eager_and_compiled():
+  """ember's fma primitive in float64 (the samplers' contracted multiply-adds): exact
+  rational arithmetic decides, including products that cancel, tiny and huge operands,
+  signed zeros and infinities."""
+  from ember._src.primitives.elementwise import fma
+  rng = np.random.default_rng(3)
+  x = rng.standard_normal(300) * 2.0 ** rng.integers(-40, 40, 300)
+  y = rng.standard_normal(300)
+  z = np.where(np.arange(300) % 2 == 0, -x * y, rng.standard_normal(300))  # cancellation
+  x = np.concatenate([x, [1 + 2.0**-52, 1e-200, 1e300, 2.0**-600, 0.0, np.inf, 1e300, 3.0]])
+  y = np.concatenate([y, [1 - 2.0**-52, 1e-200, 1e10, 2.0**-500, -1.0, 0.0, 10.0, 5e-324]])
+  z = np.concatenate([z, [-1.0, 5e-324, -1e308, 2.0**-1074, -0.0, 1.0, -np.inf, 0.0]])
+  def exact(a, b, c):
+    if not all(map(math.isfinite, (a, b, c))) or 0.0 in (a, b):
+      return a * b + c
+    v = Fraction(a) * Fraction(b) + Fraction(c)
+    try:
+      return float(v)
+    except OverflowError:
+      return math.inf if v > 0 else -math.inf
+
+  want = [exact(a, b, c) for a, b, c in zip(x.tolist(), y.tolist(), z.tolist())]
+  want[-3] = np.nan  # inf * 0 + 1
+  want[-2] = -np.inf  # 1e300 * 10 overflows the product only; c = -inf decides
+  want = np.array(want)
+  with ember.enable_x64():
+    for f in (fma, ember.jit(fma)):
+      got = np.asarray(f(x, y, z))
+      assert got.dtype == np.float64
+      nan = np.isnan(want)
+      np.testing.assert_array_equal(np.isnan(got), nan)
+      np.testing.assert_array_equal(got[~nan].view(np.uint64), want[~nan].view(np.uint64))
+    assert float(fma(np.float64(1 + 2**-52), np.float64(1 - 2**-52), np.float64(-1))) == -2.0**-104
+    assert np.signbit(np.asarray(fma(np.float64(0.0), np.float64(-1.0), np.float64(-0.0))))
 
 
 # --- seeds and keys ---------------------------------------------------------------------
@@ -451,8 +517,9 @@ def test_uniform_range(dtype, lo, hi):
   assert x.max() <= hi_d
 
 
-def test_fma_emulation_is_correctly_rounded():
-  """_fma(x, y, z) == RN(x*y + z) computed with exact rationals, for uniform-shaped x."""
+def test_scale_and_shift_is_correctly_rounded():
+  """uniform's x * scale + offset == RN(x*y + z) computed with exact rationals (one fused
+  multiply-add, as XLA:CPU contracts it), eagerly and compiled."""
   rng = np.random.default_rng(0)
 
   def rn(fr, dt):
@@ -467,11 +534,12 @@ def test_fma_emulation_is_correctly_rounded():
     y = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 31, n)).astype(dt)
     z = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 31, n)).astype(dt)
     z[:100] = -(x[:100].astype(np.float64) * y[:100]).astype(dt)  # heavy cancellation
-    with ember.enable_x64(dt == np.float64):
-      got = np.asarray(prng._fma(x, y, z, dt))
     want = np.array([rn(Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c)), dt)
                      for a, b, c in zip(x, y, z)], dt)
-    np.testing.assert_array_equal(_as_bits(got), _as_bits(want))
+    f = lambda a, b, c: prng._scale_and_shift(a, b, c, jnp.dtype(dt))
+    with ember.enable_x64(dt == np.float64):
+      for fn in (f, ember.jit(f)):
+        np.testing.assert_array_equal(_as_bits(np.asarray(fn(x, y, z))), _as_bits(want))
 
 
 def test_default_dtypes_follow_x64():
@@ -592,13 +660,10 @@ SAMPLERS = {
     "split": lambda k: random.key_data(random.split(k, 3)),
     "fold_in": lambda k: random.key_data(random.fold_in(k, 12)),
 }
-# Eager runs NumPy's tan/pow, compiled code ember's mathlib: within an ulp or so. (log,
-# log1p, exp, erf and erf_inv use XLA's float32 formulas, identical eager and compiled.)
-_EAGER_VS_JIT_RTOL = {"cauchy": 4e-6, "weibull_min": 4e-6}
-
-
+# Every sampler's transcendentals are XLA:CPU's formulas rebuilt from lax ops (prng._xla_*,
+# prng._glibc_*), so eager, vmapped and compiled draws are the same bits.
 _JIT_VMAP = {"bits", "randint", "choice_p", "permutation_independent", "categorical",
-             "normal", "split", "truncated_normal"}
+             "normal", "split", "truncated_normal", "cauchy", "weibull_min"}
 
 
 @pytest.mark.parametrize("name", list(SAMPLERS))
@@ -613,11 +678,7 @@ def test_sampler_eager_jit_vmap_agree(name):
     runs.append(ember.jit(ember.vmap(fn))(keys))
   for batched in runs:
     assert batched.shape == (3, *eager[0].shape) and batched.dtype == eager[0].dtype
-    rtol = _EAGER_VS_JIT_RTOL.get(name)
-    if rtol is None:
-      np.testing.assert_array_equal(_as_bits(batched), _as_bits(stacked))
-    else:
-      np.testing.assert_allclose(np.asarray(batched), stacked, rtol=rtol, atol=1e-6)
+    np.testing.assert_array_equal(_as_bits(batched), _as_bits(stacked))
   # raw and typed keys give the same draws
   raw = random.key_data(keys[1])
   np.testing.assert_array_equal(_as_bits(fn(raw)), _as_bits(eager[1]))

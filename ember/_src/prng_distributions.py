@@ -3,9 +3,17 @@ of `ember.random`.
 
 Each sampler ports JAX 0.12's (jax/_src/random/core.py) with the same key splits and the
 same sequence of operations, so with the default threefry2x32 (partitionable) PRNG it
-draws the same numbers. Values built from transcendentals (log, exp, pow, lgamma) can
-differ from XLA:CPU's by an ulp, and on rare draws such an ulp flips a rejection decision
-(then that element differs, the rest still agree).
+draws the same numbers. In float32 the gamma family (gamma, loggamma, beta, dirichlet,
+chisquare, t, f), wald, generalized_normal and ball draw XLA:CPU's bits: they evaluate
+log / exp / log1p / erf_inv (prng.py), rsqrt (`_xla_rsqrt_f32`) and pow (`_xla_pow_f32`)
+with XLA:CPU's own formulas, fuse the multiply-adds LLVM fuses (`_f32_arith`), flush
+subnormal results to zero, and apply XLA's algebraic rewrites (1/3 / sqrt(d) ->
+1/3 * rsqrt(d), a / broadcast(b) -> a * (1 / b), (a/b)/(c/d) -> (a d)/(b c),
+1 / (1 / p) -> p, g / s**q -> g * s**-q). Not bit for bit: other dtypes (float16 /
+bfloat16 use the CPU's native half-precision arithmetic under XLA, float64 XLA's own
+float64 functions), method='approximate' (an ulp on ~7% of draws), and outputs whose
+short last axis XLA vectorizes across rows (it then drops some fused multiply-adds in
+some columns; see tests/test_random_distributions.py `_INEXACT`).
 
 Gamma draws use Marsaglia & Tsang's rejection method, one `while_loop` per element (each
 element owns one key of `split(key, a.size)`) vmapped over the elements: under vmap a
@@ -25,10 +33,10 @@ import numpy as np
 from ember._src import core, dtypes
 from ember._src.core import ShapedArray
 from ember._src import lax_api as lax
-from ember._src.prng import (KEY_SHAPE, _as_key_data, _bcast, _broadcast_shape, _check_safe_cast,
-                             _check_shape, _concrete_int, _exponential, _jnp, _sample_dtype,
-                             _shape_arg, _split_data as _keys, normal, rademacher, split,
-                             uniform)
+from ember._src.prng import (_F32, KEY_SHAPE, _as_key_data, _bcast, _broadcast_shape,
+                             _check_safe_cast, _check_shape, _concrete_int, _exp, _exponential,
+                             _fma32, _jnp, _log, _sample_dtype, _shape_arg,
+                             _split_data as _keys, normal, rademacher, split, uniform)
 from ember._src.transforms.batching import vmap
 from ember._src.transforms.custom_derivatives import custom_jvp
 
@@ -68,29 +76,34 @@ def _shape(x):
 # Gamma: Marsaglia & Tsang, one rejection loop per element
 # --------------------------------------------------------------------------------------
 
-def _gamma_one(key, alpha, log_space: bool):
+def _gamma_one(key, alpha, inv_alpha, log_space: bool):
   """One Gamma(alpha) draw (or its log) from one key. For alpha < 1 it draws
-  Gamma(alpha + 1) * U**(1 / alpha) (in log space: + log(U) / alpha, log U = -Exp)."""
+  Gamma(alpha + 1) * U**(1 / alpha) (in log space: + log(U) / alpha, log U = -Exp);
+  `inv_alpha` is 1 / alpha (see `_gamma`).
+
+  float32 follows XLA:CPU's compiled code (see `_f32_arith`): 1/3 / sqrt(d) is
+  rewritten to 1/3 * rsqrt(d), and the single-use products feeding an add are fused."""
   dt = _dtype(alpha)
+  A = _f32_arith if dt == dtypes.float32 else _plain_arith
   zero, one, two, minus_one = (np.array(v, dt) for v in (0, 1, 2, -1))
   half, third, squeeze = (np.array(v, dt) for v in (0.5, 1. / 3., 0.0331))
   boost_mask = lax.ge(alpha, one)
-  alpha_orig = alpha
   alpha = lax.select(boost_mask, alpha, lax.add(alpha, one))
   d = lax.sub(alpha, third)
-  c = lax.div(third, lax.sqrt(d))
+  c = A.third_over_sqrt(d)
 
   def cond_fn(kXVU):
     _, X, V, U = kXVU
     return lax.bitwise_and(
-        lax.ge(U, lax.sub(one, lax.mul(squeeze, lax.mul(X, X)))),
-        lax.ge(lax.log(U), lax.add(lax.mul(X, half),
-                                   lax.mul(d, lax.add(lax.sub(one, V), lax.log(V))))))
+        lax.ge(U, A.fma(lax.neg(lax.mul(X, X)), squeeze, one)),       # 1 - 0.0331 X^2
+        # X/2 + d (1 - V + log V): LLVM fuses the first operand's product, X/2 (exact)
+        lax.ge(A.log(U), lax.add(lax.mul(X, half),
+                                 lax.mul(d, lax.add(lax.sub(one, V), A.log(V))))))
 
   def next_kxv(kxv):
     key, subkey = _keys(kxv[0], 2)
     x = normal(subkey, (), dt)
-    return key, x, lax.add(one, lax.mul(x, c))
+    return key, x, A.fma(x, c, one)
 
   def body_fn(kXVU):
     key, x_key, u_key = _keys(kXVU[0], 3)
@@ -106,20 +119,268 @@ def _gamma_one(key, alpha, log_space: bool):
   if log_space:
     log_samples = lax.neg(_exponential(subkey, (), dt))
     log_boost = lax.select(lax.bitwise_or(boost_mask, lax.eq(log_samples, zero)), zero,
-                           lax.mul(log_samples, lax.div(one, alpha_orig)))
-    return lax.add(lax.add(lax.log(d), lax.log(V)), log_boost)
+                           lax.mul(log_samples, inv_alpha))
+    return lax.add(lax.add(A.log(d), A.log(V)), log_boost)
   samples = lax.sub(one, uniform(subkey, (), dt))
-  boost = lax.select(boost_mask, one, lax.pow(samples, lax.div(one, alpha_orig)))
-  return lax.mul(lax.mul(d, V), boost)
+  boost = lax.select(boost_mask, one, A.pow(samples, inv_alpha))
+  return A.ftz(lax.mul(lax.mul(d, V), boost))
 
 
-def _gamma_impl(key, a, log_space: bool):
+class _plain_arith:
+  """lax's own operations (dtypes other than float32)."""
+  fma = staticmethod(lambda a, b, c: lax.add(lax.mul(a, b), c))
+  log = staticmethod(lax.log)
+  pow = staticmethod(lax.pow)
+  ftz = staticmethod(lambda x: x)
+  third_over_sqrt = staticmethod(lambda d: lax.div(_c(d, 1. / 3.), lax.sqrt(d)))
+
+
+class _f32_arith:
+  """float32 as XLA:CPU computes it: LLVM fuses a product with one use into the add or
+  subtract it feeds (one rounding), log / pow are XLA's own formulas, and XLA's
+  simplifier turns c / sqrt(d) into c * rsqrt(d) (see `_xla_rsqrt_f32`); subnormal
+  results are flushed to zero."""
+  fma = staticmethod(_fma32)
+  log = staticmethod(_log)
+  pow = staticmethod(lambda x, y: _xla_pow_f32(x, y))
+  ftz = staticmethod(lambda x: _ftz(x))
+  third_over_sqrt = staticmethod(lambda d: lax.mul(_c(d, 1. / 3.), _xla_rsqrt_f32(d)))
+
+
+# XLA:CPU's float32 rsqrt: the hardware estimate (x86 `rsqrtps`, 12 bits) refined by two
+# Newton steps y <- y - y/2 (x y y - 1) with fused multiply-adds. The estimate depends
+# only on the exponent's parity and the top 10 mantissa bits of x: its bits for x in
+# [1, 4) (exponent 126, 12 mantissa bits, the rest zero) start at 520190 << 11 and fall
+# by these steps (read off an Intel Xeon; AMD's estimate differs, and JAX draws differ
+# with it). x = 4^j m scales the estimate by 2^-j exactly.
+_RSQRTPS_STEPS = (
+    "444444444444344444444434444443444434444344434443444344344344344344344343443434434343443434"
+    "343434343434343343434334343343433433434334334333433433433343334333433334333343333343333343"
+    "333333433333333334333333333333333333333333333333333333233333333333233333332333333233333233"
+    "332333323333233323332333233323323332332332332332332332332332323323323233232323323232332323"
+    "232323323232323232323232323223232323232232323223232232322323223232232232232322322322322322"
+    "322232232232223222322322232223222322223222322223222232222322223222223222222322222232222222"
+    "322222222322222222223222222222222222232222222222222222222222222222222222222222222222122222"
+    "222222222221222222222221222222222122222222122222212222221222222122222122222122221222212222"
+    "122221222212221222212221222122212221222122212221221222122122212212221221221221222122122122"
+    "122122122122121221221221212212212212122121221221212212122121212212122121212212121221212121"
+    "221212121212122121212121212121212212121212121212121212112121212121212121212112121212121211"
+    "212121211212121121212112121211212232333323333233323333233233323323332332332332332332323323"
+    "233232332323233232323232332323232323223232323232322323232232322323223223232232232232232232"
+    "232232223223222322232223222322232222322223222232222232222232222223222222232222222223222222"
+    "222222223222222222222222222222222222222222222222222122222222222222122222222221222222212222"
+    "222122222212222212222212222122221222212222122221222122212221222122212221221222122122212212"
+    "212221221221221221221221221221212212212212122121221221212212122121212212121221212122121212"
+    "121221212121212121221212121212121212121212121121212121212121211212121212112121211212121121"
+    "212112121121211212112121121211211212112112121121121121211211211211211211211211211211211121"
+    "121121121112112111211211121121112112111211121112111211121112111211121112111121112111121112"
+    "111121111211112111121111211111211112111112111112111112111112111111211111121111112111111211"
+    "111112111111112111111112111111112111111111121111111111121111111111112111111111111111211111"
+    "1111111111111112111111111111111111111111111111111111111111111111111"
+)
+_RSQRTPS = np.left_shift(np.cumsum([520190] + [-int(ch) for ch in "".join(_RSQRTPS_STEPS)]),
+                         11).astype(np.uint32)
+
+
+def _ftz(x):
+  """float32 x with subnormals flushed to (signed) zero, as XLA:CPU's arithmetic does."""
+  return lax.select(lax.lt(lax.abs(x), np.float32(np.finfo(np.float32).tiny)),
+                    lax.mul(x, np.float32(0)), x)
+
+
+def _xla_rsqrt_f32(x):
+  """1 / sqrt(x) for float32 x > 0 (also inf -> 0, nan -> nan), as XLA:CPU computes it."""
+  u32, i32 = dtypes.uint32, dtypes.int32
+  bits = lax.bitcast_convert_type(x, u32)
+  e = lax.shift_right_logical(bits, np.uint32(23))
+  idx = lax.bitwise_or(lax.shift_left(lax.bitwise_and(lax.add(e, np.uint32(1)), np.uint32(1)),
+                                      np.uint32(10)),
+                       lax.bitwise_and(lax.shift_right_logical(bits, np.uint32(13)),
+                                       np.uint32(0x3FF)))
+  est = _jnp().take(_RSQRTPS, lax.convert_element_type(idx, i32), mode="clip")
+  j = lax.shift_right_arithmetic(lax.sub(lax.convert_element_type(e, i32), np.int32(127)),
+                                 np.int32(1))
+  y = lax.bitcast_convert_type(
+      lax.sub(est, lax.convert_element_type(lax.shift_left(j, np.int32(23)), u32)), _F32)
+  for _ in range(2):
+    y = _fma32(lax.mul(y, np.float32(-0.5)), _fma32(lax.mul(x, y), y, np.float32(-1)), y)
+  return lax.select(lax.eq(x, np.float32(np.inf)), lax.full_like(x, 0), y)
+
+
+# XLA:CPU calls glibc's powf for float32 pow (the FMA build that x86-64 CPUs with FMA
+# select), which computes log2(x) (a 16-entry table and a degree-5 polynomial) and
+# 2^(y log2 x) (a 32-entry table and a degree-3 polynomial) in float64 and rounds once
+# to float32; XLA then flushes subnormal results to zero. `_xla_pow_f32` repeats those
+# float64 operations (float64 values inside a float32 program: the primitives are bound
+# directly, below the x64 canonicalization) with the same fused multiply-adds.
+_POWF_INVC_LOGC = (   # (1/c, log2 c) per table entry
+    ("0x1.661ec79f8f3bep+0", "-0x1.efec65b963019p-2"),
+    ("0x1.571ed4aaf883dp+0", "-0x1.b0b6832d4fca4p-2"),
+    ("0x1.49539f0f010b0p+0", "-0x1.7418b0a1fb77bp-2"),
+    ("0x1.3c995b0b80385p+0", "-0x1.39de91a6dcf7bp-2"),
+    ("0x1.30d190c8864a5p+0", "-0x1.01d9bf3f2b631p-2"),
+    ("0x1.25e227b0b8ea0p+0", "-0x1.97c1d1b3b7af0p-3"),
+    ("0x1.1bb4a4a1a343fp+0", "-0x1.2f9e393af3c9fp-3"),
+    ("0x1.12358f08ae5bap+0", "-0x1.960cbbf788d5cp-4"),
+    ("0x1.0953f419900a7p+0", "-0x1.a6f9db6475fcep-5"),
+    ("0x1p+0", "0x0p+0"),
+    ("0x1.e608cfd9a47acp-1", "0x1.338ca9f24f53dp-4"),
+    ("0x1.ca4b31f026aa0p-1", "0x1.476a9543891bap-3"),
+    ("0x1.b2036576afce6p-1", "0x1.e840b4ac4e4d2p-3"),
+    ("0x1.9c2d163a1aa2dp-1", "0x1.40645f0c6651cp-2"),
+    ("0x1.886e6037841edp-1", "0x1.88e9c2c1b9ff8p-2"),
+    ("0x1.767dcf5534862p-1", "0x1.ce0a44eb17bccp-2"),
+)
+_POWF_LOG2_POLY = ("0x1.27616c9496e0bp-2", "-0x1.71969a075c67ap-2", "0x1.ec70a6ca7baddp-2",
+                   "-0x1.7154748bef6c8p-1", "0x1.71547652ab82bp+0")
+_EXP2F_POLY = ("0x1.c6af84b912394p-5", "0x1.ebfce50fac4f3p-3", "0x1.62e42ff0c52d6p-1")
+# bits of 2^(i/32) minus i << 47 (so adding k << 47 scales by 2^(k/32)), as (low, high) words
+_EXP2F_TAB = np.array([
+    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540],
+    np.uint64).view(np.uint32).reshape(32, 2)
+_F64 = np.dtype(np.float64)
+
+
+def _words_f64(words):
+  """float64 values from their (low, high) uint32 words (..., 2)."""
+  from ember._src.primitives.elementwise import bitcast_convert_type_p
+  return bitcast_convert_type_p.bind(words, new_dtype=_F64)
+
+
+def _f64_words(x):
+  from ember._src.primitives.elementwise import bitcast_convert_type_p
+  return bitcast_convert_type_p.bind(x, new_dtype=np.dtype(np.uint32))
+
+
+def _k64(v, shape):
+  """A float64 constant of `shape` (hex-float string or float)."""
+  v = float.fromhex(v) if isinstance(v, str) else float(v)
+  return _words_f64(np.broadcast_to(np.array([v], np.float64).view(np.uint32), (*shape, 2)))
+
+
+def _to(x, dtype):
+  from ember._src.primitives.elementwise import convert_element_type_p
+  return convert_element_type_p.bind(x, new_dtype=np.dtype(dtype), weak_type=False)
+
+
+def _lookup64(table, i):
+  """float64 entries table[i] of a (n, 2) table of (low, high) words."""
+  return _words_f64(_jnp().take(table, i, axis=0, mode="clip"))
+
+
+def _xla_pow_f32(x, y):
+  """float32 x ** y with XLA:CPU's (glibc's powf's) bits; subnormal x is normalized."""
+  u32, i32 = dtypes.uint32, dtypes.int32
+  shape = _shape(x)
+  k = lambda v: _k64(v, shape)
+  fma = _fma32
+  c = lambda v: np.array(v, np.float32)
+  # y's integer-ness decides the sign for x < 0 (non-integer y: nan)
+  y_int = lax.eq(lax.floor(y), y)
+  y_odd = lax.bitwise_and(y_int, lax.eq(lax.abs(lax.rem(y, c(2))), c(1)))
+  ax = lax.abs(x)
+  x_neg = lax.ne(lax.shift_right_logical(lax.bitcast_convert_type(x, u32), np.uint32(31)),
+                 np.uint32(0))   # the sign bit (-0 too)
+  tiny = c(np.finfo(np.float32).tiny)
+  sub = lax.lt(ax, tiny)
+  ix = lax.bitcast_convert_type(lax.select(sub, lax.mul(ax, c(2.0 ** 23)), ax), u32)
+  ix = lax.select(sub, lax.sub(ix, np.uint32(23 << 23)), ix)
+  # log2(x) = k + log2(c) + log2(z / c), |z / c - 1| < 1/32, in float64
+  tmp = lax.sub(ix, np.uint32(0x3F330000))
+  i = lax.convert_element_type(
+      lax.bitwise_and(lax.shift_right_logical(tmp, np.uint32(19)), np.uint32(15)), i32)
+  top = lax.bitwise_and(tmp, np.uint32(0xFF800000))
+  z = _to(lax.bitcast_convert_type(lax.sub(ix, top), _F32), _F64)
+  kk = _to(lax.shift_right_arithmetic(lax.bitcast_convert_type(top, i32), np.int32(23)), _F64)
+  tab = np.array([[float.fromhex(a), float.fromhex(b)] for a, b in _POWF_INVC_LOGC],
+                 np.float64).view(np.uint32).reshape(16, 2, 2)
+  invc, logc = _lookup64(tab[:, 0], i), _lookup64(tab[:, 1], i)
+  A = [k(v) for v in _POWF_LOG2_POLY]
+  r = fma(z, invc, k(-1.0))
+  y0 = lax.add(kk, logc)
+  p1 = fma(r, A[0], A[1])
+  p2 = fma(r, A[2], A[3])
+  r2 = lax.mul(r, r)
+  q = fma(r, A[4], y0)
+  r4 = lax.mul(r2, r2)
+  q = fma(r2, p2, q)
+  logx = fma(p1, r4, q)
+  ylogx = lax.mul(_to(y, _F64), logx)
+  # 2^ylogx = 2^(m/32) 2^r, m = round(32 ylogx), |r| <= 1/64
+  shift = k("0x1.8p+47")
+  kd = lax.add(ylogx, shift)
+  ki = lax.slice_in_dim(_f64_words(kd), 0, 1, axis=-1)    # low word: m (mod 2^32)
+  ki = lax.reshape(ki, shape)
+  r = lax.sub(ylogx, lax.sub(kd, shift))
+  neg = lax.bitwise_and(x_neg, y_odd)
+  sign = lax.select(neg, lax.full_like(ki, 1 << 16), lax.full_like(ki, 0))
+  t = _jnp().take(_EXP2F_TAB, lax.convert_element_type(lax.bitwise_and(ki, np.uint32(31)), i32),
+                  axis=0, mode="clip")
+  hi = lax.add(lax.reshape(lax.slice_in_dim(t, 1, 2, axis=-1), shape),
+               lax.shift_left(lax.add(ki, sign), np.uint32(15)))
+  s = _words_f64(lax.concatenate([lax.reshape(lax.slice_in_dim(t, 0, 1, axis=-1), (*shape, 1)),
+                                  lax.reshape(hi, (*shape, 1))], len(shape)))
+  C = [k(v) for v in _EXP2F_POLY]
+  zz = fma(r, C[0], C[1])
+  rr = lax.mul(r, r)
+  yy = fma(r, C[2], k(1.0))
+  yy = fma(zz, rr, yy)
+  out = _to(lax.mul(yy, s), _F32)
+  out = lax.select(lax.gt(ylogx, k("0x1.fffffffd1d571p+6")),
+                   lax.select(neg, lax.full_like(out, -np.inf), lax.full_like(out, np.inf)), out)
+  out = _ftz(out)
+  out = lax.select(lax.le(ylogx, k(-149.0)), lax.mul(lax.full_like(out, 0),
+                   lax.select(neg, lax.full_like(out, -1), lax.full_like(out, 1))), out)
+  # glibc's special cases: x or y zero, infinite or nan; x < 0
+  nan, inf = c(np.nan), c(np.inf)
+  out = lax.select(lax.bitwise_and(x_neg, lax.bitwise_not(y_int)), lax.full_like(out, nan), out)
+  x_zin = lax.bitwise_or(lax.eq(x, c(0)), lax.bitwise_or(lax.eq(ax, inf), lax.ne(x, x)))
+  x2 = lax.mul(x, x)
+  x2 = lax.select(neg, lax.neg(x2), x2)
+  out = lax.select(x_zin, lax.select(lax.lt(y, c(0)), lax.div(c(1), x2), x2), out)
+  y_inf = lax.eq(lax.abs(y), inf)
+  inf_case = lax.select(lax.eq(ax, c(1)), lax.full_like(out, 1),
+                        lax.select(lax.eq(lax.lt(ax, c(1)), lax.gt(y, c(0))),
+                                   lax.full_like(out, 0), lax.full_like(out, inf)))
+  out = lax.select(y_inf, inf_case, out)
+  out = lax.select(lax.bitwise_or(lax.ne(x, x), lax.ne(y, y)), lax.add(x, y), out)
+  return lax.select(lax.bitwise_or(lax.eq(y, c(0)), lax.eq(x, c(1))), lax.full_like(out, 1), out)
+
+
+def _differentiable(fun, *rules):
+  """`fun` (bit-level emulation, which autodiff would see as piecewise constant) with the
+  derivative of the function it computes: one `rule(g, ans, *args)` per argument."""
+  f = custom_jvp(fun)
+  f.defjvps(*rules)
+  return f
+
+
+_exp_d = _differentiable(_exp, lambda g, ans, x: lax.mul(g, ans))
+_log_d = _differentiable(_log, lambda g, ans, x: lax.div(g, x))
+_rsqrt_d = _differentiable(lambda x: _xla_rsqrt_f32(x),
+                           lambda g, ans, x: lax.mul(g, lax.mul(_c(x, -0.5), lax.div(ans, x))))
+_pow_d = _differentiable(
+    lambda x, y: _xla_pow_f32(x, y),
+    lambda g, ans, x, y: lax.mul(g, lax.mul(y, lax.pow(x, lax.sub(y, _c(y, 1))))),
+    lambda g, ans, x, y: lax.mul(g, lax.mul(lax.log(lax.select(lax.eq(x, _c(x, 0)),
+                                                               lax.full_like(x, 1), x)), ans)))
+
+
+def _gamma_impl(key, a, inv_a, log_space: bool):
   """Gamma draws of a's shape: element i uses key i of split(key, a.size)."""
   shape, n = _shape(a), math.prod(_shape(a))
   if n == 0:
     return a
   keys = split(key, n)
-  samples = vmap(partial(_gamma_one, log_space=log_space))(keys, lax.reshape(a, (n,)))
+  samples = vmap(partial(_gamma_one, log_space=log_space))(keys, lax.reshape(a, (n,)),
+                                                           lax.reshape(inv_a, (n,)))
   return lax.reshape(samples, shape)
 
 
@@ -128,23 +389,25 @@ def _gamma_jaxpr(shape: tuple, dtype, log_space: bool, x64: bool):
   """`_gamma_impl` staged once per (shape, dtype): tracing the vmapped nested rejection
   loops costs far more than running them on small inputs (JAX caches its jit the same
   way). Running the jaxpr binds its equations under whatever trace is current."""
-  avals = [ShapedArray(KEY_SHAPE, dtypes.uint32), ShapedArray(shape, dtype)]
-  jaxpr, _ = core.trace_to_jaxpr(lambda k, a: ([_gamma_impl(k, a, log_space)], None), avals)
+  avals = [ShapedArray(KEY_SHAPE, dtypes.uint32), ShapedArray(shape, dtype),
+           ShapedArray(shape, dtype)]
+  jaxpr, _ = core.trace_to_jaxpr(
+      lambda k, a, inv_a: ([_gamma_impl(k, a, inv_a, log_space)], None), avals)
   return jaxpr
 
 
-@partial(custom_jvp, nondiff_argnums=(2,))
-def _random_gamma(key, a, log_space):
+@partial(custom_jvp, nondiff_argnums=(3,))
+def _random_gamma(key, a, inv_a, log_space):
   x64 = dtypes.canonicalize_dtype(dtypes.int64) == dtypes.int64
   jaxpr = _gamma_jaxpr(_shape(a), np.dtype(_dtype(a)), log_space, x64)
-  return core.eval_jaxpr(jaxpr, jaxpr.consts, key, a)[0]
+  return core.eval_jaxpr(jaxpr, jaxpr.consts, key, a, inv_a)[0]
 
 
 @_random_gamma.defjvp
 def _random_gamma_jvp(log_space, primals, tangents):
-  key, a = primals
-  _, a_dot = tangents
-  ans = _random_gamma(key, a, log_space)
+  key, a, inv_a = primals   # the draws depend on a alone (inv_a is 1 / a)
+  _, a_dot, _ = tangents
+  ans = _random_gamma(key, a, inv_a, log_space)
   return ans, lax.mul(a_dot, _gamma_grad(ans, a, log_space))
 
 
@@ -156,7 +419,9 @@ def _gamma_grad(sample, a, log_space: bool):
   return random_gamma_grad(a, sample)
 
 
-def _gamma(name, key, a, shape, dtype, method, log_space):
+def _gamma(name, key, a, shape, dtype, method, log_space, inv_a=None):
+  """`inv_a`: 1 / a when the caller has it as a value XLA would fold 1 / a into: JAX's
+  generalized_normal draws Gamma(1 / p), and XLA simplifies 1 / (1 / p) to p."""
   data = _key(name, key)
   _method(name, method)
   dt = _sample_dtype("gamma" if name == "loggamma" else name, dtype)
@@ -168,7 +433,9 @@ def _gamma(name, key, a, shape, dtype, method, log_space):
   a = lax.convert_element_type(a, dt)
   if _shape(a) != shape:
     a = _bcast(a, shape)
-  return _random_gamma(data, a, log_space)
+  inv_a = lax.div(_c(a, 1), a) if inv_a is None else _bcast(lax.convert_element_type(inv_a, dt),
+                                                            shape)
+  return _random_gamma(data, a, inv_a, log_space)
 
 
 def gamma(key, a, shape=None, dtype=None, *, method="exact"):
@@ -196,25 +463,27 @@ _CHI2_QUANTILE_COEF = (
 _LOGGAMMA_NUM_BOOSTS = 4
 
 
-def _polynomial(x, coeffs):
-  """lax.polynomial: Horner's rule, highest coefficient first."""
+def _polynomial(x, coeffs, fma):
+  """lax.polynomial: Horner's rule, highest coefficient first (XLA fuses each step)."""
   coeffs = [_c(x, c) if np.ndim(c) == 0 and not isinstance(c, core.Tracer) else c
             for c in coeffs]
   out = coeffs[-1]
   for c in coeffs[-2::-1]:
-    out = lax.add(lax.mul(out, x), c)
+    out = fma(out, x, c)
   return out
 
 
 def _loggamma_chisquare(key, a):
   """log Gamma(a) = log(a) + 3 log(poly(x / sqrt(2a))), x normal (Goldstein's series)."""
+  A = _f32_arith if _dtype(a) == dtypes.float32 else _plain_arith
   nu = lax.mul(_c(a, 2), a)
   x = normal(key, _shape(a), _dtype(a))
   u = lax.div(_c(a, 1), nu)
-  t_ = lax.mul(x, lax.rsqrt(nu))
-  poly = _polynomial(t_, [_polynomial(u, row) for row in _CHI2_QUANTILE_COEF])
+  t_ = lax.mul(x, _rsqrt_d(nu) if _dtype(a) == dtypes.float32 else lax.rsqrt(nu))
+  poly = _polynomial(t_, [_polynomial(u, row, A.fma) for row in _CHI2_QUANTILE_COEF], A.fma)
   poly = lax.max(poly, _c(a, dtypes.finfo(_dtype(a)).tiny))
-  return lax.add(lax.log(a), lax.mul(_c(a, 3), lax.log(poly)))
+  # not fused: LLVM folds the * 3 into log's special-case selects first
+  return lax.add(_log_d(a), lax.mul(_log_d(poly), _c(a, 3)))
 
 
 def _gamma_approx(data, a, shape, dtype, log_space):
@@ -229,12 +498,15 @@ def _gamma_approx(data, a, shape, dtype, log_space):
   key_base, key_boost = _keys(data, 2)
   n = _LOGGAMMA_NUM_BOOSTS
   log_base = _loggamma_chisquare(key_base, lax.add(a, _c(a, n)))
-  k = lax.broadcast_in_dim(lax.iota(cdt, n), (n,) + (1,) * len(shape), (0,))
   log_u = lax.neg(_exponential(key_boost, (n, *shape), cdt))
-  a1 = lax.reshape(a, (1, *shape))
-  ratio = lax.div(log_u, lax.add(_bcast(a1, (n, *shape)), _bcast(k, (n, *shape))))
-  log_sample = lax.add(log_base, lax.reduce_sum(ratio, (0,)))
-  out = log_sample if log_space else lax.exp(log_sample)
+  # sum_k log(U_k) / (a + k), k = 0 .. n-1, added in order
+  total = None
+  for i in range(n):
+    term = lax.div(lax.reshape(lax.slice_in_dim(log_u, i, i + 1, axis=0), shape),
+                   lax.add(a, _c(a, i)))
+    total = term if total is None else lax.add(total, term)
+  log_sample = lax.add(log_base, total)
+  out = log_sample if log_space else _exp_d(log_sample)
   return lax.convert_element_type(out, dtype)
 
 
@@ -373,8 +645,8 @@ def beta(key, a, b, shape=None, dtype=None, *, method="exact"):
   log_gamma_a = loggamma(key_a, a, shape, dt, method=method)
   log_gamma_b = loggamma(key_b, b, shape, dt, method=method)
   log_max = lax.max(log_gamma_a, log_gamma_b)
-  gamma_a_scaled = lax.exp(lax.sub(log_gamma_a, log_max))
-  gamma_b_scaled = lax.exp(lax.sub(log_gamma_b, log_max))
+  gamma_a_scaled = _exp_d(lax.sub(log_gamma_a, log_max))   # float32: XLA's exp
+  gamma_b_scaled = _exp_d(lax.sub(log_gamma_b, log_max))
   return lax.div(gamma_a_scaled, lax.add(gamma_a_scaled, gamma_b_scaled))
 
 
@@ -395,14 +667,28 @@ def dirichlet(key, alpha, shape=None, dtype=None):
   return _softmax_last(log_gamma_samples)
 
 
+def _row_sum(x):
+  """x summed over its last axis; a short row left to right, as XLA:CPU adds it."""
+  shape = _shape(x)
+  r, k = len(shape) - 1, shape[-1]
+  if not 0 < k <= 16:
+    return lax.reduce_sum(x, (r,))
+  total = lax.reshape(lax.slice_in_dim(x, 0, 1, axis=r), shape[:-1])
+  for i in range(1, k):
+    total = lax.add(total, lax.reshape(lax.slice_in_dim(x, i, i + 1, axis=r), shape[:-1]))
+  return total
+
+
 def _softmax_last(x):
   """jax.nn.softmax(x, -1): exp(x - max) / sum(exp(x - max))."""
   shape = _shape(x)
   r = len(shape) - 1
   x_max = lax.broadcast_in_dim(lax.reduce_max(x, (r,)), shape, tuple(range(r)))
-  unnormalized = lax.exp(lax.sub(x, x_max))
-  total = lax.broadcast_in_dim(lax.reduce_sum(unnormalized, (r,)), shape, tuple(range(r)))
-  return lax.div(unnormalized, total)
+  unnormalized = _exp_d(lax.sub(x, x_max))
+  total = _row_sum(unnormalized)
+  # XLA's simplifier: a / broadcast(b) -> a * broadcast(1 / b)
+  inv = lax.div(_c(total, 1), total)
+  return lax.mul(unnormalized, lax.broadcast_in_dim(inv, shape, tuple(range(r))))
 
 
 def chisquare(key, df, shape=None, dtype=None, *, method="exact"):
@@ -419,7 +705,7 @@ def _chisquare(data, df, method, shape, dtype):
   df = lax.convert_element_type(df, dtype)
   two = _c(df, 2)
   log_g = loggamma(data, lax.div(df, two), shape, dtype, method=method)
-  return lax.mul(lax.exp(log_g), two)
+  return lax.mul(_exp_d(log_g), two)
 
 
 def t(key, df, shape=None, dtype=None):
@@ -447,9 +733,14 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
   key_dfd, key_dfn = _keys(data, 2)
   chi2_dfn = _chisquare(key_dfn, dfnum, "exact", shape, dt)
   chi2_dfd = _chisquare(key_dfd, dfden, "exact", shape, dt)
-  num = lax.div(chi2_dfn, _bcast(dfnum, shape))
-  den = lax.div(chi2_dfd, _bcast(dfden, shape))
-  return lax.div(num, den)
+  # (chi2_dfn / dfnum) / (chi2_dfd / dfden) as XLA's simplifier rewrites it: dividing by a
+  # broadcast dfnum becomes * (1 / dfnum), then one division is left
+  ftz = _f32_arith.ftz if dt == dtypes.float32 else _plain_arith.ftz
+  if _shape(dfnum) != shape:
+    num = ftz(lax.mul(chi2_dfn, _bcast(lax.div(_c(dfnum, 1), dfnum), shape)))
+    return lax.div(ftz(lax.mul(num, _bcast(dfden, shape))), chi2_dfd)
+  return lax.div(ftz(lax.mul(chi2_dfn, _bcast(dfden, shape))),
+                 ftz(lax.mul(_bcast(dfnum, shape), chi2_dfd)))
 
 
 def generalized_normal(key, p, shape=(), dtype=None):
@@ -459,10 +750,22 @@ def generalized_normal(key, p, shape=(), dtype=None):
   data = _key("generalized_normal", key)
   dt = dtypes.check_user_dtype(float if dtype is None else dtype, "generalized_normal")
   k0, k1 = _keys(data, 2)
-  inv_p = jnp.true_divide(1, p)
-  g = gamma(k0, inv_p, shape, dt)
+  inv_p = jnp.true_divide(1, p)   # JAX traces p: 1 / p in p's (weak) float dtype
+  # gamma's boost exponent 1 / (1 / p) is p to XLA's simplifier (unless a cast intervenes)
+  g = _gamma("gamma", k0, inv_p, shape, dt, "exact", False,
+             inv_a=p if _dtype(inv_p) == dt else None)
   r = rademacher(k1, shape, dt)
-  return jnp.multiply(r, jnp.power(g, jnp.true_divide(1, p)))
+  return jnp.multiply(r, _power(g, inv_p))
+
+
+def _power(x, y):
+  """jnp.power(x, y) for a float array x and a float exponent, with XLA's float32 pow."""
+  if _dtype(x) != dtypes.float32:
+    return _jnp().power(x, y)
+  y = lax.convert_element_type(y, dtypes.float32)
+  if _shape(y) != _shape(x):
+    y = _bcast(y, _shape(x))
+  return _pow_d(x, y)
 
 
 def ball(key, d, p=2, shape=(), dtype=None):
@@ -477,8 +780,11 @@ def ball(key, d, p=2, shape=(), dtype=None):
   k1, k2 = _keys(data, 2)
   g = generalized_normal(k1, p, (*shape, d), dt)
   e = _exponential(k2, shape, dt)
-  norm = jnp.power(jnp.add(jnp.sum(jnp.power(jnp.abs(g), p), -1), e), jnp.true_divide(1, p))
-  return jnp.divide(g, norm[..., None])
+  # JAX traces p, so |g| ** p is a float pow; XLA's simplifier turns g / s ** (1 / p) into
+  # g * s ** -(1 / p)
+  inv_p = jnp.true_divide(1, p)
+  s = lax.add(_row_sum(_power(jnp.abs(g), p)), e)
+  return jnp.multiply(g, _power(s, jnp.negative(inv_p))[..., None])
 
 
 def wald(key, mean, shape=None, dtype=None):
@@ -494,10 +800,12 @@ def wald(key, mean, shape=None, dtype=None):
   y = lax.integer_pow(v, 2)
   y_sq = lax.integer_pow(y, 2)
   mean_sq = lax.integer_pow(mean, 2)
-  four, two = _c(y, 4), _c(y, 2)
-  sqrt_term = lax.sqrt(lax.add(lax.mul(lax.mul(four, mean), y), lax.mul(mean_sq, y_sq)))
-  x = lax.sub(lax.add(mean, lax.div(lax.mul(mean_sq, y), two)),
-              lax.mul(lax.div(mean, two), sqrt_term))
+  four, half = _c(y, 4), _c(y, 0.5)
+  A = _f32_arith if dt == dtypes.float32 else _plain_arith
+  # XLA divides by 2 as * 0.5 and fuses 4 mean y + ... and ... - mean/2 sqrt_term
+  sqrt_term = lax.sqrt(A.fma(lax.mul(four, mean), y, lax.mul(mean_sq, y_sq)))
+  x = A.fma(lax.neg(lax.mul(mean, half)), sqrt_term,
+            lax.add(mean, lax.mul(lax.mul(mean_sq, y), half)))
   return lax.select(lax.le(z, lax.div(mean, lax.add(mean, x))), x, lax.div(mean_sq, x))
 
 
@@ -842,6 +1150,119 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
 # Samplers built on linear algebra
 # --------------------------------------------------------------------------------------
 
+# JAX 0.12 on CPU takes multivariate_normal's Cholesky factor from LAPACK's spotrf in the
+# OpenBLAS that scipy ships (jaxlib reads its kernels from scipy.linalg.cython_lapack:
+# OpenBLAS 0.3.31, SkylakeX/Haswell kernels), NumPy (ember's LAPACK) from a newer OpenBLAS
+# whose kernels round differently. For n <= 32 that spotrf is OpenBLAS's unblocked potf2_L:
+# per column j, ajj = a[j, j] - sdot(L[j, :j], L[j, :j]) (pairs fused: fma(l0, l0, l1 * l1),
+# summed in double), L[j, j] = sqrt(ajj), then sgemv y = a[j+1:, j] - L[j+1:, :j] @ L[j, :j]
+# (SkylakeX kernel: one fma chain over k, then y - acc; with exactly 4 columns the Haswell
+# 4x4 kernel: (fma(a2, x2, a0 x0) + fma(a3, x3, a1 x1)) for the leading 4- and 8-row blocks)
+# and sscal by 1 / ajj. `_mvn_cholesky32` replays those roundings op for op (checked bit for
+# bit against JAX for n = 1..32, thousands of random SPD matrices); larger n (OpenBLAS's
+# blocked recursion) and float64 (other kernels) use ember's LAPACK, equal to a few ulps.
+_MVN_POTF2_MAX_N = 32
+
+
+def _mvn_sum32(terms):
+  """RN32 of the exact sum of float32 terms (sdot's double accumulator, rounded once):
+  TwoSum accumulation, exact but for sums within ~2^-21 ulp of a rounding boundary."""
+  from ember._src.prng import _two_sum
+  s, e = terms[0], None
+  for t in terms[1:]:
+    s, err = _two_sum(s, t)
+    e = err if e is None else lax.add(e, err)
+  return s if e is None else lax.add(s, e)
+
+
+def _mvn_cholesky32(a):
+  """jnp.linalg.cholesky(a) (lower) of a float32 (..., n, n) stack, n <= 32, bit for bit
+  as JAX's CPU LAPACK call computes it (see above); non-positive-definite stacks: all nan."""
+  from ember._src.primitives.elementwise import fma
+  from ember._src.primitives.decompositions import symmetrize
+  jnp = _jnp()
+  a = symmetrize(a)   # JAX's symmetrize_input=True
+  n = _shape(a)[-1]
+  rows = np.arange(n)
+  cols, bad = [], None
+  for j in range(n):
+    x = [cols[k][..., j] for k in range(j)]   # row j of L
+    terms = [fma(x[i], x[i], lax.mul(x[i + 1], x[i + 1])) for i in range(0, j - 1, 2)]
+    terms += [lax.mul(x[j - 1], x[j - 1])] if j % 2 else []
+    ajj = a[..., j, j] if j == 0 else lax.sub(a[..., j, j], _mvn_sum32(terms))
+    bad = lax.le(ajj, _c(ajj, 0)) if bad is None else lax.bitwise_or(bad, lax.le(ajj, _c(ajj, 0)))
+    d = lax.sqrt(ajj)
+    y = a[..., :, j]
+    if j:
+      xs = [jnp.expand_dims(v, -1) for v in x]
+      acc = lax.mul(cols[0], jnp.broadcast_to(xs[0], _shape(y)))
+      for k in range(1, j):
+        acc = fma(cols[k], jnp.broadcast_to(xs[k], _shape(y)), acc)
+      y_new = lax.sub(y, acc)
+      if j == 4:   # Haswell 4x4 kernel on the leading (m & 12) of m - m % 4 rows
+        m = n - j - 1
+        lead = (m - m % 4) & 12
+        b = lambda v: jnp.broadcast_to(v, _shape(y))
+        p = lax.add(fma(cols[2], b(xs[2]), lax.mul(cols[0], b(xs[0]))),
+                    fma(cols[3], b(xs[3]), lax.mul(cols[1], b(xs[1]))))
+        y_new = jnp.where((rows > j) & (rows <= j + lead), lax.sub(y, p), y_new)
+      y = y_new
+    recip = lax.div(_c(d, 1), d)
+    col = jnp.where(rows > j, lax.mul(y, jnp.expand_dims(recip, -1)),
+                    jnp.where(rows == j, jnp.expand_dims(d, -1), _c(d, 0)))
+    cols.append(col)
+  L = jnp.stack(cols, axis=-1)
+  lower = rows[:, None] >= rows[None, :]   # JAX's failed factor: nan below the diagonal
+  return jnp.where(jnp.expand_dims(bad, (-1, -2)) & lower, _c(L, np.nan), L)
+
+
+# The product factor @ z: JAX's einsum is one dot_general (batch dimensions: the broadcast
+# dimensions of cov's stack; m: the rows of z per stack entry), which XLA:CPU computes
+# (a) through YNNPACK when n >= 2 and m >= 8 (m >= 2 for n >= 8): two fma chains (even /
+# odd j) over the even part of j, added, plus the last product (rounded) when n is odd; for
+# n == 9 and n > 32 one fma chain; (b) otherwise with its own loop: n < 8, one fma chain;
+# n >= 8, eight fma chains (lane s: j = s mod 8, over the multiple-of-8 part), summed
+# pairwise ((l0 + l1) + (l2 + l3)) + ... for output rows in full groups of 8 and by halves
+# ((l0 + l4) + (l2 + l6)) + ... for the last n % 8 rows, plus an fma chain over the rest.
+# Checked bit for bit against JAX for n = 1..48, 1 to 1000 rows, with and without stacks.
+def _mvn_matvec32(factor, z):
+  """einsum('...ij,...j->...i', factor, z) rounded as XLA:CPU rounds it (float32)."""
+  from ember._src.primitives.elementwise import fma
+  from ember._src.numpy.util import broadcast_shapes
+  jnp = _jnp()
+  n = _shape(z)[-1]
+  zb, fb = _shape(z)[:-1], _shape(factor)[:-2]
+  out = broadcast_shapes(zb, fb) + (n,)
+  r = len(out) - 1
+  zb, fb = (1,) * (r - len(zb)) + zb, (1,) * (r - len(fb)) + fb
+  m = math.prod(a for a, b in zip(zb, fb) if b == 1)   # z's rows per stack entry
+  t = [(jnp.broadcast_to(factor[..., :, j], out), jnp.broadcast_to(z[..., j:j + 1], out))
+       for j in range(n)]
+
+  def chain(ts):
+    acc = lax.mul(*ts[0])
+    for f, v in ts[1:]:
+      acc = fma(f, v, acc)
+    return acc
+
+  if n >= 2 and m >= (8 if n < 8 else 2):   # YNNPACK
+    if n == 9 or n > 32:
+      return chain(t)
+    even = n - n % 2
+    acc = lax.add(chain(t[0:even:2]), chain(t[1:even:2])) if even else None
+    return lax.add(acc, lax.mul(*t[-1])) if n % 2 else acc
+  if n < 8:
+    return chain(t)
+  body = n - n % 8
+  lanes = [chain(t[s:body:8]) for s in range(8)]
+  pair, half = list(lanes), list(lanes)
+  while len(pair) > 1:
+    pair = [lax.add(pair[i], pair[i + 1]) for i in range(0, len(pair), 2)]
+    half = [lax.add(half[i], half[i + len(half) // 2]) for i in range(len(half) // 2)]
+  acc = jnp.where(np.arange(n) < n - n % 8, pair[0], half[0])
+  return lax.add(chain(t[body:]), acc) if body < n else acc
+
+
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
   """N(mean, cov) samples: mean + factor @ z with cov = factor factor^T from a Cholesky
   ('cholesky'), eigen ('eigh') or singular value ('svd') decomposition."""
@@ -876,10 +1297,176 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
   elif method == "eigh":
     w, v = jnp.linalg.eigh(cov)
     factor = v * jnp.sqrt(w[..., None, :])
+  elif _dtype(cov) == np.float32 and 0 < n <= _MVN_POTF2_MAX_N:
+    factor = _mvn_cholesky32(cov)
   else:
     factor = jnp.linalg.cholesky(cov)
   normal_samples = normal(data, shape + _shape(mean)[-1:], dt)
+  if n and _dtype(factor) == np.float32 and _dtype(normal_samples) == np.float32:
+    return mean + _mvn_matvec32(factor, normal_samples)
   return mean + jnp.einsum("...ij,...j->...i", factor, normal_samples)
+
+
+# JAX 0.12's CPU QR is LAPACK's sgeqrf + sorgqr from scipy's OpenBLAS (0.3.31, SkylakeX
+# kernels); NumPy's (ember's LAPACK) is another OpenBLAS build that rounds differently. For
+# matrices of at most 8 rows those are the unblocked sgeqr2 / sorg2r of the reference LAPACK:
+# per column a Householder reflector (slarfg: snrm2 summing squares in double, slapy2,
+# tau = (beta - alpha) / beta, x * (1 / (alpha - beta))) applied by slarf as
+# w = C^T v (sgemv_t) and C += (-tau w_j) v (sger: one fma per element). `_orth_gemv_t`
+# replays sgemv_t's kernels for these sizes (the AVX-512 kernel of each height m <= 8 for a
+# full-height C, else the generic one: a 4-row block, then 1..3 leftover rows in contracted
+# C; summation trees read from OpenBLAS's kernels, or found by search over all trees). Checked
+# bit for bit against JAX's jnp.linalg.qr for every (m, n), n <= m <= 8. snrm2 is exact but
+# when the sum of squares lies within ~2^-24 ulp of a rounding boundary of its square root.
+# Scalar (per element) code on purpose: a matrix form rebuilt by slices and concatenations
+# each step makes ember's compiler duplicate work through the fused chains.
+_ORTH_MAX_ROWS = 8
+
+
+def _orth_nrm2(xs):
+  """snrm2: RN32(sqrt(sum of x^2)), the squares summed exactly (fma-split products, TwoSum)
+  and the square root corrected by the residual (what double precision gives OpenBLAS)."""
+  from ember._src.prng import _two_sum
+  from ember._src.primitives.elementwise import fma
+  jnp = _jnp()
+  hi = lo = None
+  for x in xs:
+    p = lax.mul(x, x)
+    e = fma(x, x, lax.neg(p))
+    if hi is None:
+      hi, lo = p, e
+    else:
+      hi, err = _two_sum(hi, p)
+      lo = lax.add(lo, lax.add(err, e))
+  hi, lo = _two_sum(hi, lo)
+  r = lax.sqrt(hi)
+  t = lax.add(fma(lax.neg(r), r, hi), lo)   # S - r^2
+  safe = jnp.where(lax.gt(r, _c(r, 0)), r, _c(r, 1))
+  return jnp.where(lax.gt(r, _c(r, 0)), lax.add(r, lax.div(t, lax.add(safe, safe))), r)
+
+
+def _orth_larfg(alpha, xs):
+  """slarfg: (beta, v's tail, tau) of the reflector taking [alpha, xs] to [beta, 0...]."""
+  jnp = _jnp()
+  if not xs:
+    return alpha, xs, jnp.zeros_like(alpha)
+  xn = _orth_nrm2(xs)
+  a = lax.abs(alpha)
+  w, z = lax.max(a, xn), lax.min(a, xn)
+  q = lax.div(z, w)
+  lapy2 = lax.mul(w, lax.sqrt(lax.add(_c(q, 1), lax.mul(q, q))))
+  beta = lax.neg(jnp.copysign(lapy2, alpha))
+  tau = lax.div(lax.sub(beta, alpha), beta)
+  scale = lax.div(_c(beta, 1), lax.sub(alpha, beta))
+  zero = lax.eq(xn, _c(xn, 0))
+  return (jnp.where(zero, alpha, beta), [jnp.where(zero, x, lax.mul(x, scale)) for x in xs],
+          jnp.where(zero, jnp.zeros_like(tau), tau))
+
+
+def _orth_gemv_t(cols, v, full_height):
+  """OpenBLAS sgemv_t (alpha 1, beta 0): [sum_i c[i] v[i] for c in cols], each rounded as
+  its kernel rounds (m = len(v) <= 8 rows, at most 7 columns)."""
+  from ember._src.primitives.elementwise import fma
+  m, n = len(v), len(cols)
+  add, mul = lax.add, lax.mul
+  e2 = lambda c, i, j: fma(c[i], v[i], mul(c[j], v[j]))   # GCC's contraction of a*x + b*y
+  out = []
+  for j, c in enumerate(cols):
+    p = [mul(ci, vi) for ci, vi in zip(c, v)]
+    if full_height and m == 1:
+      y = p[0]
+    elif full_height and m == 2:
+      y = add(p[0], p[1])
+    elif full_height and m == 3:
+      if j < n & ~7:
+        y = fma(c[2], v[2], fma(c[1], v[1], p[0]))
+      elif j < n & ~3:
+        y = fma(c[2], v[2], fma(c[0], v[0], p[1]))
+      elif j < n & ~1:
+        y = add(add(p[0], p[1]), p[2])
+      else:
+        y = fma(c[2], v[2], e2(c, 0, 1))
+    elif full_height and m == 4:
+      y = (add(add(p[0], p[1]), add(p[2], p[3])) if j < n & ~1
+           else add(add(add(p[0], p[1]), p[2]), p[3]))
+    elif full_height and m == 5 and j < n & ~3:
+      y = p[0]
+      for i in range(1, 5):
+        y = fma(c[i], v[i], y)
+    elif full_height and m == 6 and j < n & ~3:
+      y = add(add(p[0], add(p[1], p[2])), add(p[3], add(p[4], p[5])))
+    elif full_height and m == 7 and j < n & ~3:
+      y = add(add(add(p[0], p[1]), add(p[4], p[5])), add(add(p[2], p[3]), p[6]))
+    elif full_height and m == 8:
+      q = lambda i, k: add(p[i], p[k])
+      if j < n & ~3:
+        y = add(add(q(0, 1), q(2, 3)), add(q(4, 5), q(6, 7)))
+      elif j < n & ~1:
+        y = add(add(q(0, 1), q(4, 5)), add(q(2, 3), q(6, 7)))
+      else:
+        y = add(add(add(q(0, 4), q(1, 5)), q(2, 6)), q(3, 7))
+    elif full_height:   # m = 5, 6, 7 outside the 4-column blocks: left to right
+      y = p[0]
+      for pi in p[1:]:
+        y = add(y, pi)
+    else:   # the generic kernel: a 4-row block (lanes summed pairwise), then the rest
+      y = add(add(p[0], p[1]), add(p[2], p[3])) if m >= 4 else None
+      k = m - m % 4
+      rest = m % 4
+      if rest == 1:
+        y = fma(c[k], v[k], _c(c[k], 0) if y is None else y)
+      elif rest:
+        s = e2(c, k, k + 1) if rest == 2 else fma(c[k + 2], v[k + 2], e2(c, k, k + 1))
+        y = s if y is None else add(y, s)
+    out.append(y)
+  return out
+
+
+def _orth_larf(a, i, j0, tau, rows):
+  """slarf('Left'): a[i:, j0:] -= tau v (v^T a[i:, j0:]), v = a[i:, i] (a[i][i] set to 1)."""
+  from ember._src.primitives.elementwise import fma
+  v = [a[r][i] for r in range(i, rows)]
+  cols = [[a[r][j] for r in range(i, rows)] for j in range(j0, len(a[0]))]
+  if not cols:
+    return
+  w = _orth_gemv_t(cols, v, len(v) == rows)
+  for j, wj in zip(range(j0, len(a[0])), w):
+    t = lax.mul(lax.neg(tau), wj)
+    for r in range(i, rows):
+      a[r][j] = fma(t, v[r - i], a[r][j])
+
+
+def _orth_qr32(z):
+  """(Q, diag R) of the reduced QR of a float32 (..., m, n) stack, n <= m <= 8, bit for bit
+  as JAX's CPU LAPACK calls compute them."""
+  jnp = _jnp()
+  rows, ncols = _shape(z)[-2:]
+  a = [[z[..., r, c] for c in range(ncols)] for r in range(rows)]
+  one = jnp.ones_like(a[0][0])
+  taus = []
+  for i in range(ncols):   # sgeqr2
+    beta, x, tau = _orth_larfg(a[i][i], [a[r][i] for r in range(i + 1, rows)])
+    a[i][i] = beta
+    for r, xr in zip(range(i + 1, rows), x):
+      a[r][i] = xr
+    taus.append(tau)
+    if i < ncols - 1:
+      a[i][i] = one
+      _orth_larf(a, i, i + 1, tau, rows)
+      a[i][i] = beta
+  diag = jnp.stack([a[i][i] for i in range(ncols)], axis=-1)
+  for i in reversed(range(ncols)):   # sorg2r
+    tau = taus[i]
+    if i < ncols - 1:
+      a[i][i] = one
+      _orth_larf(a, i, i + 1, tau, rows)
+    for r in range(i + 1, rows):
+      a[r][i] = lax.mul(a[r][i], lax.neg(tau))
+    a[i][i] = lax.sub(one, tau)
+    for r in range(i):
+      a[r][i] = jnp.zeros_like(one)
+  q = jnp.stack([jnp.stack(row, axis=-1) for row in a], axis=-2)
+  return q, diag
 
 
 def orthogonal(key, n, shape=(), dtype=None, m=None):
@@ -895,7 +1482,10 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     raise ValueError(f"dtype argument to `orthogonal` must be a float dtype, got {dt}")
   n, _m = (_concrete_int(v, "The error occurred in jax.random.orthogonal()") for v in (n, _m))
   z = normal(data, (*shape, max(n, _m), min(n, _m)), dt)
-  q, r = jnp.linalg.qr(z)
-  d = jnp.linalg.diagonal(r)
+  if dt == np.float32 and 0 < min(n, _m) and max(n, _m) <= _ORTH_MAX_ROWS:
+    q, d = _orth_qr32(z)   # JAX's LAPACK roundings, replayed
+  else:
+    q, r = jnp.linalg.qr(z)
+    d = jnp.linalg.diagonal(r)
   x = q * jnp.expand_dims(jnp.sign(d), -2)
   return jnp.swapaxes(x, -1, -2) if n < _m else x

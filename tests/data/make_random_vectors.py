@@ -18,6 +18,11 @@ Each case is a record the test replays with ember.random:
   dtype      result dtype name; shape: result shape (key data for key-valued ops)
   data       the result, flattened, as integers: unsigned ints as they are, floats as
              their bit patterns (uint16/32/64), so the test compares bit for bit.
+
+The "math" section holds the elementwise math XLA:CPU runs that ember rebuilds for the
+samplers (ember/_src/prng.py: glibc's log, tan, tanf, pow, powf and erf, XLA's float64
+log1p, exp and erf_inv) on inputs chosen to reach each branch:
+{name: {"dtype", "x": bit patterns, ["y": exponents,] "out"}}.
 """
 from __future__ import annotations
 
@@ -243,18 +248,84 @@ def run(case: dict) -> dict:
               data=[int(v) for v in flat])
 
 
+def math_inputs() -> dict:
+  """name -> (dtype, x[, y]): each function's branch boundaries, specials and random values."""
+  rng = np.random.default_rng(11)
+  f64 = lambda *vs: np.concatenate([np.ravel(np.asarray(v, np.float64)) for v in vs])
+  near = lambda v, n=3: [np.nextafter(v, v + d * np.inf) if k else v
+                         for d in (-1, 1) for k in range(n)]  # v and its neighbours
+  specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -1e-310, 2.2250738585072014e-308]
+  log_x = f64(specials, -1.0, 1.0, near(1 - 2**-4), near(1 + 0x109 / 2.0**12), near(1.0),
+              rng.uniform(0.93, 1.07, 40), np.exp(rng.uniform(-700, 700, 60)),
+              2.0 ** np.arange(-1022, 1024, 97))
+  log1p_x = f64(specials, -1.0, -2.0, near(-0.2928932188134525), near(0.41421356237309503),
+                rng.uniform(-1, 1, 60), -np.exp(rng.uniform(-40, 0, 20)),
+                np.exp(rng.uniform(-40, 100, 20)))
+  exp_x = f64(specials, near(-708.3964185322641), near(709.782712893384), -745.2, 800.0,
+              rng.uniform(-720, 720, 60), rng.uniform(-2, 2, 30))
+  w = lambda v: np.sqrt(-np.expm1(-v))   # x with -log1p(-x * x) = v
+  erf_inv_x = f64(specials, 1.0, -1.0, 2.0, near(w(6.25)), near(w(16.0)),
+                  rng.uniform(-1, 1, 60), 1 - np.exp(rng.uniform(-37, -1, 30)))
+  tan_x = np.concatenate([np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, 2.0**-13,
+                                      -(2.0**-13), 0.6744, 0.6745, 0.7853981, 0.7853982,
+                                      -0.7853982, 1.5707963, -1.5707964, 2.5, 100.0,
+                                      119.9]),
+                          rng.uniform(-1.6, 1.6, 80).astype(np.float32),
+                          rng.uniform(-0.1, 0.1, 20).astype(np.float32)])
+  vals = np.float32([0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 3.0, -3.0, np.inf, -np.inf, np.nan,
+                     1e-40, 1e30, 150.0, 0.99999994])
+  gx, gy = (g.ravel() for g in np.meshgrid(vals, vals))
+  pow_x = np.concatenate([gx, -np.log1p(-rng.uniform(0, 1, 60)).astype(np.float32)])
+  pow_y = np.concatenate([gy, (1 / rng.uniform(0.3, 5, 60)).astype(np.float32)])
+  tan64_x = f64(specials, near(1.2589993048095494e-08), near(0.060799986124038696),
+                near(0.7869997024536133), near(np.pi / 2), near(-np.pi / 2), near(np.pi / 4),
+                24.9, -25.0, rng.uniform(-1.6, 1.6, 60), rng.uniform(-25, 25, 30),
+                rng.uniform(-0.1, 0.1, 20))
+  erf64_x = f64(specials, 1e-300, -3e-9, near(0.84375), near(-1.25), near(1 / 0.35), near(6.0),
+                rng.uniform(-7, 7, 60), rng.uniform(-1.3, 1.3, 30))
+  vals64 = [0.0, -0.0, 1.0, -1.0, 0.5, -2.0, 3.0, -3.0, np.inf, -np.inf, np.nan, 1e-310,
+            1e300, -1e300, 1e-300, 700.0, 0.9999999999999999, 2.0**-70, 2.0**70, 1e10,
+            -1075.5, 1100.0, 1.5]
+  gx64, gy64 = (g.ravel() for g in np.meshgrid(vals64, vals64))
+  pow64_x = f64(gx64, -np.log1p(-rng.uniform(0, 1, 60)), np.exp(rng.uniform(-30, 30, 40)))
+  pow64_y = f64(gy64, 1 / rng.uniform(0.3, 5, 60), rng.uniform(-30, 30, 40))
+  return {"log_f64": ("float64", log_x), "log1p_f64": ("float64", log1p_x),
+          "pow_f64": ("float64", pow64_x, pow64_y), "tan_f64": ("float64", tan64_x),
+          "erf_f64": ("float64", erf64_x),
+          "exp_f64": ("float64", exp_x), "erf_inv_f64": ("float64", erf_inv_x),
+          "tan_f32": ("float32", tan_x), "pow_f32": ("float32", pow_x, pow_y)}
+
+
+def math_cases() -> dict:
+  import jax
+  import jax.numpy as jnp
+  fns = {"log": jnp.log, "log1p": jnp.log1p, "exp": jnp.exp, "erf_inv": jax.lax.erf_inv,
+         "erf": jax.lax.erf,
+         "tan": jnp.tan, "pow": jnp.power}
+  bits = lambda a: [int(v) for v in np.asarray(a).reshape(-1).view(f"uint{a.dtype.itemsize * 8}")]
+  out = {}
+  for name, (dtype, *args) in math_inputs().items():
+    args = [np.asarray(a, dtype) for a in args]
+    res = np.asarray(jax.jit(fns[name.rsplit("_", 1)[0]])(*args))
+    out[name] = dict(dtype=dtype, x=bits(args[0]), out=bits(res),
+                     **({"y": bits(args[1])} if len(args) > 1 else {}))
+  return out
+
+
 def main():
   x64 = os.environ.get("JAX_ENABLE_X64") == "1"
   import jax
   results = [run(c) for c in cases(x64)]
   if x64:
-    json.dump(results, sys.stdout)
+    json.dump({"cases": results, "math": math_cases()}, sys.stdout)
     return
   child = subprocess.run([sys.executable, __file__], env=dict(os.environ, JAX_ENABLE_X64="1"),
                          check=True, capture_output=True, text=True)
-  results += json.loads(child.stdout)
+  child_out = json.loads(child.stdout)
+  results += child_out["cases"]
   with open(OUT, "w") as f:
-    f.write('{"jax_version": %s, "cases": [\n' % json.dumps(jax.__version__))
+    f.write('{"jax_version": %s, "math": %s, "cases": [\n'
+            % (json.dumps(jax.__version__), json.dumps(child_out["math"])))
     f.write(",\n".join(json.dumps(r) for r in results))
     f.write("\n]}\n")
   print(f"wrote {len(results)} cases to {OUT}")

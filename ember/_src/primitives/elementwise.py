@@ -512,7 +512,9 @@ ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
 def _fma_impl(x, y, z):
   """RN32(x * y + z): the product is exact in float64 (2 x 24 significand bits), the sum is
   rounded to odd there (TwoSum's error says whether it was exact), and 53 >= 24 + 2 bits
-  make the final rounding to float32 correct (Boldo & Melquiond 2008)."""
+  make the final rounding to float32 correct (Boldo & Melquiond 2008). float64: _fma64."""
+  if np.result_type(x, y, z) == np.float64:
+    return _fma64(*(np.asarray(v, np.float64) for v in (x, y, z)))
   a, b, c = (np.asarray(v, np.float64) for v in (x, y, z))
   p = a * b
   s = p + c
@@ -523,11 +525,60 @@ def _fma_impl(x, y, z):
   return np.asarray(s.astype(np.float32))
 
 
+def _two_sum64(a, b):
+  s = a + b
+  bb = s - a
+  return s, (a - (s - bb)) + (b - bb)
+
+
+def _veltkamp_split(v):
+  """v = hi + lo with hi, lo of at most 26 significant bits each."""
+  t = v * 134217729.0   # 2**27 + 1
+  hi = t - (t - v)
+  return hi, v - hi
+
+
+def _fma64(a, b, c):
+  """RN64(a * b + c): Dekker's exact product p + e, (th, tl) = TwoSum(c, p), then
+  RN(th + RO(tl + e)) with RO rounding to odd (Boldo & Melquiond 2008). Elements where the
+  splitting could overflow or e underflow take exact rational arithmetic instead."""
+  shape = np.broadcast_shapes(a.shape, b.shape, c.shape)
+  a, b, c = (np.broadcast_to(v, shape).reshape(-1) for v in (a, b, c))
+  (ah, al), (bh, bl) = _veltkamp_split(a), _veltkamp_split(b)
+  p = a * b
+  e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+  th, tl = _two_sum64(c, p)
+  v, err = _two_sum64(tl, e)
+  even = (v.view(np.uint64) & np.uint64(1)) == 0
+  v = np.where((err != 0) & even, np.nextafter(v, np.copysign(np.inf, err)), v)
+  out = th + v
+  big = 2.0 ** 995
+  safe = ((np.abs(a) < big) & (np.abs(b) < big) & (np.abs(c) < big) & np.isfinite(out)
+          & (np.abs(p) >= 2.0 ** -960))
+  # a or b zero, or an operand inf/nan: a * b + c rounds once already (a finite product
+  # that overflows does not matter when c is inf/nan: the result is c)
+  ab_finite = np.isfinite(a) & np.isfinite(b)
+  direct = (a == 0) | (b == 0) | ~ab_finite | ~np.isfinite(c)
+  out = np.where(safe & ~direct, out, np.where(ab_finite & ~np.isfinite(c), c, a * b + c))
+  for i in np.flatnonzero(~safe & ~direct):
+    out[i] = _exact_fma(float(a[i]), float(b[i]), float(c[i]))
+  return out.reshape(shape)
+
+
+def _exact_fma(a: float, b: float, c: float) -> float:
+  from fractions import Fraction  # noqa: PLC0415 - only for the rare extreme operands
+  v = Fraction(a) * Fraction(b) + Fraction(c)
+  try:
+    return float(v)   # int / int: correctly rounded, subnormals included
+  except OverflowError:
+    return math.inf if v > 0 else -math.inf
+
+
 def _fma_abstract_eval(*avals):
   check_same_dtypes("fma", avals)
-  if avals[0].dtype != np.float32:
-    raise TypeError(f"fma is defined for float32 operands (ember's samplers use it), got "
-                    f"{avals[0].dtype}")
+  if avals[0].dtype not in (np.float32, np.float64):
+    raise TypeError(f"fma is defined for float32 and float64 operands (ember's samplers use "
+                    f"it), got {avals[0].dtype}")
   return ShapedArray(broadcasting_shape("fma", avals), avals[0].dtype,
                      all(a.weak_type for a in avals))
 
@@ -538,7 +589,7 @@ fma_p.lower = lowering.elementwise("fma")
 
 
 def fma(x, y, z):
-  """x * y + z rounded once, for float32 operands of one shape (or scalars)."""
+  """x * y + z rounded once, for float32 or float64 operands of one shape (or scalars)."""
   return bind_elementwise(fma_p, x, y, z)
 
 
