@@ -444,9 +444,9 @@ def _dot_body(module: ir.Module, lay: DotLayout):
     e.loop(e.i64(0), kc, [], body)
 
   def row_blocks(bi, m_lo, m_hi, n0, valid, k0, kc):
-    """A rows [m_lo, m_hi) of batch bi: MR at a time, then the rest as 4 + 2 + 1 rows
-    (as far as present: a thread's 64 rows are 10 x 6 + 4, and one row at a time runs at
-    a third of the rate)."""
+    """A rows [m_lo, m_hi) of batch bi: MR at a time, then 4 rows if as many are left (a
+    thread's 64 rows are 10 x 6 + 4; one row at a time runs at a third of the rate; more
+    variants cost more compile time than they save), then one at a time."""
     nfull = b.udiv(b.sub(m_hi, m_lo), e.i64(MR))
     crow = lambda m: e.add_idx(e.mul_idx(bi, M), m)
 
@@ -456,13 +456,16 @@ def _dot_body(module: ir.Module, lay: DotLayout):
       return []
     e.loop(e.i64(0), nfull, [], blk)
     m = e.add_idx(m_lo, e.mul_idx(nfull, MR))
-    rest = b.sub(m_hi, m)
-    for size in (4, 2, 1):
-      if size < MR:
-        bit = b.and_(rest, e.i64(size))
-        with b.if_then(b.icmp_unsigned("!=", bit, e.i64(0))):
-          micro(size, bi, m, n0, valid, crow(m), k0, kc)
-        m = b.add(m, bit)
+    if MR > 4:
+      four = b.icmp_signed(">=", b.sub(m_hi, m), e.i64(4))
+      with b.if_then(four):
+        micro(4, bi, m, n0, valid, crow(m), k0, kc)
+      m = b.select(four, b.add(m, e.i64(4)), m)
+
+    def one(mm, _c):
+      micro(1, bi, mm, n0, valid, crow(mm), k0, kc)
+      return []
+    e.loop(m, m_hi, [], one)
 
   def k_blocks(bi, m_lo, m_hi, n0, valid: int):
     def kb(j, _c):
