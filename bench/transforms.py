@@ -82,11 +82,16 @@ def epoch_runner(lib, steps=100):
   return epoch
 
 
-def eager_epoch_time(steps=100, timed=5):
+def eager_epoch_time(steps=100, timed=5, warmup=2):
+  """An eager epoch extrapolated from `timed` steps after `warmup` untimed ones (the first
+  steps compile each operation's kernels: ~0.75 s, once per process)."""
   params = mlp.init_params(np.random.default_rng(0))
-  data = list(mlp.batches(timed))
+  data = list(mlp.batches(warmup + timed))
+  for n, (x, y) in enumerate(data[:warmup]):
+    params, l = mlp.update(params, x, y, n)
+  float(l)
   t0 = time.perf_counter()
-  for n, (x, y) in enumerate(data):
+  for n, (x, y) in enumerate(data[warmup:], warmup):
     params, l = mlp.update(params, x, y, n)
   float(l)
   return (time.perf_counter() - t0) / timed * steps
