@@ -1344,23 +1344,16 @@ def _pow_dx(x, y, pow_fn):
                     lax.mul(_replace_zero(y), pow_fn(x, lax.sub(y, _cst(y, 1)))))
 
 
-_pow64 = _differentiable(
-    lambda x, y: _glibc_pow(x, y),
-    lambda g, ans, x, y: lax.mul(g, _pow_dx(x, y, _pow64)),
-    lambda g, ans, x, y: lax.mul(g, lax.mul(_log(_replace_zero(x)), ans)))
+def _differentiable_pow(fn):
+  """A rebuilt pow with lax.pow's derivatives (the one in x through itself, for higher
+  orders)."""
+  p = _differentiable(fn, lambda g, ans, x, y: lax.mul(g, _pow_dx(x, y, p)),
+                      lambda g, ans, x, y: lax.mul(g, lax.mul(_log(_replace_zero(x)), ans)))
+  return p
 
 
-def _powf(x, y):
-  """glibc's powf, differentiable as lax.pow: a custom_jvp would replay its float64 region
-  outside enable_x64 under vmap, so the derivative rides on an exact zero instead,
-  d * (v - stop_gradient(v)) (zero where it is not finite, and at zero results)."""
-  xs, ys = lax.stop_gradient(x), lax.stop_gradient(y)
-  out = _glibc_powf(xs, ys)
-  fin = lambda d: lax.select(lax.is_finite(d), d, lax.full_like(d, 0))
-  dx = fin(_pow_dx(xs, ys, _glibc_powf))
-  dy = fin(lax.mul(_log(_replace_zero(xs)), out))
-  zero = lax.add(lax.mul(dx, lax.sub(x, xs)), lax.mul(dy, lax.sub(y, ys)))
-  return lax.select(lax.eq(out, lax.full_like(out, 0)), out, lax.add(out, zero))
+_pow64 = _differentiable_pow(lambda x, y: _glibc_pow(x, y))
+_powf = _differentiable_pow(lambda x, y: _xla_pow_f32(x, y))
 
 
 def _pow(x, y):
@@ -1759,75 +1752,123 @@ _EXP2F_TAB = _hex_table("""
 _EXP2F_POLY = _hexfloats(["0x1.c6af84b912394p-5", "0x1.ebfce50fac4f3p-3", "0x1.62e42ff0c52d6p-1"])
 
 
-def _powf_main(ax, y, odd):
-  """exp2(y * log2(ax)) for finite ax > 0, in float64 (runs under enable_x64); a negative
-  result where `odd` (a negative base to an odd power)."""
-  c, u32, u64 = _f64c, _U32, _U64
-  A = [c(v) for v in _POWF_LOG2_POLY]
-  ix = lax.bitcast_convert_type(ax, u32)
-  # subnormal ax: glibc normalizes asuint(ax * 2**23) - (23 << 23), but under XLA:CPU's
+_F64D = np.dtype(np.float64)
+
+
+def _ftz(x):
+  """float32 x with subnormals flushed to (signed) zero, as XLA:CPU's arithmetic does."""
+  return lax.select(lax.lt(lax.abs(x), np.float32(np.finfo(np.float32).tiny)),
+                    lax.mul(x, np.float32(0)), x)
+
+
+def _words_f64(words):
+  """float64 values from their (low, high) uint32 words (..., 2)."""
+  from ember._src.primitives.elementwise import bitcast_convert_type_p
+  return bitcast_convert_type_p.bind(words, new_dtype=_F64D)
+
+
+def _f64_words(x):
+  from ember._src.primitives.elementwise import bitcast_convert_type_p
+  return bitcast_convert_type_p.bind(x, new_dtype=np.dtype(np.uint32))
+
+
+def _k64(v, shape):
+  """A float64 constant of `shape` (hex-float string or float)."""
+  v = float.fromhex(v) if isinstance(v, str) else float(v)
+  return _words_f64(np.broadcast_to(np.array([v], np.float64).view(np.uint32), (*shape, 2)))
+
+
+def _to(x, dtype):
+  from ember._src.primitives.elementwise import convert_element_type_p
+  return convert_element_type_p.bind(x, new_dtype=np.dtype(dtype), weak_type=False)
+
+
+def _lookup64(table, i):
+  """float64 entries table[i] of a (n, 2) table of (low, high) words."""
+  return _words_f64(_jnp().take(table, i, axis=0, mode="clip"))
+
+
+def _xla_pow_f32(x, y):
+  """glibc's powf(x, y) for float32 x, y of one shape, as XLA:CPU runs it (subnormal
+  results flushed to zero, subnormal x read as 2**-150). Its float64 steps bind the
+  primitives directly (float64 values inside a float32 program, below the x64 switch), so
+  vmap and loops that re-trace it in 32-bit mode keep them float64."""
+  u32, i32 = dtypes.uint32, dtypes.int32
+  shape = tuple(core.get_aval(x).shape)
+  k = lambda v: _k64(v, shape)
+  fma = _fma32
+  c = lambda v: np.array(v, np.float32)
+  # y's integer-ness decides the sign for x < 0 (non-integer y: nan)
+  y_int = lax.eq(lax.floor(y), y)
+  y_odd = lax.bitwise_and(y_int, lax.eq(lax.abs(lax.rem(y, c(2))), c(1)))
+  ax = lax.abs(x)
+  x_neg = lax.ne(lax.shift_right_logical(lax.bitcast_convert_type(x, u32), np.uint32(31)),
+                 np.uint32(0))   # the sign bit (-0 too)
+  # subnormal x: glibc normalizes asuint(ax * 2**23) - (23 << 23), but under XLA:CPU's
   # denormals-are-zero the product is 0: every subnormal is taken as 2**-150
+  ix = lax.bitcast_convert_type(ax, u32)
   ix = lax.select(lax.lt(ix, np.uint32(0x00800000)),
                   lax.full_like(ix, np.uint32((-(23 << 23)) % 2**32)), ix)
+  # log2(x) = k + log2(c) + log2(z / c), |z / c - 1| < 1/32, in float64
   tmp = lax.sub(ix, np.uint32(0x3F330000))
-  i = lax.convert_element_type(lax.bitwise_and(lax.shift_right_logical(tmp, np.uint32(19)),
-                                               np.uint32(15)), dtypes.int32)
+  i = lax.convert_element_type(
+      lax.bitwise_and(lax.shift_right_logical(tmp, np.uint32(19)), np.uint32(15)), i32)
   top = lax.bitwise_and(tmp, np.uint32(0xFF800000))
-  k = lax.shift_right_arithmetic(lax.bitcast_convert_type(top, dtypes.int32), np.int32(23))
-  z = lax.convert_element_type(lax.bitcast_convert_type(lax.sub(ix, top), _F32), _F64)
-  invc, logc = (_lookup(_POWF_LOG2_TAB[:, j], i) for j in (0, 1))
-  r = _fma64(z, invc, c(-1.0))
-  y0 = lax.add(lax.convert_element_type(k, _F64), logc)
+  z = _to(lax.bitcast_convert_type(lax.sub(ix, top), _F32), _F64D)
+  kk = _to(lax.shift_right_arithmetic(lax.bitcast_convert_type(top, i32), np.int32(23)), _F64D)
+  tab = _POWF_LOG2_TAB.view(np.uint32).reshape(16, 2, 2)   # (1/c, log2 c) as word pairs
+  invc, logc = _lookup64(tab[:, 0], i), _lookup64(tab[:, 1], i)
+  A = [k(v) for v in _POWF_LOG2_POLY]
+  r = fma(z, invc, k(-1.0))
+  y0 = lax.add(kk, logc)
+  p1 = fma(r, A[0], A[1])
+  p2 = fma(r, A[2], A[3])
   r2 = lax.mul(r, r)
-  q = _fma64(r2, _fma64(r, A[2], A[3]), _fma64(r, A[4], y0))
-  logx = _fma64(_fma64(r, A[0], A[1]), lax.mul(r2, r2), q)
-  ylogx = lax.mul(lax.convert_element_type(y, _F64), logx)
-  shift = c(1.5 * 2.0 ** 52 / 32)
+  q = fma(r, A[4], y0)
+  r4 = lax.mul(r2, r2)
+  q = fma(r2, p2, q)
+  logx = fma(p1, r4, q)
+  ylogx = lax.mul(_to(y, _F64D), logx)
+  # 2^ylogx = 2^(m/32) 2^r, m = round(32 ylogx), |r| <= 1/64
+  shift = k("0x1.8p+47")
   kd = lax.add(ylogx, shift)
-  ki = lax.bitcast_convert_type(kd, u64)
+  ki = lax.slice_in_dim(_f64_words(kd), 0, 1, axis=-1)    # low word: m (mod 2^32)
+  ki = lax.reshape(ki, shape)
   r = lax.sub(ylogx, lax.sub(kd, shift))
-  t = _lookup(_EXP2F_TAB, lax.convert_element_type(lax.bitwise_and(ki, np.uint64(31)),
-                                                   dtypes.int32))
-  ski = lax.add(ki, lax.shift_left(lax.convert_element_type(odd, u64), np.uint64(16)))
-  s = lax.bitcast_convert_type(lax.add(t, lax.shift_left(ski, np.uint64(47))), _F64)
-  C = [c(v) for v in _EXP2F_POLY]
-  out = lax.mul(_fma64(_fma64(r, C[0], C[1]), lax.mul(r, r), _fma64(r, C[2], c(1.0))), s)
-  return out, ylogx
-
-
-def _glibc_powf(x, y):
-  """glibc's powf(x, y) for float32 x, y of one shape, as XLA:CPU runs it: flushing
-  subnormal results to zero (and subnormal x reaching 2**-150, see _powf_main)."""
-  from ember._src.config import enable_x64  # noqa: PLC0415
-  c, sel = _f32c, lax.select
-  tiny = c(np.finfo(np.float32).tiny)
-  ax = lax.abs(x)
-  fl = lax.floor(y)
-  is_int = lax.eq(fl, y)
-  odd = lax.bitwise_and(is_int, lax.ne(lax.floor(lax.mul(y, c(0.5))), lax.mul(y, c(0.5))))
-  negx = lax.lt(lax.bitcast_convert_type(x, dtypes.int32), np.int32(0))
-  odd_neg = lax.bitwise_and(negx, odd)
-  with enable_x64(True):
-    finite = lax.bitwise_and(lax.gt(ax, c(0)), lax.lt(ax, c(np.inf)))
-    main, ylogx = _powf_main(sel(finite, ax, lax.full_like(ax, 1)), y, odd_neg)
-    out = lax.convert_element_type(main, _F32)
-    over = lax.gt(ylogx, _f64c(float.fromhex("0x1.fffffffd1d571p+6")))
-    under = lax.le(ylogx, _f64c(-150.0))
-  signed = lambda v: sel(odd_neg, lax.neg(lax.full_like(x, v)), lax.full_like(x, v))
-  out = sel(over, signed(np.inf), sel(under, signed(0.0), out))
-  out = sel(lax.lt(lax.abs(out), tiny), lax.mul(out, c(0)), out)           # flush to zero
-  out = sel(lax.bitwise_and(negx, lax.bitwise_not(is_int)), lax.full_like(x, np.nan), out)
-  # x zero or infinite: +-x*x or its reciprocal
-  x2 = sel(odd_neg, lax.neg(lax.mul(x, x)), lax.mul(x, x))
-  zero_inf = lax.bitwise_or(lax.eq(ax, c(0)), lax.eq(ax, c(np.inf)))
-  out = sel(zero_inf, sel(lax.lt(y, c(0)), lax.div(c(1), x2), x2), out)
-  # y infinite: 1 for |x| = 1, else 0 or inf by whether |x| < 1 agrees with y > 0
-  y_inf = sel(lax.eq(ax, c(1)), lax.full_like(x, 1),
-              sel(lax.eq(lax.lt(ax, c(1)), lax.gt(y, c(0))), lax.full_like(x, 0),
-                  lax.full_like(x, np.inf)))
-  out = sel(lax.eq(lax.abs(y), c(np.inf)), y_inf, out)
-  out = sel(lax.bitwise_or(lax.ne(x, x), lax.ne(y, y)), lax.add(x, y), out)
-  return sel(lax.bitwise_or(lax.eq(y, c(0)), lax.eq(x, c(1))), lax.full_like(x, 1), out)
+  neg = lax.bitwise_and(x_neg, y_odd)
+  sign = lax.select(neg, lax.full_like(ki, 1 << 16), lax.full_like(ki, 0))
+  t = _jnp().take(_EXP2F_TAB.view(np.uint32).reshape(32, 2),
+                  lax.convert_element_type(lax.bitwise_and(ki, np.uint32(31)), i32),
+                  axis=0, mode="clip")
+  hi = lax.add(lax.reshape(lax.slice_in_dim(t, 1, 2, axis=-1), shape),
+               lax.shift_left(lax.add(ki, sign), np.uint32(15)))
+  s = _words_f64(lax.concatenate([lax.reshape(lax.slice_in_dim(t, 0, 1, axis=-1), (*shape, 1)),
+                                  lax.reshape(hi, (*shape, 1))], len(shape)))
+  C = [k(v) for v in _EXP2F_POLY]
+  zz = fma(r, C[0], C[1])
+  rr = lax.mul(r, r)
+  yy = fma(r, C[2], k(1.0))
+  yy = fma(zz, rr, yy)
+  out = _to(lax.mul(yy, s), _F32)
+  out = lax.select(lax.gt(ylogx, k("0x1.fffffffd1d571p+6")),
+                   lax.select(neg, lax.full_like(out, -np.inf), lax.full_like(out, np.inf)), out)
+  out = _ftz(out)
+  out = lax.select(lax.le(ylogx, k(-149.0)), lax.mul(lax.full_like(out, 0),
+                   lax.select(neg, lax.full_like(out, -1), lax.full_like(out, 1))), out)
+  # glibc's special cases: x or y zero, infinite or nan; x < 0
+  nan, inf = c(np.nan), c(np.inf)
+  out = lax.select(lax.bitwise_and(x_neg, lax.bitwise_not(y_int)), lax.full_like(out, nan), out)
+  x_zin = lax.bitwise_or(lax.eq(x, c(0)), lax.bitwise_or(lax.eq(ax, inf), lax.ne(x, x)))
+  x2 = lax.mul(x, x)
+  x2 = lax.select(neg, lax.neg(x2), x2)
+  out = lax.select(x_zin, lax.select(lax.lt(y, c(0)), lax.div(c(1), x2), x2), out)
+  y_inf = lax.eq(lax.abs(y), inf)
+  inf_case = lax.select(lax.eq(ax, c(1)), lax.full_like(out, 1),
+                        lax.select(lax.eq(lax.lt(ax, c(1)), lax.gt(y, c(0))),
+                                   lax.full_like(out, 0), lax.full_like(out, inf)))
+  out = lax.select(y_inf, inf_case, out)
+  out = lax.select(lax.bitwise_or(lax.ne(x, x), lax.ne(y, y)), lax.add(x, y), out)
+  return lax.select(lax.bitwise_or(lax.eq(y, c(0)), lax.eq(x, c(1))), lax.full_like(out, 1), out)
 
 
 # --- glibc's float64 pow (`__pow_fma`: log in double-double from a 128-entry table, exp

@@ -5,7 +5,7 @@ Each sampler ports JAX 0.12's (jax/_src/random/core.py) with the same key splits
 same sequence of operations, so with the default threefry2x32 (partitionable) PRNG it
 draws the same numbers. In float32 the gamma family (gamma, loggamma, beta, dirichlet,
 chisquare, t, f), wald, generalized_normal and ball draw XLA:CPU's bits: they evaluate
-log / exp / log1p / erf_inv (prng.py), rsqrt (`_xla_rsqrt_f32`) and pow (`_xla_pow_f32`)
+log / exp / log1p / erf_inv and pow (glibc's powf: prng.py) and rsqrt (`_xla_rsqrt_f32`)
 with XLA:CPU's own formulas, fuse the multiply-adds LLVM fuses (`_f32_arith`), flush
 subnormal results to zero, and apply XLA's algebraic rewrites (1/3 / sqrt(d) ->
 1/3 * rsqrt(d), a / broadcast(b) -> a * (1 / b), (a/b)/(c/d) -> (a d)/(b c),
@@ -35,7 +35,8 @@ from ember._src.core import ShapedArray
 from ember._src import lax_api as lax
 from ember._src.prng import (_F32, KEY_SHAPE, _as_key_data, _bcast, _broadcast_shape,
                              _check_safe_cast, _check_shape, _concrete_int, _exp, _exponential,
-                             _fma32, _jnp, _log, _sample_dtype, _shape_arg,
+                             _differentiable, _fma32, _ftz, _jnp, _log, _powf,
+                             _sample_dtype, _shape_arg, _xla_pow_f32,
                              _split_data as _keys, normal, rademacher, split, uniform)
 from ember._src.transforms.batching import vmap
 from ember._src.transforms.custom_derivatives import custom_jvp
@@ -182,12 +183,6 @@ _RSQRTPS = np.left_shift(np.cumsum([520190] + [-int(ch) for ch in "".join(_RSQRT
                          11).astype(np.uint32)
 
 
-def _ftz(x):
-  """float32 x with subnormals flushed to (signed) zero, as XLA:CPU's arithmetic does."""
-  return lax.select(lax.lt(lax.abs(x), np.float32(np.finfo(np.float32).tiny)),
-                    lax.mul(x, np.float32(0)), x)
-
-
 def _xla_rsqrt_f32(x):
   """1 / sqrt(x) for float32 x > 0 (also inf -> 0, nan -> nan), as XLA:CPU computes it."""
   u32, i32 = dtypes.uint32, dtypes.int32
@@ -207,170 +202,8 @@ def _xla_rsqrt_f32(x):
   return lax.select(lax.eq(x, np.float32(np.inf)), lax.full_like(x, 0), y)
 
 
-# XLA:CPU calls glibc's powf for float32 pow (the FMA build that x86-64 CPUs with FMA
-# select), which computes log2(x) (a 16-entry table and a degree-5 polynomial) and
-# 2^(y log2 x) (a 32-entry table and a degree-3 polynomial) in float64 and rounds once
-# to float32; XLA then flushes subnormal results to zero. `_xla_pow_f32` repeats those
-# float64 operations (float64 values inside a float32 program: the primitives are bound
-# directly, below the x64 canonicalization) with the same fused multiply-adds.
-_POWF_INVC_LOGC = (   # (1/c, log2 c) per table entry
-    ("0x1.661ec79f8f3bep+0", "-0x1.efec65b963019p-2"),
-    ("0x1.571ed4aaf883dp+0", "-0x1.b0b6832d4fca4p-2"),
-    ("0x1.49539f0f010b0p+0", "-0x1.7418b0a1fb77bp-2"),
-    ("0x1.3c995b0b80385p+0", "-0x1.39de91a6dcf7bp-2"),
-    ("0x1.30d190c8864a5p+0", "-0x1.01d9bf3f2b631p-2"),
-    ("0x1.25e227b0b8ea0p+0", "-0x1.97c1d1b3b7af0p-3"),
-    ("0x1.1bb4a4a1a343fp+0", "-0x1.2f9e393af3c9fp-3"),
-    ("0x1.12358f08ae5bap+0", "-0x1.960cbbf788d5cp-4"),
-    ("0x1.0953f419900a7p+0", "-0x1.a6f9db6475fcep-5"),
-    ("0x1p+0", "0x0p+0"),
-    ("0x1.e608cfd9a47acp-1", "0x1.338ca9f24f53dp-4"),
-    ("0x1.ca4b31f026aa0p-1", "0x1.476a9543891bap-3"),
-    ("0x1.b2036576afce6p-1", "0x1.e840b4ac4e4d2p-3"),
-    ("0x1.9c2d163a1aa2dp-1", "0x1.40645f0c6651cp-2"),
-    ("0x1.886e6037841edp-1", "0x1.88e9c2c1b9ff8p-2"),
-    ("0x1.767dcf5534862p-1", "0x1.ce0a44eb17bccp-2"),
-)
-_POWF_LOG2_POLY = ("0x1.27616c9496e0bp-2", "-0x1.71969a075c67ap-2", "0x1.ec70a6ca7baddp-2",
-                   "-0x1.7154748bef6c8p-1", "0x1.71547652ab82bp+0")
-_EXP2F_POLY = ("0x1.c6af84b912394p-5", "0x1.ebfce50fac4f3p-3", "0x1.62e42ff0c52d6p-1")
-# bits of 2^(i/32) minus i << 47 (so adding k << 47 scales by 2^(k/32)), as (low, high) words
-_EXP2F_TAB = np.array([
-    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
-    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
-    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
-    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
-    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
-    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
-    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
-    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540],
-    np.uint64).view(np.uint32).reshape(32, 2)
-_F64 = np.dtype(np.float64)
-
-
-def _words_f64(words):
-  """float64 values from their (low, high) uint32 words (..., 2)."""
-  from ember._src.primitives.elementwise import bitcast_convert_type_p
-  return bitcast_convert_type_p.bind(words, new_dtype=_F64)
-
-
-def _f64_words(x):
-  from ember._src.primitives.elementwise import bitcast_convert_type_p
-  return bitcast_convert_type_p.bind(x, new_dtype=np.dtype(np.uint32))
-
-
-def _k64(v, shape):
-  """A float64 constant of `shape` (hex-float string or float)."""
-  v = float.fromhex(v) if isinstance(v, str) else float(v)
-  return _words_f64(np.broadcast_to(np.array([v], np.float64).view(np.uint32), (*shape, 2)))
-
-
-def _to(x, dtype):
-  from ember._src.primitives.elementwise import convert_element_type_p
-  return convert_element_type_p.bind(x, new_dtype=np.dtype(dtype), weak_type=False)
-
-
-def _lookup64(table, i):
-  """float64 entries table[i] of a (n, 2) table of (low, high) words."""
-  return _words_f64(_jnp().take(table, i, axis=0, mode="clip"))
-
-
-def _xla_pow_f32(x, y):
-  """float32 x ** y with XLA:CPU's (glibc's powf's) bits; subnormal x is normalized."""
-  u32, i32 = dtypes.uint32, dtypes.int32
-  shape = _shape(x)
-  k = lambda v: _k64(v, shape)
-  fma = _fma32
-  c = lambda v: np.array(v, np.float32)
-  # y's integer-ness decides the sign for x < 0 (non-integer y: nan)
-  y_int = lax.eq(lax.floor(y), y)
-  y_odd = lax.bitwise_and(y_int, lax.eq(lax.abs(lax.rem(y, c(2))), c(1)))
-  ax = lax.abs(x)
-  x_neg = lax.ne(lax.shift_right_logical(lax.bitcast_convert_type(x, u32), np.uint32(31)),
-                 np.uint32(0))   # the sign bit (-0 too)
-  tiny = c(np.finfo(np.float32).tiny)
-  sub = lax.lt(ax, tiny)
-  ix = lax.bitcast_convert_type(lax.select(sub, lax.mul(ax, c(2.0 ** 23)), ax), u32)
-  ix = lax.select(sub, lax.sub(ix, np.uint32(23 << 23)), ix)
-  # log2(x) = k + log2(c) + log2(z / c), |z / c - 1| < 1/32, in float64
-  tmp = lax.sub(ix, np.uint32(0x3F330000))
-  i = lax.convert_element_type(
-      lax.bitwise_and(lax.shift_right_logical(tmp, np.uint32(19)), np.uint32(15)), i32)
-  top = lax.bitwise_and(tmp, np.uint32(0xFF800000))
-  z = _to(lax.bitcast_convert_type(lax.sub(ix, top), _F32), _F64)
-  kk = _to(lax.shift_right_arithmetic(lax.bitcast_convert_type(top, i32), np.int32(23)), _F64)
-  tab = np.array([[float.fromhex(a), float.fromhex(b)] for a, b in _POWF_INVC_LOGC],
-                 np.float64).view(np.uint32).reshape(16, 2, 2)
-  invc, logc = _lookup64(tab[:, 0], i), _lookup64(tab[:, 1], i)
-  A = [k(v) for v in _POWF_LOG2_POLY]
-  r = fma(z, invc, k(-1.0))
-  y0 = lax.add(kk, logc)
-  p1 = fma(r, A[0], A[1])
-  p2 = fma(r, A[2], A[3])
-  r2 = lax.mul(r, r)
-  q = fma(r, A[4], y0)
-  r4 = lax.mul(r2, r2)
-  q = fma(r2, p2, q)
-  logx = fma(p1, r4, q)
-  ylogx = lax.mul(_to(y, _F64), logx)
-  # 2^ylogx = 2^(m/32) 2^r, m = round(32 ylogx), |r| <= 1/64
-  shift = k("0x1.8p+47")
-  kd = lax.add(ylogx, shift)
-  ki = lax.slice_in_dim(_f64_words(kd), 0, 1, axis=-1)    # low word: m (mod 2^32)
-  ki = lax.reshape(ki, shape)
-  r = lax.sub(ylogx, lax.sub(kd, shift))
-  neg = lax.bitwise_and(x_neg, y_odd)
-  sign = lax.select(neg, lax.full_like(ki, 1 << 16), lax.full_like(ki, 0))
-  t = _jnp().take(_EXP2F_TAB, lax.convert_element_type(lax.bitwise_and(ki, np.uint32(31)), i32),
-                  axis=0, mode="clip")
-  hi = lax.add(lax.reshape(lax.slice_in_dim(t, 1, 2, axis=-1), shape),
-               lax.shift_left(lax.add(ki, sign), np.uint32(15)))
-  s = _words_f64(lax.concatenate([lax.reshape(lax.slice_in_dim(t, 0, 1, axis=-1), (*shape, 1)),
-                                  lax.reshape(hi, (*shape, 1))], len(shape)))
-  C = [k(v) for v in _EXP2F_POLY]
-  zz = fma(r, C[0], C[1])
-  rr = lax.mul(r, r)
-  yy = fma(r, C[2], k(1.0))
-  yy = fma(zz, rr, yy)
-  out = _to(lax.mul(yy, s), _F32)
-  out = lax.select(lax.gt(ylogx, k("0x1.fffffffd1d571p+6")),
-                   lax.select(neg, lax.full_like(out, -np.inf), lax.full_like(out, np.inf)), out)
-  out = _ftz(out)
-  out = lax.select(lax.le(ylogx, k(-149.0)), lax.mul(lax.full_like(out, 0),
-                   lax.select(neg, lax.full_like(out, -1), lax.full_like(out, 1))), out)
-  # glibc's special cases: x or y zero, infinite or nan; x < 0
-  nan, inf = c(np.nan), c(np.inf)
-  out = lax.select(lax.bitwise_and(x_neg, lax.bitwise_not(y_int)), lax.full_like(out, nan), out)
-  x_zin = lax.bitwise_or(lax.eq(x, c(0)), lax.bitwise_or(lax.eq(ax, inf), lax.ne(x, x)))
-  x2 = lax.mul(x, x)
-  x2 = lax.select(neg, lax.neg(x2), x2)
-  out = lax.select(x_zin, lax.select(lax.lt(y, c(0)), lax.div(c(1), x2), x2), out)
-  y_inf = lax.eq(lax.abs(y), inf)
-  inf_case = lax.select(lax.eq(ax, c(1)), lax.full_like(out, 1),
-                        lax.select(lax.eq(lax.lt(ax, c(1)), lax.gt(y, c(0))),
-                                   lax.full_like(out, 0), lax.full_like(out, inf)))
-  out = lax.select(y_inf, inf_case, out)
-  out = lax.select(lax.bitwise_or(lax.ne(x, x), lax.ne(y, y)), lax.add(x, y), out)
-  return lax.select(lax.bitwise_or(lax.eq(y, c(0)), lax.eq(x, c(1))), lax.full_like(out, 1), out)
-
-
-def _differentiable(fun, *rules):
-  """`fun` (bit-level emulation, which autodiff would see as piecewise constant) with the
-  derivative of the function it computes: one `rule(g, ans, *args)` per argument."""
-  f = custom_jvp(fun)
-  f.defjvps(*rules)
-  return f
-
-
-_exp_d = _differentiable(_exp, lambda g, ans, x: lax.mul(g, ans))
-_log_d = _differentiable(_log, lambda g, ans, x: lax.div(g, x))
 _rsqrt_d = _differentiable(lambda x: _xla_rsqrt_f32(x),
                            lambda g, ans, x: lax.mul(g, lax.mul(_c(x, -0.5), lax.div(ans, x))))
-_pow_d = _differentiable(
-    lambda x, y: _xla_pow_f32(x, y),
-    lambda g, ans, x, y: lax.mul(g, lax.mul(y, lax.pow(x, lax.sub(y, _c(y, 1))))),
-    lambda g, ans, x, y: lax.mul(g, lax.mul(lax.log(lax.select(lax.eq(x, _c(x, 0)),
-                                                               lax.full_like(x, 1), x)), ans)))
 
 
 def _gamma_impl(key, a, inv_a, log_space: bool):
@@ -483,7 +316,7 @@ def _loggamma_chisquare(key, a):
   poly = _polynomial(t_, [_polynomial(u, row, A.fma) for row in _CHI2_QUANTILE_COEF], A.fma)
   poly = lax.max(poly, _c(a, dtypes.finfo(_dtype(a)).tiny))
   # not fused: LLVM folds the * 3 into log's special-case selects first
-  return lax.add(_log_d(a), lax.mul(_log_d(poly), _c(a, 3)))
+  return lax.add(_log(a), lax.mul(_log(poly), _c(a, 3)))
 
 
 def _gamma_approx(data, a, shape, dtype, log_space):
@@ -506,7 +339,7 @@ def _gamma_approx(data, a, shape, dtype, log_space):
                    lax.add(a, _c(a, i)))
     total = term if total is None else lax.add(total, term)
   log_sample = lax.add(log_base, total)
-  out = log_sample if log_space else _exp_d(log_sample)
+  out = log_sample if log_space else _exp(log_sample)
   return lax.convert_element_type(out, dtype)
 
 
@@ -645,8 +478,8 @@ def beta(key, a, b, shape=None, dtype=None, *, method="exact"):
   log_gamma_a = loggamma(key_a, a, shape, dt, method=method)
   log_gamma_b = loggamma(key_b, b, shape, dt, method=method)
   log_max = lax.max(log_gamma_a, log_gamma_b)
-  gamma_a_scaled = _exp_d(lax.sub(log_gamma_a, log_max))   # float32: XLA's exp
-  gamma_b_scaled = _exp_d(lax.sub(log_gamma_b, log_max))
+  gamma_a_scaled = _exp(lax.sub(log_gamma_a, log_max))   # float32: XLA's exp
+  gamma_b_scaled = _exp(lax.sub(log_gamma_b, log_max))
   return lax.div(gamma_a_scaled, lax.add(gamma_a_scaled, gamma_b_scaled))
 
 
@@ -684,7 +517,7 @@ def _softmax_last(x):
   shape = _shape(x)
   r = len(shape) - 1
   x_max = lax.broadcast_in_dim(lax.reduce_max(x, (r,)), shape, tuple(range(r)))
-  unnormalized = _exp_d(lax.sub(x, x_max))
+  unnormalized = _exp(lax.sub(x, x_max))
   total = _row_sum(unnormalized)
   # XLA's simplifier: a / broadcast(b) -> a * broadcast(1 / b)
   inv = lax.div(_c(total, 1), total)
@@ -705,7 +538,7 @@ def _chisquare(data, df, method, shape, dtype):
   df = lax.convert_element_type(df, dtype)
   two = _c(df, 2)
   log_g = loggamma(data, lax.div(df, two), shape, dtype, method=method)
-  return lax.mul(_exp_d(log_g), two)
+  return lax.mul(_exp(log_g), two)
 
 
 def t(key, df, shape=None, dtype=None):
@@ -765,7 +598,7 @@ def _power(x, y):
   y = lax.convert_element_type(y, dtypes.float32)
   if _shape(y) != _shape(x):
     y = _bcast(y, _shape(x))
-  return _pow_d(x, y)
+  return _powf(x, y)
 
 
 def ball(key, d, p=2, shape=(), dtype=None):
