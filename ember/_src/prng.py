@@ -1201,19 +1201,24 @@ _LOG1P_NUM = [4.5270000862445199635215E-5, 4.9854102823193375972212E-1,
               2.0039553499201281259648E1]
 
 
-def _xla_log1p_f32(x):
-  """XLA's log1p: a Cephes rational function for |x| < sqrt(2) - 1, else log(1 + x)."""
-  c = _f32c
-
+def _log1p_rational(x, c, fma):
+  """Cephes' log1p near 0 as XLA writes it: x - x**2 / 2 + x**3 P(x) / Q(x), the Horner
+  steps and the last multiply-add fused (`fma` of the dtype, `c` its constants)."""
   def horner(coeffs):
     acc = lax.add(lax.mul(x, c(0)), c(coeffs[0]))
     for k in coeffs[1:]:
-      acc = _fma32(acc, x, c(k))
+      acc = fma(acc, x, c(k))
     return acc
 
   x2 = lax.mul(x, x)
   ratio = lax.div(horner(_LOG1P_NUM), horner(_LOG1P_DEN))
-  small = lax.add(x, _fma32(c(-0.5), x2, lax.mul(lax.mul(x2, x), ratio)))
+  return lax.add(x, fma(c(-0.5), x2, lax.mul(lax.mul(x2, x), ratio)))
+
+
+def _xla_log1p_f32(x):
+  """XLA's log1p: a Cephes rational function for |x| < sqrt(2) - 1, else log(1 + x)."""
+  c = _f32c
+  small = _log1p_rational(x, c, _fma32)
   large = _xla_log_f32(lax.add(x, c(1.0)))
   return lax.select(lax.lt(lax.abs(x), c(0.41421356237309504880)), small, large)
 
@@ -1546,16 +1551,7 @@ def _xla_log1p_f64(x):
   (the interval its machine code tests), else glibc's log(1 + x)."""
   c = _f64c
   x = _daz64(x)
-
-  def horner(coeffs):
-    acc = lax.add(lax.mul(x, c(0)), c(coeffs[0]))
-    for k in coeffs[1:]:
-      acc = _fma64(acc, x, c(k))
-    return acc
-
-  x2 = lax.mul(x, x)
-  ratio = lax.div(horner(_LOG1P_NUM), horner(_LOG1P_DEN))
-  small = lax.add(x, _fma64(c(-0.5), x2, lax.mul(lax.mul(x2, x), ratio)))
+  small = _log1p_rational(x, c, _fma64)
   large = _glibc_log(lax.add(x, c(1.0)))
   is_small = lax.bitwise_and(lax.ge(x, c(-0.2928932188134525)), lax.le(x, c(0.41421356237309503)))
   return lax.select(is_small, small, large)
