@@ -17,14 +17,15 @@ kernel:
 * micro-kernel: MR rows x NR vectors of C (`micro_tile`: 6 x 4 zmm on AVX-512, 6 x 2 ymm
   on AVX2) accumulate in registers (FMA of a broadcast A element with NR vectors of B per
   row: MR*NR independent FMA chains, NR + 1 loads per MR*NR FMAs);
-* K is cut in blocks of KC (`k_block`); per column panel and K block, B's KC x (NR*W)
+* K is cut in blocks of KC (PANEL_BYTES of B); per column panel and K block, B's KC x (NR*W)
   slice is packed contiguously (zero-padded past N) into a stack panel that stays in L1
   while every row block of A streams past it. The accumulators start from the partial sums
   stored in C, so the blocking changes no bits. With at most MR rows (one row block per
   panel) a contiguous full panel is read in place instead;
-* the loops live in one internal body function per layout (`_dot_body`), shared by every
-  kernel of the module with that layout (a chain of equal dots compiles it once); each
-  kernel's exported entry only gathers its pointers;
+* the loops live in one internal body function per dtype (`_dot_body`), which takes the
+  sizes and strides as arguments: every dot kernel of a module calls the same body (its
+  LLVM code, most of a dot-heavy module's, is compiled once; a training step's eight dot
+  layouts cost one body); each kernel's exported entry only gathers its pointers;
 * with a fused epilogue (the output fusion's elementwise work, emitted by
   codegen.KernelBuilder.fusion as a kernel of its own over [start, stop)) the entry produces
   C in blocks of whole units (about BLOCK_ROWS rows) and calls the epilogue on each block
@@ -73,12 +74,6 @@ def micro_tile() -> tuple[int, int]:
   registers: 6 x 4 accumulators + 4 B vectors + the broadcast (measured on the MLP's
   shapes: 5-15% faster than 8 x 3, 4 x 6 or 5 x 5); AVX2 has 16: 6 x 2."""
   return (6, 4) if vector_bytes() == 64 else (6, 2)
-
-
-def k_block(lay) -> int:
-  """KC, the k values per packed panel slice (PANEL_BYTES of B)."""
-  nrw = micro_tile()[1] * vector_width(lay.dtype)
-  return max(1, min(lay.K, PANEL_BYTES // (nrw * lay.dtype.itemsize)))
 
 
 # Generated kernel vs BLAS (a DotThunk: ~6 us of Python and NumPy dispatch, then OpenBLAS on
@@ -262,11 +257,7 @@ class _Emitter(codegen.IRHelpers):
     st.align = align
     self.b._insert(st)
 
-  def idx(self, v, stride: int):
-    return self.mul_idx(v, stride) if stride else self.i64(0)
 
-
-BODY_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64])
 
 
 def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs: int,
@@ -284,9 +275,12 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   bufs, start, stop = fn.args
   ptr = lambda k: b.load(b.gep(bufs, [e.i64(k)], inbounds=True, source_etype=PTR), typ=PTR)
   A, Bp, O = ptr(lhs), ptr(rhs), ptr(out)
-  body = _dot_body(module, lay)
+  empty = min(lay.B, lay.M, lay.N) == 0
+  body = None if empty else _dot_body(module, lay.dtype)
+  call_body = (lambda c, u0, u1: None) if empty else \
+      (lambda c, u0, u1: b.call(body, [A, Bp, c, u0, u1, *_body_args(lay)]))
   if epilogue is None:
-    b.call(body, [A, Bp, O, start, stop])
+    call_body(O, start, stop)
     b.ret_void()
     return codegen.KernelInfo(name, lay.outer, True)
   T = codegen.mem_type(lay.dtype)
@@ -311,7 +305,7 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
     if tile is not None:
       C = b.gep(tile, [b.neg(e.mul_idx(e.mul_idx(u0, R), N))], source_etype=T)
       b.store(C, slot(len(ptrs)))
-    b.call(body, [A, Bp, C, u0, u1])
+    call_body(C, u0, u1)
     b.call(efn, [ebufs, u0, u1], attrs=("noinline",))   # its code once, in its own symbol
     return []
   nblocks = b.udiv(e.add_idx(b.sub(stop, start), e.i64(U - 1)), e.i64(U))
@@ -320,185 +314,189 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   return codegen.KernelInfo(name, lay.outer, True)
 
 
-def _dot_body(module: ir.Module, lay: DotLayout):
-  """`void body(A, B, C, u0, u1)`: C's rows of units [u0, u1), C indexed by the row of the
-  whole (B*M, N) output. One per layout in a module (`_ember_dot_bodies`).
+# The body's arguments after (A, B, C, u0, u1): the layout's sizes and element strides.
+_PARAMS = ("M", "N", "K", "R", "sab", "sam", "sak", "sbb", "sbk", "sbn")
+BODY_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64] + [I64] * len(_PARAMS))
 
-  Loops: column panels of NR vectors; in each, blocks of KC values of k (the panel's KC x
-  NRW slice of B packed contiguously, so it stays in L1 for every row block); in each, the
-  rows MR at a time (then one at a time). A row block's accumulators start from zero at the
-  first k block and from the partial sums stored in C at the next ones, so each element
-  still sums its products in increasing k with one fma chain: the K blocking changes no
-  bits."""
+
+def _body_args(lay: DotLayout) -> list:
+  return [ir.Constant(I64, v) for v in
+          (lay.M, lay.N, lay.K, lay.rows_per_unit, *lay.a_strides, *lay.b_strides)]
+
+
+def _dot_body(module: ir.Module, dtype):
+  """`void body(A, B, C, u0, u1, M, N, K, R, strides...)`: C's rows of units [u0, u1) (R
+  rows each), C indexed by the row of the whole (batch*M, N) output. Sizes and strides are
+  arguments, so one body per dtype serves every dot of a module (`_ember_dot_bodies`): a
+  module with many dots compiles this code once.
+
+  Loops: column panels of NR vectors (the last one partial: masked loads and stores); in
+  each, blocks of KC values of k (the panel's KC x NRW slice of B packed contiguously, so
+  it stays in L1 for every row block; with at most MR rows of A and contiguous columns a
+  full panel is read in place instead); in each, the rows MR at a time, then 4, then one
+  at a time. A row block's accumulators start from zero at the first k block and from the
+  partial sums stored in C at the next ones, so each element still sums its products in
+  increasing k with one fma chain: the blocking changes no bits."""
   cache = module.__dict__.setdefault("_ember_dot_bodies", {})
-  if lay in cache:
-    return cache[lay]
-  fn = cache[lay] = ir.Function(module, BODY_TYPE, module.get_unique_name("ember_dot_body"))
+  key = np.dtype(dtype)
+  if key in cache:
+    return cache[key]
+  fn = cache[key] = ir.Function(module, BODY_TYPE, module.get_unique_name("ember_dot_body"))
   fn.linkage = "internal"
   fn.attributes.add("nounwind")
   fn.attributes.add("noinline")     # shared: compiled once, not copied into every entry
-  A, Bp, C, start, stop = fn.args
+  A, Bp, C, start, stop, *params = fn.args
   for a in (A, Bp, C):
     a.add_attribute("noalias")
-  T = codegen.mem_type(lay.dtype)
-  W = vector_width(lay.dtype)
+  M, N, K, R, sab, sam, sak, sbb, sbk, sbn = params
+  T = codegen.mem_type(key)
+  W = vector_width(key)
   VT = ir.VectorType(T, W)
   MR, NR = micro_tile()
   NRW = NR * W
-  isz = lay.dtype.itemsize
+  isz = key.itemsize
+  KC = max(1, PANEL_BYTES // (NRW * isz))
   fma = f"llvm.fmuladd.v{W}{codegen.float_suffix(T)}"
-  Bn, M, K, N = lay.B, lay.M, lay.K, lay.N
-  KC = k_block(lay)
-  nkb = max(1, -(-K // KC))       # K == 0: one empty block, which stores the zeros
-  sab, sam, sak = lay.a_strides
-  sbb, sbk, sbn = lay.b_strides
-  R = lay.rows_per_unit
-  # A panel of B serves M / MR row blocks; with one, packing it would only add a copy.
-  direct = sbn == 1 and M <= MR
+  vsuf = f"v{W}{codegen.float_suffix(T)}"
   b = ir.IRBuilder(fn.append_basic_block("entry"))
   e = _Emitter(b)
   panel = b.alloca(T, e.i64(KC * NRW))
   panel.align = 64
   zero = ir.Constant(VT, [0.0] * W)
-  vsuf = f"v{W}{codegen.float_suffix(T)}"
-  lanes = lambda n: ir.Constant(ir.VectorType(ir.IntType(1), W), [int(l < n) for l in range(W)])
+  i64v = ir.VectorType(I64, W)
+  iota = ir.Constant(i64v, list(range(W)))
+  mul = lambda x, y: b.mul(x, y, flags=("nsw",))
+  imin = lambda x, y: b.select(b.icmp_signed("<", x, y), x, y)
+  imax = lambda x, y: b.select(b.icmp_signed(">", x, y), x, y)
+  contiguous_b = b.icmp_signed("==", sbn, e.i64(1))
 
-  def micro(mr: int, bi, m, n0, valid: int, crow0, k0, kc):
-    """C rows crow0.. (mr of them), columns [n0, n0 + valid), += A rows m.. of batch bi,
-    columns [k0, k0 + kc), times the packed panel."""
-    arow = [e.gep(A, e.add_idx(e.add_idx(e.idx(bi, sab), e.idx(e.add_idx(m, e.i64(r)), sam)),
-                               e.idx(k0, sak)), T) for r in range(mr)]
-    crow = [e.gep(C, e.add_idx(e.mul_idx(e.add_idx(crow0, e.i64(r)), N), n0), T)
-            for r in range(mr)]
+  def lanes(n):
+    """The mask of lanes l < n (n runtime)."""
+    return b.icmp_signed("<", iota, e.splat(n, i64v))
+
+  def micro(mr: int, bi, m, n0, masks, crow0, k0, kc, bsrc, bstride):
+    """C rows crow0.. (mr of them), columns n0.. (lanes `masks` per vector), += A rows m..
+    of batch bi, columns [k0, k0 + kc), times B's rows at bsrc (bstride apart)."""
+    arow = [e.gep(A, b.add(b.add(mul(bi, sab), mul(b.add(m, e.i64(r)), sam)), mul(k0, sak)),
+                  T) for r in range(mr)]
+    crow = [e.gep(C, b.add(mul(b.add(crow0, e.i64(r)), N), n0), T) for r in range(mr)]
     first = b.icmp_signed("==", k0, e.i64(0))
     acc = []
     for r in range(mr):
       for v in range(NR):
-        lo = v * W
-        if lo + W <= valid:
-          part = b.load(e.gep(crow[r], e.i64(lo), T), typ=VT, align=isz)
-        elif lo < valid:
-          part = e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT, [
-              e.gep(crow[r], e.i64(lo), T), ir.Constant(I32, isz), lanes(valid - lo), zero])
-        else:
-          part = zero
+        part = e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT, [
+            e.gep(crow[r], e.i64(v * W), T), ir.Constant(I32, isz), masks[v], zero])
         acc.append(b.select(first, zero, part))
 
-    if direct and valid == NRW:   # B's rows k0.. at columns n0.., in place
-      bbase = e.gep(Bp, e.add_idx(e.add_idx(e.idx(bi, sbb), n0), e.idx(k0, sbk)), T)
-      bvec = lambda k, v: b.load(e.gep(bbase, e.add_idx(e.idx(k, sbk), e.i64(v * W)), T),
-                                 typ=VT, align=isz)
-    else:
-      bvec = lambda k, v: b.load(e.gep(panel, e.add_idx(e.mul_idx(k, NRW), e.i64(v * W)), T),
-                                 typ=VT, align=W * isz)
-
     def body(k, acc):
-      bv = [bvec(k, v) for v in range(NR)]
+      row = e.gep(bsrc, mul(k, bstride), T)
+      bv = [b.load(e.gep(row, e.i64(v * W), T), typ=VT, align=isz) for v in range(NR)]
+      ak = mul(k, sak)
       new = []
       for r in range(mr):
-        a = e.splat(b.load(e.gep(arow[r], e.idx(k, sak), T), typ=T), VT)
+        a = e.splat(b.load(e.gep(arow[r], ak, T), typ=T), VT)
         new.extend(e.intrinsic(fma, VT, [a, bv[v], acc[r * NR + v]]) for v in range(NR))
       return new
     acc = e.loop(e.i64(0), kc, acc, body)
     for r in range(mr):
       for v in range(NR):
-        lo = v * W
-        if lo + W <= valid:
-          e.store_vector(acc[r * NR + v], e.gep(crow[r], e.i64(lo), T), isz)
-        elif lo < valid:
-          e.intrinsic(f"llvm.masked.store.{vsuf}.p0", VOID, [
-              acc[r * NR + v], e.gep(crow[r], e.i64(lo), T), ir.Constant(I32, isz),
-              lanes(valid - lo)])
+        e.intrinsic(f"llvm.masked.store.{vsuf}.p0", VOID, [
+            acc[r * NR + v], e.gep(crow[r], e.i64(v * W), T), ir.Constant(I32, isz), masks[v]])
 
-  def pack(bi, n0, valid: int, k0, kc):
-    """B[bi, k0:k0+kc, n0:n0+valid] into the zero-padded kc x NRW panel (whole vectors
-    when B's columns are contiguous)."""
-    base = e.gep(Bp, e.add_idx(e.add_idx(e.idx(bi, sbb), e.idx(n0, sbn)), e.idx(k0, sbk)), T)
-
-    def gather(src, c0: int, valid: int):
-      """Columns c0 .. c0 + W of row `src` (zeros from column `valid` on)."""
-      cols = [min(c0 + l, valid - 1) for l in range(W)]   # past the end: read in bounds
-      ptrs = b.gep(src, [ir.Constant(ir.VectorType(I64, W), [c * sbn for c in cols])],
-                   source_etype=T)
-      ptrs.type = ir.VectorType(PTR, W)       # (llvmlite types a vector GEP as a scalar)
-      x = e.intrinsic(f"llvm.masked.gather.{vsuf}.v{W}p0", VT,
-                      [ptrs, ir.Constant(I32, isz), lanes(W), zero])
-      return x if c0 + W <= valid else b.select(lanes(valid - c0), x, zero)
+  def pack(bi, n0, valid, k0, kc):
+    """B[bi, k0:k0+kc, n0:n0+valid] into the zero-padded kc x NRW panel: masked vector
+    loads when B's columns are contiguous, else one gather per vector."""
+    base = e.gep(Bp, b.add(b.add(mul(bi, sbb), mul(n0, sbn)), mul(k0, sbk)), T)
+    masks = [lanes(b.sub(valid, e.i64(v * W))) for v in range(NR)]
+    last = e.splat(b.sub(valid, e.i64(1)), i64v)
+    offs = []
+    for v in range(NR):          # columns past the end read column valid - 1: in bounds
+      cols = b.add(iota, e.splat(e.i64(v * W), i64v))
+      cols = b.select(b.icmp_signed("<", cols, last), cols, last)
+      offs.append(b.mul(cols, e.splat(sbn, i64v)))
 
     def body(k, _c):
-      src = e.gep(base, e.idx(k, sbk), T)
+      src = e.gep(base, mul(k, sbk), T)
       dst = e.gep(panel, e.mul_idx(k, NRW), T)
-      for v in range(NR):     # contiguous columns: vector loads, else one gather per vector
-        lo = v * W
-        if sbn != 1:
-          x = gather(src, lo, valid)
-        elif lo + W <= valid:
-          x = b.load(e.gep(src, e.i64(lo), T), typ=VT, align=isz)
-        elif lo < valid:
-          x = e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT, [
-              e.gep(src, e.i64(lo), T), ir.Constant(I32, isz), lanes(valid - lo), zero])
-        else:
-          x = zero
-        e.store_vector(x, e.gep(dst, e.i64(lo), T), W * isz)
+      for v in range(NR):
+        with b.if_else(contiguous_b) as (then, otherwise):
+          with then:
+            x1 = e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT, [
+                e.gep(src, e.i64(v * W), T), ir.Constant(I32, isz), masks[v], zero])
+            bb1 = b.block
+          with otherwise:
+            ptrs = b.gep(src, [offs[v]], source_etype=T)
+            ptrs.type = ir.VectorType(PTR, W)   # (llvmlite types a vector GEP as a scalar)
+            x2 = e.intrinsic(f"llvm.masked.gather.{vsuf}.v{W}p0", VT,
+                             [ptrs, ir.Constant(I32, isz), masks[v], zero])
+            bb2 = b.block
+        x = b.phi(VT)
+        x.add_incoming(x1, bb1)
+        x.add_incoming(x2, bb2)
+        e.store_vector(x, e.gep(dst, e.i64(v * W), T), W * isz)
       return []
     e.loop(e.i64(0), kc, [], body)
 
-  def row_blocks(bi, m_lo, m_hi, n0, valid, k0, kc):
+  def row_blocks(bi, m_lo, m_hi, n0, masks, k0, kc, bsrc, bstride):
     """A rows [m_lo, m_hi) of batch bi: MR at a time, then 4 rows if as many are left (a
     thread's 64 rows are 10 x 6 + 4; one row at a time runs at a third of the rate; more
     variants cost more compile time than they save), then one at a time."""
     nfull = b.udiv(b.sub(m_hi, m_lo), e.i64(MR))
-    crow = lambda m: e.add_idx(e.mul_idx(bi, M), m)
+    crow = lambda m: b.add(mul(bi, M), m)
+
+    def call(mr, m):
+      micro(mr, bi, m, n0, masks, crow(m), k0, kc, bsrc, bstride)
 
     def blk(q, _c):
-      m = e.add_idx(m_lo, e.mul_idx(q, MR))
-      micro(MR, bi, m, n0, valid, crow(m), k0, kc)
+      call(MR, b.add(m_lo, e.mul_idx(q, MR)))
       return []
     e.loop(e.i64(0), nfull, [], blk)
-    m = e.add_idx(m_lo, e.mul_idx(nfull, MR))
+    m = b.add(m_lo, e.mul_idx(nfull, MR))
     if MR > 4:
       four = b.icmp_signed(">=", b.sub(m_hi, m), e.i64(4))
       with b.if_then(four):
-        micro(4, bi, m, n0, valid, crow(m), k0, kc)
+        call(4, m)
       m = b.select(four, b.add(m, e.i64(4)), m)
 
     def one(mm, _c):
-      micro(1, bi, mm, n0, valid, crow(mm), k0, kc)
+      call(1, mm)
       return []
     e.loop(m, m_hi, [], one)
 
-  def k_blocks(bi, m_lo, m_hi, n0, valid: int):
-    def kb(j, _c):
-      k0 = e.mul_idx(j, KC)
-      rest = b.sub(e.i64(K), k0)
-      kc = b.select(b.icmp_signed("<", rest, e.i64(KC)), rest, e.i64(KC))
-      if not (direct and valid == NRW):
-        pack(bi, n0, valid, k0, kc)
-      row_blocks(bi, m_lo, m_hi, n0, valid, k0, kc)
-      return []
-    e.loop(e.i64(0), e.i64(nkb), [], kb)
-
   def rows(bi, m_lo, m_hi):
-    """C rows of batch bi, A rows [m_lo, m_hi): every column panel."""
-    def panel_loop(p, _c):
-      k_blocks(bi, m_lo, m_hi, e.mul_idx(p, NRW), NRW)
-      return []
-    full = N // NRW
-    if full:
-      e.loop(e.i64(0), e.i64(full), [], panel_loop)
-    if N % NRW:
-      k_blocks(bi, m_lo, m_hi, e.i64(full * NRW), N % NRW)
+    """C rows of batch bi, A rows [m_lo, m_hi): every column panel, every K block."""
+    # B read in place: a panel would serve only one row block (at most MR rows of A)
+    in_place = b.and_(contiguous_b, b.icmp_signed("<=", M, e.i64(MR)))
+    npanels = b.udiv(b.add(N, e.i64(NRW - 1)), e.i64(NRW))
+    nkb = imax(b.udiv(b.add(K, e.i64(KC - 1)), e.i64(KC)), e.i64(1))   # K = 0: stores zeros
 
-  r0, r1 = e.mul_idx(start, R), e.mul_idx(stop, R)
-  if min(M, N, Bn) == 0:          # an empty output
-    pass
-  elif R >= M:                    # whole batches
-    def batch(bi, _c):
-      rows(bi, e.i64(0), e.i64(M))
+    def panel_loop(p, _c):
+      n0 = e.mul_idx(p, NRW)
+      valid = imin(b.sub(N, n0), e.i64(NRW))
+      masks = [lanes(b.sub(valid, e.i64(v * W))) for v in range(NR)]
+      read_b = b.and_(in_place, b.icmp_signed("==", valid, e.i64(NRW)))
+
+      def kb(j, _c):
+        k0 = e.mul_idx(j, KC)
+        kc = imin(b.sub(K, k0), e.i64(KC))
+        with b.if_then(b.not_(read_b)):
+          pack(bi, n0, valid, k0, kc)
+        bsrc = b.select(read_b, e.gep(Bp, b.add(b.add(mul(bi, sbb), n0), mul(k0, sbk)), T),
+                        panel)
+        bstride = b.select(read_b, sbk, e.i64(NRW))
+        row_blocks(bi, m_lo, m_hi, n0, masks, k0, kc, bsrc, bstride)
+        return []
+      e.loop(e.i64(0), nkb, [], kb)
       return []
-    e.loop(b.udiv(r0, e.i64(M)), b.udiv(r1, e.i64(M)), [], batch)
-  else:                           # rows of the only batch
-    rows(e.i64(0), r0, r1)
+    e.loop(e.i64(0), npanels, [], panel_loop)
+
+  r0, r1 = mul(start, R), mul(stop, R)
+
+  def batch(bi, _c):            # the batches the rows [r0, r1) of C cover
+    base = mul(bi, M)
+    rows(bi, imax(b.sub(r0, base), e.i64(0)), imin(b.sub(r1, base), M))
+    return []
+  e.loop(b.udiv(r0, M), b.udiv(b.add(r1, b.sub(M, e.i64(1))), M), [], batch)
   b.ret_void()
   return fn
 
