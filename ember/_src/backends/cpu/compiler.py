@@ -606,6 +606,7 @@ def _worker_target_machine(opt_level: int) -> llvm.TargetMachine:
 
 def _load_object(obj: bytes, triple: str, opt_level: int):
   """An MCJIT engine holding the object code `obj`, and its symbol -> address lookup."""
+  dot_kernels.ensure_shared_bodies(obj)     # the dot loops it calls, before linking
   with _jit_lock:
     holder = llvm.parse_assembly("")
     holder.triple = triple

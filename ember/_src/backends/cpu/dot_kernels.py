@@ -22,10 +22,11 @@ kernel:
   while every row block of A streams past it. The accumulators start from the partial sums
   stored in C, so the blocking changes no bits. With at most MR rows (one row block per
   panel) a contiguous full panel is read in place instead;
-* the loops live in one internal body function per dtype (`_dot_body`), which takes the
-  sizes and strides as arguments: every dot kernel of a module calls the same body (its
-  LLVM code, most of a dot-heavy module's, is compiled once; a training step's eight dot
-  layouts cost one body); each kernel's exported entry only gathers its pointers;
+* the loops live in one body function per dtype (`_define_body`), which takes the sizes
+  and strides as arguments; it is compiled once per process (`ensure_shared_bodies`) and
+  every dot kernel calls it by name (MCJIT resolves the symbol when an object loads, the
+  persistent cache's too), so a module with dots compiles none of their loops; each
+  kernel's exported entry only gathers its pointers;
 * with a fused epilogue (the output fusion's elementwise work, emitted by
   codegen.KernelBuilder.fusion as a kernel of its own over [start, stop)) the entry produces
   C in blocks of whole units (about BLOCK_ROWS rows) and calls the epilogue on each block
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -324,11 +326,51 @@ def _body_args(lay: DotLayout) -> list:
           (lay.M, lay.N, lay.K, lay.rows_per_unit, *lay.a_strides, *lay.b_strides)]
 
 
+def _body_symbol(dtype) -> str:
+  """The shared body's symbol: its dtype and the configuration its code depends on."""
+  MR, NR = micro_tile()
+  return f"ember_dot_body_{np.dtype(dtype).name}_v{vector_bytes()}_{MR}x{NR}_p{PANEL_BYTES}"
+
+
 def _dot_body(module: ir.Module, dtype):
+  """The declaration of the dtype's body (`_define_body`) in this module: compiled once per
+  process (`ensure_shared_bodies`), so a module with dots compiles none of its code."""
+  cache = module.__dict__.setdefault("_ember_dot_bodies", {})
+  name = _body_symbol(dtype)
+  if name not in cache:
+    cache[name] = ir.Function(module, BODY_TYPE, name)
+  return cache[name]
+
+
+_shared_bodies: dict = {}       # symbol -> the engine holding its code (None: compiling)
+_shared_lock = threading.Lock()
+
+
+def ensure_shared_bodies(code: bytes) -> None:
+  """Compile the bodies an object file (or IR text) refers to, once per process, and make
+  their symbols resolvable for the code about to be loaded (MCJIT links by name, so an
+  object from the persistent cache finds them too)."""
+  import llvmlite.binding as llvm
+  from ember._src.backends.cpu import compiler
+  for dt in (np.float32, np.float64):
+    name = _body_symbol(dt)
+    if name in _shared_bodies or name.encode() not in code:
+      continue
+    with _shared_lock:
+      if name in _shared_bodies:
+        continue
+      _shared_bodies[name] = None        # its own load below must not come back here
+      module = ir.Module(name="ember_dot_bodies")
+      _define_body(module, dt, name)
+      engine, addr, *_ = compiler._jit(str(module), 3)
+      llvm.add_symbol(name, addr(name))
+      _shared_bodies[name] = engine
+
+
+def _define_body(module: ir.Module, dtype, name: str):
   """`void body(A, B, C, u0, u1, M, N, K, R, strides...)`: C's rows of units [u0, u1) (R
   rows each), C indexed by the row of the whole (batch*M, N) output. Sizes and strides are
-  arguments, so one body per dtype serves every dot of a module (`_ember_dot_bodies`): a
-  module with many dots compiles this code once.
+  arguments, so one body per dtype serves every dot.
 
   Loops: column panels of NR vectors (the last one partial: masked loads and stores); in
   each, blocks of KC values of k (the panel's KC x NRW slice of B packed contiguously, so
@@ -337,14 +379,9 @@ def _dot_body(module: ir.Module, dtype):
   at a time. A row block's accumulators start from zero at the first k block and from the
   partial sums stored in C at the next ones, so each element still sums its products in
   increasing k with one fma chain: the blocking changes no bits."""
-  cache = module.__dict__.setdefault("_ember_dot_bodies", {})
   key = np.dtype(dtype)
-  if key in cache:
-    return cache[key]
-  fn = cache[key] = ir.Function(module, BODY_TYPE, module.get_unique_name("ember_dot_body"))
-  fn.linkage = "internal"
+  fn = ir.Function(module, BODY_TYPE, name)
   fn.attributes.add("nounwind")
-  fn.attributes.add("noinline")     # shared: compiled once, not copied into every entry
   A, Bp, C, start, stop, *params = fn.args
   for a in (A, Bp, C):
     a.add_attribute("noalias")
