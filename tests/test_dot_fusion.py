@@ -270,6 +270,21 @@ def test_generated_kernel_k_blocks(case, dtype, monkeypatch):
   np.testing.assert_array_equal(outs[0], outs[1])
 
 
+def test_dot_loops_are_compiled_once_per_process():
+  """Every dot kernel calls its dtype's shared body by name: a module declares it and holds
+  no copy of its loops; the body is compiled once (dot_kernels.ensure_shared_bodies)."""
+  a, b = data((40, 70)), data((70, 30))
+  ref = a.astype(F64) @ b
+  for f, want in ((lambda a, b: a @ b, ref), (lambda a, b: jnp.tanh(a @ b) * 2, np.tanh(ref) * 2)):
+    c = compiled(f, a, b)
+    ir_text = c._computation.executable.llvm_ir
+    (name,) = set(re.findall(r"declare void @\"?(ember_dot_body_float32\w*)", ir_text))
+    assert f"define void @{name}" not in ir_text and f'define void @"{name}"' not in ir_text
+    assert dot_kernels._shared_bodies.get(name) is not None
+    np.testing.assert_allclose(np.asarray(c(a, b)), want, rtol=1e-5,
+                               atol=dot_atol(70, F32, a, b) * 4)
+
+
 @pytest.mark.parametrize("m, k, n", [(5, 7, 3), (64, 64, 64), (150, 120, 200)])
 def test_serialized_executable_replays(m, k, n):
   """deserialize_executable rebuilds the dot kernels and DotEpilogueThunks from the module

@@ -23,7 +23,8 @@ kernel:
   stored in C, so the blocking changes no bits. With at most MR rows (one row block per
   panel) a contiguous full panel is read in place instead;
 * the loops live in one body function per dtype (`_define_body`), which takes the sizes
-  and strides as arguments; it is compiled once per process (`ensure_shared_bodies`) and
+  and strides as arguments; it is compiled once per process (`ensure_shared_bodies`, by
+  the first load of code that calls it: ~0.1-0.2 s of LLVM) and
   every dot kernel calls it by name (MCJIT resolves the symbol when an object loads, the
   persistent cache's too), so a module with dots compiles none of their loops; each
   kernel's exported entry only gathers its pointers;
@@ -342,16 +343,19 @@ def _dot_body(module: ir.Module, dtype):
   return cache[name]
 
 
-_shared_bodies: dict = {}       # symbol -> the engine holding its code (None: compiling)
+_shared_bodies: dict = {}       # symbol -> the engine holding its code
 _shared_lock = threading.Lock()
+_compiling = threading.local()  # set while this thread compiles (and loads) a body
 
 
 def ensure_shared_bodies(code: bytes) -> None:
   """Compile the bodies an object file (or IR text) refers to, once per process, and make
   their symbols resolvable for the code about to be loaded (MCJIT links by name, so an
-  object from the persistent cache finds them too)."""
+  object from the persistent cache finds them too). Waits for a compile in progress."""
   import llvmlite.binding as llvm
   from ember._src.backends.cpu import compiler
+  if getattr(_compiling, "active", False):
+    return                               # the body's own load
   for dt in (np.float32, np.float64):
     name = _body_symbol(dt)
     if name in _shared_bodies or name.encode() not in code:
@@ -359,10 +363,13 @@ def ensure_shared_bodies(code: bytes) -> None:
     with _shared_lock:
       if name in _shared_bodies:
         continue
-      _shared_bodies[name] = None        # its own load below must not come back here
       module = ir.Module(name="ember_dot_bodies")
       _define_body(module, dt, name)
-      engine, addr, *_ = compiler._jit(str(module), 3)
+      _compiling.active = True
+      try:   # a private context: a compile on another thread does not wait for this one
+        engine, addr, *_ = compiler._jit(str(module), 3, private=True)
+      finally:
+        _compiling.active = False
       llvm.add_symbol(name, addr(name))
       _shared_bodies[name] = engine
 
