@@ -297,8 +297,8 @@ class _ThunkPlan:
     """A dot output fusion (passes/dot_epilogue.py): the epilogue becomes a kernel of its
     own (parameters: the operands it reads, then the dot's value); the dot runs block by
     block, each block followed by the epilogue over it, either inside one generated kernel
-    (dot_kernels.generated_kernel_ok) or by BLAS (DotEpilogueThunk). The dot's value is computed in the output
-    buffer when the dtypes agree and read in place."""
+    (dot_kernels.generated_kernel_ok) or by BLAS (DotEpilogueThunk). The dot's value is
+    computed in the output buffer when the dtypes agree and read in place."""
     dot, epi, used = dot_kernels.split_output_fusion(instr.called[0])
     ins = [self.slot(o) for o in instr.operands]
     out = self.slot(instr)
@@ -317,9 +317,6 @@ class _ThunkPlan:
     lhs, rhs = (o.attrs["number"] for o in dot.operands)
     tile = 0 if in_place else (dot_kernels.block_units(lay) * (lay.rows_per_unit or 0) *
                                lay.N * lay.dtype.itemsize)
-    if dot_kernels.generated_kernel_ok(lay, tile, fused=True, gram=dot_kernels.is_gram(dot)):
-      n = len(ins)
-      e = dot_kernels.Epilogue(einfo.name, tuple(used), in_place)
     from ember._src.backends.cpu import threadpool
     cost = threadpool.kernel_cost(instr, epi)   # recomputed on replay, never serialized
     if dot_kernels.generated_kernel_ok(lay, tile, fused=True, gram=dot_kernels.is_gram(dot)):
