@@ -22,6 +22,14 @@ from ember._src.backends.cpu import dot_kernels, tiering
 from ember._src.profiler import trace as trace_impl
 
 
+@pytest.fixture(autouse=True)
+def _no_background_compile():
+  """A background tier-up compile (tiering.py) left over from an earlier test would be
+  recorded in this test's trace: wait for it first."""
+  tiering.wait_idle()
+  yield
+
+
 def load(path):
   with gzip.open(path, "rt", encoding="utf-8") as f:
     return json.load(f)
