@@ -418,34 +418,34 @@ def _define_body(module: ir.Module, dtype, name: str):
     """The mask of lanes l < n (n runtime)."""
     return b.icmp_signed("<", iota, e.splat(n, i64v))
 
-  def micro(mr: int, bi, m, n0, masks, crow0, k0, kc, bsrc, bstride):
-    """C rows crow0.. (mr of them), columns n0.. (lanes `masks` per vector), += A rows m..
-    of batch bi, columns [k0, k0 + kc), times B's rows at bsrc (bstride apart)."""
+  def micro(mr: int, nr: int, bi, m, n0, masks, crow0, k0, kc, bsrc, bstride):
+    """C rows crow0.. (mr of them), columns n0.. (nr vectors, lanes `masks` per vector), +=
+    A rows m.. of batch bi, columns [k0, k0 + kc), times B's rows at bsrc (bstride apart)."""
     arow = [e.gep(A, b.add(b.add(mul(bi, sab), mul(b.add(m, e.i64(r)), sam)), mul(k0, sak)),
                   T) for r in range(mr)]
     crow = [e.gep(C, b.add(mul(b.add(crow0, e.i64(r)), N), n0), T) for r in range(mr)]
     first = b.icmp_signed("==", k0, e.i64(0))
     acc = []
     for r in range(mr):
-      for v in range(NR):
+      for v in range(nr):
         part = e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT, [
             e.gep(crow[r], e.i64(v * W), T), ir.Constant(I32, isz), masks[v], zero])
         acc.append(b.select(first, zero, part))
 
     def body(k, acc):
       row = e.gep(bsrc, mul(k, bstride), T)
-      bv = [b.load(e.gep(row, e.i64(v * W), T), typ=VT, align=isz) for v in range(NR)]
+      bv = [b.load(e.gep(row, e.i64(v * W), T), typ=VT, align=isz) for v in range(nr)]
       ak = mul(k, sak)
       new = []
       for r in range(mr):
         a = e.splat(b.load(e.gep(arow[r], ak, T), typ=T), VT)
-        new.extend(e.intrinsic(fma, VT, [a, bv[v], acc[r * NR + v]]) for v in range(NR))
+        new.extend(e.intrinsic(fma, VT, [a, bv[v], acc[r * nr + v]]) for v in range(nr))
       return new
     acc = e.loop(e.i64(0), kc, acc, body)
     for r in range(mr):
-      for v in range(NR):
+      for v in range(nr):
         e.intrinsic(f"llvm.masked.store.{vsuf}.p0", VOID, [
-            acc[r * NR + v], e.gep(crow[r], e.i64(v * W), T), ir.Constant(I32, isz), masks[v]])
+            acc[r * nr + v], e.gep(crow[r], e.i64(v * W), T), ir.Constant(I32, isz), masks[v]])
 
   def pack(bi, n0, valid, k0, kc):
     """B[bi, k0:k0+kc, n0:n0+valid] into the zero-padded kc x NRW panel: masked vector
@@ -481,7 +481,7 @@ def _define_body(module: ir.Module, dtype, name: str):
       return []
     e.loop(e.i64(0), kc, [], body)
 
-  def row_blocks(bi, m_lo, m_hi, n0, masks, k0, kc, bsrc, bstride):
+  def row_blocks(nr, bi, m_lo, m_hi, n0, masks, k0, kc, bsrc, bstride):
     """A rows [m_lo, m_hi) of batch bi: MR at a time, then 4 rows if as many are left (a
     thread's 64 rows are 10 x 6 + 4; one row at a time runs at a third of the rate; more
     variants cost more compile time than they save), then one at a time."""
@@ -489,7 +489,7 @@ def _define_body(module: ir.Module, dtype, name: str):
     crow = lambda m: b.add(mul(bi, M), m)
 
     def call(mr, m):
-      micro(mr, bi, m, n0, masks, crow(m), k0, kc, bsrc, bstride)
+      micro(mr, nr, bi, m, n0, masks, crow(m), k0, kc, bsrc, bstride)
 
     def blk(q, _c):
       call(MR, b.add(m_lo, e.mul_idx(q, MR)))
@@ -528,7 +528,13 @@ def _define_body(module: ir.Module, dtype, name: str):
         bsrc = b.select(read_b, e.gep(Bp, b.add(b.add(mul(bi, sbb), n0), mul(k0, sbk)), T),
                         panel)
         bstride = b.select(read_b, sbk, e.i64(NRW))
-        row_blocks(bi, m_lo, m_hi, n0, masks, k0, kc, bsrc, bstride)
+        # a panel of at most one vector of columns (N <= W: a classifier's logits) runs a
+        # one-vector micro-kernel instead of NR vectors of mostly masked lanes
+        with b.if_else(b.icmp_signed("<=", valid, e.i64(W))) as (narrow, wide):
+          with narrow:
+            row_blocks(1, bi, m_lo, m_hi, n0, masks, k0, kc, bsrc, bstride)
+          with wide:
+            row_blocks(NR, bi, m_lo, m_hi, n0, masks, k0, kc, bsrc, bstride)
         return []
       e.loop(e.i64(0), nkb, [], kb)
       return []
