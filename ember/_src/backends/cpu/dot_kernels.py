@@ -16,7 +16,8 @@ kernel:
 
 * micro-kernel: MR rows x NR vectors of C (`micro_tile`: 6 x 4 zmm on AVX-512, 6 x 2 ymm
   on AVX2) accumulate in registers (FMA of a broadcast A element with NR vectors of B per
-  row: MR*NR independent FMA chains, NR + 1 loads per MR*NR FMAs);
+  row: MR*NR independent FMA chains, NR + 1 loads per MR*NR FMAs); a panel of at most
+  one vector of columns (N <= W, a classifier's logits) runs MR x 1 instead;
 * K is cut in blocks of KC (PANEL_BYTES of B); per column panel and K block, B's KC x (NR*W)
   slice is packed contiguously (zero-padded past N) into a stack panel that stays in L1
   while every row block of A streams past it. The accumulators start from the partial sums
