@@ -87,11 +87,15 @@ def _environment() -> bytes:
   import llvmlite
   import llvmlite.binding as llvm
   from ember import __version__
+  from ember._src.backends.cpu import dot_kernels
   from ember._src.backends.cpu.compiler import _init_llvm
   _init_llvm()
+  # the shared dot body's symbol names its configuration: objects calling another one
+  # would not link
   return repr((MAGIC, __version__, llvmlite.__version__, llvm.llvm_version_info,
                llvm.get_process_triple(), llvm.get_host_cpu_name(),
-               llvm.get_host_cpu_features().flatten())).encode()
+               llvm.get_host_cpu_features().flatten(),
+               dot_kernels._body_symbol("float32"))).encode()
 
 
 # `, metadata={op_name="..." source_file="..." source_line=N}`: debug info only
