@@ -32,6 +32,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ember._src.config import config
+from ember._src.runtime import buffer_pool
 from ember._src.runtime.array import Array
 
 MAX_IN_FLIGHT = 64          # calls queued or running per device before `submit` blocks
@@ -243,8 +244,7 @@ def _pending_arrays(pending, out_specs) -> list:
 def _snapshot(a: np.ndarray) -> tuple[np.ndarray, int]:
   """A copy of a caller's array in a pooled buffer (a fresh large one would page-fault on
   every call: ~0.15 ms for the MLP's 400 KB batch) and its address."""
-  from ember._src.runtime.buffer_pool import get_pool
-  out, addr = get_pool().empty(a.shape, a.dtype)
+  out, addr = buffer_pool.get_pool().empty(a.shape, a.dtype)
   np.copyto(out, a)
   return out, addr
 
