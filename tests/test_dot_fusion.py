@@ -270,6 +270,45 @@ def test_generated_kernel_k_blocks(case, dtype, monkeypatch):
   np.testing.assert_array_equal(outs[0], outs[1])
 
 
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("epilogue", [None, "relu_bias", "to_f16"])
+def test_few_rows_split_by_column_panels(dtype, epilogue, monkeypatch):
+  """A dot with few rows is split across threads by column panels (each thread packs only
+  its panels of B); an epilogue then runs as a kernel of its own after the dot, unless the
+  dot's value needs a tile (another dtype): that one keeps the row split. Same bits for any
+  number of chunks, and NumPy's values."""
+  x, w, bias = data((100, 50), dtype), data((50, 300), dtype), data((300,), dtype)
+  monkeypatch.setattr(dot_kernels, "generated_kernel_ok", lambda *a, **k: True)
+  f = {None: lambda x, w, b: x @ w,
+       "relu_bias": lambda x, w, b: relu_bias(x, w, b, jnp),
+       "to_f16": lambda x, w, b: (x @ w + b).astype(jnp.float16)}[epilogue]
+  ref = {None: x.astype(F64) @ w, "relu_bias": np.maximum(x.astype(F64) @ w + bias, 0),
+         "to_f16": x.astype(F64) @ w + bias}[epilogue]
+  lay = dot_kernels.DotLayout(1, 100, 50, 300, None, None, np.dtype(dtype), 100, 1)
+  panels = dot_kernels.column_panels(lay)
+  width = dot_kernels.micro_tile()[1] * dot_kernels.vector_width(dtype)
+  assert panels >= dot_kernels.MIN_SPLIT_PANELS and 300 % width != 0   # a partial last panel
+  outs = []
+  with ember.enable_x64(dtype == F64):
+    module = optimize(clone_module(ember.jit(f).lower(x, w, bias).compiler_ir()))
+    for chunks in (1, 3):
+      with threadpool.forced_chunks(chunks):
+        exe = compile_module(module, assign_buffers(module))
+      kernels = [(t.outer, t.nchunks) for t in exe.thunks]
+      if epilogue == "to_f16":
+        assert kernels == [(100, chunks)]                      # rows, epilogue fused
+      else:
+        assert kernels[0] == (panels, chunks)                  # the dot, by column panels
+        assert len(kernels) == (1 if epilogue is None else 2)  # then the epilogue
+      outs.append(np.asarray(exe.execute([x, w, bias])[0]))
+  np.testing.assert_array_equal(outs[0], outs[1])
+  if epilogue == "to_f16":
+    np.testing.assert_allclose(outs[0].astype(F64), ref, rtol=1e-3, atol=1e-2)
+  else:
+    np.testing.assert_allclose(outs[0], ref, rtol=4 * np.finfo(dtype).eps,
+                               atol=dot_atol(50, dtype, x, w) * 4)
+
+
 def test_dot_loops_are_compiled_once_per_process():
   """Every dot kernel calls its dtype's shared body by name: a module declares it and holds
   no copy of its loops; the body is compiled once (dot_kernels.ensure_shared_bodies)."""

@@ -293,6 +293,17 @@ def test_column_reductions_split_into_one_chunk_per_thread():
   assert not k.cost.column_reduction
 
 
+def test_dot_chunks_by_rows_or_column_panels():
+  # a dot split by rows: each chunk packs all of B again, one chunk per thread; split by
+  # column panels, chunks share nothing and dynamic claiming balances them
+  flops = 2 * 128 * 784 * 512
+  rows = threadpool.KernelCost(2e6, 0, 0, dot_flops=flops)
+  cols = rows._replace(dot_by_columns=True)
+  assert threadpool.plan_chunks(128, True, rows, threads=2) == 2
+  assert threadpool.plan_chunks(8, True, cols, threads=2) == 2 * threadpool.CHUNKS_PER_THREAD
+  assert threadpool.plan_chunks(3, True, cols, threads=2) == 3        # at most one per panel
+
+
 def test_replayed_executable_recomputes_costs():
   x = data((1000, 1000))
   module = lowered(lambda x: jnp.exp(jnp.sin(x)) + x.sum(1, keepdims=True), x)

@@ -285,12 +285,19 @@ class _ThunkPlan:
     if not dot_kernels.generated_kernel_ok(lay, gram=dot_kernels.is_gram(instr)):
       self.pending.append(lambda addr: ex.DotThunk(instr, l, r, out))
       return
-    info = self._dot_kernel(instr.name, lambda m: dot_kernels.emit_dot_kernel(
-        m, instr.name, lay, 0, 1, 2), (lay,))
+    self._generated_dot(instr.name, lay, [l, r, out])
+
+  def _generated_dot(self, name: str, lay: dot_kernels.DotLayout, slots: list) -> None:
+    """A generated dot kernel without epilogue on `slots` (A, B, C), split across threads by
+    rows or by column panels (dot_kernels.split_by_columns, a function of the layout, so
+    the kernel is shared by every such dot of the module whatever the caller)."""
+    cols = dot_kernels.split_by_columns(lay)
+    info = self._dot_kernel(name, lambda m: dot_kernels.emit_dot_kernel(
+        m, name, lay, 0, 1, 2, by_columns=cols), (lay,))
     from ember._src.backends.cpu import threadpool
     cost = threadpool.KernelCost(dot_kernels.dot_bytes(lay), 0.0, 0.0,
-                                 dot_flops=dot_kernels.dot_flops(lay))
-    self.pending.append(lambda addr: ex.KernelThunk(instr.name, addr(info.name), [l, r, out],
+                                 dot_flops=dot_kernels.dot_flops(lay), dot_by_columns=cols)
+    self.pending.append(lambda addr: ex.KernelThunk(name, addr(info.name), slots,
                                                     info.outer, info.splittable, cost))
 
   def output_fusion(self, instr: hlo.Instr) -> None:
@@ -320,6 +327,12 @@ class _ThunkPlan:
     from ember._src.backends.cpu import threadpool
     cost = threadpool.kernel_cost(instr, epi)   # recomputed on replay, never serialized
     if dot_kernels.generated_kernel_ok(lay, tile, fused=True, gram=dot_kernels.is_gram(dot)):
+      if dot_kernels.split_by_columns(lay, epilogue=True, in_place=in_place):
+        # threads split the dot by columns, so the epilogue runs after it, as a fusion
+        self._generated_dot(instr.name, lay, [ins[lhs], ins[rhs], out])
+        self.pending.append(lambda addr: ex.KernelThunk(
+            epi_name, addr(einfo.name), epi_ins + [out], einfo.outer, einfo.splittable, cost))
+        return
       n = len(ins)
       e = dot_kernels.Epilogue(einfo.name, tuple(used), in_place)
       info = self._dot_kernel(instr.name, lambda m: dot_kernels.emit_dot_kernel(

@@ -119,6 +119,9 @@ class KernelCost(NamedTuple):
   # of other arithmetic). Each chunk of its rows packs all of B again (dot_kernels.py) and
   # a chunk's rows past a multiple of the micro-kernel's MR run slower: one chunk per thread
   dot_flops: float = 0.0
+  # a dot kernel split by column panels (dot_kernels.split_by_columns): chunks share no
+  # work, so they are as many as for other kernels (dynamic claiming balances the load)
+  dot_by_columns: bool = False
 
 
 # Single-core rates of generated code, measured on this project's kernels (AVX2, warm
@@ -170,7 +173,8 @@ def plan_chunks(outer: int, splittable: bool, cost: KernelCost | None,
   t = estimate_ns(cost)
   if t < MIN_SPLIT_NS:
     return 1
-  per_thread = 1 if cost.column_reduction or cost.dot_flops else CHUNKS_PER_THREAD
+  one_each = cost.column_reduction or (cost.dot_flops and not cost.dot_by_columns)
+  per_thread = 1 if one_each else CHUNKS_PER_THREAD
   return int(max(2, min(outer, threads * per_thread, t // MIN_CHUNK_NS, MAX_CHUNKS)))
 
 
