@@ -56,6 +56,12 @@ class Config:
       # is -1; least recently used entries go first. -1 = no cap
       "ember_persistent_cache_max_size_bytes": lambda: int(
           os.environ.get("EMBER_PERSISTENT_CACHE_MAX_SIZE_BYTES", 1 << 30)),
+      # ember: where the CPU backend keeps the object code of its runtime functions (the
+      # shared dot loops) across processes (backends/cpu/runtime_cache.py); "" = off
+      "ember_runtime_cache_dir": lambda: os.environ.get(
+          "EMBER_RUNTIME_CACHE_DIR", os.path.join(
+              os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                               ".cache"), "ember", "runtime")),
   }
 
   def __init__(self):

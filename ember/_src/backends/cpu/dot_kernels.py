@@ -25,7 +25,8 @@ kernel:
   panel) a contiguous full panel is read in place instead;
 * the loops live in one body function per dtype (`_define_body`), which takes the sizes
   and strides as arguments; it is compiled once per process (`ensure_shared_bodies`, by
-  the first load of code that calls it: ~0.1-0.2 s of LLVM) and
+  the first load of code that calls it: ~0.1-0.2 s of LLVM, or ~1 ms to load its object
+  from the runtime cache on disk that an earlier process wrote, runtime_cache.py) and
   every dot kernel calls it by name (MCJIT resolves the symbol when an object loads, the
   persistent cache's too), so a module with dots compiles none of their loops; each
   kernel's exported entry only gathers its pointers;
@@ -387,11 +388,12 @@ _compiling = threading.local()  # set while this thread compiles (and loads) a b
 
 
 def ensure_shared_bodies(code: bytes) -> None:
-  """Compile the bodies an object file (or IR text) refers to, once per process, and make
-  their symbols resolvable for the code about to be loaded (MCJIT links by name, so an
-  object from the persistent cache finds them too). Waits for a compile in progress."""
+  """Compile (or load from the runtime cache on disk, runtime_cache.py) the bodies an object
+  file (or IR text) refers to, once per process, and make their symbols resolvable for the
+  code about to be loaded (MCJIT links by name, so an object from the persistent cache finds
+  them too). Waits for a compile in progress."""
   import llvmlite.binding as llvm
-  from ember._src.backends.cpu import compiler
+  from ember._src.backends.cpu import runtime_cache
   if getattr(_compiling, "active", False):
     return                               # the body's own load
   for dt in (np.float32, np.float64):
@@ -401,14 +403,16 @@ def ensure_shared_bodies(code: bytes) -> None:
     with _shared_lock:
       if name in _shared_bodies:
         continue
-      module = ir.Module(name="ember_dot_bodies")
-      _define_body(module, dt, name)
+      def make_ir(dt=dt, name=name):
+        module = ir.Module(name="ember_dot_bodies")
+        _define_body(module, dt, name)
+        return str(module)
       _compiling.active = True
       try:   # a private context: a compile on another thread does not wait for this one
-        engine, addr, *_ = compiler._jit(str(module), 3, private=True)
+        engine, address = runtime_cache.load_or_compile(name, make_ir)
       finally:
         _compiling.active = False
-      llvm.add_symbol(name, addr(name))
+      llvm.add_symbol(name, address)
       _shared_bodies[name] = engine
 
 

@@ -1,0 +1,68 @@
+"""The runtime cache (backends/cpu/runtime_cache.py): the shared dot loops' object code is
+compiled by the first process that needs it, stored on disk and loaded by later ones."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# a process computing a dot with a generated kernel; prints the cache's counters and a value
+SCRIPT = """
+import json, numpy as np, ember, ember.numpy as jnp
+from ember._src.backends.cpu import dot_kernels, runtime_cache
+dot_kernels.generated_kernel_ok = lambda *a, **k: True   # whatever the host's ISA
+a = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+b = np.arange(20.0, dtype=np.float32).reshape(4, 5)
+out = np.asarray(ember.jit(lambda a, b: a @ b)(a, b))
+print(json.dumps({"stats": runtime_cache.stats, "ok": bool((out == a @ b).all())}))
+"""
+
+
+def run(cache_dir: str) -> dict:
+  env = dict(os.environ, EMBER_RUNTIME_CACHE_DIR=cache_dir, PYTHONPATH=ROOT)
+  r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
+                     timeout=120)
+  assert r.returncode == 0, r.stderr
+  return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def entries(d) -> list:
+  return sorted(n for n in os.listdir(d) if n.startswith("ember_dot_body_float32"))
+
+
+def test_first_process_compiles_later_ones_load(tmp_path):
+  first = run(str(tmp_path))
+  assert first == {"stats": {"compiled": 1, "loaded": 0}, "ok": True}
+  (name,) = entries(tmp_path)
+  second = run(str(tmp_path))
+  assert second == {"stats": {"compiled": 0, "loaded": 1}, "ok": True}
+  assert entries(tmp_path) == [name]
+
+
+def test_a_corrupt_entry_is_compiled_again(tmp_path):
+  run(str(tmp_path))
+  (name,) = entries(tmp_path)
+  path = tmp_path / name
+  data = bytearray(path.read_bytes())
+  data[-100] ^= 0xFF                       # the checksum no longer matches
+  path.write_bytes(bytes(data))
+  assert run(str(tmp_path)) == {"stats": {"compiled": 1, "loaded": 0}, "ok": True}
+  assert run(str(tmp_path))["stats"] == {"compiled": 0, "loaded": 1}   # rewritten
+
+
+def test_off_and_unwritable_directories_only_cost_the_compile(tmp_path):
+  assert run("")["stats"] == {"compiled": 1, "loaded": 0}
+  blocked = tmp_path / "file"
+  blocked.write_text("not a directory")
+  for _ in range(2):
+    assert run(str(blocked / "sub")) == {"stats": {"compiled": 1, "loaded": 0}, "ok": True}
+
+
+def test_entry_name_depends_on_the_symbol():
+  from ember._src.backends.cpu import dot_kernels, runtime_cache
+  f32, f64 = (dot_kernels._body_symbol(t) for t in ("float32", "float64"))
+  n32, n64 = runtime_cache.entry_name(f32), runtime_cache.entry_name(f64)
+  assert n32.startswith(f32 + "-") and n64.startswith(f64 + "-") and n32 != n64
