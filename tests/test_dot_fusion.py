@@ -239,6 +239,7 @@ def test_small_kernel_choice():
 _BLOCKED = [  # (A, B, dot) with K past one K block, partial panels, rows past MR blocks
     ((13, 300), (300, 70), lambda a, b: a @ b),
     ((130, 257), (200, 257), lambda a, b: a @ b.T),
+    ((70, 148), (130, 148), lambda a, b: a @ b.T),     # transposed blocks + leftover k's
     ((257, 40), (257, 100), lambda a, b: a.T @ b),
     ((3, 9, 200), (3, 200, 65), lambda a, b: a @ b),
     ((5, 300), (300, 130), lambda a, b: a @ b),        # M <= MR: B read in place

@@ -489,10 +489,37 @@ def _define_body(module: ir.Module, dtype, name: str):
         e.intrinsic(f"llvm.masked.store.{vsuf}.p0", VOID, [
             acc[r * nr + v], e.gep(crow[r], e.i64(v * W), T), ir.Constant(I32, isz), masks[v]])
 
+  interleave = [ir.Constant(ir.VectorType(I32, W), [h * W // 2 + j // 2 + (W if j % 2 else 0)
+                                                     for j in range(W)]) for h in (0, 1)]
+
+  def transpose(rows):
+    """The W x W block whose rows are `rows`, transposed: log2(W) rounds of interleaving
+    row i with row i + W/2 (low halves, then high halves)."""
+    for _ in range(W.bit_length() - 1):
+      rows = [b.shuffle_vector(rows[i], rows[i + W // 2], m)
+              for i in range(W // 2) for m in interleave]
+    return rows
+
   def pack(bi, n0, valid, k0, kc):
     """B[bi, k0:k0+kc, n0:n0+valid] into the zero-padded kc x NRW panel: masked vector
-    loads when B's columns are contiguous, else one gather per vector."""
+    loads when B's columns are contiguous; when its rows are (a transposed B, `x @ w.T`),
+    W x W blocks loaded along k and transposed in registers (~4x faster than gathers),
+    the k's left over and partial panels by one gather per vector."""
     base = e.gep(Bp, b.add(b.add(mul(bi, sbb), mul(n0, sbn)), mul(k0, sbk)), T)
+    by_blocks = b.and_(b.and_(b.icmp_signed("==", sbk, e.i64(1)), b.not_(contiguous_b)),
+                       b.icmp_signed("==", valid, e.i64(NRW)))
+    kt = b.select(by_blocks, e.mul_idx(b.udiv(kc, e.i64(W)), W), e.i64(0))
+
+    def block(q, _c):
+      kb = e.mul_idx(q, W)
+      for v in range(NR):
+        rows = [b.load(e.gep(base, b.add(mul(e.i64(v * W + j), sbn), kb), T), typ=VT,
+                       align=isz) for j in range(W)]
+        for j, col in enumerate(transpose(rows)):
+          e.store_vector(col, e.gep(panel, b.add(e.mul_idx(b.add(kb, e.i64(j)), NRW),
+                                                 e.i64(v * W)), T), W * isz)
+      return []
+    e.loop(e.i64(0), b.udiv(kt, e.i64(W)), [], block)
     masks = [lanes(b.sub(valid, e.i64(v * W))) for v in range(NR)]
     last = e.splat(b.sub(valid, e.i64(1)), i64v)
     offs = []
@@ -521,7 +548,7 @@ def _define_body(module: ir.Module, dtype, name: str):
         x.add_incoming(x2, bb2)
         e.store_vector(x, e.gep(dst, e.i64(v * W), T), W * isz)
       return []
-    e.loop(e.i64(0), kc, [], body)
+    e.loop(kt, kc, [], body)
 
   def row_blocks(nr, bi, m_lo, m_hi, n0, masks, k0, kc, bsrc, bstride):
     """A rows [m_lo, m_hi) of batch bi: MR at a time, then 4 rows if as many are left (a
