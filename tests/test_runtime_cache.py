@@ -61,8 +61,28 @@ def test_off_and_unwritable_directories_only_cost_the_compile(tmp_path):
     assert run(str(blocked / "sub")) == {"stats": {"compiled": 1, "loaded": 0}, "ok": True}
 
 
-def test_entry_name_depends_on_the_symbol():
-  from ember._src.backends.cpu import dot_kernels, runtime_cache
-  f32, f64 = (dot_kernels._body_symbol(t) for t in ("float32", "float64"))
-  n32, n64 = runtime_cache.entry_name(f32), runtime_cache.entry_name(f64)
-  assert n32.startswith(f32 + "-") and n64.startswith(f64 + "-") and n32 != n64
+def test_entry_name_depends_on_symbol_key_and_tier():
+  from ember._src.backends.cpu import runtime_cache
+  names = {runtime_cache.entry_name(s, k, o) for s, k, o in
+           [("f", "ir", 3), ("g", "ir", 3), ("f", "ir2", 3), ("f", "ir", 2)]}
+  assert len(names) == 4 and all(n.split("-")[0] in "fg" for n in names)
+
+
+POOL_SCRIPT = """
+import json, numpy as np
+from ember._src.backends.cpu import runtime_cache, threadpool, control_flow
+threadpool.run(threadpool.noop_kernel_address(), None, 10, 2)   # starts the pool
+control_flow._driver()
+print(json.dumps(runtime_cache.stats))
+"""
+
+
+def test_thread_pool_and_loop_driver_are_cached(tmp_path):
+  env = dict(os.environ, EMBER_RUNTIME_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT,
+             EMBER_NUM_THREADS="2")
+  got = [json.loads(subprocess.run([sys.executable, "-c", POOL_SCRIPT], env=env,
+                                   capture_output=True, text=True, timeout=120,
+                                   check=True).stdout) for _ in range(2)]
+  assert got == [{"compiled": 2, "loaded": 0}, {"compiled": 0, "loaded": 2}]
+  assert sorted(n.split("-")[0] for n in os.listdir(tmp_path)) == ["ember_loop_run",
+                                                                   "ember_pool_run"]

@@ -138,8 +138,9 @@ ret:
 @functools.cache
 def _driver():
   """(engine, ctypes function i64 ember_loop_run(i64* program))."""
-  from ember._src.backends.cpu.compiler import _jit
-  engine, addr, *_ = _jit(_DRIVER_IR, 2)
+  from ember._src.backends.cpu import runtime_cache   # compiled once per machine
+  engine, addr = runtime_cache.load_or_compile("ember_loop_run", lambda: _DRIVER_IR,
+                                               _DRIVER_IR, 2)
   return engine, ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(addr("ember_loop_run"))
 
 

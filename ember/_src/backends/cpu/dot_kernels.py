@@ -409,10 +409,11 @@ def ensure_shared_bodies(code: bytes) -> None:
         return str(module)
       _compiling.active = True
       try:   # a private context: a compile on another thread does not wait for this one
-        engine, address = runtime_cache.load_or_compile(name, make_ir)
+        engine, addr = runtime_cache.load_or_compile(name, make_ir,
+                                                     runtime_cache.generator_digest())
       finally:
         _compiling.active = False
-      llvm.add_symbol(name, address)
+      llvm.add_symbol(name, addr(name))
       _shared_bodies[name] = engine
 
 

@@ -495,8 +495,9 @@ class _Native(NamedTuple):
 
 @functools.cache
 def _native() -> _Native:
-  from ember._src.backends.cpu import compiler
-  engine, addr, _, _, _ = compiler._jit(_ir_text(), 2)
+  from ember._src.backends.cpu import runtime_cache
+  text = _ir_text()     # compiled once per machine (~25 ms), then loaded from disk
+  engine, addr = runtime_cache.load_or_compile("ember_pool_run", lambda: text, text, 2)
   vp, i64 = ctypes.c_void_p, ctypes.c_int64
   return _Native(engine,
                  ctypes.CFUNCTYPE(None, vp, vp, vp, i64, i64)(addr("ember_pool_run")),
