@@ -1,6 +1,7 @@
 """Per-call overhead of a jitted call on the cache-hit path (issue 5, item 7).
 
-Times `f(x)` for a jitted `x + 1` on a 3-element array and for `x + 1` over a 10-leaf pytree
+Times `f(x)` for a jitted `x + 1` on a 3-element array, the same call chained (`x = f(x)`:
+every call's argument is the previous call's fresh output), and `x + 1` over a 10-leaf pytree
 argument, side by side with NumPy's `x + 1` (no jit: the floor) and JAX's jitted call when
 JAX is importable (`PYTHONPATH=. /work/jaxvenv/bin/python bench/dispatch_overhead.py`). Each
 figure is the median over batches of `--batch` back-to-back calls of the mean time per call
@@ -33,12 +34,24 @@ def per_call_us(fn, arg, calls: int, batch: int, sync=None) -> float:
   return statistics.median(samples)
 
 
+def chained(f):
+  """`x = f(x)` as a function of its (ignored) argument: the state lives in a closure."""
+  state = []
+
+  def step(x):
+    y = f(state.pop() if state else x)
+    state.append(y)
+    return y
+  return step
+
+
 def cases(jit, asarray, tree_map):
   x3 = asarray(np.arange(3, dtype=np.float32))
   tree = {f"w{i}": asarray(np.full(3, i, np.float32)) for i in range(10)}
   add1 = jit(lambda x: x + 1)
   tree_add1 = jit(lambda t: tree_map(lambda v: v + 1, t))
-  return {"x+1 on f32[3]": (add1, x3), "x+1 on a 10-leaf pytree": (tree_add1, tree)}
+  return {"x+1 on f32[3]": (add1, x3), "x = x+1 chained, f32[3]": (chained(add1), x3),
+          "x+1 on a 10-leaf pytree": (tree_add1, tree)}
 
 
 def main():
@@ -54,6 +67,8 @@ def main():
     rows.setdefault(name, {})["ember.jit"] = per_call_us(
         f, arg, a.calls, a.batch, ember.block_until_ready)
   np_cases = {"x+1 on f32[3]": (lambda x: x + 1, np.arange(3, dtype=np.float32)),
+              "x = x+1 chained, f32[3]": (chained(lambda x: x + 1),
+                                          np.arange(3, dtype=np.float32)),
               "x+1 on a 10-leaf pytree": (
                   lambda t: {k: v + 1 for k, v in t.items()},
                   {f"w{i}": np.full(3, i, np.float32) for i in range(10)})}

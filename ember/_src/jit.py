@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import threading
 import time
 import weakref
@@ -194,20 +195,27 @@ class CacheKey(NamedTuple):
 TraceKey = CacheKey  # the old name
 
 _TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision")
+_trace_config = operator.itemgetter(*_TRACE_CONFIG)   # config._values -> their values
 
 
 class _Entry:
   """One cache entry: the staged signature, its compiled computation once a top-level call
   needed it, which flat leaves are donated, and the leaves' names (miss explanations)."""
-  __slots__ = ("staged", "compiled", "donated_leaves", "leaf_names", "donate_pos", "one_out",
-               "cached")
+  __slots__ = ("staged", "compiled", "donated_leaves", "leaf_names", "donate_pos", "cached",
+               "hit")
 
   def __init__(self, staged, donated_leaves, leaf_names):
     self.staged, self.compiled, self.cached = staged, None, False
     self.donated_leaves, self.leaf_names = donated_leaves, leaf_names
     n_consts = len(staged.consts)
     self.donate_pos = tuple(i + n_consts for i in donated_leaves)  # in the computation's args
-    self.one_out = staged.out_tree.kind == "leaf"   # the result is the only output itself
+    self.hit = None   # flat leaves -> the call's result, once compiled (hit_runner)
+
+  def hit_runner(self) -> Callable:
+    staged = self.staged
+    self.hit = self.compiled.hit_runner(staged.consts, self.donate_pos,
+                                        _unflattener(staged.out_tree))
+    return self.hit
 
 
 # The signature cache, keyed by the underlying function (weakly where it can be), so that
@@ -282,8 +290,9 @@ class JitWrapped:
     self._donate = (self.donate_argnums, self.donate_argnames, keep_unused, inline)
     self._cache: dict[CacheKey, _Entry] = _cache_for(fun)
     # The hit path's cache: a flat tuple of the arguments' structure, leaf types and trace
-    # config -> the compiled entry of self._cache it stands for (see _fast_key).
-    self._fast: dict[tuple, _Entry] = {}
+    # config -> the hit runner of the compiled entry of self._cache it stands for (see
+    # _fast_key, _Entry.hit_runner).
+    self._fast: dict[tuple, Callable] = {}
     self._has_static = bool(self.static_argnums or self.static_argnames)
     _wrappers.add(self)
     functools.update_wrapper(self, fun, updated=())  # not __dict__: a wrapped custom_jvp's
@@ -310,7 +319,7 @@ class JitWrapped:
     leaves, in_tree = _flatten_args(dyn_args, dyn_kwargs)
     cv = config._values
     key = CacheKey(id(self.fun), in_tree, tuple(map(_leaf_type, leaves)), statics,
-                   self._donate, tuple(cv[k] for k in _TRACE_CONFIG))
+                   self._donate, _trace_config(cv))
     entry = self._cache.get(key)
     if entry is None:
       with _lock:
@@ -377,25 +386,21 @@ class JitWrapped:
       else:
         key, leaves = _fast_key(args, kwargs, cv)
       try:
-        entry = self._fast.get(key) if key is not None else None
+        hit = self._fast.get(key) if key is not None else None
       except TypeError:         # an unhashable static argument: _lookup says so
-        entry = key = None
-      if entry is not None:
-        staged = entry.staged
-        outs = entry.compiled.run([*staged.consts, *leaves] if staged.consts else leaves,
-                                  entry.donate_pos, trusted=True)
-        return outs[0] if entry.one_out else staged.out_tree.unflatten(outs)
+        hit = key = None
+      if hit is not None:
+        return hit(leaves)
     entry, leaves = self._lookup(args, kwargs)
     if cv["ember_jit_backend"] == "cpu" and _top_level(leaves):
       # the fast path: run the compiled computation directly (the key fixed the arguments'
       # types; donated Arrays are deleted by run, their buffers reused when unshared)
-      staged = entry.staged
-      comp = entry.compiled or _compile_locked(entry)
+      if entry.compiled is None:
+        _compile_locked(entry)
+      hit = entry.hit or entry.hit_runner()
       if key is not None and entry.cached:
-        self._fast[key] = entry
-      outs = comp.run([*staged.consts, *leaves] if staged.consts else leaves,
-                      entry.donate_pos, trusted=True)
-      return outs[0] if entry.one_out else staged.out_tree.unflatten(outs)
+        self._fast[key] = hit
+      return hit(leaves)
     staged = entry.staged
     outs = jit_p.bind(*staged.consts, *leaves, jaxpr=staged.jaxpr, name=self.__name__,
                       donated_invars=staged.donated, inline=self.inline,
@@ -417,8 +422,9 @@ class _NotPlain(Exception):
 def _structure(x, leaves: list):
   """A hashable description of a pytree of plain tuples, lists, dicts and arrays (appending
   its leaves in tree_util's order); _NotPlain for anything else. Equal descriptions mean
-  equal PyTreeDefs, so the fast path never builds one. (Leaf children are handled inline:
-  this runs on every call.)"""
+  equal PyTreeDefs, so the fast path never builds one. A node of leaves only (the common
+  one) is described by its leaf count, checked and collected by C loops: this runs on every
+  call."""
   t = type(x)
   if t in _LEAF_TYPES:
     leaves.append(x)
@@ -430,9 +436,13 @@ def _structure(x, leaves: list):
       keys = sorted(x)
     except TypeError:
       raise _NotPlain from None
-    children = [x[k] for k in keys]
+    children = list(map(x.__getitem__, keys))
   else:
     raise _NotPlain
+  tag = tuple(keys) if t is dict else t is tuple
+  if _LEAF_TYPES.issuperset(map(type, children)):
+    leaves += children
+    return tag, len(children)
   desc = []
   for c in children:
     if type(c) in _LEAF_TYPES:
@@ -440,7 +450,7 @@ def _structure(x, leaves: list):
       desc.append(0)
     else:
       desc.append(_structure(c, leaves))
-  return (tuple(keys) if t is dict else t is tuple, tuple(desc))
+  return tag, tuple(desc)
 
 
 def _flatten_args(args, kwargs) -> tuple[list, Any]:
@@ -462,24 +472,29 @@ def _fast_key(args, kwargs, cv) -> tuple:
   (Arrays, NumPy arrays, Python scalars in tuples, lists and dicts). The key holds what
   determines the CacheKey: the container structure, each leaf's shape, dtype and weak type
   (NumPy dtypes and scalar types uncanonicalized: the x64 flag is in the key too) and the
-  trace config."""
-  if kwargs:
-    leaves: list = []
-    try:
-      key = [_structure((args, kwargs), leaves)]
-    except _NotPlain:
-      return None, None
-  else:
-    leaves = args
+  trace config. Its first item says which form the rest has: the number of positional
+  leaves, "tree" (positional containers) or "kw" (keyword arguments)."""
+  if not kwargs:   # the common call: positional leaves only, no structure to describe
     key = [len(args)]
     for a in args:
-      if type(a) not in _LEAF_TYPES:
-        leaves = []
-        try:
-          key = [_structure((args, kwargs), leaves)]
-        except _NotPlain:
-          return None, None
+      t = type(a)
+      if t is Array:
+        key += (a._shape, a._dtype, a._weak_type)
+      elif t is np.ndarray:
+        key += (a.shape, a.dtype, None)
+      elif t in _LEAF_TYPES:
+        key += (t, None, None)
+      else:
         break
+    else:
+      key += _trace_config(cv)
+      return tuple(key), args
+  leaves: list = []
+  try:
+    key = ["kw", _structure((args, kwargs), leaves)] if kwargs else \
+        ["tree", _structure(args, leaves)]
+  except _NotPlain:
+    return None, None
   for a in leaves:
     t = type(a)
     if t is Array:
@@ -488,8 +503,23 @@ def _fast_key(args, kwargs, cv) -> tuple:
       key += (a.shape, a.dtype, None)
     else:
       key += (t, None, None)
-  key += map(cv.__getitem__, _TRACE_CONFIG)
+  key += _trace_config(cv)
   return tuple(key), leaves
+
+
+def _unflattener(tree) -> Callable[[list], Any]:
+  """`tree.unflatten` for a call's fresh list of outputs, without its checks and recursion
+  (the computation fixed the count) for a leaf or one tuple, list or dict of leaves."""
+  kind = tree.kind
+  if kind == "leaf":
+    return operator.itemgetter(0)
+  if all(c.kind == "leaf" for c in tree.children):
+    if kind in ("tuple", "list"):
+      return tuple if kind == "tuple" else list
+    if kind == "dict" and tree.aux[0] is dict:
+      keys = tree.aux[1]
+      return lambda outs: dict(zip(keys, outs))
+  return tree.unflatten
 
 
 def _leaf_type(x) -> tuple:

@@ -13,7 +13,7 @@ import copy
 import gc
 import time
 import weakref
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from ember._src import core, hlo
 from ember._src.config import config
 from ember._src.profiler import trace as _profiler
 from ember._src.runtime import executor
-from ember._src.runtime.array import Array
+from ember._src.runtime.array import Array, contiguous_ptr
 
 
 class Staged(NamedTuple):
@@ -156,7 +156,7 @@ class CompiledComputation:
         if buf is not None:
           p = a._ptr
           if p is None:
-            p = a._ptr = buf.ctypes.data
+            p = a._ptr = contiguous_ptr(buf)
           host.append(buf)
           ptrs.append(p)
         elif a._fut is not None:
@@ -181,6 +181,57 @@ class CompiledComputation:
       return executor.dispatch(plan.checked_call, host, plan.out_specs, ptrs=ptrs, sync=True)
     return executor.dispatch(plan.call, host, plan.out_specs, ptrs=ptrs, small=plan.small,
                              user_arrays=user)
+
+  def hit_runner(self, consts: Sequence, donate: Sequence[int],
+                 finish: Callable[[list], Any]) -> Callable[[Sequence], Any]:
+    """`finish(run([*consts, *leaves], donate, trusted=True))` as a function of `leaves`, for
+    the cache hits of one jit signature (which fixed the leaves' shapes and dtypes). A small
+    call whose arguments are all ready, C-contiguous Arrays runs inline here, straight into
+    the executable (its one direct kernel call when it has one), unless the configuration
+    asks otherwise now (no asynchronous dispatch, the executor busy, checked mode, a
+    profile), the executable was swapped, or the call donates: `run` does all of that, and
+    is the fallback."""
+    run = self.run
+
+    def generic(leaves):
+      return finish(run([*consts, *leaves] if consts else leaves, donate, trusted=True))
+    from ember._src.backends.cpu.executable import Executable
+    plan = self._plan
+    if plan is None or plan.executable is not self.executable:
+      plan = self._plan = _RunPlan(self)
+    ex = self.executable
+    if donate or plan.sync_only or not plan.small or type(ex) is not Executable:
+      return generic
+    direct, execute_ptrs = ex.execute_direct, ex.execute_ptrs
+    out_specs, name = plan.out_specs, plan.name
+    weak_types = [w for _, _, w in out_specs]
+    cv, inline_ok, ready_all = config._values, executor.inline_ok, Array._ready_all
+
+    def runner(leaves):
+      args = [*consts, *leaves] if consts else leaves
+      if inline_ok() and not cv["ember_check_compiled"] and not _profiler.active \
+          and self.executable is ex:
+        ptrs = []
+        for a in args:
+          if type(a) is not Array or a._deleted:
+            break
+          p = a._ptr
+          if p is None:   # not asked yet (a new Array), pending, or not C-contiguous
+            buf = a._buf
+            if buf is None or (p := contiguous_ptr(buf)) is None:
+              break
+            a._ptr = p
+          ptrs.append(p)
+        else:
+          try:
+            r = direct(ptrs) or execute_ptrs([a._buf for a in args], ptrs)
+          except Exception as e:  # noqa: BLE001 -- deferred to the wait, as dispatch does
+            return finish(executor.failed(_runtime_error(e, name), out_specs))
+          # (allocation stacks: constructor 3, whose user frame is 4 up: _alloc_stack,
+          # _ready_all, this runner, JitWrapped.__call__, its only caller)
+          return finish(ready_all(r[0], r[1], weak_types, 3, True))
+      return generic(leaves)
+    return runner
 
 
 def _check_donated_once(args, donate) -> None:
@@ -261,7 +312,7 @@ class _RunPlan:
         except Exception as e:  # noqa: BLE001 -- JAX's class for failures while running
           raise _runtime_error(e, name) from e
         for o in outs:
-          o.setflags(write=False)   # an Array's memory is read-only to everyone
+          o.setflags(False)   # write=False: an Array's memory is read-only to everyone
         return outs, optrs
     else:   # another executable object (a test's stand-in): its plain `execute`
       def call(np_args, ptrs):

@@ -33,7 +33,12 @@ _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 _getframe = sys._getframe
 _internal: dict = {}      # co_filename -> whether it is ember's (a str caches its hash; a code
                           # object's hash is recomputed from its bytecode on every lookup)
-_user_depth = [3, 3, 3]   # per constructor (__init__, _ready, _pending): the last depth found
+_user_depth = [3, 3, 3, 4]  # per constructor (__init__, _ready_all from the executor, _pending,
+                            # _ready_all from a jit cache hit): the last depth found
+# ... and the least it can be: the frames above are ember's by construction (_alloc_stack, the
+# constructor; for a jit cache hit also its runner and JitWrapped.__call__), so at that depth
+# the frame below needs no check (materializing it costs ~0.4 us per call)
+_min_depth = (2, 2, 2, 4)
 _pending_stack = [None]   # (id of a Pending, the stack of its output 0): shared by outputs 1..n
 
 
@@ -46,7 +51,7 @@ def _alloc_stack(ctor: int) -> tuple:
   try:
     f = _getframe(k)
     if _internal.get(f.f_code.co_filename, True) or \
-        not _internal.get(_getframe(k - 1).f_code.co_filename):
+        (k > _min_depth[ctor] and not _internal.get(_getframe(k - 1).f_code.co_filename)):
       f = _find_user_frame(ctor)  # another path: find the first user frame again
   except ValueError:              # the stack is shallower than k
     f = _find_user_frame(ctor)
@@ -144,7 +149,9 @@ class Array:
 
   Its value is `_buf` (a read-only NumPy array) once ready; an output of a jitted call under
   asynchronous dispatch starts with `_fut` (the call's `executor.Pending`) and `_idx`, and
-  reading `_value` waits for it. Shape, dtype and weak type are known at once."""
+  reading `_value` waits for it. Shape, dtype and weak type are known at once. `_ptr`, once
+  set, is the address of `_buf`, which is then ready and C-contiguous (kernels may read it
+  as is: a jit cache hit checks only `_deleted` and `_ptr`)."""
   __slots__ = ("_buf", "_fut", "_idx", "_ptr", "_shape", "_dtype", "_weak_type", "_deleted",
                "_stack", "__weakref__")
   __array_priority__ = 100
@@ -158,14 +165,23 @@ class Array:
     self._stack = _alloc_stack(0)
 
   @classmethod
-  def _ready(cls, value: np.ndarray, weak_type: bool, ptr: int | None = None) -> "Array":
-    """An Array of an already frozen NumPy array (the executor's outputs) at address `ptr`."""
-    self = object.__new__(cls)
-    self._buf, self._fut, self._ptr = value, None, ptr
-    self._shape, self._dtype = value.shape, value.dtype
-    self._weak_type, self._deleted = weak_type, False
-    self._stack = _alloc_stack(1)
-    return self
+  def _ready_all(cls, values, ptrs, weak_types, ctor: int, seal: bool = False) -> list:
+    """Arrays of a call's output NumPy arrays (`seal`: made read-only here, else already
+    frozen) at addresses `ptrs` (None: unknown), sharing one allocation stack (`ctor`: the
+    caller's index in _user_depth)."""
+    stack = _alloc_stack(ctor)
+    new = object.__new__
+    out = []
+    for i in range(len(values)):   # (indexing: cheaper than zip for the usual 1-3 outputs)
+      value = values[i]
+      if seal:
+        value.setflags(False)   # write=False (positional: half the cost)
+      self = new(cls)
+      self._buf, self._fut, self._ptr = value, None, ptrs[i]
+      self._shape, self._dtype = value.shape, value.dtype
+      self._weak_type, self._deleted, self._stack = weak_types[i], False, stack
+      out.append(self)
+    return out
 
   @classmethod
   def _pending(cls, shape, dtype, weak_type, fut, idx: int) -> "Array":
@@ -200,18 +216,22 @@ class Array:
     buf = outs[idx]
     if buf is None:  # another thread took it (it sets _buf before clearing the slot)
       return self._buf
+    self._buf = buf   # before _ptr: a set _ptr means a ready buffer (see _ptr)
     if fut.ptrs is not None:
       self._ptr = fut.ptrs[idx]
-    self._buf = buf
     outs[idx] = None  # the call's record no longer holds it: donation sees true ownership
     self._fut = None  # (set after _buf: readers check _fut)
     return buf
 
   def _data_ptr(self) -> int:
-    """The address of the (ready) buffer, cached: an Array's memory never moves."""
+    """The address of the (ready) buffer, cached when C-contiguous: an Array's memory never
+    moves."""
     ptr = self._ptr
     if ptr is None:
-      ptr = self._ptr = self._value.ctypes.data
+      buf = self._value
+      ptr = self._ptr = contiguous_ptr(buf)
+      if ptr is None:
+        return buf.ctypes.data
     return ptr
 
   def unsafe_buffer_pointer(self) -> int:
@@ -400,6 +420,12 @@ class Array:
     if self.ndim == 0:
       return format(self._value.item(), spec)
     return format(self._value, spec)
+
+
+def contiguous_ptr(buf: np.ndarray) -> int | None:
+  """The address of a C-contiguous array's data (what an Array's `_ptr` may record), else
+  None."""
+  return buf.ctypes.data if buf.flags.c_contiguous else None
 
 
 def _freeze(value: np.ndarray) -> np.ndarray:

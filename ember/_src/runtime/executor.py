@@ -229,16 +229,28 @@ def _resolve(args) -> list:
 
 
 def _ready_arrays(outs, ptrs, out_specs) -> list:
-  ready = Array._ready
-  if len(outs) == 1 and ptrs is not None:
-    return [ready(outs[0], out_specs[0][2], ptrs[0])]
-  if ptrs is None:
-    return [ready(o, w) for o, (_, _, w) in zip(outs, out_specs)]
-  return [ready(o, w, p) for o, p, (_, _, w) in zip(outs, ptrs, out_specs)]
+  return Array._ready_all(outs, ptrs or [None] * len(outs), [w for _, _, w in out_specs], 1)
 
 
 def _pending_arrays(pending, out_specs) -> list:
   return [Array._pending(sh, dt, w, pending, i) for i, (sh, dt, w) in enumerate(out_specs)]
+
+
+def failed(e: Exception, out_specs) -> list:
+  """Outputs of a call that raised `e` while running inline: pending Arrays whose wait
+  raises it (the same semantics as a call run on the executor thread)."""
+  pending = Pending()
+  pending.set_error(e)
+  return _pending_arrays(pending, out_specs)
+
+
+def inline_ok() -> bool:
+  """Whether a small call whose arguments are all ready may run inline now: asynchronous
+  dispatch is on and the device's executor is idle (nothing queued must run first, and
+  this is not its thread: a call running there keeps it busy)."""
+  ex = _executors.get(0)
+  return (ex is None or ex._submitted == ex._completed) and \
+      config._values["jax_cpu_enable_async_dispatch"]
 
 
 def _snapshot(a: np.ndarray) -> tuple[np.ndarray, int]:
@@ -274,9 +286,7 @@ def dispatch(call: Callable, args: list, out_specs: Sequence[tuple], *, ptrs=Non
       try:
         outs, optrs = call(args, ptrs)
       except Exception as e:  # noqa: BLE001 -- same semantics as the executor: at the wait
-        pending = Pending()
-        pending.set_error(e)
-        return _pending_arrays(pending, out_specs)
+        return failed(e, out_specs)
       return _ready_arrays(outs, optrs, out_specs)
   if user_arrays:
     args, ptrs = list(args), None if ptrs is None else list(ptrs)
