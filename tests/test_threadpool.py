@@ -304,6 +304,32 @@ def test_dot_chunks_by_rows_or_column_panels():
   assert threadpool.plan_chunks(3, True, cols, threads=2) == 3        # at most one per panel
 
 
+@pytest.mark.skipif(not threadpool._supported(), reason="no thread pool on this platform")
+def test_consecutive_kernels_split_ones_included_run_in_one_native_call():
+  """A chain of kernels some of which are split runs as ONE call of the pool's step runner
+  (no return to Python between kernels): the same bits as on one core, and NumPy's values;
+  after a fork, the child rebuilds the table for its own pool."""
+  def f(x):
+    y = ember.lax.optimization_barrier(jnp.sin(x))      # kernel 1
+    return jnp.cos(y) + y.sum(1, keepdims=True)          # kernel 2 (+ its row sums)
+  x = data((300, 200))
+  one, split = compiled(f, x, chunks=1), compiled(f, x, chunks=3)
+  assert [k.nchunks for k in kernels(split)] == [3] * len(kernels(split))
+  outs = [np.asarray(e.execute([x])[0]) for e in (one, split, split)]   # (builds the frame)
+  (step,) = split._steps
+  assert type(step) is tuple and step[2] == len(kernels(split)) >= 2
+  assert step[0] is threadpool._get_pool().native.run_steps
+  np.testing.assert_array_equal(outs[1], outs[0])
+  np.testing.assert_array_equal(outs[2], outs[0])
+  y = np.sin(x.astype(np.float64))
+  np.testing.assert_allclose(outs[0], np.cos(y) + y.sum(1, keepdims=True), rtol=1e-5,
+                             atol=1e-5 * 200)
+  from ember._src.backends.cpu import executable as exm
+  exm._after_fork_in_child()                    # what a forked child runs: tables rebuilt
+  assert split._steps == [] and split._cached is None
+  np.testing.assert_array_equal(np.asarray(split.execute([x])[0]), outs[0])
+
+
 def test_replayed_executable_recomputes_costs():
   x = data((1000, 1000))
   module = lowered(lambda x: jnp.exp(jnp.sin(x)) + x.sum(1, keepdims=True), x)

@@ -138,24 +138,34 @@ done:
 
 @functools.cache
 def _step_runner():
-  """(engine, the runner as a KERNEL_CFUNC), compiled once per process."""
-  from ember._src.backends.cpu import compiler
-  engine, addr, *_ = compiler._jit(_STEP_RUNNER_IR, 2)
+  """(engine, the runner as a KERNEL_CFUNC), loaded once per process."""
+  from ember._src.backends.cpu import runtime_cache   # compiled once per machine
+  engine, addr = runtime_cache.load_or_compile("ember_run_steps", lambda: _STEP_RUNNER_IR,
+                                               _STEP_RUNNER_IR, 2)
   return engine, KERNEL_CFUNC(addr("ember_run_steps"))
 
 
 def _batch_direct_calls(steps: list) -> list:
-  """Replace each run of 2+ direct kernel calls `(fn, buffers, outer)` by one call of the
-  step runner (the triples' array is kept alive by the step itself)."""
+  """Replace each run of 2+ direct kernel calls `(fn, buffers, outer, nchunks)` by one
+  native call `(runner, table address, rows, table)` (the table is kept alive by the step
+  itself): the step runner when every kernel runs whole on this core, else the thread
+  pool's (threadpool.step_table), which splits the kernels with nchunks > 1. A lone
+  kernel stays a direct call `(fn, buffers, outer)` if it runs whole, else its thunk."""
+  from ember._src.backends.cpu import threadpool
   out, run = [], []
 
   def flush():
-    if len(run) > 1:
-      table = np.array([(ctypes.cast(f, ctypes.c_void_p).value, ctypes.addressof(bufs), n)
-                        for f, bufs, n in run], np.int64)
+    split = any(st[3] > 1 for st in run)
+    rows = [(ctypes.cast(st[0], ctypes.c_void_p).value, ctypes.addressof(st[1]), st[2], st[3])
+            for st in run]
+    pooled = threadpool.step_table(rows) if split and len(run) > 1 else None
+    if pooled is not None:
+      out.append((pooled[0], pooled[1].ctypes.data, len(rows), pooled[1]))
+    elif len(run) > 1 and not split:
+      table = np.array([r[:3] for r in rows], np.int64)
       out.append((_step_runner()[1], table.ctypes.data, len(run), table))
     else:
-      out.extend(run)
+      out.extend(st[4] if st[3] > 1 else st[:3] for st in run)
     run.clear()
   for st in steps:
     if type(st) is tuple:
@@ -189,8 +199,9 @@ entry:
 def _desc_caller():
   """(engine, the descriptor caller taking the descriptor's address), compiled once per
   process."""
-  from ember._src.backends.cpu import compiler
-  engine, addr, *_ = compiler._jit(_CALL_DESC_IR, 2)
+  from ember._src.backends.cpu import runtime_cache   # compiled once per machine
+  engine, addr = runtime_cache.load_or_compile("ember_call_desc", lambda: _CALL_DESC_IR,
+                                               _CALL_DESC_IR, 2)
   return engine, ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr("ember_call_desc"))
 
 
@@ -554,11 +565,10 @@ class Executable:
           else:
             self._out_patch.append((slot.index, arr, pos))
         prebuilt[t] = arr
-      # a kernel that runs as one call on this core is called directly with its array
+      # kernels are called directly with their arrays (consecutive ones in one native call)
       self._steps = _batch_direct_calls([
-          (t.fn, prebuilt[t], t.outer)
-          if type(t) is KernelThunk and getattr(t, "nchunks", 1) <= 1 and t.outer > 0
-          else t for t in self.thunks])
+          (t.fn, prebuilt[t], t.outer, t.nchunks, t)
+          if type(t) is KernelThunk and t.outer > 0 else t for t in self.thunks])
       frame = self._cached = Frame((), self.consts, self.const_ptrs, (), arena, (), (),
                                    arena_ptr, prebuilt)
     return frame
@@ -819,9 +829,11 @@ _executables: "weakref.WeakSet[Executable]" = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
-  # a frame lock held by the parent's executor thread at fork would stay held here forever
+  # a frame lock held by the parent's executor thread at fork would stay held here forever;
+  # the cached frame's step tables name the parent's thread pool: rebuilt with the child's
   for ex in list(_executables):
     ex._frame_lock = threading.Lock()
+    ex._cached, ex._steps = None, []
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -55,10 +55,11 @@ import platform
 import string
 import sys
 import threading
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 __all__ = ["run", "plan_chunks", "kernel_cost", "KernelCost", "num_threads", "spin_us",
-           "estimate_ns", "forced_chunks", "noop_kernel_address", "stats", "shutdown"]
+           "estimate_ns", "forced_chunks", "noop_kernel_address", "step_table", "stats",
+           "shutdown"]
 
 # --------------------------------------------------------------------------------------
 # Configuration
@@ -470,6 +471,35 @@ define void @ember_pool_stop(ptr %s) {
 define void @ember_pool_noop(ptr %bufs, i64 %start, i64 %stop) {
   ret void
 }
+
+; a kernel-ABI function running rows [start, stop) of a table: row 0 holds the pool's state,
+; rows 1.. (kernel, buffers, outer, nchunks), each run by ember_pool_run (whole on this thread
+; when nchunks <= 1): a chain of kernels, split ones included, in one call
+define void @ember_pool_run_steps(ptr %table, i64 %start, i64 %stop) {
+entry:
+  %s = load ptr, ptr %table
+  br label %hdr
+hdr:
+  %i = phi i64 [ %start, %entry ], [ %next, %body ]
+  %more = icmp slt i64 %i, %stop
+  br i1 %more, label %body, label %done
+body:
+  %i1 = add i64 %i, 1
+  %row = mul i64 %i1, 4
+  %pf = getelementptr i64, ptr %table, i64 %row
+  %fn = load ptr, ptr %pf
+  %pb = getelementptr i64, ptr %pf, i64 1
+  %bufs = load ptr, ptr %pb
+  %po = getelementptr i64, ptr %pf, i64 2
+  %outer = load i64, ptr %po
+  %pc = getelementptr i64, ptr %pf, i64 3
+  %chunks = load i64, ptr %pc
+  call void @ember_pool_run(ptr %s, ptr %fn, ptr %bufs, i64 %outer, i64 %chunks)
+  %next = add i64 %i, 1
+  br label %hdr
+done:
+  ret void
+}
 """
 
 
@@ -491,6 +521,7 @@ class _Native(NamedTuple):
   worker: object
   stop: object
   noop: int        # address of ember_pool_noop (a kernel that does nothing)
+  run_steps: object  # ember_pool_run_steps as a kernel (ctypes)
 
 
 @functools.cache
@@ -503,7 +534,8 @@ def _native() -> _Native:
                  ctypes.CFUNCTYPE(None, vp, vp, vp, i64, i64)(addr("ember_pool_run")),
                  ctypes.CFUNCTYPE(None, vp, i64)(addr("ember_pool_worker")),
                  ctypes.CFUNCTYPE(None, vp)(addr("ember_pool_stop")),
-                 addr("ember_pool_noop"))
+                 addr("ember_pool_noop"),
+                 _KERNEL(addr("ember_pool_run_steps")))
 
 
 def noop_kernel_address() -> int:
@@ -578,6 +610,22 @@ def run(fn: int, buffers, outer: int, nchunks: int) -> None:
   thread takes part); on one core when the pool is busy with another caller's kernel."""
   p = _pool or _get_pool()
   p.run(fn, buffers, outer, nchunks)
+
+
+def step_table(rows) -> tuple | None:
+  """(runner, table) for running `rows` (kernel address, buffer pointer array address,
+  outer, nchunks) in order, each split over the pool as `run` would, in ONE native call
+  `runner(table.ctypes.data, 0, len(rows))` (the kernel ABI: executable.py calls it like a
+  kernel). No return to Python between kernels, whose interpreter state the previous
+  kernel evicted from the caches: ~10-20 us after each split kernel. Starts the pool; None
+  where kernels cannot be split. The table holds the pool's state: a forked child builds
+  its own."""
+  p = _pool or _get_pool()
+  if not isinstance(p, _Pool):
+    return None
+  import numpy as np
+  table = np.array([(p.state, 0, 0, 0), *rows], np.int64)
+  return p.native.run_steps, table
 
 
 def stats() -> tuple[int, int]:
