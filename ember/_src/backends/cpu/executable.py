@@ -97,6 +97,8 @@ class Frame:
   def view(self, slot, shape: hlo.Shape) -> np.ndarray:
     """The slot's memory as an array of `shape` (writes land in the buffer)."""
     k = slot.kind
+    if shape.nbytes == 0:   # nothing to read or write (an empty temp may have no arena)
+      return np.empty(shape.dims, shape.dtype)
     if k == "temp":
       raw = self.arena[slot.offset:slot.offset + shape.nbytes]
     else:
