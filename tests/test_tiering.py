@@ -151,6 +151,8 @@ def test_a_forked_child_keeps_its_quick_code():
   pid = os.fork()
   if pid == 0:   # the child: calls work and the machine-code attributes do not hang
     code = 1
+    import faulthandler     # a hang fails the test (exit code 1) with the child's stacks
+    faulthandler.dump_traceback_later(60, exit=True)
     try:
       exe = f.lower(x).compile()._computation.executable
       ok = np.allclose(np.asarray(f(x)), np.tanh(x) * 3, rtol=1e-6)

@@ -586,8 +586,12 @@ class Executable:
       self._asm_fn, self._asm = asm_fn, None
       self._llvm_ir_optimized, self._code_size = optimized_ir, code_size
       self._cache_payload = cache_payload
-      self._cached, self._steps = None, []
-      self._param_patch, self._temp_patch, self._out_patch = [], [], []
+      self._drop_cached_frame()
+
+  def _drop_cached_frame(self) -> None:
+    """Forget the cached frame and its step tables (rebuilt by the next call)."""
+    self._cached, self._steps = None, []
+    self._param_patch, self._temp_patch, self._out_patch = [], [], []
 
   def _machine_code_final(self) -> None:
     pending = self.tier_up_pending
@@ -835,7 +839,7 @@ def _after_fork_in_child() -> None:
   # the cached frame's step tables name the parent's thread pool: rebuilt with the child's
   for ex in list(_executables):
     ex._frame_lock = threading.Lock()
-    ex._cached, ex._steps = None, []
+    ex._drop_cached_frame()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
