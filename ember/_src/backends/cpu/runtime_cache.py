@@ -3,11 +3,10 @@
 Some code is compiled once per process rather than once per module: the dot loops
 (dot_kernels' shared bodies, ~0.15 s of LLVM each, paid by the first dot of a process), the
 thread pool (~25 ms, by the first kernel split across threads), the loop driver and the
-step runners (~7 ms each). Their
-object code depends only on ember's code generator, LLVM and the host CPU, never on a
-user's program: like the precompiled kernels inside jaxlib, it is a runtime library, here
-built on the machine that runs it. The first process to need one compiles it and stores the
-object; later processes load it (~1 ms).
+step runners (~7 ms each). Their object code depends only on ember's code generator, LLVM
+and the host CPU, never on a user's program: like the precompiled kernels inside jaxlib, it
+is a runtime library, here built on the machine that runs it. The first process to need one
+compiles it and stores the object; later processes load it (~1-5 ms).
 
     load_or_compile(symbol, make_ir, key) -> (engine, symbol -> address)
 
