@@ -162,3 +162,36 @@ def test_a_forked_child_keeps_its_quick_code():
       os._exit(code)
   _, status = os.waitpid(pid, 0)
   assert os.waitstatus_to_exitcode(status) == 0
+
+
+FORK_WHILE_LLVM_IS_BUSY = """
+import gc, os, signal, threading, time
+import llvmlite.binding as llvm
+from ember._src.backends.cpu import compiler
+compiler._init_llvm()
+held = threading.Event()
+def busy():   # another thread inside llvmlite (as the tier-up worker often is)
+  with llvm.ffi.lib._lock:
+    held.set()
+    time.sleep(0.5)
+threading.Thread(target=busy).start()
+held.wait()
+pid = os.fork()                      # waits for the lock, then forks
+if pid == 0:
+  signal.alarm(20)                   # a hang kills the child: the test fails, never hangs
+  tm = compiler.host_target_machine()
+  del tm
+  gc.collect()                       # disposing of it takes llvmlite's lock
+  os._exit(0)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_fork_while_another_thread_is_inside_llvmlite():
+  import subprocess
+  import sys
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  r = subprocess.run([sys.executable, "-c", FORK_WHILE_LLVM_IS_BUSY], capture_output=True,
+                     text=True, timeout=120, env=dict(os.environ, PYTHONPATH=root))
+  assert r.returncode == 0 and r.stdout.strip() == "0", (r.stdout, r.stderr)

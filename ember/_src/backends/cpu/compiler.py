@@ -20,6 +20,7 @@ import base64
 import contextlib
 import ctypes
 import functools
+import os
 import re
 import threading
 import time
@@ -47,6 +48,30 @@ _FUSIBLE = hlo.ELEMENTWISE | {"broadcast", "reshape", "transpose", "reverse", "s
                               "iota", "gather", "reduce"}
 
 _jit_lock = threading.RLock()
+
+
+def _llvm_locks() -> tuple:
+  """ember's compile lock and llvmlite's global lock (every llvmlite call takes it, even the
+  disposal of a garbage-collected target machine)."""
+  from llvmlite.binding import ffi
+  return _jit_lock, ffi.lib._lock._lock
+
+
+def _hold_llvm_locks() -> None:
+  # before a fork: no other thread (the tier-up worker compiles in the background) is inside
+  # llvmlite when the child is made; a lock it held would hang the child at its first
+  # garbage collection of an LLVM object
+  for lock in _llvm_locks():
+    lock.acquire()
+
+
+def _release_llvm_locks() -> None:   # the parent and the child (same thread identity)
+  for lock in reversed(_llvm_locks()):
+    lock.release()
+
+
+os.register_at_fork(before=_hold_llvm_locks, after_in_parent=_release_llvm_locks,
+                    after_in_child=_release_llvm_locks)
 
 
 @functools.cache

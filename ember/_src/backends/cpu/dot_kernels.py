@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import threading
 from typing import NamedTuple, Sequence
 
@@ -384,6 +385,14 @@ def _dot_body(module: ir.Module, dtype):
 
 _shared_bodies: dict = {}       # symbol -> the engine holding its code
 _shared_lock = threading.Lock()
+
+
+def _unlock_after_fork() -> None:   # a parent thread may have held it at the fork
+  global _shared_lock
+  _shared_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_unlock_after_fork)
 _compiling = threading.local()  # set while this thread compiles (and loads) a body
 
 
