@@ -1,4 +1,6 @@
 """Fixtures shared by the test files."""
+import threading
+
 import pytest
 
 from ember._src import stages
@@ -29,3 +31,16 @@ def cache(tmp_path):
   for n, v in old.items():
     config.update(n, v)
   stages._executables.clear()
+
+
+@pytest.fixture
+def gate():
+  """Occupy the executor thread until the yielded event is set: calls dispatched meanwhile
+  are pending."""
+  from ember._src.runtime import executor
+  ev = threading.Event()
+  p = executor.Pending()
+  executor.get_executor().submit(lambda: (ev.wait(30), ())[1], p)
+  yield ev
+  ev.set()
+  p.wait()

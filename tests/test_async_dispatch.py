@@ -37,17 +37,6 @@ def _heavy_np(m):
   return m
 
 
-@pytest.fixture
-def gate(monkeypatch):
-  """Occupy the executor thread until `release()`: calls dispatched meanwhile are pending."""
-  ev = threading.Event()
-  p = executor.Pending()
-  executor.get_executor().submit(lambda: (ev.wait(30), ())[1], p)
-  yield ev
-  ev.set()
-  p.wait()
-
-
 def test_readiness_and_block_until_ready(mats, gate):
   m, x = mats
   r = _heavy(x)

@@ -150,21 +150,10 @@ def test_numpy_and_scalar_arguments_share_the_entry():
   assert f._cache_size() == 1
 
 
-@pytest.fixture
-def busy():
-  """Occupy the executor thread until set: calls dispatched meanwhile are pending."""
-  ev = threading.Event()
-  p = executor.Pending()
-  executor.get_executor().submit(lambda: (ev.wait(30), ())[1], p)
-  yield ev
-  ev.set()
-  p.wait()
-
-
-def test_busy_executor_and_pending_inputs_keep_fifo_order(busy, direct):
+def test_busy_executor_and_pending_inputs_keep_fifo_order(gate, direct):
   f = ember.jit(lambda x: x + 1)
   x = _arr(np.arange(3, dtype=np.float32))
-  busy.set()
+  gate.set()
   executor.get_executor().drain()
   f(x), f(x)                      # compiled, its direct call built
   ev = threading.Event()

@@ -21,7 +21,7 @@ from ember import lax
 from ember._src import persistent_cache, stages
 from ember._src.config import config
 
-from test_async_dispatch import _heavy, _heavy_np, gate, mats  # noqa: F401 - fixtures
+from test_async_dispatch import _heavy, _heavy_np, mats  # noqa: F401 - fixtures (gate: conftest)
 from test_jit_cache import CompileCounter
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
