@@ -137,6 +137,79 @@ def test_modules_that_compile_at_the_full_tier_at_once(case):
   assert exe.tier_up_pending is None
 
 
+def _quick_optimized_plain(f, *args):
+  """The outputs of `f`'s executable before and after its tier-up, and of a compile that
+  never tiers."""
+  exe = _executable(f, *args)
+  assert exe.tier_up_pending is not None
+  quick = [o.copy() for o in exe.execute(list(args))]
+  exe.tier_up_pending.wait()
+  optimized = exe.execute(list(args))
+  with flags.override(tiered_compilation=False):
+    plain = _executable(f, *args)
+  return exe, quick, optimized, plain.execute(list(args))
+
+
+def test_a_module_with_reductions_compiles_mixed_and_gives_the_same_bits(monkeypatch):
+  """The reductions' kernels compile at the full tier, the others at the quick tier (one
+  module each, on two threads); every output keeps its bits through the tier-up."""
+  from ember._src.backends.cpu import compiler
+  tiers = []
+  real = compiler._compile_in_parallel
+  monkeypatch.setattr(compiler, "_compile_in_parallel",
+                      lambda jobs, times: tiers.append([t for _, t, _ in jobs]) or
+                      real(jobs, times))
+  rng = np.random.default_rng(3)
+  x = rng.standard_normal((64, 300)).astype(np.float32)
+  y = rng.standard_normal((300, 40)).astype(np.float32)
+  def f(v, w):   # a reduction, a transcendental, a dot whose epilogue reduces
+    return (jnp.tanh(v) * 2 + 1, jnp.sum(jnp.exp(v), axis=1),
+            jnp.sin(v @ w) + jnp.sum(w * w, axis=0))
+  exe, quick, optimized, plain = _quick_optimized_plain(f, x, y)
+  kernels = compiler._kernel_closures(exe.llvm_ir)
+  mixed = compiler._quick_kernels(exe.llvm_ir, 3)
+  assert mixed and len(mixed) < len(kernels)
+  assert not any("reassoc" in compiler._functions(exe.llvm_ir)[k][0] for k in mixed)
+  assert tiers == [[compiler.LLVM_TIERS[0], compiler.LLVM_TIERS[3]]]
+  for q, o, p in zip(quick, optimized, plain):
+    np.testing.assert_array_equal(_bits(q), _bits(o))
+    np.testing.assert_array_equal(_bits(p), _bits(o))
+  want = (np.tanh(x.astype(np.float64)) * 2 + 1, np.exp(x.astype(np.float64)).sum(1),
+          np.sin(x.astype(np.float64) @ y) + (y.astype(np.float64) ** 2).sum(0))
+  for got, ref in zip(optimized, want):
+    np.testing.assert_allclose(got, ref, rtol=2e-5, atol=1e-5)   # f32 sums of 300 terms
+
+
+def test_mixed_parts_hold_only_what_their_kernels_are_made_of():
+  from ember._src.backends.cpu import compiler
+  x = np.ones((8, 40), np.float32)
+  exe = _executable(lambda v: (jnp.sum(v, axis=1), jnp.exp(v)), x)
+  ir = exe.llvm_ir
+  quick = compiler._quick_kernels(ir, 3)
+  rest = [k for k in compiler._kernel_closures(ir) if k not in quick]
+  assert quick and rest
+  text, tier, internal = compiler._part_job(ir, quick, rest, compiler.LLVM_TIERS[0])
+  assert tier.speed_level == 0 and "reassoc" not in text and internal == []
+  assert all(f'@"{k}"(' not in text for k in rest) and "ember.exp" in text
+  text, _, _ = compiler._part_job(ir, rest, quick, compiler.LLVM_TIERS[3])
+  assert "reassoc" in text and "ember.exp" not in text
+  # opt level 1 has no quick tier below it
+  assert compiler._quick_kernels(ir, 1) == []
+
+
+def test_dots_do_not_keep_a_module_from_the_quick_tier():
+  """An MLP layer's 0.13 GFLOP of dot would count ~7 ms of run time; its loops are the same
+  code at every tier, so only the rest (a bias and a relu) decides."""
+  rng = np.random.default_rng(4)
+  x = rng.standard_normal((128, 512)).astype(np.float32)
+  w = rng.standard_normal((512, 1024)).astype(np.float32)
+  b = rng.standard_normal(1024).astype(np.float32)
+  exe, quick, optimized, plain = _quick_optimized_plain(
+      lambda x, w, b: jnp.maximum(x @ w + b, 0.0), x, w, b)
+  np.testing.assert_array_equal(_bits(quick[0]), _bits(optimized[0]))
+  np.testing.assert_array_equal(_bits(plain[0]), _bits(optimized[0]))
+
+
 def test_tiered_compilation_flag_parses():
   assert flags.parse("--tiered_compilation=false").tiered_compilation is False
   with pytest.raises(ValueError, match="--tiered_compilation"):

@@ -61,9 +61,7 @@ def computation_costs(comp: hlo.Computation) -> tuple[float, float]:
       f, t = computation_costs(i.called[0])
       flops, trans = flops + calls * f, trans + calls * t
     elif op == "dot":
-      lhs = i.operands[0].shape.dims
-      k = math.prod(lhs[d] for d in i.attrs.get("lhs_contracting_dims", ()))
-      flops += 2 * _n(i.shape) * k
+      flops += _dot_flops(i)
     elif op in ("sort", "top-k"):
       n = _n(i.operands[0].shape)
       flops += n * math.ceil(math.log2(n)) if n > 1 else 0
@@ -79,6 +77,18 @@ def computation_costs(comp: hlo.Computation) -> tuple[float, float]:
       f, t = max((computation_costs(c) for c in i.called), default=(0.0, 0.0))
       flops, trans = flops + f, trans + t
   return flops, trans
+
+
+def _dot_flops(dot: hlo.Instr) -> float:
+  lhs = dot.operands[0].shape.dims
+  return 2.0 * _n(dot.shape) * math.prod(lhs[d] for d in dot.attrs.get("lhs_contracting_dims", ()))
+
+
+def dot_flops(comp: hlo.Computation) -> float:
+  """The flops of the dots in `comp` (fusions and calls included, loop bodies once)."""
+  return sum(_dot_flops(i) if i.opcode == "dot" else
+             sum(dot_flops(c) for c in i.called) if i.opcode in ("fusion", "call", "while") else 0.0
+             for i in comp.instrs)
 
 
 def _fused_fractions(comp: hlo.Computation) -> dict[int, float]:

@@ -265,23 +265,26 @@ def _take_donated(a, aliased: bool):
   return buf
 
 
-def _estimated_ns(module: hlo.Module) -> float:
+def _estimated_ns(module: hlo.Module, without_dots: bool = False) -> float:
   """A rough single-core run time of the whole module (the thread pool's cost model over
   the module's cost analysis): calls below executor.INLINE_NS run inline when the executor
-  is idle, where a hand-off to the executor thread would cost more than it overlaps."""
+  is idle, where a hand-off to the executor thread would cost more than it overlaps.
+  `without_dots`: the time of everything but the dots."""
   from ember._src import analysis
   from ember._src.backends.cpu import threadpool
   ca = analysis.cost_analysis(module)
+  flops = ca.get("flops", 0.0) - (analysis.dot_flops(module.entry) if without_dots else 0.0)
   return threadpool.estimate_ns(threadpool.KernelCost(
-      ca.get("bytes accessed", 0.0), ca.get("flops", 0.0), ca.get("transcendentals", 0.0)))
+      ca.get("bytes accessed", 0.0), flops, ca.get("transcendentals", 0.0)))
 
 
-def _tier_up_pays(estimated_ns: float, flags) -> bool:
+def _tier_up_pays(module: hlo.Module, flags) -> bool:
   """Whether quick-tier code may run first (tiering.py): its 3-10x slower run must cost
-  less than the optimized compile it saves."""
+  less than the optimized compile it saves. Dots do not count: their loops are compiled
+  once per process (dot_kernels.py) or are BLAS calls, the same code at every tier."""
   from ember._src.backends.cpu import tiering
   return bool(getattr(flags, "tiered_compilation", False)) and flags.opt_level >= 2 and \
-      estimated_ns < tiering.QUICK_MAX_NS
+      _estimated_ns(module, without_dots=True) < tiering.QUICK_MAX_NS
 
 
 class _RunPlan:
@@ -399,12 +402,12 @@ def compile_module(module: hlo.Module, out_avals, flags=None) -> CompiledComputa
   t2 = time.perf_counter()
   times = {"hlo_passes": t1 - started, "buffer_assignment": t2 - t1}
   key = None if flags.dump_to else (structural_key(module), flags)
-  estimated_ns = _estimated_ns(module)   # decides tiering here, inline runs in _RunPlan
+  estimated_ns = _estimated_ns(module)   # decides inline runs (_RunPlan)
   executable = _executables.get(key) if key else None
   if executable is None:
     # native code from the persistent cache directory when one is set, else codegen
     executable = persistent_cache.compile_or_load(module, assignment, flags, started,
-                                                  _tier_up_pays(estimated_ns, flags))
+                                                  _tier_up_pays(module, flags))
     backend = getattr(executable, "compile_times", None)   # None: loaded, not compiled
     if backend is not None:
       times.update(backend)

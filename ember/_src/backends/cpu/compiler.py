@@ -443,14 +443,17 @@ def compile_module(module: hlo.Module, assignment=None, flags=None,
   times["llvm_ir"] = time.perf_counter() - t1
   times["codegen"] = t1 - t0
   from ember._src.backends.cpu import tiering
-  quick = tiered and tiering.qualifies(ir_text, opt_level)
-  native = _native_code(plan, ir_text, 0 if quick else opt_level, times)
+  quick = _quick_kernels(ir_text, opt_level) if tiered else []
+  if quick is None:          # every kernel starts at the quick tier
+    native = _native_code(plan, ir_text, 0, times)
+  else:                      # the listed ones do (a mixed compile), the others are final
+    native = _native_code(plan, ir_text, opt_level, times, quick=quick)
   exe = ex.Executable(module, assignment, native.pop("thunks"), native.pop("engine"), ir_text,
                       native.pop("asm_fn"), native.pop("code_size"),
                       optimized_ir=native.pop("optimized_ir"))
   exe.compile_times = times     # seconds per backend stage (see _jit)
   exe.cache_payload = native["cache_payload"]
-  if quick:
+  if quick is None or quick:
     tiering.submit(exe, lambda: _native_code(plan, ir_text, opt_level, {}, private=True))
   if getattr(flags, "dump_to", None):
     from ember._src.passes.dumps import dump_artifact
@@ -463,10 +466,10 @@ def compile_module(module: hlo.Module, assignment=None, flags=None,
 
 
 def _native_code(plan: _ThunkPlan, ir_text: str, opt_level: int, times: dict,
-                 private: bool = False) -> dict:
-  """Machine code for the plan's IR at `opt_level` and the plan's thunks bound to it: the
-  fields `Executable.upgrade` takes."""
-  engine, addr, code_size, opt_ir, obj = _jit(ir_text, opt_level, times, private)
+                 private: bool = False, quick: Sequence[str] = ()) -> dict:
+  """Machine code for the plan's IR at `opt_level` (the kernels `quick` at the quick tier)
+  and the plan's thunks bound to it: the fields `Executable.upgrade` takes."""
+  engine, addr, code_size, opt_ir, obj = _jit(ir_text, opt_level, times, private, quick)
   # what serialize_executable needs to rebuild the executable without LLVM's passes
   payload = dict(obj=obj, kernels={k.name: (k.outer, k.splittable) for k in plan.kernel_infos},
                  aliases=plan.kernels.aliases, sort_keys=plan.sort_keys, subs=plan.subs,
@@ -477,20 +480,27 @@ def _native_code(plan: _ThunkPlan, ir_text: str, opt_level: int, times: dict,
               optimized_ir=opt_ir, cache_payload=payload)
 
 
-def _jit(ir_text: str, opt_level: int, times: dict | None = None, private: bool = False):
-  """Optimize and compile the module at `LLVM_TIERS[opt_level]`; returns (engine, symbol ->
-  address, code size in bytes, the optimized IR text, the object code). Records seconds
-  per stage in `times` (llvm_parse, llvm_optimize, llvm_ir_text, llvm_emit_object,
-  llvm_load). Foreground compiles share LLVM's global context: one at a time. A `private`
-  compile (the tier-up worker's) uses a context and target machine of its own and runs the
-  pass pipeline and object emission outside llvmlite's global lock. A large foreground
-  module with several kernels is compiled in parts on two threads (`_parallel_parts`)."""
+def _jit(ir_text: str, opt_level: int, times: dict | None = None, private: bool = False,
+         quick: Sequence[str] = ()):
+  """Optimize and compile the module at `LLVM_TIERS[opt_level]`, the kernels `quick` at the
+  quick tier (opt 0); returns (engine, symbol -> address, code size in bytes, the optimized
+  IR text, the object code). Records seconds per stage in `times` (llvm_parse,
+  llvm_optimize, llvm_ir_text, llvm_emit_object, llvm_load). Foreground compiles share
+  LLVM's global context: one at a time. A `private` compile (the tier-up worker's) uses a
+  context and target machine of its own and runs the pass pipeline and object emission
+  outside llvmlite's global lock. A large foreground module with several kernels is
+  compiled in parts on two threads (`_parallel_parts`), as is a mixed-tier one."""
   tier = LLVM_TIERS[opt_level]
   times = {} if times is None else times
   _init_llvm()
-  parts = None if private else _parallel_parts(ir_text)
-  if parts:
-    code_size, opt_ir, obj = _compile_in_parallel(ir_text, tier, parts, times)
+  if quick:
+    rest = [k for k in _kernel_closures(ir_text) if k not in quick]
+    code_size, opt_ir, obj = _compile_in_parallel(
+        [_part_job(ir_text, quick, rest, LLVM_TIERS[0]), _part_job(ir_text, rest, quick, tier)],
+        times)
+  elif (parts := None if private else _parallel_parts(ir_text)):
+    code_size, opt_ir, obj = _compile_in_parallel(
+        [(ir_text, tier, parts[1 - k]) for k in range(2)], times)
   else:
     with (contextlib.nullcontext() if private else _jit_lock):
       code_size, opt_ir, obj = _compile(ir_text, tier, private, times)
@@ -560,27 +570,83 @@ def _parallel_parts(ir_text: str) -> list[list[str]] | None:
   return list(halves) if all(halves) else None
 
 
-def _compile_in_parallel(ir_text: str, tier: LLVMTier, parts, times: dict):
-  """`_compile` of each half on its own thread (private contexts), as one result: code
-  sizes summed, optimized texts joined by `_PART_MARK`, objects packed (`_pack_objects`)."""
-  results, errors = [None, None], []
+def _compile_in_parallel(jobs: list[tuple], times: dict):
+  """`_compile` of two (IR text, tier, functions made internal) jobs, each on its own thread
+  (private contexts), as one result: code sizes summed, optimized texts joined by
+  `_PART_MARK`, objects packed (`_pack_objects`). `times`: the slower part's per stage."""
+  results, errors, part_times = [None, None], [], [{}, {}]
 
   def run(k: int) -> None:
+    text, tier, internal = jobs[k]
     try:
-      results[k] = _compile(ir_text, tier, True, times if k == 0 else {},
-                            internal=parts[1 - k])
+      results[k] = _compile(text, tier, True, part_times[k], internal=internal)
     except BaseException as e:  # noqa: BLE001 -- re-raised in the caller
       errors.append(e)
   helper = threading.Thread(target=run, args=(1,), name="ember-llvm-part")
   helper.start()
   run(0)
-  t = time.perf_counter()
   helper.join()
-  times["llvm_emit_object"] = times.get("llvm_emit_object", 0.0) + time.perf_counter() - t
+  for key in part_times[0].keys() | part_times[1].keys():
+    times[key] = max(part_times[0].get(key, 0.0), part_times[1].get(key, 0.0))
   if errors:
     raise errors[0]
   return (results[0][0] + results[1][0], results[0][1] + _PART_MARK + results[1][1],
           _pack_objects([results[0][2], results[1][2]]))
+
+
+# --- mixed tiers: a module whose reassociated reductions keep the rest from the quick tier
+
+_FUNCTION = re.compile(r'^define (internal )?[^@\n]*@"?([^"(\n]+)"?\(.*?^}(?:\n|\Z)', re.M | re.S)
+_REFERENCE = re.compile(r'@"?([\w.$-]+)"?')
+
+
+def _functions(ir_text: str) -> dict[str, tuple[str, bool]]:
+  """Function name -> (its definition's text, exported), in module order."""
+  return {m.group(2): (m.group(0), not m.group(1)) for m in _FUNCTION.finditer(ir_text)}
+
+
+def _kernel_closures(ir_text: str) -> dict[str, set[str]]:
+  """Each exported function (kernel) -> the functions it is made of: itself and what it
+  calls, transitively."""
+  fns = _functions(ir_text)
+  out = {}
+  for name, (_, exported) in fns.items():
+    if exported:
+      seen, todo = {name}, [name]
+      while todo:
+        for ref in _REFERENCE.findall(fns[todo.pop()][0]):
+          if ref in fns and ref not in seen:
+            seen.add(ref)
+            todo.append(ref)
+      out[name] = seen
+  return out
+
+
+def _quick_kernels(ir_text: str, opt_level: int) -> list[str] | None:
+  """Which kernels may start at the quick tier (`tiering.qualifies` on the functions each
+  is made of): None when all of them may (one quick compile of the module), else a list,
+  empty when none may."""
+  from ember._src.backends.cpu import tiering
+  if tiering.qualifies(ir_text, opt_level):
+    return None
+  if opt_level < 2:
+    return []
+  fns = _functions(ir_text)
+  closures = _kernel_closures(ir_text)
+  quick = [k for k, names in closures.items()
+           if tiering.qualifies("".join(fns[n][0] for n in names), opt_level)]
+  return None if quick and len(quick) == len(closures) else quick
+
+
+def _part_job(ir_text: str, kernels: Sequence[str], others: Sequence[str], tier: LLVMTier):
+  """The `_compile_in_parallel` job that compiles `kernels` at `tier`: the module's
+  declarations and globals with only the functions those kernels are made of. Another
+  kernel one of them calls (a dot's epilogue) comes along as an internal copy."""
+  closures = _kernel_closures(ir_text)
+  names = set().union(*(closures[k] for k in kernels))
+  pruned = _FUNCTION.sub("", ir_text) + "".join(
+      text for name, (text, _) in _functions(ir_text).items() if name in names)
+  return pruned, tier, [k for k in others if k in names]
 
 
 _OBJS_MAGIC = b"ember-objects\0"

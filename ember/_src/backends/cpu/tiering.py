@@ -7,14 +7,19 @@ that qualifies (`qualifies`) is compiled at the quick tier, and this module's wo
 compiles the same IR at the requested tier and swaps the machine code into the Executable
 (`Executable.upgrade`); calls before the swap run the quick code.
 
-Results never depend on the tier: a module qualifies only when its IR carries no `reassoc`
+Results never depend on the tier: a kernel qualifies only when its IR carries no `reassoc`
 flag (float add/multiply reductions, whose vectorized order differs from the scalar one).
 Without fast-math flags LLVM's passes and both instruction selectors preserve every value
 (fused multiply-adds are explicit `llvm.fma` calls), so quick and optimized code give the
-same bits; tests/test_tiering.py checks it on the math library.
+same bits; tests/test_tiering.py checks it on the math library. In a module where some
+kernels qualify and others do not (a training step returning its mean loss), the first
+compile is mixed (compiler._quick_kernels): the kernels that qualify at the quick tier and
+the others at the requested one, on two threads; the tier-up then compiles the whole
+module at the requested tier, whose code for the reductions is the same as the first's.
 
 Run time also decides: quick code is 3-10x slower, so a module whose estimated run time
-(the thread pool's cost model) is above `QUICK_MAX_NS` compiles at the full tier at once.
+(the thread pool's cost model, dots left out: their loops are the same code at every
+tier) is above `QUICK_MAX_NS` compiles at the full tier at once.
 `--tiered_compilation=false` (EMBER_FLAGS) turns tiering off; the persistent cache, dumps
 and `jax_disable_most_optimizations` never tier.
 
@@ -55,8 +60,9 @@ def wait_idle(timeout: float | None = None) -> bool:
 
 
 def qualifies(ir_text: str, opt_level: int) -> bool:
-  """Whether the module's quick-tier code computes the same bits as its optimized code,
-  and a quick tier exists below `opt_level`."""
+  """Whether the quick-tier code of this IR (a module, or the functions of one kernel)
+  computes the same bits as its optimized code, and a quick tier exists below
+  `opt_level`."""
   return opt_level >= 2 and "reassoc" not in ir_text
 
 
