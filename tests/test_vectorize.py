@@ -222,3 +222,52 @@ def test_expensive_value_read_through_broadcast(row):
   s, y64 = np.sin(x.astype(np.float64)), y.astype(np.float64)
   expected = s[:, None] + y64 if row else s[None, :] + y64.T
   np.testing.assert_allclose(np.asarray(ember.jit(f)(x, y)), expected, rtol=1e-6, atol=1e-6)
+
+
+# Fixed-order float sums (codegen's `fixed_lanes`): a sum/product along the minor dim of a
+# short prologue is explicit vector IR (4 vectors of 64 bytes of accumulators), no `reassoc`.
+FIXED = {   # name -> (function, NumPy float64 reference, whether it is fixed-order)
+    "row_sum": (lambda x: x.sum(axis=1), lambda x: x.sum(1), True),
+    "sum_of_squares": (lambda x: (x * x).sum(axis=1), lambda x: (x * x).sum(1), True),
+    "variance": (lambda x: ((x - x.mean(1, keepdims=True)) ** 2).mean(1),
+                 lambda x: x.var(1), True),
+    "sum_all": (lambda x: x.sum(), lambda x: x.sum(), True),
+    "row_product": (lambda x: jnp.prod(1 + x / 64, axis=1), lambda x: np.prod(1 + x / 64, 1),
+                    True),
+    "softmax": (softmax, np_softmax, True),
+    "sum_of_exp": (lambda x: jnp.exp(x).sum(axis=1), lambda x: np.exp(x).sum(1), False),
+    "column_broadcast": (lambda x: (x * x[0]).sum(axis=1), lambda x: (x * x[0]).sum(1),
+                         False),   # x[0] varies along the minor dim: not a hoisted value
+}
+
+
+@pytest.mark.parametrize("n", [64, 65, 127, 300, 2000])
+@pytest.mark.parametrize("name", sorted(FIXED))
+def test_fixed_order_sums_match_numpy(name, n):
+  """Every length around the block of 4 x 16 float32 lanes (64: one block, no tail; 65,
+  127: a tail; 300, 2000), eager and jitted; fixed-order sums carry no `reassoc` flag."""
+  f, ref, fixed = FIXED[name]
+  x = rng_data(33, n, seed=n)
+  want = ref(x.astype(np.float64))
+  rtol = 4e-6 * np.sqrt(n)     # f32 sums of n terms: ~sqrt(n) eps in practice
+  for got in (f(x), ember.jit(f)(x)):
+    np.testing.assert_allclose(np.asarray(got), want, rtol=rtol,
+                               atol=rtol * np.abs(want).max())
+  ir_text = ember.jit(f).lower(x).compile().runtime_executable().llvm_ir
+  assert ("reassoc" not in ir_text) == fixed
+  assert ("<16 x float>" in ir_text) == fixed
+
+
+def test_fixed_order_sums_keep_signed_zeros_infinities_and_nans():
+  x = np.full((4, 200), -0.0, np.float32)
+  x[1, 7] = np.inf
+  x[2, 150] = np.nan
+  x[3] = 1.0
+  got = np.asarray(ember.jit(lambda v: v.sum(axis=1))(x))
+  np.testing.assert_array_equal(got, [0.0, np.inf, np.nan, 200.0])
+  assert not np.signbit(got[0])   # jnp.sum starts from +0: +0 + -0 = +0
+  with ember.enable_x64():
+    x64 = rng_data(5, 100).astype(np.float64)
+    got = np.asarray(ember.jit(lambda v: (v * v).sum(axis=1))(x64))
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, (x64 * x64).sum(1), rtol=1e-14)

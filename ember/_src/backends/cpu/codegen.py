@@ -44,12 +44,16 @@ start + i*stride, pad tests the grid, gather reads its start indices, ...), elem
 are scalar IR with XLA's semantics, a reduce is an inner loop applying its `to_apply`
 computation to scalars. Element values are memoized per (instruction, index) in scopes that
 follow the loop structure (a value computed inside a reduction loop is not reused after
-it). Reductions: float add/multiply combiners are marked `reassoc` and max/min use
+it). Reductions: a float sum/product over the contiguous minor dim of a short prologue
+without transcendentals (row sums, x*x, (x - mean)**2) accumulates FIXED_LANES_BYTES of
+SSA lanes in a fixed order (element l of each block into lane l, lanes combined by halving):
+the quick tier's scalar code and the optimized code (SLP-vectorized) compute the same bits.
+Other float add/multiply combiners are marked `reassoc` and max/min use
 llvm.maximum/minimum, so LLVM vectorizes them with vector accumulators: the summation order
 then depends only on the code (vector width and interleave chosen at compile time for the
-host), so a compiled module sums each output element in the same order every run, for any
-split of the outer loop (threads split only the outer dim); f32 sums of n terms stay within
-n*eps of the exact sum (sqrt(n)*eps typical). Other combiners (argmax's variadic reduce,
+host). Either way a compiled module sums each output element in the same order every run,
+for any split of the outer loop (threads split only the outer dim); f32 sums of n terms stay
+within n*eps of the exact sum (sqrt(n)*eps typical). Other combiners (argmax's variadic reduce,
 narrow floats) over the minor dim accumulate VLANES interleaved lanes in stack slots, an
 element-wise lane loop LLVM vectorizes, combined in lane order at the end. Concatenate, pad and
 dynamic-update-slice select between cheap operands (vectorizable) but branch around
@@ -306,6 +310,9 @@ class ElementalEmitter(IRHelpers):
     self.globals: dict[int, ir.GlobalVariable] = {}
     self._expensive: dict[int, bool] = {}
     self.row_cache: dict[int, tuple] = {}   # instr id -> (outer index, row buffer, type)
+    # (number, index) -> the address of a parameter's element, where the caller reads
+    # parameters from buffers (a fusion kernel): vector loads of fixed-order reductions
+    self.param_address: Callable | None = None
 
   # --- expensive operands: computed only where selected ---------------------------------
   def expensive(self, instr: hlo.Instr) -> bool:
@@ -1395,6 +1402,10 @@ def _reduce(em, instr, idx):
   comp = instr.called[0]
   reassoc = combiner_kind(comp) in ("add", "multiply") and \
       not is_narrow(inputs[0].dtype) and kind(inputs[0].dtype) == "f"
+  # A float sum/product of a cheap prologue over the contiguous minor dim: SSA lanes in a
+  # fixed order (`fixed_lanes`), so no `reassoc` flag (the module may start at the quick tier)
+  lanes_n = _fixed_lanes(em, inputs[0], in_dims, rdims) if reassoc else 0
+  reassoc = reassoc and not lanes_n
   acc0 = [em.emit(i, ()) for i in inits]
   kept = iter(idx)
   full = [None if d in rdims else next(kept) for d in range(len(in_dims))]
@@ -1463,12 +1474,55 @@ def _reduce(em, instr, idx):
       return step(c)
     return em.loop(em.i64(blocks * VLANES), em.i64(n), acc, tail)
 
+  def fixed_lanes(d, carried):
+    """The minor dim in blocks of FIXED_LANES vectors of `lanes_n` elements, vector u of a
+    block into accumulator u (lane 0 of the first starts from the carried value, every other
+    lane from the identity), the prologue computed on vectors (`_vector_value`); then the
+    accumulators and the halves of the vector combine pairwise, then the tail in order.
+    Explicit vector IR without fast-math flags: quick and optimized code add in this order."""
+    b, n = em.b, in_dims[d]
+    op = b.fadd if combiner_kind(comp) == "add" else b.fmul
+    vt = ir.VectorType(carried[0].type, lanes_n)
+    step_n = lanes_n * FIXED_LANES
+    ident = const_of(inputs[0].dtype, -0.0 if combiner_kind(comp) == "add" else 1.0)
+    splat = ir.Constant(vt, [ident.constant] * lanes_n)
+    first = b.insert_element(splat, carried[0], ir.Constant(I32, 0))
+
+    def block(jb, accs):
+      base = em.mul_idx(jb, step_n)
+      out = []
+      for u, acc in enumerate(accs):
+        full[d] = em.add_idx(base, em.i64(u * lanes_n))
+        em.push()
+        out.append(op(acc, _vector_value(em, inputs[0], tuple(full), vt)))
+        em.pop()
+      return out
+    accs = em.loop(em.i64(0), em.i64(n // step_n), [first] + [splat] * (FIXED_LANES - 1),
+                   block)
+    while len(accs) > 1:
+      half = len(accs) // 2
+      accs = [op(accs[k], accs[k + half]) for k in range(half)]
+    v, width = accs[0], lanes_n
+    while width > 1:
+      width //= 2
+      upper = ir.Constant(ir.VectorType(I32, lanes_n),
+                          [width + k if k < width else 0 for k in range(lanes_n)])
+      v = op(v, b.shuffle_vector(v, ir.Constant(vt, None), upper))
+
+    def tail(j, c):
+      full[d] = j
+      return step(c)
+    return em.loop(em.i64(n // step_n * step_n), em.i64(n),
+                   [b.extract_element(v, ir.Constant(I32, 0))], tail)
+
   def nest(level, carried):
     if level == len(rdims):
       return step(carried)
     d = rdims[level]
     if lanes_ok and level == len(rdims) - 1:
       return lanes(d, carried)
+    if lanes_n and level == len(rdims) - 1:
+      return fixed_lanes(d, carried)
 
     def body(i, c):
       full[d] = i
@@ -1479,6 +1533,62 @@ def _reduce(em, instr, idx):
 
   res = _unflatten_vals(nest(0, _flatten_vals(acc0)), acc0)
   return res if isinstance(instr.shape, hlo.TupleShape) else res[0]
+
+
+# Fixed-order lanes (`_reduce`'s fixed_lanes): FIXED_LANES vectors of 64 bytes (AVX-512
+# zmm) of accumulators, as many independent add chains as LLVM's interleaved loop
+# vectorizer kept in flight. Only a short prologue of vector-friendly ops qualifies (row
+# sums, x*x, (x - mean)**2, softmax's sum of its row buffer): parameters read along the
+# minor dim, row buffers (`fill_row_caches`), values invariant along it (broadcasts, scalar
+# constants), and float add/subtract/multiply/divide/negate.
+FIXED_LANES = 4
+FIXED_LANES_BYTES = 64
+FIXED_LANES_MAX_OPS = 6
+_VECTOR_OPS = {"add", "subtract", "multiply", "divide", "negate"}
+
+
+def _fixed_lanes(em, x: hlo.Instr, in_dims: Sequence[int], rdims: Sequence[int]) -> int:
+  """The vector width of a fixed-order float sum/product of `x` (0: reassociate instead):
+  it covers the minor dim, which is long enough, and `_vector_value` can compute x."""
+  minor = len(in_dims) - 1
+  if not rdims or rdims[-1] != minor or em.param_address is None:
+    return 0
+  lanes = FIXED_LANES_BYTES // np.dtype(x.dtype).itemsize
+  if in_dims[minor] < lanes * FIXED_LANES:
+    return 0
+  ops, todo, seen = 0, [x], set()
+  while todo:
+    i = todo.pop()
+    if i.id in seen:
+      continue
+    seen.add(i.id)
+    if i.opcode == "parameter" and tuple(i.shape.dims) == tuple(in_dims) or \
+        i.opcode == "broadcast" and minor not in i.attrs["dimensions"] or \
+        i.opcode == "constant" and not i.shape.dims or i.id in em.row_cache:
+      continue
+    if i.opcode not in _VECTOR_OPS or i.dtype != x.dtype:
+      return 0
+    ops += 1
+    todo.extend(i.operands)
+  return lanes if ops <= FIXED_LANES_MAX_OPS else 0
+
+
+def _vector_value(em, x: hlo.Instr, index: tuple, vt: ir.VectorType) -> ir.Value:
+  """`x` at `index` and the next vt.count - 1 positions of the minor dim, as one vector
+  (`_fixed_lanes` checked that x is made of what this computes)."""
+  b = em.b
+  if x.id in em.row_cache or x.opcode == "parameter":   # a row buffer (softmax's exp)
+    ptr = em.param_address(x.attrs["number"], index) if x.id not in em.row_cache else \
+        b.gep(em.row_cache[x.id][1], [index[-1]], inbounds=True, source_etype=vt.element)
+    v = b.load(ptr, typ=vt)
+    v.align = np.dtype(x.dtype).itemsize
+    return v
+  if x.opcode in ("broadcast", "constant"):     # invariant along the minor dim
+    s = em.emit(x, index if x.opcode == "broadcast" else ())
+    one = b.insert_element(ir.Constant(vt, None), s, ir.Constant(I32, 0))
+    return b.shuffle_vector(one, ir.Constant(vt, None),
+                            ir.Constant(ir.VectorType(I32, vt.count), [0] * vt.count))
+  return em.scalar_op(x, [_vector_value(em, o, index, vt) for o in x.operands])
 
 
 _INDEX_RULES: dict[str, Callable] = {
@@ -1649,6 +1759,12 @@ class KernelBuilder:
       return em.load(in_ptrs[number], em.linear(index, shape.dims), shape.dtype)
 
     em = ElementalEmitter(b, read_param)
+
+    def param_address(number, index):   # the address of a parameter's element (vector loads)
+      shape = pshapes[number]
+      return b.gep(in_ptrs[number], [em.linear(index, shape.dims)], inbounds=True,
+                   source_etype=mem_type(shape.dtype))
+    em.param_address = param_address
     root = comp.root
     roots = list(root.operands) if root.opcode == "tuple" else [root]
     dims_set = {tuple(s.dims) for s in outs}
