@@ -235,7 +235,11 @@ FIXED = {   # name -> (function, NumPy float64 reference, whether it is fixed-or
     "row_product": (lambda x: jnp.prod(1 + x / 64, axis=1), lambda x: np.prod(1 + x / 64, 1),
                     True),
     "softmax": (softmax, np_softmax, True),
-    "sum_of_exp": (lambda x: jnp.exp(x).sum(axis=1), lambda x: np.exp(x).sum(1), False),
+    "sum_of_exp": (lambda x: jnp.exp(x).sum(axis=1), lambda x: np.exp(x).sum(1), True),
+    "logsumexp": (logsumexp, np_logsumexp, True),
+    "long_prologue": (lambda x: ((((x + 1) * 2 - 3) * x + 4) * x - 5).sum(axis=1) * x[:, 0],
+                      lambda x: ((((x + 1) * 2 - 3) * x + 4) * x - 5).sum(1) * x[:, 0],
+                      False),
     "column_broadcast": (lambda x: (x * x[0]).sum(axis=1), lambda x: (x * x[0]).sum(1),
                          False),   # x[0] varies along the minor dim: not a hoisted value
 }
@@ -256,6 +260,25 @@ def test_fixed_order_sums_match_numpy(name, n):
   ir_text = ember.jit(f).lower(x).compile().runtime_executable().llvm_ir
   assert ("reassoc" not in ir_text) == fixed
   assert ("<16 x float>" in ir_text) == fixed
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_and_min_reductions_take_vector_lanes_and_keep_nans_and_signed_zeros(op):
+  """Exact in any order, they take the fixed-order lanes for the quick tier's speed."""
+  f = getattr(jnp, op)
+  x = rng_data(6, 300, seed=9)
+  x[1, 299] = np.nan                     # in the tail
+  x[2, 5] = np.nan                       # in a vector block
+  x[3] = 0.0
+  x[3, ::3] = -0.0
+  x[4, 100] = np.inf
+  x[4, 101] = -np.inf
+  got = np.asarray(ember.jit(lambda v: f(v, axis=1))(x))
+  want = getattr(np, op)(x, axis=1)
+  np.testing.assert_array_equal(got, want)
+  assert np.signbit(got[3]) == (op == "min")   # max(-0, +0) = +0, min(-0, +0) = -0
+  ir_text = ember.jit(lambda v: f(v, axis=1)).lower(x).compile().runtime_executable().llvm_ir
+  assert f"llvm.{op}imum.v16f32" in ir_text
 
 
 def test_fixed_order_sums_keep_signed_zeros_infinities_and_nans():

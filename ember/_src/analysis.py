@@ -46,19 +46,21 @@ def _n(shape) -> int:
   return shape.size if isinstance(shape, hlo.Shape) else shape.elements[0].size
 
 
-def computation_costs(comp: hlo.Computation) -> tuple[float, float]:
-  """(flops, transcendentals) of one evaluation of `comp` (fusions and calls included)."""
+def computation_costs(comp: hlo.Computation, transcendental=hlo.TRANSCENDENTAL
+                      ) -> tuple[float, float]:
+  """(flops, transcendentals) of one evaluation of `comp` (fusions and calls included);
+  `transcendental`: the elementwise ops counted as transcendentals (the others as flops)."""
   flops = trans = 0.0
   for i in comp.instrs:
     op = i.opcode
     if op in hlo.ELEMENTWISE:
-      if op in hlo.TRANSCENDENTAL:
+      if op in transcendental:
         trans += _n(i.shape)
       elif op not in hlo.FREE:
         flops += _n(i.shape)
     elif op == "reduce":
       calls = max(_n(i.operands[0].shape) - _n(i.shape), 0)
-      f, t = computation_costs(i.called[0])
+      f, t = computation_costs(i.called[0], transcendental)
       flops, trans = flops + calls * f, trans + calls * t
     elif op == "dot":
       flops += _dot_flops(i)
@@ -67,14 +69,14 @@ def computation_costs(comp: hlo.Computation) -> tuple[float, float]:
       flops += n * math.ceil(math.log2(n)) if n > 1 else 0
     elif op == "scatter":
       updates = i.operands[len(i.operands) // 2 + 1]     # operands..., indices, updates...
-      f, t = computation_costs(i.called[0])
+      f, t = computation_costs(i.called[0], transcendental)
       flops, trans = flops + _n(updates.shape) * f, trans + _n(updates.shape) * t
     elif op in ("fusion", "call", "while"):
       for c in i.called:
-        f, t = computation_costs(c)
+        f, t = computation_costs(c, transcendental)
         flops, trans = flops + f, trans + t
     elif op == "conditional":
-      f, t = max((computation_costs(c) for c in i.called), default=(0.0, 0.0))
+      f, t = max((computation_costs(c, transcendental) for c in i.called), default=(0.0, 0.0))
       flops, trans = flops + f, trans + t
   return flops, trans
 

@@ -265,26 +265,30 @@ def _take_donated(a, aliased: bool):
   return buf
 
 
-def _estimated_ns(module: hlo.Module, without_dots: bool = False) -> float:
+def _estimated_ns(module: hlo.Module) -> float:
   """A rough single-core run time of the whole module (the thread pool's cost model over
   the module's cost analysis): calls below executor.INLINE_NS run inline when the executor
-  is idle, where a hand-off to the executor thread would cost more than it overlaps.
-  `without_dots`: the time of everything but the dots."""
+  is idle, where a hand-off to the executor thread would cost more than it overlaps."""
   from ember._src import analysis
   from ember._src.backends.cpu import threadpool
   ca = analysis.cost_analysis(module)
-  flops = ca.get("flops", 0.0) - (analysis.dot_flops(module.entry) if without_dots else 0.0)
   return threadpool.estimate_ns(threadpool.KernelCost(
-      ca.get("bytes accessed", 0.0), flops, ca.get("transcendentals", 0.0)))
+      ca.get("bytes accessed", 0.0), ca.get("flops", 0.0), ca.get("transcendentals", 0.0)))
 
 
 def _tier_up_pays(module: hlo.Module, flags) -> bool:
-  """Whether quick-tier code may run first (tiering.py): its 3-10x slower run must cost
+  """Whether quick-tier code may run first (tiering.quick_pays): its slower run must cost
   less than the optimized compile it saves. Dots do not count: their loops are compiled
   once per process (dot_kernels.py) or are BLAS calls, the same code at every tier."""
-  from ember._src.backends.cpu import tiering
-  return bool(getattr(flags, "tiered_compilation", False)) and flags.opt_level >= 2 and \
-      _estimated_ns(module, without_dots=True) < tiering.QUICK_MAX_NS
+  from ember._src import analysis
+  from ember._src.backends.cpu import codegen, threadpool, tiering
+  if not getattr(flags, "tiered_compilation", False) or flags.opt_level < 2:
+    return False
+  flops, trans = analysis.computation_costs(module.entry, tiering.QUICK_TRANSCENDENTAL)
+  return tiering.quick_pays(threadpool.KernelCost(
+      analysis.cost_analysis(module).get("bytes accessed", 0.0),
+      flops - analysis.dot_flops(module.entry), trans),
+      codegen.vector_transcendentals(module.entry))
 
 
 class _RunPlan:

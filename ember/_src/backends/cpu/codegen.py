@@ -44,11 +44,11 @@ start + i*stride, pad tests the grid, gather reads its start indices, ...), elem
 are scalar IR with XLA's semantics, a reduce is an inner loop applying its `to_apply`
 computation to scalars. Element values are memoized per (instruction, index) in scopes that
 follow the loop structure (a value computed inside a reduction loop is not reused after
-it). Reductions: a float sum/product over the contiguous minor dim of a short prologue
-without transcendentals (row sums, x*x, (x - mean)**2) accumulates FIXED_LANES_BYTES of
-SSA lanes in a fixed order (element l of each block into lane l, lanes combined by halving):
-the quick tier's scalar code and the optimized code (SLP-vectorized) compute the same bits.
-Other float add/multiply combiners are marked `reassoc` and max/min use
+it). Reductions: a float sum/product/max/min over the contiguous minor dim of a short
+prologue (`fixed_lanes_prologue`: row sums, x*x, (x - mean)**2, exp(x - max)) is explicit
+vector IR, FIXED_LANES vector accumulators in a fixed order: the quick tier's code and the
+optimized code compute the same bits, both at vector speed. Other float add/multiply
+combiners are marked `reassoc` and max/min use
 llvm.maximum/minimum, so LLVM vectorizes them with vector accumulators: the summation order
 then depends only on the code (vector width and interleave chosen at compile time for the
 host). Either way a compiled module sums each output element in the same order every run,
@@ -139,7 +139,10 @@ def reg_type(dt) -> ir.Type:
 
 
 def float_suffix(t: ir.Type) -> str:
-  """The type suffix of an overloaded intrinsic: llvm.fabs.f32, llvm.ctpop.i16."""
+  """The type suffix of an overloaded intrinsic: llvm.fabs.f32, llvm.ctpop.i16,
+  llvm.maximum.v16f32."""
+  if isinstance(t, ir.VectorType):
+    return f"v{t.count}{float_suffix(t.element)}"
   if isinstance(t, ir.IntType):
     return f"i{t.width}"
   return {"half": "f16", "float": "f32", "double": "f64"}[str(t)]
@@ -1400,11 +1403,11 @@ def _reduce(em, instr, idx):
   rdims = sorted(instr.attrs["dimensions"])
   in_dims = inputs[0].shape.dims
   comp = instr.called[0]
-  reassoc = combiner_kind(comp) in ("add", "multiply") and \
-      not is_narrow(inputs[0].dtype) and kind(inputs[0].dtype) == "f"
+  reassoc = reassociable(instr)
   # A float sum/product of a cheap prologue over the contiguous minor dim: SSA lanes in a
   # fixed order (`fixed_lanes`), so no `reassoc` flag (the module may start at the quick tier)
-  lanes_n = _fixed_lanes(em, inputs[0], in_dims, rdims) if reassoc else 0
+  lanes_n = _fixed_lanes(em, inputs[0], in_dims, rdims) \
+      if reassoc or _float_max_min(instr) else 0
   reassoc = reassoc and not lanes_n
   acc0 = [em.emit(i, ()) for i in inits]
   kept = iter(idx)
@@ -1479,12 +1482,15 @@ def _reduce(em, instr, idx):
     block into accumulator u (lane 0 of the first starts from the carried value, every other
     lane from the identity), the prologue computed on vectors (`_vector_value`); then the
     accumulators and the halves of the vector combine pairwise, then the tail in order.
-    Explicit vector IR without fast-math flags: quick and optimized code add in this order."""
+    Explicit vector IR without fast-math flags: quick and optimized code add in this order
+    (max and min, exact in any order, take this path for the quick tier's speed)."""
     b, n = em.b, in_dims[d]
-    op = b.fadd if combiner_kind(comp) == "add" else b.fmul
+
+    def op(x, y):
+      return em.apply(comp, [x, y])[0]
     vt = ir.VectorType(carried[0].type, lanes_n)
     step_n = lanes_n * FIXED_LANES
-    ident = const_of(inputs[0].dtype, -0.0 if combiner_kind(comp) == "add" else 1.0)
+    ident = const_of(inputs[0].dtype, _IDENTITY[combiner_kind(comp)])
     splat = ir.Constant(vt, [ident.constant] * lanes_n)
     first = b.insert_element(splat, carried[0], ir.Constant(I32, 0))
 
@@ -1509,11 +1515,14 @@ def _reduce(em, instr, idx):
                           [width + k if k < width else 0 for k in range(lanes_n)])
       v = op(v, b.shuffle_vector(v, ir.Constant(vt, None), upper))
 
+    acc = [b.extract_element(v, ir.Constant(I32, 0))]
+    if n % step_n == 0:       # no tail: no scalar copy of the prologue (its math) to compile
+      return acc
+
     def tail(j, c):
       full[d] = j
       return step(c)
-    return em.loop(em.i64(n // step_n * step_n), em.i64(n),
-                   [b.extract_element(v, ir.Constant(I32, 0))], tail)
+    return em.loop(em.i64(n // step_n * step_n), em.i64(n), acc, tail)
 
   def nest(level, carried):
     if level == len(rdims):
@@ -1538,25 +1547,28 @@ def _reduce(em, instr, idx):
 # Fixed-order lanes (`_reduce`'s fixed_lanes): FIXED_LANES vectors of 64 bytes (AVX-512
 # zmm) of accumulators, as many independent add chains as LLVM's interleaved loop
 # vectorizer kept in flight. Only a short prologue of vector-friendly ops qualifies (row
-# sums, x*x, (x - mean)**2, softmax's sum of its row buffer): parameters read along the
-# minor dim, row buffers (`fill_row_caches`), values invariant along it (broadcasts, scalar
-# constants), and float add/subtract/multiply/divide/negate.
+# sums, x*x, (x - mean)**2, softmax's sum of its row buffer, logsumexp's exp(x - max)):
+# parameters read along the minor dim, row buffers (`fill_row_caches`), values invariant
+# along it (broadcasts, scalar constants), float add/subtract/multiply/divide/negate and
+# the math library's functions (which take vector types).
 FIXED_LANES = 4
 FIXED_LANES_BYTES = 64
 FIXED_LANES_MAX_OPS = 6
 _VECTOR_OPS = {"add", "subtract", "multiply", "divide", "negate"}
 
 
-def _fixed_lanes(em, x: hlo.Instr, in_dims: Sequence[int], rdims: Sequence[int]) -> int:
-  """The vector width of a fixed-order float sum/product of `x` (0: reassociate instead):
-  it covers the minor dim, which is long enough, and `_vector_value` can compute x."""
+def fixed_lanes_prologue(x: hlo.Instr, in_dims: Sequence[int], rdims: Sequence[int],
+                         is_leaf: Callable = lambda i: False) -> list | None:
+  """The ops `_vector_value` computes for a fixed-order float sum/product of `x`, or None
+  when there is none (reassociate instead): the reduction covers the minor dim, which is
+  long enough, and x is made of vector-friendly ops (`is_leaf`: more values read from
+  memory, the emitter's row buffers)."""
+  from ember._src.backends.cpu import mathlib
   minor = len(in_dims) - 1
-  if not rdims or rdims[-1] != minor or em.param_address is None:
-    return 0
-  lanes = FIXED_LANES_BYTES // np.dtype(x.dtype).itemsize
-  if in_dims[minor] < lanes * FIXED_LANES:
-    return 0
-  ops, todo, seen = 0, [x], set()
+  if not rdims or rdims[-1] != minor or \
+      in_dims[minor] < FIXED_LANES * FIXED_LANES_BYTES // np.dtype(x.dtype).itemsize:
+    return None
+  ops, todo, seen = [], [x], set()
   while todo:
     i = todo.pop()
     if i.id in seen:
@@ -1564,13 +1576,51 @@ def _fixed_lanes(em, x: hlo.Instr, in_dims: Sequence[int], rdims: Sequence[int])
     seen.add(i.id)
     if i.opcode == "parameter" and tuple(i.shape.dims) == tuple(in_dims) or \
         i.opcode == "broadcast" and minor not in i.attrs["dimensions"] or \
-        i.opcode == "constant" and not i.shape.dims or i.id in em.row_cache:
+        i.opcode == "constant" and not i.shape.dims or is_leaf(i):
       continue
-    if i.opcode not in _VECTOR_OPS or i.dtype != x.dtype:
-      return 0
-    ops += 1
+    if i.opcode not in _VECTOR_OPS and i.opcode not in mathlib.OPCODES or i.dtype != x.dtype:
+      return None
+    ops.append(i)
     todo.extend(i.operands)
-  return lanes if ops <= FIXED_LANES_MAX_OPS else 0
+  return ops if len(ops) <= FIXED_LANES_MAX_OPS else None
+
+
+def _fixed_lanes(em, x: hlo.Instr, in_dims: Sequence[int], rdims: Sequence[int]) -> int:
+  """The vector width of a fixed-order float sum/product of `x` in this kernel, or 0."""
+  if em.param_address is None or \
+      fixed_lanes_prologue(x, in_dims, rdims, lambda i: i.id in em.row_cache) is None:
+    return 0
+  return FIXED_LANES_BYTES // np.dtype(x.dtype).itemsize
+
+
+_IDENTITY = {"add": -0.0, "multiply": 1.0, "maximum": -np.inf, "minimum": np.inf}
+
+
+def _float_max_min(reduce: hlo.Instr) -> bool:
+  x = reduce.operands[0]
+  return combiner_kind(reduce.called[0]) in ("maximum", "minimum") and \
+      not is_narrow(x.dtype) and kind(x.dtype) == "f"
+
+
+def reassociable(reduce: hlo.Instr) -> bool:
+  """A float (not narrow) sum or product: LLVM vectorizes it only with `reassoc`."""
+  x = reduce.operands[0]
+  return combiner_kind(reduce.called[0]) in ("add", "multiply") and \
+      not is_narrow(x.dtype) and kind(x.dtype) == "f"
+
+
+def vector_transcendentals(comp: hlo.Computation) -> float:
+  """The transcendentals fixed-order reductions compute on vectors in `comp` (fusions
+  included): the quick tier runs them at vector speed (tiering.quick_pays)."""
+  n = 0.0
+  for i in comp.instrs:
+    if i.opcode == "reduce" and reassociable(i):
+      x = i.operands[0]
+      ops = fixed_lanes_prologue(x, x.shape.dims, sorted(i.attrs["dimensions"]))
+      n += sum(o.opcode in hlo.TRANSCENDENTAL for o in ops or ()) * x.shape.size
+    elif i.opcode in ("fusion", "call"):
+      n += sum(vector_transcendentals(c) for c in i.called)
+  return n
 
 
 def _vector_value(em, x: hlo.Instr, index: tuple, vt: ir.VectorType) -> ir.Value:
