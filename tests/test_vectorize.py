@@ -237,6 +237,10 @@ FIXED = {   # name -> (function, NumPy float64 reference, whether it is fixed-or
     "softmax": (softmax, np_softmax, True),
     "sum_of_exp": (lambda x: jnp.exp(x).sum(axis=1), lambda x: np.exp(x).sum(1), True),
     "logsumexp": (logsumexp, np_logsumexp, True),
+    "logsumexp_all": (lambda x: ember.nn.logsumexp(x),   # split in 8 stages, reshaped
+                      lambda x: np.log(np.exp(x - x.max()).sum()) + x.max(), True),
+    "reshaped_rows": (lambda x: x.reshape(3, 11, -1).sum(axis=(1, 2)),
+                      lambda x: x.reshape(3, 11, -1).sum(axis=(1, 2)), True),
     "long_prologue": (lambda x: ((((x + 1) * 2 - 3) * x + 4) * x - 5).sum(axis=1) * x[:, 0],
                       lambda x: ((((x + 1) * 2 - 3) * x + 4) * x - 5).sum(1) * x[:, 0],
                       False),
@@ -294,3 +298,12 @@ def test_fixed_order_sums_keep_signed_zeros_infinities_and_nans():
     got = np.asarray(ember.jit(lambda v: (v * v).sum(axis=1))(x64))
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, (x64 * x64).sum(1), rtol=1e-14)
+
+
+def test_sums_of_a_few_terms_run_in_order():
+  """At most SEQUENTIAL_MAX terms per output: no reassoc (tier-stable), still correct."""
+  x = rng_data(100, 12, seed=4)
+  f = lambda v: (v * 3).sum(axis=1)
+  np.testing.assert_allclose(np.asarray(ember.jit(f)(x)), (x.astype(np.float64) * 3).sum(1),
+                             rtol=1e-6, atol=1e-6)
+  assert "reassoc" not in ember.jit(f).lower(x).compile().runtime_executable().llvm_ir

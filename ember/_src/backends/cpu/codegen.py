@@ -1199,6 +1199,11 @@ def reshape_groups(src: Sequence[int], dst: Sequence[int]) -> list[tuple[list, l
 
 
 def _reshape(em, instr, idx):
+  return em.emit(instr.operands[0], reshape_index(em, instr, idx))
+
+
+def reshape_index(em, instr, idx) -> tuple:
+  """The operand's index of a reshape's element `idx`."""
   op = instr.operands[0]
   src, dst = op.shape.dims, instr.shape.dims
   out = [None] * len(src)
@@ -1213,7 +1218,15 @@ def _reshape(em, instr, idx):
     lin = em.linear([idx[d] for d in gd], ddims) if gd else em.i64(0)
     for s, v in zip(gs, em.delinear(lin, sdims)):
       out[s] = v
-  return em.emit(op, tuple(out))
+  return tuple(out)
+
+
+def keeps_minor_dim(reshape: hlo.Instr) -> bool:
+  """Whether a reshape passes its operand's minor dim through unchanged (consecutive
+  elements along it stay consecutive)."""
+  src, dst = reshape.operands[0].shape.dims, reshape.shape.dims
+  return bool(src) and bool(dst) and \
+      reshape_groups(src, dst)[-1] == ([len(src) - 1], [len(dst) - 1])
 
 
 def _reverse(em, instr, idx):
@@ -1404,8 +1417,10 @@ def _reduce(em, instr, idx):
   in_dims = inputs[0].shape.dims
   comp = instr.called[0]
   reassoc = reassociable(instr)
-  # A float sum/product of a cheap prologue over the contiguous minor dim: SSA lanes in a
-  # fixed order (`fixed_lanes`), so no `reassoc` flag (the module may start at the quick tier)
+  if reassoc and int(np.prod([in_dims[d] for d in rdims])) <= SEQUENTIAL_MAX:
+    reassoc = False           # a few terms: in order (tier-stable) costs next to nothing
+  # A float reduction of a short prologue over the contiguous minor dim: explicit vector
+  # lanes in a fixed order (`fixed_lanes`), no `reassoc` (its module may start quick)
   lanes_n = _fixed_lanes(em, inputs[0], in_dims, rdims) \
       if reassoc or _float_max_min(instr) else 0
   reassoc = reassoc and not lanes_n
@@ -1554,34 +1569,39 @@ def _reduce(em, instr, idx):
 FIXED_LANES = 4
 FIXED_LANES_BYTES = 64
 FIXED_LANES_MAX_OPS = 6
+SEQUENTIAL_MAX = 16     # float sums of at most this many terms per output: in order
 _VECTOR_OPS = {"add", "subtract", "multiply", "divide", "negate"}
 
 
 def fixed_lanes_prologue(x: hlo.Instr, in_dims: Sequence[int], rdims: Sequence[int],
                          is_leaf: Callable = lambda i: False) -> list | None:
-  """The ops `_vector_value` computes for a fixed-order float sum/product of `x`, or None
+  """The ops `_vector_value` computes for a fixed-order float reduction of `x`, or None
   when there is none (reassociate instead): the reduction covers the minor dim, which is
-  long enough, and x is made of vector-friendly ops (`is_leaf`: more values read from
-  memory, the emitter's row buffers)."""
+  long enough, and x is made of vector-friendly ops down to values read along the minor dim
+  (parameters, through reshapes that keep it; `is_leaf`: the emitter's row buffers) or
+  invariant along it (scalars, broadcasts that do not map it)."""
   from ember._src.backends.cpu import mathlib
   minor = len(in_dims) - 1
   if not rdims or rdims[-1] != minor or \
       in_dims[minor] < FIXED_LANES * FIXED_LANES_BYTES // np.dtype(x.dtype).itemsize:
     return None
-  ops, todo, seen = [], [x], set()
+  ops, todo, seen = [], [(x, False)], set()
   while todo:
-    i = todo.pop()
-    if i.id in seen:
+    i, reshaped = todo.pop()
+    if (i.id, reshaped) in seen:
       continue
-    seen.add(i.id)
-    if i.opcode == "parameter" and tuple(i.shape.dims) == tuple(in_dims) or \
-        i.opcode == "broadcast" and minor not in i.attrs["dimensions"] or \
-        i.opcode == "constant" and not i.shape.dims or is_leaf(i):
+    seen.add((i.id, reshaped))
+    if not i.shape.dims or i.opcode == "parameter" or \
+        i.opcode == "broadcast" and len(i.shape.dims) - 1 not in i.attrs["dimensions"] or \
+        is_leaf(i) and not reshaped:
+      continue
+    if i.opcode == "reshape" and keeps_minor_dim(i):
+      todo.append((i.operands[0], True))
       continue
     if i.opcode not in _VECTOR_OPS and i.opcode not in mathlib.OPCODES or i.dtype != x.dtype:
       return None
     ops.append(i)
-    todo.extend(i.operands)
+    todo.extend((o, reshaped) for o in i.operands)
   return ops if len(ops) <= FIXED_LANES_MAX_OPS else None
 
 
@@ -1623,22 +1643,26 @@ def vector_transcendentals(comp: hlo.Computation) -> float:
   return n
 
 
-def _vector_value(em, x: hlo.Instr, index: tuple, vt: ir.VectorType) -> ir.Value:
+def _vector_value(em, x: hlo.Instr, index: tuple, vt: ir.VectorType,
+                  reshaped: bool = False) -> ir.Value:
   """`x` at `index` and the next vt.count - 1 positions of the minor dim, as one vector
   (`_fixed_lanes` checked that x is made of what this computes)."""
   b = em.b
-  if x.id in em.row_cache or x.opcode == "parameter":   # a row buffer (softmax's exp)
-    ptr = em.param_address(x.attrs["number"], index) if x.id not in em.row_cache else \
-        b.gep(em.row_cache[x.id][1], [index[-1]], inbounds=True, source_etype=vt.element)
+  cached = x.id in em.row_cache and not reshaped    # a row buffer (softmax's exp)
+  if x.opcode == "parameter" and x.shape.dims or cached:
+    ptr = b.gep(em.row_cache[x.id][1], [index[-1]], inbounds=True,
+                source_etype=vt.element) if cached else em.param_address(x.attrs["number"], index)
     v = b.load(ptr, typ=vt)
     v.align = np.dtype(x.dtype).itemsize
     return v
-  if x.opcode in ("broadcast", "constant"):     # invariant along the minor dim
-    s = em.emit(x, index if x.opcode == "broadcast" else ())
+  if not x.shape.dims or x.opcode == "broadcast":     # invariant along the minor dim
+    s = em.emit(x, index if x.shape.dims else ())
     one = b.insert_element(ir.Constant(vt, None), s, ir.Constant(I32, 0))
     return b.shuffle_vector(one, ir.Constant(vt, None),
                             ir.Constant(ir.VectorType(I32, vt.count), [0] * vt.count))
-  return em.scalar_op(x, [_vector_value(em, o, index, vt) for o in x.operands])
+  if x.opcode == "reshape":
+    return _vector_value(em, x.operands[0], reshape_index(em, x, index), vt, True)
+  return em.scalar_op(x, [_vector_value(em, o, index, vt, reshaped) for o in x.operands])
 
 
 _INDEX_RULES: dict[str, Callable] = {
