@@ -276,3 +276,16 @@ def test_fork_while_another_thread_is_inside_llvmlite():
   r = subprocess.run([sys.executable, "-c", FORK_WHILE_LLVM_IS_BUSY], capture_output=True,
                      text=True, timeout=120, env=dict(os.environ, PYTHONPATH=root))
   assert r.returncode == 0 and r.stdout.strip() == "0", (r.stdout, r.stderr)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux /proc")
+def test_the_tier_up_worker_runs_at_a_lower_priority():
+  """Its compile must not take a core from the quick code a first call runs."""
+  from ember._src.backends.cpu import tiering
+  exe = _executable(lambda v: jnp.cos(v) * 3, np.ones(16, np.float32))
+  exe.tier_up_pending.wait()
+  tid = tiering._worker.native_id
+  with open(f"/proc/self/task/{tid}/stat") as f:
+    nice = int(f.read().rsplit(")", 1)[1].split()[16])
+  assert nice == tiering.WORKER_NICE
+  assert os.getpriority(os.PRIO_PROCESS, 0) == 0            # the rest of the process
