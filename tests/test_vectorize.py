@@ -224,6 +224,11 @@ def test_expensive_value_read_through_broadcast(row):
   np.testing.assert_allclose(np.asarray(ember.jit(f)(x, y)), expected, rtol=1e-6, atol=1e-6)
 
 
+def _softmax_plus_total(np_, x):
+  e = np_.exp(x - x.max(1, keepdims=True))
+  return e / e.sum(1, keepdims=True) + e.sum()
+
+
 # Fixed-order float sums (codegen's `fixed_lanes`): a sum/product along the minor dim of a
 # short prologue is explicit vector IR (4 vectors of 64 bytes of accumulators), no `reassoc`.
 FIXED = {   # name -> (function, NumPy float64 reference, whether it is fixed-order)
@@ -239,6 +244,9 @@ FIXED = {   # name -> (function, NumPy float64 reference, whether it is fixed-or
     "logsumexp": (logsumexp, np_logsumexp, True),
     "logsumexp_all": (lambda x: ember.nn.logsumexp(x),   # split in 8 stages, reshaped
                       lambda x: np.log(np.exp(x - x.max()).sum()) + x.max(), True),
+    # the row buffer of exp holds one row: the total over all rows recomputes it
+    "softmax_plus_total": (lambda x: _softmax_plus_total(jnp, x),
+                           lambda x: _softmax_plus_total(np, x), True),
     "reshaped_rows": (lambda x: x.reshape(3, 11, -1).sum(axis=(1, 2)),
                       lambda x: x.reshape(3, 11, -1).sum(axis=(1, 2)), True),
     "long_prologue": (lambda x: ((((x + 1) * 2 - 3) * x + 4) * x - 5).sum(axis=1) * x[:, 0],

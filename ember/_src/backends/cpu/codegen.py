@@ -405,10 +405,9 @@ class ElementalEmitter(IRHelpers):
       hit = scope.get(key)
       if hit is not None:
         return hit[1]
-    rc = self.row_cache.get(instr.id)
+    rc = self.cached_row(instr, index)
     rule = _INDEX_RULES.get(instr.opcode)
-    if rc is not None and len(index) == len(rc[0]) + 1 and \
-        all(a is c for a, c in zip(index, rc[0])):
+    if rc is not None:
       outer, buf, t = rc
       value = self.b.load(self.b.gep(buf, [index[-1]], inbounds=True, source_etype=t), typ=t)
     elif rule is not None:
@@ -422,6 +421,15 @@ class ElementalEmitter(IRHelpers):
                          f"(%{instr.name}) inside a fusion")
     self.scopes[-1][key] = (index, value)   # the index is kept alive with its ids
     return value
+
+  def cached_row(self, instr: hlo.Instr, index: tuple):
+    """(outer index, row buffer, type) when the buffer `fill_row_caches` filled holds
+    `instr` along the minor dim of `index`, else None."""
+    rc = self.row_cache.get(instr.id)
+    if rc is not None and len(index) == len(rc[0]) + 1 and \
+        all(a is c for a, c in zip(index, rc[0])):
+      return rc
+    return None
 
   def fill_row_caches(self, instrs, outer: tuple) -> None:
     """Compute each of `instrs` over the row `outer` (every position of its minor dim) into
@@ -1419,14 +1427,14 @@ def _reduce(em, instr, idx):
   reassoc = reassociable(instr)
   if reassoc and int(np.prod([in_dims[d] for d in rdims])) <= SEQUENTIAL_MAX:
     reassoc = False           # a few terms: in order (tier-stable) costs next to nothing
-  # A float reduction of a short prologue over the contiguous minor dim: explicit vector
-  # lanes in a fixed order (`fixed_lanes`), no `reassoc` (its module may start quick)
-  lanes_n = _fixed_lanes(em, inputs[0], in_dims, rdims) \
-      if reassoc or _float_max_min(instr) else 0
-  reassoc = reassoc and not lanes_n
   acc0 = [em.emit(i, ()) for i in inits]
   kept = iter(idx)
   full = [None if d in rdims else next(kept) for d in range(len(in_dims))]
+  # A float reduction of a short prologue over the contiguous minor dim: explicit vector
+  # lanes in a fixed order (`fixed_lanes`), no `reassoc` (its module may start quick)
+  lanes_n = _fixed_lanes(em, inputs[0], in_dims, rdims, tuple(full)) \
+      if reassoc or _float_max_min(instr) else 0
+  reassoc = reassoc and not lanes_n
 
   def step(carried):
     em.push()
@@ -1605,10 +1613,12 @@ def fixed_lanes_prologue(x: hlo.Instr, in_dims: Sequence[int], rdims: Sequence[i
   return ops if len(ops) <= FIXED_LANES_MAX_OPS else None
 
 
-def _fixed_lanes(em, x: hlo.Instr, in_dims: Sequence[int], rdims: Sequence[int]) -> int:
-  """The vector width of a fixed-order float sum/product of `x` in this kernel, or 0."""
-  if em.param_address is None or \
-      fixed_lanes_prologue(x, in_dims, rdims, lambda i: i.id in em.row_cache) is None:
+def _fixed_lanes(em, x: hlo.Instr, in_dims: Sequence[int], rdims: Sequence[int],
+                 index: tuple) -> int:
+  """The vector width of a fixed-order float reduction of `x` in this kernel (at `index`,
+  the reduced dims unset), or 0."""
+  if em.param_address is None or fixed_lanes_prologue(
+      x, in_dims, rdims, lambda i: em.cached_row(i, index) is not None) is None:
     return 0
   return FIXED_LANES_BYTES // np.dtype(x.dtype).itemsize
 
@@ -1648,10 +1658,10 @@ def _vector_value(em, x: hlo.Instr, index: tuple, vt: ir.VectorType,
   """`x` at `index` and the next vt.count - 1 positions of the minor dim, as one vector
   (`_fixed_lanes` checked that x is made of what this computes)."""
   b = em.b
-  cached = x.id in em.row_cache and not reshaped    # a row buffer (softmax's exp)
+  cached = None if reshaped else em.cached_row(x, index)   # a row buffer (softmax's exp)
   if x.opcode == "parameter" and x.shape.dims or cached:
-    ptr = b.gep(em.row_cache[x.id][1], [index[-1]], inbounds=True,
-                source_etype=vt.element) if cached else em.param_address(x.attrs["number"], index)
+    ptr = b.gep(cached[1], [index[-1]], inbounds=True, source_etype=vt.element) if cached \
+        else em.param_address(x.attrs["number"], index)
     v = b.load(ptr, typ=vt)
     v.align = np.dtype(x.dtype).itemsize
     return v
