@@ -1644,7 +1644,7 @@ def vector_transcendentals(comp: hlo.Computation) -> float:
   included): the quick tier runs them at vector speed (tiering.quick_pays)."""
   n = 0.0
   for i in comp.instrs:
-    if i.opcode == "reduce" and reassociable(i):
+    if i.opcode == "reduce" and (reassociable(i) or _float_max_min(i)):
       x = i.operands[0]
       ops = fixed_lanes_prologue(x, x.shape.dims, sorted(i.attrs["dimensions"]))
       n += sum(o.opcode in hlo.TRANSCENDENTAL for o in ops or ()) * x.shape.size
