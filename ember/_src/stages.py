@@ -267,13 +267,16 @@ def _take_donated(a, aliased: bool):
 
 def _estimated_ns(module: hlo.Module) -> float:
   """A rough single-core run time of the whole module (the thread pool's cost model over
-  the module's cost analysis): calls below executor.INLINE_NS run inline when the executor
-  is idle, where a hand-off to the executor thread would cost more than it overlaps."""
+  the module's cost analysis, dots at their own rate): calls that run under
+  executor.INLINE_NS on the pool's threads run inline when the executor is idle, where a
+  hand-off to the executor thread would cost more than it overlaps."""
   from ember._src import analysis
   from ember._src.backends.cpu import threadpool
   ca = analysis.cost_analysis(module)
+  dots = analysis.dot_flops(module.entry)
   return threadpool.estimate_ns(threadpool.KernelCost(
-      ca.get("bytes accessed", 0.0), ca.get("flops", 0.0), ca.get("transcendentals", 0.0)))
+      ca.get("bytes accessed", 0.0), ca.get("flops", 0.0) - dots,
+      ca.get("transcendentals", 0.0), dot_flops=dots))
 
 
 def _tier_up_pays(module: hlo.Module, flags) -> bool:
@@ -295,6 +298,7 @@ class _RunPlan:
   """What `CompiledComputation.run` needs per call, computed once per executable."""
 
   def __init__(self, comp: CompiledComputation):
+    from ember._src.backends.cpu import threadpool
     from ember._src.backends.cpu.executable import Executable
     self.executable = ex = comp.executable
     self.name = comp.module.name
@@ -306,7 +310,8 @@ class _RunPlan:
     nbytes += sum(av.dtype.itemsize * int(np.prod(av.shape, dtype=np.int64))
                   for av in comp.out_avals if isinstance(av.dtype, np.dtype))
     est = comp.estimated_ns if comp.estimated_ns is not None else _estimated_ns(comp.module)
-    self.small = nbytes < executor._INLINE_BYTES or est < executor.INLINE_NS
+    self.small = nbytes < executor._INLINE_BYTES or \
+        est / threadpool.num_threads() < executor.INLINE_NS
     self.aliased = frozenset(getattr(ex, "donated", ()))
     name = self.name
     if type(ex) is Executable:
