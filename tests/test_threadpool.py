@@ -307,7 +307,8 @@ def test_dot_chunks_by_rows_or_column_panels():
 @pytest.mark.skipif(not threadpool._supported(), reason="no thread pool on this platform")
 def test_consecutive_kernels_split_ones_included_run_in_one_native_call():
   """A chain of kernels some of which are split runs as ONE call of the pool's step runner
-  (no return to Python between kernels): the same bits as on one core, and NumPy's values;
+  (no return to Python between kernels), as does an unsplit chain: the same bits as on one
+  core, and NumPy's values;
   after a fork, the child rebuilds the table for its own pool."""
   def f(x):
     y = ember.lax.optimization_barrier(jnp.sin(x))      # kernel 1
@@ -319,6 +320,9 @@ def test_consecutive_kernels_split_ones_included_run_in_one_native_call():
   (step,) = split._steps
   assert type(step) is tuple and step[2] == len(kernels(split)) >= 2
   assert step[0] is threadpool._get_pool().native.run_steps
+  (serial,) = one._steps          # unsplit: the same runner, no pool state in its table
+  assert serial[0] is step[0] and serial[2] == step[2] and serial[3][0, 0] == 0
+  assert step[3][0, 0] == threadpool._get_pool().state
   np.testing.assert_array_equal(outs[1], outs[0])
   np.testing.assert_array_equal(outs[2], outs[0])
   y = np.sin(x.astype(np.float64))

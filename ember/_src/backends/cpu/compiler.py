@@ -500,7 +500,7 @@ def _jit(ir_text: str, opt_level: int, times: dict | None = None, private: bool 
         times)
   elif (parts := None if private else _parallel_parts(ir_text)):
     code_size, opt_ir, obj = _compile_in_parallel(
-        [(ir_text, tier, parts[1 - k]) for k in range(2)], times)
+        [_part_job(ir_text, parts[k], parts[1 - k], tier) for k in range(2)], times)
   else:
     with (contextlib.nullcontext() if private else _jit_lock):
       code_size, opt_ir, obj = _compile(ir_text, tier, private, times)
@@ -544,10 +544,9 @@ def _compile(ir_text: str, tier: LLVMTier, private: bool, times: dict,
 
 
 # A module of at least this much IR text with 2+ kernels is compiled as two halves on two
-# threads (each half parses the whole module and keeps the other half's kernels only as
-# internal copies where its own call them, e.g. a dot kernel's epilogue).
+# threads (`_part_job`: each half a module of only what its kernels are made of, a kernel of
+# the other half that one of them calls, e.g. a dot kernel's epilogue, as an internal copy).
 PARALLEL_MIN_IR_CHARS = 40_000
-_DEFINE = re.compile(r'^define (?!internal)[^@]*@"?([^"(]+)"?\(', re.M)
 _PART_MARK = "\n; ---- ember: the next part of the module (compiled in parallel) ----\n"
 
 
@@ -557,11 +556,11 @@ def _parallel_parts(ir_text: str) -> list[list[str]] | None:
   from ember._src.backends.cpu import threadpool
   if len(ir_text) < PARALLEL_MIN_IR_CHARS or threadpool.num_threads() < 2:
     return None
-  found = [(m.start(), m.group(1)) for m in _DEFINE.finditer(ir_text)]
-  if len(found) < 2:
+  fns, closures = _functions(ir_text), _kernel_closures(ir_text)
+  if len(closures) < 2:
     return None
-  ends = [pos for pos, _ in found[1:]] + [len(ir_text)]
-  sizes = sorted(((e - pos, name) for (pos, name), e in zip(found, ends)), reverse=True)
+  sizes = sorted(((sum(len(fns[n][0]) for n in names), k) for k, names in closures.items()),
+                 reverse=True)
   halves, weight = ([], []), [0, 0]
   for size, name in sizes:            # the larger kernels first, each to the lighter half
     k = int(weight[1] < weight[0])
@@ -600,11 +599,13 @@ _FUNCTION = re.compile(r'^define (internal )?[^@\n]*@"?([^"(\n]+)"?\(.*?^}(?:\n|
 _REFERENCE = re.compile(r'@"?([\w.$-]+)"?')
 
 
+@functools.lru_cache(maxsize=4)   # one module's: deciding and building its parts read it
 def _functions(ir_text: str) -> dict[str, tuple[str, bool]]:
   """Function name -> (its definition's text, exported), in module order."""
   return {m.group(2): (m.group(0), not m.group(1)) for m in _FUNCTION.finditer(ir_text)}
 
 
+@functools.lru_cache(maxsize=4)
 def _kernel_closures(ir_text: str) -> dict[str, set[str]]:
   """Each exported function (kernel) -> the functions it is made of: itself and what it
   calls, transitively."""

@@ -109,63 +109,22 @@ class Frame:
     return raw.view(shape.dtype).reshape(shape.dims)
 
 
-# Runs consecutive kernels of the cached frame in one ctypes call (each call through ctypes
-# costs ~0.5-1 us: a chain of small kernels, e.g. 20 x tanh(x @ x) on 64 x 64, paid it per
-# kernel): `steps` is an i64 array of (function, its buffer pointer array, outer) triples.
-_STEP_RUNNER_IR = """
-define void @ember_run_steps(i64* %steps, i64 %start, i64 %stop) {
-entry:
-  br label %hdr
-hdr:
-  %i = phi i64 [ %start, %entry ], [ %next, %body ]
-  %more = icmp slt i64 %i, %stop
-  br i1 %more, label %body, label %done
-body:
-  %base = mul i64 %i, 3
-  %pf = getelementptr i64, i64* %steps, i64 %base
-  %f = load i64, i64* %pf
-  %pb = getelementptr i64, i64* %pf, i64 1
-  %bufs = load i64, i64* %pb
-  %pn = getelementptr i64, i64* %pf, i64 2
-  %n = load i64, i64* %pn
-  %fn = inttoptr i64 %f to void (i64, i64, i64)*
-  call void %fn(i64 %bufs, i64 0, i64 %n)
-  %next = add i64 %i, 1
-  br label %hdr
-done:
-  ret void
-}
-"""
-
-
-@functools.cache
-def _step_runner():
-  """(engine, the runner as a KERNEL_CFUNC), loaded once per process."""
-  from ember._src.backends.cpu import runtime_cache   # compiled once per machine
-  engine, addr = runtime_cache.load_or_compile("ember_run_steps", lambda: _STEP_RUNNER_IR,
-                                               _STEP_RUNNER_IR, 2)
-  return engine, KERNEL_CFUNC(addr("ember_run_steps"))
-
-
 def _batch_direct_calls(steps: list) -> list:
   """Replace each run of 2+ direct kernel calls `(fn, buffers, outer, nchunks)` by one
   native call `(runner, table address, rows, table)` (the table is kept alive by the step
-  itself): the step runner when every kernel runs whole on this core, else the thread
-  pool's (threadpool.step_table), which splits the kernels with nchunks > 1. A lone
+  itself): the thread pool's step runner (threadpool.step_table), which splits the kernels
+  with nchunks > 1 and runs the others whole. Each call through ctypes costs ~0.5-1 us: a
+  chain of small kernels, e.g. 20 x tanh(x @ x) on 64 x 64, paid it per kernel. A lone
   kernel stays a direct call `(fn, buffers, outer)` if it runs whole, else its thunk."""
   from ember._src.backends.cpu import threadpool
   out, run = [], []
 
   def flush():
-    split = any(st[3] > 1 for st in run)
     rows = [(ctypes.cast(st[0], ctypes.c_void_p).value, ctypes.addressof(st[1]), st[2], st[3])
             for st in run]
-    pooled = threadpool.step_table(rows) if split and len(run) > 1 else None
-    if pooled is not None:
-      out.append((pooled[0], pooled[1].ctypes.data, len(rows), pooled[1]))
-    elif len(run) > 1 and not split:
-      table = np.array([r[:3] for r in rows], np.int64)
-      out.append((_step_runner()[1], table.ctypes.data, len(run), table))
+    batched = threadpool.step_table(rows) if len(run) > 1 else None
+    if batched is not None:
+      out.append((batched[0], batched[1].ctypes.data, len(rows), batched[1]))
     else:
       out.extend(st[4] if st[3] > 1 else st[:3] for st in run)
     run.clear()

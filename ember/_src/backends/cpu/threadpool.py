@@ -476,9 +476,9 @@ define void @ember_pool_noop(ptr %bufs, i64 %start, i64 %stop) {
   ret void
 }
 
-; a kernel-ABI function running rows [start, stop) of a table: row 0 holds the pool's state,
-; rows 1.. (kernel, buffers, outer, nchunks), each run by ember_pool_run (whole on this thread
-; when nchunks <= 1): a chain of kernels, split ones included, in one call
+; a kernel-ABI function running rows [start, stop) of a table: row 0 holds the pool's state
+; (null when no row splits), rows 1.. (kernel, buffers, outer, nchunks), each run by
+; ember_pool_run (whole on this thread when nchunks <= 1): a chain of kernels in one call
 define void @ember_pool_run_steps(ptr %table, i64 %start, i64 %stop) {
 entry:
   %s = load ptr, ptr %table
@@ -618,18 +618,24 @@ def run(fn: int, buffers, outer: int, nchunks: int) -> None:
 
 def step_table(rows) -> tuple | None:
   """(runner, table) for running `rows` (kernel address, buffer pointer array address,
-  outer, nchunks) in order, each split over the pool as `run` would, in ONE native call
-  `runner(table.ctypes.data, 0, len(rows))` (the kernel ABI: executable.py calls it like a
-  kernel). No return to Python between kernels, whose interpreter state the previous
-  kernel evicted from the caches: ~10-20 us after each split kernel. Starts the pool; None
-  where kernels cannot be split. The table holds the pool's state: a forked child builds
-  its own."""
-  p = _pool or _get_pool()
-  if not isinstance(p, _Pool):
-    return None
+  outer, nchunks) in order in ONE native call `runner(table.ctypes.data, 0, len(rows))`
+  (the kernel ABI: executable.py calls it like a kernel). No return to Python between
+  kernels, whose interpreter state the previous kernel evicted from the caches: ~10-20 us
+  after each split kernel, ~0.5-1 us of ctypes after each small one. A row with nchunks > 1
+  is split over the pool as `run` would (this starts the pool; the table holds its state, so
+  a forked child builds its own); where kernels cannot be split, or none asks to, every
+  kernel runs whole on the caller (ember_pool_run never reads the state then). None if the
+  pool's module cannot be built here."""
   import numpy as np
-  table = np.array([(p.state, 0, 0, 0), *rows], np.int64)
-  return p.native.run_steps, table
+  p = (_pool or _get_pool()) if any(r[3] > 1 for r in rows) else None
+  state = p.state if isinstance(p, _Pool) else 0
+  if not state:
+    rows = [(fn, bufs, outer, 1) for fn, bufs, outer, _ in rows]
+  try:
+    runner = _native().run_steps
+  except RuntimeError:     # no LLVM target for the pool's module: separate calls
+    return None
+  return runner, np.array([(state, 0, 0, 0), *rows], np.int64)
 
 
 def stats() -> tuple[int, int]:
