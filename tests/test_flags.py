@@ -12,9 +12,9 @@ from ember._src.flags import Flags
 def test_defaults():
   f = flags.parse("")
   assert f == Flags(dump_to=None, dump_hlo_as_text=False, disable_passes=frozenset(), opt_level=3,
-                    tiered_compilation=True)
+                    tiered_compilation=True, cpu_max_isa=None)
   assert isinstance(f, tuple) and f._fields == ("dump_to", "dump_hlo_as_text", "disable_passes",
-                                                "opt_level", "tiered_compilation")
+                                                "opt_level", "tiered_compilation", "cpu_max_isa")
   with pytest.raises(AttributeError):
     f.opt_level = 1          # frozen
 
@@ -39,6 +39,8 @@ def test_defaults():
     ("--xla_backend_optimization_level=2", "opt_level", 2),
     ("--tiered_compilation=false", "tiered_compilation", False),
     ("--tiered_compilation", "tiered_compilation", True),
+    ("--cpu_max_isa=AVX2", "cpu_max_isa", "AVX2"),
+    ("--xla_cpu_max_isa=sse4_2", "cpu_max_isa", "SSE4_2"),
 ])
 def test_each_flag_both_spellings(text, field, value):
   assert getattr(flags.parse(text), field) == value
@@ -67,6 +69,8 @@ def test_repeated_flags_last_value_wins_and_pass_sets_accumulate():
     ("--disable_passes=fusion,nosuchpass", r"unknown pass 'nosuchpass'.*inline, algsimp"),
     ("--dump_to", r"--dump_to.*directory"),
     ("--xla_disable_hlo_passes", r"--xla_disable_hlo_passes.*pass names"),
+    ("--cpu_max_isa=AVX3", r"--cpu_max_isa.*SSE4_2, AVX, AVX2, AVX512.*'AVX3'"),
+    ("--xla_cpu_max_isa", r"--xla_cpu_max_isa.*None"),
 ])
 def test_errors_name_the_flag_and_the_valid_values(text, match):
   with pytest.raises(ValueError, match=match):
@@ -107,6 +111,9 @@ def test_override_replaces_validates_and_restores():
       pass
   with pytest.raises(ValueError, match="opt_level"):
     with flags.override(opt_level=7):
+      pass
+  with pytest.raises(ValueError, match="cpu_max_isa is read once.*EMBER_FLAGS"):
+    with flags.override(cpu_max_isa="AVX2"):
       pass
   assert flags.get() is before
 

@@ -46,6 +46,7 @@ class Flags(NamedTuple):
   disable_passes: frozenset = frozenset()   # pass names (PASS_NAMES) the pipeline skips
   opt_level: int = 3                    # 0..3: 0 runs only the passes the backend needs
   tiered_compilation: bool = True       # quick-tier code first, optimized in the background
+  cpu_max_isa: str | None = None        # x86 level cap (backends/cpu/host.py); process start only
 
 
 def _bool(flag: str, value: str | None) -> bool:
@@ -63,6 +64,17 @@ def _opt_level(flag: str, value: str | None) -> int:
     level = -1
   if not 0 <= level <= 3:
     raise ValueError(f"flag {flag}: expected an optimization level 0, 1, 2 or 3, got {value!r}")
+  return level
+
+
+# XLA's --xla_cpu_max_isa levels, lowest first (backends/cpu/host.py maps them to CPUs)
+ISA_LEVELS = ("SSE4_2", "AVX", "AVX2", "AVX512")
+
+
+def _isa(flag: str, value: str | None) -> str | None:
+  level = (value or "").upper()
+  if level not in ISA_LEVELS:
+    raise ValueError(f"flag {flag}: expected one of {', '.join(ISA_LEVELS)}, got {value!r}")
   return level
 
 
@@ -97,6 +109,8 @@ _FLAGS = {
     "--opt_level": ("opt_level", _opt_level),
     "--xla_backend_optimization_level": ("opt_level", _opt_level),
     "--tiered_compilation": ("tiered_compilation", _bool),
+    "--cpu_max_isa": ("cpu_max_isa", _isa),
+    "--xla_cpu_max_isa": ("cpu_max_isa", _isa),
 }
 
 
@@ -144,6 +158,9 @@ def _validate(fields: dict) -> dict:
     names = fields["disable_passes"]
     names = [names] if isinstance(names, str) else list(names)
     fields["disable_passes"] = _names("disable_passes", ",".join(names), xla=False)
+  if "cpu_max_isa" in fields:
+    raise ValueError("flags.override: cpu_max_isa is read once, when the process first "
+                     "compiles; set EMBER_FLAGS=--cpu_max_isa=LEVEL before starting Python")
   if "opt_level" in fields:
     fields["opt_level"] = _opt_level("opt_level", fields["opt_level"])
   if "dump_to" in fields and fields["dump_to"] is not None:

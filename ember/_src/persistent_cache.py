@@ -87,14 +87,11 @@ def _environment() -> bytes:
   import llvmlite
   import llvmlite.binding as llvm
   from ember import __version__
-  from ember._src.backends.cpu import dot_kernels
-  from ember._src.backends.cpu.compiler import _init_llvm
-  _init_llvm()
+  from ember._src.backends.cpu import dot_kernels, host
   # the shared dot body's symbol names its configuration: objects calling another one
   # would not link
   return repr((MAGIC, __version__, llvmlite.__version__, llvm.llvm_version_info,
-               llvm.get_process_triple(), llvm.get_host_cpu_name(),
-               llvm.get_host_cpu_features().flatten(),
+               llvm.get_process_triple(), host.cpu(),
                dot_kernels._body_symbol("float32"))).encode()
 
 

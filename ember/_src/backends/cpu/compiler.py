@@ -35,7 +35,7 @@ from ember._src import hlo
 from ember._src.backends.cpu import codegen, dot_kernels
 from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.backends.cpu import executable as ex
-from ember._src.backends.cpu import linalg_thunks
+from ember._src.backends.cpu import host, libcalls, linalg_thunks
 
 __all__ = ["compile_module", "CodegenError", "host_target_machine", "serialize_executable",
            "deserialize_executable"]
@@ -74,10 +74,7 @@ os.register_at_fork(before=_hold_llvm_locks, after_in_parent=_release_llvm_locks
                     after_in_child=_release_llvm_locks)
 
 
-@functools.cache
-def _init_llvm() -> None:
-  llvm.initialize_native_target()
-  llvm.initialize_native_asmprinter()
+_init_llvm = host._init
 
 
 class LLVMTier(NamedTuple):
@@ -101,17 +98,11 @@ LLVM_TIERS = {0: LLVMTier(0, False, 0), 1: LLVMTier(1, False, 1), 2: LLVMTier(1,
               3: LLVMTier(1, True, 3, False)}
 
 
-@functools.cache
-def _host_cpu() -> tuple[str, str]:
-  """The host CPU's name and feature string (parsing the features costs ~0.4 ms)."""
-  _init_llvm()
-  return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-
-
 def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
-  """A new target machine for this CPU (name and features), JIT code model, code generator
-  at `opt_level`. An MCJIT engine takes ownership of the one it is given."""
-  cpu, features = _host_cpu()
+  """A new target machine for the CPU ember compiles for (host.cpu(): the host's name and
+  features, or a --cpu_max_isa level), JIT code model, code generator at `opt_level`. An
+  MCJIT engine takes ownership of the one it is given."""
+  cpu, features = host.cpu()
   target = llvm.Target.from_triple(llvm.get_process_triple())
   return target.create_target_machine(cpu=cpu, features=features, opt=opt_level,
                                       codemodel="jitdefault")
@@ -707,8 +698,10 @@ def _worker_target_machine(opt_level: int) -> llvm.TargetMachine:
 
 
 def _load_object(obj: bytes, triple: str, opt_level: int):
-  """An MCJIT engine holding the object code `obj`, and its symbol -> address lookup."""
+  """An MCJIT engine holding the object code `obj`, and its symbol -> address lookup.
+  Raises RuntimeError, before loading, when a symbol the code calls resolves nowhere."""
   dot_kernels.ensure_shared_bodies(obj)     # the dot loops it calls, before linking
+  libcalls.check_resolved(_unpack_objects(obj))
   with _jit_lock:
     holder = llvm.parse_assembly("")
     holder.triple = triple

@@ -64,7 +64,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src import hlo
-from ember._src.backends.cpu import codegen
+from ember._src.backends.cpu import codegen, host
 from ember._src.backends.cpu.codegen import I32, I64, PTR, KERNEL_TYPE, VOID
 
 __all__ = ["DotLayout", "dot_layout", "split_output_fusion", "generated_kernel_ok", "is_gram",
@@ -80,8 +80,7 @@ MAX_TILE_BYTES = 128 << 10     # a stack tile of C (epilogue whose output dtype 
 def vector_bytes() -> int:
   """64 on AVX-512 hosts (zmm registers), else 32 (AVX2; LLVM splits them on narrower
   targets)."""
-  from ember._src.backends.cpu import compiler
-  return 64 if "+avx512f" in compiler._host_cpu()[1] else 32
+  return 64 if host.has("avx512f") else 32
 
 
 def micro_tile() -> tuple[int, int]:

@@ -32,6 +32,8 @@ import math
 
 from llvmlite import ir
 
+from ember._src.backends.cpu import host
+
 __all__ = ["emit", "OPCODES"]
 
 # ------------------------------------------------------------------------------------------------
@@ -773,15 +775,8 @@ def _trig(e, x, which):
 
 @functools.lru_cache(None)
 def _host_features() -> tuple:
-    """(x86, avx512f, avx) of the host ember compiles for (None for x86 if unknown)."""
-    try:
-        from llvmlite import binding as llvm
-        llvm.initialize_native_target()
-        x86 = llvm.get_process_triple().startswith(("x86_64", "i686"))
-        feats = llvm.get_host_cpu_features() if x86 else {}
-    except Exception:                                 # noqa: BLE001 -- unknown host
-        return None, False, False
-    return x86, bool(feats.get("avx512f")), bool(feats.get("avx"))
+    """(x86, avx512f, avx) of the CPU ember compiles for (host.py)."""
+    return host.is_x86(), host.has("avx512f"), host.has("avx")
 
 
 @functools.lru_cache(None)
