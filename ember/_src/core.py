@@ -15,6 +15,7 @@ import operator
 import os
 import re
 import sys
+import threading
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -663,35 +664,57 @@ def _wrap_result(x, aval: ShapedArray):
   return Array(x, weak_type=aval.weak_type)
 
 
-trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
-dynamic_trace: MainTrace | None = None
+class _TraceState(threading.local):
+  """The interpreter stack and the staging trace of the calling thread. Each thread traces
+  on its own (two threads may jit at once); a new thread starts at the eval trace.
+  `named_scope`'s stack and the equation eval_jaxpr is re-binding live here too."""
+
+  def __init__(self):
+    self.trace_stack: list[MainTrace] = [MainTrace(0, EvalTrace, None)]
+    self.dynamic_trace: MainTrace | None = None
+    self.name_stack: list[str] = []
+    self.replayed = None   # the source of the equation eval_jaxpr is re-binding, if any
+
+
+_state = _TraceState()
+
+# the old module attributes, read as this thread's state (`core.trace_stack`, ...)
+_STATE_ATTRS = {"trace_stack": "trace_stack", "dynamic_trace": "dynamic_trace",
+                "_name_stack": "name_stack"}
+
+
+def __getattr__(name):
+  if name in _STATE_ATTRS:
+    return getattr(_state, _STATE_ATTRS[name])
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @contextlib.contextmanager
 def new_main(trace_type: type, global_data=None):
-  level = len(trace_stack)
+  stack = _state.trace_stack
+  level = len(stack)
   main = MainTrace(level, trace_type, global_data)
-  trace_stack.append(main)
+  stack.append(main)
   try:
     yield main
   finally:
-    trace_stack.pop()
+    stack.pop()
 
 
 @contextlib.contextmanager
 def new_dynamic(main: MainTrace):
   """Make `main` the staging trace that captures even constant-only computations."""
-  global dynamic_trace
-  prev, dynamic_trace = dynamic_trace, main
+  state = _state
+  prev, state.dynamic_trace = state.dynamic_trace, main
   try:
     yield
   finally:
-    dynamic_trace = prev
+    state.dynamic_trace = prev
 
 
 def _check_alive(val: "Tracer") -> None:
-  main = val._trace.main
-  if main.level >= len(trace_stack) or trace_stack[main.level] is not main:
+  main, stack = val._trace.main, _state.trace_stack
+  if main.level >= len(stack) or stack[main.level] is not main:
     raise errors.UnexpectedTracerError(
         f"Encountered an unexpected tracer ({val!r}): a value computed inside a "
         "transformed function (jit, grad, vmap, ...) was kept after that function "
@@ -703,9 +726,12 @@ def find_top_trace(xs) -> Trace:
   tracers = [x for x in xs if isinstance(x, Tracer)]
   for t in tracers:
     _check_alive(t)
-  top = max((x._trace.main for x in tracers), default=trace_stack[0], key=lambda m: m.level)
-  if dynamic_trace is not None and dynamic_trace.level > top.level:
-    top = dynamic_trace
+  state = _state
+  top = max((x._trace.main for x in tracers), default=state.trace_stack[0],
+            key=lambda m: m.level)
+  dynamic = state.dynamic_trace
+  if dynamic is not None and dynamic.level > top.level:
+    top = dynamic
   return top.trace_type(top)
 
 
@@ -737,7 +763,8 @@ def bind(prim: Primitive, *args, **params):
 
 
 def cur_level_is_eval() -> bool:
-  return len(trace_stack) == 1 and dynamic_trace is None
+  state = _state
+  return len(state.trace_stack) == 1 and state.dynamic_trace is None
 
 
 # ------------------------------------------------------------------------------------
@@ -745,37 +772,32 @@ def cur_level_is_eval() -> bool:
 # ------------------------------------------------------------------------------------
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_name_stack: list[str] = []
-
-
 @contextlib.contextmanager
 def named_scope(name: str):
   """Prefix the names of the operations traced inside the block (`jax.named_scope`)."""
   if not isinstance(name, str):
     raise TypeError(f"named_scope name must be a str, got {type(name).__name__}")
-  _name_stack.append(name)
+  stack = _state.name_stack
+  stack.append(name)
   try:
     yield
   finally:
-    _name_stack.pop()
-
-
-_replayed: list = [None]   # the source of the equation eval_jaxpr is re-binding, if any
+    stack.pop()
 
 
 def current_source_info() -> SourceInfo:
   """The innermost user frame (outside the ember package) and the named_scope stack; while
   eval_jaxpr re-binds an equation (a transformation re-tracing a jaxpr), that equation's
   own source, so transformed jaxprs keep the user's lines as JAX's do."""
-  replayed = _replayed[0]
+  replayed, name_stack = _state.replayed, _state.name_stack
   if replayed is not None:
-    return replayed._replace(name_stack=tuple(_name_stack) + replayed.name_stack)
+    return replayed._replace(name_stack=tuple(name_stack) + replayed.name_stack)
   f = sys._getframe(1)
   while f is not None and f.f_code.co_filename.startswith(_EMBER_DIR):
     f = f.f_back
   if f is None:
-    return SourceInfo(None, None, None, tuple(_name_stack))
-  return SourceInfo(f.f_code.co_filename, f.f_lineno, f.f_code.co_name, tuple(_name_stack))
+    return SourceInfo(None, None, None, tuple(name_stack))
+  return SourceInfo(f.f_code.co_filename, f.f_lineno, f.f_code.co_name, tuple(name_stack))
 
 
 class DebugInfo(NamedTuple):
@@ -1006,17 +1028,18 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
     env[id(v)] = x
   for v, x in zip(jaxpr.invars, args):
     env[id(v)] = x
-  saved = _replayed[0]
+  state = _state
+  saved = state.replayed
   try:
     for eqn in jaxpr.eqns:
-      _replayed[0] = eqn.source_info if eqn.source_info.file else saved
+      state.replayed = eqn.source_info if eqn.source_info.file else saved
       outs = bind(eqn.primitive, *map(read, eqn.invars), **eqn.params)
       outs = outs if eqn.primitive.multiple_results else [outs]
       for v, o in zip(eqn.outvars, outs):
         if not isinstance(v, DropVar):
           env[id(v)] = o
   finally:
-    _replayed[0] = saved
+    state.replayed = saved
   return [read(v) for v in jaxpr.outvars]
 
 

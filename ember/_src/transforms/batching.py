@@ -28,6 +28,7 @@ import collections
 import contextlib
 import functools
 import inspect
+import threading
 import weakref
 from typing import Any, Callable, NamedTuple
 
@@ -105,11 +106,18 @@ class BatchTrace(core.Trace):
 # Named axes: which vmap binds which axis name
 # ------------------------------------------------------------------------------------
 
-_axis_env: list[tuple[Any, core.MainTrace]] = []   # (name, main), innermost last
+class _AxisEnv(threading.local):
+  """The axis names bound by the vmaps the calling thread is inside (threads trace apart)."""
+
+  def __init__(self):
+    self.stack: list[tuple[Any, core.MainTrace]] = []   # (name, main), innermost last
+
+
+_axis_env = _AxisEnv()
 
 
 def axis_main(name) -> core.MainTrace | None:
-  for n, main in reversed(_axis_env):
+  for n, main in reversed(_axis_env.stack):
     if n == name:
       return main
   return None
@@ -281,12 +289,12 @@ def all_at_front(prim, *shifted: str):
 def _batch_main(axis_data: AxisData):
   with core.new_main(BatchTrace, axis_data) as main:
     if axis_data.name is not None:
-      _axis_env.append((axis_data.name, main))
+      _axis_env.stack.append((axis_data.name, main))
     try:
       yield main
     finally:
       if axis_data.name is not None:
-        _axis_env.pop()
+        _axis_env.stack.pop()
 
 
 _jaxpr_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

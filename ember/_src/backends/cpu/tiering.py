@@ -76,11 +76,18 @@ _outstanding: set = set()  # executables submitted and not yet upgraded
 
 def wait_idle(timeout: float | None = None) -> bool:
   """Wait until every submitted tier-up is done (benchmarks timing the steady state, tests
-  that patch the compiler); False if `timeout` seconds passed first."""
-  for exe in list(_outstanding):
-    if not exe.tier_up_pending.wait(timeout):
-      return False
-  return True
+  that patch the compiler); False if `timeout` seconds (one deadline for all of them)
+  passed first. Tier-ups submitted meanwhile (by other threads) are waited for too."""
+  deadline = None if timeout is None else time.monotonic() + timeout
+  while True:
+    with _lock:   # the worker and other threads change the set
+      pending = [exe for exe in _outstanding if not exe.tier_up_pending.is_set()]
+    if not pending:
+      return True
+    for exe in pending:
+      left = None if deadline is None else deadline - time.monotonic()
+      if left is not None and left <= 0 or not exe.tier_up_pending.wait(left):
+        return False
 
 
 def qualifies(ir_text: str, opt_level: int) -> bool:
@@ -94,8 +101,8 @@ def submit(exe, job) -> None:
   """Compile `job()` (-> upgrade kwargs) in the background and upgrade `exe` with it."""
   global _worker
   exe.tier_up_pending = threading.Event()
-  _outstanding.add(exe)
   with _lock:
+    _outstanding.add(exe)
     if _worker is None or not _worker.is_alive():
       _worker = threading.Thread(target=_run, name="ember-tier-up", daemon=True)
       _worker.start()
@@ -137,7 +144,8 @@ def _run() -> None:
     finally:
       _current = None
       exe.tier_up_pending.set()
-      _outstanding.discard(exe)
+      with _lock:
+        _outstanding.discard(exe)
 
 
 @atexit.register
@@ -154,7 +162,8 @@ def _stop() -> None:
 
 def _after_fork_in_child() -> None:
   # the parent's worker does not exist here: its queued executables keep their quick code
-  global _worker, _jobs, _current
+  global _worker, _jobs, _current, _lock
+  _lock = threading.Lock()   # a parent thread may have held it at the fork
   _worker, old = None, _jobs
   _jobs = queue.SimpleQueue()
   pending = [_current]
