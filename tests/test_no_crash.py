@@ -1,4 +1,4 @@
-"""No input crashes the process: the whole no-crash table (tests/no_crash_table.py, ~700
+"""No input crashes the process: the whole no-crash table (tests/no_crash_table.py, ~760
 cases over every dtype, 0-size, scalar and rank-8 shapes) runs eagerly and under jit in one
 child process, and every case's two results agree. A crash (segfault, abort) or a hang
 fails the test naming the last case started, with the child's fault traceback."""
