@@ -7,7 +7,8 @@ Run as a script (tests/test_no_crash.py does, in a subprocess, so that a crash n
 op): each case runs eagerly (each primitive's NumPy implementation) and under `jit`
 (compiled code), and the two must agree: same structure, dtypes, shapes and values (to a
 per-dtype tolerance), or both raise the same kind of error. Prints `START <name>` before
-each case, `MISMATCH <name>: <why>` for each disagreement and `DONE <count>` at the end.
+each case, `MISMATCH <name>: <why>` for each disagreement (`KNOWN` for a tracked one,
+`FIXED` for a tracked one that agrees now) and `DONE <count>` at the end.
 
     python tests/no_crash_table.py [substring]   # only the cases whose name contains it
 """
@@ -38,7 +39,7 @@ class Case(NamedTuple):
   fn: Callable
   args: tuple
   x64: bool = True          # run with jax_enable_x64 (False: 64-bit inputs canonicalize)
-  known: str | None = None  # a known, tracked disagreement: skipped, with the reason
+  known: str | None = None  # a known, tracked disagreement (not a crash): the reason
   tol: tuple | None = None  # (rtol, atol) where summation order legitimately differs
 
 
@@ -643,13 +644,12 @@ def main(argv: list[str]) -> int:
   for c in CASES:
     if only not in c.name:
       continue
-    if c.known:
-      print(f"KNOWN {c.name}: {c.known}", flush=True)
-      continue
     print(f"START {c.name}", flush=True)
     why = run_case(c)
     ran += 1
-    if why:
+    if c.known:   # still expected to disagree; one that agrees now must lose its marker
+      print(f"KNOWN {c.name}: {c.known}" if why else f"FIXED {c.name}", flush=True)
+    elif why:
       print(f"MISMATCH {c.name}: {why}", flush=True)
   print(f"DONE {ran}", flush=True)
   return 0
