@@ -10,7 +10,7 @@ For `--seconds`, at the same time:
     would turn their results into tracers);
   * a thread switching the persistent cache directory on and off (compiles alternately
     write entries and tier up), one calling `clear_caches`, one calling
-    `tiering.wait_idle`.
+    `tiering.wait_idle`, one starting and stopping profiler traces.
 Any wrong result or exception is reported; a thread that does not finish, or a whole run
 past `--deadline`, dumps every thread's stack (faulthandler) and exits non-zero. Prints
 `OK calls=<n> tier_ups=<n>` on success.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import os
 import sys
 import threading
 import time
@@ -167,6 +168,20 @@ def cache_clearer(stop: threading.Event) -> None:
     record_failure("clear_caches")
 
 
+def profiler_toggler(trace_dir: str, stop: threading.Event) -> None:
+  """Traces start and stop (and write their files) while the others call and compile;
+  a device memory profile is taken in between."""
+  try:
+    while not stop.wait(0.1):
+      ember.profiler.start_trace(trace_dir)
+      with ember.profiler.TraceAnnotation("stress"):
+        stop.wait(0.05)
+      ember.profiler.stop_trace()
+      ember.profiler.device_memory_profile()
+  except Exception:  # noqa: BLE001
+    record_failure("profiler")
+
+
 def idle_waiter(stop: threading.Event) -> None:
   try:
     while not stop.wait(0.2):
@@ -198,7 +213,10 @@ def main() -> int:
               for k in range(2)]
   threads += [threading.Thread(target=cache_switcher, args=(args.cache_dir, stop)),
               threading.Thread(target=cache_clearer, args=(stop,)),
-              threading.Thread(target=idle_waiter, args=(stop,))]
+              threading.Thread(target=idle_waiter, args=(stop,)),
+              threading.Thread(target=profiler_toggler,
+                               args=(os.path.join(args.cache_dir, os.pardir,
+                                                  f"trace{args.seed}"), stop))]
   for t in threads:
     t.daemon = True
     t.start()

@@ -130,3 +130,34 @@ def test_wait_idle_has_one_deadline_for_all_tier_ups(monkeypatch):
   assert sum(len(e.tier_up_pending.waits) for e in exes) == 2
   assert tiering.wait_idle(timeout=None) is True    # no deadline: waits for all of them
   assert all(e.tier_up_pending.done for e in exes)
+
+
+def test_memory_profile_while_another_thread_builds_tuples():
+  """device_memory_profile used to list every gc-tracked object (gc.get_objects), among
+  them a tuple another thread was still building from a generator: that thread then raised
+  SystemError (CPython grows such a tuple in place only while it holds the sole reference)."""
+  keep = [jnp.ones(3), ember.jit(lambda x: x * 2)(np.ones(4, np.float32))]
+  stop, errors = threading.Event(), []
+
+  def build_tuples():
+    try:
+      while not stop.is_set():
+        tuple(i for i in range(200))
+    except SystemError as e:
+      errors.append(e)
+
+  interval = sys.getswitchinterval()
+  sys.setswitchinterval(1e-5)   # switch threads often: inside the generator, mid-tuple
+  t = threading.Thread(target=build_tuples)
+  t.start()
+  try:
+    for _ in range(20):
+      ember.profiler.device_memory_profile()
+  finally:
+    stop.set()
+    t.join(30)
+    sys.setswitchinterval(interval)
+  assert errors == []
+  from ember._src.profiler import memory
+  live = memory._live_arrays()
+  assert all(any(a is k for a in live) for k in keep)

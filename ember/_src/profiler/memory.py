@@ -134,11 +134,22 @@ def _line(code, lasti: int, cache: dict) -> int:
   return line
 
 
+def _tracked_arrays() -> list:
+  """The Arrays among the objects gc tracks (every Array is: finding them costs creation
+  nothing), as the referrers of the Array class (an instance of a heap type refers to it).
+  Not gc.get_objects(): its list references every tracked object, among them a tuple
+  another thread may still be building (tuple() of a generator grows it in place, which
+  needs the only reference: that thread raised SystemError)."""
+  array_type = _array.Array
+  return [o for o in gc.get_referrers(array_type) if type(o) is array_type]
+
+
 def _live_arrays() -> list:
   """The live Arrays that hold device memory, each memory counted once."""
-  out, seen, array_type = [], set(), _array.Array
-  for obj in gc.get_objects():   # every Array is gc-tracked: finding them costs creation nothing
-    if not issubclass(type(obj), array_type) or obj._deleted:  # (type(): proxies may lie)
+  out, seen = [], set()
+  for obj in _tracked_arrays():
+    # another thread may be constructing it: _deleted is set after the buffer fields
+    if getattr(obj, "_deleted", True):
       continue
     buf = obj._buf
     if buf is not None:
