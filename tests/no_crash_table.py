@@ -633,6 +633,9 @@ def _describe(e: BaseException) -> str:
   return f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
 
 
+CASE_DEADLINE_S = 60.0   # one case running longer is a hang (each takes well under 1 s)
+
+
 def main(argv: list[str]) -> int:
   faulthandler.enable(all_threads=True)
   ember.config.update("jax_enable_x64", True)
@@ -645,12 +648,14 @@ def main(argv: list[str]) -> int:
     if only not in c.name:
       continue
     print(f"START {c.name}", flush=True)
+    faulthandler.dump_traceback_later(CASE_DEADLINE_S, exit=True)   # a hang: stacks, exit
     why = run_case(c)
     ran += 1
     if c.known:   # still expected to disagree; one that agrees now must lose its marker
       print(f"KNOWN {c.name}: {c.known}" if why else f"FIXED {c.name}", flush=True)
     elif why:
       print(f"MISMATCH {c.name}: {why}", flush=True)
+  faulthandler.cancel_dump_traceback_later()
   print(f"DONE {ran}", flush=True)
   return 0
 
