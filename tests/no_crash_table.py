@@ -362,6 +362,14 @@ case("sort descending int", lambda a: jnp.sort(a)[::-1], arr((9,), "int16"))
 case("top_k", lambda a: lax.top_k(a, 3), m)
 case("searchsorted", lambda a, v: jnp.searchsorted(jnp.sort(a), v), arr((8,), "float32"),
      arr((5,), "float32", 1))
+for dt in COMPLEX:   # lexicographic (real, imag) order with NaNs last, as lax.sort's
+  cs = np.array([1 + 2j, 1 + np.nan * 1j, 3 - 1j, 0j, np.nan + 0j, 1 - 1j, 1 + 2j], dt)
+  cq = np.array([1 + 2j, 1 + 0j, np.nan + 1j, 1 + np.nan * 1j, -1 + 5j, 3 - 1j, 0j], dt)
+  for side in ("left", "right"):
+    for how in ("compare_all", "sort"):
+      case(f"searchsorted {side} {how}[{dt}]",
+           lambda a, v, side=side, how=how: jnp.searchsorted(jnp.sort(a), v, side=side,
+                                                             method=how), cs, cq)
 case("sort multi-operand", lambda a, b: lax.sort((a, b), num_keys=1), arr((6,), "int32"),
      arr((6,), "float32"))
 case("einsum", lambda a, b: jnp.einsum("ij,kj->ik", a, b), m, arr((3, 5), "float32"))

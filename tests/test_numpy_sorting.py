@@ -299,3 +299,18 @@ def test_histogram_weights_density_ints():
     jnp.histogram(x, 3, weights=w[:3])
   with pytest.raises(ValueError, match="string bins='auto' are not supported"):
     jnp.histogram(x, "auto")
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("method", ["scan", "sort", "compare_all"])
+def test_searchsorted_complex_is_lexicographic_with_nans_last(dtype, method):
+  """Complex values order by real part, then imaginary part, NaN parts last (lax.sort's
+  order); values from JAX 0.12. The pairwise method used to raise TypeError (lt)."""
+  a = np.array([1 + 2j, 1 + np.nan * 1j, 3 - 1j, 0j, np.nan + 0j, 1 - 1j, 1 + 2j], dtype)
+  v = np.array([1 + 2j, 1 + 0j, np.nan + 1j, 1 + np.nan * 1j, -1 + 5j, 3 - 1j, 0j], dtype)
+  want = {"left": [2, 2, 6, 6, 0, 4, 0], "right": [4, 2, 6, 7, 0, 5, 1]}
+  s = jnp.sort(a)
+  for side, expected in want.items():
+    f = lambda s, v: jnp.searchsorted(s, v, side=side, method=method)
+    np.testing.assert_array_equal(np.asarray(f(s, v)), expected)
+    np.testing.assert_array_equal(np.asarray(ember.jit(f)(s, v)), expected)

@@ -151,17 +151,30 @@ _COMPARE_ALL_MAX_PAIRS = 1 << 16
 
 
 def _sort_lt(x, y):
-  """x < y in sort order (NaN largest)."""
+  """x < y in sort order (NaN largest; complex by real part, then imaginary, as lax.sort)."""
+  if dtypes.is_complex(aval(x).dtype):
+    return _complex_order(x, y, _sort_lt)
   if not dtypes.is_inexact(aval(x).dtype):
     return lax.lt(x, y)
   return lax.bitwise_or(lax.lt(x, y), lax.bitwise_and(isnan(y), lax.bitwise_not(isnan(x))))
 
 
 def _sort_le(x, y):
-  """x <= y in sort order (NaN largest)."""
+  """x <= y in sort order (NaN largest; complex lexicographic)."""
+  if dtypes.is_complex(aval(x).dtype):
+    return _complex_order(x, y, _sort_le)
   if not dtypes.is_inexact(aval(x).dtype):
     return lax.le(x, y)
   return lax.bitwise_or(lax.le(x, y), isnan(y))
+
+
+def _complex_order(x, y, last):
+  """Lexicographic (real, imag) order: real parts before, or equal (NaNs equal) and
+  `last` (< or <=) on the imaginary parts."""
+  xr, yr = lax.real(x), lax.real(y)
+  same_real = lax.bitwise_or(lax.eq(xr, yr), lax.bitwise_and(isnan(xr), isnan(yr)))
+  return lax.bitwise_or(_sort_lt(xr, yr),
+                        lax.bitwise_and(same_real, last(lax.imag(x), lax.imag(y))))
 
 
 def _searchsorted_compare_all(a, v, side, dtype):

@@ -181,7 +181,8 @@ def _probe(dt, n: int, rng) -> np.ndarray:
   if kind == "c":
     re = _probe(np.float64, n, rng)
     im = _probe(np.float64, n, rng)
-    return (re + 0j).astype(dt) + (1j * np.where(np.isnan(im), 0, im)).astype(dt)
+    with np.errstate(invalid="ignore"):   # 1j * inf: a NaN real part, a fine probe
+      return (re + 0j).astype(dt) + (1j * np.where(np.isnan(im), 0, im)).astype(dt)
   if kind == "b":
     return rng.integers(0, 2, n).astype(bool)
   info = np.iinfo(dt)
