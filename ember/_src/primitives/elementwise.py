@@ -401,13 +401,18 @@ def _min_impl(x, y):
   return out
 
 
+def _nextafter_impl(x, y):
+  # C99: y when x == y (nextafter(0, -0) = -0); NumPy's float16 loop returns x there
+  return np.where(x == y, y, np.nextafter(x, y))
+
+
 add_p = naryop("add", _same(np.add), NUMERIC)
 sub_p = naryop("sub", _same(np.subtract), NUMERIC)
 div_p = naryop("div", _quiet(_div_impl), NUMERIC)
 rem_p = naryop("rem", _quiet(_rem_impl), INTS + FLOAT)
 max_p = naryop("max", _quiet(_max_impl), ANY)
 min_p = naryop("min", _quiet(_min_impl), ANY)
-nextafter_p = naryop("nextafter", _same(np.nextafter), FLOAT)
+nextafter_p = naryop("nextafter", _same(_nextafter_impl), FLOAT)
 atan2_p = naryop("atan2", None, INEXACT)
 for _p, _op in ((add_p, "add"), (sub_p, "subtract"), (div_p, "divide"), (rem_p, "remainder"),
                 (max_p, "maximum"), (min_p, "minimum"), (nextafter_p, "next-after"),
