@@ -1145,7 +1145,11 @@ def _cdiv(em, x, y):
   den2 = b.fadd(e, b.fmul(d, r2))
   re2 = b.fdiv(b.fadd(b.fmul(a, r2), c), den2)
   im2 = b.fdiv(b.fsub(b.fmul(c, r2), a), den2)
-  return Cx(b.select(big, re1, re2), b.select(big, im1, im2))
+  # a zero divisor: (a / |d|, c / |d|), as NumPy's divide and XLA (1 / 0j = inf + nanj)
+  zero = b.and_(b.fcmp_ordered("==", d, ir.Constant(t, 0.0)),
+                b.fcmp_ordered("==", e, ir.Constant(t, 0.0)))
+  re = b.select(zero, b.fdiv(a, fabs(d)), b.select(big, re1, re2))
+  return Cx(re, b.select(zero, b.fdiv(c, fabs(d)), b.select(big, im1, im2)))
 
 
 # --------------------------------------------------------------------------------------
