@@ -196,7 +196,12 @@ def _convert_impl(x, *, new_dtype, weak_type):
   if new_dtype == np.bool_:
     return x != 0
   with np.errstate(over="ignore", invalid="ignore"):
+    if new_dtype in _NARROW_FLOATS and x.dtype not in _NARROW_FLOATS + (np.dtype(np.float32),):
+      x = x.astype(np.float32)   # as XLA: float64 and integers round to float32 first
     return x.astype(new_dtype)
+
+
+_NARROW_FLOATS = (np.dtype(dtypes.float16), np.dtype(dtypes.bfloat16))
 
 
 def _convert_abstract_eval(x, *, new_dtype, weak_type):

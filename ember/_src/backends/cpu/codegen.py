@@ -907,9 +907,8 @@ def convert(em, x, src, dst):
     if dst == dtypes.float16:
       return b.fpext(b.fptrunc(f, F16), F32)
     return em.round_to(dst, f)
-  # float -> float (registers: f32 for the narrow types)
-  if dst == dtypes.float16 and x.type == F64:
-    return b.fpext(b.fptrunc(x, F16), F32)                       # one rounding
+  # float -> float (registers: f32 for the narrow types; float64 -> float16/bfloat16 rounds
+  # to float32 first, as XLA)
   if x.type == F64 and rt == F32:
     x = b.fptrunc(x, F32)
   elif x.type == F32 and rt == F64:
