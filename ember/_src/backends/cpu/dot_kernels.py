@@ -256,8 +256,9 @@ def split_by_columns(lay: DotLayout, epilogue: bool = False, in_place: bool = Tr
 
 
 def block_units(lay: DotLayout) -> int:
-  """Units of dimension 0 per block of C (at least one, about BLOCK_ROWS rows)."""
-  return max(1, BLOCK_ROWS // max(lay.rows_per_unit, 1))
+  """Units of dimension 0 per block of C (at least one, about BLOCK_ROWS rows; one when
+  units are not rows: C is one block)."""
+  return max(1, BLOCK_ROWS // max(lay.rows_per_unit or BLOCK_ROWS, 1))
 
 
 class Epilogue(NamedTuple):
