@@ -205,8 +205,13 @@ def test_concatenate_empty_operands_other_dim_empty():
 # 3. jit(vmap(grad(f))) of a scan followed by a dot
 # --------------------------------------------------------------------------------------
 
-def _scan_dot_fns(W):
+def _scan_dot_fns(W, V):
+  """Losses of x [T, ...]: W multiplies the scan's outputs, V has their shape."""
   scan_ys = lambda x: lax.scan(lambda c, a: (c * a + jnp.sin(a), c), x[0], x)[1]
+  # the full contraction's scalar cotangent times V comes back through a transpose: the
+  # dot of a scalar and a matrix that fusion's transpose swap got wrong (bug 1's cause)
+  yield lambda x: jnp.einsum("td,dt->", scan_ys(x), V.T) if V.ndim == 2 else \
+      jnp.einsum("t,t->", scan_ys(x), V)
   yield lambda x: jnp.sum(jnp.dot(scan_ys(x), W))
   yield lambda x: jnp.sum(jnp.tanh(jnp.dot(scan_ys(x), W)))
   yield lambda x: jnp.sum(jnp.dot(scan_ys(x).T, scan_ys(x)) * 0.5)
@@ -215,7 +220,7 @@ def _scan_dot_fns(W):
 
 
 SCAN_SHAPES = [((4,), (4,)), ((4,), (4, 3)), ((4, 3), (3, 2)), ((5, 3), (3,)),
-               ((3, 2), (2, 4)), ((6, 1), (1, 3)), ((4, 3), (3, 3))]
+               ((3, 2), (2, 4)), ((6, 1), (1, 3)), ((4, 3), (3, 3)), ((6, 6), (6, 6))]
 
 
 def _reference(fn, *args):
@@ -227,11 +232,11 @@ def _reference(fn, *args):
 @pytest.mark.parametrize("disable", [(), ("fusion",)])
 def test_vmap_grad_scan_then_dot(xs, ws, disable):
   rng = np.random.default_rng(5)
-  W = _rand(rng, ws)
+  W, V = _rand(rng, ws), _rand(rng, xs)
   X = _rand(rng, (3,) + xs)
   with flags.override(disable_passes=frozenset(disable)):
-    for f in _scan_dot_fns(W):
-      g = ember.vmap(ember.grad(f))
-      want = _reference(g, X)
-      for got in _both(g, X):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    for f in _scan_dot_fns(W, V):
+      for g in (ember.vmap(ember.grad(f)), ember.grad(lambda x: f(x[0]))):
+        want = _reference(g, X)
+        for got in _both(g, X):
+          np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
