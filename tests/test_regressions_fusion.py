@@ -154,6 +154,25 @@ def test_scalar_dot_compare_issue_repro():
     np.testing.assert_array_equal(got, [False, True, False, False])
 
 
+EMPTY_DOTS = [   # dots with an empty output fused with a consumer; the first runs on BLAS
+    ((2, 1, 2), (0, 2, 3), (((0,), (1,)), ((), ()))),    # (rhs free dims not flattenable)
+    ((3, 4), (0, 3, 2), (((0,), (1,)), ((), ()))),
+    ((3, 4, 5), (4, 0, 6), (((1,), (0,)), ((), ()))),
+    ((0, 3), (3, 4), (((1,), (0,)), ((), ()))),
+    ((2, 0, 3), (2, 3, 4), (((2,), (1,)), ((0,), (0,)))),
+]
+
+
+@pytest.mark.parametrize("consumer", ["f64ish", "eq"])
+@pytest.mark.parametrize("ls,rs,dn", EMPTY_DOTS)
+def test_empty_dot_fused_with_consumer(ls, rs, dn, consumer):
+  a, b = np.ones(ls, np.float32), np.ones(rs, np.float32)
+  c = CONSUMERS[consumer]
+  want = np.asarray(c(np.asarray(lax.dot_general(a, b, dn))))
+  for got in _both(lambda a, b: c(lax.dot_general(a, b, dn)), a, b):
+    assert got.shape == want.shape and got.dtype == want.dtype and got.size == 0
+
+
 # --------------------------------------------------------------------------------------
 # 4. concatenate with empty operands
 # --------------------------------------------------------------------------------------
