@@ -1307,6 +1307,8 @@ def _concatenate(em, instr, idx):
     if op.shape.dims[d]:
       parts.append((op, off))
     off += op.shape.dims[d]
+  if not parts:   # every operand empty along d: so is the output, never read at any index
+    return const_of(instr.dtype, 0)
 
   def value(k):   # operand k at idx, its index along d shifted and clamped into range
     op, start = parts[k]
