@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv clean
+.PHONY: demo test test-oldest venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,5 +20,16 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n auto tests
 
+# The same suite with the oldest supported dependencies (constraints-oldest.txt), in its own venv.
+OLD := .venv-oldest
+$(OLD)/.installed: pyproject.toml constraints-oldest.txt
+	$(PYTHON) -m venv $(OLD)
+	$(OLD)/bin/python -m pip install -q --upgrade pip
+	$(OLD)/bin/python -m pip install -q -c constraints-oldest.txt -e . pytest hypothesis pytest-xdist
+	touch $(OLD)/.installed
+
+test-oldest: $(OLD)/.installed
+	$(OLD)/bin/python -m pytest -n auto tests
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(OLD) build *.egg-info

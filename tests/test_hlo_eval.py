@@ -280,7 +280,7 @@ def test_float_edge_semantics():
   assert run_op("divide", F32, f(1.0, -1.0), f(0.0, 0.0)).tolist() == [INF, -INF]
   assert np.isnan(run_op("divide", F32, f(0.0), f(0.0))[0])
   nxt = run_op("next-after", F32, f(1.0, 0.0), f(2.0, -1.0))
-  assert nxt[0] == np.nextafter(np.float32(1), np.float32(2)) and nxt[1] == -1.4e-45
+  assert nxt[0] == np.nextafter(np.float32(1), np.float32(2)) and nxt[1] == -np.float32(1.4e-45)
   z = run_op("complex", np.complex64, f(1.0, INF), f(-2.0, 0.5))
   assert z.dtype == np.complex64 and z.tolist() == [1 - 2j, complex(INF, 0.5)]
 

@@ -90,10 +90,23 @@ class Lowered:
   def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
     if dialect not in (None, "stablehlo", "hlo"):
       raise ValueError(f"Lowered.as_text: unknown dialect {dialect!r}; use 'stablehlo' or 'hlo'")
+    module = self._module_with_constants()
     if dialect == "hlo":
-      return hlo.to_text(self._module)
+      return hlo.to_text(module)
     from ember._src.lower.mlir import to_mlir_text
-    return to_mlir_text(self._module, debug_info=debug_info)
+    return to_mlir_text(module, debug_info=debug_info)
+
+  def _module_with_constants(self) -> hlo.Module:
+    """The module with the jaxpr's constants as `constant`s, as JAX prints it (the module
+    ember compiles takes them as leading parameters, which a reader of the text could not
+    supply)."""
+    s = self._staged
+    if not s.consts:
+      return self._module
+    from ember._src.lower import lower_jaxpr
+    n = len(s.consts)
+    return lower_jaxpr(s.closed_jaxpr, s.name, arg_names=s.arg_names[n:],
+                       result_names=_result_names(s.out_tree), donated=s.donated[n:])
 
   def compiler_ir(self, dialect: str | None = None) -> hlo.Module:
     return self._module

@@ -35,7 +35,7 @@ import numpy as np
 from ember._src import lower as lowering
 from ember._src.hlo import Instr, Shape
 
-__all__ = ["rule", "expand", "EXPANSIONS", "part_dtype"]
+__all__ = ["rule", "expand", "scaled", "EXPANSIONS", "part_dtype"]
 
 
 def part_dtype(dt) -> np.dtype:
@@ -70,6 +70,24 @@ class _Real:
   def sel(self, pred, x, y):
     return self.ctx.select(pred, self._v(x), self._v(y))
 
+  def isnan(self, x): return self.cmp(x, "NE", x)
+  def isinf(self, x): return self.cmp(self.abs(x), "EQ", np.inf)
+  def isfinite(self, x): return self.cmp(self.abs(x), "LT", np.inf)
+  def iszero(self, x): return self.cmp(x, "EQ", 0.0)
+  def and_(self, *ps):
+    out = ps[0]
+    for p in ps[1:]:
+      out = self.ctx.and_(out, p)
+    return out
+
+  def or_(self, p, q): return self.ctx.or_(p, q)
+  def not_(self, p): return self.ctx.not_(p)
+
+  def copysign(self, mag, sign):
+    """|mag| with the sign bit of `sign` (NaN's sign bit too)."""
+    m = self.abs(self._v(mag))
+    return self.sel(self.signbit(sign), self.neg(m), m)
+
   def signbit(self, x):
     it = np.dtype(np.int32 if self.dt == np.float32 else np.int64)
     bits = self.ctx.emit("bitcast-convert", Shape(it, x.dims), [x])
@@ -91,6 +109,33 @@ class _Real:
     return self.unpack(self.ctx.elementwise("divide", self.pack(*a), self.pack(*b)))
 
 
+def _special(R, value, cases):
+  """`value` (re, im) with C99 Annex G's special values: `cases` is a list of (mask, re, im),
+  the first whose mask holds wins."""
+  re, im = value
+  for mask, c_re, c_im in reversed(cases):
+    re, im = R.sel(mask, c_re, re), R.sel(mask, c_im, im)
+  return re, im
+
+
+def _sin(R, x, y):
+  value = _rot(_sinh)(R, x, y)
+  return _special(R, value, [
+      (R.and_(R.not_(R.isfinite(x)), R.isinf(y)), np.nan, np.inf)])      # sin(inf + inf i)
+
+
+def _asin(R, x, y):
+  value = _rot(_asinh)(R, x, y)
+  return _special(R, value, [
+      (R.and_(R.isinf(x), R.isnan(y)), np.nan, np.inf)])                  # asin(inf + nan i)
+
+
+def _atan(R, x, y):
+  value = _rot(_atanh)(R, x, y)
+  return _special(R, value, [
+      (R.and_(R.isinf(x), R.isnan(y)), R.copysign(np.pi / 2, x), 0.0)])   # atan(inf + nan i)
+
+
 def _rot(f):
   """-i f(iz): sin, tan, asinh and atan from sinh, tanh, asin and atanh."""
   def g(R, x, y):
@@ -99,14 +144,33 @@ def _rot(f):
   return g
 
 
+def _exp(R, x, y):
+  r = R.op("exponential", x)
+  value = R.mul(r, R.op("cosine", y)), R.mul(r, R.op("sine", y))
+  inf_y = R.not_(R.isfinite(y))
+  return _special(R, value, [
+      (R.iszero(y), r, y),                                                 # exp(x +- 0i)
+      (R.and_(R.cmp(x, "EQ", -np.inf), inf_y), 0.0, R.copysign(0.0, y)),  # exp(-inf + inf i)
+      (R.and_(R.cmp(x, "EQ", np.inf), inf_y), np.inf, np.nan)])
+
+
 def _sinh(R, x, y):
-  return R.mul(R.op("sinh", x), R.op("cosine", y)), \
-      R.sel(R.cmp(y, "EQ", 0), y, R.mul(R.op("cosh", x), R.op("sine", y)))
+  value = R.mul(R.op("sinh", x), R.op("cosine", y)), \
+      R.sel(R.iszero(y), y, R.mul(R.op("cosh", x), R.op("sine", y)))
+  inf_y = R.not_(R.isfinite(y))
+  return _special(R, value, [
+      (R.and_(R.iszero(x), inf_y), x, np.nan),                            # sinh(0 + inf i)
+      (R.and_(R.isinf(x), inf_y), np.inf, np.nan)])
 
 
 def _cosh(R, x, y):
-  return R.mul(R.op("cosh", x), R.op("cosine", y)), \
-      R.sel(R.cmp(y, "EQ", 0), R.mul(x, y), R.mul(R.op("sinh", x), R.op("sine", y)))
+  value = R.mul(R.op("cosh", x), R.op("cosine", y)), \
+      R.sel(R.iszero(y), R.sel(R.isnan(x), y, R.mul(R.copysign(0.0, x), y)),
+            R.mul(R.op("sinh", x), R.op("sine", y)))
+  inf_y = R.not_(R.isfinite(y))
+  return _special(R, value, [
+      (R.and_(R.iszero(x), inf_y), np.nan, 0.0),                          # cosh(0 + inf i)
+      (R.and_(R.isinf(x), inf_y), np.inf, np.nan)])
 
 
 def _tanh(R, x, y):
@@ -116,52 +180,97 @@ def _tanh(R, x, y):
   big = R.cmp(R.abs(x), "GT", 20.0)   # 1 - tanh(20) < 2^-55: the real part is +-1
   re = R.sel(big, R.sel(R.cmp(x, "GT", 0), 1.0, -1.0), R.div(R.mul(sh, ch), d))
   im_big = R.mul(R.mul(sc, 4.0), R.op("exponential", R.mul(R.abs(x), -2.0)))
-  return re, R.sel(big, im_big, R.div(sc, d))
+  inf_y = R.not_(R.isfinite(y))
+  return _special(R, (re, R.sel(big, im_big, R.div(sc, d))), [
+      (R.and_(R.isnan(x), R.iszero(y)), x, y),                            # tanh(nan + 0i)
+      (R.isinf(x), R.copysign(1.0, x), R.copysign(0.0, R.sel(R.isinf(y), y, sc))),
+      (R.and_(R.iszero(x), inf_y), x, np.nan),                            # tanh(0 + inf i)
+      (inf_y, np.nan, np.nan)])
 
 
 def _cos(R, x, y):
   return _cosh(R, R.neg(y), x)
 
 
-def _asin(R, x, y):
+def _asin_kahan(R, x, y):
   r1, i1 = R.csqrt(R.sub(1.0, x), R.neg(y))    # sqrt(1 - z)
   r2, i2 = R.csqrt(R.add(1.0, x), y)           # sqrt(1 + z)
   re = R.op("atan2", x, R.sub(R.mul(r1, r2), R.mul(i1, i2)))
   return re, R.op("asinh", R.sub(R.mul(r1, i2), R.mul(i1, r2)))
 
 
+def _asinh(R, x, y):
+  value = _rot(_asin_kahan)(R, x, y)
+  inf = R.or_(R.isinf(x), R.isinf(y))
+  return _special(R, value, [
+      (R.and_(R.isnan(x), R.iszero(y)), x, y),                            # asinh(nan + 0i)
+      (R.and_(R.isnan(x), R.isinf(y)), np.inf, np.nan),
+      (R.and_(R.isnan(y), R.isinf(x)), x, y),
+      (R.or_(R.isnan(x), R.isnan(y)), np.nan, np.nan),
+      (inf, R.copysign(np.inf, x), R.copysign(R.op("atan2", R.abs(y), R.abs(x)), y))])
+
+
 def _acos(R, x, y):
   r1, i1 = R.csqrt(R.sub(1.0, x), R.neg(y))    # sqrt(1 - z)
   r2, i2 = R.csqrt(R.add(1.0, x), y)           # sqrt(1 + z)
   re = R.mul(R.op("atan2", r1, r2), 2.0)
-  return re, R.op("asinh", R.sub(R.mul(r2, i1), R.mul(i2, r1)))
+  value = re, R.op("asinh", R.sub(R.mul(r2, i1), R.mul(i2, r1)))
+  inf = R.or_(R.isinf(x), R.isinf(y))
+  return _special(R, value, [
+      (R.and_(R.isnan(x), R.isinf(y)), np.nan, R.neg(y)),               # acos(nan + inf i)
+      (R.and_(R.isnan(y), R.iszero(x)), np.pi / 2, y),
+      (R.and_(R.isnan(y), R.isinf(x)), np.nan, -np.inf),
+      (R.or_(R.isnan(x), R.isnan(y)), np.nan, np.nan),
+      (inf, R.op("atan2", R.abs(y), x), R.neg(R.copysign(np.inf, y)))])
 
 
 def _acosh(R, x, y):
   r1, i1 = R.csqrt(R.sub(x, 1.0), y)           # sqrt(z - 1)
   r2, i2 = R.csqrt(R.add(x, 1.0), y)           # sqrt(z + 1)
   re = R.op("asinh", R.add(R.mul(r1, r2), R.mul(i1, i2)))
-  return re, R.mul(R.op("atan2", i1, r2), 2.0)
+  value = re, R.mul(R.op("atan2", i1, r2), 2.0)
+  inf = R.or_(R.isinf(x), R.isinf(y))
+  return _special(R, value, [
+      (R.and_(R.isnan(x), R.isinf(y)), np.inf, np.nan),                 # acosh(nan + inf i)
+      (R.and_(R.isnan(y), R.iszero(x)), np.nan, np.pi / 2),
+      (R.and_(R.isnan(y), R.isinf(x)), np.inf, np.nan),
+      (R.or_(R.isnan(x), R.isnan(y)), np.nan, np.nan),
+      (inf, np.inf, R.copysign(R.op("atan2", R.abs(y), x), y))])
 
 
 def _atanh(R, x, y):
   ax = R.abs(x)                 # Re atanh is odd in x: log1p's argument stays >= 0
   one_m, one_p = R.sub(1.0, ax), R.add(1.0, ax)
-  re = R.mul(R.op("log-plus-one", R.div(R.mul(ax, 4.0), R.add(R.mul(one_m, one_m),
-                                                               R.mul(y, y)))), 0.25)
+  d = R.add(R.mul(one_m, one_m), R.mul(y, y))
+  re = R.mul(R.op("log-plus-one", R.div(R.mul(ax, 4.0), d)), 0.25)
+  # near the poles +-1 the squares underflow: 1/2 (log|1 + z| - log|1 - z|), exact enough
+  near_pole = R.cmp(d, "LT", float(np.finfo(R.dt).eps))
+  log_abs = lambda a, b: R.op("log", R.op("abs", R.pack(a, b)))
+  re = R.sel(near_pole, R.mul(R.sub(log_abs(one_p, y), log_abs(one_m, y)), 0.5), re)
   im = R.mul(R.op("atan2", R.mul(y, 2.0), R.sub(R.mul(one_m, one_p), R.mul(y, y))), 0.5)
   # |z| > 1/eps (the squares may overflow): atanh z = 1/z +- i pi/2 to within eps |z|^-2
   big = R.cmp(R.op("maximum", ax, R.abs(y)), "GT", 1.0 / np.finfo(R.dt).eps)
   re = R.sel(big, R.abs(R.cdiv((1.0, 0.0), (ax, y))[0]), re)
   im = R.sel(big, R.sel(R.signbit(y), -np.pi / 2, np.pi / 2), im)
-  return R.sel(R.signbit(x), R.neg(re), re), im
+  value = R.sel(R.signbit(x), R.neg(re), re), im
+  inf = R.or_(R.isinf(x), R.isinf(y))
+  return _special(R, value, [
+      (R.and_(R.isnan(x), R.isinf(y)), 0.0, R.copysign(np.pi / 2, y)),   # atanh(nan + inf i)
+      (R.and_(R.isnan(y), R.iszero(x)), x, np.nan),
+      (R.and_(R.isnan(y), R.isinf(x)), R.copysign(0.0, x), np.nan),
+      (R.or_(R.isnan(x), R.isnan(y)), np.nan, np.nan),
+      (inf, R.copysign(0.0, x), R.copysign(np.pi / 2, y))])
 
 
 def _expm1(R, x, y):
   h = R.op("sine", R.mul(y, 0.5))
   re = R.sub(R.mul(R.op("exponential-minus-one", x), R.op("cosine", y)),
              R.mul(R.mul(h, h), 2.0))
-  return re, R.sel(R.cmp(y, "EQ", 0), y, R.mul(R.op("exponential", x), R.op("sine", y)))
+  value = re, R.sel(R.iszero(y), y, R.mul(R.op("exponential", x), R.op("sine", y)))
+  inf_y = R.not_(R.isfinite(y))
+  return _special(R, value, [                 # exp(z) - 1's special values
+      (R.and_(R.cmp(x, "EQ", -np.inf), inf_y), -1.0, R.copysign(0.0, y)),
+      (R.and_(R.cmp(x, "EQ", np.inf), inf_y), np.inf, np.nan)])
 
 
 def _log1p(R, x, y):
@@ -213,8 +322,9 @@ def _atan2(R, x, y, c, d):
 
 # opcode -> expansion: (R, re, im[, re2, im2]) -> (re, im) of the result
 EXPANSIONS: dict[str, Callable] = {
-    "sine": _rot(_sinh), "cosine": _cos, "tan": _rot(_tanh), "sinh": _sinh, "cosh": _cosh,
-    "tanh": _tanh, "asin": _asin, "acos": _acos, "atan": _rot(_atanh), "asinh": _rot(_asin),
+    "exponential": _exp,
+    "sine": _sin, "cosine": _cos, "tan": _rot(_tanh), "sinh": _sinh, "cosh": _cosh,
+    "tanh": _tanh, "asin": _asin, "acos": _acos, "atan": _atan, "asinh": _asinh,
     "acosh": _acosh, "atanh": _atanh, "exponential-minus-one": _expm1,
     "log-plus-one": _log1p, "logistic": _logistic, "rsqrt": _rsqrt, "power": _pow,
     "atan2": _atan2,
@@ -229,6 +339,14 @@ def expand(ctx, opcode: str, *zs: Instr) -> Instr:
   R = _Real(ctx, part_dtype(wide))
   parts = [p for z in zs for p in R.unpack(ctx.convert(z, wide))]
   return ctx.convert(R.pack(*EXPANSIONS[opcode](R, *parts)), dt)
+
+
+def scaled(ctx, z: Instr, c: float) -> Instr:
+  """Complex `z` with both parts multiplied by the real `c` (never a complex product, whose
+  inf * 0 cross terms would turn an infinite part's zero partner into NaN)."""
+  R = _Real(ctx, part_dtype(z.dtype))
+  re, im = R.unpack(z)
+  return R.pack(R.mul(re, c), R.mul(im, c))
 
 
 def rule(opcode: str) -> Callable:

@@ -24,6 +24,7 @@ import numpy as np
 
 from ember._src import dtypes, hlo
 from ember._src.hlo import Instr, TupleShape
+from ember._src.lower import standard_ops
 
 __all__ = ["to_mlir_text"]
 
@@ -196,8 +197,13 @@ class _Printer:
     self.locs = _Locs()
     self.funcs: list[hlo.Computation] = []    # computations called through `call`
     self.func_names: dict[int, str] = {}
+    self.taken_names = {"main"}
+    self.region_depth = 0       # > 0 inside an op's region: calls print as `func.call`
+    self.metadata = None        # the op an inlined expansion stands for (its locations)
 
   def loc(self, md) -> str:
+    if self.metadata is not None:
+      md = self.metadata
     return f" loc({self.locs.of(md)})" if self.debug else ""
 
   # --- values ------------------------------------------------------------------------
@@ -213,9 +219,14 @@ class _Printer:
     return v if isinstance(v, list) else [v]
 
   def func_name(self, comp: hlo.Computation) -> str:
+    """`comp`'s func name: its own, or with `_N` appended when another func has it."""
     name = self.func_names.get(id(comp))
     if name is None:
-      name = self.func_names[id(comp)] = comp.name
+      name, n = comp.name, 0
+      while name in self.taken_names:
+        name, n = f"{comp.name}_{n}", n + 1
+      self.taken_names.add(name)
+      self.func_names[id(comp)] = name
       self.funcs.append(comp)
     return name
 
@@ -243,10 +254,35 @@ class _Printer:
       f.values[p.id] = name
       args.append(f"{name}: {_ty(p.shape)}")
     head = f"{indent}^bb0({', '.join(args)}):"
-    return [head] + self.body(comp, f, indent + "  ", "stablehlo.return")
+    return [head] + self.region_body(comp, f, indent + "  ")
+
+  def region_body(self, comp: hlo.Computation, f: _Func, indent: str) -> list[str]:
+    self.region_depth += 1
+    try:
+      return self.body(comp, f, indent, "stablehlo.return")
+    finally:
+      self.region_depth -= 1
+
+  def inline(self, sub: hlo.Module, instr: Instr, f: _Func, indent: str) -> list[str]:
+    """The ops of `sub` (standard_ops' expansion of `instr`) in place of `instr`, located
+    where `instr` is."""
+    comp = sub.entry
+    for p, o in zip(comp.params, instr.operands):
+      f.values[p.id] = f.values[o.id]
+    saved, self.metadata = self.metadata, instr.metadata
+    try:
+      lines = [line for i in comp.instrs if i.opcode != "parameter"
+               for line in self.op(i, f, indent)]
+    finally:
+      self.metadata = saved
+    f.values[instr.id] = f.values[comp.root.id]
+    return lines
 
   def op(self, instr: Instr, f: _Func, indent: str) -> list[str]:
     op, a, shape = instr.opcode, instr.attrs, instr.shape
+    sub = standard_ops.expansion(instr)
+    if sub is not None:
+      return self.inline(sub, instr, f, indent)
     loc = self.loc(instr.metadata)
     ins = lambda: [self.val(f, o) for o in instr.operands]
     in_types = lambda: [_ty(o.shape) for o in instr.operands]
@@ -291,8 +327,6 @@ class _Printer:
       return [f"{lhs}stablehlo.select {', '.join(x)} : {in_types()[0]}, {out_t}{loc}"]
     if op == "clamp":
       return [f"{lhs}stablehlo.clamp {', '.join(x)} : {fn_type()}{loc}"]
-    if op == "fma":   # ember's own op (StableHLO has none): MLIR's generic form
-      return [f'{lhs}"ember.fma"({", ".join(x)}) : {fn_type()}{loc}']
     if op == "reduce-precision":
       return [f"{lhs}stablehlo.reduce_precision {x[0]}, format = e{a['exponent_bits']}"
               f"m{a['mantissa_bits']} : {out_t}{loc}"]
@@ -338,7 +372,8 @@ class _Printer:
       outs = shape.elements if isinstance(shape, TupleShape) else [shape]
       res = ", ".join(_ty(s) for s in outs)
       res = res if len(outs) == 1 else f"({res})"
-      return [f"{lhs}call {_sym(self.func_name(callee))}({', '.join(x)}) : "
+      call = "func.call" if self.region_depth else "call"
+      return [f"{lhs}{call} {_sym(self.func_name(callee))}({', '.join(x)}) : "
               f"({', '.join(in_types())}) -> {res}{loc}"]
     if op == "top-k":
       res = ", ".join(_ty(s) for s in shape.elements)
@@ -380,12 +415,9 @@ class _Printer:
     if op in ("while", "conditional"):
       return self.control_flow(instr, f, indent, lhs, x, loc)
     if op == "custom-call":
-      cfg = ", ".join(f"{k} = {v} : {'ui8' if k != 'permutation_size' else 'i32'}"
-                      for k, v in a.get("backend_config", ()))
       res_t = out_t or "(" + ", ".join(_ty(s) for s in shape.elements) + ")"
-      return [f'{lhs}stablehlo.custom_call @{a["target"]}({", ".join(x)}) {{backend_config = '
-              f'"", mhlo.backend_config = {{{cfg}}}}} : ({", ".join(in_types())}) -> '
-              f'{res_t}{loc}']
+      return [f'{lhs}stablehlo.custom_call @{a["target"]}({", ".join(x)}) '
+              f'{{{_lapack_attrs(instr)}}} : ({", ".join(in_types())}) -> {res_t}{loc}']
     raise ValueError(f"to_mlir_text: no StableHLO form for the HLO opcode {op!r} "
                      f"(%{instr.name}); print lowered (unoptimized) modules only.")
 
@@ -396,7 +428,7 @@ class _Printer:
     saved = (f.next_value, set(f.used), f.uniq)
     for p, n in zip(comp.params, names):
       f.values[p.id] = n
-    lines = self.body(comp, f, indent, "stablehlo.return")
+    lines = self.region_body(comp, f, indent)
     f.next_value, f.used, f.uniq = saved
     return lines
 
@@ -444,7 +476,7 @@ class _Printer:
                      f"{_ty(params[n + i].shape)})" for i in range(n))
     lines = [f"{lhs}stablehlo.reduce{args} across dimensions = {dims} : ({in_t}) -> {out_t}",
              f"{indent} reducer{pairs} {{"]
-    lines += self.body(comp, f, indent + "  ", "stablehlo.return")
+    lines += self.region_body(comp, f, indent + "  ")
     lines.append(f"{indent}}}{loc}")
     return lines
 
@@ -493,6 +525,40 @@ class _Printer:
     if self.debug:
       out += ["#loc = loc(unknown)"] + self.locs.defs
     return "\n".join(out) + "\n"
+
+
+# LAPACK targets that write their first result into an operand's buffer: which operand
+_LAPACK_ALIASED_OPERAND = {"potrf": 0, "getrf": 0, "geqrf": 0, "orgqr": 0, "ungqr": 0,
+                           "syevd": 0, "heevd": 0, "gesdd": 0, "trsm": 1}
+
+
+def _lapack_attrs(instr: Instr) -> str:
+  """A LAPACK FFI custom call's attributes as JAX writes them: the config, the number of
+  batch dimensions, column-major layouts for the matrices (each array of the operand's rank
+  holds matrices in its last two dimensions; lower ranks are row-major), and the operand
+  the first result overwrites."""
+  nb = instr.operands[0].shape.rank - 2
+  cfg = ", ".join(f"{k} = {v} : ui8" for k, v in instr.attrs.get("backend_config", ()))
+  results = instr.shape.elements if isinstance(instr.shape, TupleShape) else [instr.shape]
+  parts = ['backend_config = ""', f"mhlo.backend_config = {{{cfg}}}",
+           f'mhlo.frontend_attributes = {{num_batch_dims = "{nb}"}}',
+           f"operand_layouts = [{', '.join(_layout(o.shape.rank, nb) for o in instr.operands)}]"]
+  routine = instr.attrs["target"].split("_")[1][1:]      # lapack_spotrf_ffi -> potrf
+  if routine in _LAPACK_ALIASED_OPERAND:
+    tuple_index = "[0]" if isinstance(instr.shape, TupleShape) else "[]"
+    parts.append(f"output_operand_aliases = [#stablehlo.output_operand_alias<"
+                 f"output_tuple_indices = {tuple_index}, operand_index = "
+                 f"{_LAPACK_ALIASED_OPERAND[routine]}, operand_tuple_indices = []>]")
+  parts.append(f"result_layouts = [{', '.join(_layout(s.rank, nb) for s in results)}]")
+  return ", ".join(parts)
+
+
+def _layout(rank: int, nb: int) -> str:
+  """Minor-to-major dimension order: a batch of matrices column-major, else row-major."""
+  order = [nb, nb + 1] + list(range(nb - 1, -1, -1)) if rank == nb + 2 else \
+      list(range(rank - 1, -1, -1))
+  return f"{_dense(np.array(order, np.int64))} : tensor<{rank}xindex>" if order else \
+      "dense<> : tensor<0xindex>"
 
 
 def _dnums(kind: str, fields, index_vector_dim: int) -> str:

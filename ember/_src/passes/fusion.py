@@ -506,13 +506,22 @@ def wrap_lone_ops(module: hlo.Module) -> hlo.Module:
   return _rewrite(module, fuse=False)
 
 
+def _one_free_dim_each(dot: hlo.Instr) -> bool:
+  """Whether each operand of a dot without batch dims has exactly one free dim: only then is
+  the output's [lhs free, rhs free] transposed by swapping the operands. A scalar times a
+  matrix (an outer product with no contraction, `einsum('ab,dc->cd')`) has all its free dims
+  on one side: swapping the operands leaves the output untransposed."""
+  return all(o.shape.rank - len(dot.attrs.get(k, ())) == 1 for o, k in
+             zip(dot.operands, ("lhs_contracting_dims", "rhs_contracting_dims")))
+
+
 def _swap_transposed_dots(entry: hlo.Computation) -> None:
   """`transpose(dot(a, b), {1,0})` -> `dot(b, a)` (XLA's algsimp does the same): the
   transposed product comes out of BLAS in the layout its users read (a backward pass's
   weight gradient dW = x.T @ delta, which the jaxpr computes as (delta.T @ x).T), instead of
   a fusion reading the dot's result through a transpose. Only 2-D dots without batch
-  dimensions (one free dimension per side) whose only user is the transpose (it takes the
-  dot's name);
+  dimensions with one free dimension per side (`_one_free_dim_each`) whose only user is the
+  transpose (it takes the dot's name);
   value-preserving: the same products summed in the same order. Lives here (before the
   grouping) so that the transpose never becomes part of a fusion."""
   users = entry.users()
@@ -521,7 +530,8 @@ def _swap_transposed_dots(entry: hlo.Computation) -> None:
     d = t.operands[0] if t.opcode == "transpose" else None
     if d is None or d.opcode != "dot" or d.shape.rank != 2 or \
         tuple(t.attrs["dimensions"]) != (1, 0) or d.attrs.get("lhs_batch_dims") or \
-        d.attrs.get("rhs_batch_dims") or d is entry.root or len(users.get(d.id, [])) != 1:
+        d.attrs.get("rhs_batch_dims") or d is entry.root or len(users.get(d.id, [])) != 1 or \
+        not _one_free_dim_each(d):
       continue
     a = dict(d.attrs, lhs_contracting_dims=tuple(d.attrs.get("rhs_contracting_dims", ())),
              rhs_contracting_dims=tuple(d.attrs.get("lhs_contracting_dims", ())))

@@ -244,8 +244,17 @@ def _unit_columns(v):
 
 
 def _geev(attrs, a):
-  """(w, vl, vr, info), all complex: eigenvalues, left eigenvectors (vl^H a = w vl^H) and
-  right ones (a vr = vr w) as unit columns; vl/vr zero when not requested ('N')."""
+  """(w, vl, vr, info): complex eigenvalues, left eigenvectors (vl^H a = w vl^H) and right
+  ones (a vr = vr w) as unit complex columns; vl/vr zero when not requested ('N'). A real
+  `a` gives (wr, wi, vl, vr, info), w's real and imaginary parts apart, as sgeev/dgeev's
+  FFI targets do."""
+  w, vl, vr, info = _geev_complex(attrs, a)
+  if a.dtype.kind == "c":
+    return [w, vl, vr, info]
+  return [w.real.copy(), w.imag.copy(), vl, vr, info]
+
+
+def _geev_complex(attrs, a):
   cfg = dict(attrs)
   n, cdt = a.shape[-1], _complex_dtype(a.dtype)
   w, vr, info = _guarded(lambda m: np.linalg.eig(m), a, [((n,), cdt), ((n, n), cdt)])
@@ -680,7 +689,8 @@ def _eig_config(left, right):
 
 def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
               enable_eigvec_derivs, implementation):
-  w, vl, vr, info = _geev(_eig_config(compute_left_eigenvectors, compute_right_eigenvectors), x)
+  w, vl, vr, info = _geev_complex(_eig_config(compute_left_eigenvectors,
+                                              compute_right_eigenvectors), x)
   bad = info != 0
   outs = [np.where(bad[..., None], np.nan, w).astype(w.dtype)]
   for want, v in ((compute_left_eigenvectors, vl), (compute_right_eigenvectors, vr)):
@@ -697,10 +707,14 @@ def _eig_lower(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
                enable_eigvec_derivs, implementation):
   *batch, n, _ = x.dims
   batch, cdt = tuple(batch), _complex_dtype(x.dtype)
-  w, vl, vr, info = _custom_call(
-      ctx, "geev", [x], [Shape(cdt, batch + (n,)), Shape(cdt, x.dims), Shape(cdt, x.dims),
-                         Shape(np.dtype(np.int32), batch)],
-      _eig_config(compute_left_eigenvectors, compute_right_eigenvectors))
+  cfg = _eig_config(compute_left_eigenvectors, compute_right_eigenvectors)
+  vs = [Shape(cdt, x.dims), Shape(cdt, x.dims), Shape(np.dtype(np.int32), batch)]
+  if np.dtype(x.dtype).kind == "c":
+    w, vl, vr, info = _custom_call(ctx, "geev", [x], [Shape(cdt, batch + (n,))] + vs, cfg)
+  else:   # sgeev/dgeev return w's real and imaginary parts apart (JAX joins them)
+    part = Shape(x.dtype, batch + (n,))
+    wr, wi, vl, vr, info = _custom_call(ctx, "geev", [x], [part, part] + vs, cfg)
+    w = ctx.elementwise("complex", wr, wi, dtype=cdt)
   outs = [_nan_where_failed(ctx, w, info)]
   for want, v in ((compute_left_eigenvectors, vl), (compute_right_eigenvectors, vr)):
     if want:

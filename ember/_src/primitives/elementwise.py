@@ -196,7 +196,12 @@ def _convert_impl(x, *, new_dtype, weak_type):
   if new_dtype == np.bool_:
     return x != 0
   with np.errstate(over="ignore", invalid="ignore"):
+    if new_dtype in _NARROW_FLOATS and x.dtype not in _NARROW_FLOATS + (np.dtype(np.float32),):
+      x = x.astype(np.float32)   # as XLA: float64 and integers round to float32 first
     return x.astype(new_dtype)
+
+
+_NARROW_FLOATS = (np.dtype(dtypes.float16), np.dtype(dtypes.bfloat16))
 
 
 def _convert_abstract_eval(x, *, new_dtype, weak_type):
@@ -401,13 +406,18 @@ def _min_impl(x, y):
   return out
 
 
+def _nextafter_impl(x, y):
+  # C99: y when x == y (nextafter(0, -0) = -0); NumPy's float16 loop returns x there
+  return np.where(x == y, y, np.nextafter(x, y))
+
+
 add_p = naryop("add", _same(np.add), NUMERIC)
 sub_p = naryop("sub", _same(np.subtract), NUMERIC)
 div_p = naryop("div", _quiet(_div_impl), NUMERIC)
 rem_p = naryop("rem", _quiet(_rem_impl), INTS + FLOAT)
 max_p = naryop("max", _quiet(_max_impl), ANY)
 min_p = naryop("min", _quiet(_min_impl), ANY)
-nextafter_p = naryop("nextafter", _same(np.nextafter), FLOAT)
+nextafter_p = naryop("nextafter", _same(_nextafter_impl), FLOAT)
 atan2_p = naryop("atan2", None, INEXACT)
 for _p, _op in ((add_p, "add"), (sub_p, "subtract"), (div_p, "divide"), (rem_p, "remainder"),
                 (max_p, "maximum"), (min_p, "minimum"), (nextafter_p, "next-after"),
@@ -781,9 +791,10 @@ ad.defjvp(integer_pow_p, _integer_pow_jvp)
 
 
 def _sign(x):
-  if x.dtype.kind == "c":
+  if x.dtype.kind == "c":   # each part over |x| (as XLA: sign(inf + 0j) = nan + 0j); 0 kept
     a = np.abs(x)
-    return np.where(a == 0, 0, x / np.where(a == 0, 1, a))
+    safe = np.where(a == 0, 1, a)
+    return np.where(a == 0, x, _cpack(x.real / safe, x.imag / safe, x.dtype))
   if x.dtype.kind == "u":
     return (x != 0).astype(x.dtype)
   if x.dtype.kind == "i":
@@ -798,7 +809,14 @@ def _abs_dtype(dt):
 neg_p = unary("neg", _same(np.negative), NUMERIC)
 sign_p = unary("sign", _quiet(lambda x, **_: np.asarray(_sign(x)).astype(x.dtype)), NUMERIC)
 abs_p = unary("abs", _quiet(lambda x, **_: np.abs(x)), INT + INEXACT, out_dtype=_abs_dtype)
-square_p = unary("square", _same(np.square), NUMERIC)
+def _square(x):
+  if x.dtype.kind != "c":
+    return np.square(x)
+  a, b = x.real, x.imag   # z * z as the compiled complex product (NumPy's loops fuse or not)
+  return _cpack(a * a - b * b, a * b + b * a, x.dtype)
+
+
+square_p = unary("square", _same(_square), NUMERIC)
 for _p, _op in ((neg_p, "negate"), (abs_p, "abs")):
   _p.lower = lowering.elementwise(_op)
 sign_p.lower = lambda ctx, x: (  # StableHLO's sign takes no unsigned ints: x != 0 then
@@ -885,12 +903,46 @@ def _rsqrt(x):
   return 1 / np.sqrt(x)
 
 
+def _expm1(x):
+  """NumPy's complex expm1 loses exp(z) - 1's special values (expm1(inf + 0j) = inf + nanj):
+  the formula and special values of lower/complex_math.py's expansion instead."""
+  if x.dtype.kind != "c":
+    return np.expm1(x)
+  a, b = x.real, x.imag
+  h = np.sin(b / 2)
+  re = np.expm1(a) * np.cos(b) - 2 * h * h
+  im = np.where(b == 0, b, np.exp(a) * np.sin(b))
+  inf_b = ~np.isfinite(b)
+  re = np.where(inf_b & (a == -np.inf), -1.0, np.where(inf_b & (a == np.inf), np.inf, re))
+  im = np.where(inf_b & (a == -np.inf), np.copysign(0.0, b),
+                np.where(inf_b & (a == np.inf), np.nan, im))
+  return _cpack(re, im, x.dtype)
+
+
+def _log1p(x):
+  """NumPy's complex log1p is log(1 + z), which loses all of a tiny z: 1/2 log1p(|1+z|^2 - 1)
+  while that is small, as lower/complex_math.py's expansion."""
+  if x.dtype.kind != "c":
+    return np.log1p(x)
+  a, b = x.real, x.imag
+  u = a * (a + 2) + b * b
+  re = np.where(np.abs(u) < 0.5, np.log1p(u) * 0.5, np.log(np.abs(_cpack(a + 1, b, x.dtype))))
+  return _cpack(re, np.arctan2(b, a + 1), x.dtype)
+
+
+def _cpack(re, im, dtype):
+  """A complex array from its parts (never re + 1j * im: inf * 0j would be NaN)."""
+  out = np.empty(np.shape(re), dtype)
+  out.real, out.imag = re, im
+  return out
+
+
 exp_p, exp = _unary_with_accuracy("exp", np.exp)
 exp2_p, exp2 = _unary_with_accuracy("exp2", np.exp2)
 log_p, log = _unary_with_accuracy("log", np.log)
 log2_p, log2 = _unary_with_accuracy("log2", np.log2)
-expm1_p, expm1 = _unary_with_accuracy("expm1", np.expm1)
-log1p_p, log1p = _unary_with_accuracy("log1p", np.log1p)
+expm1_p, expm1 = _unary_with_accuracy("expm1", _expm1)
+log1p_p, log1p = _unary_with_accuracy("log1p", _log1p)
 tanh_p, tanh = _unary_with_accuracy("tanh", np.tanh)
 logistic_p, logistic = _unary_with_accuracy("logistic", _logistic)
 sin_p, sin = _unary_with_accuracy("sin", np.sin)
@@ -919,15 +971,21 @@ for _p, _op in ((exp_p, "exponential"), (log_p, "log"), (expm1_p, "exponential-m
 
 
 def _exp2_lower(ctx, x, **_):
-  """2**x as `power` (exact base, so as accurate as power); complex: exp(x ln 2)."""
+  """2**x as `power` (exact base, so as accurate as power); complex: exp(x ln 2), as NumPy."""
   if dtype_kind(x.dtype) == COMPLEX:
-    return ctx.elementwise("exponential", ctx.mul(x, ctx.constant(np.log(2.0), x.dtype)))
+    return complex_math.expand(ctx, "exponential", complex_math.scaled(ctx, x, np.log(2.0)))
   return ctx.elementwise("power", ctx.full_like(2, x), x)
 
 
+def _log2_lower(ctx, x, **_):
+  """log(x) / ln 2; complex: both parts of log(x) times log2(e), as NumPy."""
+  if dtype_kind(x.dtype) == COMPLEX:
+    return complex_math.scaled(ctx, complex_math.rule("log")(ctx, x), 1 / np.log(2.0))
+  return ctx.div(ctx.elementwise("log", x), ctx.constant(np.log(2.0), x.dtype))
+
+
 exp2_p.lower = _exp2_lower
-log2_p.lower = lambda ctx, x, **_: ctx.div(ctx.elementwise("log", x),
-                                            ctx.constant(np.log(2.0), x.dtype))
+log2_p.lower = _log2_lower
 
 asin = _unary_fn(asin_p, "asin")
 acos = _unary_fn(acos_p, "acos")

@@ -907,9 +907,8 @@ def convert(em, x, src, dst):
     if dst == dtypes.float16:
       return b.fpext(b.fptrunc(f, F16), F32)
     return em.round_to(dst, f)
-  # float -> float (registers: f32 for the narrow types)
-  if dst == dtypes.float16 and x.type == F64:
-    return b.fpext(b.fptrunc(x, F16), F32)                       # one rounding
+  # float -> float (registers: f32 for the narrow types; float64 -> float16/bfloat16 rounds
+  # to float32 first, as XLA)
   if x.type == F64 and rt == F32:
     x = b.fptrunc(x, F32)
   elif x.type == F32 and rt == F64:
@@ -1145,7 +1144,11 @@ def _cdiv(em, x, y):
   den2 = b.fadd(e, b.fmul(d, r2))
   re2 = b.fdiv(b.fadd(b.fmul(a, r2), c), den2)
   im2 = b.fdiv(b.fsub(b.fmul(c, r2), a), den2)
-  return Cx(b.select(big, re1, re2), b.select(big, im1, im2))
+  # a zero divisor: (a / |d|, c / |d|), as NumPy's divide and XLA (1 / 0j = inf + nanj)
+  zero = b.and_(b.fcmp_ordered("==", d, ir.Constant(t, 0.0)),
+                b.fcmp_ordered("==", e, ir.Constant(t, 0.0)))
+  re = b.select(zero, b.fdiv(a, fabs(d)), b.select(big, re1, re2))
+  return Cx(re, b.select(zero, b.fdiv(c, fabs(d)), b.select(big, im1, im2)))
 
 
 # --------------------------------------------------------------------------------------
@@ -1304,6 +1307,8 @@ def _concatenate(em, instr, idx):
     if op.shape.dims[d]:
       parts.append((op, off))
     off += op.shape.dims[d]
+  if not parts:   # every operand empty along d: so is the output, never read at any index
+    return const_of(instr.dtype, 0)
 
   def value(k):   # operand k at idx, its index along d shifted and clamped into range
     op, start = parts[k]

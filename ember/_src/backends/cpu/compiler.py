@@ -339,8 +339,10 @@ class _ThunkPlan:
     if not einfo.splittable or einfo.outer != lay.outer:   # no row blocks: one block
       lay = lay._replace(rows_per_unit=None)
     lhs, rhs = (o.attrs["number"] for o in dot.operands)
-    tile = 0 if in_place else (dot_kernels.block_units(lay) * (lay.rows_per_unit or 0) *
-                               lay.N * lay.dtype.itemsize)
+    # a stack tile of C holds a block of rows; without row units (rows_per_unit None) the
+    # generated kernel does not apply and BLAS computes the whole dot at once
+    tile = 0 if in_place or lay.rows_per_unit is None else (
+        dot_kernels.block_units(lay) * lay.rows_per_unit * lay.N * lay.dtype.itemsize)
     from ember._src.backends.cpu import threadpool
     cost = threadpool.kernel_cost(instr, epi)   # recomputed on replay, never serialized
     if dot_kernels.generated_kernel_ok(lay, tile, fused=True, gram=dot_kernels.is_gram(dot)):

@@ -256,8 +256,9 @@ def split_by_columns(lay: DotLayout, epilogue: bool = False, in_place: bool = Tr
 
 
 def block_units(lay: DotLayout) -> int:
-  """Units of dimension 0 per block of C (at least one, about BLOCK_ROWS rows)."""
-  return max(1, BLOCK_ROWS // max(lay.rows_per_unit, 1))
+  """Units of dimension 0 per block of C (at least one, about BLOCK_ROWS rows; one when
+  units are not rows: C is one block)."""
+  return max(1, BLOCK_ROWS // max(lay.rows_per_unit or BLOCK_ROWS, 1))
 
 
 class Epilogue(NamedTuple):
@@ -326,10 +327,12 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   T = codegen.mem_type(lay.dtype)
   R, N, U = lay.rows_per_unit, lay.N, block_units(lay)
   ptrs = [ptr(k) for k in epilogue.operands]
-  ebufs = b.alloca(PTR, e.i64(len(ptrs) + 2))
-  slot = lambda k: b.gep(ebufs, [e.i64(k)], source_etype=PTR)
+  # The epilogue's buffer table holds the pointers as i64: llvmlite 0.45's typed IR layer
+  # prints an alloca of pointers as `ptr*`, which LLVM rejects.
+  ebufs = b.alloca(I64, e.i64(len(ptrs) + 2))
+  slot = lambda k: b.gep(ebufs, [e.i64(k)], source_etype=I64)
   for k, p in enumerate(ptrs + [O, O]):       # operands, the dot's value, the output
-    b.store(p, slot(k))
+    b.store(b.ptrtoint(p, I64), slot(k))
   efn = module.globals.get(epilogue.symbol) or ir.Function(module, KERNEL_TYPE,
                                                             epilogue.symbol)
   tile = None
@@ -344,7 +347,7 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
     C = O
     if tile is not None:
       C = b.gep(tile, [b.neg(e.mul_idx(e.mul_idx(u0, R), N))], source_etype=T)
-      b.store(C, slot(len(ptrs)))
+      b.store(b.ptrtoint(C, I64), slot(len(ptrs)))
     call_body(C, u0, u1)
     b.call(efn, [ebufs, u0, u1], attrs=("noinline",))   # its code once, in its own symbol
     return []

@@ -320,6 +320,8 @@ class DotEpilogueThunk(Thunk):
   def run(self, frame: Frame) -> None:
     d = self.dot
     M, N, R, outer = d.M, d.N, self.R, self.epilogue.outer
+    if not d.B * M * N:     # an empty dot: so is the output, read at the dot's indices
+      return
     ptrs = [0 if s.kind == "scratch" else frame.ptr(s) for s in self.epilogue.slots]
     if self.dot_slot is not None:
       c = frame.view(self.dot_slot, d.out_shape).reshape(d.B * M, N)

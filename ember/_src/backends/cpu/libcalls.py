@@ -17,6 +17,7 @@ and registered by name for the linker.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import struct
 import threading
@@ -177,12 +178,23 @@ def undefined_symbols(objects) -> set:
   return undefined - defined - _LINKER_DEFINED
 
 
+def _in_process(name: str) -> bool:
+  """Whether the process's own libraries define `name` (libm's fmodf for a float `frem`):
+  MCJIT's linker resolves those through the dynamic loader, which address_of_symbol does
+  not consult."""
+  try:
+    getattr(ctypes.CDLL(None), name)
+    return True
+  except AttributeError:
+    return False
+
+
 def check_resolved(objects) -> None:
   """Register the helpers the objects need, then raise a RuntimeError naming every symbol
   that still resolves nowhere (before MCJIT binds it to address 0)."""
   needed = undefined_symbols(objects)
   ensure_helpers(needed)
-  missing = sorted(n for n in needed if not llvm.address_of_symbol(n))
+  missing = sorted(n for n in needed if not llvm.address_of_symbol(n) and not _in_process(n))
   if missing:
     raise RuntimeError(
         f"the compiled code refers to {', '.join(missing)}, which no library loaded in "
