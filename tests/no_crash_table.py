@@ -246,9 +246,7 @@ case("matmul 0-M", jnp.matmul, arr((0, 5), "float32"), arr((5, 4), "float32"))
 case("concatenate with 0-size", lambda a, b: jnp.concatenate([a, b, a]) + 1,
      arr((0, 3), "float32"), arr((2, 3), "float32"))
 case("concatenate all 0-size", lambda a, b: jnp.concatenate([a, b]), arr((0,), "float32"),
-     arr((0,), "float32"),
-     known="KNOWN BUG: codegen._concatenate raises IndexError under jit when every operand "
-           "is empty (another helper's fix; drop this marker with it)")
+     arr((0,), "float32"))
 case("stack 0-size", lambda a, b: jnp.stack([a, b]), arr((0,), "float32"), arr((0,), "float32"))
 case("where 0-size", lambda a: jnp.where(a > 0, a, 0), arr((0, 2), "float32"))
 case("take 0 indices", lambda a, i: jnp.take(a, i, axis=0), arr((4, 3), "float32"),
