@@ -108,11 +108,13 @@ def _axes(axes) -> tuple:
 
 
 def _sum_impl(x, *, axes, out_sharding=None):
-  return np.sum(x, axis=axes, dtype=_compute_dtype(x.dtype)).astype(x.dtype)
+  with np.errstate(all="ignore"):  # inf + -inf is NaN silently, as compiled code does
+    return np.sum(x, axis=axes, dtype=_compute_dtype(x.dtype)).astype(x.dtype)
 
 
 def _prod_impl(x, *, axes):
-  return np.prod(x, axis=axes, dtype=_compute_dtype(x.dtype)).astype(x.dtype)
+  with np.errstate(all="ignore"):
+    return np.prod(x, axis=axes, dtype=_compute_dtype(x.dtype)).astype(x.dtype)
 
 
 def _minmax_impl(ufunc):
