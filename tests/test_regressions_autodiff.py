@@ -85,3 +85,131 @@ def test_scatter_extremal_windows_grad_and_jvp(op, want_gx, want_gu, want_jvp, m
   _close(gu, want_gu)
   jvp = _maybe_jit(lambda x, u: ember.jvp(f, (x, u), (w, np.ones(4, np.float32)))[1], mode)
   _close(jvp(x, u), want_jvp)
+
+
+# --- 2. cumulative reductions: JAX differentiates the associative scan of the combining op ----
+# grad of sum(lax.<op>(x, axis=0, reverse) * [1..n]) printed by JAX 0.12.
+
+CUM_VECTORS = {
+    "ties": [1, 3, 3, 2, 5, 5, 0],
+    "with_nan": [1, nan, 3, 2, nan, 5, 0],
+    "with_inf": [-inf, 1, inf, 2, inf, -inf, 0],
+    "zeros": [2, 0, 3, 0, 0, -1, 4],
+    "long_ties": [2] * 11 + [1] * 3 + [5] * 4,
+}
+CUM_GRADS = {
+    ('cummax', 'ties', False): [1, 5.5, 3.5, 0, 11.5, 6.5, 0],
+    ('cummax', 'ties', True): [0, 0, 0, 0, 7.5, 13.5, 7],
+    ('cummax', 'with_nan', False): [1, 0, 0, 0, 0, 0, 0],
+    ('cummax', 'with_nan', True): [0, 0, 0, 0, 0, 6, 7],
+    ('cummax', 'with_inf', False): [1, 2, 16, 0, 9, 0, 0],
+    ('cummax', 'with_inf', True): [0, 0, 3, 0, 12, 0, 13],
+    ('cummax', 'zeros', False): [3, 0, 18, 0, 0, 0, 7],
+    ('cummax', 'zeros', True): [0, 0, 0, 0, 0, 0, 28],
+    ('cummax', 'long_ties', False): [10.53125, 9.53125, 9.28125, 7.78125, 9.84375, 7.34375, 8.46875, 4.96875, 13.25, 8.75, 15.25, 0, 0, 0, 31.75, 16.75, 13, 4.5],
+    ('cummax', 'long_ties', True): [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 30, 38, 42.5, 60.5],
+    ('cummin', 'ties', False): [21, 0, 0, 0, 0, 0, 7],
+    ('cummin', 'ties', True): [0, 0, 0, 0, 0, 0, 28],
+    ('cummin', 'with_nan', False): [1, 0, 0, 0, 0, 0, 0],
+    ('cummin', 'with_nan', True): [0, 0, 0, 0, 0, 0, 13],
+    ('cummin', 'with_inf', False): [21.5, 0, 0, 0, 0, 6.5, 0],
+    ('cummin', 'with_inf', True): [0.5, 0, 0, 0, 0, 20.5, 7],
+    ('cummin', 'zeros', False): [1, 8.25, 0, 3.25, 2.5, 13, 0],
+    ('cummin', 'zeros', True): [0, 0, 0, 0, 0, 21, 7],
+    ('cummin', 'long_ties', False): [8.09375, 7.09375, 6.84375, 5.34375, 7.40625, 4.90625, 6.03125, 2.53125, 8.375, 3.875, 5.5, 58.5, 26.5, 20, 0, 0, 0, 0],
+    ('cummin', 'long_ties', True): [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 39, 26, 40, 3.75, 11.75, 16.25, 34.25],
+    ('cumprod', 'ties', False): [3256, 1085, 1083, 1611, 630, 540, 3150],
+    ('cumprod', 'ties', True): [0, 0, 0, 0, 0, 0, 2162],
+    ('cumprod', 'with_inf', False): [nan, nan, nan, nan, nan, -inf, inf],
+    ('cumprod', 'with_inf', True): [nan, nan, nan, nan, nan, nan, nan],
+    ('cumprod', 'zeros', False): [1, 22, 0, 0, 0, 0, 0],
+    ('cumprod', 'zeros', True): [0, 0, 0, 0, -20, 24, 1],
+    ('cumlogsumexp', 'ties', False): [1.8148549795150757, 6.0210089683532715, 4.259415626525879, 1.0501059293746948, 9.28463363647461, 5.549871444702148, 0.020108893513679504],
+    ('cumlogsumexp', 'ties', True): [0.007808801718056202, 0.17400725185871124, 0.35924065113067627, 0.22899450361728668, 7.091084003448486, 13.050926208496094, 7.0879364013671875],
+    ('cumlogsumexp', 'with_inf', False): [1, 69.95704650878906, 25, 162.55923461914062, 18, 0, 7],
+    ('cumlogsumexp', 'with_inf', True): [0, 8.154845237731934, 6, 73.89056396484375, 15, 0, 28],
+    ('cumlogsumexp', 'zeros', False): [7.797999858856201, 0.920009195804596, 13.69036865234375, 0.5762462615966797, 0.440536230802536, 0.10170584172010422, 4.473130702972412],
+    ('cumlogsumexp', 'zeros', True): [0.08648177236318588, 0.03732811659574509, 1.531785011291504, 0.14648038148880005, 0.23582029342651367, 0.12691053748130798, 25.835195541381836],
+    ('cumlogsumexp', 'long_ties', False): [15.521723747253418, 14.521723747253418, 13.521723747253418, 12.521723747253418, 11.521723747253418, 10.521723747253418, 9.521723747253418, 8.521723747253418, 7.521723747253418, 6.521723747253418, 5.521723747253418, 1.6634491682052612, 1.2751133441925049, 0.8676040172576904, 24.13709259033203, 14.777329444885254, 8.629638671875, 3.910829544067383],
+    ('cumlogsumexp', 'long_ties', True): [0.010817151516675949, 0.03268802911043167, 0.06585706770420074, 0.11057689040899277, 0.1671086847782135, 0.2357226461172104, 0.31669825315475464, 0.41032490134239197, 0.5169022083282471, 0.636740505695343, 0.770161509513855, 0.33752891421318054, 0.39651453495025635, 0.4603270888328552, 28.883007049560547, 34.216339111328125, 42.716339111328125, 60.716339111328125],
+}
+MAT_GRADS = {
+    ('cummax', 0, False): [0, 6, 2, 10, 12, 0, 0, 0, 0, 9, 0, 11],
+    ('cummax', 0, True): [0, 0, 0, 0, 4, 0, 0, 0, 8, 15, 10, 21],
+    ('cummax', 1, False): [0, 3.5, 2.5, 0, 6.5, 2.5, 0, 0, 8, 19.5, 7.75, 2.75],
+    ('cummax', 1, True): [0, 0.5, 2.5, 3, 0, 0, 0, 7, 0, 8.5, 9.25, 20.25],
+    ('cummin', 0, False): [4, 1, 2, 3, 0, 14, 0, 18, 8, 0, 0, 0],
+    ('cummin', 0, True): [0, 0, 0, 0, 0, 6, 0, 10, 12, 9, 10, 11],
+    ('cummin', 1, False): [6, 0, 0, 0, 6.5, 2.5, 0, 0, 38, 0, 0, 0],
+    ('cummin', 1, True): [0, 0, 0, 6, 0, 0, 0, 7, 8, 4.5, 7.25, 18.25],
+    ('cumprod', 0, False): [8, 101, nan, 65, 4, 150, 168, 124, 16, 54, nan, 22],
+    ('cumprod', 0, True): [0, 10, nan, 15, 0, 40, 60, 65, 16, 25, nan, 24],
+    ('cumprod', 1, False): [75, 25, 24, 27, nan, nan, 52, nan, 1678, 0, 0, 0],
+    ('cumprod', 1, True): [0, 6, 10, 18, nan, nan, 32, nan, 1000, 225, 275, 286],
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("op,vec,reverse", list(CUM_GRADS))
+def test_cumulative_grad_matches_jax(op, vec, reverse, mode):
+  x = np.array(CUM_VECTORS[vec], np.float32)
+
+  def f(x):
+    return jnp.sum(getattr(lax, op)(x, axis=0, reverse=reverse) * jnp.arange(1., x.shape[0] + 1))
+  rtol = 2e-6 if op == "cumlogsumexp" else 1e-6
+  _close(_maybe_jit(ember.grad(f), mode)(x), CUM_GRADS[op, vec, reverse], rtol=rtol)
+
+
+def test_cummax_grad_breaks_ties_as_jax():
+  """The issue's example: JAX's scan tree splits tied maxima in halves."""
+  x = np.array([1, 3, 3, 2, 5, 5, 0], np.float32)
+  g = ember.grad(lambda x: jnp.sum(lax.cummax(x)))
+  for fn in (g, ember.jit(g)):
+    _close(fn(x), [1, 2, 1, 0, 2, 1, 0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("op,axis,reverse", list(MAT_GRADS))
+def test_cumulative_grad_along_axis_matches_jax(op, axis, reverse, mode):
+  x = np.array([[1, 3, 3, 2], [2, 2, nan, 1], [0, 5, 5, 5]], np.float32)
+
+  def f(x):
+    y = getattr(lax, op)(x, axis=axis, reverse=reverse)
+    return jnp.sum(y * jnp.arange(12.).reshape(3, 4))
+  _close(_maybe_jit(ember.grad(f), mode)(x), np.reshape(MAT_GRADS[op, axis, reverse], (3, 4)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cumulative_jvp_matches_jax(mode):
+  """Forward mode: the tangent of cummax at ties (halves), cumprod through zeros."""
+  x = np.array([1, 3, 3, 2, 5, 5, 0], np.float32)
+  t = np.arange(1, 8, dtype=np.float32)
+  jvp = lambda op, x: ember.jvp(lambda v: op(v), (x,), (t,))[1]
+  _close(_maybe_jit(lambda x: jvp(lax.cummax, x), mode)(x), [1, 2, 2.5, 2.5, 5, 5.5, 5.5])
+  z = np.array([2, 0, 3, 0, 0, -1, 4], np.float32)
+  _close(_maybe_jit(lambda x: jvp(lax.cumprod, x), mode)(z), [1, 4, 12, 0, 0, 0, 0])
+
+
+# XLA orders -0.0 < +0.0 in max/min: reductions, scans and scatters agree with lax.max.
+SIGNED_ZERO_CASES = [  # x, then JAX's max, min, cummax, cummin, scatter max, scatter min
+    ([0., -0., 0.], 0., -0., [0., 0., 0.], [0., -0., -0.], [0., -0., 0.], [-0., -0., 0.]),
+    ([-0., 0., -0.], 0., -0., [-0., 0., 0.], [-0., -0., -0.], [0., 0., -0.], [-0., 0., -0.]),
+    ([-0., -0.], -0., -0., [-0., -0.], [-0., -0.], [0., -0.], [-0., -0.]),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("dtype", [np.float32, jnp.bfloat16])
+@pytest.mark.parametrize("case", range(len(SIGNED_ZERO_CASES)))
+def test_max_min_order_signed_zeros_as_xla(case, dtype, mode):
+  x, *want = SIGNED_ZERO_CASES[case]
+  ids = np.array([0, 0, 1])
+  fns = [jnp.max, jnp.min, lax.cummax, lax.cummin,
+         lambda v: v.at[ids].max(np.array([0., -0., -0.], dtype)),
+         lambda v: v.at[ids].min(np.array([0., -0., 0.], dtype))]
+  bits = lambda v: np.signbit(np.asarray(v, np.float32)).tolist()
+  for fn, w in zip(fns, want):
+    got = _maybe_jit(fn, mode)(jnp.asarray(np.array(x, dtype)))
+    assert bits(got) == bits(w) and np.all(np.asarray(got, np.float32) == 0)
+  assert bits(_maybe_jit(lax.max, mode)(dtype(0.), dtype(-0.))) == bits(0.)
+  assert bits(_maybe_jit(lax.min, mode)(dtype(0.), dtype(-0.))) == bits(-0.)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
-from ember._src.primitives import declare
+from ember._src.primitives import declare, dtype_kind, is_zero_winner, xla_zero_order
 from ember._src.transforms import batching
 
 __all__ = [
@@ -583,8 +583,13 @@ def _scatter_impl_for(name):
     pos, vals = _scatter_windows(operand.shape, indices, updates, dimension_numbers, mode)
     flat = out.reshape(-1)   # a view: writes land in `out`
     if name in _COMBINE:
+      ufunc = _COMBINE[name]
       with np.errstate(all="ignore"):
-        _COMBINE[name].at(flat, pos, vals)   # .at accumulates duplicate indices
+        ufunc.at(flat, pos, vals)   # .at accumulates duplicate indices
+      if ufunc in (np.maximum, np.minimum) and dtype_kind(out.dtype) == "f":
+        has = is_zero_winner(ufunc, operand.reshape(-1))
+        np.logical_or.at(has, pos, is_zero_winner(ufunc, vals))
+        flat[:] = xla_zero_order(ufunc, flat, has)
     elif update_jaxpr is None:
       flat[pos] = vals
     else:   # scatter_apply: the combiner runs once per update, duplicates in sequence
