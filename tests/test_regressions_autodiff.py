@@ -213,3 +213,79 @@ def test_max_min_order_signed_zeros_as_xla(case, dtype, mode):
     assert bits(got) == bits(w) and np.all(np.asarray(got, np.float32) == 0)
   assert bits(_maybe_jit(lax.max, mode)(dtype(0.), dtype(-0.))) == bits(0.)
   assert bits(_maybe_jit(lax.min, mode)(dtype(0.), dtype(-0.))) == bits(-0.)
+
+
+# --- 3. grad through while loops whose body passes the differentiated carry through ---------
+# JAX moves such carries (unread by the condition) out of the loop as body consts: their
+# results are their inits, so reverse mode works; a carry whose tangent the loop changes
+# still raises JAX's error.
+
+def _passthrough(x):
+  return lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + 1), (x, 0))[0]
+
+
+def _accumulating(x):
+  return lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + 1, c[2] + c[0]), (x, 0, 0.))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("fn,want", [
+    (_passthrough, 1.),
+    (lambda x: _accumulating(x)[0], 1.),
+    (lambda x: lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0], c[1] + 1, c[2] * 2.),
+                              (x, 0, 1.))[0] * 3., 3.),
+    (lambda x: lax.fori_loop(0, 3, lambda i, c: c * 2., x), 8.),   # a scan: static trip count
+    (lambda x: lax.fori_loop(0, 3, lambda i, c: (c[0] * 2., c[1]), (x, x))[1], 1.),
+])
+def test_grad_through_while_with_passthrough_carry(fn, want, mode):
+  _close(_maybe_jit(ember.grad(fn), mode)(2.), want)
+  _close(_maybe_jit(lambda x: ember.vjp(fn, x)[1](1.)[0], mode)(2.), want)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_grad_through_fori_loop_with_traced_bound_passthrough(mode):
+  """A traced trip count makes fori_loop a while loop; the passed-through carry differentiates
+  in reverse mode, vmapped too."""
+  def f(x, n):
+    return lax.fori_loop(0, n, lambda i, c: (c[0], c[1] + i), (x, 0))[0]
+  g = ember.jit(ember.grad(f)) if mode == "jit" else ember.grad(f)
+  _close(g(2., jnp.int32(5)), 1.)
+  _close(_maybe_jit(ember.vmap(ember.grad(_passthrough)), mode)(jnp.arange(3.)), [1., 1., 1.])
+  _close(_maybe_jit(lambda x: ember.linearize(_passthrough, x)[1](3.), mode)(2.), 3.)
+
+
+def test_passthrough_carry_is_a_body_const_in_the_jaxpr():
+  """The jaxpr JAX 0.12 prints: the passed-through carry is a body const, the output is
+  the input itself."""
+  assert str(ember.make_jaxpr(_passthrough)(2.)) == """\
+{ lambda ; a:f32[]. let
+    _:i32[] = while[
+      body_jaxpr={ lambda ; b:f32[] c:i32[]. let
+          d:i32[] = add c 1:i32[]
+        in (d,) }
+      body_nconsts=1
+      cond_jaxpr={ lambda ; e:i32[]. let f:bool[] = lt e 3:i32[] in (f,) }
+      cond_nconsts=0
+    ] a 0:i32[]
+  in (a,) }"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("fn", [
+    lambda x: _accumulating(x)[2],      # the loop changes the tangent
+    lambda x: lax.while_loop(lambda c: c[1] < 3 + 0 * c[0], lambda c: (c[0], c[1] + 1),
+                             (x, 0.))[0],   # read by the condition: stays a carry
+])
+def test_grad_through_while_still_rejects_loop_dependent_tangents(fn, mode):
+  with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+    _maybe_jit(ember.grad(fn), mode)(2.)
+
+
+def test_grad_through_fori_loop_whose_bound_is_concrete_only_eagerly():
+  """As JAX: eagerly the bound (computed from the differentiated input) is concrete, so
+  fori_loop is a scan; under jit it is traced, a while loop, and reverse mode raises."""
+  def f(x):
+    return lax.fori_loop(0, jnp.int32(3) + 0 * x.astype(jnp.int32), lambda i, c: c * 2., x)
+  _close(ember.grad(f)(2.), 8.)
+  with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
+    ember.jit(ember.grad(f))(2.)
