@@ -289,3 +289,46 @@ def test_grad_through_fori_loop_whose_bound_is_concrete_only_eagerly():
   _close(ember.grad(f)(2.), 8.)
   with pytest.raises(ValueError, match="Reverse-mode differentiation does not work"):
     ember.jit(ember.grad(f))(2.)
+
+
+# --- 4. loop result dtypes and weak types ------------------------------------------------------
+# fori_loop with concrete bounds is a scan over a Python-int counter (weak, the default int);
+# with a traced bound it is a while loop whose counter takes the bounds' dtype. Each case:
+# the loop of `a` (an int32 argument), then JAX 0.12's (dtype, weak_type) eagerly and under
+# jit, without and with x64.
+LOOP_TYPES = {
+    "while_promotes_weak_init": (lambda a: lax.while_loop(lambda c: c < 5, lambda c: c + a, 0),
+                                 ("int32", False), ("int32", False), ("int32", False),
+                                 ("int32", False)),
+    "scan_promotes_weak_init": (lambda a: lax.scan(lambda c, x: (c + x, None), 0,
+                                                   jnp.full(3, a))[0],
+                                ("int32", False), ("int32", False), ("int32", False),
+                                ("int32", False)),
+    "scan_weak_ys": (lambda a: lax.scan(lambda c, x: (c, c + 1), 0, None, length=3)[1],
+                     ("int32", True), ("int32", True), ("int64", True), ("int64", True)),
+    "fori_traced_bounds": (lambda a: lax.fori_loop(a - a, a + 4, lambda i, c: c + i, 0),
+                           ("int32", True), ("int32", False), ("int64", True),
+                           ("int32", False)),
+    "fori_traced_upper_counter": (lambda a: lax.fori_loop(0, a + 4, lambda i, c: i, 0),
+                                  ("int32", True), ("int32", True), ("int64", True),
+                                  ("int32", False)),
+    "fori_float_carry": (lambda a: lax.fori_loop(0, a + 4, lambda i, c: c + 0.5, 0.),
+                         ("float32", True), ("float32", True), ("float64", True),
+                         ("float64", True)),
+    "fori_numpy_bounds_counter": (lambda a: lax.fori_loop(np.int16(0), np.int16(5),
+                                                          lambda i, c: i, 0),
+                                  ("int32", True), ("int32", True), ("int64", True),
+                                  ("int64", True)),
+}
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", list(LOOP_TYPES))
+def test_loop_result_dtype_and_weak_type_match_jax(case, mode, x64):
+  fn, *want = LOOP_TYPES[case]
+  dtype, weak = want[2 * x64 + (mode == "jit")]
+  ctx = ember.enable_x64() if x64 else ember.enable_x64(False)
+  with ctx:
+    out = _maybe_jit(fn, mode)(jnp.int32(1))
+    assert (str(out.dtype), out.weak_type) == (dtype, weak)
