@@ -332,3 +332,41 @@ def test_loop_result_dtype_and_weak_type_match_jax(case, mode, x64):
   with ctx:
     out = _maybe_jit(fn, mode)(jnp.int32(1))
     assert (str(out.dtype), out.weak_type) == (dtype, weak)
+
+
+# --- 5. lax binary ops with mismatched dtypes -------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("op,jnp_fn", [
+    ("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("div", "divide"),
+    ("max", "maximum"), ("min", "minimum"), ("eq", "equal"), ("lt", "less"),
+])
+def test_lax_binary_mismatched_array_dtypes_raise(op, jnp_fn, mode):
+  """lax does not promote (JAX's TypeError naming both dtypes and the jnp function that
+  does); the jnp function promotes."""
+  x, y = jnp.array([1., 2.], jnp.float32), jnp.array([1, 2], jnp.int32)
+  with pytest.raises(TypeError, match=rf"lax\.{op} requires arguments to have the same "
+                                      rf"dtypes, got float32, int32.*jnp\.{jnp_fn}"):
+    _maybe_jit(getattr(lax, op), mode)(x, y)
+  want = getattr(np, jnp_fn)(np.array([1., 2.], np.float32), np.array([1, 2], np.int32))
+  got = _maybe_jit(getattr(jnp, jnp_fn), mode)(x, y)
+  np.testing.assert_array_equal(np.asarray(got), want.astype(np.asarray(got).dtype))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("op,want", [
+    ("shift_right_logical", [0, 1, 127]), ("shift_left", [2, 4, 254]),
+    ("shift_right_arithmetic", [0, 1, 255]),
+])
+def test_lax_shifts_of_same_dtype_and_jnp_shifts(op, want, mode):
+  x = jnp.array([1, 2, 255], jnp.uint8)
+  out = _maybe_jit(lambda x: getattr(lax, op)(x, np.uint8(1)), mode)(x)
+  assert out.dtype == np.uint8 and np.asarray(out).tolist() == want
+  with pytest.raises(TypeError, match=rf"lax\.{op} requires arguments to have the same "
+                                      "dtypes, got uint8, int32"):
+    _maybe_jit(lambda x: getattr(lax, op)(x, jnp.int32(1)), mode)(x)
+  jnp_fn, np_fn = ((jnp.left_shift, np.left_shift) if op == "shift_left" else
+                    (jnp.right_shift, np.right_shift))
+  out = _maybe_jit(lambda x: jnp_fn(x, 1), mode)(x)   # jnp promotes the Python int
+  assert out.dtype == np.uint8
+  assert np.asarray(out).tolist() == np_fn(np.array([1, 2, 255], np.uint8), 1).tolist()
