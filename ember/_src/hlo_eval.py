@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember._src import hlo, prng
-from ember._src.primitives import dtype_kind
+from ember._src.primitives import dtype_kind, is_zero_winner, xla_zero_order
 from ember._src.primitives import elementwise as ew
 from ember._src.primitives import indexing as ix
 from ember._src.primitives import linalg, reductions, sorting
@@ -234,7 +234,10 @@ def _reduce(instr: hlo.Instr, vals: list):
     x = xs[0]
     cdt = reductions._compute_dtype(x.dtype) if op in ("add", "multiply") else x.dtype
     with np.errstate(all="ignore"):
-      part = _REDUCE_UFUNCS[op].reduce(x.astype(cdt), axis=dims, dtype=cdt)
+      ufunc = _REDUCE_UFUNCS[op]
+      part = ufunc.reduce(x.astype(cdt), axis=dims, dtype=cdt)
+      if ufunc in (np.maximum, np.minimum):
+        part = xla_zero_order(ufunc, np.asarray(part), np.any(is_zero_winner(ufunc, x), axis=dims))
       out = _elementwise(comp.root, [np.asarray(inits[0]).astype(cdt), np.asarray(part)])
     outs = [np.asarray(out)]
   else:

@@ -72,6 +72,21 @@ def broadcasting_shape(opname: str, avals: Sequence[ShapedArray]) -> tuple:
   return tuple(out)
 
 
+def is_zero_winner(ufunc, x):
+  """Where `x` is the zero XLA's max (+0.0) or min (-0.0) prefers: XLA orders -0.0 < +0.0,
+  NumPy's maximum/minimum reductions keep whichever zero comes first."""
+  return (x == 0) & (np.signbit(x) == (ufunc is np.minimum))
+
+
+def xla_zero_order(ufunc, out, has_winner):
+  """`out` (a NumPy max/min reduction) with XLA's zero: where it is a zero and
+  `has_winner` (some reduced input `is_zero_winner`), that winning zero."""
+  if dtype_kind(out.dtype) != "f":
+    return out
+  zero = np.array(-0.0 if ufunc is np.minimum else 0.0, out.dtype)
+  return np.where((out == 0) & has_winner, zero, out)
+
+
 def declare(name: str, abstract_eval: Callable, impl: Callable | None = None, *,
             multiple_results: bool = False) -> Primitive:
   """Create a primitive with its shape/dtype rule and its NumPy reference impl."""

@@ -440,9 +440,53 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     if changed:
       avals, cj, cc, bj, bc, btree = create(init_flat)
   _check_carry_type("while_loop body", body_fun, in_tree, avals, btree, bj.out_avals)
+  move = _loop_invariant_carries(cj, len(cc), bj, len(bc))
+  if any(move):  # as JAX: they become body consts, and their results are their inits
+    cj, bj = _carries_to_consts(cj, len(cc), bj, len(bc), move)
+    init_flat, invariant = _partition(init_flat, move)
+    bc = invariant + list(bc)
   outs = while_p.bind(*cc, *bc, *init_flat, cond_jaxpr=cj, cond_nconsts=len(cc),
                       body_jaxpr=bj, body_nconsts=len(bc))
+  if any(move):
+    outs = _merge(move, outs, invariant)
   return tree_util.tree_unflatten(in_tree, outs)
+
+
+def _loop_invariant_carries(cond_jaxpr, cond_nconsts, body_jaxpr, body_nconsts) -> list:
+  """The carries the body passes through unchanged and the condition does not read. JAX
+  makes them body consts, so their results are their inits: differentiating through
+  them works in reverse mode, and vmap does not batch them with the predicate."""
+  from ember._src.transforms.partial_eval import dce_jaxpr
+  cj = dce_jaxpr(cond_jaxpr)
+  read = {id(v) for e in cj.eqns for v in e.invars} | {id(v) for v in cj.outvars}
+  ncar = len(body_jaxpr.invars) - body_nconsts
+  fwd = _forwarding(body_jaxpr)
+  return [fwd[i] == body_nconsts + i and id(cj.invars[cond_nconsts + i]) not in read
+          for i in range(ncar)]
+
+
+def _carries_to_consts(cond_jaxpr, cond_nconsts, body_jaxpr, body_nconsts, move):
+  """The cond and body jaxprs with the `move` carries dropped from the cond's inputs and
+  the body's outputs, and made the body's first consts (JAX's order)."""
+  from ember._src.transforms.partial_eval import dce_jaxpr
+  cc_vars, c_car = _split(cond_jaxpr.invars, cond_nconsts)
+  cj = dce_jaxpr(cond_jaxpr).replace(invars=cc_vars + _partition(c_car, move)[0])
+  bc_vars, b_car = _split(body_jaxpr.invars, body_nconsts)
+  kept, moved = _partition(b_car, move)
+  bj = body_jaxpr.replace(invars=moved + bc_vars + kept,
+                          outvars=_partition(body_jaxpr.outvars, move)[0])
+  return cj, bj
+
+
+def _partition(xs, which):
+  """(the xs where not `which`, the xs where `which`)."""
+  return [x for x, w in zip(xs, which) if not w], [x for x, w in zip(xs, which) if w]
+
+
+def _merge(which, falses, trues):
+  """Undo `_partition`."""
+  falses, trues = iter(falses), iter(trues)
+  return [next(trues) if w else next(falses) for w in which]
 
 
 def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):

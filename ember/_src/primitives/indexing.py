@@ -24,7 +24,7 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
-from ember._src.primitives import declare
+from ember._src.primitives import declare, dtype_kind, is_zero_winner, xla_zero_order
 from ember._src.transforms import batching
 
 __all__ = [
@@ -583,8 +583,13 @@ def _scatter_impl_for(name):
     pos, vals = _scatter_windows(operand.shape, indices, updates, dimension_numbers, mode)
     flat = out.reshape(-1)   # a view: writes land in `out`
     if name in _COMBINE:
+      ufunc = _COMBINE[name]
       with np.errstate(all="ignore"):
-        _COMBINE[name].at(flat, pos, vals)   # .at accumulates duplicate indices
+        ufunc.at(flat, pos, vals)   # .at accumulates duplicate indices
+      if ufunc in (np.maximum, np.minimum) and dtype_kind(out.dtype) == "f":
+        has = is_zero_winner(ufunc, operand.reshape(-1))
+        np.logical_or.at(has, pos, is_zero_winner(ufunc, vals))
+        flat[:] = xla_zero_order(ufunc, flat, has)
     elif update_jaxpr is None:
       flat[pos] = vals
     else:   # scatter_apply: the combiner runs once per update, duplicates in sequence
@@ -1134,7 +1139,9 @@ def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted
 
 def _scatter_extremal_jvp(prim):
   """The tangent of whichever of operand and updates attains the result, averaged over
-  ties (as max/min average their tangents)."""
+  ties (as max/min average their tangents). As in JAX, an element no update touches keeps
+  the operand's tangent (even where it is NaN and so equals nothing), and a touched element
+  that neither attains (a NaN result) gets a zero tangent."""
   def rule(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode,
            update_jaxpr, update_consts):
     lax, ad = _lax(), _ad()
@@ -1143,19 +1150,25 @@ def _scatter_extremal_jvp(prim):
                   unique_indices=unique_indices, mode=mode)
     out = prim.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
                     update_consts=update_consts, **params)
+    if type(tangents[0]) is ad.Zero and type(tangents[2]) is ad.Zero:
+      return out, ad.Zero.from_value(out)
     t_op, t_up = (ad.instantiate_zeros(t) for t in (tangents[0], tangents[2]))
     dt = core.get_aval(operand).dtype
     u_shape = core.get_aval(updates).shape
+    add_params = dict(params, update_jaxpr=None, update_consts=())
+
+    def spread(vals):  # the sum of `vals` (shaped like updates) at each operand position
+      return scatter_add_p.bind(lax.full_like(operand, 0), indices, vals, **add_params)
+
     won_up = lax.convert_element_type(
         lax.eq(updates, _gather_back(out, indices, u_shape, dimension_numbers, params)), dt)
     won_op = lax.convert_element_type(lax.eq(operand, out), dt)
-    add_params = dict(params, update_jaxpr=None, update_consts=())
-    count = lax.add(won_op, scatter_add_p.bind(lax.full_like(operand, 0), indices, won_up,
-                                               **add_params))
-    total = lax.add(lax.mul(t_op, won_op),
-                    scatter_add_p.bind(lax.full_like(t_op, 0), indices, lax.mul(t_up, won_up),
-                                       **add_params))
-    return out, lax.div(total, count)
+    count = lax.add(won_op, spread(won_up))
+    total = lax.add(lax.mul(t_op, won_op), spread(lax.mul(t_up, won_up)))
+    zero = lax.full_like(count, 0)
+    safe_count = lax.select(lax.eq(count, zero), lax.full_like(count, 1), count)
+    touched = lax.gt(spread(lax.full_like(updates, 1)), zero)
+    return out, lax.select(touched, lax.div(total, safe_count), t_op)
   return rule
 
 

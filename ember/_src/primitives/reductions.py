@@ -16,7 +16,7 @@ from ember._src import dtypes
 from ember._src.core import ShapedArray
 from ember._src.transforms import ad, batching
 from ember._src.primitives import (ANY, BOOL, FLOAT, INTS, NUMERIC, check_dtype, declare,
-                                   dtype_kind)
+                                   dtype_kind, is_zero_winner, xla_zero_order)
 
 
 # --- lowering helpers ------------------------------------------------------------------
@@ -108,18 +108,23 @@ def _axes(axes) -> tuple:
 
 
 def _sum_impl(x, *, axes, out_sharding=None):
-  return np.sum(x, axis=axes, dtype=_compute_dtype(x.dtype)).astype(x.dtype)
+  with np.errstate(all="ignore"):  # inf + -inf is NaN silently, as compiled code does
+    return np.sum(x, axis=axes, dtype=_compute_dtype(x.dtype)).astype(x.dtype)
 
 
 def _prod_impl(x, *, axes):
-  return np.prod(x, axis=axes, dtype=_compute_dtype(x.dtype)).astype(x.dtype)
+  with np.errstate(all="ignore"):
+    return np.prod(x, axis=axes, dtype=_compute_dtype(x.dtype)).astype(x.dtype)
 
 
 def _minmax_impl(ufunc):
   def impl(x, *, axes, out_sharding=None):
     cdt = _compute_dtype(x.dtype)
-    out = ufunc.reduce(x.astype(cdt), axis=axes, initial=_identity(ufunc, x.dtype))
-    return np.asarray(out).astype(x.dtype)
+    xc = x.astype(cdt)
+    out = np.asarray(ufunc.reduce(xc, axis=axes, initial=_identity(ufunc, x.dtype)))
+    if dtype_kind(cdt) == "f":
+      out = xla_zero_order(ufunc, out, np.any(is_zero_winner(ufunc, xc), axis=axes))
+    return out.astype(x.dtype)
   return impl
 
 
@@ -252,10 +257,19 @@ def _accumulate_in_dtype(ufunc):
   return lambda y, axis: ufunc.accumulate(y, axis=axis, dtype=y.dtype)
 
 
+def _accumulate_extremal(ufunc):
+  def accumulate(y, axis):
+    out = ufunc.accumulate(y, axis=axis, dtype=y.dtype)
+    if dtype_kind(y.dtype) != "f":
+      return out
+    return xla_zero_order(ufunc, out, np.logical_or.accumulate(is_zero_winner(ufunc, y), axis))
+  return accumulate
+
+
 cumsum_p, cumsum = _cumulative("cumsum", NUMERIC, _accumulate_in_dtype(np.add))
 cumprod_p, cumprod = _cumulative("cumprod", NUMERIC, _accumulate_in_dtype(np.multiply))
-cummax_p, cummax = _cumulative("cummax", NUMERIC, _accumulate_in_dtype(np.maximum))
-cummin_p, cummin = _cumulative("cummin", NUMERIC, _accumulate_in_dtype(np.minimum))
+cummax_p, cummax = _cumulative("cummax", NUMERIC, _accumulate_extremal(np.maximum))
+cummin_p, cummin = _cumulative("cummin", NUMERIC, _accumulate_extremal(np.minimum))
 cumlogsumexp_p, cumlogsumexp = _cumulative("cumlogsumexp", FLOAT,
                                            _accumulate_in_dtype(np.logaddexp))
 
@@ -395,36 +409,25 @@ def _reduce_prod_jvp(primals, tangents, *, axes):
   return ans, lax.reduce_sum(lax.mul(tf, lax.mul(left, right)), (last,))
 
 
-def _scan_jvp(prim, combine):
-  """The jvp of an inclusive scan by a Hillis-Steele scan over (value, tangent) pairs:
-  `combine(a, ta, b, tb) -> (c, tc)` is the operation's jvp, `a` the earlier elements.
-  The tangent is linear in the input tangents (the values are residuals)."""
+def _scan_jvp(combine):
+  """JAX's rule: the jvp of `associative_scan(combine)` (its odd/even recursion), so ties,
+  NaNs and infinities get JAX's tangents: the combining op's own jvp (max/min split ties in
+  halves) applied along the same tree. `combine()` returns the binary function; the tangent
+  is linear in the input tangents (the values are residuals)."""
   def rule(primals, tangents, *, axis, reverse):
-    lax, (x,), (t,) = _lax(), primals, tangents
-    out = prim.bind(x, axis=axis, reverse=reverse)
-    t = ad.instantiate_zeros(t)
-    if reverse:
-      x, t = lax.rev(x, (axis,)), lax.rev(t, (axis,))
-    shape = _shape_of(x)
-    n, cfg = shape[axis], [(0, 0, 0)] * len(shape)
-    pos = lax.broadcasted_iota(np.int32, shape, axis)
-
-    def shifted(v, s):
-      c = list(cfg)
-      c[axis] = (s, 0, 0)
-      return lax.pad(lax.slice_in_dim(v, 0, n - s, axis=axis), np.zeros((), lax.dtype(v)), c)
-    y, ty, s = x, t, 1
-    while s < n:
-      valid = lax.ge(pos, np.int32(s))
-      c, tc = combine(lax, shifted(y, s), shifted(ty, s), y, ty)
-      y, ty, s = lax.select(valid, c, y), lax.select(valid, tc, ty), 2 * s
-    return out, lax.rev(ty, (axis,)) if reverse else ty
+    from ember._src.primitives.control import associative_scan
+    (x,), (t,) = primals, tangents
+    scan = lambda v: associative_scan(combine(), v, reverse=reverse, axis=axis)
+    if type(t) is ad.Zero:
+      out = scan(x)
+      return out, ad.Zero.from_value(out)
+    return ad.jvp(scan, (x,), (t,))
   return rule
 
 
-def _logaddexp_pair(lax, a, ta, b, tb):
-  c = lax.add(lax.max(a, b), lax.log1p(lax.exp(lax.neg(lax.abs(lax.sub(a, b))))))
-  return c, lax.add(lax.mul(ta, lax.exp(lax.sub(a, c))), lax.mul(tb, lax.exp(lax.sub(b, c))))
+def _jnp_logaddexp():
+  from ember._src.numpy.ufuncs import logaddexp
+  return logaddexp
 
 
 reduce_sum_p.jvp = ad.linear_jvp(reduce_sum_p)
@@ -433,13 +436,10 @@ reduce_max_p.jvp = _reduce_chooser_jvp(reduce_max_p)
 reduce_min_p.jvp = _reduce_chooser_jvp(reduce_min_p)
 reduce_prod_p.jvp = _reduce_prod_jvp
 ad.deflinear(cumsum_p, lambda ct, *, axis, reverse: [cumsum(ct, axis, not reverse)])
-cumprod_p.jvp = _scan_jvp(cumprod_p, lambda lax, a, ta, b, tb: (
-    lax.mul(a, b), lax.add(lax.mul(ta, b), lax.mul(a, tb))))
-cummax_p.jvp = _scan_jvp(cummax_p, lambda lax, a, ta, b, tb: (
-    lax.max(a, b), lax.select(lax.gt(a, b), ta, tb)))
-cummin_p.jvp = _scan_jvp(cummin_p, lambda lax, a, ta, b, tb: (
-    lax.min(a, b), lax.select(lax.lt(a, b), ta, tb)))
-cumlogsumexp_p.jvp = _scan_jvp(cumlogsumexp_p, _logaddexp_pair)
+cumprod_p.jvp = _scan_jvp(lambda: _lax().mul)
+cummax_p.jvp = _scan_jvp(lambda: _lax().max)
+cummin_p.jvp = _scan_jvp(lambda: _lax().min)
+cumlogsumexp_p.jvp = _scan_jvp(_jnp_logaddexp)
 
 
 # --- lax.reduce: a monoid (add/mul/max/min/bitwise with its identity) becomes reduce_sum
