@@ -97,11 +97,11 @@ iinfo = ml_dtypes.iinfo
 def can_cast(from_, to, casting="safe"):
   """np.can_cast with NumPy 2's rules on every supported NumPy (NEP 50): by dtype only,
   never by value (NumPy 1 looked at the values of Python and 0-d NumPy scalars)."""
-  if isinstance(from_, (builtins.int, builtins.float, builtins.complex)):
+  if isinstance(from_, (np.ndarray, np.generic)):  # before: np.float64 is a Python float
+    from_ = from_.dtype
+  elif isinstance(from_, (builtins.int, builtins.float, builtins.complex)):
     raise TypeError("can_cast() does not support Python ints, floats, and complex because "
                     "the result used to depend on the value.")
-  if isinstance(from_, (np.ndarray, np.generic)):
-    from_ = from_.dtype
   return np.can_cast(from_, to, casting)
 
 
