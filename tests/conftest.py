@@ -1,10 +1,21 @@
 """Fixtures shared by the test files."""
+import os
 import threading
 
 import pytest
 
 from ember._src import stages
 from ember._src.config import config
+
+# This thread's nice value before any test ran (so before ember's tier-up worker existed):
+# the suite may run niced as a whole (`nice make test`).
+_START_NICE = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else None
+
+
+@pytest.fixture
+def start_nice():
+  """The nice value the test process started with."""
+  return _START_NICE
 
 
 @pytest.fixture

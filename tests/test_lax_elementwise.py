@@ -264,10 +264,19 @@ def _sample(domain, dtype, shape, seed=0):
   return v.astype(dtype).reshape(shape)
 
 
+def np_sign(v):
+  """np.sign as NumPy 2 and lax define it: x / |x| for complex x (NumPy 1.26 gave the
+  sign of the real part)."""
+  if not np.iscomplexobj(v):
+    return np.sign(v)
+  with np.errstate(invalid="ignore", divide="ignore"):
+    return np.where(v == 0, 0, v / np.abs(v))
+
+
 # lax function -> (NumPy float64 reference, domain, accepts complex)
 UNARY = {
     "neg": (np.negative, "real", True), "abs": (np.abs, "real", True),
-    "sign": (np.sign, "real", True), "floor": (np.floor, "real", False),
+    "sign": (np_sign, "real", True), "floor": (np.floor, "real", False),
     "ceil": (np.ceil, "real", False), "round": (lambda v: np.trunc(v + np.copysign(0.5, v)), "real", False),
     "is_finite": (np.isfinite, "real", False), "exp": (np.exp, "real", True),
     "exp2": (np.exp2, "real", True), "log": (np.log, "pos", True), "log2": (np.log2, "pos", True),

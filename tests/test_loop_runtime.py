@@ -312,7 +312,9 @@ def test_cache_hit_of_loops_runs_no_llvm(cache, monkeypatch):
   np.testing.assert_allclose(np.asarray(first(x)), loops_ref(x), rtol=1e-4)
   assert [n for n in os.listdir(cache) if not n.startswith(".")]
   from ember._src.backends.cpu import codegen, compiler, tiering
-  assert tiering.wait_idle(60)   # earlier compiles' background tier-ups run LLVM too
+  # earlier compiles' background tier-ups run LLVM too; no time limit: the niced worker
+  # may wait long for a core on a loaded machine
+  tiering.wait_idle()
   calls = []
 
   def no_llvm(*a, **k):

@@ -1205,6 +1205,7 @@ ERRORS = [
     (lambda: jnp.array(2**40), OverflowError, "int32"),
     (lambda: jnp.array([2**40]), OverflowError, "int32"),
     (lambda: jnp.array([np.int64(2**40)]), OverflowError, "int32"),
+    (lambda: jnp.array([7, -1], dtype=jnp.uint8), OverflowError, "-1 out of bounds for uint8"),
     (lambda: jnp.array(300, dtype=jnp.uint8), OverflowError, "uint8"),
     (lambda: jnp.array([1.0], order="F"), NotImplementedError, "order='K'"),
     (lambda: jnp.arange(1j), ValueError, "complex"),
@@ -1261,3 +1262,12 @@ def test_traced_shape_arguments():
              lambda n: jnp.ones_like(jnp.ones(2), shape=(n, 2))):
     with pytest.raises(TypeError, match="static_argnums"):
       ember.jit(fn)(3)
+
+
+def test_integer_casts_that_wrap():
+  # NumPy integer scalars wrap when cast (JAX 0.12 values), except in a list bound for a
+  # signed type (OverflowError above), on NumPy 1.26 as on NumPy 2
+  np.testing.assert_array_equal(jnp.array([np.int64(300)], dtype=jnp.uint8), [44])
+  np.testing.assert_array_equal(jnp.array(np.int64(300), dtype=jnp.uint8), 44)
+  np.testing.assert_array_equal(jnp.array(np.int64(2**40)), 0)
+  np.testing.assert_array_equal(jnp.array([np.int64(-1)], dtype=jnp.uint32), [2**32 - 1])

@@ -315,8 +315,10 @@ def test_can_cast():
   assert jnp.can_cast(jnp.int64, jnp.int32, "same_kind")
   assert jnp.can_cast(jnp.bfloat16, jnp.float32) and not jnp.can_cast(jnp.float32, jnp.bfloat16)
   assert jnp.can_cast(jnp.float32, jnp.bfloat16, "same_kind")
-  with pytest.raises(TypeError):
+  with pytest.raises(TypeError, match="does not support Python ints, floats, and complex"):
     jnp.can_cast(1, jnp.int8)
+  # by dtype, never by value (NEP 50), on NumPy 1.26 too
+  assert not jnp.can_cast(np.float64(1.0), jnp.float32) and not jnp.can_cast(np.array(3), jnp.uint8)
 
 
 def test_object_predicates():

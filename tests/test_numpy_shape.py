@@ -8,6 +8,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
+from numpy2 import np2
 
 f32, i32 = np.float32, np.int32
 bf16 = np.dtype(ml_dtypes.bfloat16)
@@ -38,7 +39,7 @@ def check(out, expected, weak=False):
 
 def run(case, args):
   """The case with ember.numpy, eager and jitted, against NumPy."""
-  expected = case(np, *args)
+  expected = case(np2, *args)
   outs = [case(jnp, *args), ember.jit(lambda *a: case(jnp, *a))(*args)]
   for out in outs:
     if isinstance(expected, (list, tuple)):

@@ -324,9 +324,35 @@ def _pp_param_value(v, ctx) -> pp.Doc:
     return pp_jaxpr(v, ctx)
   if isinstance(v, np.dtype):
     return pp.text(v.name)
+  text = _numpy2_repr(v) if _NUMPY1 and isinstance(v, (tuple, list)) else str(v)
   # addresses vary from run to run: JAX prints `<function f at 0xXXXXXXXXXXXX>`
   return pp.text(re.sub(r" at 0x([0-9a-fA-F]+)", lambda m: " at 0x" + "X" * len(m.group(1)),
-                        str(v)))
+                        text))
+
+
+_NUMPY1 = np.lib.NumpyVersion(np.__version__) < "2.0.0"
+
+
+def _numpy2_repr(v) -> str:
+  """repr(v) as NumPy 2 writes the NumPy scalars in it (`(0, np.int64(2))`, as JAX's
+  jaxprs show them); NumPy 1 writes a scalar as its bare value."""
+  # a namedtuple that keeps the repr collections.namedtuple wrote for it
+  if isinstance(v, tuple) and getattr(type(v).__repr__, "__module__", None) == "collections":
+    return type(v).__name__ + "(" + ", ".join(
+        f"{k}={_numpy2_repr(x)}" for k, x in zip(v._fields, v)) + ")"
+  if type(v) in (tuple, list):
+    items = [_numpy2_repr(x) for x in v]
+    if type(v) is list:
+      return "[" + ", ".join(items) + "]"
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+  if isinstance(v, np.bool_):
+    return f"np.{bool(v)}_"
+  if isinstance(v, np.number) and type(v).__module__ == "numpy":
+    value = repr(v)
+    if isinstance(v, np.complexfloating):
+      value = value[1:-1] if value.startswith("(") else value  # np.complex64(1+2j)
+    return f"np.{type(v).__name__}({value})"
+  return repr(v)
 
 
 def _pp_params(params: Sequence[tuple[str, Any]], ctx) -> pp.Doc:

@@ -142,6 +142,22 @@ def _valid_leaf(leaf):
   return arr
 
 
+def _check_ints_fit(leaves, dtype, in_sequence: bool):
+  """NumPy 2's OverflowError for an integer that `dtype` cannot hold, raised here so that
+  NumPy 1.26 (which wraps with a DeprecationWarning) behaves the same. NumPy 2 converts by
+  value Python ints, and NumPy integer scalars that sit in a list bound for a signed type;
+  every other integer cast wraps."""
+  dtype = np.dtype(dtype)
+  if dtype.kind not in "iu":
+    return
+  info = np.iinfo(dtype)
+  for leaf in leaves:
+    by_value = ((isinstance(leaf, int) and not isinstance(leaf, bool)) or
+                (in_sequence and dtype.kind == "i" and isinstance(leaf, np.integer)))
+    if by_value and not info.min <= int(leaf) <= info.max:
+      raise OverflowError(f"Python integer {leaf} out of bounds for {dtype.name}")
+
+
 def _stack_leading(arrs):
   """Stack along a new leading axis: expand_dims + concatenate in trees of 16, as JAX does
   (`arrs` may be a generator: each element is converted, then expanded, in turn)."""
@@ -178,7 +194,8 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
     if dtype is None:
       core.get_aval(object)  # OverflowError for ints out of range
     else:
-      np.asarray(object, dtype=dtype)  # NumPy's OverflowError / TypeError
+      _check_ints_fit([object], dtype, in_sequence=False)
+      np.asarray(object, dtype=dtype)  # NumPy's TypeError (a complex to an int, ...)
   elif not _is_array(object) and hasattr(object, "__jax_array__"):
     object = object.__jax_array__()
 
@@ -191,6 +208,7 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
     leaves = [_valid_leaf(leaf) for leaf in leaves]
     dtype = dtypes.canonicalize_dtype(
         dtypes.lattice_result_type(*leaves)[0] if leaves else dtypes.default_float_dtype())
+  _check_ints_fit(leaves, dtype, in_sequence=isinstance(object, (list, tuple)))
   object_ = (_replace_leaves(object, iter(leaves)) if isinstance(object, (list, tuple))
              else leaves[0])
 

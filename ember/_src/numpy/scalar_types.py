@@ -60,7 +60,7 @@ class _ScalarMeta(type):
 
 def _make_scalar_type(np_type) -> _ScalarMeta:
   dt = np.dtype(np_type)
-  name = dt.type.__name__
+  name = dt.name  # 'bool' as in JAX (NumPy 1's np.bool_.__name__ is 'bool_')
   return _ScalarMeta(name, (object,), {
       "dtype": dt, "__module__": "ember.numpy",
       "__doc__": f"An ember scalar constructor of type {name}.\n\nWhile NumPy defines "
@@ -92,7 +92,19 @@ ndarray = Array
 dtype = np.dtype
 finfo = ml_dtypes.finfo   # not canonicalized: jnp.finfo(float).dtype is float64, as in JAX
 iinfo = ml_dtypes.iinfo
-can_cast = np.can_cast
+
+
+def can_cast(from_, to, casting="safe"):
+  """np.can_cast with NumPy 2's rules on every supported NumPy (NEP 50): by dtype only,
+  never by value (NumPy 1 looked at the values of Python and 0-d NumPy scalars)."""
+  if isinstance(from_, (np.ndarray, np.generic)):  # before: np.float64 is a Python float
+    from_ = from_.dtype
+  elif isinstance(from_, (builtins.int, builtins.float, builtins.complex)):
+    raise TypeError("can_cast() does not support Python ints, floats, and complex because "
+                    "the result used to depend on the value.")
+  return np.can_cast(from_, to, casting)
+
+
 iterable = np.iterable
 printoptions, set_printoptions, get_printoptions = (np.printoptions, np.set_printoptions,
                                                     np.get_printoptions)

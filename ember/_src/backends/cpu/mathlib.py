@@ -5,8 +5,8 @@ plus the helpers exp2/log2/log10) for `ty` = float or double, scalar or `ir.Vect
 function is an internal `alwaysinline` LLVM function defined once per module (`ember.sin.f32`,
 `ember.exp.v4f64`, ...) whose body is straight-line code: arithmetic, `select`, integer bit tricks
 and the intrinsics llvm.{fma,fabs,floor,rint,copysign,sqrt,minnum,maxnum} (and llvm.ldexp on
-AVX-512 hosts, where it is one vscalef). Inlined into a loop, the loop vectorizer turns it into
-SIMD code.
+AVX-512 hosts with LLVM 22+, where it is one vscalef). Inlined into a loop, the loop vectorizer
+turns it into SIMD code.
 
 One deliberate exception: sin/cos/tan of huge arguments (|x| >= 2**14 in float32, 2**30 in
 float64) need a Payne-Hanek reduction (~10x the cost of the whole function), so it lives in an
@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import math
 
+from llvmlite import binding as llvm
 from llvmlite import ir
 
 from ember._src.backends.cpu import host
@@ -246,8 +247,9 @@ class _E:
 
     def scale(self, a, k):
         """a * 2**k for |k| <= 2*bias: two exact steps, so only the last one rounds; one
-        `llvm.ldexp` (vscalef) where the host has AVX-512 (elsewhere ldexp is a libm call)."""
-        if _host_features()[1]:
+        `llvm.ldexp` (vscalef) where the host has AVX-512 and LLVM vectorizes it (elsewhere
+        ldexp is a libm call). Both give the same bits."""
+        if _vector_ldexp():
             ity = self.vec(ir.IntType(32))
             kk = self.b.trunc(k, ity) if self.f64 else k
             name = f"llvm.ldexp.{_suffix(self.ty)}.{_suffix(ity)}"
@@ -777,6 +779,14 @@ def _trig(e, x, which):
 def _host_features() -> tuple:
     """(x86, avx512f, avx) of the CPU ember compiles for (host.py)."""
     return host.is_x86(), host.has("avx512f"), host.has("avx")
+
+
+@functools.lru_cache(None)
+def _vector_ldexp() -> bool:
+    """Whether `scale` may use llvm.ldexp: one vscalef on AVX-512, but the loop vectorizer
+    widens llvm.ldexp only in newer LLVMs (LLVM 22 does; LLVM 20, llvmlite 0.45, leaves the
+    whole loop scalar)."""
+    return bool(_host_features()[1]) and llvm.llvm_version_info >= (22,)
 
 
 @functools.lru_cache(None)
