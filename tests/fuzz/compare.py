@@ -43,6 +43,11 @@ def mismatch(ref, got, *, loose: bool = False, check_dtype: bool = True) -> str 
   r, g = ref.astype(wide), got.astype(wide)
   parts = (r.real, g.real, r.imag, g.imag) if ref.dtype.kind == "c" else (r, g, None, None)
   rtol = (RTOL_LOOSE if loose else RTOL)[name]
+  with np.errstate(invalid="ignore", over="ignore"):
+    return _float_mismatch(ref, got, parts, rtol)
+
+
+def _float_mismatch(ref, got, parts, rtol) -> str | None:
   for rr, gg in (parts[:2], parts[2:]):
     if rr is None:
       continue
