@@ -114,6 +114,8 @@ class Generator:
     cands = [v for v in self.vars if pred(v)]
     if not cands:
       return None
+    if self.rng.random() < 0.5:
+      return cands[-1]
     weights = np.arange(1, len(cands) + 1, dtype=np.float64) ** 2
     return cands[int(self.rng.choice(len(cands), p=weights / weights.sum()))]
 
@@ -188,6 +190,19 @@ class Generator:
     if self.rng.random() < 0.8:   # the output depends on x0 (grad and vmap see it)
       out = self.pick(lambda v: v.name.startswith("v") and v.dep0)
     out = out or self.pick(lambda v: v.name.startswith("v")) or x0
+    return self.merge_dead(out, batch)
+
+  def merge_dead(self, out: Var, batch) -> Program:
+    """Fold statements the output does not use into it (a sum added on), so that most
+    generated statements are tested."""
+    prog = Program(self.inputs, list(self.stmts), out.name, self.x64, batch)
+    live = {s.out for s in prog.used().stmts}
+    for v in list(self.vars):
+      if v.name.startswith("v") and v.name not in live and v is not out \
+          and self.rng.random() < 0.8 and out.kind != "b":
+        if self.add("{0} + jnp.sum(jnp.real({1})).astype({0}.dtype)", (out, v), ("merge",),
+                    exact=False):
+          out = self.vars[-1]
     prog = Program(self.inputs, self.stmts, out.name, self.x64, batch)
     return prog.used()
 
