@@ -57,6 +57,9 @@ def run_seed(job):
     return seed, [f"seed {seed}: harness error {type(e).__name__}: {e}"], 1, []
   for fl in outcome.failures:
     lines.append(f"seed {seed} (x64={prog.x64}): {fl}")
+  if outcome.known and not args.quiet:
+    names = sorted({name for _, name in outcome.known})
+    lines.append(f"seed {seed}: known issues {', '.join(names)}")
   if outcome.failures and args.minimize:
     fl = outcome.failures[0]
     small = minimize.minimize(prog, minimize.still_fails(fl.check, _worker))

@@ -591,9 +591,54 @@ def op_scan(g: Generator) -> None:
   g.add(f"lax.scan({fn}, {{0}}[0], {{0}}{rev}){which}", (xs,), tags, exact)
 
 
+def op_dynamic_slice(g: Generator) -> None:
+  """lax.dynamic_slice / dynamic_update_slice: start indices clamp into range."""
+  a = g.operand(lambda v: v.ndim >= 1)
+  i = g.pick(lambda v: v.kind in "iu" and v.ndim == 0 and v.exact)
+  starts = [str(int(g.rng.integers(-1, d + 2))) for d in a.shape]
+  if i is not None and g.rng.random() < 0.6:
+    starts[0] = "{1}"
+  sizes = tuple(int(g.rng.integers(1, d + 1)) for d in a.shape)
+  args = (a, i) if "{1}" in starts else (a,)
+  if g.rng.random() < 0.5:
+    g.add(f"lax.dynamic_slice({{0}}, ({', '.join(starts)},), {sizes!r})", args,
+          ("dynamic_slice",), True)
+    return
+  u = g.operand(lambda v: v.shape == sizes and v.dtype == a.dtype, shape=sizes,
+                dtype=a.dtype.name)
+  if u.shape != sizes or u.dtype != a.dtype:
+    return
+  n = len(args)
+  starts = [st.replace("{1}", "{%d}" % n) for st in starts]
+  g.add(f"lax.dynamic_update_slice({{0}}, {{1}}, ({', '.join(s.replace('{%d}' % n, '{2}') for s in starts)},))"
+        if n == 2 else f"lax.dynamic_update_slice({{0}}, {{1}}, ({', '.join(starts)},))",
+        (a, u, i) if n == 2 else (a, u), ("dynamic_update_slice",), True)
+
+
+def op_misc(g: Generator) -> None:
+  a = g.operand(lambda v: v.kind != "b" and v.kind != "c")
+  r = int(g.rng.integers(4))
+  if r == 0:
+    g.add("jnp.clip({0}, -1, 2)", (a,), ("clip",), True)
+  elif r == 1 and a.kind in "iu":
+    b = g.operand(lambda v: v.dtype == a.dtype and v.shape == a.shape, shape=a.shape,
+                  dtype=a.dtype.name)
+    if b.dtype == a.dtype and b.shape == a.shape:
+      fn = g.choice(["lax.shift_left", "lax.shift_right_logical", "lax.shift_right_arithmetic"])
+      g.add(f"{fn}({{0}}, {{1}})", (a, b), ("shift",), True)
+  elif r == 2 and a.ndim >= 1 and a.exact:
+    ax = int(g.rng.integers(a.ndim))
+    g.add(f"jnp.take_along_axis({{0}}, jnp.argsort({{0}}, axis={ax}), axis={ax})", (a,),
+          ("gather", "sort"), True)
+  elif r == 3 and a.ndim >= 1 and a.kind == "f":
+    ax = _axis(g, a, allow_tuple=False)
+    g.add(f"jnp.{g.choice(['var', 'std'])}({{0}}, axis={ax!r})", (a,), ("reduce", "var"),
+          False)
+
+
 OPS = [op_unary] * 4 + [op_binary] * 4 + [op_weak_scalar] * 2 + [op_where, op_cast] + \
       [op_reduce] * 2 + [op_arg_reduce, op_cumulative] + [op_shape] * 3 + \
-      [op_index, op_scatter] + [op_dot] * 2 + [op_cond, op_loop, op_scan]
+      [op_index, op_scatter] + [op_dot] * 2 + [op_cond, op_loop, op_scan, op_dynamic_slice, op_misc]
 
 
 def generate(seed: int, *, x64: bool = False, max_ops: int = 8) -> Program:
