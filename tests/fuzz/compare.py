@@ -23,8 +23,11 @@ def _real_name(dtype: np.dtype) -> str:
   return dtype.name
 
 
-def mismatch(ref, got, *, loose: bool = False, check_dtype: bool = True) -> str | None:
-  """None when `got` matches `ref`, else a one-line description of the difference."""
+def mismatch(ref, got, *, loose: bool = False, check_dtype: bool = True,
+             through: frozenset = frozenset()) -> str | None:
+  """None when `got` matches `ref`, else a one-line description of the difference.
+  `through`: dtypes of the program's intermediate values; a float result computed through
+  a less precise float (a bfloat16 sum cast to float32) gets that float's tolerance."""
   ref, got = np.asarray(ref), np.asarray(got)
   if check_dtype and ref.dtype != got.dtype:
     return f"dtype {got.dtype} != reference {ref.dtype}"
@@ -42,7 +45,10 @@ def mismatch(ref, got, *, loose: bool = False, check_dtype: bool = True) -> str 
   wide = np.complex128 if ref.dtype.kind == "c" else np.float64
   r, g = ref.astype(wide), got.astype(wide)
   parts = (r.real, g.real, r.imag, g.imag) if ref.dtype.kind == "c" else (r, g, None, None)
-  rtol = (RTOL_LOOSE if loose else RTOL)[name]
+  table = RTOL_LOOSE if loose else RTOL
+  real = {"complex64": "float32", "complex128": "float64"}
+  rtol = max([table[name]] + [table[real.get(d, d)] for d in through
+                              if real.get(d, d) in table])
   with np.errstate(invalid="ignore", over="ignore"):
     return _float_mismatch(ref, got, parts, rtol)
 

@@ -167,6 +167,7 @@ class Generator:
       if not hasattr(value, "dtype") or value.size > MAX_SIZE:
         return False
       np.asarray(value)
+      stmt = dataclasses.replace(stmt, dtype=str(value.dtype))
     except Exception:  # noqa: BLE001 -- an invalid combination: try another op
       return False
     self.stmts.append(stmt)
@@ -200,8 +201,10 @@ class Generator:
     for v in list(self.vars):
       if v.name.startswith("v") and v.name not in live and v is not out \
           and self.rng.random() < 0.8 and out.kind != "b":
-        if self.add("{0} + jnp.sum(jnp.real({1})).astype({0}.dtype)", (out, v), ("merge",),
-                    exact=False):
+        # a float folded into an integer output is a float->int cast: exact values only
+        fold = "{0} + jnp.sum(jnp.real({1})).astype({0}.dtype)" \
+            if out.kind in "fc" or v.exact else "{0} + jnp.sum(jnp.isnan({1})).astype({0}.dtype)"
+        if self.add(fold, (out, v), ("merge",), exact=out.exact and v.exact):
           out = self.vars[-1]
     prog = Program(self.inputs, self.stmts, out.name, self.x64, batch)
     return prog.used()

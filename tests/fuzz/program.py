@@ -19,6 +19,7 @@ class Stmt:
   template: str             # Python expression; {0}, {1}, ... are `args`
   args: tuple[str, ...]
   tags: frozenset = frozenset()   # op families used (known-issue matching, no-grad ops)
+  dtype: str = ""           # its result's dtype (the comparison's tolerance)
 
   def expr(self) -> str:
     return self.template.format(*self.args)
@@ -35,6 +36,10 @@ class Program:
   @property
   def tags(self) -> frozenset:
     return frozenset().union(*(s.tags for s in self.stmts)) if self.stmts else frozenset()
+
+  def dtypes(self) -> set[str]:
+    """Every dtype a value of the program has (inputs and statement results)."""
+    return {str(v.dtype) for v in self.values()} | {s.dtype for s in self.stmts if s.dtype}
 
   def names(self) -> list[str]:
     return [n for n, _ in self.inputs]

@@ -192,26 +192,29 @@ def run_checks(prog: Program, checks: Sequence[str], jax_worker=None) -> list[Fa
     if wanted and jax_worker is not None:
       jax_results = jax_worker.run(prog, wanted)
     failures = []
+    through = frozenset(prog.dtypes())
     for check in checks:
       ref_mode, loose = CHECKS[check]
       if check in JAX_CHECKS:
         ref = jax_results.get(ref_mode, ("error", "JAX worker gave no result"))
         got = get(ref_mode)
-        failures += _compare(check, ref, got, loose, ref_name="JAX", got_name="ember")
+        failures += _compare(check, ref, got, loose, ref_name="JAX", got_name="ember",
+                             through=through)
       else:
         failures += _compare(check, get(ref_mode), get(check), loose, ref_name=ref_mode,
-                             got_name=check)
+                             got_name=check, through=through)
     return failures
 
 
-def _compare(check, ref, got, loose, *, ref_name, got_name) -> list[Failure]:
+def _compare(check, ref, got, loose, *, ref_name, got_name, through=frozenset()
+             ) -> list[Failure]:
   if ref[0] == "error" and got[0] == "error":
     return []
   if ref[0] == "error":
     return [Failure(check, "reference error", f"{ref_name} raised {ref[1]}; {got_name} did not")]
   if got[0] == "error":
     return [Failure(check, "error", f"{got_name} raised {got[1]}")]
-  msg = mismatch(ref[1], got[1], loose=loose)
+  msg = mismatch(ref[1], got[1], loose=loose, through=through)
   return [Failure(check, "mismatch", f"{got_name} vs {ref_name}: {msg}")] if msg else []
 
 
