@@ -45,6 +45,8 @@ def run(req):
   calls = {
       "eager": lambda: jax.jit(f)(*args),
       "grad": lambda: jax.jit(jax.grad(loss))(*args),
+      "jvp": lambda: jax.jit(lambda x, t: jax.jvp(lambda x: loss(x, *args[1:]), (x,), (t,))[1])(
+          args[0], xb[1]),
       "loop": lambda: jax.jit(jax.vmap(f, in_axes=axes))(xb, *args[1:]),
       "loop_grad": lambda: jax.jit(jax.vmap(jax.grad(loss), in_axes=axes))(xb, *args[1:]),
   }

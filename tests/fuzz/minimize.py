@@ -21,7 +21,7 @@ from tests.fuzz.program import Program, Stmt
 
 def still_fails(check: str, jax_worker=None) -> Callable[[Program], bool]:
   def fails(prog: Program) -> bool:
-    if check in runner.GRAD_CHECKS and not prog.differentiable():
+    if check not in runner.applicable_checks(prog, jax_worker):
       return False
     try:
       outcome = runner.check_program(prog, jax_worker, [check])

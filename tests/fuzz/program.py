@@ -61,11 +61,12 @@ class Program:
               "  return jnp.sum(jnp.real(f(*a)).astype(jnp.float32))"]
     return "\n".join(lines) + "\n"
 
-  def differentiable(self) -> bool:
-    """Whether the grad modes apply: a float first argument and no op that JAX cannot
-    reverse-differentiate (while_loop)."""
-    return (self.inputs[0][1].dtype.kind == "f" or str(self.inputs[0][1].dtype) == "bfloat16") \
-        and "while_loop" not in self.tags
+  def differentiable(self, forward: bool = False) -> bool:
+    """Whether the grad modes (`forward`: jvp) apply: a float first argument and, in
+    reverse mode, no op that JAX cannot reverse-differentiate (while_loop)."""
+    dt = self.inputs[0][1].dtype
+    return (dt.kind == "f" or str(dt) == "bfloat16") and \
+        (forward or "while_loop" not in self.tags)
 
   def used(self) -> "Program":
     """The program without statements and inputs its output does not depend on."""
@@ -106,6 +107,8 @@ def mode_call(mode: str, prog: Program) -> str:
       "jit": f"jax.jit(f)({args})",
       "grad": f"jax.grad(loss)({args})",
       "jit_grad": f"jax.jit(jax.grad(loss))({args})",
+      "jvp": f"jax.jvp(lambda x: loss(x, {', '.join(rest)}), (x0,), (xb[1],))[1]",
+      "jit_jvp": f"jax.jit(lambda x, t: jax.jvp(lambda x: loss(x, {', '.join(rest)}), (x,), (t,))[1])(x0, xb[1])",
       "vmap": f"jax.vmap(f, in_axes={axes})({vargs})",
       "jit_vmap": f"jax.jit(jax.vmap(f, in_axes={axes}))({vargs})",
       "vmap_grad": f"jax.vmap(jax.grad(loss), in_axes={axes})({vargs})",
@@ -129,7 +132,7 @@ def repro_source(prog: Program, modes: Sequence[str], setup: str = "", *,
   lines = [*head, "", "", prog.function_source(), ""]
   for n, v in prog.inputs:
     lines.append(f"{n} = jnp.asarray({literal(v)})")
-  if any("vmap" in m for m in modes):
+  if any("vmap" in m or "jvp" in m for m in modes):
     lines.append(f"xb = jnp.asarray({literal(prog.batched())})")
   for m in modes:
     lines.append(f"print({m!r}, {mode_call(m, prog)})")

@@ -36,20 +36,22 @@ CHECKS = {   # check -> (reference, loose tolerance)
     "jit": ("eager", False), "jit_opt": ("eager", False), "jit_quick": ("eager", False),
     "jit_checked": ("eager", False), "hlo_eval": ("eager", False),
     "interpreter": ("eager", False),
-    "jit_grad": ("grad", True), "jit_grad_quick": ("grad", True),
+    "jit_grad": ("grad", True), "jit_grad_quick": ("grad", True), "jit_jvp": ("jvp", True),
     "vmap": ("loop", False), "jit_vmap": ("loop", False),
     "jit_vmap_grad": ("loop_grad", True),
-    "jax": ("eager", True), "jax_grad": ("grad", True), "jax_vmap": ("loop", True),
+    "jax": ("eager", True), "jax_grad": ("grad", True), "jax_jvp": ("jvp", True), "jax_vmap": ("loop", True),
     "jax_vmap_grad": ("loop_grad", True),
 }
 GRAD_CHECKS = {"jit_grad", "jit_grad_quick", "jit_vmap_grad", "jax_grad", "jax_vmap_grad"}
-JAX_CHECKS = {"jax": "eager", "jax_grad": "grad", "jax_vmap": "loop",
+JVP_CHECKS = {"jit_jvp", "jax_jvp"}   # forward mode: while_loop too
+JAX_CHECKS = {"jax": "eager", "jax_grad": "grad", "jax_jvp": "jvp", "jax_vmap": "loop",
               "jax_vmap_grad": "loop_grad"}
 # the ember-side mode whose repro shows a check's failure (repro scripts print both)
 REPRO_MODES = {"jit": ("eager", "jit"), "jit_opt": ("eager", "jit"),
                "jit_quick": ("eager", "jit"), "jit_checked": ("eager", "jit"),
                "hlo_eval": ("eager", "jit"), "interpreter": ("eager", "jit"),
                "jit_grad": ("grad", "jit_grad"), "jit_grad_quick": ("grad", "jit_grad"),
+               "jit_jvp": ("jvp", "jit_jvp"), "jax_jvp": ("jvp",),
                "vmap": ("eager", "vmap"), "jit_vmap": ("eager", "jit_vmap"),
                "jit_vmap_grad": ("vmap_grad", "jit_vmap_grad"), "jax": ("eager",),
                "jax_grad": ("grad",), "jax_vmap": ("vmap",), "jax_vmap_grad": ("vmap_grad",)}
@@ -137,6 +139,8 @@ def _modes(prog: Program, f, loss) -> dict[str, Callable[[], object]]:
     return run
 
   jit_f = lambda: jax.jit(f)(*args)                      # noqa: E731
+  # forward mode: the tangent of loss along x0's second example (vmap's batch[1])
+  jvp = lambda x0, t: jax.jvp(lambda x: loss(x, *rest), (x0,), (t,))[1]   # noqa: E731
   return {
       "eager": lambda: f(*args),
       "grad": lambda: jax.grad(loss)(*args),
@@ -149,6 +153,8 @@ def _modes(prog: Program, f, loss) -> dict[str, Callable[[], object]]:
       "hlo_eval": lambda: _hlo_eval(f, args),
       "interpreter": under({"interpreter": True}, jit_f),
       "jit_grad": lambda: jax.jit(jax.grad(loss))(*args),
+      "jvp": lambda: jvp(args[0], xb[1]),
+      "jit_jvp": lambda: jax.jit(jvp)(args[0], xb[1]),
       "jit_grad_quick": under({"quick": True}, lambda: jax.jit(jax.grad(loss))(*args)),
       "vmap": lambda: jax.vmap(f, in_axes=axes)(xb, *rest),
       "jit_vmap": lambda: jax.jit(jax.vmap(f, in_axes=axes))(xb, *rest),
@@ -167,6 +173,8 @@ def applicable_checks(prog: Program, jax_worker=None) -> list[str]:
     checks += list(JAX_CHECKS)
   if not prog.differentiable():
     checks = [c for c in checks if c not in GRAD_CHECKS]
+  if not prog.differentiable(forward=True):
+    checks = [c for c in checks if c not in JVP_CHECKS]
   return checks
 
 
