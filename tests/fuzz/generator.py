@@ -31,6 +31,9 @@ OTHERS = ("int32", "int32", "uint8", "int8", "uint32", "bool", "complex64")
 OTHERS_X64 = ("int32", "int64", "uint8", "int8", "uint32", "uint64", "bool", "complex64",
               "complex128")
 MAX_SIZE = 96        # elements of any intermediate value
+MAX_SIZE_WIDE = 1500  # ... in a program with wide dims
+WIDE_DIMS = (7, 9, 16, 17, 33)
+MAX_CUMPROD = 8      # longer cumprods: grad makes LLVM's object emission blow up
 
 
 @dataclasses.dataclass
@@ -85,6 +88,8 @@ class Generator:
     self.stmts: list[Stmt] = []
     self.inputs: list[tuple[str, np.ndarray]] = []
     self.counter = itertools.count()
+    self.wide = self.rng.random() < 0.25   # some dims longer than a vector register
+    self.max_size = MAX_SIZE_WIDE if self.wide else MAX_SIZE
 
   # --- helpers ---------------------------------------------------------------------------
   def choice(self, seq):
@@ -92,7 +97,11 @@ class Generator:
 
   def shape(self, max_rank: int = 3) -> tuple:
     rank = int(self.rng.integers(0, max_rank + 1))
-    return tuple(int(d) for d in self.rng.integers(1, 5, size=rank))
+    dims = [int(d) for d in self.rng.integers(1, 5, size=rank)]
+    if self.wide and dims and self.rng.random() < 0.5:
+      # a row longer than a vector (tails, fixed-order lanes, thread splits)
+      dims[int(self.rng.integers(rank))] = self.choice(WIDE_DIMS)
+    return tuple(dims)
 
   def dtype(self, float_only: bool = False) -> str:
     floats = FLOATS_X64 if self.x64 else FLOATS
@@ -164,7 +173,7 @@ class Generator:
     stmt = Stmt(name, template, tuple(v.name for v in args), frozenset(tags))
     try:
       value = eval(stmt.expr(), ns)   # noqa: S307 -- our own generated expression
-      if not hasattr(value, "dtype") or value.size > MAX_SIZE:
+      if not hasattr(value, "dtype") or value.size > self.max_size:
         return False
       np.asarray(value)
       stmt = dataclasses.replace(stmt, dtype=str(value.dtype))
@@ -203,7 +212,8 @@ class Generator:
           and self.rng.random() < 0.8 and out.kind != "b":
         # a float folded into an integer output is a float->int cast: exact values only
         fold = "{0} + jnp.sum(jnp.real({1})).astype({0}.dtype)" \
-            if out.kind in "fc" or v.exact else "{0} + jnp.sum(jnp.isnan({1})).astype({0}.dtype)"
+            if out.kind in "fc" or v.kind in "iub" else \
+            "{0} + jnp.sum(jnp.isnan({1})).astype({0}.dtype)"   # a float sum is inexact
         if self.add(fold, (out, v), ("merge",), exact=out.exact and v.exact):
           out = self.vars[-1]
     prog = Program(self.inputs, self.stmts, out.name, self.x64, batch)
@@ -365,6 +375,8 @@ def op_cumulative(g: Generator) -> None:
   if tag in ("softmax", "logsumexp") and a.kind != "f":
     return
   ax = int(g.rng.integers(a.ndim))
+  if tag == "cumprod" and a.shape[ax] > MAX_CUMPROD:
+    return
   if tag in ("cummax", "cummin"):
     text = f"{fn}({{0}}, axis={ax}" + (", reverse=True)" if g.rng.random() < 0.3 else ")")
   else:
