@@ -53,6 +53,10 @@ def test_mismatch_tolerances():
   f16 = np.array([1000.0], np.float16)
   assert mismatch(f16, f16 + np.float16(8)) is None          # within float16's tolerance
   assert mismatch(np.array([1 + 1j], np.complex64), np.array([1 + 1.1j], np.complex64))
+  # a float32 result computed through bfloat16 gets bfloat16's tolerance
+  ref, got = np.float32(-3.125), np.float32(-3.109375)
+  assert mismatch(ref, got) is not None
+  assert mismatch(ref, got, through=frozenset({"float32", "bfloat16"})) is None
 
 
 def _sin_program() -> Program:
