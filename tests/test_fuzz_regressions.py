@@ -40,3 +40,30 @@ def test_dot_of_uint16_and_int8():
   for got in _eager_and_jit(jnp.matmul, a, b):
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, [[-59994]])
+
+
+# fuzz seed 20647 (x64): checked mode (ember_check_compiled) compared a float64 output with
+# float64's tolerance although it came from a complex64 sum, whose order differs between
+# the compiled code and the reference evaluator by float32 roundings: a false AssertionError.
+def test_checked_mode_tolerates_the_least_precise_float_of_the_module():
+  from ember._src import flags
+  z = np.array([[[(-3.198437452316284-1.600000023841858j), (0.30078125+0.30000001192092896j)], [(0.3015625476837158+0.699999988079071j), (0.600781261920929-1.2000000476837158j)], [(-2.9984374046325684-1.399999976158142j), (-0.3992187976837158-0.800000011920929j)], [(0.5015624761581421+0.20000000298023224j), (-0.69921875-1.2000000476837158j)]], [[(2.09375-1j), (0.6968749761581421+1.600000023841858j)], [(2.9937500953674316-1.100000023841858j), (1.796875-0.8999999761581421j)], [(1.693750023841858-1.5j), (4.196875095367432+0.30000001192092896j)], [(1.09375+0j), (2.6968750953674316+0.800000011920929j)]], [[1.7000000476837158j, (-4.496874809265137-0.4000000059604645j)], [(-0.6000000238418579-0.699999988079071j), (-2.596874952316284-1.600000023841858j)], [(-0.6000000238418579+1.2999999523162842j), (-1.296875-1.600000023841858j)], [(1.2000000476837158+1.7999999523162842j), (-4.596875190734863+0.8999999761581421j)]]], dtype=np.complex64)
+  x = np.zeros((4, 1, 3))
+  f = lambda x, z: x + jnp.sum(jnp.real(z)).astype(x.dtype)
+  want = np.sum(z.real.astype(np.float64))
+  with config._override("jax_enable_x64", True), flags.override(tiered_compilation=False), \
+       config._override("ember_check_compiled", True):
+    got = np.asarray(ember.jit(f)(jnp.asarray(x), jnp.asarray(z)))
+  assert got.dtype == np.float64
+  np.testing.assert_allclose(got, np.full((4, 1, 3), want), rtol=1e-6)
+
+
+def test_checked_mode_still_catches_a_float64_difference():
+  """A module of float64 values only keeps float64's tolerance."""
+  from ember._src import stages
+  with config._override("jax_enable_x64", True):
+    comp = ember.jit(lambda x: x * 2.0).lower(np.ones(3)).compile()._computation
+  ok = np.full(3, 2.0)
+  stages.check_against_reference(comp, [np.ones(3)], [ok])
+  with pytest.raises(AssertionError, match="differs from the reference"):
+    stages.check_against_reference(comp, [np.ones(3)], [ok + 1e-9])
