@@ -5,6 +5,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
+from ember import lax
 from ember._src.config import config
 
 
@@ -67,3 +68,18 @@ def test_checked_mode_still_catches_a_float64_difference():
   stages.check_against_reference(comp, [np.ones(3)], [ok])
   with pytest.raises(AssertionError, match="differs from the reference"):
     stages.check_against_reference(comp, [np.ones(3)], [ok + 1e-9])
+
+
+# fuzz seed 20893 (x64): when checked mode found a difference, looking for the first differing
+# instruction compared a tuple-valued one (a while loop's (int32[], f32[3]) carry) through
+# np.asarray and raised ValueError ("inhomogeneous shape") instead of naming the instruction.
+def test_first_differing_instruction_compares_tuple_values():
+  from ember._src import flags, stages
+  f = lambda x: lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, c[1] + 1), (0, x))[1] * 2
+  x = np.arange(3.0, dtype=np.float32)
+  with flags.override(tiered_compilation=False):
+    comp = ember.jit(f).lower(x).compile()._computation
+  assert "while" in [i.opcode for i in comp.module.entry.instrs]
+  assert stages._first_differing_instruction(comp, [x]) is None
+  assert not stages._values_close((np.int32(2), x), (np.int32(2), x + 1), 1e-5)
+  assert stages._values_close((np.int32(2), x), (np.int32(2), x), 1e-5)

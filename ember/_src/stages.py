@@ -669,6 +669,15 @@ def _close(a, b, tol: float = 0.0) -> bool:
   return bool(np.array_equal(a, b))
 
 
+def _values_close(ref, got, tol: float) -> bool:
+  """`_close` for an instruction's value: an array, or a tuple of them (multi-output
+  fusions, multi-operand reduces and sorts)."""
+  if isinstance(ref, tuple) or isinstance(got, tuple):
+    return isinstance(ref, tuple) and isinstance(got, tuple) and len(ref) == len(got) and \
+        all(_values_close(r, g, tol) for r, g in zip(ref, got))
+  return _close(ref, got, tol)
+
+
 def _first_differing_instruction(comp: CompiledComputation, np_args) -> str | None:
   """Compare every top-level instruction's compiled value (when the executable can keep
   intermediates) with the reference evaluator's."""
@@ -681,6 +690,6 @@ def _first_differing_instruction(comp: CompiledComputation, np_args) -> str | No
   tol = _module_tolerance(comp.module)
   for instr in comp.module.entry.instrs:
     if instr.name in compiled_vals and instr.name in ref_vals:
-      if not _close(ref_vals[instr.name], compiled_vals[instr.name], tol):
+      if not _values_close(ref_vals[instr.name], compiled_vals[instr.name], tol):
         return hlo.instr_to_text(instr).strip()
   return None
