@@ -144,13 +144,7 @@ def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None,
                       preferred_element_type=None, out_sharding=None):
   (lc, rc), (lb, rb) = dimension_numbers
   out_dt = _dot_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
-  # 16-bit floats accumulate in float32; float inputs with an integer preferred type
-  # compute in float (the result is converted at the end).
-  in_dt = _dot_dtype(lhs.dtype, rhs.dtype, None)
-  rank = lambda dt: "biufc".index(dtype_kind(dt))
-  cdt = in_dt if rank(out_dt) < rank(in_dt) else out_dt
-  if dtype_kind(cdt) == "f" and np.dtype(cdt).itemsize < 4:
-    cdt = np.dtype(np.float32)
+  cdt = _dot_compute_dtype(lhs.dtype, rhs.dtype, out_dt)
   lf = [i for i in range(lhs.ndim) if i not in lc + lb]
   rf = [i for i in range(rhs.ndim) if i not in rc + rb]
   size = lambda x, dims: int(np.prod([x.shape[i] for i in dims], dtype=np.int64))
@@ -206,10 +200,12 @@ dot_general_p.batch = _dot_general_batch
 
 
 def _dot_compute_dtype(lhs_dt, rhs_dt, out_dt):
-  """The dtype the impl multiplies in: the output type, unless that is a lesser kind than
-  the inputs' (float inputs with an integer preferred type); 16-bit floats in float32."""
+  """The dtype the impl multiplies in: the output type, as JAX converts both operands to
+  the preferred type (uint32 x int8 -> int64 multiplies in int64, not in uint32), unless
+  that is a lesser kind than the inputs' (float inputs with an integer preferred type);
+  16-bit floats in float32."""
   in_dt = _dot_dtype(lhs_dt, rhs_dt, None)
-  rank = lambda dt: "biufc".index(dtype_kind(dt))
+  rank = lambda dt: {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}[dtype_kind(dt)]
   cdt = in_dt if rank(out_dt) < rank(in_dt) else np.dtype(out_dt)
   return np.dtype(np.float32) if dtype_kind(cdt) == "f" and np.dtype(cdt).itemsize < 4 else cdt
 
