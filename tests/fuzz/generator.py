@@ -481,6 +481,8 @@ SCATTER = ["set", "add", "mul", "min", "max"]
 def op_scatter(g: Generator) -> None:
   a = g.operand(lambda v: v.ndim >= 1)
   n = a.shape[0]
+  if n == 0:   # no index to write
+    return
   method = g.choice(SCATTER)
   k = int(g.rng.integers(1, 4))
   if method == "set":    # distinct indices: the order of duplicate writes is unspecified
