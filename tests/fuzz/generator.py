@@ -423,7 +423,7 @@ def op_shape(g: Generator) -> None:
           ("reshape",), True)
   elif r == 3 and 1 in a.shape:
     g.add("jnp.squeeze({0})", (a,), ("reshape",), True)
-  elif r == 4 and nd >= 1:
+  elif r == 4 and nd >= 1 and 0 not in a.shape:
     ax = int(g.rng.integers(nd))
     start = int(g.rng.integers(0, a.shape[ax]))
     step = g.choice([1, 1, 2, -1])
@@ -454,8 +454,13 @@ def op_shape(g: Generator) -> None:
     g.add(f"jnp.repeat({{0}}, 2, axis={int(g.rng.integers(nd))})", (a,), ("repeat",), True)
 
 
+def _indexable(v) -> bool:
+  """An array with a dim to draw indices from (none in an empty dim)."""
+  return v.ndim >= 1 and 0 not in v.shape
+
+
 def op_index(g: Generator) -> None:
-  a = g.operand(lambda v: v.ndim >= 1)
+  a = g.operand(_indexable)
   n = a.shape[0]
   r = int(g.rng.integers(4))
   if r == 0:   # gather with a literal index array (negative indices wrap)
@@ -479,10 +484,8 @@ SCATTER = ["set", "add", "mul", "min", "max"]
 
 
 def op_scatter(g: Generator) -> None:
-  a = g.operand(lambda v: v.ndim >= 1)
+  a = g.operand(_indexable)
   n = a.shape[0]
-  if n == 0:   # no index to write
-    return
   method = g.choice(SCATTER)
   k = int(g.rng.integers(1, 4))
   if method == "set":    # distinct indices: the order of duplicate writes is unspecified
@@ -613,7 +616,7 @@ def op_scan(g: Generator) -> None:
 
 def op_dynamic_slice(g: Generator) -> None:
   """lax.dynamic_slice / dynamic_update_slice: start indices clamp into range."""
-  a = g.operand(lambda v: v.ndim >= 1)
+  a = g.operand(_indexable)
   i = g.pick(lambda v: v.kind in "iu" and v.ndim == 0 and v.exact)
   starts = [str(int(g.rng.integers(-1, d + 2))) for d in a.shape]
   if i is not None and g.rng.random() < 0.6:
