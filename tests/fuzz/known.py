@@ -12,7 +12,7 @@ from typing import Callable
 _HEAD = "import numpy as np\nimport ember as jax\nimport ember.numpy as jnp\nfrom ember import lax\n"
 
 COMPILED = {"jit", "jit_opt", "jit_quick", "jit_checked", "jit_grad", "jit_grad_quick",
-            "jit_vmap", "jit_vmap_grad"}
+            "jit_jvp", "jit_vmap", "jit_vmap_grad"}
 GRADS = {"jit_grad", "jit_grad_quick", "jit_vmap_grad", "jax_grad", "jax_vmap_grad"}
 JVPS = {"jit_jvp", "jax_jvp"}
 
