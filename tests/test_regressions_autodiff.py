@@ -320,6 +320,7 @@ def test_grad_through_fori_loop_whose_bound_is_concrete_only_eagerly():
 # with a traced bound it is a while loop whose counter takes the bounds' dtype. Each case:
 # the loop of `a` (an int32 argument), then JAX 0.12's (dtype, weak_type) eagerly and under
 # jit, without and with x64.
+_FIVE = jnp.int32(5)   # a bound made outside the traced function: concrete under jit
 LOOP_TYPES = {
     "while_promotes_weak_init": (lambda a: lax.while_loop(lambda c: c < 5, lambda c: c + a, 0),
                                  ("int32", False), ("int32", False), ("int32", False),
@@ -343,6 +344,32 @@ LOOP_TYPES = {
                                                           lambda i, c: i, 0),
                                   ("int32", True), ("int32", True), ("int64", True),
                                   ("int64", True)),
+    # Bounds by kind; (dtype, weak_type, value). A jnp scalar built inside jit is a tracer
+    # (JAX binds every constructor to the current trace), so the loop is a while loop whose
+    # counter is that strong int32; eagerly, or built outside, the bound is concrete and the
+    # loop a scan whose counter is a weak Python int (int64 under x64).
+    "fori_py_bounds": (lambda a: lax.fori_loop(0, 5, lambda i, c: c + i, 0),
+                       ("int32", True, 10), ("int32", True, 10), ("int64", True, 10),
+                       ("int64", True, 10)),
+    "fori_np_int32_bounds": (lambda a: lax.fori_loop(np.int32(0), np.int32(5),
+                                                     lambda i, c: c + i, 0),
+                             ("int32", True, 10), ("int32", True, 10), ("int64", True, 10),
+                             ("int64", True, 10)),
+    "fori_jnp_bound_made_outside": (lambda a: lax.fori_loop(0, _FIVE, lambda i, c: c + i, 0),
+                                    ("int32", True, 10), ("int32", True, 10),
+                                    ("int64", True, 10), ("int64", True, 10)),
+    "fori_jnp_int32_bound_made_inside": (
+        lambda a: lax.fori_loop(0, jnp.int32(5), lambda i, c: c + i, 0),
+        ("int32", True, 10), ("int32", True, 10), ("int64", True, 10), ("int32", False, 10)),
+    "fori_jnp_int32_bound_made_inside_counter": (
+        lambda a: lax.fori_loop(0, jnp.int32(5), lambda i, c: i, 0),
+        ("int32", True, 4), ("int32", True, 4), ("int64", True, 4), ("int32", False, 4)),
+    "fori_jnp_array_bounds_made_inside": (   # jnp.array(5) is weak: a weak while counter
+        lambda a: lax.fori_loop(jnp.array(0), jnp.array(5), lambda i, c: c + i, 0),
+        ("int32", True, 10), ("int32", True, 10), ("int64", True, 10), ("int64", True, 10)),
+    "fori_jnp_asarray_bound_made_inside": (
+        lambda a: lax.fori_loop(0, jnp.asarray(5), lambda i, c: i, 0),
+        ("int32", True, 4), ("int32", True, 4), ("int64", True, 4), ("int64", True, 4)),
 }
 
 
@@ -351,11 +378,74 @@ LOOP_TYPES = {
 @pytest.mark.parametrize("case", list(LOOP_TYPES))
 def test_loop_result_dtype_and_weak_type_match_jax(case, mode, x64):
   fn, *want = LOOP_TYPES[case]
-  dtype, weak = want[2 * x64 + (mode == "jit")]
+  dtype, weak, *value = want[2 * x64 + (mode == "jit")]
   ctx = ember.enable_x64() if x64 else ember.enable_x64(False)
   with ctx:
     out = _maybe_jit(fn, mode)(jnp.int32(1))
     assert (str(out.dtype), out.weak_type) == (dtype, weak)
+    assert not value or [int(out)] == value
+
+
+# Constructors called inside jit give values of the trace, as in JAX 0.12 (not concrete
+# Arrays): converting them to Python / NumPy values raises JAX's errors.
+@pytest.mark.parametrize("fn,err,msg", [
+    (lambda: float(jnp.asarray(2.)), ember.errors.ConcretizationTypeError,
+     "traced array with shape float32"),
+    (lambda: np.asarray(jnp.array([1, 2])), ember.errors.TracerArrayConversionError,
+     "traced array with shape int32\\[2\\]"),
+    (lambda: bool(jnp.array(True)), ember.errors.TracerBoolConversionError,
+     "traced array with shape bool"),
+    (lambda: np.asarray(jnp.float32(np.ones(2))), ember.errors.TracerArrayConversionError,
+     "traced array with shape float32\\[2\\]"),
+])
+def test_constructors_inside_jit_are_traced(fn, err, msg):
+  with pytest.raises(err, match=msg):
+    ember.jit(fn)()
+  fn()  # eagerly they are concrete
+
+
+def test_asarray_of_a_concrete_array_inside_jit_is_that_array():
+  """JAX returns the operand itself when asarray has nothing to convert."""
+  seen = []
+  ember.jit(lambda: seen.append(jnp.asarray(_FIVE) is _FIVE) or seen.append(
+      jnp.int32(_FIVE) is _FIVE))()
+  assert seen == [True, True]
+
+
+# make_jaxpr of constructors and of a fori_loop bounded by one, printed by JAX 0.12.
+CONSTRUCTOR_JAXPRS = [
+    (lambda: lax.fori_loop(0, jnp.int32(5), lambda i, c: c + i, 0),
+     "{ lambda ; . let\n"
+     "    _:i32[] _:i32[] a:i32[] = while[\n"
+     "      body_jaxpr={ lambda ; b:i32[] c:i32[] d:i32[]. let\n"
+     "          e:i32[] = add b 1:i32[]\n"
+     "          f:i32[] = add d b\n"
+     "        in (e, c, f) }\n"
+     "      body_nconsts=0\n"
+     "      cond_jaxpr={ lambda ; g:i32[] h:i32[] i:i32[]. let\n"
+     "          j:bool[] = lt g h\n"
+     "        in (j,) }\n"
+     "      cond_nconsts=0\n"
+     "    ] 0:i32[] 5:i32[] 0:i32[]\n"
+     "  in (a,) }"),
+    (lambda: jnp.array([1., 2.]) * jnp.float32(3) + jnp.asarray(np.arange(2.)),
+     "{ lambda a:f32[2] b:f32[2]; . let\n"
+     "    c:f32[2] = mul a 3.0:f32[]\n"
+     "    d:f32[2] = add c b\n"
+     "  in (d,) }"),
+    (lambda: jnp.zeros(3) + 1,
+     "{ lambda ; . let\n"
+     "    a:f32[3] = broadcast_in_dim 0.0:f32[]\n"
+     "    b:f32[3] = add a 1.0:f32[]\n"
+     "  in (b,) }"),
+    (lambda: jnp.int32(5) * 2, "{ lambda ; . let a:i32[] = mul 5:i32[] 2:i32[] in (a,) }"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(CONSTRUCTOR_JAXPRS)))
+def test_constructor_jaxprs_match_jax(i):
+  fn, want = CONSTRUCTOR_JAXPRS[i]
+  assert str(ember.make_jaxpr(fn)()) == want
 
 
 # --- 5. lax binary ops with mismatched dtypes -------------------------------------------------

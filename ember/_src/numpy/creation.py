@@ -119,6 +119,16 @@ def _stage(x) -> Array:
   return _np_to_array(x, aval.dtype, aval.weak_type)
 
 
+def _in_current_trace(x):
+  """A new constant Array as a value of the staging trace when one is active: JAX binds
+  every op to the current trace, so under jit `jnp.array(5)` / `jnp.int32(5)` are tracers
+  (not concrete: `int()` of them raises, `fori_loop` bounds made from them are dynamic).
+  Eagerly, and under grad/vmap alone, the Array itself."""
+  if core.dynamic_trace is None or not isinstance(x, Array):
+    return x
+  return core.find_top_trace(()).pure(x)
+
+
 # --- array / asarray --------------------------------------------------------------------
 
 def _flatten_sequences(obj, leaves: list):
@@ -184,7 +194,7 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
     if isinstance(object, core.Tracer) or (isinstance(object, Array) and not copy):
       return object  # tracers are immutable: a copy would be the same value
     if isinstance(object, _PY_SCALARS + (np.generic, np.ndarray)):
-      return _stage(object)
+      return _in_current_trace(_stage(object))
   if dtype is not None:
     dtype = _user_dtype(dtype, "array")
   # Weak only when the input is weak: asarray(x) is a no-op for weak x, and
@@ -232,7 +242,7 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
   nd = core.get_aval(out).ndim
   if ndmin > nd:
     out = lax.expand_dims(out, tuple(range(ndmin - nd)))
-  return out
+  return out if out is object else _in_current_trace(out)
 
 
 def asarray(a, dtype=None, order: str | None = None, *, copy: bool | None = None,

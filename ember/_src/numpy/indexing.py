@@ -157,11 +157,19 @@ def _index_tuple(idx) -> tuple:
   return (idx,)
 
 
+def _is_bool_data(seq) -> bool:
+  """A (nested) list/tuple of Python/NumPy booleans only (no arrays, no tracers)."""
+  return all(_is_bool_data(e) if isinstance(e, (list, tuple)) else
+             isinstance(e, (bool, np.bool_)) for e in seq)
+
+
 def _convert_sequence(idx):
   """A list/tuple inside an index tuple becomes an integer or boolean array."""
   if isinstance(idx, (list, tuple)):
     if not idx:
       return np.zeros((0,), dtypes.int32)
+    if _is_bool_data(idx):
+      return np.asarray(idx)   # a mask of Python/NumPy bools stays concrete under jit
     arr = _jnp().asarray(idx)
     if not (dtypes.is_integer(_aval(arr).dtype) or _aval(arr).dtype == np.bool_):
       raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
