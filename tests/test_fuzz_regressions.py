@@ -83,3 +83,23 @@ def test_first_differing_instruction_compares_tuple_values():
   assert stages._first_differing_instruction(comp, [x]) is None
   assert not stages._values_close((np.int32(2), x), (np.int32(2), x + 1), 1e-5)
   assert stages._values_close((np.int32(2), x), (np.int32(2), x), 1e-5)
+
+
+# fuzz seed 106365 (x64, 5,000-program campaign): checked mode compared complex values as
+# complex numbers, and NumPy's isclose calls -inf-24.6329998j and the same value with an
+# imaginary part one rounding away "not close" (an infinite value must be equal): a false
+# AssertionError. Components are compared one by one now.
+def test_checked_mode_compares_complex_components():
+  from ember._src import stages
+  z = np.array([complex(-np.inf, -24.6329998), complex(1.0, np.inf)])
+  near = np.array([complex(-np.inf, -24.6329998 * (1 + 1e-15)), complex(1.0 + 1e-15, np.inf)])
+  assert stages._close(z, near)
+  assert not stages._close(z, np.array([complex(np.inf, -24.6329998), complex(1.0, np.inf)]))
+  assert not stages._close(z, np.array([complex(-np.inf, -24.0), complex(1.0, np.inf)]))
+  x = np.array([-np.inf, 1.0])
+  y = np.array([complex(0.5, -1.0), complex(0.25, 2.0)])
+  f = lambda x, y: (x.astype(jnp.complex128) + jnp.cumsum(y) * 3.1).astype(jnp.complex128)
+  with config._override("jax_enable_x64", True), config._override("ember_check_compiled", True):
+    got = np.asarray(ember.jit(f)(x, y))
+  np.testing.assert_allclose(got.imag, (np.cumsum(y) * 3.1).imag, rtol=1e-15)
+  assert got.real[0] == -np.inf
