@@ -5,6 +5,7 @@ binds it. The helpers here are the factories those declarations share.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, Sequence
 
 import numpy as np
@@ -170,7 +171,6 @@ def strict_scalars(prim: Primitive, fn: Callable) -> Callable:
     if any(dtypes.is_python_scalar(x) for x in args):
       prim.abstract_eval(*(core.get_aval(x) for x in args), **params)
     return fn(*args, **params)
-  lax_fn.__name__ = lax_fn.__qualname__ = fn.__name__
-  lax_fn.__doc__ = fn.__doc__
+  functools.update_wrapper(lax_fn, fn)  # sets __wrapped__: `fn` itself
   public_lax_fns[fn.__name__] = lax_fn
   return fn
