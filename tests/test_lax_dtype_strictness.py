@@ -65,6 +65,14 @@ CASES = [
     ("clamp 0 i32 1", lax.clamp, (0, I32, 1), (I32, False, [0, 1, 1])),
     ("rem f32 2.0", lax.rem, (F32, 2.0), (F32, False, [0.0, 1.0, 0.0])),
     ("div i32 2", lax.div, (I32, 2), (I32, False, [0, 0, 1])),
+    # select reports its cases in select_n order (on_false first)
+    ("select True 1.0 f32[]", lambda p, x: lax.select(p, 1.0, x), (True, np.float32(2.0)),
+     (F32, False, 1.0)),
+    ("select True f32[] 1", lambda p, x: lax.select(p, x, 1), (True, np.float32(2.0)),
+     _same_dtypes("select", "int32, float32", "where")),
+    ("select_n True u8[] 0", lambda p, x: lax.select_n(p, x, 0), (True, np.uint8(3)),
+     _same_dtypes("select", "uint8, int32", "where")),
+    ("select True 1 2", lambda p: lax.select(p, 1, 2), (True,), (I32, True, 1)),
 ]
 
 # under x64 a Python float is float64 and a Python int is int64

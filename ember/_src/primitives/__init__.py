@@ -162,14 +162,16 @@ def bind_elementwise(prim: Primitive, *args, **params):
 public_lax_fns: dict[str, Callable] = {}
 
 
-def strict_scalars(prim: Primitive, fn: Callable) -> Callable:
+def strict_scalars(prim: Primitive, fn: Callable,
+                   operands: Callable = lambda *args: args) -> Callable:
   """Register the public `ember.lax` form of `fn` (an internal function that binds `prim`
-  with `bind_elementwise`): as in JAX, a Python scalar operand keeps its own default dtype
-  (weak int32/float32; 64-bit with x64), so `lax.add(f32_array, 1)` and
-  `lax.shift_right_logical(uint8_array, 0)` raise `prim`'s dtype error. Returns `fn`."""
+  converting Python scalars): as in JAX, a Python scalar operand keeps its own default
+  dtype (weak int32/float32; 64-bit with x64), so `lax.add(f32_array, 1)` and
+  `lax.shift_right_logical(uint8_array, 0)` raise `prim`'s dtype error. `operands` maps
+  `fn`'s arguments to `prim`'s operands (select swaps its cases). Returns `fn`."""
   def lax_fn(*args, **params):
     if any(dtypes.is_python_scalar(x) for x in args):
-      prim.abstract_eval(*(core.get_aval(x) for x in args), **params)
+      prim.abstract_eval(*(core.get_aval(x) for x in operands(*args)), **params)
     return fn(*args, **params)
   functools.update_wrapper(lax_fn, fn)  # sets __wrapped__: `fn` itself
   public_lax_fns[fn.__name__] = lax_fn

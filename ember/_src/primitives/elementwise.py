@@ -1503,6 +1503,10 @@ def select(pred, on_true, on_false):
   return _bind_cases(select_n_p, pred, on_false, on_true)
 
 
+strict_scalars(select_n_p, select_n)
+strict_scalars(select_n_p, select, lambda pred, on_true, on_false: (pred, on_false, on_true))
+
+
 def _select_n_jvp(primals, tangents):
   (which, *cases), (_, *tcases) = primals, tangents
   out = select_n_p.bind(which, *cases)
