@@ -1493,9 +1493,13 @@ def _bind_cases(prim, first, *cases):
 def select_n(which, *cases):
   """cases[which], elementwise: `which` is bool (two cases) or an integer index; it is a
   scalar or has the cases' shape."""
+  return _bind_cases(select_n_p, *_select_n_operands(which, *cases))
+
+
+def _select_n_operands(which, *cases):
   if not cases:
     raise ValueError("select_n() must have at least one case")
-  return _bind_cases(select_n_p, which, *cases)
+  return (which, *cases)
 
 
 def select(pred, on_true, on_false):
@@ -1503,7 +1507,7 @@ def select(pred, on_true, on_false):
   return _bind_cases(select_n_p, pred, on_false, on_true)
 
 
-strict_scalars(select_n_p, select_n)
+strict_scalars(select_n_p, select_n, _select_n_operands)
 strict_scalars(select_n_p, select, lambda pred, on_true, on_false: (pred, on_false, on_true))
 
 
