@@ -390,7 +390,7 @@ case("bitcast u16->bf16", lambda a: lax.bitcast_convert_type(a, jnp.bfloat16),
      np.array([0, 0x3F80, 0x7FC0, 0xFF80, 0x0001], np.uint16))
 case("select_n", lambda i, a, b, c: lax.select_n(i, a, b, c), np.array([0, 1, 2, 1], np.int32),
      arr((4,), "float32"), arr((4,), "float32", 1), arr((4,), "float32", 2))
-case("clamp", lambda a: lax.clamp(-1.0, a, 1.0), m)
+case("clamp", lambda a: lax.clamp(np.float32(-1.0), a, np.float32(1.0)), m)  # x64: 1.0 is f64
 case("reduce_precision", lambda a: lax.reduce_precision(a, exponent_bits=5, mantissa_bits=10), m)
 case("cummax/cumlogsumexp", lambda a: (lax.cummax(a, axis=1), lax.cumlogsumexp(a, axis=0)), m)
 case("cumprod reverse", lambda a: lax.cumprod(a, axis=1, reverse=True), m)

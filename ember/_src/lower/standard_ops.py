@@ -77,7 +77,7 @@ def _round_to_odd(lax, v, err):
 
 
 def fma_float32(x, y, z):
-  from ember import lax  # noqa: PLC0415
+  from ember._src import lax_api as lax  # noqa: PLC0415
   a, b, c = (lax.convert_element_type(v, np.float64) for v in (x, y, z))
   p = lax.mul(a, b)                 # exact: 2 x 24 significant bits
   s, err = _two_sum(lax, p, c)
@@ -95,7 +95,7 @@ def _split(lax, v):
 
 
 def fma_float64(a, b, c):
-  from ember import lax  # noqa: PLC0415
+  from ember._src import lax_api as lax  # noqa: PLC0415
   (ah, al), (bh, bl) = _split(lax, a), _split(lax, b)
   p = lax.optimization_barrier(lax.mul(a, b))
   e = lax.add(lax.add(lax.add(lax.sub(lax.mul(ah, bh), p), lax.mul(ah, bl)),
@@ -121,7 +121,7 @@ _FMA = {"float32": fma_float32, "float64": fma_float64}
 def _pivots_to_permutation(permutation_size, pivots):
   """perm = iota; for i < k: swap perm[..., i] and perm[..., pivots[..., i]] (a fori_loop,
   as JAX lowers it on CPU)."""
-  from ember import lax  # noqa: PLC0415
+  from ember._src import lax_api as lax  # noqa: PLC0415
   *batch, k = pivots.shape
   nb = len(batch)
   dims = (*batch, permutation_size)

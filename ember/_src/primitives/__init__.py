@@ -5,6 +5,7 @@ binds it. The helpers here are the factories those declarations share.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable, Sequence
 
 import numpy as np
@@ -35,21 +36,34 @@ def check_dtype(opname: str, aval: ShapedArray, kinds: str, argname: str = "x") 
                     f"{argname}. Accepted dtypes are subtypes of: {accepted}.")
 
 
-# lax primitive name -> the jnp function that promotes dtypes (for error tips, as JAX)
-_JNP_EQUIVALENTS = {"sub": "subtract", "mul": "multiply", "div": "divide", "rem": "remainder",
-                    "max": "maximum", "min": "minimum", "pow": "float_power", "and": "bitwise_and",
-                    "or": "bitwise_or", "xor": "bitwise_xor", "eq": "equal", "ne": "not_equal",
-                    "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
-                    "select": "where", "shift_left": "left_shift", "clamp": "clip",
-                    "shift_right_logical": "right_shift", "shift_right_arithmetic": "right_shift"}
+# lax primitive name -> the jnp function that promotes dtypes: JAX's table (its error tip
+# names only these; `and`, `clamp`, ... get no tip)
+_JNP_EQUIVALENTS = {
+    "abs": "fabs", "acos": "arccos", "acosh": "arccosh", "add": "add", "asin": "arcsin",
+    "asinh": "arcsinh", "atan": "arctan", "atan2": "arctan2", "atanh": "arctanh",
+    "bitwise_and": "bitwise_and", "bitwise_not": "bitwise_not", "bitwise_or": "bitwise_or",
+    "bitwise_xor": "bitwise_xor", "cbrt": "cbrt", "ceil": "ceil", "concatenate": "concatenate",
+    "cos": "cos", "cosh": "cosh", "div": "divide", "eq": "equal", "exp": "exp",
+    "expm1": "expm1", "floor": "floor", "greater": "greater", "greater_equal": "greater_equal",
+    "less": "less", "less_equal": "less_equal", "log": "log", "logical_and": "logical_and",
+    "logical_not": "logical_not", "logical_or": "logical_or", "logical_xor": "logical_xor",
+    "log1p": "log1p", "max": "maximum", "min": "minimum", "mul": "multiply",
+    "ne": "not_equal", "neg": "negative", "nextafter": "nextafter", "pow": "float_power",
+    "round": "round", "select": "where", "shift_left": "left_shift",
+    "shift_right_logical": "right_shift", "shift_right_arithmetic": "right_shift",
+    "sign": "sign", "sin": "sin", "sinh": "sinh", "sqrt": "sqrt", "sub": "subtract",
+    "tan": "tan", "tanh": "tanh"}
 
 
 def check_same_dtypes(opname: str, avals: Sequence[ShapedArray]) -> None:
+  """JAX's check and message (a Python scalar operand counts with its default dtype)."""
   if len({a.dtype for a in avals}) > 1:
-    raise TypeError(f"lax.{opname} requires arguments to have the same dtypes, got "
-                    f"{', '.join(a.dtype.name for a in avals)}. (Tip: "
-                    f"jnp.{_JNP_EQUIVALENTS.get(opname, opname)} promotes dtypes; with lax, "
-                    "convert with lax.convert_element_type.)")
+    msg = (f"lax.{opname} requires arguments to have the same dtypes, got "
+           f"{', '.join(a.dtype.name for a in avals)}.")
+    if opname in _JNP_EQUIVALENTS:
+      msg += (f" (Tip: jnp.{_JNP_EQUIVALENTS[opname]} is a similar function that does "
+              "automatic type promotion on inputs).")
+    raise TypeError(msg)
 
 
 def broadcasting_shape(opname: str, avals: Sequence[ShapedArray]) -> tuple:
@@ -132,8 +146,9 @@ def with_dtype_of(fn: Callable) -> Callable:
 
 
 def bind_elementwise(prim: Primitive, *args, **params):
-  """Bind an elementwise primitive from its `lax` function: Python scalars take the dtype
-  of the array operands (weakly typed), as in JAX."""
+  """Bind an elementwise primitive for ember's own code: Python scalars take the dtype of
+  the array operands (weakly typed), as JAX's internal `lax._const` does. The public
+  `ember.lax` functions are `strict_scalars` forms that never convert."""
   from ember._src.primitives.elementwise import convert_element_type
   strong = [x for x in args if not dtypes.is_python_scalar(x)]
   if strong and len(strong) < len(args):
@@ -141,3 +156,23 @@ def bind_elementwise(prim: Primitive, *args, **params):
     args = [convert_element_type(x, dt, weak_type=True) if dtypes.is_python_scalar(x) else x
             for x in args]
   return prim.bind(*args, **params)
+
+
+# name -> the public `ember.lax` form of an elementwise function (see `strict_scalars`)
+public_lax_fns: dict[str, Callable] = {}
+
+
+def strict_scalars(prim: Primitive, fn: Callable,
+                   operands: Callable = lambda *args: args) -> Callable:
+  """Register the public `ember.lax` form of `fn` (an internal function that binds `prim`
+  converting Python scalars): as in JAX, a Python scalar operand keeps its own default
+  dtype (weak int32/float32; 64-bit with x64), so `lax.add(f32_array, 1)` and
+  `lax.shift_right_logical(uint8_array, 0)` raise `prim`'s dtype error. `operands` maps
+  `fn`'s arguments to `prim`'s operands (select swaps its cases). Returns `fn`."""
+  def lax_fn(*args, **params):
+    if any(dtypes.is_python_scalar(x) for x in args):
+      prim.abstract_eval(*(core.get_aval(x) for x in operands(*args)), **params)
+    return fn(*args, **params)
+  functools.update_wrapper(lax_fn, fn)  # sets __wrapped__: `fn` itself
+  public_lax_fns[fn.__name__] = lax_fn
+  return fn

@@ -29,7 +29,8 @@ from ember._src.core import ShapedArray
 from ember._src.transforms import ad, batching
 from ember._src.primitives import (ANY, BOOL, COMPLEX, FLOAT, INEXACT, INT, INTS, NUMERIC,
                                    bind_elementwise, broadcasting_shape, check_dtype,
-                                   check_same_dtypes, declare, dtype_kind, naryop, unary)
+                                   check_same_dtypes, declare, dtype_kind, naryop,
+                                   strict_scalars, unary)
 
 __all__ = [
     "convert_element_type", "bitcast_convert_type", "reduce_precision",
@@ -174,7 +175,7 @@ def _binary_fn(p, name):
   def lax_fn(x, y):
     return bind_elementwise(p, x, y)
   lax_fn.__name__ = lax_fn.__qualname__ = name
-  return lax_fn
+  return strict_scalars(p, lax_fn)
 
 
 # --- convert_element_type -------------------------------------------------------------
@@ -646,6 +647,9 @@ def mul(x, y, *, out_dtype=None):
   return bind_elementwise(mul_p, x, y, out_dtype=None)
 
 
+strict_scalars(mul_p, mul)
+
+
 ad.defjvp(mul_p, lambda g, x, y, *, out_dtype=None: mul_p.bind(g, y, out_dtype=out_dtype),
           lambda g, x, y, *, out_dtype=None: mul_p.bind(x, g, out_dtype=out_dtype))
 
@@ -700,6 +704,9 @@ def pow(x, y):  # noqa: A001 - lax.pow
   if type(y) is int:  # JAX keeps a Python int exponent as a weak int32: `pow a 2:i32[]`
     return pow_p.bind(x, y)
   return bind_elementwise(pow_p, x, y)
+
+
+strict_scalars(pow_p, pow)
 
 
 def _replace_zero(x):
@@ -1486,14 +1493,22 @@ def _bind_cases(prim, first, *cases):
 def select_n(which, *cases):
   """cases[which], elementwise: `which` is bool (two cases) or an integer index; it is a
   scalar or has the cases' shape."""
+  return _bind_cases(select_n_p, *_select_n_operands(which, *cases))
+
+
+def _select_n_operands(which, *cases):
   if not cases:
     raise ValueError("select_n() must have at least one case")
-  return _bind_cases(select_n_p, which, *cases)
+  return (which, *cases)
 
 
 def select(pred, on_true, on_false):
   """`on_true` where `pred` else `on_false` (binds select_n with the cases swapped)."""
   return _bind_cases(select_n_p, pred, on_false, on_true)
+
+
+strict_scalars(select_n_p, select_n, _select_n_operands)
+strict_scalars(select_n_p, select, lambda pred, on_true, on_false: (pred, on_false, on_true))
 
 
 def _select_n_jvp(primals, tangents):
@@ -1561,6 +1576,9 @@ clamp_p.lower = lambda ctx, lo, x, hi: ctx.emit(
 def clamp(min, x, max):  # noqa: A002 - JAX's argument names
   """min(max(x, min), max), elementwise; `min`/`max` are scalars or have x's shape."""
   return bind_elementwise(clamp_p, min, x, max)
+
+
+strict_scalars(clamp_p, clamp)
 
 
 ad.defjvp(  # JAX's rules: the tangent of whichever operand the result is

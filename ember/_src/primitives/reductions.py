@@ -465,6 +465,7 @@ def _monoid_reducer(computation, inits):
   if intlike:
     table += [(ew.bitwise_or, reduce_or, lambda: 0), (ew.bitwise_xor, reduce_xor, lambda: 0),
               (ew.bitwise_and, reduce_and, lambda: np.array(_all_ones(dt)).astype(dt))]
+  computation = getattr(computation, "__wrapped__", computation)  # ember.lax's strict forms
   for op, reducer, identity in table:
     if computation is op:
       with np.errstate(all="ignore"):

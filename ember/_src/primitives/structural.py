@@ -12,7 +12,7 @@ import numpy as np
 
 from ember._src import core, dtypes
 from ember._src.core import ShapedArray
-from ember._src.primitives import declare
+from ember._src.primitives import check_same_dtypes, declare
 from ember._src.transforms import ad, batching
 
 __all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose",
@@ -432,10 +432,7 @@ def _concatenate_abstract_eval(*xs, dimension):
     raise TypeError(f"Cannot concatenate arrays with shapes that differ in dimensions other "
                     f"than the one being concatenated: concatenating along dimension "
                     f"{dimension} for shapes {shapes}.")
-  if len({x.dtype for x in xs}) != 1:
-    raise TypeError(f"lax.concatenate requires arguments to have the same dtypes, got "
-                    f"{', '.join(x.dtype.name for x in xs)}. (Tip: jnp.concatenate is a "
-                    "similar function that does automatic type promotion on inputs).")
+  check_same_dtypes("concatenate", xs)
   shape = list(xs[0].shape)
   shape[dimension] = sum(x.shape[dimension] for x in xs)
   return ShapedArray(shape, xs[0].dtype, _weak_if_all(xs))
@@ -468,9 +465,7 @@ def _stack_abstract_eval(*xs, axis):
                      f"{shapes}.")
   if len({x.shape for x in xs}) != 1:
     raise ValueError(f"All input arrays must have the same shape. Got {shapes}.")
-  if len({x.dtype for x in xs}) != 1:
-    raise TypeError(f"lax.stack requires arguments to have the same dtypes, got "
-                    f"{', '.join(x.dtype.name for x in xs)}.")
+  check_same_dtypes("stack", xs)
   if not 0 <= axis <= xs[0].ndim:
     raise ValueError(f"axis {axis} is out of bounds for array of dimension {xs[0].ndim + 1}")
   shape = list(xs[0].shape)
