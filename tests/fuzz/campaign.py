@@ -1,5 +1,5 @@
 """Fuzz campaigns: python -m tests.fuzz --count N --jobs J [--max-ops K] [--x64 [on|off|mixed]]
-[--jax] [--minimize] [--seed S]
+[--jax] [--minimize] [--seed S] [--timeout T]
 
 Runs programs of seeds S, S+1, ... S+N-1 (--x64 alone: every other program with x64 on;
 --x64 on: all), prints each failure not in known.py with its seed and, with --minimize, the
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import faulthandler
 import multiprocessing
+import signal
 import sys
 import time
 
@@ -27,6 +29,9 @@ def _parse(argv):
   p.add_argument("--jax", action="store_true", help="compare with real JAX too")
   p.add_argument("--minimize", action="store_true")
   p.add_argument("--quiet", action="store_true", help="print only failures")
+  p.add_argument("--timeout", type=int, default=120,
+                 help="seconds a program may run before it counts as a failure (a hang or a "
+                      "compile blow-up); its threads' stacks go to stderr")
   return p.parse_args(argv)
 
 
@@ -44,6 +49,22 @@ def _x64(args, seed) -> bool:
   return args.x64 == "on" or (args.x64 == "mixed" and seed % 2 == 1)
 
 
+def _within(seconds, fn):
+  """fn(), or TimeoutError once it has run `seconds` (raised when Python code next runs;
+  the stacks are dumped at the deadline in any case, so a hang inside LLVM shows too)."""
+  def expire(signum, frame):
+    raise TimeoutError(f"the program still ran after {seconds} s")
+  previous = signal.signal(signal.SIGALRM, expire)
+  faulthandler.dump_traceback_later(seconds + 1)
+  signal.alarm(seconds)
+  try:
+    return fn()
+  finally:
+    signal.alarm(0)
+    faulthandler.cancel_dump_traceback_later()
+    signal.signal(signal.SIGALRM, previous)
+
+
 def run_seed(job):
   """One program: (seed, outcome text lines, new failure count, known hit names)."""
   args, seed = job
@@ -53,7 +74,7 @@ def run_seed(job):
   lines = []
   try:
     prog = generate(seed, x64=_x64(args, seed), max_ops=args.max_ops)
-    outcome = runner.check_program(prog, _worker)
+    outcome = _within(args.timeout, lambda: runner.check_program(prog, _worker))
   except Exception as e:  # noqa: BLE001 -- a harness failure is a finding too
     return seed, [f"seed {seed}: harness error {type(e).__name__}: {e}"], 1, []
   for fl in outcome.failures:
