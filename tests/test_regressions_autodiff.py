@@ -485,3 +485,17 @@ def test_lax_shifts_of_same_dtype_and_jnp_shifts(op, want, mode):
   out = _maybe_jit(lambda x: jnp_fn(x, 1), mode)(x)   # jnp promotes the Python int
   assert out.dtype == np.uint8
   assert np.asarray(out).tolist() == np_fn(np.array([1, 2, 255], np.uint8), 1).tolist()
+
+
+# fuzz seed 106444 (10,000-program campaign): grad of a length-33 cummax never finished
+# compiling (LLVM, 6 GB): the associative scan's levels were fused into each other and each
+# reads the level below twice. Each level is now a fusion boundary (optimization_barrier).
+@pytest.mark.parametrize("op", ["cummax", "cummin", "cumprod", "cumlogsumexp"])
+def test_grad_of_long_cumulative_ops_compiles(op):
+  x = np.random.default_rng(7).uniform(0.5, 1.5, (65, 3)).astype(np.float32)
+  x[10:20] = x[10]            # ties
+  f = lambda x: jnp.sum(getattr(lax, op)(x, axis=0) * jnp.arange(3.0))
+  eager = np.asarray(ember.grad(f)(x))
+  got = np.asarray(ember.jit(ember.grad(f))(x))
+  np.testing.assert_allclose(got, eager, rtol=2e-5, atol=1e-6)   # orders of f32 sums differ
+  assert "optimization_barrier" in str(ember.make_jaxpr(ember.grad(f))(x))

@@ -796,7 +796,10 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
     if num < 2:
       return xs
     reduced = combine([sl(x, 0, num - 1, 2) for x in xs], [sl(x, 1, None, 2) for x in xs])
-    odd = scan_rec(reduced)
+    # a fusion boundary per level: fused, each level reads the one below twice (even and odd
+    # elements), so a gradient's kernels grew exponentially with the depth (grad of a
+    # length-33 cummax: minutes and gigabytes in LLVM)
+    odd = optimization_barrier(scan_rec(reduced))
     if num % 2 == 0:
       even = combine([sl(e, 0, -1) for e in odd], [sl(x, 2, None, 2) for x in xs])
     else:
