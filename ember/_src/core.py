@@ -798,6 +798,8 @@ def cur_level_is_eval() -> bool:
 # ------------------------------------------------------------------------------------
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 @contextlib.contextmanager
 def named_scope(name: str):
   """Prefix the names of the operations traced inside the block (`jax.named_scope`)."""

@@ -650,6 +650,12 @@ def check_against_reference(comp: CompiledComputation, np_args, outs) -> None:
 _TOLERANCE = {2: 1e-2, 4: 1e-5, 8: 1e-12}   # by bytes of a real float (component)
 
 
+def _is_float(dtype) -> bool:
+  """A real or complex float dtype, bfloat16 included (NumPy calls it kind 'V')."""
+  dtype = np.dtype(dtype)
+  return dtype.kind in "fc" or dtype.name == "bfloat16"
+
+
 def _float_tolerance(dtype) -> float:
   dtype = np.dtype(dtype)
   return _TOLERANCE.get(dtype.itemsize // (2 if dtype.kind == "c" else 1), 1e-5)
@@ -664,7 +670,7 @@ def _module_tolerance(module: hlo.Module) -> float:
       shapes = instr.shape.elements if isinstance(instr.shape, hlo.TupleShape) else (instr.shape,)
       for shape in shapes:
         dt = getattr(shape, "dtype", None)
-        if dt is not None and (np.dtype(dt).kind in "fc" or np.dtype(dt).name == "bfloat16"):
+        if dt is not None and _is_float(dt):
           tol = max(tol, _float_tolerance(dt))
   return tol
 
@@ -674,7 +680,7 @@ def _close(a, b, tol: float = 0.0) -> bool:
   a, b = np.asarray(a), np.asarray(b)
   if a.shape != b.shape:
     return False
-  if a.dtype.kind in "fc" or str(a.dtype) == "bfloat16":
+  if _is_float(a.dtype):
     tol = max(tol, _float_tolerance(a.dtype))
     if a.dtype.kind == "c":   # per component: -inf+1j and -inf+(1+ulp)j are close
       return _close(np.stack([a.real, a.imag]), np.stack([b.real, b.imag]), tol)

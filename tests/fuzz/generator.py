@@ -9,7 +9,8 @@ bits for it: inputs, and correctly rounded ops (+ - * / sqrt, max/min, casts, da
 movement) of exact values. Ops with a discontinuity (comparisons, floor, round, argmax,
 sort, float->int casts, // and %) take only exact operands: on a value that differs by one
 ulp between eager and compiled code (a sum's order, a polynomial sin) they would turn
-rounding into a real mismatch.
+rounding into a real mismatch. So do the operands at a pole or branch cut: a divisor (an
+inexact 2e-16 instead of 0 turns nan into 0) and both of arctan2's.
 
 Lengths stay small (dims <= 5, loops <= 4 steps): grad of a long cumprod makes LLVM's
 object emission blow up (a known compile-time problem, not a wrong result).
@@ -252,6 +253,8 @@ def op_unary(g: Generator) -> None:
 BINARY = [("{0} + {1}", True), ("{0} - {1}", True), ("{0} * {1}", True),
           ("jnp.maximum({0}, {1})", True), ("jnp.minimum({0}, {1})", True),
           ("{0} / {1}", True), ("jnp.arctan2({0}, {1})", False)]
+# operands that must be exact: where a rounding difference moves them across a pole or a cut
+POLES = {"{0} / {1}": (1,), "jnp.arctan2({0}, {1})": (0, 1)}
 DISCRETE_BINARY = [("{0} // {1}", "floordiv"), ("{0} % {1}", "rem"), ("{0} < {1}", "compare"),
                    ("{0} == {1}", "compare"), ("{0} >= {1}", "compare"),
                    ("{0} != {1}", "compare")]
@@ -275,6 +278,8 @@ def op_binary(g: Generator) -> None:
     exact = True
   if g.rng.random() < 0.5:
     a, b = b, a
+  if not all((a, b)[i].exact for i in POLES.get(template, ())):
+    return
   g.add(template, (a, b), tags=(tag,), exact=exact)
 
 
@@ -289,6 +294,8 @@ def op_weak_scalar(g: Generator) -> None:
     return
   template = f"{{0}} {op} {s}" if g.rng.random() < 0.6 else f"{s} {op} {{0}}"
   if op == "**" and template.startswith(s):
+    return
+  if op == "/" and template.startswith(s) and not a.exact:   # an inexact divisor (POLES)
     return
   g.add(template, (a,), tags=("weak",), exact=op in "+-*/")
 
