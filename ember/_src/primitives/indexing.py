@@ -1,17 +1,11 @@
 """Indexing primitives: dynamic_slice, dynamic_update_slice, gather and the scatters.
 
 Each primitive is declared once with its shape/dtype rule (ported from XLA's shape
-inference, as JAX does) and a NumPy reference implementation of XLA's semantics:
+inference, as JAX does) and a NumPy reference implementation of XLA's semantics (the
+windows, clamping and out-of-bounds modes are reference/indexing.py's):
 
-- dynamic_slice / dynamic_update_slice clamp each start index into
-  [0, operand_dim - slice_size], so the window always lies inside the operand.
-- gather takes, for every index vector of `start_indices` (the last dimension is the
-  index vector), a window of `slice_sizes` starting at that position. Out-of-bounds
-  windows are clamped (CLIP, PROMISE_IN_BOUNDS) or replaced by `fill_value`
-  (FILL_OR_DROP).
-- scatter writes (or combines with add/sub/mul/min/max) the update windows at those
-  positions. Out-of-bounds windows are dropped whole (FILL_OR_DROP, PROMISE_IN_BOUNDS)
-  or clamped (CLIP). Duplicate indices accumulate for the combining scatters.
+- scatter writes (or combines with add/sub/mul/min/max) the update windows at the
+  positions of `scatter_indices`. Duplicate indices accumulate for the combining scatters.
 """
 from __future__ import annotations
 
