@@ -676,7 +676,7 @@ for _p, _fn in _TRANSCENDENTAL_JVPS.items():
   ad.defjvp2(_p, _fn)
 
 
-# --- special functions (float64 reference implementations) -----------------------------
+# --- special functions (float64 reference kernels: reference/elementwise.py) -----------
 
 erf_p = unary("erf", reference_elementwise.erf, FLOAT)
 erf_inv_p = unary("erf_inv", reference_elementwise.erf_inv, FLOAT)

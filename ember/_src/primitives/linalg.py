@@ -3,7 +3,8 @@ batch_matmul; and `lax.Precision`.
 
 `dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))`; the result
 dims are batch, then lhs free, then rhs free (XLA's DotGeneral). The result dtype follows
-JAX/XLA's rule: the "higher precision" input type, upcast to `preferred_element_type`.
+JAX/XLA's rule: the "higher precision" input type, upcast to `preferred_element_type`
+(reference/linalg.py has it, with the NumPy contraction).
 """
 from __future__ import annotations
 
