@@ -87,12 +87,12 @@ def assert_close(got, want, dtype):
 # --- every opcode has an evaluation rule --------------------------------------------------
 
 def test_every_opcode_has_a_rule():
-  handled = set(hlo_eval._OPS) | set(hlo_eval._ELEMENTWISE_PRIMS) | {
+  handled = set(hlo_eval._OPS) | set(hlo_eval._ELEMENTWISE_KERNELS) | {
       "parameter", "call", "fusion", "convert", "bitcast-convert", "reduce-precision", "copy",
       "compare",
       "select", "clamp"}
   assert set(hlo.OPCODES) <= handled
-  assert set(hlo.ELEMENTWISE) <= set(hlo_eval._ELEMENTWISE_PRIMS) | {
+  assert set(hlo.ELEMENTWISE) <= set(hlo_eval._ELEMENTWISE_KERNELS) | {
       "convert", "bitcast-convert", "reduce-precision", "copy", "compare", "select", "clamp"}
 
 

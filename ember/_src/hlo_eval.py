@@ -6,12 +6,13 @@ Correctness beats speed, but nothing here is quadratic: elementwise ops are NumP
 and computations that apply a scalar computation many times (reduce's `to_apply`, sort's
 comparator, scatter's combiner) run it once per step on whole vectors of "lanes".
 
-Elementwise opcodes reuse the NumPy impls of the corresponding lax primitives
-(`ember/_src/primitives/elementwise.py`), so eager mode and this evaluator agree on XLA's
+Elementwise opcodes run the NumPy kernels the corresponding lax primitives' impls run
+(`ember/_src/reference/elementwise.py`), so eager mode and this evaluator agree on XLA's
 edge semantics by construction: integer div/rem truncate (x/0 = -1, x%0 = x, INT_MIN/-1 =
 INT_MIN), shifts by out-of-range amounts, saturating float->int converts with NaN -> 0,
 NaN-propagating max/min, transcendentals computed in float64 and rounded. Structural ops
-reuse the structural/indexing/linalg/sorting impls where their parameters map one to one.
+run the structural/indexing/linalg/sorting kernels of `reference/` where their parameters
+map one to one.
 
 Every result has exactly the dtype and dims of its instruction's shape (a shape mismatch
 means malformed IR and raises `HloEvalError` naming the instruction).
@@ -23,11 +24,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember._src import hlo, prng
-from ember._src.primitives import dtype_kind, is_zero_winner, xla_zero_order
-from ember._src.primitives import elementwise as ew
-from ember._src.primitives import indexing as ix
-from ember._src.primitives import linalg, reductions, sorting
-from ember._src.primitives import structural as st
+from ember._src.dtypes import dtype_kind
+from ember._src.reference import elementwise as ew
+from ember._src.reference import indexing as ix
+from ember._src.reference import lapack, linalg, reductions, sorting
+from ember._src.reference import structural as st
 
 __all__ = ["evaluate", "evaluate_intermediates", "evaluate_computation", "eval_instr",
            "HloEvalError"]
@@ -38,34 +39,35 @@ class HloEvalError(ValueError):
 
 
 # --------------------------------------------------------------------------------------
-# Elementwise opcodes: opcode -> (lax primitive, params of its impl)
+# Elementwise opcodes: opcode -> (NumPy kernel, its params)
 # --------------------------------------------------------------------------------------
 
 _RM = ew.RoundingMethod
-_ELEMENTWISE_PRIMS: dict[str, tuple[Any, dict]] = {
-    "abs": (ew.abs_p, {}), "negate": (ew.neg_p, {}), "sign": (ew.sign_p, {}),
-    "floor": (ew.floor_p, {}), "ceil": (ew.ceil_p, {}),
-    "round-nearest-afz": (ew.round_p, {"rounding_method": _RM.AWAY_FROM_ZERO}),
-    "round-nearest-even": (ew.round_p, {"rounding_method": _RM.TO_NEAREST_EVEN}),
-    "exponential": (ew.exp_p, {}), "exponential-minus-one": (ew.expm1_p, {}),
-    "log": (ew.log_p, {}), "log-plus-one": (ew.log1p_p, {}), "tanh": (ew.tanh_p, {}),
-    "logistic": (ew.logistic_p, {}), "sine": (ew.sin_p, {}), "cosine": (ew.cos_p, {}),
-    "tan": (ew.tan_p, {}), "sqrt": (ew.sqrt_p, {}), "rsqrt": (ew.rsqrt_p, {}),
-    "cbrt": (ew.cbrt_p, {}), "erf": (ew.erf_p, {}), "erfc": (ew.erfc_p, {}),
-    "erf-inv": (ew.erf_inv_p, {}), "fma": (ew.fma_p, {}), "lgamma": (ew.lgamma_p, {}), "digamma": (ew.digamma_p, {}),
-    "asin": (ew.asin_p, {}), "acos": (ew.acos_p, {}), "atan": (ew.atan_p, {}),
-    "sinh": (ew.sinh_p, {}), "cosh": (ew.cosh_p, {}), "asinh": (ew.asinh_p, {}),
-    "acosh": (ew.acosh_p, {}), "atanh": (ew.atanh_p, {}), "is-finite": (ew.is_finite_p, {}),
-    "not": (ew.not_p, {}), "popcnt": (ew.population_count_p, {}),
-    "count-leading-zeros": (ew.clz_p, {}), "real": (ew.real_p, {}), "imag": (ew.imag_p, {}),
-    "add": (ew.add_p, {}), "subtract": (ew.sub_p, {}), "multiply": (ew.mul_p, {}),
-    "divide": (ew.div_p, {}), "remainder": (ew.rem_p, {}), "power": (ew.pow_p, {}),
-    "maximum": (ew.max_p, {}), "minimum": (ew.min_p, {}), "atan2": (ew.atan2_p, {}),
-    "and": (ew.and_p, {}), "or": (ew.or_p, {}), "xor": (ew.xor_p, {}),
-    "shift-left": (ew.shift_left_p, {}),
-    "shift-right-arithmetic": (ew.shift_right_arithmetic_p, {}),
-    "shift-right-logical": (ew.shift_right_logical_p, {}),
-    "complex": (ew.complex_p, {}), "next-after": (ew.nextafter_p, {}),
+_ELEMENTWISE_KERNELS: dict[str, tuple[Any, dict]] = {
+    "abs": (ew.abs, {}), "negate": (ew.neg, {}), "sign": (ew.sign, {}),
+    "floor": (ew.floor, {}), "ceil": (ew.ceil, {}),
+    "round-nearest-afz": (ew.round, {"rounding_method": _RM.AWAY_FROM_ZERO}),
+    "round-nearest-even": (ew.round, {"rounding_method": _RM.TO_NEAREST_EVEN}),
+    "exponential": (ew.exp, {}), "exponential-minus-one": (ew.expm1, {}),
+    "log": (ew.log, {}), "log-plus-one": (ew.log1p, {}), "tanh": (ew.tanh, {}),
+    "logistic": (ew.logistic, {}), "sine": (ew.sin, {}), "cosine": (ew.cos, {}),
+    "tan": (ew.tan, {}), "sqrt": (ew.sqrt, {}), "rsqrt": (ew.rsqrt, {}),
+    "cbrt": (ew.cbrt, {}), "erf": (ew.erf, {}), "erfc": (ew.erfc, {}),
+    "erf-inv": (ew.erf_inv, {}), "fma": (ew.fma, {}), "lgamma": (ew.lgamma, {}),
+    "digamma": (ew.digamma, {}),
+    "asin": (ew.asin, {}), "acos": (ew.acos, {}), "atan": (ew.atan, {}),
+    "sinh": (ew.sinh, {}), "cosh": (ew.cosh, {}), "asinh": (ew.asinh, {}),
+    "acosh": (ew.acosh, {}), "atanh": (ew.atanh, {}), "is-finite": (ew.is_finite, {}),
+    "not": (ew.bitwise_not, {}), "popcnt": (ew.population_count, {}),
+    "count-leading-zeros": (ew.clz, {}), "real": (ew.real, {}), "imag": (ew.imag, {}),
+    "add": (ew.add, {}), "subtract": (ew.sub, {}), "multiply": (ew.mul, {}),
+    "divide": (ew.div, {}), "remainder": (ew.rem, {}), "power": (ew.pow, {}),
+    "maximum": (ew.max, {}), "minimum": (ew.min, {}), "atan2": (ew.atan2, {}),
+    "and": (ew.bitwise_and, {}), "or": (ew.bitwise_or, {}), "xor": (ew.bitwise_xor, {}),
+    "shift-left": (ew.shift_left, {}),
+    "shift-right-arithmetic": (ew.shift_right_arithmetic, {}),
+    "shift-right-logical": (ew.shift_right_logical, {}),
+    "complex": (ew.complex, {}), "next-after": (ew.nextafter, {}),
 }
 
 
@@ -95,8 +97,8 @@ def _integer_power(x, y):
 def _total_order_key(x):
   """Floats as signed integers ordered like XLA's TOTALORDER compare:
   -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN."""
-  s = ew._as_signed(x)
-  fill = s >> (ew._bits(x.dtype) - 1)                   # all ones for negative values
+  s = ew.as_signed(x)
+  fill = s >> (ew.bits(x.dtype) - 1)                    # all ones for negative values
   return s ^ (fill & np.array(np.iinfo(s.dtype).max, s.dtype))
 
 
@@ -116,22 +118,17 @@ def _compare(x, y, *, direction, compare_type=None):
   return _DIRECTIONS[direction](x, y)
 
 
-@_quiet
-def _clamp(lo, x, hi):
-  return ew._min_impl(ew._max_impl(x, lo), hi)   # NaN propagates, as XLA's clamp
-
-
 def _elementwise(instr: hlo.Instr, vals: list) -> np.ndarray:
   op, dt = instr.opcode, np.dtype(instr.dtype)
   if len(vals) > 1 and len({v.shape for v in vals}) > 1:
     vals = np.broadcast_arrays(*vals)   # scalar operands of select/clamp; lanes of constants
   if op == "convert":
-    return ew._convert_impl(vals[0], new_dtype=dt, weak_type=False)
+    return ew.convert_element_type(vals[0], new_dtype=dt, weak_type=False)
   if op == "bitcast-convert":
-    return ew._bitcast_impl(vals[0], new_dtype=dt)
+    return ew.bitcast_convert_type(vals[0], new_dtype=dt)
   if op == "reduce-precision":
-    return ew.reduce_precision_p.impl(vals[0], exponent_bits=instr.attrs["exponent_bits"],
-                                      mantissa_bits=instr.attrs["mantissa_bits"])
+    return ew.reduce_precision(vals[0], exponent_bits=instr.attrs["exponent_bits"],
+                               mantissa_bits=instr.attrs["mantissa_bits"])
   if op == "copy":
     return np.array(vals[0])
   if op == "compare":
@@ -140,11 +137,11 @@ def _elementwise(instr: hlo.Instr, vals: list) -> np.ndarray:
   if op == "select":
     return np.where(vals[0], vals[1], vals[2])
   if op == "clamp":
-    return _clamp(*vals)
+    return ew.clamp(*vals)   # NaN propagates, as XLA's clamp
   if op == "power" and dtype_kind(vals[0].dtype) in "iu":
     return _integer_power(*vals)
-  prim, params = _ELEMENTWISE_PRIMS[op]
-  return prim.impl(*vals, **params)
+  kernel, params = _ELEMENTWISE_KERNELS[op]
+  return kernel(*vals, **params)
 
 
 # --------------------------------------------------------------------------------------
@@ -232,12 +229,13 @@ def _reduce(instr: hlo.Instr, vals: list):
       dtype_kind(xs[0].dtype) == "c" and _binary_root(comp) in ("maximum", "minimum")):
     op = _binary_root(comp)
     x = xs[0]
-    cdt = reductions._compute_dtype(x.dtype) if op in ("add", "multiply") else x.dtype
+    cdt = reductions.compute_dtype(x.dtype) if op in ("add", "multiply") else x.dtype
     with np.errstate(all="ignore"):
       ufunc = _REDUCE_UFUNCS[op]
       part = ufunc.reduce(x.astype(cdt), axis=dims, dtype=cdt)
       if ufunc in (np.maximum, np.minimum):
-        part = xla_zero_order(ufunc, np.asarray(part), np.any(is_zero_winner(ufunc, x), axis=dims))
+        part = reductions.xla_zero_order(ufunc, np.asarray(part),
+                                         np.any(reductions.is_zero_winner(ufunc, x), axis=dims))
       out = _elementwise(comp.root, [np.asarray(inits[0]).astype(cdt), np.asarray(part)])
     outs = [np.asarray(out)]
   else:
@@ -280,7 +278,7 @@ def _sort(instr: hlo.Instr, vals: list):
   if vals[0].ndim == 0 or vals[0].shape[dim] <= 1:
     outs = list(vals)
   elif not instr.called:   # no comparator: JAX's order over the first `num_keys` operands
-    outs = sorting._sort_impl(*vals, dimension=dim, is_stable=True, num_keys=num_keys)
+    outs = sorting.sort(*vals, dimension=dim, is_stable=True, num_keys=num_keys)
   else:
     perm = _comparator_sort_perm(instr.called[0], vals, dim, num_keys)
     outs = [np.take_along_axis(v, perm, axis=dim) for v in vals]
@@ -298,7 +296,7 @@ def _comparator_sort_perm(comp, vals: list, dim: int, num_keys: int) -> np.ndarr
   moved = [np.moveaxis(v, dim, -1) for v in vals]
   shape = moved[0].shape
   rows2d = [m.reshape(-1, shape[-1]) for m in moved]
-  keys = [k for x in rows2d[:num_keys] for k in sorting._sort_keys(x)]
+  keys = [k for x in rows2d[:num_keys] for k in sorting.sort_keys(x)]
   up = np.lexsort(keys[::-1], axis=-1)
   n = shape[-1]
   down = (n - 1 - np.lexsort([k[:, ::-1] for k in keys[::-1]], axis=-1))[:, ::-1]
@@ -364,7 +362,7 @@ def _merge_sort_perm(comp, rows2d: list) -> np.ndarray:
 def _top_k(instr: hlo.Instr, vals: list):
   x = vals[0]
   axis = instr.attrs.get("axis", x.ndim - 1)
-  values, idx = sorting._top_k_impl(x, k=instr.attrs["k"], axis=axis, is_stable=True)
+  values, idx = sorting.top_k(x, k=instr.attrs["k"], axis=axis, is_stable=True)
   vshape, ishape = instr.shape.elements
   return values.astype(vshape.dtype, copy=False), idx.astype(ishape.dtype)
 
@@ -380,9 +378,9 @@ def _dot(instr: hlo.Instr, vals: list):
   lhs, rhs = vals
   dt = np.dtype(instr.dtype)
   try:
-    return linalg._dot_general_impl(lhs, rhs, dimension_numbers=dn, preferred_element_type=dt)
+    return linalg.dot_general(lhs, rhs, dimension_numbers=dn, preferred_element_type=dt)
   except TypeError:   # an output type lax would not produce: compute in it directly
-    return linalg._dot_general_impl(lhs.astype(dt), rhs.astype(dt), dimension_numbers=dn)
+    return linalg.dot_general(lhs.astype(dt), rhs.astype(dt), dimension_numbers=dn)
 
 
 def _index_vector_last(indices, ivd: int, batching_dims) -> tuple:
@@ -403,10 +401,10 @@ def _gather(instr: hlo.Instr, vals: list):
                                  tuple(a["start_index_map"]),
                                  tuple(a.get("operand_batching_dims", ())), ibatch)
   # XLA's gather clamps every window into bounds.
-  return ix._gather_impl(operand, indices, dimension_numbers=dn,
-                         slice_sizes=tuple(a["slice_sizes"]), unique_indices=False,
-                         indices_are_sorted=False, mode=ix.GatherScatterMode.CLIP,
-                         fill_value=None)
+  return ix.gather(operand, indices, dimension_numbers=dn,
+                   slice_sizes=tuple(a["slice_sizes"]), unique_indices=False,
+                   indices_are_sorted=False, mode=ix.GatherScatterMode.CLIP,
+                   fill_value=None)
 
 
 def _scatter(instr: hlo.Instr, vals: list):
@@ -423,8 +421,8 @@ def _scatter(instr: hlo.Instr, vals: list):
   # of that is a copy, which would lose the writes below
   outs = [np.array(o, order="C") for o in operands]
   if outs[0].size and updates[0].size:   # XLA skips windows not fully in bounds
-    windows = [ix._scatter_windows(outs[0].shape, indices, u, dn,
-                                   ix.GatherScatterMode.FILL_OR_DROP) for u in updates]
+    windows = [ix.scatter_windows(outs[0].shape, indices, u, dn,
+                                  ix.GatherScatterMode.FILL_OR_DROP) for u in updates]
     _scatter_combine(instr.called[0], [o.reshape(-1) for o in outs], windows[0][0],
                      [v for _, v in windows])
   return tuple(outs) if isinstance(instr.shape, hlo.TupleShape) else outs[0]
@@ -485,8 +483,7 @@ def _conditional(instr: hlo.Instr, vals: list):
 
 
 def _custom_call(instr: hlo.Instr, vals: list):
-  from ember._src.primitives import decompositions   # LAPACK-style targets
-  fn = decompositions.CUSTOM_CALL_TARGETS.get(instr.attrs.get("target"))
+  fn = lapack.CUSTOM_CALL_TARGETS.get(instr.attrs.get("target"))
   if fn is not None:
     outs = fn(instr.attrs.get("backend_config", ()), *vals)
     return tuple(outs) if isinstance(instr.shape, hlo.TupleShape) else outs[0]
@@ -509,14 +506,14 @@ def _rng_bit_generator(instr: hlo.Instr, vals: list):
 def _slice(instr, vals):
   a = instr.attrs
   strides = a.get("strides") or (1,) * len(a["start"])
-  return st._slice_impl(vals[0], start_indices=a["start"], limit_indices=a["limit"],
-                        strides=strides)
+  return st.slice(vals[0], start_indices=a["start"], limit_indices=a["limit"],
+                  strides=strides)
 
 
 def _pad(instr, vals):
   a = instr.attrs
-  return st._pad_impl(vals[0], vals[1], padding_config=tuple(zip(a["low"], a["high"],
-                                                                 a["interior"])))
+  return st.pad(vals[0], vals[1], padding_config=tuple(zip(a["low"], a["high"],
+                                                           a["interior"])))
 
 
 def _iota(instr, vals):
@@ -528,8 +525,8 @@ def _iota(instr, vals):
 
 
 def _broadcast(instr, vals):
-  return st._broadcast_in_dim_impl(vals[0], shape=tuple(instr.dims),
-                                   broadcast_dimensions=tuple(instr.attrs["dimensions"]))
+  return st.broadcast_in_dim(vals[0], shape=tuple(instr.dims),
+                             broadcast_dimensions=tuple(instr.attrs["dimensions"]))
 
 
 def _optimization_barrier(instr, vals):
@@ -544,9 +541,9 @@ _OPS = {
     "transpose": lambda i, v: np.transpose(v[0], i.attrs["dimensions"]),
     "reverse": lambda i, v: np.flip(v[0], tuple(i.attrs["dimensions"])),
     "slice": _slice,
-    "dynamic-slice": lambda i, v: ix._dynamic_slice_impl(v[0], *v[1:],
-                                                         slice_sizes=tuple(i.attrs["sizes"])),
-    "dynamic-update-slice": lambda i, v: ix._dynamic_update_slice_impl(*v),
+    "dynamic-slice": lambda i, v: ix.dynamic_slice(v[0], *v[1:],
+                                                   slice_sizes=tuple(i.attrs["sizes"])),
+    "dynamic-update-slice": lambda i, v: ix.dynamic_update_slice(*v),
     "concatenate": lambda i, v: np.concatenate(v, axis=i.attrs["dimension"]),
     "pad": _pad,
     "reduce": _reduce,

@@ -12,6 +12,7 @@ import numpy as np
 
 from ember._src import core, dtypes
 from ember._src.core import Primitive, ShapedArray
+from ember._src.dtypes import dtype_kind
 from ember._src.transforms import batching
 
 # dtype classes accepted by a primitive, by NumPy kind letter
@@ -23,10 +24,6 @@ ANY = BOOL + NUMERIC
 
 _KIND_NAMES = {"b": "bool", "i": "signed integer", "u": "unsigned integer",
                "f": "floating", "c": "complex"}
-
-
-def dtype_kind(dt) -> str:
-  return "f" if dt in dtypes._custom_float_dtypes else np.dtype(dt).kind
 
 
 def check_dtype(opname: str, aval: ShapedArray, kinds: str, argname: str = "x") -> None:
@@ -84,21 +81,6 @@ def broadcasting_shape(opname: str, avals: Sequence[ShapedArray]) -> tuple:
                       f"{', '.join(str(a.shape) for a in avals)}.")
     out.append(non1.pop() if non1 else 1)
   return tuple(out)
-
-
-def is_zero_winner(ufunc, x):
-  """Where `x` is the zero XLA's max (+0.0) or min (-0.0) prefers: XLA orders -0.0 < +0.0,
-  NumPy's maximum/minimum reductions keep whichever zero comes first."""
-  return (x == 0) & (np.signbit(x) == (ufunc is np.minimum))
-
-
-def xla_zero_order(ufunc, out, has_winner):
-  """`out` (a NumPy max/min reduction) with XLA's zero: where it is a zero and
-  `has_winner` (some reduced input `is_zero_winner`), that winning zero."""
-  if dtype_kind(out.dtype) != "f":
-    return out
-  zero = np.array(-0.0 if ufunc is np.minimum else 0.0, out.dtype)
-  return np.where((out == 0) & has_winner, zero, out)
 
 
 def declare(name: str, abstract_eval: Callable, impl: Callable | None = None, *,

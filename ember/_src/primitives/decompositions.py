@@ -6,14 +6,12 @@ Each primitive works on the last two dimensions; leading dimensions are batch di
 dimension to the front). Params, outputs and printed forms are JAX 0.12's.
 
 Compilation follows JAX on CPU: each primitive lowers to `custom-call`s of LAPACK's FFI
-targets (`lapack_spotrf_ffi`, `lapack_dgesdd_ffi`, ...; see `CUSTOM_CALL_TARGETS`), plus
-the HLO ops JAX wraps around them (NaN where LAPACK reports a failure through `info`, the
-triangular masks of qr's R). Passes never fuse, fold or CSE a custom call; the CPU backend
-runs each as a thunk (backends/cpu/linalg_thunks.py) calling the NumPy routine of its
-target, and the reference evaluator (hlo_eval) runs the same NumPy function. NumPy has no
-LU or triangular solve: getrf is a partial-pivoting elimination over the batch in NumPy
-(one vectorized step per column, LAPACK's pivot choice), trsm is np.linalg.solve on the
-masked triangle (substitution when the diagonal has a zero, giving inf/NaN as trsm does).
+targets (`lapack_spotrf_ffi`, `lapack_dgesdd_ffi`, ...), plus the HLO ops JAX wraps
+around them (NaN where LAPACK reports a failure through `info`, the triangular masks of
+qr's R). Passes never fuse, fold or CSE a custom call; the CPU backend runs each as a
+thunk (backends/cpu/linalg_thunks.py) calling the NumPy routine of its target, the
+reference evaluator (hlo_eval) runs the same NumPy function, and so do the impls here:
+reference/lapack.py has each target's routine (`CUSTOM_CALL_TARGETS`).
 """
 from __future__ import annotations
 
@@ -25,20 +23,17 @@ from ember._src import core
 from ember._src.core import ShapedArray
 from ember._src.hlo import Shape, TupleShape
 from ember._src.primitives import declare, dtype_kind
+from ember._src.reference import lapack
 from ember._src.transforms import batching
 
 __all__ = ["cholesky", "triangular_solve", "qr", "eigh", "eig", "svd", "lu",
            "lu_pivots_to_permutation", "householder_product", "symmetrize",
            "cholesky_p", "triangular_solve_p", "qr_p", "eigh_p", "eig_p", "svd_p", "lu_p",
-           "lu_pivots_to_permutation_p", "householder_product_p", "CUSTOM_CALL_TARGETS"]
+           "lu_pivots_to_permutation_p", "householder_product_p"]
 
 _LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
                   np.dtype(np.complex128))
 _PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
-
-
-def _real_dtype(dt) -> np.dtype:
-  return np.empty(0, dt).real.dtype
 
 
 def _check_operand(name: str, x: ShapedArray, pos: int = 0, square: bool = False) -> None:
@@ -57,236 +52,6 @@ def _check_operand(name: str, x: ShapedArray, pos: int = 0, square: bool = False
 
 def _batch(x):
   return core.get_aval(x).shape[:-2]
-
-
-# --------------------------------------------------------------------------------------
-# LAPACK-like NumPy routines: the semantics of each custom-call target. Every function
-# takes (attrs, *arrays) and returns the list of the target's results.
-# --------------------------------------------------------------------------------------
-
-def _guarded(fn, a, likes):
-  """fn(a) -> list of arrays, plus info (int32 per matrix): 0, or 1 where NumPy's routine
-  fails for that matrix (LinAlgError), whose outputs are then NaN. `likes`: each
-  output's (trailing shape, dtype)."""
-  batch = a.shape[:-2]
-  with np.errstate(all="ignore"):
-    try:
-      return [np.asarray(o) for o in fn(a)] + [np.zeros(batch, np.int32)]
-    except np.linalg.LinAlgError:
-      pass
-    flat = a.reshape((-1,) + a.shape[-2:])
-    outs = [np.full((len(flat),) + tuple(s), np.nan, dt) for s, dt in likes]
-    info = np.zeros(len(flat), np.int32)
-    for i, m in enumerate(flat):
-      try:
-        for o, r in zip(outs, fn(m)):
-          o[i] = r
-      except np.linalg.LinAlgError:
-        info[i] = 1
-  return [o.reshape(batch + o.shape[1:]) for o in outs] + [info.reshape(batch)]
-
-
-def _potrf(attrs, a):
-  """(factor, info): the lower (uplo 'L') Cholesky factor, zeros above the diagonal; info
-  1 (factor NaN) for a matrix that is not positive definite."""
-  lower = dict(attrs).get("uplo", 76) == 76
-  x = a if lower else np.conj(np.swapaxes(a, -1, -2))
-  f, info = _guarded(lambda m: [np.linalg.cholesky(m)], x, [(a.shape[-2:], a.dtype)])
-  f = f.astype(a.dtype, copy=False)
-  return [f if lower else np.conj(np.swapaxes(f, -1, -2)), info]
-
-
-def _substitute(t, b, lower: bool):
-  """Solve t @ x = b for triangular t by substitution (inf/NaN where the diagonal has
-  zeros, as LAPACK's trsm)."""
-  n = t.shape[-1]
-  x = np.zeros(np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:], b.dtype)
-  for i in (range(n) if lower else reversed(range(n))):
-    done = slice(0, i) if lower else slice(i + 1, n)
-    acc = b[..., i, :] - np.einsum("...k,...kj->...j", t[..., i, done], x[..., done, :])
-    x[..., i, :] = acc / t[..., i, i][..., None]
-  return x
-
-
-def _trsm(attrs, a, b):
-  """op(A) X = B (side 'L') or X op(A) = B (side 'R') for the `uplo` triangle of A,
-  op = transpose 'T' / conjugate transpose 'C' / none 'N'; diag 'U': unit diagonal."""
-  cfg = dict(attrs)
-  left, lower = cfg["side"] == 76, cfg["uplo"] == 76
-  trans, unit = cfg["trans_x"], cfg["diag"] == 85
-  n = a.shape[-1]
-  t = np.tril(a) if lower else np.triu(a)
-  if unit:
-    t = t.copy()
-    t[..., np.arange(n), np.arange(n)] = 1
-  if trans != 78:       # 'T' or 'C'
-    t = np.swapaxes(t, -1, -2)
-    t = np.conj(t) if trans == 67 else t
-    lower = not lower
-  if not left:          # X t = B  <=>  t^T X^T = B^T
-    t, b, lower = np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2), not lower
-  with np.errstate(all="ignore"):
-    if n and np.all(np.diagonal(t, axis1=-2, axis2=-1) != 0):
-      try:
-        x = np.linalg.solve(t, b)
-      except np.linalg.LinAlgError:
-        x = _substitute(t, b, lower)
-    else:
-      x = _substitute(t, b, lower)
-  x = x if left else np.swapaxes(x, -1, -2)
-  return [np.asarray(x).astype(a.dtype, copy=False)]
-
-
-def _geqrf(attrs, a):
-  """(a_fact, taus): R on and above the diagonal, the Householder vectors below it."""
-  if 0 in a.shape[-2:]:
-    return [a.copy(), np.zeros(a.shape[:-2] + (min(a.shape[-2:]),), a.dtype)]
-  h, tau = np.linalg.qr(a, mode="raw")
-  return [np.swapaxes(h, -1, -2).astype(a.dtype), tau.astype(a.dtype)]
-
-
-def _orgqr(attrs, a, tau):
-  """Q = H_1 ... H_k applied to the first columns of the identity (H_i = I - tau_i v_i
-  v_i^H, v_i = e_i + the part of column i of `a` below the diagonal)."""
-  m, c = a.shape[-2:]
-  q = np.broadcast_to(np.eye(m, c, dtype=a.dtype), a.shape).copy()
-  for i in reversed(range(tau.shape[-1])):
-    v = a[..., :, i].copy()
-    v[..., :i] = 0
-    v[..., i] = 1
-    w = np.einsum("...m,...mc->...c", np.conj(v), q)
-    q -= tau[..., i, None, None] * v[..., :, None] * w[..., None, :]
-  return [q]
-
-
-def _syevd(attrs, a):
-  """(eigenvectors, eigenvalues ascending, info); info 1 (NaN results) on failure."""
-  uplo = "L" if dict(attrs).get("uplo", 76) == 76 else "U"
-  n, rdt = a.shape[-1], _real_dtype(a.dtype)
-  w, v, info = _guarded(lambda m: np.linalg.eigh(m, UPLO=uplo), a,
-                        [((n,), rdt), ((n, n), a.dtype)])
-  return [v.astype(a.dtype, copy=False), w.astype(rdt, copy=False), info]
-
-
-def _gesdd(attrs, a):
-  """(a, s, u, vt, info) for job mode 'A' (full u, vt), 'S' (reduced) or 'N' (s only: u
-  and vt are left zero); info 1 (NaN results) on failure."""
-  mode = dict(attrs)["mode"]
-  m, n = a.shape[-2:]
-  k, rdt = min(m, n), _real_dtype(a.dtype)
-  ushape, vshape = ((m, k), (k, n)) if mode == 83 else ((m, m), (n, n))
-  if mode == 78:
-    s, info = _guarded(lambda x: [np.linalg.svd(x, compute_uv=False)], a, [((k,), rdt)])
-    u, vt = np.zeros(a.shape[:-2] + ushape, a.dtype), np.zeros(a.shape[:-2] + vshape, a.dtype)
-  else:
-    u, s, vt, info = _guarded(lambda x: np.linalg.svd(x, full_matrices=mode == 65), a,
-                              [(ushape, a.dtype), ((k,), rdt), (vshape, a.dtype)])
-  return [a.copy(), s.astype(rdt, copy=False), u.astype(a.dtype, copy=False),
-          vt.astype(a.dtype, copy=False), info]
-
-
-def _getrf(attrs, a):
-  """(lu, ipiv (1-based, int32), info): LAPACK's partial pivoting (the first row of
-  largest |value| in the column); info j+1 for the first zero pivot (singular)."""
-  m, n = a.shape[-2:]
-  k = min(m, n)
-  batch = a.shape[:-2]
-  x = np.array(a.reshape((int(np.prod(batch, dtype=np.int64)), m, n)), copy=True)
-  bsz = x.shape[0]
-  piv = np.zeros((bsz, k), np.int32)
-  info = np.zeros(bsz, np.int32)
-  rows = np.arange(bsz)
-  with np.errstate(all="ignore"):
-    for j in range(k):
-      mag = np.abs(x[:, j:, j])
-      mag = np.where(np.isnan(mag), np.inf, mag)   # LAPACK's isamax stops at a NaN
-      p = j + np.argmax(mag, axis=1)
-      piv[:, j] = p
-      rj, rp = x[rows, j].copy(), x[rows, p].copy()
-      x[rows, j], x[rows, p] = rp, rj
-      pivot = x[:, j, j]
-      zero = pivot == 0
-      info = np.where(zero & (info == 0), j + 1, info)
-      scale = np.where(zero, 1, pivot)
-      x[:, j + 1:, j] = np.where(zero[:, None], x[:, j + 1:, j], x[:, j + 1:, j] / scale[:, None])
-      x[:, j + 1:, j + 1:] -= x[:, j + 1:, j, None] * x[:, j, None, j + 1:]
-  return [x.reshape(a.shape), (piv + 1).reshape(batch + (k,)), info.reshape(batch)]
-
-
-def _pivots_to_permutation_np(pivots, permutation_size: int):
-  batch = pivots.shape[:-1]
-  p = pivots.reshape((int(np.prod(batch, dtype=np.int64)), pivots.shape[-1]))
-  perm = np.broadcast_to(np.arange(permutation_size, dtype=np.int32),
-                         (p.shape[0], permutation_size)).copy()
-  rows = np.arange(p.shape[0])
-  for j in range(p.shape[-1]):
-    pj = p[:, j]
-    a, b = perm[rows, j].copy(), perm[rows, pj].copy()
-    perm[rows, j], perm[rows, pj] = b, a
-  return perm.reshape(batch + (permutation_size,))
-
-
-def _lu_pivots_to_permutation(attrs, pivots):
-  return [_pivots_to_permutation_np(pivots, dict(attrs)["permutation_size"])]
-
-
-def _complex_dtype(dt) -> np.dtype:
-  return np.result_type(dt, np.complex64)
-
-
-def _unit_columns(v):
-  """Columns scaled to unit 2-norm with their largest-magnitude entry real (LAPACK geev's
-  normalization of eigenvectors)."""
-  v = v / np.linalg.norm(v, axis=-2, keepdims=True)
-  big = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
-  phase = np.where(big == 0, 1, np.conj(big) / np.where(big == 0, 1, np.abs(big)))
-  return v * phase
-
-
-def _geev(attrs, a):
-  """(w, vl, vr, info): complex eigenvalues, left eigenvectors (vl^H a = w vl^H) and right
-  ones (a vr = vr w) as unit complex columns; vl/vr zero when not requested ('N'). A real
-  `a` gives (wr, wi, vl, vr, info), w's real and imaginary parts apart, as sgeev/dgeev's
-  FFI targets do."""
-  w, vl, vr, info = _geev_complex(attrs, a)
-  if a.dtype.kind == "c":
-    return [w, vl, vr, info]
-  return [w.real.copy(), w.imag.copy(), vl, vr, info]
-
-
-def _geev_complex(attrs, a):
-  cfg = dict(attrs)
-  n, cdt = a.shape[-1], _complex_dtype(a.dtype)
-  w, vr, info = _guarded(lambda m: np.linalg.eig(m), a, [((n,), cdt), ((n, n), cdt)])
-  w, vr = w.astype(cdt), vr.astype(cdt)
-  vl = np.zeros_like(vr)
-  if cfg.get("compute_left") == 86 and n:
-    with np.errstate(all="ignore"):
-      try:
-        vl = _unit_columns(np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2))).astype(cdt)
-      except np.linalg.LinAlgError:
-        vl = np.full_like(vr, np.nan)
-  if cfg.get("compute_right") != 86:
-    vr = np.zeros_like(vr)
-  return [w, vl, vr, info]
-
-
-CUSTOM_CALL_TARGETS: dict = {}
-for _name, _fn in [("potrf", _potrf), ("trsm", _trsm), ("geqrf", _geqrf), ("orgqr", _orgqr),
-                   ("gesdd", _gesdd), ("getrf", _getrf), ("geev", _geev)]:
-  for _p in "sdcz":
-    CUSTOM_CALL_TARGETS[f"lapack_{_p}{_name}_ffi"] = _fn
-for _p, _name in [("s", "syevd"), ("d", "syevd"), ("c", "heevd"), ("z", "heevd"),
-                  ("c", "ungqr"), ("z", "ungqr")]:
-  CUSTOM_CALL_TARGETS[f"lapack_{_p}{_name}_ffi"] = _syevd if "evd" in _name else _orgqr
-CUSTOM_CALL_TARGETS["lu_pivots_to_permutation"] = _lu_pivots_to_permutation
-
-
-def run_custom_call(target: str, attrs, *arrays) -> list:
-  fn = CUSTOM_CALL_TARGETS.get(target)
-  if fn is None:
-    raise ValueError(f"unknown custom call target {target!r}")
-  return fn(attrs, *arrays)
 
 
 # --------------------------------------------------------------------------------------
@@ -330,7 +95,7 @@ def _tri_mask(ctx, dims, lower: bool, k: int = 0):
 def _conj(ctx, x):
   if np.dtype(x.dtype).kind != "c":
     return x
-  rdt = _real_dtype(x.dtype)
+  rdt = lapack.real_dtype(x.dtype)
   re = ctx.elementwise("real", x, dtype=rdt)
   im = ctx.elementwise("negate", ctx.elementwise("imag", x, dtype=rdt))
   return ctx.elementwise("complex", re, im, dtype=x.dtype)
@@ -346,7 +111,7 @@ def _cholesky_abstract_eval(x):
 
 
 def _cholesky_impl(x):
-  return _potrf((("uplo", 76),), x)[0]
+  return lapack.potrf((("uplo", 76),), x)[0]
 
 
 cholesky_p = declare("cholesky", _cholesky_abstract_eval, _cholesky_impl)
@@ -398,7 +163,7 @@ def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a,
   if conjugate_a and not transpose_a:
     a = np.conj(a)
   cfg = _trsm_config(left_side, lower, transpose_a, conjugate_a, unit_diagonal)
-  return _trsm(cfg, a, b)[0]
+  return lapack.trsm(cfg, a, b)[0]
 
 
 triangular_solve_p = declare("triangular_solve", _triangular_solve_abstract_eval,
@@ -492,7 +257,7 @@ def _eigh_abstract_eval(x, *, lower, sort_eigenvalues, subset_by_index, algorith
   n = x.shape[-1]
   lo, hi = _eigh_subset(n, subset_by_index)
   return [ShapedArray(x.shape[:-1] + (hi - lo,), x.dtype),
-          ShapedArray(x.shape[:-2] + (hi - lo,), _real_dtype(x.dtype))]
+          ShapedArray(x.shape[:-2] + (hi - lo,), lapack.real_dtype(x.dtype))]
 
 
 def _eigh_config(lower):
@@ -500,7 +265,7 @@ def _eigh_config(lower):
 
 
 def _eigh_impl(x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
-  v, w, info = _syevd(_eigh_config(lower), x)
+  v, w, info = lapack.syevd(_eigh_config(lower), x)
   bad = (info != 0)
   v = np.where(bad[..., None, None], np.nan, v).astype(x.dtype)
   w = np.where(bad[..., None], np.nan, w).astype(w.dtype)
@@ -516,7 +281,7 @@ def _eigh_lower(ctx, x, *, lower, sort_eigenvalues, subset_by_index, algorithm):
   *batch, n, _ = x.dims
   batch = tuple(batch)
   v, w, info = _custom_call(ctx, "syevd", [x],
-                            [x.shape, Shape(_real_dtype(x.dtype), batch + (n,)),
+                            [x.shape, Shape(lapack.real_dtype(x.dtype), batch + (n,)),
                              Shape(np.dtype(np.int32), batch)], _eigh_config(lower))
   v, w = _nan_where_failed(ctx, v, info), _nan_where_failed(ctx, w, info)
   lo, hi = _eigh_subset(n, subset_by_index)
@@ -543,7 +308,7 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv, subset_by_index, algorit
                      f"{algorithm!r}")
   *batch, m, n = x.shape
   k = min(m, n)
-  s = ShapedArray(tuple(batch) + (k,), _real_dtype(x.dtype))
+  s = ShapedArray(tuple(batch) + (k,), lapack.real_dtype(x.dtype))
   if not compute_uv:
     return [s]
   ku = m if full_matrices else k
@@ -557,7 +322,7 @@ def _svd_mode(full_matrices, compute_uv):
 
 
 def _svd_impl(x, *, full_matrices, compute_uv, subset_by_index, algorithm):
-  _, s, u, vt, info = _gesdd((("mode", _svd_mode(full_matrices, compute_uv)),), x)
+  _, s, u, vt, info = lapack.gesdd((("mode", _svd_mode(full_matrices, compute_uv)),), x)
   bad = info != 0
   s = np.where(bad[..., None], np.nan, s).astype(s.dtype)
   if not compute_uv:
@@ -576,7 +341,7 @@ def _svd_lower(ctx, x, *, full_matrices, compute_uv, subset_by_index, algorithm)
   mode = _svd_mode(full_matrices, compute_uv)
   us, vs = ((m, k), (k, n)) if mode == 83 else ((m, m), (n, n))
   _, s, u, vt, info = _custom_call(
-      ctx, "gesdd", [x], [x.shape, Shape(_real_dtype(x.dtype), batch + (k,)),
+      ctx, "gesdd", [x], [x.shape, Shape(lapack.real_dtype(x.dtype), batch + (k,)),
                           Shape(x.dtype, batch + us), Shape(x.dtype, batch + vs),
                           Shape(np.dtype(np.int32), batch)], (("mode", mode),))
   s = _nan_where_failed(ctx, s, info)
@@ -601,10 +366,10 @@ def _lu_abstract_eval(x):
 
 
 def _lu_impl(x):
-  lu_, ipiv, info = _getrf((), x)
+  lu_, ipiv, info = lapack.getrf((), x)
   lu_ = np.where((info < 0)[..., None, None], np.nan, lu_).astype(x.dtype)
   piv = (ipiv - 1).astype(np.int32)
-  return [lu_, piv, _pivots_to_permutation_np(piv, x.shape[-2])]
+  return [lu_, piv, lapack.pivots_to_permutation(piv, x.shape[-2])]
 
 
 lu_p = declare("lu", _lu_abstract_eval, _lu_impl, multiple_results=True)
@@ -642,7 +407,7 @@ def _p2p_abstract_eval(pivots, *, permutation_size):
 
 lu_pivots_to_permutation_p = declare(
     "lu_pivots_to_permutation", _p2p_abstract_eval,
-    lambda p, *, permutation_size: _pivots_to_permutation_np(p, permutation_size))
+    lambda p, *, permutation_size: lapack.pivots_to_permutation(p, permutation_size))
 lu_pivots_to_permutation_p.batch = batching.all_at_front(lu_pivots_to_permutation_p)
 lu_pivots_to_permutation_p.lower = lambda ctx, p, *, permutation_size: _custom_call(
     ctx, "lu_pivots_to_permutation", [p],
@@ -665,7 +430,7 @@ def _hp_abstract_eval(a, taus):
 
 
 householder_product_p = declare("householder_product", _hp_abstract_eval,
-                                lambda a, t: _orgqr((), a, t)[0])
+                                lambda a, t: lapack.orgqr((), a, t)[0])
 householder_product_p.batch = batching.all_at_front(householder_product_p)
 householder_product_p.lower = lambda ctx, a, t: _custom_call(ctx, "orgqr", [a, t], [a.shape])[0]
 
@@ -677,7 +442,7 @@ householder_product_p.lower = lambda ctx, a, t: _custom_call(ctx, "orgqr", [a, t
 def _eig_abstract_eval(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
                        enable_eigvec_derivs, implementation):
   _check_operand("eig", x, square=True)
-  cdt = _complex_dtype(x.dtype)
+  cdt = lapack.complex_dtype(x.dtype)
   w = ShapedArray(x.shape[:-1], cdt)
   v = ShapedArray(x.shape, cdt)
   return [w] + [v] * (bool(compute_left_eigenvectors) + bool(compute_right_eigenvectors))
@@ -689,8 +454,8 @@ def _eig_config(left, right):
 
 def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors,
               enable_eigvec_derivs, implementation):
-  w, vl, vr, info = _geev_complex(_eig_config(compute_left_eigenvectors,
-                                              compute_right_eigenvectors), x)
+  w, vl, vr, info = lapack.geev_complex(_eig_config(compute_left_eigenvectors,
+                                                    compute_right_eigenvectors), x)
   bad = info != 0
   outs = [np.where(bad[..., None], np.nan, w).astype(w.dtype)]
   for want, v in ((compute_left_eigenvectors, vl), (compute_right_eigenvectors, vr)):
@@ -706,7 +471,7 @@ eig_p.batch = batching.all_at_front(eig_p)
 def _eig_lower(ctx, x, *, compute_left_eigenvectors, compute_right_eigenvectors,
                enable_eigvec_derivs, implementation):
   *batch, n, _ = x.dims
-  batch, cdt = tuple(batch), _complex_dtype(x.dtype)
+  batch, cdt = tuple(batch), lapack.complex_dtype(x.dtype)
   cfg = _eig_config(compute_left_eigenvectors, compute_right_eigenvectors)
   vs = [Shape(cdt, x.dims), Shape(cdt, x.dims), Shape(np.dtype(np.int32), batch)]
   if np.dtype(x.dtype).kind == "c":

@@ -4,14 +4,8 @@ Each primitive: its declaration (shape/dtype rule + NumPy impl) and the `lax` fu
 Names, params and printed forms follow JAX 0.12 (`sin a`, `integer_pow[y=2] a`,
 `round[rounding_method=0] a`, `select_n p a b`, `and a b`, `not a`).
 
-The NumPy impls are the reference semantics (eager mode and the checked interpreter):
-- values follow XLA: integer div/rem truncate toward zero (x/0 = -1, x%0 = x), shifts by
-  amounts outside [0, bits) give 0 (or the sign fill), float->int conversion saturates,
-  max/min propagate NaN, complex max/min compare lexicographically;
-- transcendental functions compute in float64/complex128 and round to the input dtype
-  (so float16/bfloat16/float32 results are as accurate as the dtype allows);
-- the special functions (erf, erfc, erf_inv, lgamma, digamma, bessel_i0e) are our own
-  float64 implementations on top of `math`: no SciPy at runtime.
+The NumPy impls, XLA's semantics of each op, are reference/elementwise.py's kernels (eager
+mode and the HLO evaluator share them).
 """
 from __future__ import annotations
 
@@ -31,6 +25,8 @@ from ember._src.primitives import (ANY, BOOL, COMPLEX, FLOAT, INEXACT, INT, INTS
                                    bind_elementwise, broadcasting_shape, check_dtype,
                                    check_same_dtypes, declare, dtype_kind, naryop,
                                    strict_scalars, unary)
+from ember._src.reference import elementwise as reference_elementwise
+from ember._src.reference.elementwise import RoundingMethod
 
 __all__ = [
     "convert_element_type", "bitcast_convert_type", "reduce_precision",
@@ -55,72 +51,6 @@ __all__ = [
 ]
 
 _abs = builtins.abs  # `abs` below is lax.abs
-
-
-# --- impl helpers -------------------------------------------------------------------------
-
-def _quiet(fn):
-  """NumPy impls follow IEEE/XLA semantics silently (overflow -> inf, 0/0 -> nan)."""
-  def impl(*args, **params):
-    with np.errstate(all="ignore"):
-      return fn(*args, **params)
-  impl.__name__ = getattr(fn, "__name__", "impl")
-  return impl
-
-
-def _wide(dt) -> np.dtype:
-  """The dtype transcendental impls compute in: float64 / complex128."""
-  return np.dtype(np.complex128) if np.dtype(dt).kind == "c" else np.dtype(np.float64)
-
-
-def _math(fn):
-  """Impl of a floating unary function: evaluate `fn` in float64/complex128, then round
-  to the input dtype. Params (accuracy, ...) do not change the reference value."""
-  def impl(x, **_):
-    return np.asarray(fn(x.astype(_wide(x.dtype)))).astype(x.dtype)
-  return _quiet(impl)
-
-
-def _math2(fn):
-  def impl(x, y, **_):
-    wide = _wide(x.dtype)
-    return np.asarray(fn(x.astype(wide), y.astype(wide))).astype(x.dtype)
-  return _quiet(impl)
-
-
-def _same(fn):
-  """Impl computed by NumPy in the operands' own dtype (exact IEEE ops, integer wrap)."""
-  def impl(*args, **_):
-    return np.asarray(fn(*args)).astype(args[0].dtype, copy=False)
-  return _quiet(impl)
-
-
-def _pyvec(fn):
-  """A float64 NumPy function from a `math` scalar function."""
-  uf = np.frompyfunc(fn, 1, 1)
-  return lambda x: np.asarray(uf(x), dtype=np.float64) if np.ndim(x) else np.float64(fn(float(x)))
-
-
-_UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-_INT_OF_SIZE = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
-
-
-def _c_order(x):
-  """A C-contiguous copy when needed (unlike np.ascontiguousarray, keeps 0-d arrays 0-d)."""
-  x = np.asarray(x)
-  return x if x.flags.c_contiguous else np.array(x, order="C")
-
-
-def _as_unsigned(x):
-  return _c_order(x).view(_UINT_OF_SIZE[x.dtype.itemsize])
-
-
-def _as_signed(x):
-  return _c_order(x).view(_INT_OF_SIZE[x.dtype.itemsize])
-
-
-def _bits(dt) -> int:
-  return np.dtype(dt).itemsize * 8
 
 
 # --- accuracy (API compatibility: ember's reference impls are always most accurate) -----
@@ -154,8 +84,8 @@ def _hide_none_accuracy_pp(eqn, ctx):
   return core._pp_eqn(eqn, ctx, params)
 
 
-def _unary_with_accuracy(name, fn, kinds=INEXACT):
-  p = unary(name, _math(fn), kinds)
+def _unary_with_accuracy(name, impl, kinds=INEXACT):
+  p = unary(name, impl, kinds)
   p.pp_rule = _hide_none_accuracy_pp
 
   def lax_fn(x, *, accuracy=None):
@@ -180,36 +110,12 @@ def _binary_fn(p, name):
 
 # --- convert_element_type -------------------------------------------------------------
 
-def _convert_impl(x, *, new_dtype, weak_type):
-  new_dtype = np.dtype(new_dtype)
-  if np.iscomplexobj(x) and new_dtype.kind != "c":
-    x = x.real
-  if new_dtype.kind in "iu" and x.dtype.kind in "fc" or (
-      new_dtype.kind in "iu" and x.dtype == dtypes.bfloat16):
-    # XLA semantics: NaN -> 0, out-of-range values saturate.
-    info = np.iinfo(new_dtype)
-    xf = np.asarray(x, np.float64)
-    xf = np.where(np.isnan(xf), 0, np.clip(np.trunc(xf), info.min, info.max))
-    with np.errstate(invalid="ignore"):
-      out = xf.astype(new_dtype)
-    out = np.where(xf >= float(info.max), info.max, out).astype(new_dtype)
-    return out
-  if new_dtype == np.bool_:
-    return x != 0
-  with np.errstate(over="ignore", invalid="ignore"):
-    if new_dtype in _NARROW_FLOATS and x.dtype not in _NARROW_FLOATS + (np.dtype(np.float32),):
-      x = x.astype(np.float32)   # as XLA: float64 and integers round to float32 first
-    return x.astype(new_dtype)
-
-
-_NARROW_FLOATS = (np.dtype(dtypes.float16), np.dtype(dtypes.bfloat16))
-
-
 def _convert_abstract_eval(x, *, new_dtype, weak_type):
   return x.update(dtype=new_dtype, weak_type=weak_type)
 
 
-convert_element_type_p = declare("convert_element_type", _convert_abstract_eval, _convert_impl)
+convert_element_type_p = declare("convert_element_type", _convert_abstract_eval,
+                                 reference_elementwise.convert_element_type)
 convert_element_type_p.fold_literals = True  # converting a Python scalar stays a Literal
 convert_element_type_p.batch = batching.vectorized(convert_element_type_p)
 
@@ -255,7 +161,7 @@ def _bitcast_abstract_eval(x, *, new_dtype):
                     "unless the operand and destination types match. Got operand "
                     f"dtype={old}, new_dtype={new}. Consider using the arr.view() method "
                     "instead.")
-  old_bits, new_bits = _bits(old), _bits(new)
+  old_bits, new_bits = reference_elementwise.bits(old), reference_elementwise.bits(new)
   if old_bits == new_bits:
     shape = x.shape
   elif old_bits > new_bits:
@@ -270,23 +176,15 @@ def _bitcast_abstract_eval(x, *, new_dtype):
   return ShapedArray(shape, new, weak_type=False)
 
 
-def _bitcast_impl(x, *, new_dtype):
-  new = np.dtype(new_dtype)
-  x = _c_order(x)
-  if x.dtype.itemsize > new.itemsize:
-    return x.reshape(*x.shape, 1).view(new)
-  if x.dtype.itemsize < new.itemsize:
-    return x.view(new).reshape(x.shape[:-1])
-  return x.view(new)
-
-
-bitcast_convert_type_p = declare("bitcast_convert_type", _bitcast_abstract_eval, _bitcast_impl)
+bitcast_convert_type_p = declare("bitcast_convert_type", _bitcast_abstract_eval,
+                                 reference_elementwise.bitcast_convert_type)
 
 
 def _bitcast_batch(axis_data, vals, dims, *, new_dtype):
   """A width change adds/removes the LAST dimension: keep the batch dimension off it."""
   (x,), (d,) = vals, dims
-  if d == batching.ndim_of(x) - 1 and _bits(core.get_aval(x).dtype) != _bits(np.dtype(new_dtype)):
+  bits = reference_elementwise.bits
+  if d == batching.ndim_of(x) - 1 and bits(core.get_aval(x).dtype) != bits(new_dtype):
     x, d = batching.moveaxis(x, d, 0), 0
   return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
 
@@ -306,34 +204,6 @@ def bitcast_convert_type(operand, new_dtype):
 
 # --- reduce_precision ----------------------------------------------------------------------
 
-def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
-  """XLA's ReducePrecision on the bit pattern: round the mantissa to nearest even, then
-  flush values outside the reduced exponent range to 0 / inf (denormals become 0)."""
-  info = dtypes.finfo(x.dtype)
-  src_mant, src_exp = int(info.nmant), int(info.nexp)
-  ut = _UINT_OF_SIZE[x.dtype.itemsize]
-  one = ut(1)
-  u = _as_unsigned(x).copy()
-  if mantissa_bits < src_mant:
-    last_bit = ut(1 << (src_mant - mantissa_bits))
-    bias = (last_bit >> one) - one
-    x_last = (u & last_bit) >> ut(src_mant - mantissa_bits)
-    u = (u + x_last + bias) & ~(last_bit - one)
-  if exponent_bits < src_exp:
-    sign_mask = ut(1 << (_bits(x.dtype) - 1))
-    exp_mask = ut(((1 << src_exp) - 1) << src_mant)
-    src_bias = (1 << (src_exp - 1)) - 1
-    reduced_bias = (1 << (exponent_bits - 1)) - 1
-    x_exp = u & exp_mask
-    overflow = x_exp > ut((src_bias + reduced_bias) << src_mant)
-    underflow = x_exp <= ut((src_bias - reduced_bias) << src_mant)
-    signed_zero = u & sign_mask
-    u = np.where(overflow, signed_zero | exp_mask, u)
-    u = np.where(underflow, signed_zero, u)
-  out = u.astype(ut).view(x.dtype)
-  return np.where(np.isnan(x), x, out)  # NaNs stay NaN (rounding could carry into the sign)
-
-
 def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
   check_dtype("reduce_precision", x, FLOAT)
   if exponent_bits < 1:
@@ -345,7 +215,7 @@ def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
 
 
 reduce_precision_p = declare("reduce_precision", _reduce_precision_abstract_eval,
-                             _quiet(_reduce_precision_impl))
+                             reference_elementwise.reduce_precision)
 reduce_precision_p.batch = batching.vectorized(reduce_precision_p)
 ad.deflinear(reduce_precision_p, lambda ct, **params: [reduce_precision_p.bind(ct, **params)])
 reduce_precision_p.lower = lambda ctx, x, *, exponent_bits, mantissa_bits: ctx.emit(
@@ -361,65 +231,14 @@ def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
 
 # --- arithmetic ---------------------------------------------------------------------------
 
-def _int_rem(x, y):
-  """XLA integer remainder: sign of the dividend; x % 0 = x; INT_MIN % -1 = 0."""
-  x, y = np.broadcast_arrays(x, y)
-  zero = y == 0
-  return np.where(zero, x, np.fmod(x, np.where(zero, 1, y).astype(y.dtype)))
-
-
-def _div_impl(x, y):
-  if x.dtype.kind not in "iu":
-    return np.true_divide(x, y).astype(x.dtype, copy=False)
-  x, y = np.broadcast_arrays(x, y)
-  zero = y == 0
-  ysafe = np.where(zero, 1, y).astype(y.dtype)
-  q = np.floor_divide(x - np.fmod(x, ysafe), ysafe)  # exact: truncating division
-  return np.where(zero, np.array(-1).astype(x.dtype), q)  # x / 0 = -1 (all bits set)
-
-
-def _rem_impl(x, y):
-  if x.dtype.kind in "iu":
-    return _int_rem(x, y)
-  return np.fmod(x, y).astype(x.dtype, copy=False)
-
-
-def _lex_gt(x, y):
-  """Lexicographic complex order, as XLA's complex max/min."""
-  return (x.real > y.real) | ((x.real == y.real) & (x.imag > y.imag))
-
-
-def _max_impl(x, y):
-  if x.dtype.kind == "c":
-    return np.where(_lex_gt(x, y), x, y)
-  out = np.maximum(x, y)
-  if dtype_kind(x.dtype) == "f":  # max(-0.0, +0.0) = +0.0, as XLA
-    out = np.where((x == 0) & (y == 0), np.where(np.signbit(x), y, x), out)
-  return out
-
-
-def _min_impl(x, y):
-  if x.dtype.kind == "c":
-    return np.where(_lex_gt(y, x), x, y)
-  out = np.minimum(x, y)
-  if dtype_kind(x.dtype) == "f":  # min(-0.0, +0.0) = -0.0, as XLA
-    out = np.where((x == 0) & (y == 0), np.where(np.signbit(x), x, y), out)
-  return out
-
-
-def _nextafter_impl(x, y):
-  # C99: y when x == y (nextafter(0, -0) = -0); NumPy's float16 loop returns x there
-  return np.where(x == y, y, np.nextafter(x, y))
-
-
-add_p = naryop("add", _same(np.add), NUMERIC)
-sub_p = naryop("sub", _same(np.subtract), NUMERIC)
-div_p = naryop("div", _quiet(_div_impl), NUMERIC)
-rem_p = naryop("rem", _quiet(_rem_impl), INTS + FLOAT)
-max_p = naryop("max", _quiet(_max_impl), ANY)
-min_p = naryop("min", _quiet(_min_impl), ANY)
-nextafter_p = naryop("nextafter", _same(_nextafter_impl), FLOAT)
-atan2_p = naryop("atan2", None, INEXACT)
+add_p = naryop("add", reference_elementwise.add, NUMERIC)
+sub_p = naryop("sub", reference_elementwise.sub, NUMERIC)
+div_p = naryop("div", reference_elementwise.div, NUMERIC)
+rem_p = naryop("rem", reference_elementwise.rem, INTS + FLOAT)
+max_p = naryop("max", reference_elementwise.max, ANY)
+min_p = naryop("min", reference_elementwise.min, ANY)
+nextafter_p = naryop("nextafter", reference_elementwise.nextafter, FLOAT)
+atan2_p = naryop("atan2", reference_elementwise.atan2, INEXACT)
 for _p, _op in ((add_p, "add"), (sub_p, "subtract"), (div_p, "divide"), (rem_p, "remainder"),
                 (max_p, "maximum"), (min_p, "minimum"), (nextafter_p, "next-after"),
                 (atan2_p, "atan2")):
@@ -433,15 +252,6 @@ max = _binary_fn(max_p, "max")  # noqa: A001 - lax.max
 min = _binary_fn(min_p, "min")  # noqa: A001 - lax.min
 nextafter = _binary_fn(nextafter_p, "nextafter")
 atan2 = _binary_fn(atan2_p, "atan2")
-
-
-def _atan2(x, y):
-  if x.dtype.kind == "c":  # atan2(x, y) = -i log((y + i x) / sqrt(x^2 + y^2))
-    return -1j * np.log((y + 1j * x) / np.sqrt(x * x + y * y))
-  return np.arctan2(x, y)
-
-
-atan2_p.impl = _math2(_atan2)
 
 
 # --- differentiation rules of the arithmetic primitives (JAX's lax.py rules) ---------------
@@ -519,72 +329,6 @@ ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(square(x), square(y)))),
 # code contracts multiply-adds; one primitive (llvm.fma when compiled) keeps those
 # formulas a few equations long instead of an error-free emulation of ~40 each.
 
-@_quiet
-def _fma_impl(x, y, z):
-  """RN32(x * y + z): the product is exact in float64 (2 x 24 significand bits), the sum is
-  rounded to odd there (TwoSum's error says whether it was exact), and 53 >= 24 + 2 bits
-  make the final rounding to float32 correct (Boldo & Melquiond 2008). float64: _fma64."""
-  if np.result_type(x, y, z) == np.float64:
-    return _fma64(*(np.asarray(v, np.float64) for v in (x, y, z)))
-  a, b, c = (np.asarray(v, np.float64) for v in (x, y, z))
-  p = a * b
-  s = p + c
-  bb = s - p
-  err = (p - (s - bb)) + (c - bb)
-  even = (s.view(np.uint64) & np.uint64(1)) == 0
-  s = np.where((err != 0) & even & np.isfinite(s), np.nextafter(s, np.copysign(np.inf, err)), s)
-  return np.asarray(s.astype(np.float32))
-
-
-def _two_sum64(a, b):
-  s = a + b
-  bb = s - a
-  return s, (a - (s - bb)) + (b - bb)
-
-
-def _veltkamp_split(v):
-  """v = hi + lo with hi, lo of at most 26 significant bits each."""
-  t = v * 134217729.0   # 2**27 + 1
-  hi = t - (t - v)
-  return hi, v - hi
-
-
-def _fma64(a, b, c):
-  """RN64(a * b + c): Dekker's exact product p + e, (th, tl) = TwoSum(c, p), then
-  RN(th + RO(tl + e)) with RO rounding to odd (Boldo & Melquiond 2008). Elements where the
-  splitting could overflow or e underflow take exact rational arithmetic instead."""
-  shape = np.broadcast_shapes(a.shape, b.shape, c.shape)
-  a, b, c = (np.broadcast_to(v, shape).reshape(-1) for v in (a, b, c))
-  (ah, al), (bh, bl) = _veltkamp_split(a), _veltkamp_split(b)
-  p = a * b
-  e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-  th, tl = _two_sum64(c, p)
-  v, err = _two_sum64(tl, e)
-  even = (v.view(np.uint64) & np.uint64(1)) == 0
-  v = np.where((err != 0) & even, np.nextafter(v, np.copysign(np.inf, err)), v)
-  out = th + v
-  big = 2.0 ** 995
-  safe = ((np.abs(a) < big) & (np.abs(b) < big) & (np.abs(c) < big) & np.isfinite(out)
-          & (np.abs(p) >= 2.0 ** -960))
-  # a or b zero, or an operand inf/nan: a * b + c rounds once already (a finite product
-  # that overflows does not matter when c is inf/nan: the result is c)
-  ab_finite = np.isfinite(a) & np.isfinite(b)
-  direct = (a == 0) | (b == 0) | ~ab_finite | ~np.isfinite(c)
-  out = np.where(safe & ~direct, out, np.where(ab_finite & ~np.isfinite(c), c, a * b + c))
-  for i in np.flatnonzero(~safe & ~direct):
-    out[i] = _exact_fma(float(a[i]), float(b[i]), float(c[i]))
-  return out.reshape(shape)
-
-
-def _exact_fma(a: float, b: float, c: float) -> float:
-  from fractions import Fraction  # noqa: PLC0415 - only for the rare extreme operands
-  v = Fraction(a) * Fraction(b) + Fraction(c)
-  try:
-    return float(v)   # int / int: correctly rounded, subnormals included
-  except OverflowError:
-    return math.inf if v > 0 else -math.inf
-
-
 def _fma_abstract_eval(*avals):
   check_same_dtypes("fma", avals)
   if avals[0].dtype not in (np.float32, np.float64):
@@ -594,7 +338,7 @@ def _fma_abstract_eval(*avals):
                      all(a.weak_type for a in avals))
 
 
-fma_p = declare("fma", _fma_abstract_eval, _fma_impl)
+fma_p = declare("fma", _fma_abstract_eval, reference_elementwise.fma)
 fma_p.batch = batching.broadcasting(fma_p)
 fma_p.lower = lowering.elementwise("fma")
 
@@ -611,17 +355,12 @@ ad.defjvp(fma_p, lambda g, x, y, z: mul(g, y), lambda g, x, y, z: mul(x, g),
 # mul carries JAX's `out_dtype` param (hidden when None): with a dtype, the operands are
 # cast to it before multiplying.
 
-def _mul_impl(x, y, *, out_dtype=None):
-  dt = x.dtype if out_dtype is None else np.dtype(out_dtype)
-  return np.multiply(x.astype(dt, copy=False), y.astype(dt, copy=False)).astype(dt, copy=False)
-
-
 def _mul_pp(eqn, ctx):
   params = {k: v for k, v in eqn.params.items() if not (k == "out_dtype" and v is None)}
   return core._pp_eqn(eqn, ctx, params)
 
 
-mul_p = naryop("mul", _quiet(_mul_impl), NUMERIC)
+mul_p = naryop("mul", reference_elementwise.mul, NUMERIC)
 mul_p.pp_rule = _mul_pp
 _mul_same_dtype_rule = mul_p.abstract_eval
 
@@ -688,12 +427,7 @@ def _pow_abstract_eval(x, y):
                      x.weak_type and y.weak_type)
 
 
-def _pow_impl(x, y):
-  wide = _wide(x.dtype)
-  return np.power(x.astype(wide), y.astype(wide)).astype(x.dtype)
-
-
-pow_p = declare("pow", _pow_abstract_eval, _quiet(_pow_impl))
+pow_p = declare("pow", _pow_abstract_eval, reference_elementwise.pow)
 pow_p.batch = batching.broadcasting(pow_p)
 _power_rule = complex_math.rule("power")
 pow_p.lower = lambda ctx, x, y: _power_rule(ctx, x, ctx.convert(y, x.dtype))
@@ -743,21 +477,8 @@ def _integer_pow_abstract_eval(x, *, y):
   return x
 
 
-def _integer_pow_impl(x, *, y):
-  """Repeated squaring in the operand dtype, exactly as XLA lowers integer_pow."""
-  if y == 0:
-    return np.ones_like(x)
-  n, acc = _abs(y), None
-  while n:
-    if n & 1:
-      acc = x if acc is None else acc * x
-    n >>= 1
-    if n:
-      x = x * x
-  return (np.ones_like(acc) / acc).astype(acc.dtype) if y < 0 else acc
-
-
-integer_pow_p = declare("integer_pow", _integer_pow_abstract_eval, _quiet(_integer_pow_impl))
+integer_pow_p = declare("integer_pow", _integer_pow_abstract_eval,
+                        reference_elementwise.integer_pow)
 integer_pow_p.batch = batching.vectorized(integer_pow_p)
 
 
@@ -797,33 +518,14 @@ def _integer_pow_jvp(g, x, *, y):
 ad.defjvp(integer_pow_p, _integer_pow_jvp)
 
 
-def _sign(x):
-  if x.dtype.kind == "c":   # each part over |x| (as XLA: sign(inf + 0j) = nan + 0j); 0 kept
-    a = np.abs(x)
-    safe = np.where(a == 0, 1, a)
-    return np.where(a == 0, x, _cpack(x.real / safe, x.imag / safe, x.dtype))
-  if x.dtype.kind == "u":
-    return (x != 0).astype(x.dtype)
-  if x.dtype.kind == "i":
-    return np.sign(x)
-  return np.where(x == 0, x, np.sign(x))  # keeps -0.0 and NaN, as XLA
-
-
 def _abs_dtype(dt):
   return np.dtype(np.float32 if dt == np.complex64 else np.float64) if dtype_kind(dt) == "c" else dt
 
 
-neg_p = unary("neg", _same(np.negative), NUMERIC)
-sign_p = unary("sign", _quiet(lambda x, **_: np.asarray(_sign(x)).astype(x.dtype)), NUMERIC)
-abs_p = unary("abs", _quiet(lambda x, **_: np.abs(x)), INT + INEXACT, out_dtype=_abs_dtype)
-def _square(x):
-  if x.dtype.kind != "c":
-    return np.square(x)
-  a, b = x.real, x.imag   # z * z as the compiled complex product (NumPy's loops fuse or not)
-  return _cpack(a * a - b * b, a * b + b * a, x.dtype)
-
-
-square_p = unary("square", _same(_square), NUMERIC)
+neg_p = unary("neg", reference_elementwise.neg, NUMERIC)
+sign_p = unary("sign", reference_elementwise.sign, NUMERIC)
+abs_p = unary("abs", reference_elementwise.abs, INT + INEXACT, out_dtype=_abs_dtype)
+square_p = unary("square", reference_elementwise.square, NUMERIC)
 for _p, _op in ((neg_p, "negate"), (abs_p, "abs")):
   _p.lower = lowering.elementwise(_op)
 sign_p.lower = lambda ctx, x: (  # StableHLO's sign takes no unsigned ints: x != 0 then
@@ -857,23 +559,10 @@ def reciprocal(x):
 
 # --- rounding --------------------------------------------------------------------------------
 
-class RoundingMethod(enum.IntEnum):
-  """How `lax.round` rounds halfway values."""
-  AWAY_FROM_ZERO = 0
-  TO_NEAREST_EVEN = 1
-
-
-def _round_impl(x, *, rounding_method):
-  if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
-    return np.rint(x)
-  t = np.trunc(x)  # x - t is exact, so the halfway test is too
-  return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t).astype(x.dtype)
-
-
-floor_p = unary("floor", _same(np.floor), FLOAT)
-ceil_p = unary("ceil", _same(np.ceil), FLOAT)
-round_p = unary("round", _quiet(_round_impl), FLOAT)
-is_finite_p = unary("is_finite", lambda x, **_: np.isfinite(x), FLOAT,
+floor_p = unary("floor", reference_elementwise.floor, FLOAT)
+ceil_p = unary("ceil", reference_elementwise.ceil, FLOAT)
+round_p = unary("round", reference_elementwise.round, FLOAT)
+is_finite_p = unary("is_finite", reference_elementwise.is_finite, FLOAT,
                     out_dtype=lambda _: np.dtype(np.bool_))
 floor_p.lower = lowering.elementwise("floor")
 ceil_p.lower = lowering.elementwise("ceil")
@@ -899,74 +588,29 @@ for _p in (floor_p, ceil_p, round_p):  # piecewise constant
 
 # --- transcendental ---------------------------------------------------------------------
 
-def _logistic(x):
-  if x.dtype.kind == "c":
-    return 1 / (1 + np.exp(-x))
-  e = np.exp(-np.abs(x))  # never overflows
-  return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+exp_p, exp = _unary_with_accuracy("exp", reference_elementwise.exp)
+exp2_p, exp2 = _unary_with_accuracy("exp2", reference_elementwise.exp2)
+log_p, log = _unary_with_accuracy("log", reference_elementwise.log)
+log2_p, log2 = _unary_with_accuracy("log2", reference_elementwise.log2)
+expm1_p, expm1 = _unary_with_accuracy("expm1", reference_elementwise.expm1)
+log1p_p, log1p = _unary_with_accuracy("log1p", reference_elementwise.log1p)
+tanh_p, tanh = _unary_with_accuracy("tanh", reference_elementwise.tanh)
+logistic_p, logistic = _unary_with_accuracy("logistic", reference_elementwise.logistic)
+sin_p, sin = _unary_with_accuracy("sin", reference_elementwise.sin)
+cos_p, cos = _unary_with_accuracy("cos", reference_elementwise.cos)
+tan_p, tan = _unary_with_accuracy("tan", reference_elementwise.tan)
+sqrt_p, sqrt = _unary_with_accuracy("sqrt", reference_elementwise.sqrt)
+rsqrt_p, rsqrt = _unary_with_accuracy("rsqrt", reference_elementwise.rsqrt)
+cbrt_p, cbrt = _unary_with_accuracy("cbrt", reference_elementwise.cbrt, FLOAT)
 
-
-def _rsqrt(x):
-  return 1 / np.sqrt(x)
-
-
-def _expm1(x):
-  """NumPy's complex expm1 loses exp(z) - 1's special values (expm1(inf + 0j) = inf + nanj):
-  the formula and special values of lower/complex_math.py's expansion instead."""
-  if x.dtype.kind != "c":
-    return np.expm1(x)
-  a, b = x.real, x.imag
-  h = np.sin(b / 2)
-  re = np.expm1(a) * np.cos(b) - 2 * h * h
-  im = np.where(b == 0, b, np.exp(a) * np.sin(b))
-  inf_b = ~np.isfinite(b)
-  re = np.where(inf_b & (a == -np.inf), -1.0, np.where(inf_b & (a == np.inf), np.inf, re))
-  im = np.where(inf_b & (a == -np.inf), np.copysign(0.0, b),
-                np.where(inf_b & (a == np.inf), np.nan, im))
-  return _cpack(re, im, x.dtype)
-
-
-def _log1p(x):
-  """NumPy's complex log1p is log(1 + z), which loses all of a tiny z: 1/2 log1p(|1+z|^2 - 1)
-  while that is small, as lower/complex_math.py's expansion."""
-  if x.dtype.kind != "c":
-    return np.log1p(x)
-  a, b = x.real, x.imag
-  u = a * (a + 2) + b * b
-  re = np.where(np.abs(u) < 0.5, np.log1p(u) * 0.5, np.log(np.abs(_cpack(a + 1, b, x.dtype))))
-  return _cpack(re, np.arctan2(b, a + 1), x.dtype)
-
-
-def _cpack(re, im, dtype):
-  """A complex array from its parts (never re + 1j * im: inf * 0j would be NaN)."""
-  out = np.empty(np.shape(re), dtype)
-  out.real, out.imag = re, im
-  return out
-
-
-exp_p, exp = _unary_with_accuracy("exp", np.exp)
-exp2_p, exp2 = _unary_with_accuracy("exp2", np.exp2)
-log_p, log = _unary_with_accuracy("log", np.log)
-log2_p, log2 = _unary_with_accuracy("log2", np.log2)
-expm1_p, expm1 = _unary_with_accuracy("expm1", _expm1)
-log1p_p, log1p = _unary_with_accuracy("log1p", _log1p)
-tanh_p, tanh = _unary_with_accuracy("tanh", np.tanh)
-logistic_p, logistic = _unary_with_accuracy("logistic", _logistic)
-sin_p, sin = _unary_with_accuracy("sin", np.sin)
-cos_p, cos = _unary_with_accuracy("cos", np.cos)
-tan_p, tan = _unary_with_accuracy("tan", np.tan)
-sqrt_p, sqrt = _unary_with_accuracy("sqrt", np.sqrt)
-rsqrt_p, rsqrt = _unary_with_accuracy("rsqrt", _rsqrt)
-cbrt_p, cbrt = _unary_with_accuracy("cbrt", np.cbrt, FLOAT)
-
-asin_p = unary("asin", _math(np.arcsin), INEXACT)
-acos_p = unary("acos", _math(np.arccos), INEXACT)
-atan_p = unary("atan", _math(np.arctan), INEXACT)
-sinh_p = unary("sinh", _math(np.sinh), INEXACT)
-cosh_p = unary("cosh", _math(np.cosh), INEXACT)
-asinh_p = unary("asinh", _math(np.arcsinh), INEXACT)
-acosh_p = unary("acosh", _math(np.arccosh), INEXACT)
-atanh_p = unary("atanh", _math(np.arctanh), INEXACT)
+asin_p = unary("asin", reference_elementwise.asin, INEXACT)
+acos_p = unary("acos", reference_elementwise.acos, INEXACT)
+atan_p = unary("atan", reference_elementwise.atan, INEXACT)
+sinh_p = unary("sinh", reference_elementwise.sinh, INEXACT)
+cosh_p = unary("cosh", reference_elementwise.cosh, INEXACT)
+asinh_p = unary("asinh", reference_elementwise.asinh, INEXACT)
+acosh_p = unary("acosh", reference_elementwise.acosh, INEXACT)
+atanh_p = unary("atanh", reference_elementwise.atanh, INEXACT)
 
 for _p, _op in ((exp_p, "exponential"), (log_p, "log"), (expm1_p, "exponential-minus-one"),
                 (log1p_p, "log-plus-one"), (tanh_p, "tanh"), (logistic_p, "logistic"),
@@ -1032,95 +676,14 @@ for _p, _fn in _TRANSCENDENTAL_JVPS.items():
   ad.defjvp2(_p, _fn)
 
 
-# --- special functions (float64 reference implementations) -----------------------------
+# --- special functions (float64 reference kernels: reference/elementwise.py) -----------
 
-def _lgamma_scalar(v: float) -> float:
-  try:
-    return math.lgamma(v)
-  except (ValueError, OverflowError):  # poles at 0, -1, -2, ...
-    return math.inf
-
-
-_erf64, _erfc64, _lgamma64 = _pyvec(math.erf), _pyvec(math.erfc), _pyvec(_lgamma_scalar)
-
-
-def _digamma64(x):
-  """psi(x): reflection for x < 0, recurrence up to x >= 10, then the asymptotic series."""
-  x = np.asarray(x, np.float64)
-  neg = x < 0
-  r = x - np.rint(x)  # tan(pi x) has period 1: reduce first for accuracy
-  with np.errstate(all="ignore"):
-    reflect = np.where(neg, np.pi / np.tan(np.pi * r), 0.0)
-  z = np.where(neg, 1 - x, x)
-  acc = np.zeros_like(z)
-  for _ in range(10):
-    small = z < 10
-    acc -= np.where(small, 1 / np.where(small, z, 1), 0)
-    z = np.where(small, z + 1, z)
-  w = 1 / (z * z)
-  series = w * (1 / 12 - w * (1 / 120 - w * (1 / 252 - w * (1 / 240 - w * (
-      1 / 132 - w * (691 / 32760 - w / 12))))))
-  out = np.log(z) - 0.5 / z - series + acc - reflect
-  out = np.where(x == 0, -np.inf, out)                          # psi(+-0) = -inf (XLA)
-  out = np.where(neg & (x == np.floor(x)), np.nan, out)         # poles, and -inf
-  return np.where(x == np.inf, np.inf, out)
-
-
-def _erf_inv64(y):
-  """erf^-1 by Newton's method from Giles' approximation; for |y| > 0.5 it solves
-  log(erfc(x)) = log(1 - |y|) (1 - |y| is exact), so it stays accurate up to |y| -> 1."""
-  y = np.asarray(y, np.float64)
-  a = np.abs(y)
-  inside = a < 1
-  a_in = np.where(inside, a, 0.5)
-  w = -(np.log1p(-a_in) + np.log1p(a_in))
-  w1, w2 = w - 2.5, np.sqrt(w) - 3.0
-  p1 = 2.81022636e-08
-  for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-            -0.00125372503, -0.00417768164, 0.246640727, 1.50140941):
-    p1 = c + p1 * w1
-  p2 = -0.000200214257
-  for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-            0.00943887047, 1.00167406, 2.83297682):
-    p2 = c + p2 * w2
-  x = np.where(w < 5, p1, p2) * a_in
-  tail = a_in > 0.5
-  target = np.where(tail, 1 - a_in, a_in)
-  for _ in range(5):  # Newton on erf(x) = a, and on log(erfc(x)) = log(1 - a) in the tail
-    d = (2 / math.sqrt(math.pi)) * np.exp(-x * x)
-    ec = _erfc64(np.where(tail, x, 0.0))
-    step_tail = (np.log(ec) - np.log(target)) * ec / d
-    x = x + np.where(tail, step_tail, (a_in - _erf64(x)) / d)
-  out = np.where(inside, x, np.where(a == 1, np.inf, np.nan))
-  return np.copysign(out, y)
-
-
-def _bessel_i0e64(x):
-  """exp(-|x|) I0(x): the power series up to |x| = 20, the asymptotic series beyond."""
-  x = np.abs(np.asarray(x, np.float64))
-  small = x <= 20
-  xs = np.where(small, x, 0.0)
-  q = xs * xs / 4
-  term, total = np.ones_like(xs), np.ones_like(xs)
-  for k in range(1, 80):
-    term = term * q / (k * k)
-    total = total + term
-  series = total * np.exp(-xs)
-  xl = np.where(small, 21.0, x)
-  term, total = np.ones_like(xl), np.ones_like(xl)
-  for k in range(1, 30):
-    term = term * (2 * k - 1) ** 2 / (8 * k * xl)
-    total = total + term
-  asym = total / np.sqrt(2 * np.pi * xl)
-  return np.where(np.isnan(x), np.nan, np.where(small, series, asym))
-
-
-erf_p = unary("erf", _math(_erf64), FLOAT)
-erf_inv_p = unary("erf_inv", _math(_erf_inv64), FLOAT)
-lgamma_p = unary("lgamma", _math(_lgamma64), FLOAT)
-digamma_p = unary("digamma", _math(_digamma64), FLOAT)
-bessel_i0e_p = unary("bessel_i0e", _math(_bessel_i0e64), FLOAT)
-erfc_p, erfc = _unary_with_accuracy("erfc", _erfc64, FLOAT)
+erf_p = unary("erf", reference_elementwise.erf, FLOAT)
+erf_inv_p = unary("erf_inv", reference_elementwise.erf_inv, FLOAT)
+lgamma_p = unary("lgamma", reference_elementwise.lgamma, FLOAT)
+digamma_p = unary("digamma", reference_elementwise.digamma, FLOAT)
+bessel_i0e_p = unary("bessel_i0e", reference_elementwise.bessel_i0e, FLOAT)
+erfc_p, erfc = _unary_with_accuracy("erfc", reference_elementwise.erfc, FLOAT)
 for _p, _op in ((erf_p, "erf"), (erf_inv_p, "erf-inv"), (lgamma_p, "lgamma"),
                 (digamma_p, "digamma"), (erfc_p, "erfc")):
   _p.lower = lowering.elementwise(_op)
@@ -1242,41 +805,29 @@ for _p, _fn in _SPECIAL_JVPS.items():
 
 # --- complex ---------------------------------------------------------------------------------
 
-def _complex_dtype(dt):
-  return np.dtype(np.complex128 if np.dtype(dt) in (np.float64, np.complex128) else np.complex64)
-
-
 def _complex_abstract_eval(x, y):
   for i, a in enumerate((x, y)):
     if a.dtype not in (np.float32, np.float64):
       raise TypeError(f"complex does not accept dtype {a.dtype.name} at position {i}. "
                       f"Accepted dtypes at position {i} are subtypes of float32, float64.")
   check_same_dtypes("complex", (x, y))
-  return ShapedArray(broadcasting_shape("complex", (x, y)), _complex_dtype(x.dtype),
-                     x.weak_type and y.weak_type)
-
-
-def _complex_impl(x, y):
-  x, y = np.broadcast_arrays(x, y)
-  out = np.empty(x.shape, _complex_dtype(x.dtype))
-  out.real, out.imag = x, y  # not x + 1j*y: that turns inf parts into nan
-  return out
+  return ShapedArray(broadcasting_shape("complex", (x, y)),
+                     reference_elementwise.complex_dtype(x.dtype), x.weak_type and y.weak_type)
 
 
 def _conj_abstract_eval(x, *, input_dtype):
   if x.dtype not in (np.float32, np.float64) and dtype_kind(x.dtype) != "c":
     raise TypeError(f"conj does not accept dtype {x.dtype.name}. Accepted dtypes are "
                     "subtypes of float32, float64, complexfloating.")
-  return x.update(dtype=_complex_dtype(x.dtype))
+  return x.update(dtype=reference_elementwise.complex_dtype(x.dtype))
 
 
-complex_p = declare("complex", _complex_abstract_eval, _complex_impl)
-conj_p = declare("conj", _conj_abstract_eval,
-                 lambda x, **_: np.conj(x).astype(_complex_dtype(x.dtype)))
+complex_p = declare("complex", _complex_abstract_eval, reference_elementwise.complex)
+conj_p = declare("conj", _conj_abstract_eval, reference_elementwise.conj)
 complex_p.batch = batching.broadcasting(complex_p)
 conj_p.batch = batching.vectorized(conj_p)
-real_p = unary("real", lambda x, **_: np.real(x), COMPLEX, out_dtype=_abs_dtype)
-imag_p = unary("imag", lambda x, **_: np.imag(x), COMPLEX, out_dtype=_abs_dtype)
+real_p = unary("real", reference_elementwise.real, COMPLEX, out_dtype=_abs_dtype)
+imag_p = unary("imag", reference_elementwise.imag, COMPLEX, out_dtype=_abs_dtype)
 complex_p.lower = lowering.elementwise("complex")
 real_p.lower = lowering.elementwise("real")
 imag_p.lower = lowering.elementwise("imag")
@@ -1313,55 +864,17 @@ ad.deflinear(conj_p, lambda ct, *, input_dtype: [
 
 # --- bitwise ---------------------------------------------------------------------------------
 
-def _shift_impl(kind):
-  """XLA shifts: the amount is taken as unsigned; amounts >= bits give 0 (left, logical)
-  or the sign fill (arithmetic, also for unsigned operands: it shifts the bit pattern)."""
-  def impl(x, y):
-    x, y = np.broadcast_arrays(x, y)
-    ut = _UINT_OF_SIZE[x.dtype.itemsize]
-    amount = _as_unsigned(y)
-    oob = amount >= _bits(x.dtype)
-    s = np.where(oob, 0, amount).astype(ut)
-    if kind == "arith":
-      sx = _as_signed(x)
-      out = np.where(oob, np.where(sx < 0, -1, 0), sx >> s.astype(sx.dtype)).astype(sx.dtype)
-    else:
-      ux = _as_unsigned(x)
-      out = np.where(oob, 0, ux << s if kind == "left" else ux >> s).astype(ut)
-    return out.view(x.dtype)
-  return _quiet(impl)
-
-
-_POPCOUNT_TABLE = np.array([bin(i).count("1") for i in range(256)], np.uint8)
-
-
-def _population_count(x, **_):
-  b = _c_order(x).reshape(*x.shape, 1).view(np.uint8)
-  return _POPCOUNT_TABLE[b].sum(axis=-1, dtype=np.int64).astype(x.dtype)
-
-
-def _clz(x, **_):
-  u = _as_unsigned(x).astype(np.uint64)
-  bits = _bits(x.dtype)
-  n = np.zeros(u.shape, np.int64)
-  for s in (32, 16, 8, 4, 2, 1):
-    if s < bits:
-      big = (u >> np.uint64(s)) != 0
-      n += np.where(big, s, 0)
-      u = np.where(big, u >> np.uint64(s), u)
-  n += (u != 0)
-  return (bits - n).astype(x.dtype)
-
-
-and_p = naryop("and", _same(np.bitwise_and), BOOL + INTS)
-or_p = naryop("or", _same(np.bitwise_or), BOOL + INTS)
-xor_p = naryop("xor", _same(np.bitwise_xor), BOOL + INTS)
-not_p = unary("not", lambda x, **_: np.invert(x), BOOL + INTS)
-shift_left_p = naryop("shift_left", _shift_impl("left"), INTS)
-shift_right_arithmetic_p = naryop("shift_right_arithmetic", _shift_impl("arith"), INTS)
-shift_right_logical_p = naryop("shift_right_logical", _shift_impl("logical"), INTS)
-population_count_p = unary("population_count", _population_count, INTS)
-clz_p = unary("clz", _clz, INTS)
+and_p = naryop("and", reference_elementwise.bitwise_and, BOOL + INTS)
+or_p = naryop("or", reference_elementwise.bitwise_or, BOOL + INTS)
+xor_p = naryop("xor", reference_elementwise.bitwise_xor, BOOL + INTS)
+not_p = unary("not", reference_elementwise.bitwise_not, BOOL + INTS)
+shift_left_p = naryop("shift_left", reference_elementwise.shift_left, INTS)
+shift_right_arithmetic_p = naryop("shift_right_arithmetic",
+                                  reference_elementwise.shift_right_arithmetic, INTS)
+shift_right_logical_p = naryop("shift_right_logical", reference_elementwise.shift_right_logical,
+                               INTS)
+population_count_p = unary("population_count", reference_elementwise.population_count, INTS)
+clz_p = unary("clz", reference_elementwise.clz, INTS)
 for _p, _op in ((and_p, "and"), (or_p, "or"), (xor_p, "xor"), (not_p, "not"),
                 (shift_left_p, "shift-left"), (shift_right_arithmetic_p, "shift-right-arithmetic"),
                 (shift_right_logical_p, "shift-right-logical"), (population_count_p, "popcnt"),
@@ -1384,12 +897,12 @@ clz = _unary_fn(clz_p, "clz")
 _to_bool = lambda _: np.dtype(np.bool_)
 ORDERED = BOOL + INTS + FLOAT
 
-eq_p = naryop("eq", _quiet(np.equal), ANY, out_dtype=_to_bool)
-ne_p = naryop("ne", _quiet(np.not_equal), ANY, out_dtype=_to_bool)
-lt_p = naryop("lt", _quiet(np.less), ORDERED, out_dtype=_to_bool)
-le_p = naryop("le", _quiet(np.less_equal), ORDERED, out_dtype=_to_bool)
-gt_p = naryop("gt", _quiet(np.greater), ORDERED, out_dtype=_to_bool)
-ge_p = naryop("ge", _quiet(np.greater_equal), ORDERED, out_dtype=_to_bool)
+eq_p = naryop("eq", reference_elementwise.eq, ANY, out_dtype=_to_bool)
+ne_p = naryop("ne", reference_elementwise.ne, ANY, out_dtype=_to_bool)
+lt_p = naryop("lt", reference_elementwise.lt, ORDERED, out_dtype=_to_bool)
+le_p = naryop("le", reference_elementwise.le, ORDERED, out_dtype=_to_bool)
+gt_p = naryop("gt", reference_elementwise.gt, ORDERED, out_dtype=_to_bool)
+ge_p = naryop("ge", reference_elementwise.ge, ORDERED, out_dtype=_to_bool)
 for _p, _dir in ((eq_p, "EQ"), (ne_p, "NE"), (lt_p, "LT"), (le_p, "LE"), (gt_p, "GT"),
                  (ge_p, "GE")):
   _p.lower = (lambda d: lambda ctx, x, y: ctx.compare(x, y, d))(_dir)
@@ -1421,15 +934,7 @@ def _select_n_abstract_eval(which, *cases):
   return cases[0].update(weak_type=all(c.weak_type for c in cases))
 
 
-def _select_n_impl(which, *cases):
-  """Out-of-range indices clamp (XLA lowers select_n to a tree of `which < k` tests)."""
-  out = cases[0]
-  for k in range(1, len(cases)):
-    out = np.where(which >= k, cases[k], out)
-  return np.broadcast_to(out, cases[0].shape)
-
-
-select_n_p = declare("select_n", _select_n_abstract_eval, _select_n_impl)
+select_n_p = declare("select_n", _select_n_abstract_eval, reference_elementwise.select_n)
 
 
 def _select_n_batch(axis_data, vals, dims):
@@ -1542,11 +1047,7 @@ def _clamp_abstract_eval(lo, x, hi):
   return x.update(weak_type=lo.weak_type and x.weak_type and hi.weak_type)
 
 
-def _clamp_impl(lo, x, hi):
-  return np.broadcast_to(_min_impl(_max_impl(x, lo), hi), x.shape)
-
-
-clamp_p = declare("clamp", _clamp_abstract_eval, _quiet(_clamp_impl))
+clamp_p = declare("clamp", _clamp_abstract_eval, reference_elementwise.clamp)
 
 
 def _clamp_batch(axis_data, vals, dims):

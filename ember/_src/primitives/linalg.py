@@ -3,7 +3,8 @@ batch_matmul; and `lax.Precision`.
 
 `dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))`; the result
 dims are batch, then lhs free, then rhs free (XLA's DotGeneral). The result dtype follows
-JAX/XLA's rule: the "higher precision" input type, upcast to `preferred_element_type`.
+JAX/XLA's rule: the "higher precision" input type, upcast to `preferred_element_type`
+(reference/linalg.py has it, with the NumPy contraction).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ember._src import core, dtypes
 from ember._src.config import config
 from ember._src.core import ShapedArray
 from ember._src.primitives import declare, dtype_kind
+from ember._src.reference import linalg as reference_linalg
 
 __all__ = ["dot_general", "dot", "batch_matmul", "Precision"]
 
@@ -65,38 +67,6 @@ def canonicalize_precision(precision):
                    f"lax.Precision values or strings; but got {precision}.")
 
 
-# --- dtype rule (XLA's HigherPrecisionType + MaybeUpcast, as JAX reproduces it) ----------
-
-def _bit_width(dt) -> int:
-  dt = np.dtype(dt)
-  if dt == np.bool_:
-    return 1
-  return dt.itemsize * 4 if dt.kind == "c" else dt.itemsize * 8  # complex: finfo(c).bits
-
-
-def _type_properties(dt):
-  kind = dtype_kind(dt)
-  real = np.dtype(dt) if kind != "c" else np.dtype(np.float32 if np.dtype(dt).itemsize == 8
-                                                   else np.float64)
-  is_float = dtype_kind(real) == "f"
-  return (kind == "c", dtypes.finfo(real).maxexp if is_float else -1,
-          dtypes.finfo(real).nmant if is_float else -1, _bit_width(real), kind != "u")
-
-
-def _dot_dtype(lhs_dt, rhs_dt, preferred):
-  lp, rp = _type_properties(lhs_dt), _type_properties(rhs_dt)
-  if lp == rp and lhs_dt != rhs_dt:
-    raise TypeError(f"lax.dot_general argument type error: {lhs_dt}, {rhs_dt}")
-  out = lhs_dt if lp >= rp else rhs_dt
-  if preferred is None or preferred == out:
-    return out
-  if dtype_kind(out) != "f" and _bit_width(preferred) < _bit_width(out):
-    raise TypeError(f"`preferred_element_type` must not be narrower than the original type, "
-                    f"got preferred_element_type of {np.dtype(preferred).name} for result "
-                    f"type of {np.dtype(out).name}.")
-  return np.dtype(preferred)
-
-
 # --- shape rule -------------------------------------------------------------------------
 
 def _dot_general_shape(lhs, rhs, dimension_numbers) -> tuple:
@@ -136,27 +106,8 @@ def _dot_general_shape(lhs, rhs, dimension_numbers) -> tuple:
 def _dot_general_abstract_eval(lhs, rhs, *, dimension_numbers, precision=None,
                                preferred_element_type=None, out_sharding=None):
   shape = _dot_general_shape(lhs, rhs, dimension_numbers)
-  dt = _dot_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
+  dt = reference_linalg.dot_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
   return ShapedArray(shape, dt, lhs.weak_type and rhs.weak_type)
-
-
-def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision=None,
-                      preferred_element_type=None, out_sharding=None):
-  (lc, rc), (lb, rb) = dimension_numbers
-  out_dt = _dot_dtype(lhs.dtype, rhs.dtype, preferred_element_type)
-  cdt = _dot_compute_dtype(lhs.dtype, rhs.dtype, out_dt)
-  lf = [i for i in range(lhs.ndim) if i not in lc + lb]
-  rf = [i for i in range(rhs.ndim) if i not in rc + rb]
-  size = lambda x, dims: int(np.prod([x.shape[i] for i in dims], dtype=np.int64))
-  b, m, k, n = size(lhs, lb), size(lhs, lf), size(lhs, lc), size(rhs, rf)
-  l3 = np.transpose(lhs, lb + tuple(lf) + lc).astype(cdt).reshape(b, m, k)
-  r3 = np.transpose(rhs, rb + rc + tuple(rf)).astype(cdt).reshape(b, k, n)
-  with np.errstate(over="ignore", invalid="ignore"):
-    out = np.matmul(l3, r3)
-  shape = [lhs.shape[i] for i in lb + tuple(lf)] + [rhs.shape[i] for i in rf]
-  if dtype_kind(cdt) == "c" and dtype_kind(out_dt) != "c":
-    out = out.real
-  return out.reshape(shape).astype(out_dt)
 
 
 def _dot_general_pp(eqn, ctx):
@@ -167,7 +118,8 @@ def _dot_general_pp(eqn, ctx):
   return core._pp_eqn(eqn, ctx, params)
 
 
-dot_general_p = declare("dot_general", _dot_general_abstract_eval, _dot_general_impl)
+dot_general_p = declare("dot_general", _dot_general_abstract_eval,
+                        reference_linalg.dot_general)
 dot_general_p.pp_rule = _dot_general_pp
 
 
@@ -199,17 +151,6 @@ def _dot_general_batch(axis_data, vals, dims, *, dimension_numbers, precision=No
 dot_general_p.batch = _dot_general_batch
 
 
-def _dot_compute_dtype(lhs_dt, rhs_dt, out_dt):
-  """The dtype the impl multiplies in: the output type, as JAX converts both operands to
-  the preferred type (uint32 x int8 -> int64 multiplies in int64, not in uint32), unless
-  that is a lesser kind than the inputs' (float inputs with an integer preferred type);
-  16-bit floats in float32."""
-  in_dt = _dot_dtype(lhs_dt, rhs_dt, None)
-  rank = lambda dt: {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}[dtype_kind(dt)]
-  cdt = in_dt if rank(out_dt) < rank(in_dt) else np.dtype(out_dt)
-  return np.dtype(np.float32) if dtype_kind(cdt) == "f" and np.dtype(cdt).itemsize < 4 else cdt
-
-
 def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision=None,
                        preferred_element_type=None, out_sharding=None):
   """One `dot` (XLA's DotGeneral: any batch/contracting dims; result dims are batch, lhs
@@ -217,7 +158,7 @@ def _dot_general_lower(ctx, lhs, rhs, *, dimension_numbers, precision=None,
   and a convert of the result when that differs from the output dtype."""
   (lc, rc), (lb, rb) = dimension_numbers
   out_dt = ctx.avals_out[0].dtype
-  cdt = _dot_compute_dtype(lhs.dtype, rhs.dtype, out_dt)
+  cdt = reference_linalg.dot_compute_dtype(lhs.dtype, rhs.dtype, out_dt)
   lhs, rhs = ctx.convert(lhs, cdt), ctx.convert(rhs, cdt)
   attrs = {"lhs_contracting_dims": tuple(lc), "rhs_contracting_dims": tuple(rc),
            "lhs_batch_dims": tuple(lb), "rhs_batch_dims": tuple(rb),

@@ -16,7 +16,8 @@ from ember._src import dtypes
 from ember._src.core import ShapedArray
 from ember._src.transforms import ad, batching
 from ember._src.primitives import (ANY, BOOL, FLOAT, INTS, NUMERIC, check_dtype, declare,
-                                   dtype_kind, is_zero_winner, xla_zero_order)
+                                   dtype_kind)
+from ember._src.reference.reductions import compute_dtype, is_zero_winner, xla_zero_order
 
 
 # --- lowering helpers ------------------------------------------------------------------
@@ -24,7 +25,7 @@ from ember._src.primitives import (ANY, BOOL, FLOAT, INTS, NUMERIC, check_dtype,
 def _lower_in_compute_dtype(ctx, x, fn):
   """Run `fn(x)` in the impl's accumulation dtype (float32 for 16-bit floats) and convert
   the result back, so compiled results round like the reference."""
-  return ctx.convert(fn(ctx.convert(x, _compute_dtype(x.dtype))), x.dtype)
+  return ctx.convert(fn(ctx.convert(x, compute_dtype(x.dtype))), x.dtype)
 
 
 def _reduce_lowering(opcode: str, init, accumulate_wide: bool = False):
@@ -54,11 +55,6 @@ def _reduced_shape(x: ShapedArray, axes) -> tuple:
     raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for "
                      f"{x.str_short(short_dtypes=False)}.")
   return tuple(d for i, d in enumerate(x.shape) if i not in axes)
-
-
-def _compute_dtype(dt):
-  """NumPy accumulates 16-bit floats in 16 bits; the reference accumulates in float32."""
-  return np.dtype(np.float32) if dtype_kind(dt) == "f" and np.dtype(dt).itemsize < 4 else dt
 
 
 def _identity(ufunc, dt):
@@ -109,17 +105,17 @@ def _axes(axes) -> tuple:
 
 def _sum_impl(x, *, axes, out_sharding=None):
   with np.errstate(all="ignore"):  # inf + -inf is NaN silently, as compiled code does
-    return np.sum(x, axis=axes, dtype=_compute_dtype(x.dtype)).astype(x.dtype)
+    return np.sum(x, axis=axes, dtype=compute_dtype(x.dtype)).astype(x.dtype)
 
 
 def _prod_impl(x, *, axes):
   with np.errstate(all="ignore"):
-    return np.prod(x, axis=axes, dtype=_compute_dtype(x.dtype)).astype(x.dtype)
+    return np.prod(x, axis=axes, dtype=compute_dtype(x.dtype)).astype(x.dtype)
 
 
 def _minmax_impl(ufunc):
   def impl(x, *, axes, out_sharding=None):
-    cdt = _compute_dtype(x.dtype)
+    cdt = compute_dtype(x.dtype)
     xc = x.astype(cdt)
     out = np.asarray(ufunc.reduce(xc, axis=axes, initial=_identity(ufunc, x.dtype)))
     if dtype_kind(cdt) == "f":
@@ -179,7 +175,7 @@ def _argminmax(name: str, np_fn):
 
   def impl(x, *, axes, index_dtype):
     # np.argmax/argmin return the first NaN when there is one, as JAX does.
-    return np_fn(x.astype(_compute_dtype(x.dtype)), axis=axes[0]).astype(index_dtype)
+    return np_fn(x.astype(compute_dtype(x.dtype)), axis=axes[0]).astype(index_dtype)
 
   prim = declare(name, abstract_eval, impl)
   prim.batch = batching.reducer(prim)
@@ -237,7 +233,7 @@ def _cumulative(name: str, kinds: str, accumulate):
   def impl(x, *, axis, reverse):
     y = np.flip(x, axis) if reverse else x
     with np.errstate(over="ignore", invalid="ignore"):
-      out = accumulate(y.astype(_compute_dtype(x.dtype)), axis).astype(x.dtype)
+      out = accumulate(y.astype(compute_dtype(x.dtype)), axis).astype(x.dtype)
     return np.flip(out, axis) if reverse else out
 
   prim = declare(name, abstract_eval, impl)
@@ -296,7 +292,7 @@ def _cumulative_lowering(name: str, opcode: str | None, identity):
   fills the masked-out elements; None for max/min, which re-use element j (idempotent).
   Reverse scans run forward on the reversed axis."""
   def rule(ctx, x, *, axis, reverse):
-    dt = _compute_dtype(x.dtype)
+    dt = compute_dtype(x.dtype)
     if opcode is not None:
       comp = ctx.scalar_computation(opcode, dt)
       combine = lambda a, b: ctx.elementwise(opcode, a, b)

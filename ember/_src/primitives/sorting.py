@@ -14,6 +14,7 @@ from ember._src import core
 from ember._src.core import ShapedArray
 from ember._src.hlo import Shape, TupleShape
 from ember._src.primitives import ANY, BOOL, FLOAT, INTS, check_dtype, declare, dtype_kind
+from ember._src.reference import sorting as reference_sorting
 from ember._src.transforms import batching
 
 __all__ = ["sort", "sort_key_val", "top_k"]
@@ -42,26 +43,7 @@ def _sort_abstract_eval(*avals, dimension, is_stable, num_keys):
   return list(avals)
 
 
-def _sort_keys(x) -> list:
-  """np.lexsort keys (most significant first) that order `x` as XLA's sort does."""
-  kind = dtype_kind(x.dtype)
-  if kind == "c":
-    return _sort_keys(x.real) + _sort_keys(x.imag)
-  if kind == "f":
-    x = x.astype(np.float64)
-    return [np.isnan(x), np.where(np.isnan(x) | (x == 0), 0.0, x)]  # NaNs last; -0 == 0
-  return [x]
-
-
-def _sort_impl(*xs, dimension, is_stable, num_keys):
-  if xs[0].ndim == 0:
-    return list(xs)
-  keys = [k for x in xs[:num_keys] for k in _sort_keys(x)]
-  perm = np.lexsort(keys[::-1], axis=dimension)  # lexsort is stable; last key is primary
-  return [np.take_along_axis(x, perm, axis=dimension) for x in xs]
-
-
-sort_p = declare("sort", _sort_abstract_eval, _sort_impl, multiple_results=True)
+sort_p = declare("sort", _sort_abstract_eval, reference_sorting.sort, multiple_results=True)
 
 
 def _sort_batch(axis_data, vals, dims, *, dimension, **params):
@@ -167,24 +149,8 @@ def _top_k_abstract_eval(x, *, k, axis, is_stable):
   return [x.update(shape=shape), ShapedArray(shape, np.int32, x.weak_type)]
 
 
-def _descending_keys(x) -> list:
-  """np.lexsort keys (most significant first) for a descending, stable top_k order."""
-  kind = dtype_kind(x.dtype)
-  if kind == "f":
-    x = x.astype(np.float64)
-    nan = np.isnan(x)
-    return [~nan, -np.where(nan, 0.0, x), np.signbit(x)]  # NaN first; +0 before -0
-  return [~x]  # bitwise not reverses the order of ints (no overflow) and bools
-
-
-def _top_k_impl(x, *, k, axis, is_stable):
-  keys = _descending_keys(x)
-  perm = np.lexsort(keys[::-1], axis=axis)
-  idx = np.take(perm, np.arange(k), axis=axis)
-  return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int32)]
-
-
-top_k_p = declare("top_k", _top_k_abstract_eval, _top_k_impl, multiple_results=True)
+top_k_p = declare("top_k", _top_k_abstract_eval, reference_sorting.top_k,
+                  multiple_results=True)
 top_k_p.batch = lambda axis_data, vals, dims, *, axis, **params: (top_k_p.bind(
     vals[0], axis=axis + (dims[0] <= axis), **params), [dims[0]] * 2)
 

@@ -13,6 +13,7 @@ import numpy as np
 from ember._src import core, dtypes
 from ember._src.core import ShapedArray
 from ember._src.primitives import check_same_dtypes, declare
+from ember._src.reference import structural as reference_structural
 from ember._src.transforms import ad, batching
 
 __all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose",
@@ -111,15 +112,6 @@ def _broadcast_in_dim_abstract_eval(x, *, shape, broadcast_dimensions, sharding=
   return x.update(shape=shape)
 
 
-def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions, sharding=None):
-  perm = np.argsort(broadcast_dimensions)  # operand dims in target order
-  x = np.transpose(x, perm)
-  expanded = [1] * len(shape)
-  for j, i in enumerate(perm):
-    expanded[broadcast_dimensions[i]] = x.shape[j]
-  return np.broadcast_to(x.reshape(expanded), shape)
-
-
 def _broadcast_in_dim_pp(eqn, ctx):
   params = {k: v for k, v in eqn.params.items() if k not in ("shape", "sharding")}
   if not params["broadcast_dimensions"]:
@@ -128,7 +120,7 @@ def _broadcast_in_dim_pp(eqn, ctx):
 
 
 broadcast_in_dim_p = declare("broadcast_in_dim", _broadcast_in_dim_abstract_eval,
-                             _broadcast_in_dim_impl)
+                             reference_structural.broadcast_in_dim)
 broadcast_in_dim_p.pp_rule = _broadcast_in_dim_pp
 
 
@@ -362,12 +354,7 @@ def _slice_abstract_eval(x, *, start_indices, limit_indices, strides):
                               for d, s in zip(diff, strides)))
 
 
-def _slice_impl(x, *, start_indices, limit_indices, strides):
-  strides = strides or (1,) * x.ndim
-  return x[tuple(np.s_[s:l:st] for s, l, st in zip(start_indices, limit_indices, strides))]
-
-
-slice_p = declare("slice", _slice_abstract_eval, _slice_impl)
+slice_p = declare("slice", _slice_abstract_eval, reference_structural.slice)
 slice_p.lower = lambda ctx, x, *, start_indices, limit_indices, strides: ctx.slice(
     x, start_indices, limit_indices, strides)
 
@@ -612,18 +599,7 @@ def _pad_abstract_eval(x, padding_value, *, padding_config):
   return ShapedArray(shape, x.dtype, x.weak_type and padding_value.weak_type)
 
 
-def _pad_impl(x, padding_value, *, padding_config):
-  # Interior-dilate and add the non-negative edges, then crop the negative edges.
-  big = [max(lo, 0) + max(hi, 0) + (0 if d == 0 else (d - 1) * (i + 1) + 1)
-         for (lo, hi, i), d in zip(padding_config, x.shape)]
-  out = np.full(big, padding_value, dtype=x.dtype)
-  out[tuple(np.s_[max(lo, 0):n - max(hi, 0):i + 1]
-            for (lo, hi, i), n in zip(padding_config, big))] = x
-  return out[tuple(np.s_[max(-lo, 0):n - max(-hi, 0)]
-                   for (lo, hi, _), n in zip(padding_config, big))]
-
-
-pad_p = declare("pad", _pad_abstract_eval, _pad_impl)
+pad_p = declare("pad", _pad_abstract_eval, reference_structural.pad)
 pad_p.lower = lambda ctx, x, value, *, padding_config: ctx.pad(
     x, value, [c[0] for c in padding_config], [c[1] for c in padding_config],
     [c[2] for c in padding_config])

@@ -75,7 +75,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src import dtypes, hlo
-from ember._src.primitives import dtype_kind
+from ember._src.dtypes import dtype_kind
 
 PTR = ir.PointerType()
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))

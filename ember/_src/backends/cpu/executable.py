@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ember._src import dtypes, hlo
-from ember._src.primitives import sorting
+from ember._src.reference import sorting
 from ember._src.runtime import buffer_pool
 
 KERNEL_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
@@ -384,8 +384,8 @@ class SortThunk(Thunk):
     if vals[0].ndim == 0 or vals[0].shape[self.dimension] <= 1:
       outs = vals
     elif self.num_keys is not None:
-      outs = sorting._sort_impl(*vals, dimension=self.dimension, is_stable=True,
-                                num_keys=self.num_keys)
+      outs = sorting.sort(*vals, dimension=self.dimension, is_stable=True,
+                          num_keys=self.num_keys)
     else:
       from ember._src import hlo_eval
       out = hlo_eval.eval_instr(self.instr, vals)
@@ -409,7 +409,7 @@ class TopKThunk(Thunk):
 
   def run(self, frame: Frame) -> None:
     x = frame.view(self.in_slot, self.in_shape)
-    vals, idx = sorting._top_k_impl(x, k=self.k, axis=self.axis, is_stable=True)
+    vals, idx = sorting.top_k(x, k=self.k, axis=self.axis, is_stable=True)
     np.copyto(frame.view(self.out_slots[0], self.out_shapes[0]), vals)
     np.copyto(frame.view(self.out_slots[1], self.out_shapes[1]), idx)
 

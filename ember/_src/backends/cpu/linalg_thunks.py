@@ -1,5 +1,5 @@
 """Custom calls of the CPU backend: LAPACK-style decompositions (`lapack_spotrf_ffi`,
-`lapack_dgesdd_ffi`, ...; see primitives/decompositions.py for each target's semantics)
+`lapack_dgesdd_ffi`, ...; see reference/lapack.py for each target's semantics)
 run as thunks calling NumPy's LAPACK-backed routines on views of their buffers.
 
 `add_to_plan(plan, instr)` is the compiler's hook (backends/cpu/compiler.py): it records
@@ -13,6 +13,7 @@ import numpy as np
 
 from ember._src import hlo
 from ember._src.backends.cpu.executable import Frame, Thunk
+from ember._src.reference import lapack
 
 
 class CustomCallThunk(Thunk):
@@ -20,10 +21,9 @@ class CustomCallThunk(Thunk):
   kind = "custom-call"
 
   def __init__(self, instr: hlo.Instr, in_slots, out_slots):
-    from ember._src.primitives import decompositions
     self.name = instr.name
     self.target = instr.attrs["target"]
-    self.fn = decompositions.CUSTOM_CALL_TARGETS[self.target]
+    self.fn = lapack.CUSTOM_CALL_TARGETS[self.target]
     self.config = instr.attrs.get("backend_config", ())
     self.in_shapes = [o.shape for o in instr.operands]
     s = instr.shape
@@ -39,8 +39,7 @@ class CustomCallThunk(Thunk):
 
 
 def supported(instr: hlo.Instr) -> bool:
-  from ember._src.primitives import decompositions
-  return instr.attrs.get("target") in decompositions.CUSTOM_CALL_TARGETS
+  return instr.attrs.get("target") in lapack.CUSTOM_CALL_TARGETS
 
 
 def add_to_plan(plan, instr: hlo.Instr) -> None:
