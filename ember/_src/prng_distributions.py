@@ -33,11 +33,13 @@ import numpy as np
 from ember._src import core, dtypes
 from ember._src.core import ShapedArray
 from ember._src import lax_api as lax
-from ember._src.prng import (_F32, KEY_SHAPE, _as_key_data, _bcast, _broadcast_shape,
-                             _check_safe_cast, _check_shape, _concrete_int, _exp, _exponential,
-                             _differentiable, _fma32, _ftz, _jnp, _log, _powf,
-                             _sample_dtype, _shape_arg, _xla_pow_f32,
-                             _split_data as _keys, normal, rademacher, split, uniform)
+from ember._src.primitives.elementwise import fma as _fma32
+from ember._src.prng import (_bcast, _broadcast_shape, _check_safe_cast, _check_shape,
+                             _concrete_int, _exponential, _jnp, _sample_dtype,
+                             _split_data as _keys, normal, rademacher, uniform)
+from ember._src.prng_keys import KEY_SHAPE, _as_key_data, _shape_arg, split
+from ember._src.prng_math import (_F32, _differentiable, _exp, _ftz, _log, _powf,
+                                  _xla_pow_f32)
 from ember._src.transforms.batching import vmap
 from ember._src.transforms.custom_derivatives import custom_jvp
 
