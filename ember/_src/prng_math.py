@@ -711,8 +711,8 @@ def _xla_pow_f32(x, y):
   neg = lax.bitwise_and(x_neg, y_odd)
   sign = lax.select(neg, lax.full_like(ki, 1 << 16), lax.full_like(ki, 0))
   t = take(_EXP2F_TAB.view(np.uint32).reshape(32, 2),
-                  lax.convert_element_type(lax.bitwise_and(ki, np.uint32(31)), i32),
-                  axis=0, mode="clip")
+           lax.convert_element_type(lax.bitwise_and(ki, np.uint32(31)), i32),
+           axis=0, mode="clip")
   hi = lax.add(lax.reshape(lax.slice_in_dim(t, 1, 2, axis=-1), shape),
                lax.shift_left(lax.add(ki, sign), np.uint32(15)))
   s = _words_f64(lax.concatenate([lax.reshape(lax.slice_in_dim(t, 0, 1, axis=-1), (*shape, 1)),
