@@ -104,13 +104,6 @@ def _is_power_of_two(v) -> bool:
   return bool(np.all((np.abs(mant) == 0.5) | (v == 0)))
 
 
-def _two_sum(a, b):
-  """s = RN(a + b) and the exact error e = a + b - s (Knuth)."""
-  s = lax.add(a, b)
-  bb = lax.sub(s, a)
-  return s, lax.add(lax.sub(a, lax.sub(s, bb)), lax.sub(b, bb))
-
-
 def _broadcast_to_rank(x, rank: int):
   aval = core.get_aval(x)
   if aval.ndim >= rank:
