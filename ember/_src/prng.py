@@ -27,6 +27,7 @@ from ember._src.prng_keys import (_U32, KEY_SHAPE, UINT_DTYPES, _as_key_data, _s
                                   threefry_random_bits, threefry_split)
 from ember._src.prng_math import _F32, _erf, _erf_inv, _exp, _log, _log1p, _pow, _tan
 
+
 # --------------------------------------------------------------------------------------
 # The basic samplers: bits, uniform, normal
 # --------------------------------------------------------------------------------------
