@@ -312,9 +312,10 @@ def test_lowered_module_computes_what_eager_computes_x64():
 
 def _all_primitives():
   mods = ["ember._src.primitives." + m for m in ("elementwise", "structural", "reductions",
-                                                 "linalg", "sorting", "indexing", "control")]
+                                                 "linalg", "sorting", "indexing", "control",
+                                                 "prng")]
   prims = {}
-  for m in mods + ["ember._src.prng", "ember._src.jit"]:
+  for m in mods + ["ember._src.jit"]:
     for v in vars(importlib.import_module(m)).values():
       if isinstance(v, core.Primitive):
         prims[v.name] = v
@@ -502,8 +503,8 @@ def test_dynamic_slice_optimization_barrier_stop_gradient():
 
 
 def test_threefry_lowers_to_uint32_elementwise_ops():
-  from ember._src import prng
-  module, _ = lower(lambda a, b: prng.threefry2x32(a, b, a, b), U32[0], U32[1])
+  from ember._src.primitives.prng import threefry2x32
+  module, _ = lower(lambda a, b: threefry2x32(a, b, a, b), U32[0], U32[1])
   ops = {i.opcode for i in instrs(module)}
   assert ops == {"parameter", "constant", "broadcast", "add", "xor", "or", "shift-left",
                  "shift-right-logical", "tuple"}

@@ -460,7 +460,7 @@ class Primitive:
   - `abstract_eval(*avals, **params) -> aval | list[aval]`: shape/dtype rule (required)
   - `impl(*np_arrays, **params) -> ndarray | list`: NumPy reference implementation
   - `eval_rule(*values, **params)`: for higher-order primitives, runs them eagerly on values
-  - `jvp`, `transpose`, `batch`, `lower`, `cost`: added by the transformation/compiler issues
+  - `jvp`, `transpose`, `batch`, `lower`: added by the transformation/compiler issues
   - `pp_rule(eqn, ctx) -> Doc`: custom jaxpr printing (hides default params as JAX does)
   - `fold_literals`: when True, applying it to literals while staging folds to a literal
   """
@@ -471,7 +471,7 @@ class Primitive:
     self.abstract_eval: Callable | None = None
     self.impl: Callable | None = None
     self.eval_rule: Callable | None = None
-    self.jvp = self.transpose = self.batch = self.lower = self.cost = None
+    self.jvp = self.transpose = self.batch = self.lower = None
     self.pp_rule: Callable | None = None
     self.fold_literals = False
     # `named_trace(trace, params) -> trace`: collectives run in the trace of the vmap that
@@ -638,10 +638,6 @@ def _concretization_message(tracer: Tracer, err_cls, what: str) -> str:
                  "restructure the code so that the value is not needed in Python.")
   origin = tracer._origin_msg()
   return "\n".join(p for p in (head, origin, fix) if p)
-
-
-def _traced_error(tracer, err_cls, what):
-  raise err_cls(_concretization_message(tracer, err_cls, what))
 
 
 class EvalTrace(Trace):

@@ -51,7 +51,7 @@ class prng_key(extended):  # noqa: N801 - JAX's spelling; `issubdtype(k.dtype, d
 
 class KeyTy(ExtendedDType):
   """The dtype of typed PRNG keys of one implementation: `key<fry>` for threefry2x32.
-  Each key element is `key_shape` uint32 words (see ember._src.prng)."""
+  Each key element is `key_shape` uint32 words (see ember._src.prng_keys)."""
   type = prng_key
 
   def __init__(self, impl: str = "threefry2x32", tag: str = "fry", key_shape=(2,)):

@@ -23,12 +23,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember._src import hlo, prng
+from ember._src import hlo
 from ember._src.dtypes import dtype_kind
 from ember._src.reference import elementwise as ew
 from ember._src.reference import indexing as ix
 from ember._src.reference import lapack, linalg, reductions, sorting
 from ember._src.reference import structural as st
+from ember._src.reference import threefry
 
 __all__ = ["evaluate", "evaluate_intermediates", "evaluate_computation", "eval_instr",
            "HloEvalError"]
@@ -559,7 +560,7 @@ _OPS = {
     "optimization-barrier": _optimization_barrier,
     "custom-call": _custom_call,
     "rng-bit-generator": _rng_bit_generator,
-    "threefry2x32": lambda i, v: tuple(prng._threefry2x32_impl(*v)),
+    "threefry2x32": lambda i, v: tuple(threefry.threefry2x32(*v)),
 }
 _LANE_NOOPS = {"broadcast", "reshape"}   # on scalars: the operand itself
 

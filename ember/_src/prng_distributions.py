@@ -33,11 +33,14 @@ import numpy as np
 from ember._src import core, dtypes
 from ember._src.core import ShapedArray
 from ember._src import lax_api as lax
-from ember._src.prng import (_F32, KEY_SHAPE, _as_key_data, _bcast, _broadcast_shape,
-                             _check_safe_cast, _check_shape, _concrete_int, _exp, _exponential,
-                             _differentiable, _fma32, _ftz, _jnp, _log, _powf,
-                             _sample_dtype, _shape_arg, _xla_pow_f32,
-                             _split_data as _keys, normal, rademacher, split, uniform)
+from ember._src.lower.standard_ops import two_sum
+from ember._src.primitives.elementwise import fma as _fma32
+from ember._src.prng import (_bcast, _broadcast_shape, _check_safe_cast, _check_shape,
+                             _concrete_int, _exponential, _jnp, _sample_dtype,
+                             _split_data as _keys, normal, rademacher, uniform)
+from ember._src.prng_keys import KEY_SHAPE, _as_key_data, _shape_arg, split
+from ember._src.prng_math import (_F32, _differentiable, _exp, _ftz, _log, _powf,
+                                  _xla_pow_f32)
 from ember._src.transforms.batching import vmap
 from ember._src.transforms.custom_derivatives import custom_jvp
 
@@ -1000,10 +1003,9 @@ _MVN_POTF2_MAX_N = 32
 def _mvn_sum32(terms):
   """RN32 of the exact sum of float32 terms (sdot's double accumulator, rounded once):
   TwoSum accumulation, exact but for sums within ~2^-21 ulp of a rounding boundary."""
-  from ember._src.prng import _two_sum
   s, e = terms[0], None
   for t in terms[1:]:
-    s, err = _two_sum(s, t)
+    s, err = two_sum(lax, s, t)
     e = err if e is None else lax.add(e, err)
   return s if e is None else lax.add(s, e)
 
@@ -1159,7 +1161,6 @@ _ORTH_MAX_ROWS = 8
 def _orth_nrm2(xs):
   """snrm2: RN32(sqrt(sum of x^2)), the squares summed exactly (fma-split products, TwoSum)
   and the square root corrected by the residual (what double precision gives OpenBLAS)."""
-  from ember._src.prng import _two_sum
   from ember._src.primitives.elementwise import fma
   jnp = _jnp()
   hi = lo = None
@@ -1169,9 +1170,9 @@ def _orth_nrm2(xs):
     if hi is None:
       hi, lo = p, e
     else:
-      hi, err = _two_sum(hi, p)
+      hi, err = two_sum(lax, hi, p)
       lo = lax.add(lo, lax.add(err, e))
-  hi, lo = _two_sum(hi, lo)
+  hi, lo = two_sum(lax, hi, lo)
   r = lax.sqrt(hi)
   t = lax.add(fma(lax.neg(r), r, hi), lo)   # S - r^2
   safe = jnp.where(lax.gt(r, _c(r, 0)), r, _c(r, 1))

@@ -59,7 +59,9 @@ def _lowered(fn, shapes, x64: bool = False) -> hlo.Module:
 # fma
 # --------------------------------------------------------------------------------------
 
-def _two_sum(lax, a, b):
+def two_sum(lax, a, b):
+  """s = RN(a + b) and the exact error e = a + b - s (Knuth's TwoSum), in `lax` operations
+  (the samplers of prng_distributions use it too)."""
   s = lax.add(a, b)
   bb = lax.sub(s, a)
   return s, lax.add(lax.sub(a, lax.sub(s, bb)), lax.sub(b, bb))
@@ -80,7 +82,7 @@ def fma_float32(x, y, z):
   from ember._src import lax_api as lax  # noqa: PLC0415
   a, b, c = (lax.convert_element_type(v, np.float64) for v in (x, y, z))
   p = lax.mul(a, b)                 # exact: 2 x 24 significant bits
-  s, err = _two_sum(lax, p, c)
+  s, err = two_sum(lax, p, c)
   return lax.convert_element_type(_round_to_odd(lax, s, err), np.float32)
 
 
@@ -100,8 +102,8 @@ def fma_float64(a, b, c):
   p = lax.optimization_barrier(lax.mul(a, b))
   e = lax.add(lax.add(lax.add(lax.sub(lax.mul(ah, bh), p), lax.mul(ah, bl)),
                       lax.mul(al, bh)), lax.mul(al, bl))
-  th, tl = _two_sum(lax, c, p)
-  v, err = _two_sum(lax, tl, e)
+  th, tl = two_sum(lax, c, p)
+  v, err = two_sum(lax, tl, e)
   dekker = lax.add(th, _round_to_odd(lax, v, err))
   ab_finite = lax.bitwise_and(lax.is_finite(a), lax.is_finite(b))
   direct = lax.bitwise_or(lax.bitwise_or(lax.eq(a, 0.0), lax.eq(b, 0.0)),

@@ -226,7 +226,7 @@ def _is_array_input(x) -> bool:
 
 
 def _all_keys(arrays) -> bool:
-  from ember._src.prng import PRNGKeyArray
+  from ember._src.prng_keys import PRNGKeyArray
   return all(isinstance(a, PRNGKeyArray) for a in arrays)
 
 

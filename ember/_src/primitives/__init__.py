@@ -1,7 +1,7 @@
 """Primitive families. Each module declares its primitives ONCE, with every rule beside
-the declaration (shape/dtype rule, NumPy impl; jvp, transpose, batching, lowering and
-cost rules are added beside them by later stages), and the `ember.lax` function that
-binds it. The helpers here are the factories those declarations share.
+the declaration (shape/dtype rule, NumPy impl; jvp, transpose, batching and lowering
+rules are added beside them by later stages), and the `ember.lax` function that binds
+it. The helpers here are the factories those declarations share.
 """
 from __future__ import annotations
 

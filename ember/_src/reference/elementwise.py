@@ -273,19 +273,21 @@ def fma(x, y, z):
   if np.result_type(x, y, z) == np.float64:
     return _fma64(*(np.asarray(v, np.float64) for v in (x, y, z)))
   a, b, c = (np.asarray(v, np.float64) for v in (x, y, z))
-  p = a * b
-  s = p + c
-  bb = s - p
-  err = (p - (s - bb)) + (c - bb)
-  even = (s.view(np.uint64) & np.uint64(1)) == 0
-  s = np.where((err != 0) & even & np.isfinite(s), np.nextafter(s, np.copysign(np.inf, err)), s)
-  return np.asarray(s.astype(np.float32))
+  return np.asarray(_round_to_odd64(*_two_sum64(a * b, c)).astype(np.float32))
 
 
 def _two_sum64(a, b):
+  """s = RN(a + b) and the exact error a + b - s (Knuth's TwoSum)."""
   s = a + b
   bb = s - a
   return s, (a - (s - bb)) + (b - bb)
+
+
+def _round_to_odd64(v, err):
+  """v moved one ulp towards the true value v + err where that is inexact and v even (its
+  rounding to odd); non-finite v as it is."""
+  even = (v.view(np.uint64) & np.uint64(1)) == 0
+  return np.where((err != 0) & even & np.isfinite(v), np.nextafter(v, np.copysign(np.inf, err)), v)
 
 
 def _veltkamp_split(v):
@@ -305,10 +307,7 @@ def _fma64(a, b, c):
   p = a * b
   e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
   th, tl = _two_sum64(c, p)
-  v, err = _two_sum64(tl, e)
-  even = (v.view(np.uint64) & np.uint64(1)) == 0
-  v = np.where((err != 0) & even, np.nextafter(v, np.copysign(np.inf, err)), v)
-  out = th + v
+  out = th + _round_to_odd64(*_two_sum64(tl, e))
   big = 2.0 ** 995
   safe = ((np.abs(a) < big) & (np.abs(b) < big) & (np.abs(c) < big) & np.isfinite(out)
           & (np.abs(p) >= 2.0 ** -960))

@@ -1,0 +1,187 @@
+"""ember/_src's imports point down the layers of docs/architecture.md.
+
+The test parses every module's imports (module level and inside functions) and fails when
+a module imports one from a layer above its own, when _src imports the public `ember`
+package, when modules form an import circle other than inside the primitive families, or
+when an import placed inside a function does not say why (a comment on its line or the
+line above: the cycle or the optional/slow dependency it defers).
+"""
+from __future__ import annotations
+
+import ast
+import fnmatch
+import pathlib
+
+import pytest
+
+SRC = pathlib.Path(__file__).resolve().parent.parent / "ember" / "_src"
+
+# Bottom to top; a pattern names modules relative to ember._src ("passes.*": the package's
+# modules). The table is docs/architecture.md's picture: change both together.
+LAYERS = [
+    ("base", ["errors", "flags", "config", "dtypes", "tree_util", "pretty_printer", "version",
+              "persistent_cache", "runtime.buffer_pool", "profiler.events"]),
+    ("reference", ["reference", "reference.*"]),
+    ("hlo", ["hlo", "hlo_eval"]),
+    ("passes", ["passes", "passes.*", "analysis"]),
+    ("backend", ["backends", "backends.*"]),
+    ("core", ["core", "runtime.array", "api_util"]),
+    ("runtime", ["runtime", "runtime.*", "profiler", "profiler.*"]),
+    ("transforms", ["transforms", "transforms.*"]),
+    ("lower", ["lower", "lower.*"]),
+    ("primitives", ["primitives", "primitives.*"]),
+    ("driver", ["compile", "dispatch", "stages", "jit", "cache_miss"]),
+    ("library", ["numpy", "numpy.*", "prng", "prng.*", "prng_distributions", "lax_api"]),
+]
+# Modules of one layer that may import each other in a circle.
+CYCLE_OK = ("primitives",)
+
+
+def layer_of(name: str) -> int:
+  """The layer index of ember._src.<name>; an exact name beats a package pattern."""
+  exact = [i for i, (_, pats) in enumerate(LAYERS) if name in pats]
+  if exact:
+    return exact[0]
+  for i, (_, pats) in enumerate(LAYERS):
+    if any(p.endswith(".*") and fnmatch.fnmatch(name, p) for p in pats):
+      return i
+  raise AssertionError(f"ember._src.{name} is in no layer: add it to LAYERS and to "
+                       "docs/architecture.md")
+
+
+def module_names() -> dict[str, pathlib.Path]:
+  out = {}
+  for path in SRC.rglob("*.py"):
+    parts = path.relative_to(SRC).with_suffix("").parts
+    if parts[-1] == "__init__":
+      parts = parts[:-1]
+    if parts:
+      out[".".join(parts)] = path
+  return out
+
+
+MODULES = module_names()
+
+
+def _targets(module: str, node) -> list[str]:
+  """The ember modules an import statement names ('ember' for the public package)."""
+  if isinstance(node, ast.Import):
+    names = [a.name for a in node.names]
+  else:
+    base = node.module or ""
+    if node.level:
+      pkg = module.split(".") if MODULES[module].name == "__init__.py" else module.split(".")[:-1]
+      pkg = ["ember", "_src"] + pkg[:len(pkg) - node.level + 1]
+      base = ".".join(pkg + ([node.module] if node.module else []))
+    # `from pkg import mod` imports pkg.mod; `from mod import name` imports mod
+    names = [f"{base}.{a.name}" if f"{base}.{a.name}"[len("ember._src."):] in MODULES else base
+             for a in node.names]
+  out = []
+  for full in names:
+    if full == "ember" or full.startswith("ember.") and not full.startswith("ember._src"):
+      out.append("ember")
+    elif full.startswith("ember._src."):
+      rel = full[len("ember._src."):]
+      while rel and rel not in MODULES:
+        rel = rel.rpartition(".")[0]
+      if rel and rel != module:
+        out.append(rel)
+  return sorted(set(out))
+
+
+def imports(module: str):
+  """(target, line, inside_a_function) for each ember import of the module."""
+  path = MODULES[module]
+  lines = path.read_text().splitlines()
+  found = []
+
+  def visit(node, in_function):
+    for child in ast.iter_child_nodes(node):
+      if isinstance(child, (ast.Import, ast.ImportFrom)):
+        for target in _targets(module, child):
+          found.append((target, child.lineno, in_function, lines))
+      visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+  visit(ast.parse(path.read_text()), False)
+  return found
+
+
+def _said_why(lines: list[str], lineno: int) -> bool:
+  return "#" in lines[lineno - 1] or lines[lineno - 2].strip().startswith("#")
+
+
+def test_every_module_has_a_layer():
+  for name in MODULES:
+    layer_of(name)
+
+
+def test_imports_point_down():
+  upward = []
+  for name in MODULES:
+    for target, line, _, _ in imports(name):
+      if target == "ember":
+        upward.append(f"ember._src.{name}:{line} imports the public `ember` package")
+      elif layer_of(target) > layer_of(name):
+        upward.append(f"ember._src.{name}:{line} ({LAYERS[layer_of(name)][0]}) imports "
+                      f"ember._src.{target} ({LAYERS[layer_of(target)][0]})")
+  assert not upward, ("imports that point up the layers (use a registry filled from above, "
+                      "or move the code down):\n" + "\n".join(upward))
+
+
+def test_deferred_imports_say_why():
+  silent = [f"ember._src.{name}:{line} imports ember._src.{target}"
+            for name in MODULES for target, line, in_function, lines in imports(name)
+            if in_function and target != "ember" and not _said_why(lines, line)]
+  assert not silent, ("imports inside functions without a comment naming the cycle or the "
+                      "dependency they defer (or move them to the top):\n" + "\n".join(silent))
+
+
+def _cycles() -> list[list[str]]:
+  """Strongly connected components (more than one module) of the import graph."""
+  graph = {n: {t for t, *_ in imports(n) if t != "ember"} for n in MODULES}
+  index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+  def strong(v):
+    index[v] = low[v] = len(index)
+    stack.append(v)
+    on_stack.add(v)
+    for w in graph[v]:
+      if w not in index:
+        strong(w)
+        low[v] = min(low[v], low[w])
+      elif w in on_stack:
+        low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+      comp = []
+      while True:
+        w = stack.pop()
+        on_stack.discard(w)
+        comp.append(w)
+        if w == v:
+          break
+      if len(comp) > 1:
+        found.append(sorted(comp))
+
+  for v in graph:
+    if v not in index:
+      strong(v)
+  return found
+
+
+def test_no_import_cycles_outside_the_primitive_families():
+  bad = [c for c in _cycles() if {LAYERS[layer_of(m)][0] for m in c} - set(CYCLE_OK)]
+  assert not bad, "import circles:\n" + "\n".join(" -> ".join(c) for c in bad)
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("from ember._src import hlo\n", ["hlo"]),
+    ("from ember._src.primitives import elementwise as ew\n", ["primitives.elementwise"]),
+    ("import ember.numpy as jnp\n", ["ember"]),
+])
+def test_the_import_parser_resolves_names(tmp_path, monkeypatch, source, expected):
+  # the checks above are only as good as this resolution: a regression here would let
+  # every upward import pass silently
+  fake = tmp_path / "fake_mod.py"
+  fake.write_text(source)
+  monkeypatch.setitem(MODULES, "fake_mod", fake)
+  assert [t for t, *_ in imports("fake_mod")] == expected
