@@ -1643,7 +1643,7 @@ def reassociable(reduce: hlo.Instr) -> bool:
 
 def vector_transcendentals(comp: hlo.Computation) -> float:
   """The transcendentals fixed-order reductions compute on vectors in `comp` (fusions
-  included): the quick tier runs them at vector speed (tiering.quick_pays)."""
+  included): the quick tier runs them at vector speed (cost_model.quick_pays)."""
   n = 0.0
   for i in comp.instrs:
     if i.opcode == "reduce" and (reassociable(i) or _float_max_min(i)):
