@@ -12,7 +12,8 @@ import pytest
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ember._src.backends.cpu import host, libcalls, llvm_jit
+from ember._src.backends.cpu import host, llvm_jit
+from ember._src.backends.cpu import libcalls  # noqa: F401 -- registers its helpers with llvm_jit
 
 pytestmark = pytest.mark.skipif(not host.is_x86(), reason="x86 instruction-set levels")
 

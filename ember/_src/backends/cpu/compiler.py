@@ -1,14 +1,14 @@
 """compile_module: an optimized HLO module + its buffer assignment -> an Executable.
 
 All kernels of the module (one per fusion, one per scatter) go into ONE LLVM module, which
-is optimized and compiled at the LLVM tier of `flags.opt_level` (`LLVM_TIERS`; default 3:
-O1 simplification then the loop and SLP vectorizers; 0, the quick tier of
-`jax_disable_most_optimizations`: no IR optimization, fast instruction selection) once
-for the host CPU (its name and features, so AVX2/AVX-512 are used where present). The
-object code is loaded into an MCJIT engine kept alive by the Executable. Dots run through
-NumPy (BLAS), small float dots through generated kernels (dot_kernels.py); dot output
-fusions run the dot block by block, each block followed by its epilogue kernel; sorts and
-top-k run through NumPy, copies through np.copyto.
+is optimized and compiled (llvm_jit.py) at the LLVM tier of `flags.opt_level`
+(`llvm_jit.LLVM_TIERS`; default 3: O1 simplification then the loop and SLP vectorizers; 0,
+the quick tier of `jax_disable_most_optimizations`: no IR optimization, fast instruction
+selection) once for the host CPU (its name and features, so AVX2/AVX-512 are used where
+present). The object code is loaded into an MCJIT engine kept alive by the Executable. Dots
+run through NumPy (BLAS), small float dots through generated kernels (dot_kernels.py); dot
+output fusions run the dot block by block, each block followed by its epilogue kernel;
+sorts and top-k run through NumPy, copies through np.copyto.
 
 With `--dump_to=DIR` the backend writes, via `passes.dumps.dump_artifact`:
 `ir-no-opt.ll` (the generated IR), `ir-with-opt.ll`, `s` (assembly) and
