@@ -6,7 +6,7 @@ Prints
   (EMBER_SPIN_US apart), vs a fork/join through Python's threading.Event;
 - 1-thread vs N-thread times of whole calls (selu 5000x5000, sin(x)*2+1 1000x1000, row
   sums, softmax 1000x1000), as ratios (> 1: the pool is faster). "1 thread" is the same
-  module compiled under threadpool.forced_chunks(1), so only the split differs.
+  module compiled under cost_model.forced_chunks(1), so only the split differs.
 
     .venv/bin/python bench/threadpool.py
     EMBER_NUM_THREADS=4 .venv/bin/python bench/threadpool.py
@@ -25,7 +25,7 @@ import numpy as np
 
 import ember
 import ember.numpy as jnp
-from ember._src.backends.cpu import threadpool
+from ember._src.backends.cpu import cost_model, host, threadpool
 
 
 def median_us(fn, repeat: int) -> float:
@@ -127,7 +127,7 @@ def executable(f, x, chunks=None):
   module = optimize(lower_jaxpr(ember.make_jaxpr(f)(x), "f"))
   if chunks is None:
     return compile_module(module)
-  with threadpool.forced_chunks(chunks):
+  with cost_model.forced_chunks(chunks):
     return compile_module(module)
 
 
@@ -144,7 +144,7 @@ def interleaved_ms(a, b, repeat: int) -> tuple[float, float]:
 
 
 def speedups(names) -> None:
-  n = threadpool.num_threads()
+  n = host.num_threads()
   print(f"\n{'workload':24s} {'chunks':>8s} {'1 thread ms':>12s} {f'{n} threads ms':>13s} "
         f"{'ratio':>6s} {'workers':>8s}")
   for name in names:
@@ -165,7 +165,7 @@ def speedups(names) -> None:
 
 
 def main(argv) -> None:
-  n = threadpool.num_threads()
+  n = host.num_threads()
   print(f"threads: {n} (EMBER_NUM_THREADS), spin: {threadpool.spin_us()} us (EMBER_SPIN_US)")
   if n > 1:
     fork_join(n)

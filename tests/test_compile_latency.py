@@ -11,7 +11,7 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember._src import flags, stages
-from ember._src.backends.cpu import compiler
+from ember._src.backends.cpu import compiler, llvm_jit
 
 f32, f64, i32 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32)
 
@@ -98,9 +98,9 @@ def test_quick_tier_selects_opt_level_0_and_skips_llvm_passes():
 
 
 def test_llvm_tiers_table():
-  assert sorted(compiler.LLVM_TIERS) == [0, 1, 2, 3]
-  assert compiler.LLVM_TIERS[0] == compiler.LLVMTier(0, False, 0)
-  assert not compiler.LLVM_TIERS[1].vectorize and compiler.LLVM_TIERS[3].vectorize
+  assert sorted(llvm_jit.LLVM_TIERS) == [0, 1, 2, 3]
+  assert llvm_jit.LLVM_TIERS[0] == llvm_jit.LLVMTier(0, False, 0)
+  assert not llvm_jit.LLVM_TIERS[1].vectorize and llvm_jit.LLVM_TIERS[3].vectorize
   with pytest.raises(ValueError, match="optimization level 0, 1, 2 or 3"):
     flags.parse("--opt_level=4")
   assert flags.parse("--xla_backend_optimization_level=0").opt_level == 0
@@ -141,7 +141,7 @@ def test_parallel_llvm_parts_compute_what_one_module_does(monkeypatch):
   parts = compiler._parallel_parts(whole.llvm_ir)
   assert parts and all(parts) and not set(parts[0]) & set(parts[1])
   split = compiler.compile_module(module, assignment)
-  assert split.llvm_ir_optimized.count(compiler._PART_MARK) == 1
+  assert split.llvm_ir_optimized.count(llvm_jit._PART_MARK) == 1
   for name in parts[0] + parts[1]:
     assert f"{name}:" in split.asm or f'"{name}":' in split.asm
   again = compiler.deserialize_executable(module, assignment,
@@ -149,7 +149,7 @@ def test_parallel_llvm_parts_compute_what_one_module_does(monkeypatch):
   for exe in (split, again):
     for a, b in zip(exe.execute([x, w]), whole.execute([x, w])):
       np.testing.assert_array_equal(a, b)
-  assert compiler._unpack_objects(b"\x7fELF...") == [b"\x7fELF..."]
+  assert llvm_jit._unpack_objects(b"\x7fELF...") == [b"\x7fELF..."]
 
 
 def test_compile_times_are_logged(caplog):

@@ -17,7 +17,7 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember._src import flags as flags_lib
-from ember._src.backends.cpu import dot_kernels, executable as ex, threadpool
+from ember._src.backends.cpu import cost_model, dot_kernels, executable as ex, host
 from ember._src.backends.cpu.compiler import (compile_module, deserialize_executable,
                                               serialize_executable)
 from ember._src.passes.buffer_assignment import assign_buffers
@@ -227,7 +227,7 @@ def test_small_kernel_choice():
                                                       np.dtype(dt), m, 1)
   assert dot_kernels.generated_kernel_ok(lay(64, 64, 64))
   assert dot_kernels.generated_kernel_ok(lay(3, 5, 7, F64))
-  avx512 = dot_kernels.vector_bytes() == 64     # the kernel outruns BLAS while A is in L2
+  avx512 = host.vector_bytes() == 64     # the kernel outruns BLAS while A is in L2
   assert dot_kernels.generated_kernel_ok(lay(128, 784, 512)) == avx512
   assert dot_kernels.generated_kernel_ok(lay(128, 128, 64)) == avx512
   assert dot_kernels.generated_kernel_ok(lay(128, 128, 64), fused=True)  # saves a thunk too
@@ -287,13 +287,13 @@ def test_few_rows_split_by_column_panels(dtype, epilogue, monkeypatch):
          "to_f16": x.astype(F64) @ w + bias}[epilogue]
   lay = dot_kernels.DotLayout(1, 100, 50, 300, None, None, np.dtype(dtype), 100, 1)
   panels = dot_kernels.column_panels(lay)
-  width = dot_kernels.micro_tile()[1] * dot_kernels.vector_width(dtype)
+  width = dot_kernels.micro_tile()[1] * host.vector_lanes(dtype)
   assert panels >= dot_kernels.MIN_SPLIT_PANELS and 300 % width != 0   # a partial last panel
   outs = []
   with ember.enable_x64(dtype == F64):
     module = optimize(clone_module(ember.jit(f).lower(x, w, bias).compiler_ir()))
     for chunks in (1, 3):
-      with threadpool.forced_chunks(chunks):
+      with cost_model.forced_chunks(chunks):
         exe = compile_module(module, assign_buffers(module))
       kernels = [(t.outer, t.nchunks) for t in exe.thunks]
       if epilogue == "to_f16":
@@ -351,7 +351,7 @@ def test_dot_epilogue_blocks(monkeypatch):
   module = optimize(clone_module(ember.jit(f).lower(x, w).compiler_ir()))
   ref = (np.tanh(x.astype(F64) @ w) * 3).astype(np.float16)
   for chunks in (1, 3):                  # the epilogue of a block split by the thread pool
-    with threadpool.forced_chunks(chunks):
+    with cost_model.forced_chunks(chunks):
       exe = compile_module(module, assign_buffers(module))
     (t,) = exe.thunks
     assert isinstance(t, ex.DotEpilogueThunk) and t.units == 7 and t.nchunks == chunks
@@ -417,7 +417,7 @@ def test_small_kernel_split_across_threads(to_f16):
     y = relu_bias(x, w, b, jnp)
     return y.astype(jnp.float16) if to_f16 else y
   module = optimize(clone_module(ember.jit(f).lower(x, w, b).compiler_ir()))
-  with threadpool.forced_chunks(5):
+  with cost_model.forced_chunks(5):
     exe = compile_module(module, assign_buffers(module))
   (t,) = exe.thunks
   assert isinstance(t, ex.KernelThunk) and t.nchunks == 5

@@ -1,5 +1,5 @@
 """backends/cpu/libcalls.py: ember's own float16 conversion helpers (bit-exact with NumPy's
-round-to-nearest-even), the unresolved-symbol check, and whole programs compiled for CPUs
+round-to-nearest-even), the unresolved-symbol check (llvm_jit.py), and whole programs compiled for CPUs
 without F16C/AVX512-FP16 (--cpu_max_isa), where LLVM calls those helpers."""
 import ctypes
 import os
@@ -12,7 +12,8 @@ import pytest
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from ember._src.backends.cpu import compiler, host, libcalls
+from ember._src.backends.cpu import host, llvm_jit
+from ember._src.backends.cpu import libcalls  # noqa: F401 -- registers its helpers with llvm_jit
 
 pytestmark = pytest.mark.skipif(not host.is_x86(), reason="x86 instruction-set levels")
 
@@ -39,13 +40,13 @@ def _convert_loop(module, name, src, dst, op):
 
 
 def _compile_for(cpu: str, ir_text: str):
-  compiler._init_llvm()
+  llvm_jit.init()
   tm = llvm.Target.from_triple(llvm.get_process_triple()).create_target_machine(
       cpu=cpu, features="", opt=3, codemodel="jitdefault")
   mod = llvm.parse_assembly(ir_text)
   mod.triple = tm.triple
   obj = tm.emit_object(mod)
-  return obj, compiler._load_object(obj, llvm.get_process_triple(), 3)
+  return obj, llvm_jit.load_object(obj, 3)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,7 @@ def generic_conversions():
   _convert_loop(m, "f2h", F, H, "fptrunc")
   _convert_loop(m, "h2f", H, F, "fpext")
   obj, (engine, addr) = _compile_for("x86-64", str(m))
-  assert libcalls.undefined_symbols([obj]) == {"__truncdfhf2", "__truncsfhf2", "__extendhfsf2"}
+  assert llvm_jit.undefined_symbols([obj]) == {"__truncdfhf2", "__truncsfhf2", "__extendhfsf2"}
 
   def run(name, x, out_dtype):
     x = np.ascontiguousarray(x)

@@ -9,7 +9,7 @@ import ember
 import ember.numpy as jnp
 import ember.nn
 from ember._src import flags as flags_lib
-from ember._src.backends.cpu import threadpool
+from ember._src.backends.cpu import cost_model
 from ember._src.backends.cpu.compiler import compile_module
 from ember._src.lower import lower_jaxpr
 from ember._src.passes import reduction_splitter
@@ -67,7 +67,7 @@ def test_same_bits_for_any_number_of_chunks(name):
   module = module_of(f, x)
   outs = []
   for chunks in (1, 2, 3, K):
-    with threadpool.forced_chunks(chunks):
+    with cost_model.forced_chunks(chunks):
       exe = compile_module(module)
     outs.append(np.array(exe.execute([x])[0]))
   assert all(o.tobytes() == outs[0].tobytes() for o in outs)

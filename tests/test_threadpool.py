@@ -19,7 +19,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember._src import hlo
-from ember._src.backends.cpu import threadpool
+from ember._src.backends.cpu import cost_model, host, threadpool
 from ember._src.backends.cpu.compiler import (compile_module, deserialize_executable,
                                               serialize_executable)
 from ember._src.lower import lower_jaxpr
@@ -48,7 +48,7 @@ def compiled(f, *args, chunks=None):
 def build(module, chunks=None):
   if chunks is None:
     return compile_module(module)
-  with threadpool.forced_chunks(chunks):
+  with cost_model.forced_chunks(chunks):
     return compile_module(module)
 
 
@@ -240,7 +240,7 @@ def test_differently_shaped_outputs_never_split():
   exe = build(_hand_module([S(f32, (4, 5))], fusion), 8)
   (k,) = kernels(exe)
   assert not k.splittable and k.nchunks == 1
-  assert threadpool.plan_chunks(k.outer, k.splittable, threadpool.KernelCost(1e12, 1e12, 0),
+  assert cost_model.plan_chunks(k.outer, k.splittable, cost_model.KernelCost(1e12, 1e12, 0),
                                 threads=8) == 1
   e, r = exe.execute([x])
   np.testing.assert_allclose(e, x * x, rtol=1e-6)
@@ -255,9 +255,9 @@ def test_kernel_cost_counts_bytes_flops_transcendentals():
   x = np.ones((1000, 1000), f32)
   (k,) = kernels(compiled(lambda x: jnp.sin(x) * 2 + 1, x))
   # reads 4 MB, writes 4 MB; one sine, one multiply, one add per element
-  assert k.cost == threadpool.KernelCost(8e6, 2e6, 1e6)
+  assert k.cost == cost_model.KernelCost(8e6, 2e6, 1e6)
   (k,) = kernels(compiled(lambda x: x.sum(1), x))
-  assert k.cost == threadpool.KernelCost(4e6 + 4e3, 1e6 - 1e3, 0.0)
+  assert k.cost == cost_model.KernelCost(4e6 + 4e3, 1e6 - 1e3, 0.0)
 
 
 def test_cost_model_small_on_one_core_large_split():
@@ -266,20 +266,20 @@ def test_cost_model_small_on_one_core_large_split():
            compiled(lambda x: x.sum(1), data((100, 100)))]
   for exe in small:
     for k in kernels(exe):
-      assert threadpool.plan_chunks(k.outer, k.splittable, k.cost, threads=4) == 1
+      assert cost_model.plan_chunks(k.outer, k.splittable, k.cost, threads=4) == 1
   large = [compiled(lambda x: jnp.sin(x) * 2 + 1, data((1000, 1000))),
            compiled(lambda x: x.sum(1), data((2000, 1000))),
            compiled(lambda x: jnp.exp(x), data((3, 500000)))]   # outer 3 caps the chunks
   for exe in large:
     (k,) = kernels(exe)
-    n = threadpool.plan_chunks(k.outer, k.splittable, k.cost, threads=4)
-    assert 2 <= n <= min(k.outer, 4 * threadpool.CHUNKS_PER_THREAD)
-    assert threadpool.plan_chunks(k.outer, k.splittable, k.cost, threads=1) == 1
-    assert threadpool.plan_chunks(k.outer, False, k.cost, threads=4) == 1
+    n = cost_model.plan_chunks(k.outer, k.splittable, k.cost, threads=4)
+    assert 2 <= n <= min(k.outer, 4 * cost_model.CHUNKS_PER_THREAD)
+    assert cost_model.plan_chunks(k.outer, k.splittable, k.cost, threads=1) == 1
+    assert cost_model.plan_chunks(k.outer, False, k.cost, threads=4) == 1
     # the decision is made once, at build time, for this process's thread count
-    assert k.nchunks == threadpool.plan_chunks(k.outer, k.splittable, k.cost)
-  assert threadpool.plan_chunks(1, True, threadpool.KernelCost(1e12, 0, 0), threads=4) == 1
-  assert threadpool.plan_chunks(100, True, None, threads=4) == 1
+    assert k.nchunks == cost_model.plan_chunks(k.outer, k.splittable, k.cost)
+  assert cost_model.plan_chunks(1, True, cost_model.KernelCost(1e12, 0, 0), threads=4) == 1
+  assert cost_model.plan_chunks(100, True, None, threads=4) == 1
 
 
 def test_column_reductions_split_into_one_chunk_per_thread():
@@ -288,7 +288,7 @@ def test_column_reductions_split_into_one_chunk_per_thread():
   # (1000 x 1000 stays below reduction_splitter's size: one kernel)
   (k,) = kernels(compiled(lambda x: x.sum(0), data((1000, 1000))))
   assert k.cost.column_reduction
-  assert threadpool.plan_chunks(k.outer, k.splittable, k.cost, threads=4) == 4
+  assert cost_model.plan_chunks(k.outer, k.splittable, k.cost, threads=4) == 4
   (k,) = kernels(compiled(lambda x: x.sum(1), data((1000, 1000))))
   assert not k.cost.column_reduction
 
@@ -297,14 +297,14 @@ def test_dot_chunks_by_rows_or_column_panels():
   # a dot split by rows: each chunk packs all of B again, one chunk per thread; split by
   # column panels, chunks share nothing and dynamic claiming balances them
   flops = 2 * 128 * 784 * 512
-  rows = threadpool.KernelCost(2e6, 0, 0, dot_flops=flops)
+  rows = cost_model.KernelCost(2e6, 0, 0, dot_flops=flops)
   cols = rows._replace(dot_by_columns=True)
-  assert threadpool.plan_chunks(128, True, rows, threads=2) == 2
-  assert threadpool.plan_chunks(8, True, cols, threads=2) == 2 * threadpool.CHUNKS_PER_THREAD
-  assert threadpool.plan_chunks(3, True, cols, threads=2) == 3        # at most one per panel
+  assert cost_model.plan_chunks(128, True, rows, threads=2) == 2
+  assert cost_model.plan_chunks(8, True, cols, threads=2) == 2 * cost_model.CHUNKS_PER_THREAD
+  assert cost_model.plan_chunks(3, True, cols, threads=2) == 3        # at most one per panel
 
 
-@pytest.mark.skipif(not threadpool._supported(), reason="no thread pool on this platform")
+@pytest.mark.skipif(not host.threads_supported(), reason="no thread pool on this platform")
 def test_consecutive_kernels_split_ones_included_run_in_one_native_call():
   """A chain of kernels some of which are split runs as ONE call of the pool's step runner
   (no return to Python between kernels), as does an unsplit chain: the same bits as on one
@@ -347,7 +347,7 @@ def test_replayed_executable_recomputes_costs():
 
 
 def test_bad_environment_values_are_clear_errors(monkeypatch):
-  for name, fn in (("EMBER_NUM_THREADS", threadpool.num_threads),
+  for name, fn in (("EMBER_NUM_THREADS", host.num_threads),
                    ("EMBER_SPIN_US", threadpool.spin_us)):
     for bad in ("two", "-1") + (("0",) if name == "EMBER_NUM_THREADS" else ()):
       monkeypatch.setenv(name, bad)
@@ -355,7 +355,7 @@ def test_bad_environment_values_are_clear_errors(monkeypatch):
         fn.__wrapped__()
   monkeypatch.setenv("EMBER_NUM_THREADS", "3")
   monkeypatch.setenv("EMBER_SPIN_US", "0")
-  assert threadpool.num_threads.__wrapped__() in (3, 1)   # 1 where futexes are missing
+  assert host.num_threads.__wrapped__() in (3, 1)   # 1 where futexes are missing
   assert threadpool.spin_us.__wrapped__() == 0
 
 
@@ -418,7 +418,7 @@ def test_many_threads_call_one_jitted_function():
 def test_pool_runs_every_chunk_once():
   """The native pool on its own: a kernel that adds 1 to its [start, stop) of a counter
   array, split into many chunks, leaves every entry at exactly one per call."""
-  from ember._src.backends.cpu import compiler
+  from ember._src.backends.cpu import llvm_jit
   ir = """
   define void @count(ptr %bufs, i64 %start, i64 %stop) {
   entry:
@@ -436,7 +436,7 @@ def test_pool_runs_every_chunk_once():
   exit:
     ret void
   }"""
-  engine, addr, *_ = compiler._jit(ir, 2)
+  engine, addr, *_ = llvm_jit.jit(ir, 2)
   counts = np.zeros(1000, np.int32)
   bufs = (ctypes.c_void_p * 1)(counts.ctypes.data)
   for n in (1, 2, 3, 16, 999, 1000):
@@ -450,7 +450,7 @@ def test_pool_runs_every_chunk_once():
 # Environment, fork and exit (subprocesses)
 # --------------------------------------------------------------------------------------
 
-needs_pool = pytest.mark.skipif(not threadpool._supported(),
+needs_pool = pytest.mark.skipif(not host.threads_supported(),
                                 reason="the pool needs Linux futexes on x86_64/aarch64")
 
 
@@ -468,7 +468,7 @@ _SETUP = """
 import os, threading, ctypes
 import numpy as np
 import ember, ember.numpy as jnp
-from ember._src.backends.cpu import threadpool
+from ember._src.backends.cpu import cost_model, host, threadpool
 from ember._src.backends.cpu import executable as exm
 from ember._src.backends.cpu.compiler import compile_module
 from ember._src.lower import lower_jaxpr
@@ -494,7 +494,7 @@ np_sin21 = lambda x: np.sin(x) * 2 + 1
 
 def test_one_thread_means_no_pool():
   r = run_script("""
-  assert threadpool.num_threads() == 1
+  assert host.num_threads() == 1
   before = threading.active_count()
   assert thunk(sin21, big).nchunks == 1
   for _ in range(3):
@@ -509,7 +509,7 @@ def test_one_thread_means_no_pool():
 @needs_pool
 def test_four_threads_no_spin_bitwise_and_decisions():
   r = run_script("""
-  assert threadpool.num_threads() == 4 and threadpool.spin_us() == 0
+  assert host.num_threads() == 4 and threadpool.spin_us() == 0
   k_small, k_big = thunk(sin21, small), thunk(sin21, big)
   assert k_small.nchunks == 1 and 2 <= k_big.nchunks <= 16
   check(sin21, np_sin21, small)
@@ -520,7 +520,7 @@ def test_four_threads_no_spin_bitwise_and_decisions():
   pool = threadpool._pool
   assert len(pool.threads) == 3 and all(t.is_alive() for t in pool.threads)
   assert ctypes.c_int64.from_address(pool.state + threadpool._SPIN_NS).value == 0
-  with threadpool.forced_chunks(1):
+  with cost_model.forced_chunks(1):
     one = compile_module(optimize(lower_jaxpr(ember.make_jaxpr(sin21)(big), "f")))
   assert [k.nchunks for k in one.thunks] == [1]
   one = one.execute([big])[0]

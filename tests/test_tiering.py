@@ -159,10 +159,10 @@ def _quick_optimized_plain(f, *args):
 def test_a_module_with_reductions_compiles_mixed_and_gives_the_same_bits(monkeypatch):
   """The reductions' kernels compile at the full tier, the others at the quick tier (one
   module each, on two threads); every output keeps its bits through the tier-up."""
-  from ember._src.backends.cpu import compiler
+  from ember._src.backends.cpu import compiler, llvm_jit
   tiers = []
-  real = compiler._compile_in_parallel
-  monkeypatch.setattr(compiler, "_compile_in_parallel",
+  real = llvm_jit.compile_parts
+  monkeypatch.setattr(llvm_jit, "compile_parts",
                       lambda jobs, times: tiers.append([t for _, t, _ in jobs]) or
                       real(jobs, times))
   rng = np.random.default_rng(3)
@@ -176,7 +176,7 @@ def test_a_module_with_reductions_compiles_mixed_and_gives_the_same_bits(monkeyp
   mixed = compiler._quick_kernels(exe.llvm_ir, 3)
   assert mixed and len(mixed) < len(kernels)
   assert not any("reassoc" in compiler._functions(exe.llvm_ir)[k][0] for k in mixed)
-  assert tiers == [[compiler.LLVM_TIERS[0], compiler.LLVM_TIERS[3]]]
+  assert tiers == [[llvm_jit.LLVM_TIERS[0], llvm_jit.LLVM_TIERS[3]]]
   for q, o, p in zip(quick, optimized, plain):
     np.testing.assert_array_equal(_bits(q), _bits(o))
     np.testing.assert_array_equal(_bits(p), _bits(o))
@@ -189,17 +189,17 @@ def test_a_module_with_reductions_compiles_mixed_and_gives_the_same_bits(monkeyp
 
 
 def test_mixed_parts_hold_only_what_their_kernels_are_made_of():
-  from ember._src.backends.cpu import compiler
+  from ember._src.backends.cpu import compiler, llvm_jit
   x = np.ones((8, 40), np.float32)
   exe = _executable(lambda v: (_reassociated_sum(v), jnp.exp(v)), x)
   ir = exe.llvm_ir
   quick = compiler._quick_kernels(ir, 3)
   rest = [k for k in compiler._kernel_closures(ir) if k not in quick]
   assert quick and rest
-  text, tier, internal = compiler._part_job(ir, quick, rest, compiler.LLVM_TIERS[0])
+  text, tier, internal = compiler._part_job(ir, quick, rest, llvm_jit.LLVM_TIERS[0])
   assert tier.speed_level == 0 and "reassoc" not in text and internal == []
   assert all(f'@"{k}"(' not in text for k in rest) and "ember.exp" in text
-  text, _, _ = compiler._part_job(ir, rest, quick, compiler.LLVM_TIERS[3])
+  text, _, _ = compiler._part_job(ir, rest, quick, llvm_jit.LLVM_TIERS[3])
   assert "reassoc" in text and "ember.exp" not in text
   # opt level 1 has no quick tier below it
   assert compiler._quick_kernels(ir, 1) == []
@@ -248,8 +248,8 @@ def test_a_forked_child_keeps_its_quick_code():
 FORK_WHILE_LLVM_IS_BUSY = """
 import gc, os, signal, threading, time
 import llvmlite.binding as llvm
-from ember._src.backends.cpu import compiler
-compiler._init_llvm()
+from ember._src.backends.cpu import llvm_jit
+llvm_jit.init()
 held = threading.Event()
 def busy():   # another thread inside llvmlite (as the tier-up worker often is)
   with llvm.ffi.lib._lock:
@@ -260,7 +260,7 @@ held.wait()
 pid = os.fork()                      # waits for the lock, then forks
 if pid == 0:
   signal.alarm(20)                   # a hang kills the child: the test fails, never hangs
-  tm = compiler.host_target_machine()
+  tm = llvm_jit.host_target_machine()
   del tm
   gc.collect()                       # disposing of it takes llvmlite's lock
   os._exit(0)

@@ -279,39 +279,27 @@ def _take_donated(a, aliased: bool):
 
 
 def _estimated_ns(module: hlo.Module) -> float:
-  """A rough single-core run time of the whole module (the thread pool's cost model over
-  the module's cost analysis, dots at their own rate): calls that run under
-  executor.INLINE_NS on the pool's threads run inline when the executor is idle, where a
-  hand-off to the executor thread would cost more than it overlaps."""
-  from ember._src import analysis
-  from ember._src.backends.cpu import threadpool
-  ca = analysis.cost_analysis(module)
-  dots = analysis.dot_flops(module.entry)
-  return threadpool.estimate_ns(threadpool.KernelCost(
-      ca.get("bytes accessed", 0.0), ca.get("flops", 0.0) - dots,
-      ca.get("transcendentals", 0.0), dot_flops=dots))
+  """A rough single-core run time of the whole module (cost_model.module_ns): calls that
+  run under executor.INLINE_NS on the pool's threads run inline when the executor is idle,
+  where a hand-off to the executor thread would cost more than it overlaps."""
+  from ember._src.backends.cpu import cost_model
+  return cost_model.module_ns(module)
 
 
 def _tier_up_pays(module: hlo.Module, flags) -> bool:
-  """Whether quick-tier code may run first (tiering.quick_pays): its slower run must cost
-  less than the optimized compile it saves. Dots do not count: their loops are compiled
-  once per process (dot_kernels.py) or are BLAS calls, the same code at every tier."""
-  from ember._src import analysis
-  from ember._src.backends.cpu import codegen, threadpool, tiering
+  """Whether quick-tier code may run first (cost_model.quick_module_pays): its slower run
+  must cost less than the optimized compile it saves."""
+  from ember._src.backends.cpu import codegen, cost_model
   if not getattr(flags, "tiered_compilation", False) or flags.opt_level < 2:
     return False
-  flops, trans = analysis.computation_costs(module.entry, tiering.QUICK_TRANSCENDENTAL)
-  return tiering.quick_pays(threadpool.KernelCost(
-      analysis.cost_analysis(module).get("bytes accessed", 0.0),
-      flops - analysis.dot_flops(module.entry), trans),
-      codegen.vector_transcendentals(module.entry))
+  return cost_model.quick_module_pays(module, codegen.vector_transcendentals(module.entry))
 
 
 class _RunPlan:
   """What `CompiledComputation.run` needs per call, computed once per executable."""
 
   def __init__(self, comp: CompiledComputation):
-    from ember._src.backends.cpu import threadpool
+    from ember._src.backends.cpu import host
     from ember._src.backends.cpu.executable import Executable
     self.executable = ex = comp.executable
     self.name = comp.module.name
@@ -324,7 +312,7 @@ class _RunPlan:
                   for av in comp.out_avals if isinstance(av.dtype, np.dtype))
     est = comp.estimated_ns if comp.estimated_ns is not None else _estimated_ns(comp.module)
     self.small = nbytes < executor._INLINE_BYTES or \
-        est / threadpool.num_threads() < executor.INLINE_NS
+        est / host.num_threads() < executor.INLINE_NS
     self.aliased = frozenset(getattr(ex, "donated", ()))
     name = self.name
     if type(ex) is Executable:
@@ -497,11 +485,11 @@ def preload_backend() -> None:
   host CPU now: a process's first jitted call otherwise pays this (~40-90 ms) on top of
   its own compilation. Idempotent."""
   from ember._src import lower, persistent_cache  # noqa: F401
-  from ember._src.backends.cpu import compiler
+  from ember._src.backends.cpu import compiler, llvm_jit  # noqa: F401
   from ember._src.passes import buffer_assignment, pipeline  # noqa: F401
   for name in pipeline.PASSES:
     pipeline.get_pass(name)
-  compiler._shared_target_machine(compiler.LLVM_TIERS[compile_flags().opt_level].codegen_level)
+  llvm_jit.shared_target_machine(llvm_jit.LLVM_TIERS[compile_flags().opt_level].codegen_level)
 
 
 @contextlib.contextmanager

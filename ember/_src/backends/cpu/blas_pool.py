@@ -29,9 +29,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import string
 import threading
 
 import numpy as np
+
+from ember._src.backends.cpu import dot_kernels, host, llvm_jit, threadpool
 
 # The descriptor's i64 words (`_NAMES`): is_f64, transA, transB (CBLAS codes), M, N, K, lda,
 # ldb, ldc, split_cols, unit (rows or columns per outer index), bytes to advance A, B, C per
@@ -133,12 +136,10 @@ def _native():
   if found is None:
     return None
   s, d, get, set_, int_ty = found
-  import string
   text = string.Template(_IR).substitute(LOADS=_loads(), SGEMM=s, DGEMM=d,
                                          INT=int_ty,
                                          CONV="trunc" if int_ty == "i32" else "bitcast")
-  from ember._src.backends.cpu import compiler
-  engine, addr, *_ = compiler._jit(text, 2)
+  engine, addr, *_ = llvm_jit.jit(text, 2)
   return engine, addr("ember_blas_chunk"), (get, set_)
 
 
@@ -177,9 +178,8 @@ class Gemm:
 
   def __init__(self, native, is_f64: bool, trans_a: bool, trans_b: bool, M: int, N: int,
                K: int, lda: int, ldb: int, itemsize: int, threads: int | None = None):
-    from ember._src.backends.cpu import threadpool
     self.engine, self.address, self._global = native
-    threads = threadpool.num_threads() if threads is None else threads
+    threads = host.num_threads() if threads is None else threads
     cols = N > M                       # split the larger side: its operand is packed once
     dim = N if cols else M
     chunks = 1 if 2 * M * N * K < MIN_SPLIT_FLOPS or threads <= 1 else threads
@@ -228,7 +228,6 @@ def gemm_for(instr, out_dtype) -> Gemm | None:
       0 in rhs.shape.dims:
     return None
   (lc,), (rc,) = a["lhs_contracting_dims"], a["rhs_contracting_dims"]
-  from ember._src.backends.cpu import dot_kernels
   if dot_kernels.is_gram(instr):   # NumPy's matmul calls syrk: half the flops of a gemm
     return None
   native = _native()

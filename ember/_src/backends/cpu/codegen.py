@@ -76,6 +76,7 @@ from llvmlite import ir
 
 from ember._src import dtypes, hlo
 from ember._src.dtypes import dtype_kind
+from ember._src.passes.fusion import column_reduce_root, is_expensive, operand_index, row_cached
 
 PTR = ir.PointerType()
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
@@ -370,7 +371,6 @@ class ElementalEmitter(IRHelpers):
     row. The fusion pass models exactly this (`fusion.symbolic_count`) when it fuses an
     expensive producer read through a broadcast. Never descends into a lazily selected
     operand (concatenate, pad, dynamic-update-slice are not pure maps)."""
-    from ember._src.passes.fusion import operand_index
     seen = set()
     zero = self.i64(0)
 
@@ -624,11 +624,8 @@ class ElementalEmitter(IRHelpers):
       one = ir.Constant(vals[0].type, 1.0)
       return self.b.fdiv(one, self.intrinsic(f"llvm.sqrt.{float_suffix(vals[0].type)}",
                                              vals[0].type, vals))
-    try:
-      from ember._src.backends.cpu import mathlib
-    except ImportError as e:   # the math library is being written (helper M)
-      raise CodegenError(f"ember's CPU backend cannot compile {op}: the math library "
-                         f"(ember/_src/backends/cpu/mathlib.py) is not available") from e
+    # deferred: mathlib's import (~20 ms) is paid by the first module with a transcendental
+    from ember._src.backends.cpu import mathlib
     return mathlib.emit(self.b, op, list(vals), vals[0].type)
 
   def fmax(self, a, b, is_max: bool):
@@ -1593,7 +1590,7 @@ def fixed_lanes_prologue(x: hlo.Instr, in_dims: Sequence[int], rdims: Sequence[i
   long enough, and x is made of vector-friendly ops down to values read along the minor dim
   (parameters, through reshapes that keep it; `is_leaf`: the emitter's row buffers) or
   invariant along it (scalars, broadcasts that do not map it)."""
-  from ember._src.backends.cpu import mathlib
+  from ember._src.backends.cpu import mathlib   # deferred: its import costs ~20 ms
   minor = len(in_dims) - 1
   if not rdims or rdims[-1] != minor or \
       in_dims[minor] < FIXED_LANES * FIXED_LANES_BYTES // np.dtype(x.dtype).itemsize:
@@ -1646,7 +1643,7 @@ def reassociable(reduce: hlo.Instr) -> bool:
 
 def vector_transcendentals(comp: hlo.Computation) -> float:
   """The transcendentals fixed-order reductions compute on vectors in `comp` (fusions
-  included): the quick tier runs them at vector speed (tiering.quick_pays)."""
+  included): the quick tier runs them at vector speed (cost_model.quick_pays)."""
   n = 0.0
   for i in comp.instrs:
     if i.opcode == "reduce" and (reassociable(i) or _float_max_min(i)):
@@ -1751,7 +1748,6 @@ def _transposed_dim(comp: hlo.Computation, roots, dims) -> int | None:
   minor dim indexes another of its dims (a transpose): the row-by-row nest would read that
   array with a stride of a whole row per element. Only for fusions without reductions or
   expensive ops (the tiled nest does not hoist invariants) and big enough to miss cache."""
-  from ember._src.passes.fusion import is_expensive, operand_index
   n = len(dims)
   if n < 2 or 0 in dims or dims[-1] < 2 * TILE or int(np.prod(dims)) < 1 << 16:
     return None
@@ -1892,7 +1888,6 @@ class KernelBuilder:
         else:
           cached = ()
           if 0 not in dims and len(dims) >= 2:
-            from ember._src.passes.fusion import row_cached
             members = {i.id for i in comp.instrs}
             cached = [i for i in comp.instrs if row_cached(comp.root, members, i)]
           self._nest(em, dims, start, stop, store, hoist_from=roots if 0 not in dims else (),
@@ -2023,7 +2018,6 @@ class KernelBuilder:
     """A reduce root (a simple combiner, or variadic like argmax) whose input keeps its
     minor dimension (`fusion.column_reduce_root`): the loop order (kept outer dims, reduced
     dims, minor dim) reads the input contiguously and vectorizes across output elements."""
-    from ember._src.passes.fusion import column_reduce_root
     return comp.root if column_reduce_root(comp.root) else None
 
   def _column_reduce(self, em, root, out_dims, out_ptrs, out_shapes, start, stop):

@@ -1,14 +1,14 @@
 """compile_module: an optimized HLO module + its buffer assignment -> an Executable.
 
 All kernels of the module (one per fusion, one per scatter) go into ONE LLVM module, which
-is optimized and compiled at the LLVM tier of `flags.opt_level` (`LLVM_TIERS`; default 3:
-O1 simplification then the loop and SLP vectorizers; 0, the quick tier of
-`jax_disable_most_optimizations`: no IR optimization, fast instruction selection) once
-for the host CPU (its name and features, so AVX2/AVX-512 are used where present). The
-object code is loaded into an MCJIT engine kept alive by the Executable. Dots run through
-NumPy (BLAS), small float dots through generated kernels (dot_kernels.py); dot output
-fusions run the dot block by block, each block followed by its epilogue kernel; sorts and
-top-k run through NumPy, copies through np.copyto.
+is optimized and compiled (llvm_jit.py) at the LLVM tier of `flags.opt_level`
+(`llvm_jit.LLVM_TIERS`; default 3: O1 simplification then the loop and SLP vectorizers; 0,
+the quick tier of `jax_disable_most_optimizations`: no IR optimization, fast instruction
+selection) once for the host CPU (its name and features, so AVX2/AVX-512 are used where
+present). The object code is loaded into an MCJIT engine kept alive by the Executable. Dots
+run through NumPy (BLAS), small float dots through generated kernels (dot_kernels.py); dot
+output fusions run the dot block by block, each block followed by its epilogue kernel;
+sorts and top-k run through NumPy, copies through np.copyto.
 
 With `--dump_to=DIR` the backend writes, via `passes.dumps.dump_artifact`:
 `ir-no-opt.ll` (the generated IR), `ir-with-opt.ll`, `s` (assembly) and
@@ -17,29 +17,26 @@ With `--dump_to=DIR` the backend writes, via `passes.dumps.dump_artifact`:
 from __future__ import annotations
 
 import base64
-import contextlib
-import ctypes
 import functools
-import os
+import json
 import re
-import threading
 import time
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import numpy as np
-import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ember._src import flags as flags_lib
-from ember._src import hlo
+from ember._src import hlo, hlo_eval
 from ember._src.backends.cpu import codegen, dot_kernels
 from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.backends.cpu import executable as ex
-from ember._src.backends.cpu import host, libcalls, linalg_thunks
+from ember._src.backends.cpu import control_flow, cost_model, host, linalg_thunks, llvm_jit
+from ember._src.backends.cpu import libcalls  # noqa: F401 -- its float16 helpers, for llvm_jit
+from ember._src.backends.cpu import tiering
 from ember._src.reference import sorting
 
-__all__ = ["compile_module", "CodegenError", "host_target_machine", "serialize_executable",
-           "deserialize_executable"]
+__all__ = ["compile_module", "CodegenError", "serialize_executable", "deserialize_executable"]
 
 # Opcodes the entry computation may hold that need no code (views of other buffers or data).
 _NO_CODE = {"parameter", "constant", "tuple", "get-tuple-element", "optimization-barrier"}
@@ -47,74 +44,6 @@ _NO_CODE = {"parameter", "constant", "tuple", "get-tuple-element", "optimization
 _FUSIBLE = hlo.ELEMENTWISE | {"broadcast", "reshape", "transpose", "reverse", "slice",
                               "dynamic-slice", "dynamic-update-slice", "concatenate", "pad",
                               "iota", "gather", "reduce"}
-
-_jit_lock = threading.RLock()
-
-
-def _llvm_locks() -> tuple:
-  """ember's compile lock and llvmlite's global lock (every llvmlite call takes it, even the
-  disposal of a garbage-collected target machine)."""
-  from llvmlite.binding import ffi
-  return _jit_lock, ffi.lib._lock._lock
-
-
-def _hold_llvm_locks() -> None:
-  # before a fork: no other thread (the tier-up worker compiles in the background) is inside
-  # llvmlite when the child is made; a lock it held would hang the child at its first
-  # garbage collection of an LLVM object
-  for lock in _llvm_locks():
-    lock.acquire()
-
-
-def _release_llvm_locks() -> None:   # the parent and the child (same thread identity)
-  for lock in reversed(_llvm_locks()):
-    lock.release()
-
-
-os.register_at_fork(before=_hold_llvm_locks, after_in_parent=_release_llvm_locks,
-                    after_in_child=_release_llvm_locks)
-
-
-_init_llvm = host._init
-
-
-class LLVMTier(NamedTuple):
-  """What LLVM does at one `opt_level` (EMBER_FLAGS=--opt_level, XLA's
-  --xla_backend_optimization_level; `jax_disable_most_optimizations` selects 0)."""
-  speed_level: int     # the new pass manager's default pipeline (0: always-inline only)
-  vectorize: bool      # loop and SLP vectorizers
-  codegen_level: int   # the code generator's -O level (0: fast instruction selection and
-                       # register allocation: a third of the time, slow code)
-  unroll: bool = True  # LLVM's loop unrolling. Off (the default tiers): 15-55% less LLVM
-                       # time at no measured speed (a column sum's 8-row second stage
-                       # unrolled into 750 lines); short reductions then vectorize with
-                       # their reassociation, so a 5-term sum may round differently from
-                       # the reference evaluator (within the reduction tolerance)
-
-
-# Measured (bench/compile_latency.py): LLVM's O2/O3 simplification pipelines made no kernel
-# faster than O1's followed by the vectorizers (pairwise distances ran 40% slower after O3)
-# and cost 10-20% more compile time; the code generator costs the same at -O1..-O3.
-LLVM_TIERS = {0: LLVMTier(0, False, 0), 1: LLVMTier(1, False, 1), 2: LLVMTier(1, True, 2, False),
-              3: LLVMTier(1, True, 3, False)}
-
-
-def host_target_machine(opt_level: int = 3) -> llvm.TargetMachine:
-  """A new target machine for the CPU ember compiles for (host.cpu(): the host's name and
-  features, or a --cpu_max_isa level), JIT code model, code generator at `opt_level`. An
-  MCJIT engine takes ownership of the one it is given."""
-  cpu, features = host.cpu()
-  target = llvm.Target.from_triple(llvm.get_process_triple())
-  return target.create_target_machine(cpu=cpu, features=features, opt=opt_level,
-                                      codemodel="jitdefault")
-
-
-@functools.cache
-def _shared_target_machine(opt_level: int) -> llvm.TargetMachine:
-  """One target machine per level for optimizing and emitting (under `_jit_lock`):
-  creating one costs ~0.7 ms a compile."""
-  return host_target_machine(opt_level)
-
 
 # --------------------------------------------------------------------------------------
 # Slots and aliasing
@@ -205,7 +134,6 @@ def sort_num_keys(instr: hlo.Instr) -> int | None:
   k = len(used)
   if not k or sorted(used) != list(range(k)):
     return None
-  from ember._src import hlo_eval
   n = 48
   rng = np.random.default_rng(0)
   probes = [_probe(o.dtype, n, rng) if j < k else (np.arange(n) % 2 == 1 if o.dtype == bool
@@ -259,7 +187,6 @@ class _ThunkPlan:
     elif op in _FUSIBLE:
       self.fusion(instr, codegen.wrap_as_fusion(instr))
     elif op in ("while", "conditional"):   # loops over sub-executables (control_flow.py)
-      from ember._src.backends.cpu import control_flow
       control_flow.add_to_plan(self, instr)
     elif op == "custom-call" and linalg_thunks.supported(instr):   # LAPACK-style targets
       linalg_thunks.add_to_plan(self, instr)
@@ -278,8 +205,7 @@ class _ThunkPlan:
     comp = comp or instr.called[0]
     info = self.kernels.fusion(instr.name, comp, _noalias(ins, outs, same), same)
     self.kernel_infos.append(info)
-    from ember._src.backends.cpu import threadpool
-    cost = threadpool.kernel_cost(instr, comp)   # recomputed on replay, never serialized
+    cost = cost_model.kernel_cost(instr, comp)   # recomputed on replay, never serialized
     self.pending.append(lambda addr: ex.KernelThunk(instr.name, addr(info.name), ins + outs,
                                                     info.outer, info.splittable, cost))
 
@@ -312,8 +238,7 @@ class _ThunkPlan:
     cols = dot_kernels.split_by_columns(lay)
     info = self._dot_kernel(name, lambda m: dot_kernels.emit_dot_kernel(
         m, name, lay, 0, 1, 2, by_columns=cols), (lay,))
-    from ember._src.backends.cpu import threadpool
-    cost = threadpool.KernelCost(dot_kernels.dot_bytes(lay), 0.0, 0.0,
+    cost = cost_model.KernelCost(dot_kernels.dot_bytes(lay), 0.0, 0.0,
                                  dot_flops=dot_kernels.dot_flops(lay), dot_by_columns=cols)
     self.pending.append(lambda addr: ex.KernelThunk(name, addr(info.name), slots,
                                                     info.outer, info.splittable, cost))
@@ -344,8 +269,7 @@ class _ThunkPlan:
     # generated kernel does not apply and BLAS computes the whole dot at once
     tile = 0 if in_place or lay.rows_per_unit is None else (
         dot_kernels.block_units(lay) * lay.rows_per_unit * lay.N * lay.dtype.itemsize)
-    from ember._src.backends.cpu import threadpool
-    cost = threadpool.kernel_cost(instr, epi)   # recomputed on replay, never serialized
+    cost = cost_model.kernel_cost(instr, epi)   # recomputed on replay, never serialized
     if dot_kernels.generated_kernel_ok(lay, tile, fused=True, gram=dot_kernels.is_gram(dot)):
       if dot_kernels.split_by_columns(lay, epilogue=True, in_place=in_place):
         # threads split the dot by columns, so the epilogue runs after it, as a fusion
@@ -397,8 +321,7 @@ class _ThunkPlan:
     info = self.kernels.scatter(instr.name, instr, _noalias(ins, outs))
     self.kernel_infos.append(info)
     copies = [(s, d, o.shape) for s, d, o in zip(ins[:n], outs, instr.operands[:n])]
-    from ember._src.backends.cpu import threadpool
-    cost = threadpool.kernel_cost(instr)
+    cost = cost_model.kernel_cost(instr, codegen.wrap_as_fusion(instr))
     self.pending.append(lambda addr: ex.ScatterThunk(
         instr, ex.KernelThunk(info.name, addr(info.name), ins + outs, info.outer,
                               info.splittable, cost), copies))
@@ -437,7 +360,6 @@ def compile_module(module: hlo.Module, assignment=None, flags=None,
   ir_text = str(llmod)
   times["llvm_ir"] = time.perf_counter() - t1
   times["codegen"] = t1 - t0
-  from ember._src.backends.cpu import tiering
   quick = _quick_kernels(ir_text, opt_level) if tiered else []
   if quick is None:          # every kernel starts at the quick tier
     native = _native_code(plan, ir_text, 0, times)
@@ -471,85 +393,45 @@ def _native_code(plan: _ThunkPlan, ir_text: str, opt_level: int, times: dict,
                  code_size=code_size,
                  ir=ir_text, opt_ir=opt_ir, opt_level=opt_level)
   return dict(thunks=[make(addr) for make in plan.pending], engine=engine,
-              asm_fn=functools.partial(_assembly, opt_ir, opt_level), code_size=code_size,
+              asm_fn=functools.partial(llvm_jit.assembly, opt_ir, opt_level),
+              code_size=code_size,
               optimized_ir=opt_ir, cache_payload=payload)
 
 
 def _jit(ir_text: str, opt_level: int, times: dict | None = None, private: bool = False,
          quick: Sequence[str] = ()):
-  """Optimize and compile the module at `LLVM_TIERS[opt_level]`, the kernels `quick` at the
-  quick tier (opt 0); returns (engine, symbol -> address, code size in bytes, the optimized
-  IR text, the object code). Records seconds per stage in `times` (llvm_parse,
-  llvm_optimize, llvm_ir_text, llvm_emit_object, llvm_load). Foreground compiles share
-  LLVM's global context: one at a time. A `private` compile (the tier-up worker's) uses a
-  context and target machine of its own and runs the pass pipeline and object emission
-  outside llvmlite's global lock. A large foreground module with several kernels is
-  compiled in parts on two threads (`_parallel_parts`), as is a mixed-tier one."""
-  tier = LLVM_TIERS[opt_level]
+  """Optimize and compile the module at `llvm_jit.LLVM_TIERS[opt_level]`, the kernels `quick`
+  at the quick tier (opt 0), and load it (llvm_jit.load): (engine, symbol -> address, code
+  size in bytes, the optimized IR text, the object code). Records seconds per stage in
+  `times` (llvm_parse, llvm_optimize, llvm_ir_text, llvm_emit_object, llvm_load). A
+  `private` compile is the tier-up worker's (llvm_jit.compile_ir). A large foreground module
+  with several kernels is compiled in parts on two threads (`_parallel_parts`), as is a
+  mixed-tier one."""
+  tier = llvm_jit.LLVM_TIERS[opt_level]
   times = {} if times is None else times
-  _init_llvm()
   if quick:
     rest = [k for k in _kernel_closures(ir_text) if k not in quick]
-    code_size, opt_ir, obj = _compile_in_parallel(
-        [_part_job(ir_text, quick, rest, LLVM_TIERS[0]), _part_job(ir_text, rest, quick, tier)],
-        times)
+    compiled = llvm_jit.compile_parts(
+        [_part_job(ir_text, quick, rest, llvm_jit.LLVM_TIERS[0]),
+         _part_job(ir_text, rest, quick, tier)], times)
   elif (parts := None if private else _parallel_parts(ir_text)):
-    code_size, opt_ir, obj = _compile_in_parallel(
+    compiled = llvm_jit.compile_parts(
         [_part_job(ir_text, parts[k], parts[1 - k], tier) for k in range(2)], times)
   else:
-    with (contextlib.nullcontext() if private else _jit_lock):
-      code_size, opt_ir, obj = _compile(ir_text, tier, private, times)
-  t = time.perf_counter()
-  engine, addr = _load_object(obj, llvm.get_process_triple(), opt_level)
-  times["llvm_load"] = time.perf_counter() - t
-  return engine, addr, code_size, opt_ir, obj
-
-
-def _compile(ir_text: str, tier: LLVMTier, private: bool, times: dict,
-             internal: Sequence[str] = ()) -> tuple[int, str, bytes]:
-  """(code size, optimized IR text, object code) of the module; the functions `internal`
-  become internal (only kept where another function calls them). `private`: a context and
-  target machine of this thread's own, heavy calls outside llvmlite's global lock."""
-  t0 = time.perf_counter()
-  mod = llvm.parse_assembly(ir_text, llvm.create_context() if private else None)
-  mod.verify()
-  for name in internal:
-    mod.get_function(name).linkage = "internal"
-  tm = _worker_target_machine(tier.codegen_level) if private else \
-      _shared_target_machine(tier.codegen_level)
-  mod.triple = tm.triple
-  mod.data_layout = str(tm.target_data)
-  t1 = time.perf_counter()
-  pto = llvm.create_pipeline_tuning_options(speed_level=tier.speed_level)
-  pto.loop_vectorization = pto.slp_vectorization = tier.vectorize
-  pto.loop_unrolling = tier.unroll
-  pb = llvm.create_pass_builder(tm, pto)
-  mpm = pb.getModulePassManager()
-  _llvm_call("LLVMPY_RunNewModulePassManager", private)(mpm, mod, pb)
-  t2 = time.perf_counter()
-  opt_ir = str(mod)
-  t3 = time.perf_counter()
-  obj = _emit_object(tm, mod, private)
-  t4 = time.perf_counter()
-  code_size = sum(s.size() for s in llvm.ObjectFileRef.from_data(obj).sections()
-                  if s.is_text())
-  times.update(llvm_parse=t1 - t0, llvm_optimize=t2 - t1, llvm_ir_text=t3 - t2,
-               llvm_emit_object=t4 - t3)
-  return code_size, opt_ir, obj
+    compiled = llvm_jit.compile_whole(ir_text, opt_level, times, private)
+  return llvm_jit.load(compiled, opt_level, times)
 
 
 # A module of at least this much IR text with 2+ kernels is compiled as two halves on two
 # threads (`_part_job`: each half a module of only what its kernels are made of, a kernel of
 # the other half that one of them calls, e.g. a dot kernel's epilogue, as an internal copy).
 PARALLEL_MIN_IR_CHARS = 40_000
-_PART_MARK = "\n; ---- ember: the next part of the module (compiled in parallel) ----\n"
 
 
 def _parallel_parts(ir_text: str) -> list[list[str]] | None:
   """The exported functions split in two halves of about equal IR text, or None when the
   module is small, has one kernel, or one core is all there is."""
-  from ember._src.backends.cpu import threadpool
-  if len(ir_text) < PARALLEL_MIN_IR_CHARS or threadpool.num_threads() < 2:
+  if len(ir_text) < PARALLEL_MIN_IR_CHARS or host.num_threads() < 2:
     return None
   fns, closures = _functions(ir_text), _kernel_closures(ir_text)
   if len(closures) < 2:
@@ -562,30 +444,6 @@ def _parallel_parts(ir_text: str) -> list[list[str]] | None:
     halves[k].append(name)
     weight[k] += size
   return list(halves) if all(halves) else None
-
-
-def _compile_in_parallel(jobs: list[tuple], times: dict):
-  """`_compile` of two (IR text, tier, functions made internal) jobs, each on its own thread
-  (private contexts), as one result: code sizes summed, optimized texts joined by
-  `_PART_MARK`, objects packed (`_pack_objects`). `times`: the slower part's per stage."""
-  results, errors, part_times = [None, None], [], [{}, {}]
-
-  def run(k: int) -> None:
-    text, tier, internal = jobs[k]
-    try:
-      results[k] = _compile(text, tier, True, part_times[k], internal=internal)
-    except BaseException as e:  # noqa: BLE001 -- re-raised in the caller
-      errors.append(e)
-  helper = threading.Thread(target=run, args=(1,), name="ember-llvm-part")
-  helper.start()
-  run(0)
-  helper.join()
-  for key in part_times[0].keys() | part_times[1].keys():
-    times[key] = max(part_times[0].get(key, 0.0), part_times[1].get(key, 0.0))
-  if errors:
-    raise errors[0]
-  return (results[0][0] + results[1][0], results[0][1] + _PART_MARK + results[1][1],
-          _pack_objects([results[0][2], results[1][2]]))
 
 
 # --- mixed tiers: a module whose reassociated reductions keep the rest from the quick tier
@@ -622,7 +480,6 @@ def _quick_kernels(ir_text: str, opt_level: int) -> list[str] | None:
   """Which kernels may start at the quick tier (`tiering.qualifies` on the functions each
   is made of): None when all of them may (one quick compile of the module), else a list,
   empty when none may."""
-  from ember._src.backends.cpu import tiering
   if tiering.qualifies(ir_text, opt_level):
     return None
   if opt_level < 2:
@@ -634,8 +491,9 @@ def _quick_kernels(ir_text: str, opt_level: int) -> list[str] | None:
   return None if quick and len(quick) == len(closures) else quick
 
 
-def _part_job(ir_text: str, kernels: Sequence[str], others: Sequence[str], tier: LLVMTier):
-  """The `_compile_in_parallel` job that compiles `kernels` at `tier`: the module's
+def _part_job(ir_text: str, kernels: Sequence[str], others: Sequence[str],
+              tier: llvm_jit.LLVMTier):
+  """The `llvm_jit.compile_parts` job that compiles `kernels` at `tier`: the module's
   declarations and globals with only the functions those kernels are made of. Another
   kernel one of them calls (a dot's epilogue) comes along as an internal copy."""
   closures = _kernel_closures(ir_text)
@@ -643,85 +501,6 @@ def _part_job(ir_text: str, kernels: Sequence[str], others: Sequence[str], tier:
   pruned = _FUNCTION.sub("", ir_text) + "".join(
       text for name, (text, _) in _functions(ir_text).items() if name in names)
   return pruned, tier, [k for k in others if k in names]
-
-
-_OBJS_MAGIC = b"ember-objects\0"
-
-
-def _pack_objects(objs: list[bytes]) -> bytes:
-  return _OBJS_MAGIC + b"".join(len(o).to_bytes(8, "little") + o for o in objs)
-
-
-def _unpack_objects(data: bytes) -> list[bytes]:
-  """The object files of `_pack_objects` (or the one object file `data` is)."""
-  if not data.startswith(_OBJS_MAGIC):
-    return [data]
-  out, pos = [], len(_OBJS_MAGIC)
-  while pos < len(data):
-    n = int.from_bytes(data[pos:pos + 8], "little")
-    out.append(data[pos + 8:pos + 8 + n])
-    pos += 8 + n
-  return out
-
-
-def _llvm_call(name: str, unlocked: bool):
-  """llvmlite's C-API function `name`; with `unlocked`, the raw function without
-  llvmlite's global lock (only for objects no other thread can reach)."""
-  fn = getattr(llvm.ffi.lib, name)
-  return getattr(fn, "_cfn", fn) if unlocked else fn
-
-
-def _emit_object(tm: llvm.TargetMachine, mod: llvm.ModuleRef, private: bool) -> bytes:
-  """`tm.emit_object(mod)`, outside llvmlite's global lock when `private`."""
-  if not private:
-    return tm.emit_object(mod)
-  lib = llvm.ffi.lib
-  with llvm.ffi.OutputString() as err:
-    buf = _llvm_call("LLVMPY_TargetMachineEmitToMemory", True)(tm, mod, 1, err)
-    if not buf:
-      raise RuntimeError(str(err))
-  try:
-    return ctypes.string_at(lib.LLVMPY_GetBufferStart(buf), lib.LLVMPY_GetBufferSize(buf))
-  finally:
-    lib.LLVMPY_DisposeMemoryBuffer(buf)
-
-
-_worker_tms = threading.local()
-
-
-def _worker_target_machine(opt_level: int) -> llvm.TargetMachine:
-  """This thread's own target machine per level, for private compiles (the tier-up worker,
-  the parts of a parallel compile)."""
-  tms = getattr(_worker_tms, "by_level", None)
-  if tms is None:
-    tms = _worker_tms.by_level = {}
-  tm = tms.get(opt_level)
-  if tm is None:
-    tm = tms[opt_level] = host_target_machine(opt_level)
-  return tm
-
-
-def _load_object(obj: bytes, triple: str, opt_level: int):
-  """An MCJIT engine holding the object code `obj`, and its symbol -> address lookup.
-  Raises RuntimeError, before loading, when a symbol the code calls resolves nowhere."""
-  dot_kernels.ensure_shared_bodies(obj)     # the dot loops it calls, before linking
-  libcalls.check_resolved(_unpack_objects(obj))
-  with _jit_lock:
-    holder = llvm.parse_assembly("")
-    holder.triple = triple
-    # the engine owns (and frees) its target machine: a new one, never the shared one
-    engine = llvm.create_mcjit_compiler(
-        holder, host_target_machine(LLVM_TIERS[opt_level].codegen_level))
-    for part in _unpack_objects(obj):
-      engine.add_object_file(llvm.ObjectFileRef.from_data(part))
-    engine.finalize_object()
-
-  def addr(name: str) -> int:
-    a = engine.get_function_address(name)
-    if not a:
-      raise CodegenError(f"kernel {name} was not found in the compiled object")
-    return a
-  return engine, addr
 
 
 # --------------------------------------------------------------------------------------
@@ -735,7 +514,6 @@ def serialize_executable(exe: ex.Executable) -> bytes:
   """The executable as bytes: a JSON header (kernel ranges, sort key counts, sizes) then
   the object code and the IR texts. The module and buffer assignment are not included:
   `deserialize_executable` takes the (identical) ones of the loading process."""
-  import json
   p = exe.cache_payload
   blobs = [p["obj"], p["ir"].encode(), p["opt_ir"].encode()]
   head = json.dumps({"kernels": p["kernels"], "aliases": p["aliases"],
@@ -756,7 +534,6 @@ def deserialize_executable(module: hlo.Module, assignment, data: bytes) -> ex.Ex
   module and assignment: loads the object code and replays the thunk plan with the
   recorded kernel facts (no IR is generated or optimized). Raises ValueError on bytes that
   do not fit the module."""
-  import json
   n = int.from_bytes(data[:4], "little")
   head = json.loads(data[4:4 + n])
   pos, blobs = 4 + n, {}
@@ -773,11 +550,11 @@ def deserialize_executable(module: hlo.Module, assignment, data: bytes) -> ex.Ex
   for instr in module.entry.instrs:
     plan.add(instr)
   opt_level = head["opt_level"]
-  engine, addr = _load_object(blobs["obj"], llvm.get_process_triple(), opt_level)
+  engine, addr = llvm_jit.load_object(blobs["obj"], opt_level)
   thunks = [make(addr) for make in plan.pending]
   ir_text, opt_ir = blobs["ir"].decode(), blobs["opt_ir"].decode()
   exe = ex.Executable(module, assignment, thunks, engine, ir_text,
-                      functools.partial(_assembly, opt_ir, opt_level), head["code_size"],
+                      functools.partial(llvm_jit.assembly, opt_ir, opt_level), head["code_size"],
                       optimized_ir=opt_ir)
   exe.cache_payload = dict(head, obj=blobs["obj"], ir=ir_text, opt_ir=opt_ir)
   return exe
@@ -801,11 +578,3 @@ class _RecordedKernels:
 
   def scatter(self, name, instr, noalias):
     return self._info(name)
-
-
-def _assembly(opt_ir: str, opt_level: int) -> str:
-  """The assembly of the optimized IR (codegen only: the IR passes already ran)."""
-  with _jit_lock:
-    tm = _shared_target_machine(LLVM_TIERS[opt_level].codegen_level)
-    return "".join(tm.emit_assembly(llvm.parse_assembly(part))
-                   for part in opt_ir.split(_PART_MARK))

@@ -18,8 +18,10 @@ import threading
 
 import numpy as np
 
+from ember._src import flags as flags_lib
 from ember._src import hlo, hlo_eval
 from ember._src.backends.cpu import executable as ex
+from ember._src.backends.cpu import runtime_cache
 from ember._src.profiler import trace as _profiler
 
 
@@ -35,7 +37,7 @@ class _Sub:
     self.error = None
     self.serialized = None
     try:
-      from ember._src.backends.cpu import compiler
+      from ember._src.backends.cpu import compiler   # deferred: cycle compiler -> control_flow
       from ember._src.passes import pipeline
       module = hlo.module_of(comp, name)
       # bodies the pipeline already optimized (pipeline.optimize_control_flow) compile as
@@ -137,8 +139,8 @@ ret:
 
 @functools.cache
 def _driver():
-  """(engine, ctypes function i64 ember_loop_run(i64* program))."""
-  from ember._src.backends.cpu import runtime_cache   # compiled once per machine
+  """(engine, ctypes function i64 ember_loop_run(i64* program)), compiled once per machine
+  (runtime_cache)."""
   engine, addr = runtime_cache.load_or_compile("ember_loop_run", lambda: _DRIVER_IR,
                                                _DRIVER_IR, 2)
   return engine, ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(addr("ember_loop_run"))
@@ -280,7 +282,6 @@ class ControlFlowThunk(ex.Thunk):
 
 def add_to_plan(plan, instr: hlo.Instr) -> None:
   """The `_ThunkPlan` hook: one ControlFlowThunk for a `while`/`conditional`."""
-  from ember._src import flags as flags_lib
   ins = [plan.slot(o) for o in instr.operands]
   outs = plan.slot(instr)
   outs = list(outs) if type(outs) is tuple else [outs]

@@ -54,7 +54,6 @@ bits, as any two dot implementations do.
 """
 from __future__ import annotations
 
-import functools
 import math
 import os
 import threading
@@ -64,7 +63,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src import hlo
-from ember._src.backends.cpu import codegen, host
+from ember._src.backends.cpu import codegen, host, llvm_jit
 from ember._src.backends.cpu.codegen import I32, I64, PTR, KERNEL_TYPE, VOID
 
 __all__ = ["DotLayout", "dot_layout", "split_output_fusion", "generated_kernel_ok", "is_gram",
@@ -76,18 +75,11 @@ PANEL_BYTES = 32 << 10  # a packed KC x (NR*W) slice of B: stays in L1 across ro
 MAX_TILE_BYTES = 128 << 10     # a stack tile of C (epilogue whose output dtype differs)
 
 
-@functools.cache
-def vector_bytes() -> int:
-  """64 on AVX-512 hosts (zmm registers), else 32 (AVX2; LLVM splits them on narrower
-  targets)."""
-  return 64 if host.has("avx512f") else 32
-
-
 def micro_tile() -> tuple[int, int]:
   """(MR, NR): MR rows x NR vectors of C accumulate in registers. AVX-512 has 32 vector
   registers: 6 x 4 accumulators + 4 B vectors + the broadcast (measured on the MLP's
   shapes: 5-15% faster than 8 x 3, 4 x 6 or 5 x 5); AVX2 has 16: 6 x 2."""
-  return (6, 4) if vector_bytes() == 64 else (6, 2)
+  return (6, 4) if host.vector_bytes() == 64 else (6, 2)
 
 
 # Generated kernel vs BLAS (a DotThunk: ~6 us of Python and NumPy dispatch, then OpenBLAS on
@@ -200,10 +192,6 @@ def split_output_fusion(comp: hlo.Computation):
   return dot, epi, [p.attrs["number"] for p in used]
 
 
-def vector_width(dt) -> int:
-  return vector_bytes() // np.dtype(dt).itemsize
-
-
 def is_gram(dot: hlo.Instr) -> bool:
   """`m @ m.T` or `m.T @ m`: BLAS computes it by syrk, with half the flops of a gemm."""
   a = dot.attrs
@@ -227,7 +215,8 @@ def generated_kernel_ok(lay: DotLayout, tile_bytes: int = 0, fused: bool = False
   flops = dot_flops(lay)
   small = min(lay.M, lay.N, lay.K) <= SMALL_DIM and \
       flops <= (MAX_SMALL_FLOPS_FUSED if fused else MAX_SMALL_FLOPS)
-  in_l2 = not gram and vector_bytes() == 64 and lay.M * lay.K * lay.dtype.itemsize <= MAX_A_BYTES
+  in_l2 = not gram and host.vector_bytes() == 64 and \
+      lay.M * lay.K * lay.dtype.itemsize <= MAX_A_BYTES
   return (small or in_l2) and tile_bytes <= MAX_TILE_BYTES
 
 
@@ -242,7 +231,7 @@ def dot_bytes(lay: DotLayout) -> int:
 
 def column_panels(lay: DotLayout) -> int:
   """Column panels of C (NR vectors wide): the range of a kernel split by columns."""
-  return -(-lay.N // (micro_tile()[1] * vector_width(lay.dtype)))
+  return -(-lay.N // (micro_tile()[1] * host.vector_lanes(lay.dtype)))
 
 
 def split_by_columns(lay: DotLayout, epilogue: bool = False, in_place: bool = True) -> bool:
@@ -371,7 +360,7 @@ def _body_args(lay: DotLayout) -> list:
 def _body_symbol(dtype) -> str:
   """The shared body's symbol: its dtype and the configuration its code depends on."""
   MR, NR = micro_tile()
-  return (f"ember_dot_body_{np.dtype(dtype).name}_v{vector_bytes()}_{MR}x{NR}_p{PANEL_BYTES}"
+  return (f"ember_dot_body_{np.dtype(dtype).name}_v{host.vector_bytes()}_{MR}x{NR}_p{PANEL_BYTES}"
           f"_a{len(_PARAMS)}")
 
 
@@ -403,7 +392,7 @@ def ensure_shared_bodies(code: bytes) -> None:
   file (or IR text) refers to, once per process, and make their symbols resolvable for the
   code about to be loaded (MCJIT links by name, so an object from the persistent cache finds
   them too). Waits for a compile in progress."""
-  import llvmlite.binding as llvm
+  # deferred: runtime_cache sits above (the top of the backend), and loads through llvm_jit
   from ember._src.backends.cpu import runtime_cache
   if getattr(_compiling, "active", False):
     return                               # the body's own load
@@ -424,8 +413,11 @@ def ensure_shared_bodies(code: bytes) -> None:
                                                      runtime_cache.generator_digest())
       finally:
         _compiling.active = False
-      llvm.add_symbol(name, addr(name))
+      llvm_jit.add_symbol(name, addr(name))
       _shared_bodies[name] = engine
+
+
+llvm_jit.symbol_providers.append(lambda obj, undefined: ensure_shared_bodies(obj))
 
 
 def _define_body(module: ir.Module, dtype, name: str):
@@ -448,7 +440,7 @@ def _define_body(module: ir.Module, dtype, name: str):
     a.add_attribute("noalias")
   M, N, K, R, sab, sam, sak, sbb, sbk, sbn, p0, p1 = params
   T = codegen.mem_type(key)
-  W = vector_width(key)
+  W = host.vector_lanes(key)
   VT = ir.VectorType(T, W)
   MR, NR = micro_tile()
   NRW = NR * W

@@ -39,6 +39,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ember._src import dtypes, hlo
+from ember._src.backends.cpu import blas_pool, cost_model, threadpool
 from ember._src.reference import sorting
 from ember._src.runtime import buffer_pool
 
@@ -116,7 +117,6 @@ def _batch_direct_calls(steps: list) -> list:
   with nchunks > 1 and runs the others whole. Each call through ctypes costs ~0.5-1 us: a
   chain of small kernels, e.g. 20 x tanh(x @ x) on 64 x 64, paid it per kernel. A lone
   kernel stays a direct call `(fn, buffers, outer)` if it runs whole, else its thunk."""
-  from ember._src.backends.cpu import threadpool
   out, run = [], []
 
   def flush():
@@ -160,6 +160,7 @@ entry:
 def _desc_caller():
   """(engine, the descriptor caller taking the descriptor's address), compiled once per
   process."""
+  # deferred: runtime_cache sits above (the top of the backend), and loads through llvm_jit
   from ember._src.backends.cpu import runtime_cache   # compiled once per machine
   engine, addr = runtime_cache.load_or_compile("ember_call_desc", lambda: _CALL_DESC_IR,
                                                _CALL_DESC_IR, 2)
@@ -179,14 +180,13 @@ class Thunk:
 class KernelThunk(Thunk):
   """Call a generated kernel: `fn(buffers, start, stop)` over [0, outer).
 
-  `cost` (threadpool.KernelCost: bytes, flops, transcendentals of one whole call) feeds the
+  `cost` (cost_model.KernelCost: bytes, flops, transcendentals of one whole call) feeds the
   cost model, which decides once, here, how many chunks the whole range is split into
   (`nchunks`; 1 = a plain call on the caller's core)."""
   kind = "kernel"
 
   def __init__(self, name: str, address: int, slots: Sequence, outer: int, splittable: bool,
                cost=None):
-    from ember._src.backends.cpu import threadpool
     self.name = name
     self.address = address
     self.fn = KERNEL_CFUNC(address)
@@ -194,7 +194,7 @@ class KernelThunk(Thunk):
     self.outer = outer
     self.splittable = splittable
     self.cost = cost
-    self.nchunks = threadpool.plan_chunks(outer, splittable, cost)
+    self.nchunks = cost_model.plan_chunks(outer, splittable, cost)
     self._pool_run = threadpool.run
     self._array_type = ctypes.c_void_p * max(len(self.slots), 1)
 
@@ -236,7 +236,6 @@ class DotThunk(Thunk):
         else out_dt
     # 2-D f32/f64 products: single-threaded BLAS calls split over ember's pool (blas_pool.py:
     # OpenBLAS's own threads stall on a loaded machine); None: NumPy's matmul below
-    from ember._src.backends.cpu import blas_pool
     self.gemm = blas_pool.gemm_for(instr, out_dt)
 
   def operands(self, frame: Frame) -> tuple[np.ndarray, np.ndarray]:
@@ -292,7 +291,6 @@ class DotEpilogueThunk(Thunk):
 
   def __init__(self, name: str, dot: DotThunk, epilogue: KernelThunk, dot_arg: int,
                dot_slot, rows_per_unit: int | None, shifted: int):
-    from ember._src.backends.cpu import threadpool
     self.name, self.dot, self.epilogue = name, dot, epilogue
     self.dot_arg, self.dot_slot = dot_arg, dot_slot
     self.dtype = np.dtype(dot.out_shape.dtype)
@@ -306,7 +304,7 @@ class DotEpilogueThunk(Thunk):
     cost = epilogue.cost
     if cost is not None and outer:         # the cost model sees one block's share
       cost = cost._replace(**{f: getattr(cost, f) * self.units / outer for f in cost._fields})
-    self.nchunks = threadpool.plan_chunks(self.units, epilogue.splittable, cost)
+    self.nchunks = cost_model.plan_chunks(self.units, epilogue.splittable, cost)
     self._array_type = ctypes.c_void_p * (len(epilogue.slots) + 1)
 
   def _epilogue(self, ptrs: list, u0: int, u1: int) -> None:

@@ -1,5 +1,4 @@
-"""Functions LLVM's code generator calls but no library of this process defines, and the
-check that every symbol an object file needs resolves before it is loaded.
+"""Functions LLVM's code generator calls but no library of this process defines.
 
 On a CPU without the instructions, LLVM lowers half-precision conversions to calls of
 compiler-runtime helpers (`fptrunc double -> half` is `__truncdfhf2` everywhere but on
@@ -10,20 +9,18 @@ jumped to 0 and killed the process. The helpers are defined here in IR (integer 
 only, so compiling them needs no helper), bit-exact with the hardware instructions:
 round to nearest even, overflow to infinity, NaN quieted with its payload kept. They are
 compiled once per process (through the runtime cache) when an object first refers to one,
-and registered by name for the linker.
-
-`check_resolved(objects)` then names any symbol that still has no definition: a
-`RuntimeError` at compile time instead of a jump to address 0.
+and registered by name for the linker (a `llvm_jit.symbol_providers` entry: llvm_jit's
+`check_resolved` then names any symbol that still has no definition, a `RuntimeError` at
+compile time instead of a jump to address 0).
 """
 from __future__ import annotations
 
-import ctypes
 import os
-import struct
 import threading
 
-import llvmlite.binding as llvm
 from llvmlite import ir
+
+from ember._src.backends.cpu import llvm_jit
 
 I16, I32, I64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -127,7 +124,8 @@ def helpers_ir() -> str:
 def ensure_helpers(names) -> None:
   """Compile (once per process, or load from the runtime cache) the helpers among `names`
   that are not registered yet, and make their symbols resolvable."""
-  from ember._src.backends.cpu import runtime_cache   # cycle: it loads through compiler
+  # deferred: runtime_cache sits above (the top of the backend), and loads through llvm_jit
+  from ember._src.backends.cpu import runtime_cache
   wanted = [n for n in names if n in HELPERS and n not in _registered]
   if not wanted:
     return
@@ -137,67 +135,8 @@ def ensure_helpers(names) -> None:
     text = helpers_ir()
     engine, addr = runtime_cache.load_or_compile("ember_libcalls", lambda: text, text)
     for name in HELPERS:
-      llvm.add_symbol(name, addr(name))
+      llvm_jit.add_symbol(name, addr(name))
       _registered[name] = engine
 
 
-# --------------------------------------------------------------------------------------
-# Which symbols an object file needs
-# --------------------------------------------------------------------------------------
-
-_SHN_UNDEF = 0
-_ELF_SYM = struct.Struct("<IBBHQQ")            # Elf64_Sym, little-endian
-# names MCJIT's ELF linker defines itself
-_LINKER_DEFINED = {"_GLOBAL_OFFSET_TABLE_"}
-
-
-def _elf_symbols(obj: bytes) -> tuple[set, set]:
-  """(defined global names, undefined names) of an ELF64 object; ((), ()) for another
-  format (the check below then trusts the linker)."""
-  if not obj.startswith(b"\x7fELF\x02\x01"):
-    return set(), set()
-  sections = {s.name(): s.data() for s in llvm.ObjectFileRef.from_data(obj).sections()}
-  symtab, strtab = sections.get(b".symtab", b""), sections.get(b".strtab", b"")
-  defined, undefined = set(), set()
-  for off in range(_ELF_SYM.size, len(symtab) - _ELF_SYM.size + 1, _ELF_SYM.size):
-    st_name, info, _, shndx, _, _ = _ELF_SYM.unpack_from(symtab, off)
-    if not st_name or info >> 4 == 0:           # unnamed or local
-      continue
-    name = strtab[st_name:strtab.index(b"\0", st_name)].decode()
-    (undefined if shndx == _SHN_UNDEF else defined).add(name)
-  return defined, undefined
-
-
-def undefined_symbols(objects) -> set:
-  """The names the object files refer to and none of them defines."""
-  defined, undefined = set(), set()
-  for obj in objects:
-    d, u = _elf_symbols(obj)
-    defined |= d
-    undefined |= u
-  return undefined - defined - _LINKER_DEFINED
-
-
-def _in_process(name: str) -> bool:
-  """Whether the process's own libraries define `name` (libm's fmodf for a float `frem`):
-  MCJIT's linker resolves those through the dynamic loader, which address_of_symbol does
-  not consult."""
-  try:
-    getattr(ctypes.CDLL(None), name)
-    return True
-  except AttributeError:
-    return False
-
-
-def check_resolved(objects) -> None:
-  """Register the helpers the objects need, then raise a RuntimeError naming every symbol
-  that still resolves nowhere (before MCJIT binds it to address 0)."""
-  needed = undefined_symbols(objects)
-  ensure_helpers(needed)
-  missing = sorted(n for n in needed if not llvm.address_of_symbol(n) and not _in_process(n))
-  if missing:
-    raise RuntimeError(
-        f"the compiled code refers to {', '.join(missing)}, which no library loaded in "
-        "this process defines (an LLVM runtime helper ember does not provide for this "
-        "CPU); calling it would crash. Please report this with your CPU model and the "
-        "llvmlite version; EMBER_FLAGS=--dump_to=DIR writes the module's IR.")
+llvm_jit.symbol_providers.append(lambda obj, undefined: ensure_helpers(undefined))

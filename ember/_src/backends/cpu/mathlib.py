@@ -776,33 +776,19 @@ def _trig(e, x, which):
 
 
 @functools.lru_cache(None)
-def _host_features() -> tuple:
-  """(x86, avx512f, avx) of the CPU ember compiles for (host.py)."""
-  return host.is_x86(), host.has("avx512f"), host.has("avx")
-
-
-@functools.lru_cache(None)
 def _vector_ldexp() -> bool:
   """Whether `scale` may use llvm.ldexp: one vscalef on AVX-512, but the loop vectorizer
   widens llvm.ldexp only in newer LLVMs (LLVM 22 does; LLVM 20, llvmlite 0.45, leaves the
   whole loop scalar)."""
-  return bool(_host_features()[1]) and llvm.llvm_version_info >= (22,)
+  return host.has("avx512f") and llvm.llvm_version_info >= (22,)
 
 
 @functools.lru_cache(None)
 def _vfabi_widths(bits: int) -> tuple:
   """Vector widths (lanes of `bits`-bit floats) the host's loop vectorizer can choose: each
-  masked variant we name costs compile time, so only the host's register widths (256 and,
-  with AVX-512, 512 bits on x86; 128 on other targets); all of 2..16 if unknown."""
-  x86, avx512, avx = _host_features()
-  if x86 is None:
-    return (2, 4, 8, 16)
-  if not x86:
-    return (128 // bits,)
-  regs = [256] if avx else [128]
-  if avx512:
-    regs.append(512)
-  return tuple(r // bits for r in regs)
+  masked variant we name costs compile time, so only the host's register widths
+  (host.vector_register_bits)."""
+  return tuple(r // bits for r in host.vector_register_bits())
 
 
 def _call_if(e, cond, short, impl, x, fallback):

@@ -28,6 +28,7 @@ import hashlib
 import os
 from typing import Callable
 
+from ember._src.backends.cpu import llvm_jit
 from ember._src.config import config
 
 stats = {"compiled": 0, "loaded": 0}    # modules compiled / loaded from disk
@@ -63,16 +64,14 @@ def load_or_compile(symbol: str, make_ir: Callable[[], str], key: str, opt_level
   its own) and stored. `key` names the IR's content: the IR text itself when it is a
   constant, else a hash of the code that generates it (`generator_digest`)."""
   from ember._src import persistent_cache
-  from ember._src.backends.cpu import compiler
-  import llvmlite.binding as llvm
   directory = cache_dir()
   path = os.path.join(directory, entry_name(symbol, key, opt_level)) if directory else None
   obj = persistent_cache.read_entry(path) if path else None
   if obj is not None:
-    engine, addr = compiler._load_object(obj, llvm.get_process_triple(), opt_level)
+    engine, addr = llvm_jit.load_object(obj, opt_level)
     stats["loaded"] += 1
     return engine, addr
-  engine, addr, _, _, obj = compiler._jit(make_ir(), opt_level, private=True)
+  engine, addr, _, _, obj = llvm_jit.jit(make_ir(), opt_level, private=True)
   stats["compiled"] += 1
   if path:
     try:

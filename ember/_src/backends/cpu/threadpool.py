@@ -1,10 +1,11 @@
 """The kernel thread pool: splits a kernel's outer loop [0, outer) across cores.
 
     run(fn_address, buffers, outer, nchunks)   # fn(buffers, start, stop) over chunks
-    plan_chunks(outer, splittable, cost) -> nchunks   # the cost model (1 = one core)
-    forced_chunks(n)                          # context: tests and benchmarks force a split
     stats() -> (jobs, chunks the workers ran)
-    num_threads(), spin_us()                  # EMBER_NUM_THREADS, EMBER_SPIN_US
+    spin_us()                                 # EMBER_SPIN_US
+
+How many chunks a kernel is split into is the cost model's decision
+(cost_model.plan_chunks), for host.num_threads() threads (EMBER_NUM_THREADS).
 
 Why native: a fork/join through Python's threading primitives costs ~10 us at best here
 (threading.Event, median; far more in the tail, where the GIL hand-off waits), more than
@@ -41,31 +42,31 @@ os.fork the child forgets the parent's pool (its threads do not exist there) and
 its own at first use. The pool needs Linux (futex) on x86_64 or aarch64; elsewhere every
 kernel runs on one core.
 
-Environment: EMBER_NUM_THREADS (default: the CPUs this process may run on; 1 = no pool),
-EMBER_SPIN_US (default 200; 0 = sleep at once), read once per process.
+Environment: EMBER_NUM_THREADS (host.num_threads; default: the CPUs this process may run on;
+1 = no pool), EMBER_SPIN_US (default 200; 0 = sleep at once), read once per process.
 """
 from __future__ import annotations
 
 import atexit
-import contextlib
 import ctypes
 import functools
 import os
 import platform
 import string
-import sys
 import threading
-from typing import Callable, NamedTuple
+import warnings
+from typing import NamedTuple
 
-__all__ = ["run", "plan_chunks", "kernel_cost", "KernelCost", "num_threads", "spin_us",
-           "estimate_ns", "forced_chunks", "noop_kernel_address", "step_table", "stats",
-           "shutdown"]
+import numpy as np
+
+from ember._src.backends.cpu import host
+
+__all__ = ["run", "spin_us", "noop_kernel_address", "step_table", "stats", "shutdown"]
 
 # --------------------------------------------------------------------------------------
 # Configuration
 # --------------------------------------------------------------------------------------
 
-_FUTEX_SYSCALL = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}
 # 200, not 50: between two jitted calls the executor thread runs ~30-100 us of Python whose
 # data a large kernel has just evicted from the caches, so with 50 us the workers were
 # asleep at most calls and woke 40-90 us late (this VM); 200 made the split kernels of
@@ -73,129 +74,10 @@ _FUTEX_SYSCALL = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}
 DEFAULT_SPIN_US = 200
 
 
-def _env_int(name: str, default: int, lo: int) -> int:
-  raw = os.environ.get(name, "").strip()
-  if not raw:
-    return default
-  try:
-    v = int(raw)
-  except ValueError:
-    raise ValueError(f"{name}={raw!r}: expected an integer >= {lo}") from None
-  if v < lo:
-    raise ValueError(f"{name}={raw!r}: expected an integer >= {lo}")
-  return v
-
-
-def _supported() -> bool:
-  return sys.platform.startswith("linux") and platform.machine().lower() in _FUTEX_SYSCALL
-
-
-@functools.cache
-def num_threads() -> int:
-  """Threads a kernel may use (the caller's included): EMBER_NUM_THREADS, else the CPUs
-  this process may run on. 1 where the pool is unsupported."""
-  try:
-    cpus = len(os.sched_getaffinity(0))
-  except (AttributeError, OSError):
-    cpus = os.cpu_count() or 1
-  n = _env_int("EMBER_NUM_THREADS", cpus, 1)
-  return min(n, 256) if _supported() else 1
-
-
 @functools.cache
 def spin_us() -> int:
   """How long an idle thread spins before sleeping on a futex (EMBER_SPIN_US)."""
-  return _env_int("EMBER_SPIN_US", DEFAULT_SPIN_US, 0)
-
-
-# --------------------------------------------------------------------------------------
-# The cost model: when does splitting pay?
-# --------------------------------------------------------------------------------------
-
-class KernelCost(NamedTuple):
-  """What one whole call of a kernel does (analysis.py's counts)."""
-  bytes: float            # bytes read + written
-  flops: float
-  transcendentals: float
-  # a column reduction: each chunk of output columns re-walks every input row, so small
-  # chunks turn one streaming pass into many short strided ones: one chunk per thread
-  column_reduction: bool = False
-  # the multiply-adds of a generated dot kernel (register-blocked: several times the rate
-  # of other arithmetic). Each chunk of its rows packs all of B again (dot_kernels.py) and
-  # a chunk's rows past a multiple of the micro-kernel's MR run slower: one chunk per thread
-  dot_flops: float = 0.0
-  # a dot kernel split by column panels (dot_kernels.split_by_columns): chunks share no
-  # work, so they are as many as for other kernels (dynamic claiming balances the load)
-  dot_by_columns: bool = False
-
-
-# Single-core rates of generated code, measured on this project's kernels (AVX2, warm
-# caches: add/row sums ~0.04 ns/byte, exp ~0.3 ns, sin ~0.6 ns) and rounded so that a
-# kernel in cache (several times faster per byte) is not split by mistake.
-NS_PER_BYTE = 0.05
-NS_PER_FLOP = 0.05        # vectorized arithmetic
-NS_PER_TRANSCENDENTAL = 0.5
-NS_PER_DOT_FLOP = 0.008   # generated dot kernels: ~140 GFLOP/s f32 on one AVX-512 core
-MIN_SPLIT_NS = 50_000     # below this a kernel stays on one core: fork/join ~1 us with the
-                          # workers spinning, ~5 us to wake them, plus their wake-up latency
-MIN_CHUNK_NS = 10_000     # each chunk does at least this much work
-CHUNKS_PER_THREAD = 4     # dynamic claiming balances load on a shared machine
-MAX_CHUNKS = 1024
-
-
-def estimate_ns(cost: KernelCost) -> float:
-  """Estimated single-core time of one call, in nanoseconds."""
-  return (cost.bytes * NS_PER_BYTE + cost.flops * NS_PER_FLOP
-          + cost.transcendentals * NS_PER_TRANSCENDENTAL + cost.dot_flops * NS_PER_DOT_FLOP)
-
-
-def kernel_cost(instr, comp=None) -> KernelCost:
-  """The cost of the kernel of an entry-level instruction: a fusion, a lone fusible op
-  (`comp` = its wrapped computation) or a scatter."""
-  from ember._src import analysis
-  from ember._src.backends.cpu import codegen
-  if comp is None:
-    comp = instr.called[0] if instr.opcode == "fusion" else codegen.wrap_as_fusion(instr)
-  from ember._src.passes.fusion import column_reduce_root
-  reads, writes = analysis.kernel_bytes(instr)
-  flops, trans = analysis.computation_costs(comp)
-  return KernelCost(float(sum(b for b, _ in reads) + sum(writes)), float(flops), float(trans),
-                    column_reduce_root(comp.root))
-
-
-def plan_chunks(outer: int, splittable: bool, cost: KernelCost | None,
-                threads: int | None = None) -> int:
-  """How many chunks to split a kernel's [0, outer) into: 1 (one core, a plain call) unless
-  it is splittable and its estimated single-core time is well above the pool's fork/join
-  and wake-up costs; then at most CHUNKS_PER_THREAD per thread, each >= MIN_CHUNK_NS of
-  work and >= 1 outer index. `threads` defaults to num_threads() (and then a
-  `forced_chunks` context, if any, decides instead)."""
-  if threads is None and _forced:
-    return max(1, min(_forced[-1], outer)) if splittable else 1
-  threads = num_threads() if threads is None else threads
-  if not splittable or cost is None or threads <= 1 or outer < 2:
-    return 1
-  t = estimate_ns(cost)
-  if t < MIN_SPLIT_NS:
-    return 1
-  one_each = cost.column_reduction or (cost.dot_flops and not cost.dot_by_columns)
-  per_thread = 1 if one_each else CHUNKS_PER_THREAD
-  return int(max(2, min(outer, threads * per_thread, t // MIN_CHUNK_NS, MAX_CHUNKS)))
-
-
-_forced: list[int] = []
-
-
-@contextlib.contextmanager
-def forced_chunks(n: int):
-  """Kernels built inside the block split into min(n, outer) chunks whatever their cost
-  (splittable ones only; n = 1: every kernel on one core): for tests and benchmarks, which
-  compare the same code split and unsplit. Not thread-safe."""
-  _forced.append(n)
-  try:
-    yield
-  finally:
-    _forced.pop()
+  return host.env_int("EMBER_SPIN_US", DEFAULT_SPIN_US, 0)
 
 
 # --------------------------------------------------------------------------------------
@@ -530,6 +412,7 @@ class _Native(NamedTuple):
 
 @functools.cache
 def _native() -> _Native:
+  # deferred: runtime_cache sits above (the top of the backend), and loads through llvm_jit
   from ember._src.backends.cpu import runtime_cache
   text = _ir_text()     # compiled once per machine (~25 ms), then loaded from disk
   engine, addr = runtime_cache.load_or_compile("ember_pool_run", lambda: text, text, 2)
@@ -561,7 +444,7 @@ class _Pool:
                        (_SYSCALL, ctypes.cast(libc.syscall, ctypes.c_void_p).value),
                        (_CLOCK, ctypes.cast(libc.clock_gettime, ctypes.c_void_p).value),
                        (_YIELD, ctypes.cast(libc.sched_yield, ctypes.c_void_p).value),
-                       (_FUTEX_NR, _FUTEX_SYSCALL[platform.machine().lower()])):
+                       (_FUTEX_NR, host.FUTEX_SYSCALL[platform.machine().lower()])):
       ctypes.c_int64.from_address(self.state + off).value = value
     self.run = functools.partial(nat.run, self.state)
     self.threads = [threading.Thread(target=nat.worker, args=(self.state, k), daemon=True,
@@ -600,9 +483,9 @@ def _get_pool():
   with _pool_lock:
     if _pool is None:
       try:
-        _pool = _Pool(num_threads(), spin_us()) if _supported() else _OneCore()
+        _pool = _Pool(host.num_threads(), spin_us()) if host.threads_supported() \
+            else _OneCore()
       except (OSError, RuntimeError, AttributeError) as e:   # no libc symbol, no threads
-        import warnings
         warnings.warn(f"ember: the kernel thread pool could not start ({e}); kernels run "
                       "on one core", RuntimeWarning, stacklevel=2)
         _pool = _OneCore()
@@ -626,7 +509,6 @@ def step_table(rows) -> tuple | None:
   a forked child builds its own); where kernels cannot be split, or none asks to, every
   kernel runs whole on the caller (ember_pool_run never reads the state then). None if the
   pool's module cannot be built here."""
-  import numpy as np
   p = (_pool or _get_pool()) if any(r[3] > 1 for r in rows) else None
   state = p.state if isinstance(p, _Pool) else 0
   if not state:

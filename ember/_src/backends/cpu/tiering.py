@@ -17,9 +17,9 @@ compile is mixed (compiler._quick_kernels): the kernels that qualify at the quic
 the others at the requested one, on two threads; the tier-up then compiles the whole
 module at the requested tier, whose code for the reductions is the same as the first's.
 
-Run time also decides (`quick_pays`): a module whose quick code would run longer than
-`QUICK_MAX_NS` (the thread pool's cost model with quick-code rates, dots left out: their
-loops are the same code at every tier) compiles at the full tier at once.
+Run time also decides (cost_model.quick_module_pays): a module whose quick code would run
+longer than `cost_model.QUICK_MAX_NS` (the cost model with quick-code rates, dots left out:
+their loops are the same code at every tier) compiles at the full tier at once.
 `--tiered_compilation=false` (EMBER_FLAGS) turns tiering off; the persistent cache, dumps
 and `jax_disable_most_optimizations` never tier.
 
@@ -37,34 +37,9 @@ import queue
 import threading
 import time
 
-from ember._src import hlo
 from ember._src.profiler import trace as _profiler
 
 logger = logging.getLogger("ember._src.compiler")
-
-# Quick code (scalar, -O0), single core, measured on this project's kernels against the
-# optimized code: memory traffic costs the same, arithmetic ~6x (layernorm 6.5x, a plain add
-# 4.5x), a math-library function ~12 ns (sin 13x, tanh 14x, exp(log(x) + y) 37x the
-# optimized time); sqrt and rsqrt are instructions, counted as arithmetic. A first call
-# saves ~15-35 ms of LLVM; quick code may cost at most QUICK_MAX_NS of it, on all cores
-# (quick kernels split like optimized ones).
-QUICK_NS_PER_FLOP = 0.3
-QUICK_NS_PER_TRANSCENDENTAL = 12.0
-QUICK_NS_PER_VECTOR_TRANSCENDENTAL = 1.0   # in a fixed-order reduction's vector prologue
-QUICK_MAX_NS = 8_000_000
-QUICK_TRANSCENDENTAL = frozenset(hlo.TRANSCENDENTAL - {"sqrt", "rsqrt"})
-
-
-def quick_pays(cost, vector_transcendentals: float = 0.0) -> bool:
-  """Whether one call of quick code doing `cost` (threadpool.KernelCost), of whose
-  transcendentals `vector_transcendentals` are explicit vector code
-  (codegen.vector_transcendentals), takes at most QUICK_MAX_NS."""
-  from ember._src.backends.cpu import threadpool
-  scalar = max(cost.transcendentals - vector_transcendentals, 0.0)
-  ns = cost.bytes * threadpool.NS_PER_BYTE + cost.flops * QUICK_NS_PER_FLOP + \
-      scalar * QUICK_NS_PER_TRANSCENDENTAL + \
-      vector_transcendentals * QUICK_NS_PER_VECTOR_TRANSCENDENTAL
-  return ns / threadpool.num_threads() < QUICK_MAX_NS
 
 _jobs: "queue.SimpleQueue" = queue.SimpleQueue()
 _worker: threading.Thread | None = None
