@@ -10,9 +10,9 @@ NumPy (BLAS), small float dots through generated kernels (dot_kernels.py); dot o
 fusions run the dot block by block, each block followed by its epilogue kernel; sorts and
 top-k run through NumPy, copies through np.copyto.
 
-With `--dump_to=DIR` the backend writes, via `passes.dumps.dump_artifact`:
+With `--dump_to=DIR` the compile driver writes what `artifacts(exe)` lists:
 `ir-no-opt.ll` (the generated IR), `ir-with-opt.ll`, `s` (assembly) and
-`cpu_after_optimizations-buffer-assignment.txt`.
+`cpu_after_optimizations-buffer-assignment.txt`, for the module and each loop body/branch.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import os
 import re
 import threading
 import time
-from typing import NamedTuple, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 import llvmlite.binding as llvm
@@ -36,9 +36,10 @@ from ember._src.backends.cpu import codegen, dot_kernels
 from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.backends.cpu import executable as ex
 from ember._src.backends.cpu import host, libcalls, linalg_thunks
+from ember._src.passes.buffer_assignment import Slot
 
 __all__ = ["compile_module", "CodegenError", "host_target_machine", "serialize_executable",
-           "deserialize_executable"]
+           "deserialize_executable", "artifacts"]
 
 # Opcodes the entry computation may hold that need no code (views of other buffers or data).
 _NO_CODE = {"parameter", "constant", "tuple", "get-tuple-element", "optimization-barrier"}
@@ -258,7 +259,7 @@ class _ThunkPlan:
     elif op in _FUSIBLE:
       self.fusion(instr, codegen.wrap_as_fusion(instr))
     elif op in ("while", "conditional"):   # loops over sub-executables (control_flow.py)
-      from ember._src.backends.cpu import control_flow
+      from ember._src.backends.cpu import control_flow   # deferred: cycle control_flow -> here
       control_flow.add_to_plan(self, instr)
     elif op == "custom-call" and linalg_thunks.supported(instr):   # LAPACK-style targets
       linalg_thunks.add_to_plan(self, instr)
@@ -406,7 +407,6 @@ class _ThunkPlan:
 def _scratch_slot(shape: hlo.Shape):
   """A stand-in slot for a dot value that lives in a thunk's own scratch memory (never a
   buffer of the assignment: it overlaps none of them)."""
-  from ember._src.passes.buffer_assignment import Slot
   return Slot("scratch", -1, 0, shape.nbytes)
 
 
@@ -414,17 +414,15 @@ def _scratch_slot(shape: hlo.Shape):
 # compile_module
 # --------------------------------------------------------------------------------------
 
-def compile_module(module: hlo.Module, assignment=None, flags=None,
+def compile_module(module: hlo.Module, assignment, flags=None,
                    tiered: bool = False) -> ex.Executable:
   """Compile an optimized module (see compiler_design.md for the contract) to an
-  Executable. `assignment` defaults to `passes.buffer_assignment.assign_buffers(module)`;
-  `flags` to `ember._src.flags.get()` (opt_level, dump_to). With `tiered` (the caller's
-  run-time estimate allows it), a module that qualifies (tiering.py) starts with quick-tier
-  code and is upgraded in the background."""
+  Executable. `assignment`: its buffer assignment, with those of the programs its loops and
+  branches call (`BufferAssignment.called`; the compile driver makes it:
+  compilation.assign_program); `flags` default to `ember._src.flags.get()` (opt_level).
+  With `tiered` (the caller's run-time estimate allows it), a module that qualifies
+  (tiering.py) starts with quick-tier code and is upgraded in the background."""
   flags = flags or flags_lib.get()
-  if assignment is None:
-    from ember._src.passes.buffer_assignment import assign_buffers
-    assignment = assign_buffers(module)
   opt_level = getattr(flags, "opt_level", 3)
   times = {}
   t0 = time.perf_counter()
@@ -449,14 +447,22 @@ def compile_module(module: hlo.Module, assignment=None, flags=None,
   exe.cache_payload = native["cache_payload"]
   if quick is None or quick:
     tiering.submit(exe, lambda: _native_code(plan, ir_text, opt_level, {}, private=True))
-  if getattr(flags, "dump_to", None):
-    from ember._src.passes.dumps import dump_artifact
-    dump_artifact(module.name, "ir-no-opt.ll", ir_text, flags)
-    dump_artifact(module.name, "ir-with-opt.ll", exe.llvm_ir_optimized, flags)
-    dump_artifact(module.name, "s", exe.asm, flags)
-    dump_artifact(module.name, "cpu_after_optimizations-buffer-assignment.txt",
-                  assignment.to_text(), flags)
   return exe
+
+
+def artifacts(exe: ex.Executable) -> Iterator[tuple[str, str, str]]:
+  """What `--dump_to` writes of a compiled executable, as (module name, file suffix, text):
+  its LLVM IR before and after optimization, its assembly and its buffer assignment, then
+  the same of the sub-executables its loops and branches run (control_flow.py)."""
+  name = exe.module_name
+  yield name, "ir-no-opt.ll", exe.llvm_ir
+  yield name, "ir-with-opt.ll", exe.llvm_ir_optimized
+  yield name, "s", exe.asm
+  yield name, "cpu_after_optimizations-buffer-assignment.txt", exe.assignment.to_text()
+  for thunk in exe.thunks:
+    for sub in getattr(thunk, "subs", ()):     # a ControlFlowThunk's
+      if sub.exe is not None:
+        yield from artifacts(sub.exe)
 
 
 def _native_code(plan: _ThunkPlan, ir_text: str, opt_level: int, times: dict,
