@@ -341,7 +341,7 @@ def test_bad_recorded_sub_executable_is_recompiled(cache):
   t = next(t for t in c.runtime_executable().thunks
            if isinstance(t, control_flow.ControlFlowThunk) and t.loop is not None)
   sub, bad = t.subs[1], b"\x02\x00\x00\x00{}"
-  again = control_flow._Sub(sub.comp, "again", None, recorded=bad)
+  again = control_flow._Sub(sub.comp, sub.assignment, None, recorded=bad)
   assert again.exe is not None and again.serialized not in (None, bad)
   state = [np.full(sh.dims, 1, np.dtype(sh.dtype)) for sh in t.in_shapes]
   for a, b in zip(again(state), sub(state)):

@@ -48,7 +48,7 @@ class _Sub:
   compiled)."""
 
   def __init__(self, comp: hlo.Computation, assignment, flags, recorded: bytes | None = None):
-    self.comp = comp
+    self.comp, self.assignment = comp, assignment
     self.exe = None
     self.error = None
     self.serialized = None
