@@ -122,7 +122,7 @@ class Lowered:
 
   def cost_analysis(self) -> dict:
     """Cost of the unoptimized module (before fusion), as JAX's Lowered.cost_analysis."""
-    from ember._src.analysis import cost_analysis   # deferred: the compiler loads at the first compile
+    from ember._src.analysis import cost_analysis   # deferred: loads at the first compile
     return cost_analysis(self._module)
 
   def compile(self) -> "Compiled":
@@ -140,7 +140,7 @@ def _estimated_ns(module: hlo.Module) -> float:
   the module's cost analysis, dots at their own rate): calls that run under
   executor.INLINE_NS on the pool's threads run inline when the executor is idle, where a
   hand-off to the executor thread would cost more than it overlaps."""
-  from ember._src import analysis   # deferred: the compiler loads at the first compile
+  from ember._src import analysis   # deferred: loads at the first compile
   from ember._src.backends.cpu import threadpool
   ca = analysis.cost_analysis(module)
   dots = analysis.dot_flops(module.entry)
@@ -153,7 +153,7 @@ def _tier_up_pays(module: hlo.Module, flags) -> bool:
   """Whether quick-tier code may run first (tiering.quick_pays): its slower run must cost
   less than the optimized compile it saves. Dots do not count: their loops are compiled
   once per process (dot_kernels.py) or are BLAS calls, the same code at every tier."""
-  from ember._src import analysis   # deferred: the compiler loads at the first compile
+  from ember._src import analysis   # deferred: loads at the first compile
   from ember._src.backends.cpu import codegen, threadpool, tiering
   if not getattr(flags, "tiered_compilation", False) or flags.opt_level < 2:
     return False
@@ -180,7 +180,7 @@ def compile_module(module: hlo.Module, out_avals, flags=None) -> CompiledComputa
   its split (`codegen`: building the IR, `llvm_ir`: its text, `llvm_parse`,
   `llvm_optimize`, `llvm_ir_text`, `llvm_emit_object`, `llvm_load`), or
   `persistent_cache_load` when the native code came from the persistent cache."""
-  from ember._src.passes.pipeline import optimize   # deferred: the compiler loads at the first compile
+  from ember._src.passes.pipeline import optimize   # deferred: loads at the first compile
   started = time.perf_counter()
   flags = flags or compile_flags()
   module = optimize(module, flags)
@@ -238,7 +238,7 @@ def backend_compile(module: hlo.Module, assignment, flags, tiered: bool = False)
   """The backend's executable of the optimized, buffer-assigned `module` (tiered, when
   `tiered` and the module qualifies: tiering.py); under `--dump_to` (never tiered) its
   artifacts (LLVM IR, assembly, buffer assignment) are dumped."""
-  from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite at the first compile
+  from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite, 1st compile
   from ember._src.passes import dumps
   exe = backend.compile_module(module, assignment, flags, tiered and not flags.dump_to)
   if flags.dump_to:
@@ -252,7 +252,7 @@ def _native_code(module: hlo.Module, assignment, flags, started: float):
   set (and no dumps are asked for), compiled (and stored) on a miss, else compiled, at the
   quick tier first when that pays (`_tier_up_pays`). `started`: when the compile began (the
   cache writes entries that took long enough)."""
-  from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite at the first compile
+  from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite, 1st compile
   if persistent_cache.cache_dir() is None or flags.dump_to:
     return backend_compile(module, assignment, flags, _tier_up_pays(module, flags))
   return persistent_cache.load_or_compile(
@@ -271,7 +271,7 @@ def cache_key(module: hlo.Module, flags) -> str:
   environment (versions, host CPU: runtime_cache.environment), the module's text without
   metadata (moving a function to another line keeps its entry), the bytes of every array
   attribute (the text elides large constants), the input/output aliasing and the flags."""
-  from ember._src.backends.cpu import runtime_cache   # deferred: llvmlite at the first compile
+  from ember._src.backends.cpu import runtime_cache   # deferred: llvmlite, 1st compile
   h = hashlib.sha256(runtime_cache.environment())
   text = hlo.to_text(module)
   if not config.read("jax_compilation_cache_include_metadata_in_key"):
@@ -464,7 +464,7 @@ class Compiled:
     return self._computation.as_text()
 
   def cost_analysis(self) -> dict:
-    from ember._src.analysis import cost_analysis   # deferred: the compiler loads at the first compile
+    from ember._src.analysis import cost_analysis   # deferred: loads at the first compile
     return cost_analysis(self._computation.module)
 
   def memory_analysis(self):

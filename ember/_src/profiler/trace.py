@@ -11,8 +11,9 @@ hooks cost one global check each (`if events.active:`) on the paths they sit on:
     control_flow.py  _Sub.__call__        -> the thunks of loop bodies/branches, nested
     tiering.py       the tier-up worker   -> `tier-up <module>`
 
-This module is the session around them: start and stop, then the export. Events are kept in memory as tuples (thread id, name, start ns, end ns, args) and turned into
-JSON when the trace stops: `<log_dir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.trace.json.gz`,
+This module is the session around them: start and stop, then the export. Events are kept
+in memory as tuples (thread id, name, start ns, end ns, args) and turned into JSON when the
+trace stops: `<log_dir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.trace.json.gz`,
 `<host>.xplane.pb` (the same spans as an XSpace protobuf, xplane.py) and
 `perfetto_trace.json.gz` when asked, JAX's layout. See docs/profiler.md.
 """
