@@ -62,10 +62,7 @@ def _lax_loops():
   def floats(x):
     return lax.fori_loop(0, 3, lambda _, c: jnp.tanh(jnp.sin(c) * jnp.exp(-c)) + jnp.log1p(c)
                          + lax.erf(c) + lax.lgamma(c + 1) + jnp.arctan2(c, 2.0) + c ** 1.5
-                         + lax.rsqrt(c + 1) + jnp.cbrt(c) + jax_logistic(c), x)
-
-  def jax_logistic(c):
-    return lax.logistic(c) * 1e-3
+                         + lax.rsqrt(c + 1) + jnp.cbrt(c) + lax.logistic(c) * 1e-3, x)
 
   def ints(i):
     return lax.fori_loop(0, 3, lambda _, c: (c << 1 >> 1) ^ (c & 5) | lax.population_count(c)
