@@ -253,10 +253,11 @@ def _native_code(module: hlo.Module, assignment, flags, started: float):
   quick tier first when that pays (`_tier_up_pays`). `started`: when the compile began (the
   cache writes entries that took long enough)."""
   from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite, 1st compile
-  if persistent_cache.cache_dir() is None or flags.dump_to:
+  directory = persistent_cache.cache_dir()   # read once: another thread may change it
+  if directory is None or flags.dump_to:
     return backend_compile(module, assignment, flags, _tier_up_pays(module, flags))
   return persistent_cache.load_or_compile(
-      module.name, cache_key(module, flags),
+      directory, module.name, cache_key(module, flags),
       lambda: backend_compile(module, assignment, flags),
       backend.serialize_executable,
       lambda data: backend.deserialize_executable(module, assignment, data), started)

@@ -3,13 +3,14 @@
     config.update("jax_compilation_cache_dir", "/tmp/ember-cache")   # or JAX_/EMBER_ env var
     config.update("jax_persistent_cache_min_compile_time_secs", 0)   # default 1.0
 
-`load_or_compile(module_name, key, compile, serialize, deserialize, started)` is all the
-compile driver needs: the key (a hash of the optimized module with everything else that
-decides its machine code, computed by the driver with the backend's environment
-fingerprint) names a file `jit_<name>-<key>` in the directory holding the serialized
-executable; `deserialize` rebuilds it (a hit skips code generation and LLVM entirely),
-else `compile` makes it and `serialize` gives the bytes written. The store knows nothing of
-modules, compilers or executables.
+The compile driver needs one function,
+`load_or_compile(directory, module_name, key, compile, serialize, deserialize, started)`:
+the key (a hash of the optimized module with everything else that decides its machine
+code, computed by the driver with the backend's environment fingerprint) names a file
+`jit_<name>-<key>` in the directory holding the serialized executable; `deserialize`
+rebuilds it (a hit skips code generation and LLVM entirely), else `compile` makes it and
+`serialize` gives the bytes written. The store knows nothing of modules, compilers or
+executables.
 
 An entry is `MAGIC | sha256(payload) | payload`, the payload zlib-compressed. Writes go to a temporary file in the same
 directory, then `os.replace`: readers see a whole entry or none. An entry that is
@@ -193,15 +194,14 @@ def _remove(path: str) -> None:
 T = TypeVar("T")
 
 
-def load_or_compile(module_name: str, key: str, compile: Callable[[], T],
+def load_or_compile(directory: str, module_name: str, key: str, compile: Callable[[], T],
                     serialize: Callable[[T], bytes], deserialize: Callable[[bytes], T],
                     started: float) -> T:
-  """The value (an executable) stored under `key`: `deserialize(payload)` of the entry
-  when the cache directory has a good one, else `compile()`, written as `serialize(value)`
-  when the compile, timed from `started`, took at least
-  `jax_persistent_cache_min_compile_time_secs`. A payload `deserialize` rejects (raises)
-  is logged, removed and compiled again. Requires a cache directory (`cache_dir()`)."""
-  directory = cache_dir()
+  """The value (an executable) stored under `key` in `directory` (the caller's reading of
+  `cache_dir()`): `deserialize(payload)` of the entry when there is a good one, else
+  `compile()`, written as `serialize(value)` when the compile, timed from `started`, took
+  at least `jax_persistent_cache_min_compile_time_secs`. A payload `deserialize` rejects
+  (raises) is logged, removed and compiled again."""
   name = entry_name(module_name, key)
   path = os.path.join(directory, name)
   payload = read_entry(path)
