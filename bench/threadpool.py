@@ -121,14 +121,14 @@ def kernel_thunks(exe):
 
 def executable(f, x, chunks=None):
   """A fresh executable of f (not the jit cache's); chunks=1: every kernel on one core."""
-  from ember._src.backends.cpu.compiler import compile_module
+  from ember._src.compilation import compile_executable
   from ember._src.lower import lower_jaxpr
   from ember._src.passes.pipeline import optimize
   module = optimize(lower_jaxpr(ember.make_jaxpr(f)(x), "f"))
   if chunks is None:
-    return compile_module(module)
+    return compile_executable(module)
   with cost_model.forced_chunks(chunks):
-    return compile_module(module)
+    return compile_executable(module)
 
 
 def interleaved_ms(a, b, repeat: int) -> tuple[float, float]:

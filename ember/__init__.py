@@ -20,7 +20,7 @@ from ember._src.api_util import ShapeDtypeStruct, eval_shape  # noqa: F401
 from ember import dtypes, errors, extend, lax, numpy, tree, tree_util  # noqa: F401
 from ember import ad_checkpoint, custom_derivatives  # noqa: F401
 
-__version__ = "0.1.0"
+from ember._src.version import __version__  # noqa: E402,F401
 
 
 def typeof(x):

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from ember._src import stages
+from ember._src import compilation
 from ember._src.config import config
 
 # This thread's nice value before any test ran (so before ember's tier-up worker existed):
@@ -37,11 +37,11 @@ def cache(tmp_path):
   old = {n: config.read(n) for n in names}
   config.update("jax_compilation_cache_dir", str(tmp_path))
   config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-  stages._executables.clear()
+  compilation._executables.clear()
   yield tmp_path
   for n, v in old.items():
     config.update(n, v)
-  stages._executables.clear()
+  compilation._executables.clear()
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ import ember.numpy as jnp
 from ember import lax
 from ember._src import hlo, hlo_eval
 from ember._src.backends.cpu import codegen, dot_kernels
-from ember._src.backends.cpu.compiler import CodegenError, compile_module
+from ember._src.backends.cpu.compiler import CodegenError
+from ember._src.compilation import compile_executable
 from ember._src.lower import lower_jaxpr
 from ember._src.passes.pipeline import optimize
 
@@ -49,13 +50,13 @@ def data(shape, dtype, seed=0, special=True):
 
 def build(f, *args, x64=False):
   """(executable, optimized module, reference outputs of the lowered module) for f on args:
-  jaxpr -> lower_jaxpr -> the pass pipeline -> compile_module."""
+  jaxpr -> lower_jaxpr -> the pass pipeline -> compile_executable."""
   def go():
     jaxpr = ember.make_jaxpr(f)(*args)
     module = lower_jaxpr(jaxpr, "f")
     expected = hlo_eval.evaluate(module, list(args))
     module = optimize(module)
-    return compile_module(module), module, expected
+    return compile_executable(module), module, expected
   if x64:
     with ember.enable_x64():
       return go()
@@ -508,7 +509,7 @@ def test_sort_with_other_comparator_runs_it():
   entry.root = entry.add(hlo.Instr("sort", S(f32, (3, 7)), [p],
                                    {"dimension": 1, "is_stable": True}, [cmp]))
   x = data((3, 7), f32, 47, special=False)
-  exe = compile_module(m)
+  exe = compile_executable(m)
   assert exe.thunks[0].num_keys is None
   assert_same(exe.execute([x])[0], -np.sort(-x, axis=1))
 
@@ -527,7 +528,7 @@ def test_donated_argument_receives_the_output():
   jaxpr = ember.make_jaxpr(f)(x, y)
   module = lower_jaxpr(jaxpr, "f", donated=(True, False))
   expected = hlo_eval.evaluate(module, [x, y])
-  exe = compile_module(optimize(module))
+  exe = compile_executable(optimize(module))
   assert exe.output_slots[1].kind == "parameter"
   donated = x.copy()
   got = exe.execute([donated, y])
@@ -552,7 +553,7 @@ def test_unfused_module_compiles_every_op():
   jaxpr = ember.make_jaxpr(lambda x, y: jnp.sum(lax.abs(x * 0) * y + x.T.T, axis=0))(x, y)
   module = lower_jaxpr(jaxpr, "f")
   expected = hlo_eval.evaluate(module, [x, y])
-  got = compile_module(module).execute([x, y])
+  got = compile_executable(module).execute([x, y])
   assert_same(got[0], expected[0], rtol=1e-6, atol=1e-6)
 
 
@@ -589,7 +590,7 @@ def _module(build_fusion, params, kind="kLoop"):
 
 def _run_both(module, args, rtol=0.0):
   expected = hlo_eval.evaluate(module, args)
-  got = compile_module(module).execute(args)
+  got = compile_executable(module).execute(args)
   for g, e in zip(got, expected):
     assert_same(g, e, rtol=rtol)
 
@@ -681,7 +682,7 @@ def test_unsupported_op_is_a_clear_error():
   p = entry.add(hlo.Instr("parameter", S(f32, (3,)), attrs={"number": 0}, name="x"))
   entry.root = entry.add(hlo.Instr("custom-call", S(f32, (3,)), [p], {"target": "my_fn"}))
   with pytest.raises(CodegenError, match="custom-call.*my_fn"):
-    compile_module(m)
+    compile_executable(m)
 
 
 # --------------------------------------------------------------------------------------
@@ -705,7 +706,7 @@ def test_kernels_are_vectorized():
     assert _PACKED_F32.search(exe.asm), exe.asm[:3000]
     assert exe.code_size > 0 and "define void @" in exe.llvm_ir
     # the control: LLVM's vectorizers only run from opt_level 2
-    scalar = compile_module(module, flags=flags.get()._replace(opt_level=1))
+    scalar = compile_executable(module, flags=flags.get()._replace(opt_level=1))
     assert bool(_PACKED_F32.search(scalar.asm)) == explicit
 
 
@@ -718,7 +719,7 @@ def test_every_opt_level_computes_the_same(level):
   jaxpr = ember.make_jaxpr(f)(x)
   module = optimize(lower_jaxpr(jaxpr, "f"))
   expected = hlo_eval.evaluate(module, [x])
-  exe = compile_module(module, flags=flags.get()._replace(opt_level=level))
+  exe = compile_executable(module, flags=flags.get()._replace(opt_level=level))
   for g, e in zip(exe.execute([x]), expected):
     assert_same(g, e, rtol=1e-6)
 
@@ -750,7 +751,7 @@ def test_dumps_and_intermediates(tmp_path):
   with flags.override(dump_to=str(tmp_path)):
     jaxpr = ember.make_jaxpr(lambda x: jnp.sum(x @ x + 1, axis=0))(x)
     module = optimize(lower_jaxpr(jaxpr, "dumped"))
-    exe = compile_module(module, flags=flags.get())
+    exe = compile_executable(module, flags=flags.get())
   names = sorted(p.name for p in tmp_path.iterdir())
   assert any(n.endswith(".jit_dumped.s") for n in names), names
   assert any(n.endswith("ir-with-opt.ll") for n in names)

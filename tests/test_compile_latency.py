@@ -10,7 +10,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import flags, stages
+from ember._src import compilation, flags
 from ember._src.backends.cpu import compiler, llvm_jit
 
 f32, f64, i32 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32)
@@ -88,13 +88,13 @@ def test_quick_tier_selects_opt_level_0_and_skips_llvm_passes():
   assert dexe.cache_payload["opt_level"] == 3 and qexe.cache_payload["opt_level"] == 0
   assert "vector.body" in dexe.llvm_ir_optimized          # the vectorizer ran
   assert "vector.body" not in qexe.llvm_ir_optimized      # no IR pass did
-  assert stages.compile_flags().opt_level == 0
+  assert compilation.compile_flags().opt_level == 0
   # one LLVM function per kernel, none left for the math library (always inlined)
   assert qexe.llvm_ir_optimized.count("define ") == 1
   np.testing.assert_array_equal(np.asarray(quick(x)), np.asarray(default(x)))
   # the config is read when a compilation starts: what was compiled stays compiled
   ember.config.update("jax_disable_most_optimizations", False)
-  assert stages.compile_flags().opt_level == 3
+  assert compilation.compile_flags().opt_level == 3
 
 
 def test_llvm_tiers_table():
@@ -133,7 +133,7 @@ def test_parallel_llvm_parts_compute_what_one_module_does(monkeypatch):
   from ember._src.passes.pipeline import optimize
   x, w = _x((40, 30), 1), _x((30, 20), 2)
   f = lambda x, w: (jnp.tanh(x @ w) + 1.0, jnp.sum(jnp.exp(x), axis=1), jnp.sin(w) * 2.0)
-  module = optimize(stages.clone_module(ember.jit(f).lower(x, w).compiler_ir()))
+  module = optimize(compilation.clone_module(ember.jit(f).lower(x, w).compiler_ir()))
   assignment = assign_buffers(module)
   monkeypatch.setattr(compiler, "PARALLEL_MIN_IR_CHARS", 10 ** 12)
   whole = compiler.compile_module(module, assignment)
@@ -297,7 +297,7 @@ def test_clone_module_is_independent():
   lowered = ember.jit(lambda x: (jnp.sort(x, axis=1) + lax.iota(np.float32, 4)) * 2).lower(x)
   module = lowered.compiler_ir()
   before = lowered.as_text(dialect="hlo")
-  clone = stages.clone_module(module)
+  clone = compilation.clone_module(module)
   assert lowered.as_text(dialect="hlo") == before
   from ember._src import hlo
   assert hlo.to_text(clone) == hlo.to_text(module)
@@ -310,8 +310,8 @@ def test_clone_module_is_independent():
 
 
 def test_preload_backend_then_compile():
-  stages.preload_backend()
-  stages.preload_backend()                              # idempotent
+  compilation.preload_backend()
+  compilation.preload_backend()                              # idempotent
   x = _x((3, 5), 11)
   np.testing.assert_allclose(np.asarray(ember.jit(lambda x: jnp.exp(-x) + 1)(x)),
                              np.exp(-x.astype(f64)) + 1, rtol=2e-6)

@@ -1,4 +1,4 @@
-"""The cache-hit path of a jitted call (jit.py `_fast_key`, stages.py `hit_runner`,
+"""The cache-hit path of a jitted call (jit.py `_fast_key`, dispatch.py `hit_runner`,
 executable.py `execute_direct`): a small call on ready Arrays runs inline with one direct
 kernel call. Results must equal NumPy's, and every condition the fast path checks (deleted,
 pending or non-contiguous inputs, donation, a busy executor, the sync switch, checked mode,
@@ -10,7 +10,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src import stages
+from ember._src import check_compiled
 from ember._src.backends.cpu import executable as exe_mod
 from ember._src.errors import JaxRuntimeError
 from ember._src.runtime import executor
@@ -195,8 +195,8 @@ def test_checked_mode_is_honoured_on_the_next_call(monkeypatch, direct):
   x = _arr(np.linspace(0, 1, 4, dtype=np.float32))
   f(x), f(x)
   checked = []
-  real = stages.check_against_reference
-  monkeypatch.setattr(stages, "check_against_reference",
+  real = check_compiled.check_against_reference
+  monkeypatch.setattr(check_compiled, "check_against_reference",
                       lambda *a: (checked.append(1), real(*a))[1])
   n = len(direct)
   with ember.config._override("ember_check_compiled", True):

@@ -22,7 +22,7 @@ from ember._src.backends.cpu.compiler import (compile_module, deserialize_execut
                                               serialize_executable)
 from ember._src.passes.buffer_assignment import assign_buffers
 from ember._src.passes.pipeline import optimize
-from ember._src.stages import clone_module
+from ember._src.compilation import clone_module
 
 F32, F64 = np.float32, np.float64
 RNG = np.random.default_rng(0)

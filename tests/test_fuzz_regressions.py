@@ -61,28 +61,28 @@ def test_checked_mode_tolerates_the_least_precise_float_of_the_module():
 
 def test_checked_mode_still_catches_a_float64_difference():
   """A module of float64 values only keeps float64's tolerance."""
-  from ember._src import stages
+  from ember._src import check_compiled
   with config._override("jax_enable_x64", True):
     comp = ember.jit(lambda x: x * 2.0).lower(np.ones(3)).compile()._computation
   ok = np.full(3, 2.0)
-  stages.check_against_reference(comp, [np.ones(3)], [ok])
+  check_compiled.check_against_reference(comp, [np.ones(3)], [ok])
   with pytest.raises(AssertionError, match="differs from the reference"):
-    stages.check_against_reference(comp, [np.ones(3)], [ok + 1e-9])
+    check_compiled.check_against_reference(comp, [np.ones(3)], [ok + 1e-9])
 
 
 # fuzz seed 20893 (x64): when checked mode found a difference, looking for the first differing
 # instruction compared a tuple-valued one (a while loop's (int32[], f32[3]) carry) through
 # np.asarray and raised ValueError ("inhomogeneous shape") instead of naming the instruction.
 def test_first_differing_instruction_compares_tuple_values():
-  from ember._src import flags, stages
+  from ember._src import check_compiled, flags
   f = lambda x: lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, c[1] + 1), (0, x))[1] * 2
   x = np.arange(3.0, dtype=np.float32)
   with flags.override(tiered_compilation=False):
     comp = ember.jit(f).lower(x).compile()._computation
   assert "while" in [i.opcode for i in comp.module.entry.instrs]
-  assert stages._first_differing_instruction(comp, [x]) is None
-  assert not stages._values_close((np.int32(2), x), (np.int32(2), x + 1), 1e-5)
-  assert stages._values_close((np.int32(2), x), (np.int32(2), x), 1e-5)
+  assert check_compiled._first_differing_instruction(comp, [x]) is None
+  assert not check_compiled._values_close((np.int32(2), x), (np.int32(2), x + 1), 1e-5)
+  assert check_compiled._values_close((np.int32(2), x), (np.int32(2), x), 1e-5)
 
 
 # fuzz seed 106365 (x64, 5,000-program campaign): checked mode compared complex values as
@@ -90,12 +90,12 @@ def test_first_differing_instruction_compares_tuple_values():
 # imaginary part one rounding away "not close" (an infinite value must be equal): a false
 # AssertionError. Components are compared one by one now.
 def test_checked_mode_compares_complex_components():
-  from ember._src import stages
+  from ember._src import check_compiled
   z = np.array([complex(-np.inf, -24.6329998), complex(1.0, np.inf)])
   near = np.array([complex(-np.inf, -24.6329998 * (1 + 1e-15)), complex(1.0 + 1e-15, np.inf)])
-  assert stages._close(z, near)
-  assert not stages._close(z, np.array([complex(np.inf, -24.6329998), complex(1.0, np.inf)]))
-  assert not stages._close(z, np.array([complex(-np.inf, -24.0), complex(1.0, np.inf)]))
+  assert check_compiled._close(z, near)
+  assert not check_compiled._close(z, np.array([complex(np.inf, -24.6329998), complex(1.0, np.inf)]))
+  assert not check_compiled._close(z, np.array([complex(-np.inf, -24.0), complex(1.0, np.inf)]))
   x = np.array([-np.inf, 1.0])
   y = np.array([complex(0.5, -1.0), complex(0.25, 2.0)])
   f = lambda x, y: (x.astype(jnp.complex128) + jnp.cumsum(y) * 3.1).astype(jnp.complex128)

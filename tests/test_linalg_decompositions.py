@@ -18,7 +18,7 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember.lax import linalg as L
-from ember._src import stages
+from ember._src import compilation
 from ember._src.config import config
 
 RNG = np.random.default_rng(1234)
@@ -516,14 +516,14 @@ def test_persistent_cache_roundtrip(tmp_path):
   config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
   a = spd((3, 3))
   try:
-    stages._executables.clear()
+    compilation._executables.clear()
     first = ember.jit(_all_decomps).lower(a).compile()
-    stages._executables.clear()
+    compilation._executables.clear()
     second = ember.jit(_all_decomps).lower(a).compile()
   finally:
     for n, v in old.items():
       config.update(n, v)
-    stages._executables.clear()
+    compilation._executables.clear()
   assert len([n for n in os.listdir(tmp_path) if not n.startswith(".")]) == 1
   for o1, o2 in zip(first(a), second(a)):
     np.testing.assert_array_equal(np.asarray(o1), np.asarray(o2))

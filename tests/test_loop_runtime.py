@@ -12,7 +12,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import stages
+from ember._src import compilation
 from ember._src.backends.cpu import blas_pool, control_flow, dot_kernels
 from ember._src.backends.cpu import executable as ex
 
@@ -307,7 +307,7 @@ def loops_ref(x):
 
 def test_cache_hit_of_loops_runs_no_llvm(cache, monkeypatch):
   x = data((40,)) * 0.1 + 1.0
-  stages._executables.clear()
+  compilation._executables.clear()
   first = ember.jit(loops).lower(x).compile()
   np.testing.assert_allclose(np.asarray(first(x)), loops_ref(x), rtol=1e-4)
   assert [n for n in os.listdir(cache) if not n.startswith(".")]
@@ -323,7 +323,7 @@ def test_cache_hit_of_loops_runs_no_llvm(cache, monkeypatch):
   with monkeypatch.context() as m:
     m.setattr(compiler, "_jit", no_llvm)
     m.setattr(codegen.KernelBuilder, "__init__", no_llvm)
-    stages._executables.clear()
+    compilation._executables.clear()
     second = ember.jit(loops).lower(x).compile()
   assert calls == []
   np.testing.assert_allclose(np.asarray(second(x)), loops_ref(x), rtol=1e-4)
@@ -336,12 +336,12 @@ def test_cache_hit_of_loops_runs_no_llvm(cache, monkeypatch):
 def test_bad_recorded_sub_executable_is_recompiled(cache):
   """Recorded bytes that do not fit the body (a damaged entry) compile it afresh."""
   x = data((40,)) * 0.1 + 1.0
-  stages._executables.clear()
+  compilation._executables.clear()
   c = ember.jit(loops).lower(x).compile()
   t = next(t for t in c.runtime_executable().thunks
            if isinstance(t, control_flow.ControlFlowThunk) and t.loop is not None)
   sub, bad = t.subs[1], b"\x02\x00\x00\x00{}"
-  again = control_flow._Sub(sub.comp, "again", None, recorded=bad)
+  again = control_flow._Sub(sub.comp, sub.assignment, None, recorded=bad)
   assert again.exe is not None and again.serialized not in (None, bad)
   state = [np.full(sh.dims, 1, np.dtype(sh.dtype)) for sh in t.in_shapes]
   for a, b in zip(again(state), sub(state)):

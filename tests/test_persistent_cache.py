@@ -12,7 +12,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src import persistent_cache, stages
+from ember._src import compilation, persistent_cache
 from ember._src.config import config
 
 LOGGER = "ember._src.compiler"
@@ -21,7 +21,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def compile_fresh(f, *args):
   """Lower and compile `f` as a new process would (no in-memory executable)."""
-  stages._executables.clear()
+  compilation._executables.clear()
   return ember.jit(f).lower(*args).compile()
 
 

@@ -19,7 +19,7 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember._src.backends.cpu import dot_kernels, tiering
-from ember._src.profiler import trace as trace_impl
+from ember._src.profiler import events as profiler_events
 from ember._src.runtime import executor
 
 
@@ -224,13 +224,13 @@ def test_start_stop_errors_and_functions(tmp_path):
   with pytest.raises(RuntimeError, match="No profile started"):
     ember.profiler.stop_trace()
   session = ember.profiler.start_trace(str(tmp_path))
-  assert session.is_running and trace_impl.active
+  assert session.is_running and profiler_events.active
   with pytest.raises(RuntimeError, match="already been started. Only one profile"):
     ember.profiler.start_trace(str(tmp_path))
   with pytest.raises(RuntimeError, match="already been started"):
     with ember.profiler.trace(tmp_path):
       pass
-  assert trace_impl.active          # the failed starts left the running trace alone
+  assert profiler_events.active          # the failed starts left the running trace alone
 
   @ember.profiler.annotate_function
   def plain(a):
@@ -245,7 +245,7 @@ def test_start_stop_errors_and_functions(tmp_path):
     ann.set_metadata(extra="yes")
     assert ember.profiler.TraceAnnotation.is_enabled()
   assert isinstance(ember.profiler.stop_trace(), ember.profiler.ProfileData)
-  assert not session.is_running and not trace_impl.active
+  assert not session.is_running and not profiler_events.active
   with pytest.raises(RuntimeError, match="No profile started"):
     ember.profiler.stop_trace()
   spans = validate(load(trace_file(tmp_path)))
@@ -258,7 +258,7 @@ def test_start_stop_errors_and_functions(tmp_path):
     with ember.profiler.trace(tmp_path / "err"):
       with ember.profiler.TraceAnnotation("boom"):
         1 / 0
-  assert not trace_impl.active
+  assert not profiler_events.active
   assert [e["name"] for e in validate(load(trace_file(tmp_path / "err")))] == ["boom"]
 
   with pytest.raises(ValueError, match="profiler_options"):
@@ -267,7 +267,7 @@ def test_start_stop_errors_and_functions(tmp_path):
     ember.profiler.start_server(9999)
   with pytest.raises(ValueError, match="No active profiler server"):
     ember.profiler.stop_server()
-  assert not trace_impl.active
+  assert not profiler_events.active
 
 
 def test_nothing_recorded_without_a_trace(tmp_path):
@@ -279,7 +279,7 @@ def test_nothing_recorded_without_a_trace(tmp_path):
     with ember.profiler.StepTraceAnnotation("s", step_num=0):
       f(x).block_until_ready()
     assert not ember.profiler.TraceAnnotation.is_enabled()
-  assert trace_impl._events == []
+  assert profiler_events.spans == []
   late = ember.profiler.TraceAnnotation("entered before the trace")
   late.__enter__()
   tiering.wait_idle()     # f's background tier-up compile would be recorded in the trace
@@ -288,7 +288,7 @@ def test_nothing_recorded_without_a_trace(tmp_path):
   assert session.files == [] and not os.listdir(tmp_path)
   assert [e for e in session.events if e["ph"] == "X"] == []
   f(x).block_until_ready()
-  assert trace_impl._events == []
+  assert profiler_events.spans == []
 
 
 def test_perfetto_trace_and_link(tmp_path, capsys):

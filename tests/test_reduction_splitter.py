@@ -10,7 +10,7 @@ import ember.numpy as jnp
 import ember.nn
 from ember._src import flags as flags_lib
 from ember._src.backends.cpu import cost_model
-from ember._src.backends.cpu.compiler import compile_module
+from ember._src.compilation import compile_executable
 from ember._src.lower import lower_jaxpr
 from ember._src.passes import reduction_splitter
 from ember._src.passes.pipeline import optimize
@@ -68,7 +68,7 @@ def test_same_bits_for_any_number_of_chunks(name):
   outs = []
   for chunks in (1, 2, 3, K):
     with cost_model.forced_chunks(chunks):
-      exe = compile_module(module)
+      exe = compile_executable(module)
     outs.append(np.array(exe.execute([x])[0]))
   assert all(o.tobytes() == outs[0].tobytes() for o in outs)
 

@@ -18,7 +18,7 @@ import pytest
 import ember as jax
 import ember.numpy as jnp
 from ember import lax
-from ember._src import persistent_cache, stages
+from ember._src import compilation, persistent_cache
 from ember._src.config import config
 
 from test_async_dispatch import _heavy, _heavy_np, mats  # noqa: F401 - fixtures (gate: conftest)
@@ -309,7 +309,8 @@ def test_persistent_cache_key_includes_the_version(tmp_path, monkeypatch):
   # §2.5: "The cache key includes ... the jax/jaxlib versions ..., so upgrading JAX or
   # changing flags automatically invalidates old entries" (flags: tests/test_persistent_cache.py
   # test_key_covers_constants_and_flags)
-  import ember as ember_pkg
+  from ember._src import version
+  from ember._src.backends.cpu import runtime_cache
   names = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
   old = {n: config.read(n) for n in names}
   config.update("jax_compilation_cache_dir", str(tmp_path))
@@ -317,18 +318,18 @@ def test_persistent_cache_key_includes_the_version(tmp_path, monkeypatch):
   x = np.arange(4, dtype=np.float32)
   f = lambda v: v * 5.0 + 1.0  # noqa: E731
   try:
-    for version in (ember_pkg.__version__, ember_pkg.__version__ + ".post-upgrade"):
-      monkeypatch.setattr(ember_pkg, "__version__", version)
-      persistent_cache._environment.cache_clear()
-      stages._executables.clear()
+    for v in (version.__version__, version.__version__ + ".post-upgrade"):
+      monkeypatch.setattr(version, "__version__", v)
+      runtime_cache.environment.cache_clear()
+      compilation._executables.clear()
       out = jax.jit(f).lower(x).compile()(x)
       np.testing.assert_array_equal(np.asarray(out), x * 5 + 1)
   finally:
     for n, v in old.items():
       config.update(n, v)
     monkeypatch.undo()
-    persistent_cache._environment.cache_clear()
-    stages._executables.clear()
+    runtime_cache.environment.cache_clear()
+    compilation._executables.clear()
   assert len([n for n in os.listdir(tmp_path) if n.startswith("jit__lambda-")]) == 2
 
 

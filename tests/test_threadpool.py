@@ -22,6 +22,7 @@ from ember._src import hlo
 from ember._src.backends.cpu import cost_model, host, threadpool
 from ember._src.backends.cpu.compiler import (compile_module, deserialize_executable,
                                               serialize_executable)
+from ember._src.compilation import compile_executable
 from ember._src.lower import lower_jaxpr
 from ember._src.passes.buffer_assignment import assign_buffers
 from ember._src.passes.pipeline import optimize
@@ -47,9 +48,9 @@ def compiled(f, *args, chunks=None):
 
 def build(module, chunks=None):
   if chunks is None:
-    return compile_module(module)
+    return compile_executable(module)
   with cost_model.forced_chunks(chunks):
-    return compile_module(module)
+    return compile_executable(module)
 
 
 def kernels(exe):
@@ -217,7 +218,7 @@ def test_multi_output_fusions_split_bitwise():
            reductions: [(x * y).sum(1), (x * y).max(1)]}
   for fusion, want in wants.items():
     module = _hand_module([S(f32, (37, 53))] * 2, fusion)
-    (k,) = kernels(compile_module(module))
+    (k,) = kernels(compile_executable(module))
     assert k.splittable and k.outer == 37
     one, _ = split_results(module, [x, y], 1)
     for o, w in zip(one, want):
@@ -470,7 +471,7 @@ import numpy as np
 import ember, ember.numpy as jnp
 from ember._src.backends.cpu import cost_model, host, threadpool
 from ember._src.backends.cpu import executable as exm
-from ember._src.backends.cpu.compiler import compile_module
+from ember._src.compilation import compile_executable
 from ember._src.lower import lower_jaxpr
 from ember._src.passes.pipeline import optimize
 rng = np.random.default_rng(0)
@@ -521,7 +522,7 @@ def test_four_threads_no_spin_bitwise_and_decisions():
   assert len(pool.threads) == 3 and all(t.is_alive() for t in pool.threads)
   assert ctypes.c_int64.from_address(pool.state + threadpool._SPIN_NS).value == 0
   with cost_model.forced_chunks(1):
-    one = compile_module(optimize(lower_jaxpr(ember.make_jaxpr(sin21)(big), "f")))
+    one = compile_executable(optimize(lower_jaxpr(ember.make_jaxpr(sin21)(big), "f")))
   assert [k.nchunks for k in one.thunks] == [1]
   one = one.execute([big])[0]
   assert all(g.tobytes() == one.tobytes() for g in got)

@@ -25,7 +25,7 @@ class Config:
       "jax_default_matmul_precision": lambda: None,
       "jax_platforms": lambda: os.environ.get("JAX_PLATFORMS", "cpu"),
       "jax_disable_jit": lambda: _env_bool("JAX_DISABLE_JIT", False),
-      # compile at opt_level 0 (stages.compile_flags): no HLO simplification, no LLVM IR
+      # compile at opt_level 0 (compilation.compile_flags): no HLO simplification, no LLVM IR
       # passes, fast instruction selection; read when a compilation starts
       "jax_disable_most_optimizations": lambda: _env_bool("JAX_DISABLE_MOST_OPTIMIZATIONS",
                                                           False),

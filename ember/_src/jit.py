@@ -22,11 +22,11 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ember._src import core, tree_util
+from ember._src import cache_miss, compilation, core, tree_util
 from ember._src.config import config
-from ember._src.stages import Lowered, Staged, Traced
+from ember._src.compilation import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
-from ember._src.profiler import trace as _profiler
+from ember._src.profiler import events as _profiler
 from ember._src.runtime.array import Array
 
 # --- the jit primitive --------------------------------------------------------------------
@@ -39,8 +39,7 @@ def _jit_eval(*args, jaxpr: Jaxpr, name: str, donated_invars=(), **_):
   """A top-level jitted call: compile the jaxpr once (cached per jaxpr) and run it."""
   if config.read("jax_disable_jit") or config.read("ember_jit_backend") == "interpreter":
     return core.eval_jaxpr(jaxpr, jaxpr.consts, *args)
-  from ember._src.stages import compiled_for_jaxpr
-  return compiled_for_jaxpr(jaxpr, name, donated=donated_invars).run(args)
+  return compilation.compiled_for_jaxpr(jaxpr, name, donated=donated_invars).run(args)
 
 
 jit_p.eval_rule = _jit_eval
@@ -237,7 +236,6 @@ def _cache_for(fun) -> dict:
 
 def clear_caches() -> None:
   """Forget every traced and compiled jit signature (`jax.clear_caches`)."""
-  from ember._src import cache_miss, stages
   with _lock:
     for c in list(_caches.values()):
       c.clear()
@@ -245,8 +243,8 @@ def clear_caches() -> None:
       c.clear()
     for w in list(_wrappers):
       w._fast.clear()
-    stages._executables.clear()
-    stages._compiled_by_jaxpr.clear()
+    compilation._executables.clear()
+    compilation._compiled_by_jaxpr.clear()
     cache_miss._seen_locations.clear()
 
 
@@ -265,10 +263,9 @@ def _donated_leaves(args, kwargs, donate_argnums, donate_argnames, static_argnum
 
 
 def _compile(entry: _Entry) -> Any:
-  """Lower and compile a cache entry (a real compilation, logged: stages.compile_staged),
+  """Lower and compile a cache entry (a real compilation, logged: compilation.compile_staged),
   unless `jit(f).lower(...).compile()` already compiled it with the same flags."""
-  from ember._src import stages
-  entry.compiled = comp = stages.compile_staged(entry.staged)
+  entry.compiled = comp = compilation.compile_staged(entry.staged)
   return comp
 
 
@@ -329,13 +326,11 @@ class JitWrapped:
     return entry, leaves
 
   def _miss(self, key, args, kwargs, leaves) -> _Entry:
-    from ember._src import stages
-    from ember._src.cache_miss import explain_miss, timed
     if config._values["jax_explain_cache_misses"]:
-      explain_miss(self.fun, self.__name__, key, self._cache)
+      cache_miss.explain_miss(self.fun, self.__name__, key, self._cache)
     t0 = time.perf_counter()
-    with timed("jax_log_compiles", "Finished tracing %s for jit in %.9f sec", self.__name__), \
-        stages.gc_paused():
+    with cache_miss.timed("jax_log_compiles", "Finished tracing %s for jit in %.9f sec", self.__name__), \
+        compilation.gc_paused():
       closed, out_tree, leaves, _ = _trace_flat(self.fun, args, kwargs, self.static_argnums,
                                                 self.static_argnames, "jit")
     trace_secs = time.perf_counter() - t0

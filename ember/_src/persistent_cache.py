@@ -1,13 +1,16 @@
-"""The persistent compilation cache: native code of optimized modules, shared by processes.
+"""The persistent compilation cache: a store of bytes by key, shared by processes.
 
     config.update("jax_compilation_cache_dir", "/tmp/ember-cache")   # or JAX_/EMBER_ env var
     config.update("jax_persistent_cache_min_compile_time_secs", 0)   # default 1.0
 
-On a compile, `compile_or_load` hashes the optimized module with everything else that
-decides its machine code (ember, llvmlite and LLVM versions, target triple, host CPU name
-and features, compiler flags). A file `jit_<name>-<hash>` in the directory holds the
-serialized executable (`backends.cpu.compiler.serialize_executable`: object code plus the
-thunk plan's facts), so a hit skips code generation and LLVM entirely.
+The compile driver needs one function,
+`load_or_compile(directory, module_name, key, compile, serialize, deserialize, started)`:
+the key (a hash of the optimized module with everything else that decides its machine
+code, computed by the driver with the backend's environment fingerprint) names a file
+`jit_<name>-<key>` in the directory holding the serialized executable; `deserialize`
+rebuilds it (a hit skips code generation and LLVM entirely), else `compile` makes it and
+`serialize` gives the bytes written. The store knows nothing of modules, compilers or
+executables.
 
 An entry is `MAGIC | sha256(payload) | payload`, the payload zlib-compressed. Writes go to a temporary file in the same
 directory, then `os.replace`: readers see a whole entry or none. An entry that is
@@ -15,6 +18,8 @@ truncated, corrupt or from another format is logged, ignored and replaced by the
 compile. Hits touch the file's mtime; after each write, the least recently used entries
 are removed until the directory is within `jax_compilation_cache_max_size` (when not -1;
 0 turns the cache off) or else `ember_persistent_cache_max_size_bytes` (default 1 GiB).
+The backend's runtime cache (backends/cpu/runtime_cache.py) keeps its entries in the same
+file format (`read_entry`, `write_entry`).
 
 Logs (logger `ember._src.compiler`, or JAX's `jax._src.compiler` when only that one is
 enabled; DEBUG, as JAX's; a hit is a WARNING under
@@ -24,7 +29,6 @@ enabled; DEBUG, as JAX's; a hit is a WARNING under
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
@@ -32,10 +36,8 @@ import re
 import tempfile
 import time
 import zlib
+from typing import Callable, TypeVar
 
-import numpy as np
-
-from ember._src import hlo
 from ember._src.config import config
 
 
@@ -79,45 +81,6 @@ def max_size() -> int:
   """The cap on the directory's entries in bytes (-1: none): JAX's option when set."""
   jax_cap = config.read("jax_compilation_cache_max_size")
   return jax_cap if jax_cap != -1 else config.read("ember_persistent_cache_max_size_bytes")
-
-
-@functools.cache
-def _environment() -> bytes:
-  """What besides the module decides the machine code: versions and the host CPU."""
-  import llvmlite
-  import llvmlite.binding as llvm
-  from ember import __version__
-  from ember._src.backends.cpu import dot_kernels, host
-  # the shared dot body's symbol names its configuration: objects calling another one
-  # would not link
-  return repr((MAGIC, __version__, llvmlite.__version__, llvm.llvm_version_info,
-               llvm.get_process_triple(), host.cpu(),
-               dot_kernels._body_symbol("float32"))).encode()
-
-
-# `, metadata={op_name="..." source_file="..." source_line=N}`: debug info only
-_METADATA = re.compile(r', metadata=\{(?:[^}"]|"(?:[^"\\]|\\.)*")*\}')
-
-
-def cache_key(module: hlo.Module, flags) -> str:
-  """sha256 over the optimized module's text without metadata (moving a function to
-  another line keeps its entry), the bytes of every array attribute (the text elides
-  large constants), the input/output aliasing, the flags and `_environment()`."""
-  h = hashlib.sha256(_environment())
-  text = hlo.to_text(module)
-  if not config.read("jax_compilation_cache_include_metadata_in_key"):
-    text = _METADATA.sub("", text)
-  h.update(text.encode())
-  for comp in module.called_computations():
-    for instr in comp.instrs:
-      for k, v in sorted(instr.attrs.items()):
-        if isinstance(v, (np.ndarray, np.generic)):
-          v = np.ascontiguousarray(v)
-          h.update(f"{instr.name}.{k}:{v.dtype.str}{v.shape}".encode())
-          h.update(v.tobytes())
-  h.update(repr(sorted(module.input_output_alias.items())).encode())
-  h.update(repr((sorted(flags.disable_passes), flags.opt_level)).encode())
-  return h.hexdigest()
 
 
 def entry_name(module_name: str, key: str) -> str:
@@ -228,24 +191,23 @@ def _remove(path: str) -> None:
 # The compile path
 # --------------------------------------------------------------------------------------
 
-def compile_or_load(module: hlo.Module, assignment, flags, started: float,
-                    tiered: bool = False):
-  """The executable of the optimized `module`: loaded from the cache directory when an
-  entry exists, else compiled (and written when the compile, timed from `started`, took at
-  least `jax_persistent_cache_min_compile_time_secs`). `tiered` (tiering.py) applies
-  only without a cache directory: an entry is written once, with the optimized code."""
-  from ember._src.backends.cpu import compiler
-  directory = cache_dir()
-  if directory is None or getattr(flags, "dump_to", None):
-    return compiler.compile_module(module, assignment, flags,
-                                   tiered and not getattr(flags, "dump_to", None))
-  key = cache_key(module, flags)
-  name = entry_name(module.name, key)
+T = TypeVar("T")
+
+
+def load_or_compile(directory: str, module_name: str, key: str, compile: Callable[[], T],
+                    serialize: Callable[[T], bytes], deserialize: Callable[[bytes], T],
+                    started: float) -> T:
+  """The value (an executable) stored under `key` in `directory` (the caller's reading of
+  `cache_dir()`): `deserialize(payload)` of the entry when there is a good one, else
+  `compile()`, written as `serialize(value)` when the compile, timed from `started`, took
+  at least `jax_persistent_cache_min_compile_time_secs`. A payload `deserialize` rejects
+  (raises) is logged, removed and compiled again."""
+  name = entry_name(module_name, key)
   path = os.path.join(directory, name)
   payload = read_entry(path)
   if payload is not None:
     try:
-      exe = compiler.deserialize_executable(module, assignment, zlib.decompress(payload))
+      value = deserialize(zlib.decompress(payload))
     except Exception as e:   # noqa: BLE001 - a bad entry must never break a compile
       logger.warning("persistent compilation cache: cannot load %s (%s: %s); recompiling",
                      path, type(e).__name__, e)
@@ -254,20 +216,20 @@ def compile_or_load(module: hlo.Module, assignment, flags, started: float,
       logger.log(logging.WARNING if config.read("jax_log_compiles") else logging.DEBUG,
                  "Persistent compilation cache hit for '%s' with key %r",
                  name.rsplit("-", 1)[0], key)
-      return exe
+      return value
   # as JAX: a miss is a WARNING when the user asked for cache-miss explanations
   logger.log(logging.WARNING if config.read("jax_explain_cache_misses") else logging.DEBUG,
              "PERSISTENT COMPILATION CACHE MISS for '%s' with key %r",
              name.rsplit("-", 1)[0], key)
-  exe = compiler.compile_module(module, assignment, flags)
+  value = compile()
   secs = time.perf_counter() - started
   min_secs = config.read("jax_persistent_cache_min_compile_time_secs")
   if secs < min_secs:
     logger.debug("Not writing persistent cache entry for '%s' because it took < %.2f "
                  "seconds to compile (%.2fs)", name.rsplit("-", 1)[0], min_secs, secs)
-    return exe
+    return value
   try:
-    write_entry(directory, name, zlib.compress(compiler.serialize_executable(exe), 1))
+    write_entry(directory, name, zlib.compress(serialize(value), 1))
   except OSError as e:       # a read-only or full disk costs the cache, not the compile
     logger.warning("persistent compilation cache: cannot write %s (%s)", path, e)
-  return exe
+  return value

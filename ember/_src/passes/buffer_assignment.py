@@ -168,7 +168,10 @@ class BufferAssignment:
   output); `output_aliases` ({output k: parameter p} actually realized); `constants` (the
   constant instructions, indexed by constant slots); `live_ranges` (instr name -> (first,
   last) schedule positions of its value, -1 = before the first instruction, inf = live out);
-  `temp_size`, `argument_size`, `output_size`, `alias_size` (bytes); `copies_inserted`."""
+  `temp_size`, `argument_size`, `output_size`, `alias_size` (bytes); `copies_inserted`;
+  `called` ({while/conditional name: the assignments of the programs the backend compiles
+  for the computations it calls, each with its own `module`}; filled by the compile
+  driver, compilation.assign_program)."""
 
   def __init__(self, module, slots, outputs, output_aliases, constants, live_ranges,
                temp_size, copies_inserted):
@@ -184,6 +187,7 @@ class BufferAssignment:
     self.output_size = sum(s.size for s in outputs)
     self.alias_size = sum(outputs[k].size for k in output_aliases)
     self.copies_inserted = copies_inserted
+    self.called: dict[str, tuple[BufferAssignment, ...]] = {}
 
   def slot(self, instr: hlo.Instr, index: int | None = None) -> Slot:
     s = self.slots[instr.name]

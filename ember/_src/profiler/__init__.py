@@ -1,2 +1,2 @@
 """ember.profiler's implementation: trace collection (trace.py) and the device memory
-profile (memory.py). Kept import-light: jit.py and stages.py import `trace` for its hooks."""
+profile (memory.py). The traced code records into `events` (import-light, below everything)."""

@@ -1,17 +1,19 @@
 """Trace collection: host spans, jitted-call dispatch, compile stages and every executed
 thunk, written as Chrome Trace Event Format JSON (what Perfetto and chrome://tracing open).
 
-While no trace is active the hooks cost one global check each (`if trace.active:`) on the
-paths they sit on:
+The traced code records into events.py (below everything); while no trace is active its
+hooks cost one global check each (`if events.active:`) on the paths they sit on:
 
     jit.py           JitWrapped.__call__  -> `PjitFunction(f)` (dispatch span, JAX's name)
                      JitWrapped._miss     -> `trace jit(f)`
-    stages.py        compile_staged       -> `lower jit(f)`, `compile jit(f)` and its stages
-                     _RunPlan call        -> `execute(...)`: one span per thunk
+    compilation.py   compile_staged       -> `lower jit(f)`, `compile jit(f)` and its stages
+    dispatch.py      _RunPlan call        -> one span per thunk (backends/cpu/profiled.py)
     control_flow.py  _Sub.__call__        -> the thunks of loop bodies/branches, nested
+    tiering.py       the tier-up worker   -> `tier-up <module>`
 
-Events are kept in memory as tuples (thread id, name, start ns, end ns, args) and turned into
-JSON when the trace stops: `<log_dir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.trace.json.gz`,
+This module is the session around them: start and stop, then the export. Events are kept
+in memory as tuples (thread id, name, start ns, end ns, args) and turned into JSON when the
+trace stops: `<log_dir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.trace.json.gz`,
 `<host>.xplane.pb` (the same spans as an XSpace protobuf, xplane.py) and
 `perfetto_trace.json.gz` when asked, JAX's layout. See docs/profiler.md.
 """
@@ -25,36 +27,13 @@ import json
 import os
 import socket
 import threading
-import time
-from typing import Any, Callable
+from typing import Callable
 
-active = False          # the one flag every hook reads; True between start and stop
+from ember._src.profiler import events, xplane
+from ember._src.runtime import executor
 
-_clock = time.perf_counter_ns
 _state_lock = threading.Lock()
 _session: "ProfileSession | None" = None
-_events: list = []      # (tid, name, start_ns, end_ns, args dict or None)
-_threads: dict = {}     # native thread id -> thread name
-_infos: dict = {}       # (id(executable), id(computation)) -> (exe, per-thunk _Args)
-_tls = threading.local()
-
-
-def _tid() -> int:
-  tid = threading.get_native_id()
-  if tid not in _threads:
-    _threads[tid] = threading.current_thread().name
-  return tid
-
-
-def record(name: str, start_ns: int, end_ns: int, args: dict | None = None) -> None:
-  """One complete span on the calling thread (perf_counter_ns times)."""
-  _events.append((_tid(), name, start_ns, end_ns, args))
-
-
-def record_secs(name: str, start_s: float, secs: float, args: dict | None = None) -> None:
-  """A span from perf_counter() seconds (the compile stages' clock)."""
-  t0 = int(start_s * 1e9)
-  record(name, t0, t0 + int(secs * 1e9), args)
 
 
 # --- sessions -------------------------------------------------------------------------------
@@ -84,31 +63,26 @@ class ProfileSession:
     return self._is_running
 
   def start(self) -> "ProfileSession":
-    global active, _session, _events
+    global _session
     with _state_lock:
       if _session is not None or self._is_running:
         raise RuntimeError("Profile has already been started. Only one profile may be run "
                            "at a time.")
-      _events = []
-      _threads.clear()
-      _infos.clear()
-      self._start_ns = _clock()
-      self._is_running, _session, active = True, self, True
+      events.begin()
+      self._start_ns = events.clock()
+      self._is_running, _session = True, self
     return self
 
   def stop(self):
     """Stop collecting, write the files and return the trace as a `ProfileData`."""
-    global active, _session, _events
+    global _session
     with _state_lock:
       if not self._is_running:
         raise RuntimeError("No profile started")
       _drain_executors()        # work dispatched during the trace ends inside it
-      active = False
-      events, _events = _events, []
+      recorded, threads = events.end()
       self._is_running, _session = False, None
-      _infos.clear()
-    self.events = to_chrome_events(events, dict(_threads), self._start_ns)
-    from ember._src.profiler import xplane
+    self.events = to_chrome_events(recorded, threads, self._start_ns)
     xspace = xplane.xspace_from_chrome_events(self.events, socket.gethostname())
     self.profile_data = xplane.ProfileData(xspace)
     if self.log_dir is not None:
@@ -126,7 +100,6 @@ class ProfileSession:
 
 
 def _drain_executors() -> None:
-  from ember._src.runtime import executor
   for ex in list(executor._executors.values()):
     ex.drain()
 
@@ -184,19 +157,19 @@ class TraceAnnotation:
 
   @staticmethod
   def is_enabled() -> bool:
-    return active
+    return events.active
 
   def set_metadata(self, **kwargs) -> None:
     self.args.update((k, _Arg(v)) for k, v in kwargs.items())
 
   def __enter__(self):
-    self._starts.append(_clock() if active else None)
+    self._starts.append(events.clock() if events.active else None)
     return self
 
   def __exit__(self, *exc) -> None:
     t0 = self._starts.pop()
-    if t0 is not None and active:
-      record(self.name, t0, _clock(), dict(self.args) or None)
+    if t0 is not None and events.active:
+      events.record(self.name, t0, events.clock(), dict(self.args) or None)
 
 
 class StepTraceAnnotation(TraceAnnotation):
@@ -228,145 +201,14 @@ def stop_server() -> None:
   raise ValueError("No active profiler server.")
 
 
-# --- hooks on the jit paths -----------------------------------------------------------------
-
-def wrap_call() -> bool:
-  """JitWrapped.__call__'s hook: True when this call should be wrapped in a dispatch span
-  (False for the re-entry `dispatch` makes)."""
-  if getattr(_tls, "reentry", False):
-    _tls.reentry = False
-    return False
-  return True
-
-
-def dispatch(wrapped, args, kwargs):
-  """A jitted call as a `PjitFunction(<name>)` span (JAX's name for the same thing)."""
-  t0 = _clock()
-  _tls.reentry = True
-  try:
-    return wrapped(*args, **kwargs)
-  finally:
-    _tls.reentry = False
-    if active:
-      record(f"PjitFunction({wrapped.__name__})", t0, _clock())
-
-
-def compile_spans(name: str, times: dict, start_s: float) -> None:
-  """`compile jit(f)` at its real start, its stages (Compiled.compile_times) laid end to
-  end inside it in the order they ran (each stage's duration is measured; small gaps
-  between stages fall to the end of the parent)."""
-  from ember._src.stages import _STAGE_ORDER
-  args = {"fun": name}
-  record_secs(f"compile jit({name})", start_s, times["compile"], args)
-  t = start_s
-  for stage in ("hlo_passes", "buffer_assignment", "backend"):
-    if stage in times:
-      record_secs(stage, t, times[stage], args)
-      if stage == "backend":
-        sub = t
-        for s in _STAGE_ORDER[_STAGE_ORDER.index("codegen"):]:
-          if s in times:
-            record_secs(s, sub, times[s], args)
-            sub += times[s]
-      t += times[stage]
-
-
-def execute(exe, comp, module_name: str, args, ptrs=None, label: str | None = None
-            ) -> tuple[list, list]:
-  """`exe.execute_ptrs(args, ptrs)` with one span per thunk, named after its HLO
-  instruction in `comp` (the computation the executable runs), inside a span named
-  `label` (default: the module's name; a loop body's or branch's computation name), so
-  every span the executor records can be found in `Compiled.as_text()`. Runs on a frame
-  of its own (the cached frame's direct kernel calls skip the thunk objects); `ptrs` (the
-  arguments' known addresses) are not needed there."""
-  info = _thunk_args(exe, comp, module_name)
-  t_call = _clock()
-  frame = exe._frame(args)
-  clock, tid = _clock, _tid()
-  for thunk, targs in zip(exe.thunks, info):
-    t0 = clock()
-    thunk.run(frame)
-    _events.append((tid, thunk.name, t0, clock(), targs))
-  outs = exe._results(frame)
-  out_ptrs = [frame.out_ptrs[s.index] if s.kind == "output" else frame.arg_ptrs[s.index]
-              for s in exe.output_slots]
-  record(label or module_name, t_call, _clock(), {"hlo_module": module_name})
-  return outs, out_ptrs
-
-
-def _thunk_args(exe, comp, module_name: str) -> list:
-  """Per thunk of `exe`: its span's args, computed when the trace stops (the first traced
-  run of an executable does no analysis, so it is timed like the others)."""
-  key = (id(exe), id(comp))
-  got = _infos.get(key)
-  if got is None:
-    by_name: dict = {}      # the computation's instructions by name, filled at first use
-    got = _infos[key] = (exe, [_Args(t, comp, by_name, module_name) for t in exe.thunks])
-  return got[1]
-
-
-class _Args:
-  """A thunk span's args, resolved by `to_chrome_events` (once per thunk and trace)."""
-  __slots__ = ("thunk", "comp", "by_name", "module_name", "value")
-
-  def __init__(self, thunk, comp, by_name: dict, module_name: str):
-    self.thunk, self.comp, self.by_name, self.module_name = thunk, comp, by_name, module_name
-    self.value = None
-
-  def get(self) -> dict:
-    if self.value is None:
-      if not self.by_name and self.comp is not None:
-        self.by_name.update((i.name, i) for i in self.comp.instrs)
-      self.value = instr_args(self.thunk, self.by_name.get(self.thunk.name), self.module_name)
-    return self.value
-
-
-def instr_args(thunk, instr, module_name: str) -> dict:
-  """What a thunk's span says about its instruction: the cost analysis of that one
-  instruction (flops, transcendentals, bytes accessed), its HLO text (`long_name`), its
-  `op_name` metadata (named_scope paths) and, for a fusion, the op_names fused into it."""
-  from ember._src import analysis, hlo
-  args: dict[str, Any] = {"hlo_module": module_name, "hlo_op": thunk.name,
-                          "kind": thunk.kind}
-  nchunks = getattr(thunk, "nchunks", None)
-  if nchunks is not None:
-    args["chunks"] = nchunks
-  if instr is None:
-    return args
-  flops, trans = analysis.computation_costs(_One(instr))
-  reads, writes = analysis.kernel_bytes(instr)
-  args.update(flops=flops, transcendentals=trans,
-              bytes_accessed=float(sum(b for b, _ in reads) + sum(writes)),
-              long_name=hlo.instr_to_text(instr).strip())
-  if instr.metadata.op_name:
-    args["op_name"] = instr.metadata.op_name
-  if instr.opcode == "fusion" and instr.called:
-    fused = []
-    for i in instr.called[0].instrs:
-      n = i.metadata.op_name
-      if n and n not in fused:
-        fused.append(n)
-    if fused:
-      args["fused_op_names"] = ", ".join(fused)
-  return args
-
-
-class _One:
-  """A one-instruction stand-in computation for analysis.computation_costs."""
-  __slots__ = ("instrs",)
-
-  def __init__(self, instr):
-    self.instrs = [instr]
-
-
 # --- output ---------------------------------------------------------------------------------
 
-def to_chrome_events(events: list, threads: dict, start_ns: int) -> list[dict]:
+def to_chrome_events(recorded: list, threads: dict, start_ns: int) -> list[dict]:
   """Chrome Trace Event Format: process/thread metadata (`ph: "M"`), then complete events
   (`ph: "X"`, `ts`/`dur` in microseconds from the trace's start, ns precision), sorted by
   start time, a parent before the children that start with it."""
   pid = os.getpid()
-  used = {e[0] for e in events}
+  used = {e[0] for e in recorded}
   main = threading.main_thread().native_id
   order = sorted(used, key=lambda t: (t != main, not threads.get(t, "").startswith(
       "ember-executor"), t))
@@ -380,12 +222,12 @@ def to_chrome_events(events: list, threads: dict, start_ns: int) -> list[dict]:
                 "args": {"sort_index": k + 1}})
   spans = []
   # a span that began before the trace (a background tier-up) is clipped to its start
-  events = [(e[0], e[1], max(e[2], start_ns), *e[3:]) for e in events]
-  for tid, name, t0, t1, args in sorted(events, key=lambda e: (e[2], -e[3])):
+  recorded = [(e[0], e[1], max(e[2], start_ns), *e[3:]) for e in recorded]
+  for tid, name, t0, t1, args in sorted(recorded, key=lambda e: (e[2], -e[3])):
     ev = {"ph": "X", "pid": pid, "tid": tid, "ts": (t0 - start_ns) / 1e3,
           "dur": max(t1 - t0, 0) / 1e3, "name": name}
-    if type(args) is _Args:
-      args = args.get()
+    if isinstance(args, events.LazyArgs):
+      args = args.resolve()
     if args:
       ev["args"] = args
     spans.append(ev)

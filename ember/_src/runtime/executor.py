@@ -1,13 +1,13 @@
 """Asynchronous dispatch: a per-device executor thread runs jitted calls in call order.
 
-`dispatch(call, args, out_specs, ptrs=..., small=...)` (called by `CompiledComputation.run`)
-returns pending `Array`s at once; the device's executor thread later resolves the arguments,
-runs the executable (native kernels release the GIL, so host work overlaps) and fills the
-call's `Pending`. Reading a pending Array's value (`_value`, hence np.asarray/.item()/
-float/...) waits for it; an error raised while running (a JaxRuntimeError, see stages.py) is
-stored and re-raised at every wait on any output of that call. A donated argument that is
-still pending travels as `Donated`: its buffer is taken over (or copied) on the executor
-thread once its producer has run.
+`dispatch(call, args, out_specs, ptrs=..., small=...)` (called by
+`dispatch.CompiledComputation.run`) returns pending `Array`s at once; the device's executor
+thread later resolves the arguments, runs the executable (native kernels release the GIL, so
+host work overlaps) and fills the call's `Pending`. Reading a pending Array's value
+(`_value`, hence np.asarray/.item()/float/...) waits for it; an error raised while running
+(a JaxRuntimeError, see dispatch.py) is stored and re-raised at every wait on any output
+of that call. A donated argument that is still pending travels as `Donated`: its buffer is
+taken over (or copied) on the executor thread once its producer has run.
 
 Ordering: one FIFO queue per device and one thread, so a call that takes a pending Array
 runs after its producer (whose task was enqueued before the Array was returned to anyone).

@@ -10,9 +10,9 @@ run through NumPy (BLAS), small float dots through generated kernels (dot_kernel
 output fusions run the dot block by block, each block followed by its epilogue kernel;
 sorts and top-k run through NumPy, copies through np.copyto.
 
-With `--dump_to=DIR` the backend writes, via `passes.dumps.dump_artifact`:
+With `--dump_to=DIR` the compile driver writes what `artifacts(exe)` lists:
 `ir-no-opt.ll` (the generated IR), `ir-with-opt.ll`, `s` (assembly) and
-`cpu_after_optimizations-buffer-assignment.txt`.
+`cpu_after_optimizations-buffer-assignment.txt`, for the module and each loop body/branch.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import functools
 import json
 import re
 import time
-from typing import Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -34,9 +34,11 @@ from ember._src.backends.cpu import executable as ex
 from ember._src.backends.cpu import control_flow, cost_model, host, linalg_thunks, llvm_jit
 from ember._src.backends.cpu import libcalls  # noqa: F401 -- its float16 helpers, for llvm_jit
 from ember._src.backends.cpu import tiering
+from ember._src.passes.buffer_assignment import Slot
 from ember._src.reference import sorting
 
-__all__ = ["compile_module", "CodegenError", "serialize_executable", "deserialize_executable"]
+__all__ = ["compile_module", "CodegenError", "serialize_executable", "deserialize_executable",
+           "artifacts"]
 
 # Opcodes the entry computation may hold that need no code (views of other buffers or data).
 _NO_CODE = {"parameter", "constant", "tuple", "get-tuple-element", "optimization-barrier"}
@@ -330,7 +332,6 @@ class _ThunkPlan:
 def _scratch_slot(shape: hlo.Shape):
   """A stand-in slot for a dot value that lives in a thunk's own scratch memory (never a
   buffer of the assignment: it overlaps none of them)."""
-  from ember._src.passes.buffer_assignment import Slot
   return Slot("scratch", -1, 0, shape.nbytes)
 
 
@@ -338,17 +339,15 @@ def _scratch_slot(shape: hlo.Shape):
 # compile_module
 # --------------------------------------------------------------------------------------
 
-def compile_module(module: hlo.Module, assignment=None, flags=None,
+def compile_module(module: hlo.Module, assignment, flags=None,
                    tiered: bool = False) -> ex.Executable:
   """Compile an optimized module (see compiler_design.md for the contract) to an
-  Executable. `assignment` defaults to `passes.buffer_assignment.assign_buffers(module)`;
-  `flags` to `ember._src.flags.get()` (opt_level, dump_to). With `tiered` (the caller's
-  run-time estimate allows it), a module that qualifies (tiering.py) starts with quick-tier
-  code and is upgraded in the background."""
+  Executable. `assignment`: its buffer assignment, with those of the programs its loops and
+  branches call (`BufferAssignment.called`; the compile driver makes it:
+  compilation.assign_program); `flags` default to `ember._src.flags.get()` (opt_level).
+  With `tiered` (the caller's run-time estimate allows it), a module that qualifies
+  (tiering.py) starts with quick-tier code and is upgraded in the background."""
   flags = flags or flags_lib.get()
-  if assignment is None:
-    from ember._src.passes.buffer_assignment import assign_buffers
-    assignment = assign_buffers(module)
   opt_level = getattr(flags, "opt_level", 3)
   times = {}
   t0 = time.perf_counter()
@@ -372,14 +371,22 @@ def compile_module(module: hlo.Module, assignment=None, flags=None,
   exe.cache_payload = native["cache_payload"]
   if quick is None or quick:
     tiering.submit(exe, lambda: _native_code(plan, ir_text, opt_level, {}, private=True))
-  if getattr(flags, "dump_to", None):
-    from ember._src.passes.dumps import dump_artifact
-    dump_artifact(module.name, "ir-no-opt.ll", ir_text, flags)
-    dump_artifact(module.name, "ir-with-opt.ll", exe.llvm_ir_optimized, flags)
-    dump_artifact(module.name, "s", exe.asm, flags)
-    dump_artifact(module.name, "cpu_after_optimizations-buffer-assignment.txt",
-                  assignment.to_text(), flags)
   return exe
+
+
+def artifacts(exe: ex.Executable) -> Iterator[tuple[str, str, str]]:
+  """What `--dump_to` writes of a compiled executable, as (module name, file suffix, text):
+  its LLVM IR before and after optimization, its assembly and its buffer assignment, then
+  the same of the sub-executables its loops and branches run (control_flow.py)."""
+  name = exe.module_name
+  yield name, "ir-no-opt.ll", exe.llvm_ir
+  yield name, "ir-with-opt.ll", exe.llvm_ir_optimized
+  yield name, "s", exe.asm
+  yield name, "cpu_after_optimizations-buffer-assignment.txt", exe.assignment.to_text()
+  for thunk in exe.thunks:
+    for sub in getattr(thunk, "subs", ()):     # a ControlFlowThunk's
+      if sub.exe is not None:
+        yield from artifacts(sub.exe)
 
 
 def _native_code(plan: _ThunkPlan, ir_text: str, opt_level: int, times: dict,
@@ -578,3 +585,6 @@ class _RecordedKernels:
 
   def scatter(self, name, instr, noalias):
     return self._info(name)
+
+
+control_flow.use_compiler(compile_module, serialize_executable, deserialize_executable)

@@ -1,67 +1,87 @@
 """`while` and `conditional` on the CPU backend.
 
-Each called computation (a while's condition and body, a conditional's branches) is cloned
-into a module of its own, optimized by the same pass pipeline (inline, algsimp, CSE, fusion,
-...) and compiled to native code with its own buffer assignment: a sub-executable. The
+Each called computation (a while's condition and body, a conditional's branches) is a
+program of its own, which the compile driver optimized with the whole pass pipeline
+(inline, algsimp, CSE, fusion, ...: passes/pipeline.optimize_control_flow), copied into a
+module and gave its own buffer assignment (compilation.assign_program:
+`BufferAssignment.called`); here it is compiled to native code: a sub-executable. The
 thunk then runs the loop (or picks the branch) inside the executor: per iteration one
 call of the condition's and one of the body's thunk lists, no tracing, no Python per
-element. Nested control flow nests sub-executables. A called computation the backend cannot
-compile (an op without CPU code yet) runs on the reference evaluator instead
-(`hlo_eval.evaluate_computation`), with identical results; `ControlFlowThunk.native` says
-which computations are native.
+element. Nested control flow nests sub-executables.
+
+A called computation the backend cannot compile (an op without CPU code yet) runs on the
+reference evaluator instead (`hlo_eval.evaluate_computation`), with identical results but
+slowly: each such compile is logged (logger "ember") and counted in `REFERENCE_FALLBACKS` by
+the opcode the backend's error names; tests/test_reference_fallback.py lists those opcodes,
+a list to shrink to zero. `ControlFlowThunk.native` says which computations are native.
 """
 from __future__ import annotations
 
+import collections
 import ctypes
 import functools
+import logging
+import re
 import threading
 
 import numpy as np
 
 from ember._src import flags as flags_lib
 from ember._src import hlo, hlo_eval
+from ember._src.backends.cpu import profiled
 from ember._src.backends.cpu import executable as ex
 from ember._src.backends.cpu import runtime_cache
-from ember._src.profiler import trace as _profiler
+from ember._src.backends.cpu.codegen import CodegenError
+from ember._src.profiler import events as _profiler
+
+# Opcode -> how many called computations fell back to the reference evaluator because the
+# backend could not compile that op (`_Sub`). Every entry is a missing backend feature.
+REFERENCE_FALLBACKS: collections.Counter = collections.Counter()
+_logger = logging.getLogger("ember")
+
+# The compiler compiles a loop's bodies while it compiles the loop: compiler.py hands its
+# functions over at import (`use_compiler`), so the import points one way (compiler -> here).
+_compile = _serialize = _deserialize = None
+
+
+def use_compiler(compile_module, serialize_executable, deserialize_executable) -> None:
+  global _compile, _serialize, _deserialize
+  _compile, _serialize, _deserialize = compile_module, serialize_executable, deserialize_executable
 
 
 class _Sub:
   """One called computation, compiled (or, failing that, evaluated by the reference
-  evaluator): `__call__(args) -> list of arrays`. `recorded`: the sub-executable's bytes
-  from a persistent-cache entry (`compiler.serialize_executable`), loaded instead of
-  compiled; `serialized` is what an entry records (None when not compiled)."""
+  evaluator): `__call__(args) -> list of arrays`. `assignment`: the buffer assignment of
+  the program the driver made of it (`assignment.module`). `recorded`: the
+  sub-executable's bytes from a persistent-cache entry (`compiler.serialize_executable`),
+  loaded instead of compiled; `serialized` is what an entry records (None when not
+  compiled)."""
 
-  def __init__(self, comp: hlo.Computation, name: str, flags, recorded: bytes | None = None):
-    self.comp = comp
+  def __init__(self, comp: hlo.Computation, assignment, flags, recorded: bytes | None = None):
+    self.comp, self.assignment = comp, assignment
     self.exe = None
     self.error = None
     self.serialized = None
+    module = assignment.module
     try:
-      from ember._src.backends.cpu import compiler   # deferred: cycle compiler -> control_flow
-      from ember._src.passes import pipeline
-      module = hlo.module_of(comp, name)
-      # bodies the pipeline already optimized (pipeline.optimize_control_flow) compile as
-      # they are; others (a module compiled without the pipeline) are optimized here
-      module = (pipeline.copy_outputs(module) if getattr(comp, "optimized", False)
-                else pipeline.optimize_program(module, flags))
       if recorded is not None:
-        from ember._src.passes.buffer_assignment import assign_buffers
         try:
-          self.exe = compiler.deserialize_executable(module, assign_buffers(module), recorded)
+          self.exe = _deserialize(module, assignment, recorded)
           self.serialized = recorded
         except Exception:  # noqa: BLE001 - bytes that do not fit this module: compile it
           self.exe = None
       if self.exe is None:
-        self.exe = compiler.compile_module(module, None, flags)
-        self.serialized = compiler.serialize_executable(self.exe)
+        self.exe = _compile(module, assignment, flags)
+        self.serialized = _serialize(self.exe)
     except Exception as e:  # noqa: BLE001 - any op the backend lacks: evaluate instead
       self.error = f"{type(e).__name__}: {e}"
+      _count_fallback(e, module, comp)
 
   def __call__(self, args):
     if self.exe is not None:
       if _profiler.active:   # the body's thunks as spans inside the loop's
-        return _profiler.execute(self.exe, self.comp, self.comp.module.name, args,
-                                 label=self.comp.name)[0]
+        return profiled.execute(self.exe, self.comp, self.comp.module.name, args,
+                                label=self.comp.name)[0]
       return self.exe.execute(args)
     out = hlo_eval.evaluate_computation(self.comp, args)
     return [np.asarray(v) for v in out] if isinstance(out, tuple) else [np.asarray(out)]
@@ -229,6 +249,19 @@ class _GeneratedLoop:
       np.copyto(o, v)
 
 
+def _count_fallback(error: Exception, module: hlo.Module, comp: hlo.Computation) -> None:
+  """Count and log a called computation the backend could not compile, by the opcode of
+  the instruction the error names (the backend's errors name it: `(%name)`), else by the
+  error's type."""
+  by_name = {i.name: i.opcode for c in module.computations for i in c.instrs}
+  named = [by_name[n] for n in re.findall(r"%([\w.\-]+)", str(error)) if n in by_name]
+  op = named[0] if named else type(error).__name__
+  REFERENCE_FALLBACKS[op] += 1
+  _logger.warning("ember's CPU backend cannot compile %s in %%%s (%s: %s); it runs on the "
+                  "reference evaluator instead, slowly", op, comp.name,
+                  type(error).__name__, error)
+
+
 def _buffer(shape: hlo.Shape) -> np.ndarray:
   return ex._aligned_bytes(max(shape.nbytes, 1))[:shape.nbytes].view(
       np.dtype(shape.dtype)).reshape(shape.dims)
@@ -237,9 +270,11 @@ def _buffer(shape: hlo.Shape) -> np.ndarray:
 class ControlFlowThunk(ex.Thunk):
   """Runs a `while` (condition, then body, until the condition is false) or a
   `conditional` (the branch the index selects; out of range: the last) on compiled
-  sub-executables; operands are read from, results written to, the frame's slots."""
+  sub-executables; operands are read from, results written to, the frame's slots.
+  `assignments`: those of the called computations' programs (BufferAssignment.called)."""
 
-  def __init__(self, instr: hlo.Instr, in_slots, out_slots, flags=None, recorded=None):
+  def __init__(self, instr: hlo.Instr, in_slots, out_slots, assignments, flags=None,
+               recorded=None):
     self.kind = instr.opcode
     self.name = instr.name
     self.in_slots, self.out_slots = tuple(in_slots), tuple(out_slots)
@@ -247,8 +282,8 @@ class ControlFlowThunk(ex.Thunk):
     self.out_shapes = list(instr.shape.elements if isinstance(instr.shape, hlo.TupleShape)
                            else [instr.shape])
     recorded = recorded or [None] * len(instr.called)
-    self.subs = [_Sub(c, f"{instr.name}_{c.name}", flags, r)
-                 for c, r in zip(instr.called, recorded)]
+    self.subs = [_Sub(c, a, flags, r)
+                 for c, a, r in zip(instr.called, assignments, recorded)]
     self.native = [s.exe is not None for s in self.subs]
     self.loop = None                 # the generated loop, when the while qualifies
     self.loop_error = None           # why building it failed (debugging)
@@ -288,7 +323,11 @@ def add_to_plan(plan, instr: hlo.Instr) -> None:
   # plan.subs: instruction -> its sub-executables' bytes, recorded for the persistent cache
   # on a compile and replayed (no LLVM) when the plan is rebuilt from a cache entry
   recorded = getattr(plan, "subs", None)
-  thunk = ControlFlowThunk(instr, ins, outs, flags_lib.get(),
+  called = plan.assignment.called.get(instr.name)
+  if called is None:
+    raise CodegenError(f"%{instr.name} ({instr.opcode}): the buffer assignment has no programs "
+                       "for the computations it calls (assign with compilation.assign_program)")
+  thunk = ControlFlowThunk(instr, ins, outs, called, flags_lib.get(),
                            recorded.get(instr.name) if recorded is not None else None)
   if recorded is not None:
     recorded[instr.name] = [s.serialized for s in thunk.subs]

@@ -18,6 +18,9 @@ or another machine selects another entry.
 Entries use the persistent cache's file format (a checksum: a bad entry is removed and
 compiled again); a directory that cannot be written only costs the compile.
 
+`environment()` is the fingerprint of all that (the compile driver puts it into the persistent
+compilation cache's keys too).
+
 Unlike the persistent compilation cache (off unless a directory is configured, and holding
 users' programs), this holds a handful of ember's own functions, tens of KB each.
 """
@@ -28,7 +31,11 @@ import hashlib
 import os
 from typing import Callable
 
-from ember._src.backends.cpu import llvm_jit
+import llvmlite
+import llvmlite.binding as llvm
+
+from ember._src import persistent_cache, version
+from ember._src.backends.cpu import dot_kernels, host, llvm_jit
 from ember._src.config import config
 
 stats = {"compiled": 0, "loaded": 0}    # modules compiled / loaded from disk
@@ -37,6 +44,16 @@ stats = {"compiled": 0, "loaded": 0}    # modules compiled / loaded from disk
 def cache_dir() -> str | None:
   d = config.read("ember_runtime_cache_dir")
   return os.fspath(d) if d else None
+
+
+@functools.cache
+def environment() -> bytes:
+  """What besides a module's own code decides its machine code: ember's, llvmlite's and
+  LLVM's versions, the target triple, the host CPU and its features, and the symbol of the
+  shared dot body (objects calling another configuration's would not link)."""
+  return repr((persistent_cache.MAGIC, version.__version__, llvmlite.__version__,
+               llvm.llvm_version_info, llvm.get_process_triple(), host.cpu(),
+               dot_kernels._body_symbol("float32"))).encode()
 
 
 @functools.cache
@@ -52,8 +69,7 @@ def generator_digest() -> str:
 
 
 def entry_name(symbol: str, key: str, opt_level: int = 3) -> str:
-  from ember._src import persistent_cache
-  h = hashlib.sha256(persistent_cache._environment())
+  h = hashlib.sha256(environment())
   h.update(f"{symbol}\0{opt_level}\0{key}".encode())
   return f"{symbol}-{h.hexdigest()[:32]}"
 
@@ -63,7 +79,6 @@ def load_or_compile(symbol: str, make_ir: Callable[[], str], key: str, opt_level
   loaded from its disk entry when there is a good one, else compiled (in an LLVM context of
   its own) and stored. `key` names the IR's content: the IR text itself when it is a
   constant, else a hash of the code that generates it (`generator_digest`)."""
-  from ember._src import persistent_cache
   directory = cache_dir()
   path = os.path.join(directory, entry_name(symbol, key, opt_level)) if directory else None
   obj = persistent_cache.read_entry(path) if path else None

@@ -1,0 +1,262 @@
+"""The dispatcher: running a compiled computation on flat arguments.
+
+`CompiledComputation` is an optimized module with its executable (what the compile driver,
+compilation.py, hands back); `run` checks and converts the arguments, hands donated buffers
+over, and dispatches the executable asynchronously on the executor (runtime/executor.py);
+`hit_runner` is the cached-call fast path of one jit signature, which runs a small call
+inline, straight into the executable. Checked mode (check_compiled.py) and traces
+(profiler) are honoured per call.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ember._src import check_compiled, core, hlo
+from ember._src.config import config
+from ember._src.errors import JaxRuntimeError
+from ember._src.profiler import events as _profiler
+from ember._src.runtime import executor
+from ember._src.runtime.array import Array, contiguous_ptr
+
+
+class CompiledComputation:
+  """An optimized module with its executable; `run` executes it on flat arguments."""
+
+  def __init__(self, module: hlo.Module, executable, assignment, out_avals,
+               estimated_ns: float):
+    self.module, self.executable, self.assignment = module, executable, assignment
+    self.out_avals = list(out_avals)
+    self.compile_times: dict[str, float] = {}   # seconds per stage (compile_module)
+    self.flags = None                           # the compiler flags it was compiled with
+    self.estimated_ns = estimated_ns            # single-core run time (cost model)
+    self._text: str | None = None
+    self._plan: _RunPlan | None = None
+
+  def as_text(self) -> str:
+    if self._text is None:
+      self._text = hlo.to_text(self.module)
+    return self._text
+
+  def run(self, args: Sequence, donate: Sequence[int] = (), trusted: bool = False) -> list:
+    """Dispatch the executable on `args` (asynchronous dispatch: see runtime/executor.py);
+    arguments that are pending Arrays are resolved on the executor thread.
+
+    `donate`: positions of donated arguments. They are deleted (Arrays) and, where the
+    executable computes an output into that parameter, an Array's buffer is handed over
+    without a copy when nothing else can reach it (else, and for NumPy arguments, a copy).
+    `trusted`: the caller's signature key already fixes every argument's shape and dtype."""
+    plan = self._plan
+    if plan is None or plan.executable is not self.executable:
+      plan = self._plan = _RunPlan(self)
+    if donate:
+      _check_donated_once(args, donate)
+    host, ptrs, user = [], [], []
+    for i, a in enumerate(args):
+      if type(a) is Array:
+        if a._deleted:
+          a._check_alive()
+        if donate and i in donate:
+          host.append(_take_donated(a, i in plan.aliased))
+          ptrs.append(a._ptr if type(host[-1]) is np.ndarray else None)
+          continue
+        buf = a._buf
+        if buf is not None:
+          p = a._ptr
+          if p is None:
+            p = a._ptr = contiguous_ptr(buf)
+          host.append(buf)
+          ptrs.append(p)
+        elif a._fut is not None:
+          host.append(a)
+          ptrs.append(None)
+        else:
+          a._check_alive()
+          raise RuntimeError("ember: an argument Array has no value")
+      else:
+        x = _to_host(a)
+        if x is a:  # the caller's own NumPy array
+          if donate and i in donate and x.flags.writeable:
+            x = x.copy()  # a NumPy argument is never overwritten
+          else:
+            user.append(i)
+        host.append(x)
+        ptrs.append(None)
+    if not trusted:
+      plan.check(host)
+    if plan.sync_only or config._values["ember_check_compiled"]:
+      # checked mode reports a mismatch at the call
+      return executor.dispatch(plan.checked_call, host, plan.out_specs, ptrs=ptrs, sync=True)
+    return executor.dispatch(plan.call, host, plan.out_specs, ptrs=ptrs, small=plan.small,
+                             user_arrays=user)
+
+  def hit_runner(self, consts: Sequence, donate: Sequence[int],
+                 finish: Callable[[list], Any]) -> Callable[[Sequence], Any]:
+    """`finish(run([*consts, *leaves], donate, trusted=True))` as a function of `leaves`, for
+    the cache hits of one jit signature (which fixed the leaves' shapes and dtypes). A small
+    call whose arguments are all ready, C-contiguous Arrays runs inline here, straight into
+    the executable (its one direct kernel call when it has one), unless the configuration
+    asks otherwise now (no asynchronous dispatch, the executor busy, checked mode, a
+    profile), the executable was swapped, or the call donates: `run` does all of that, and
+    is the fallback."""
+    run = self.run
+
+    def generic(leaves):
+      return finish(run([*consts, *leaves] if consts else leaves, donate, trusted=True))
+    from ember._src.backends.cpu.executable import Executable   # deferred: backend on first run
+    plan = self._plan
+    if plan is None or plan.executable is not self.executable:
+      plan = self._plan = _RunPlan(self)
+    ex = self.executable
+    if donate or plan.sync_only or not plan.small or type(ex) is not Executable:
+      return generic
+    direct, execute_ptrs = ex.execute_direct, ex.execute_ptrs
+    out_specs, name = plan.out_specs, plan.name
+    weak_types = [w for _, _, w in out_specs]
+    cv, inline_ok, ready_all = config._values, executor.inline_ok, Array._ready_all
+
+    def runner(leaves):
+      args = [*consts, *leaves] if consts else leaves
+      if inline_ok() and not cv["ember_check_compiled"] and not _profiler.active \
+          and self.executable is ex:
+        ptrs = []
+        for a in args:
+          if type(a) is not Array or a._deleted:
+            break
+          p = a._ptr
+          if p is None:   # not asked yet (a new Array), pending, or not C-contiguous
+            buf = a._buf
+            if buf is None or (p := contiguous_ptr(buf)) is None:
+              break
+            a._ptr = p
+          ptrs.append(p)
+        else:
+          try:
+            r = direct(ptrs) or execute_ptrs([a._buf for a in args], ptrs)
+          except Exception as e:  # noqa: BLE001 -- deferred to the wait, as dispatch does
+            return finish(executor.failed(_runtime_error(e, name), out_specs))
+          # (allocation stacks: constructor 3, whose user frame is 4 up: _alloc_stack,
+          # _ready_all, this runner, JitWrapped.__call__, its only caller)
+          return finish(ready_all(r[0], r[1], weak_types, 3, True))
+      return generic(leaves)
+    return runner
+
+
+def _check_donated_once(args, donate) -> None:
+  """A donated Array may not be passed again in the same call (JAX's error)."""
+  first = {}
+  for i in donate:
+    if type(args[i]) is Array:
+      first.setdefault(id(args[i]), i)
+  if not first:
+    return
+  for j, a in enumerate(args):
+    i = first.get(id(a))
+    if i is not None and i != j:
+      raise JaxRuntimeError(
+          "INVALID_ARGUMENT: Attempt to use a buffer that was previously donated in the same "
+          f"call to Execute() (flattened argument {j}, replica 0, partition 0, first use: "
+          f"{i}). Toy example for this bug: `f(donate(a), a)`.")
+
+
+def _take_donated(a, aliased: bool):
+  """A donated Array's buffer for the call (or the pending Array, wrapped), deleting it."""
+  a._check_alive()
+  if a._fut is not None:  # still being computed: taken on the executor thread
+    a._deleted = True
+    return executor.Donated(a) if aliased else a
+  buf = a._donate() if aliased else None
+  if buf is None:  # shared with a NumPy view (or not needed): the call reads it, may copy
+    buf = a._buf
+    a._deleted, a._buf = True, None
+  return buf
+
+
+
+class _RunPlan:
+  """What `CompiledComputation.run` needs per call, computed once per executable."""
+
+  def __init__(self, comp: CompiledComputation):
+    # deferred: the backend loads when a computation first runs, not with `import ember`
+    from ember._src.backends.cpu import host, profiled
+    from ember._src.backends.cpu.executable import Executable
+    self.executable = ex = comp.executable
+    self.name = comp.module.name
+    self.in_specs = [(np.dtype(p.shape.dtype), tuple(p.shape.dims))
+                     for p in comp.module.entry.params]
+    self.out_specs = [(av.shape, av.dtype, av.weak_type) for av in comp.out_avals]
+    self.sync_only = not all(isinstance(av.dtype, np.dtype) for av in comp.out_avals)
+    nbytes = sum(dt.itemsize * int(np.prod(d, dtype=np.int64)) for dt, d in self.in_specs)
+    nbytes += sum(av.dtype.itemsize * int(np.prod(av.shape, dtype=np.int64))
+                  for av in comp.out_avals if isinstance(av.dtype, np.dtype))
+    self.small = nbytes < executor._INLINE_BYTES or \
+        comp.estimated_ns / host.num_threads() < executor.INLINE_NS
+    self.aliased = frozenset(getattr(ex, "donated", ()))
+    name = self.name
+    if type(ex) is Executable:
+      execute_ptrs = ex.execute_ptrs
+
+      def call(np_args, ptrs):
+        try:
+          outs, optrs = execute_ptrs(np_args, ptrs) if not _profiler.active else \
+              profiled.execute(ex, comp.module.entry, name, np_args, ptrs)
+        except Exception as e:  # noqa: BLE001 -- JAX's class for failures while running
+          raise _runtime_error(e, name) from e
+        for o in outs:
+          o.setflags(False)   # write=False: an Array's memory is read-only to everyone
+        return outs, optrs
+    else:   # another executable object (a test's stand-in): its plain `execute`
+      def call(np_args, ptrs):
+        try:
+          outs = ex.execute(np_args)
+        except Exception as e:  # noqa: BLE001
+          raise _runtime_error(e, name) from e
+        return [_sealed(o) for o in outs], None
+    self.call = call
+
+    def checked_call(np_args, ptrs):
+      outs, optrs = call(np_args, ptrs)
+      check_compiled.check_against_reference(comp, np_args, outs)
+      return outs, optrs
+    self.checked_call = checked_call
+
+  def check(self, host) -> None:
+    if len(host) != len(self.in_specs):
+      raise TypeError(f"{self.name} takes {len(self.in_specs)} arguments, got {len(host)}")
+    for i, (x, (dt, dims)) in enumerate(zip(host, self.in_specs)):
+      if type(x) is executor.Donated:
+        x = x.array
+      if type(x) is Array:
+        xdt, xshape = x._dtype, x._shape
+      else:
+        xdt, xshape = x.dtype, x.shape
+      if xdt != dt or xshape != dims:
+        raise TypeError(f"argument {i} of {self.name} has type {xdt.name}{list(xshape)}, "
+                        f"but it was compiled for {dt.name}{list(dims)}")
+
+
+def _sealed(o) -> np.ndarray:
+  o = np.asarray(o)
+  if o.flags.writeable:
+    o = o.copy() if o.base is not None else o
+    o.flags.writeable = False
+  return o
+
+
+def _runtime_error(e: Exception, name: str) -> Exception:
+  """An error raised while running a computation, as JAX raises it: a JaxRuntimeError whose
+  message carries the original's (kept as __cause__)."""
+  if isinstance(e, JaxRuntimeError):
+    return e
+  status = "RESOURCE_EXHAUSTED" if isinstance(e, MemoryError) else "INTERNAL"
+  return JaxRuntimeError(f"{status}: running {name} failed: {type(e).__name__}: {e}")
+
+
+def _to_host(a) -> np.ndarray:
+  return _contiguous(core.to_numpy(a))
+
+
+def _contiguous(x: np.ndarray) -> np.ndarray:
+  # np.ascontiguousarray would turn a 0-d array into a 1-d one
+  return x if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(x.shape)
