@@ -11,7 +11,8 @@ from ember._src.core import named_scope  # noqa: F401
 from ember._src.jit import clear_caches, jit, make_jaxpr  # noqa: F401
 from ember._src.transforms.batching import vmap  # noqa: F401
 from ember._src.transforms.ad import (  # noqa: F401
-    grad, hessian, jacfwd, jacrev, jvp, linear_transpose, linearize, value_and_grad, vjp)
+    grad, jvp, linear_transpose, linearize, value_and_grad, vjp)
+from ember._src.jacobians import hessian, jacfwd, jacrev  # noqa: F401
 from ember._src.transforms.custom_derivatives import (  # noqa: F401
     closure_convert, custom_gradient, custom_jvp, custom_vjp)
 from ember._src.transforms.remat import checkpoint, checkpoint_policies, remat  # noqa: F401
