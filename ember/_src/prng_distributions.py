@@ -33,7 +33,7 @@ import numpy as np
 from ember._src import core, dtypes
 from ember._src.core import ShapedArray
 from ember._src import lax_api as lax
-from ember._src.lower.standard_ops import two_sum
+from ember._src.lax_expansions import two_sum
 from ember._src.primitives.elementwise import fma as _fma32
 from ember._src.prng import (_bcast, _broadcast_shape, _check_safe_cast, _check_shape,
                              _concrete_int, _exponential, _jnp, _sample_dtype,
