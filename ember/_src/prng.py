@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import operator
+import types
 from collections.abc import Sequence
 
 import numpy as np
@@ -138,9 +139,21 @@ def normal(key, shape=(), dtype=None):
 # the same sequence of lax operations, so the same bits where the arithmetic is exact.
 # --------------------------------------------------------------------------------------
 
+@functools.cache
 def _jnp():
-  import ember.numpy as jnp  # noqa: PLC0415 - ember.numpy imports this module's users
-  return jnp
+  """The jnp functions the samplers call (as JAX's random code calls jnp.*), taken from the
+  _src modules that define them (never the public ember.numpy)."""
+  from ember._src.numpy import (  # noqa: PLC0415 - deferred: built once, on first use
+      creation, indexing, linalg, logic, reductions, scalar_types, shape, sorting, ufuncs)
+  names = {ufuncs: "abs ceil clip copysign exp floor isinf isnan less log log1p maximum "
+                   "multiply negative power sign sqrt square true_divide",
+           creation: "arange array asarray full_like ones_like zeros zeros_like",
+           shape: "broadcast_arrays broadcast_to concatenate expand_dims moveaxis stack "
+                  "swapaxes",
+           reductions: "argmax cumsum", sorting: "searchsorted", indexing: "take",
+           logic: "where", scalar_types: "result_type", linalg: "einsum"}
+  return types.SimpleNamespace(linalg=linalg, **{n: getattr(m, n) for m, ns in names.items()
+                                                 for n in ns.split()})
 
 
 def _split_data(data, num: int = 2):

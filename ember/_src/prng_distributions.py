@@ -1014,7 +1014,7 @@ def _mvn_cholesky32(a):
   """jnp.linalg.cholesky(a) (lower) of a float32 (..., n, n) stack, n <= 32, bit for bit
   as JAX's CPU LAPACK call computes it (see above); non-positive-definite stacks: all nan."""
   from ember._src.primitives.elementwise import fma
-  from ember._src.primitives.decompositions import symmetrize
+  from ember._src.lax_linalg import symmetrize
   jnp = _jnp()
   a = symmetrize(a)   # JAX's symmetrize_input=True
   n = _shape(a)[-1]

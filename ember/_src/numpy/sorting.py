@@ -14,11 +14,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-import ember.numpy as jnp  # circular at import time; only used inside functions
 from ember._src import core, dtypes, errors
 from ember._src import lax_api as lax
 from ember._src.jit import jit
-from ember._src.numpy import util
+from ember._src.numpy import logic, util
 from ember._src.numpy.reductions import (asarray_arg, asarray_args, aval, isnan, moveaxes,
                                          static_axes)
 from ember._src.numpy import reductions
@@ -255,7 +254,7 @@ def digitize(x, bins, right=False, *, method=None):
   up = searchsorted(bins, x, side=side, **kw)
   down = lax.sub(convert_element_type(n, aval(up).dtype),
                  searchsorted(lax.rev(bins, (0,)), x, side=side, **kw))
-  return jnp.where(increasing, up, down)
+  return logic.where(increasing, up, down)
 
 
 # ---------------------------------------------------------------------------------------
@@ -532,8 +531,8 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
   a_flat, w_flat = reductions._ravel(a), reductions._ravel(weights)
   bin_idx = searchsorted(edges, a_flat, side="right")
   last = lax.index_in_dim(edges, n_edges - 1, 0, keepdims=False)
-  bin_idx = jnp.where(lax.eq(a_flat, convert_element_type(last, aval(a_flat).dtype)),
-                      n_edges - 1, bin_idx)
+  bin_idx = logic.where(lax.eq(a_flat, convert_element_type(last, aval(a_flat).dtype)),
+                        n_edges - 1, bin_idx)
   counts = lax.full((n_edges,), 0, aval(weights).dtype).at[bin_idx].add(w_flat)
   counts = lax.slice_in_dim(counts, 1, n_edges, axis=0)
   if density:
