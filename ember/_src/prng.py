@@ -13,6 +13,7 @@ itself: the `threefry2x32` primitive (ember._src.primitives.prng).
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 import types
