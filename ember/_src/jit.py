@@ -27,6 +27,7 @@ from ember._src.api_util import ShapeDtypeStruct
 from ember._src.config import config
 from ember._src.stages import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
+from ember._src.primitives import indexing
 from ember._src.profiler import trace as _profiler
 from ember._src.runtime.array import Array
 
@@ -591,6 +592,9 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
   if fun is None:
     return lambda f: JitWrapped(f, **opts)
   return JitWrapped(fun, **opts)
+
+
+indexing.jit = jit   # lax.dynamic_index_in_dim & co. are jitted, as in JAX
 
 
 # --- lowering: a nested jit is a `call` (one computation per sub-jaxpr; the inline pass
