@@ -8,17 +8,19 @@ from ember._src.numpy import array_methods as _array_methods  # noqa: F401
 from ember._src.runtime.array import (  # noqa: F401
     Array, block_until_ready, default_backend, device_get, device_put, devices)
 from ember._src.core import named_scope  # noqa: F401
-from ember._src.jit import clear_caches, jit, make_jaxpr  # noqa: F401
+from ember._src.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from ember._src.transforms.batching import vmap  # noqa: F401
 from ember._src.transforms.ad import (  # noqa: F401
-    grad, hessian, jacfwd, jacrev, jvp, linear_transpose, linearize, value_and_grad, vjp)
+    grad, jvp, linear_transpose, linearize, value_and_grad, vjp)
+from ember._src.jacobians import hessian, jacfwd, jacrev  # noqa: F401
 from ember._src.transforms.custom_derivatives import (  # noqa: F401
     closure_convert, custom_gradient, custom_jvp, custom_vjp)
 from ember._src.transforms.remat import checkpoint, checkpoint_policies, remat  # noqa: F401
 from ember._src.cache_miss import log_compiles  # noqa: F401
-from ember._src.api_util import ShapeDtypeStruct, eval_shape  # noqa: F401
+from ember._src.api_util import ShapeDtypeStruct  # noqa: F401
 from ember import dtypes, errors, extend, lax, numpy, tree, tree_util  # noqa: F401
 from ember import ad_checkpoint, custom_derivatives  # noqa: F401
+from ember._src import lax_expansions as _lax_expansions  # noqa: F401 (as_text's fma, ...)
 
 from ember._src.version import __version__  # noqa: E402,F401
 

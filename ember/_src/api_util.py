@@ -1,9 +1,9 @@
-"""Small public helpers of the API surface: ShapeDtypeStruct, eval_shape."""
+"""ShapeDtypeStruct: a shape and dtype without a value (eval_shape is in jit.py)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ember._src import core, dtypes, tree_util
+from ember._src import core, dtypes
 
 
 class ShapeDtypeStruct:
@@ -33,23 +33,3 @@ class ShapeDtypeStruct:
   def __hash__(self):
     return hash((self.shape, self.dtype, self.weak_type))
 
-
-def eval_shape(fun, *args, **kwargs):
-  """The output shapes/dtypes of `fun(*args)` as ShapeDtypeStructs, without computing."""
-  from ember._src.jit import make_jaxpr
-  leaves, tree = tree_util.tree_flatten((args, kwargs))
-  avals = [x.aval if isinstance(x, ShapeDtypeStruct) else core.get_aval(x) for x in leaves]
-
-  def flat(*xs):
-    a, k = tree.unflatten(xs)
-    return fun(*a, **k)
-  _, shapes = make_jaxpr(flat, return_shape=True)(*[_Abstract(a) for a in avals])
-  return shapes
-
-
-class _Abstract:
-  """An argument that only has an aval (traced by make_jaxpr, never computed)."""
-  __slots__ = ("aval",)
-
-  def __init__(self, aval):
-    self.aval = aval

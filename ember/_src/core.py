@@ -489,6 +489,15 @@ class Primitive:
     return list(out) if self.multiple_results else [out]
 
 
+def declare(name: str, abstract_eval: Callable, impl: Callable | None = None, *,
+            multiple_results: bool = False) -> Primitive:
+  """Create a primitive with its shape/dtype rule and its NumPy reference impl."""
+  p = Primitive(name, multiple_results)
+  p.abstract_eval = abstract_eval
+  p.impl = impl
+  return p
+
+
 # ------------------------------------------------------------------------------------
 # Traces and tracers
 # ------------------------------------------------------------------------------------
@@ -677,13 +686,32 @@ def to_numpy(v, aval: ShapedArray | None = None) -> np.ndarray:
 
 
 def _wrap_result(x, aval: ShapedArray):
-  from ember._src.runtime.array import Array
   x = np.asarray(x)
   if x.dtype != aval.dtype:
     x = x.astype(aval.dtype)
   if x.shape != aval.shape:
     raise AssertionError(f"impl produced shape {x.shape}, abstract_eval said {aval.shape}")
-  return Array(x, weak_type=aval.weak_type)
+  return new_array(x, weak_type=aval.weak_type)
+
+
+# The concrete array type (runtime/array.Array) sits a layer above core and registers
+# itself here when its module is imported: eager evaluation returns arrays of it, and
+# staging writes its 0-d ones inline as literals.
+_array_type: type | None = None
+
+
+def register_array_type(cls: type) -> None:
+  global _array_type
+  _array_type = cls
+
+
+def new_array(value: np.ndarray, weak_type: bool = False):
+  """A concrete array (of the registered type) holding the NumPy array `value`."""
+  return _array_type(value, weak_type=weak_type)
+
+
+def is_concrete_array(x) -> bool:
+  return _array_type is not None and isinstance(x, _array_type)
 
 
 class _TraceState(threading.local):
@@ -937,8 +965,7 @@ def _is_literalable(val) -> bool:
     return True
   if isinstance(val, (np.generic, np.ndarray)):
     return val.ndim == 0 and val.dtype in dtypes.jax_dtypes
-  from ember._src.runtime.array import Array
-  return isinstance(val, Array) and val.ndim == 0
+  return is_concrete_array(val) and val.ndim == 0
 
 
 class JaxprTrace(Trace):
@@ -1040,10 +1067,7 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
 
   def read(a):
     if isinstance(a, Literal):
-      if a.aval.weak_type:  # a bare NumPy scalar would lose the weak type
-        from ember._src.runtime.array import Array
-        return Array(np.asarray(a.val, a.aval.dtype), weak_type=True)
-      return a.val
+      return literal_value(a)
     return env[id(a)]
 
   if len(args) != len(jaxpr.invars):
@@ -1065,6 +1089,14 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
   finally:
     state.replayed = saved
   return [read(v) for v in jaxpr.outvars]
+
+
+def literal_value(lit: Literal):
+  """The value a literal stands for; a weakly typed one as an array (a bare NumPy scalar
+  would lose the weak type)."""
+  if lit.aval.weak_type:
+    return new_array(np.asarray(lit.val, lit.aval.dtype), weak_type=True)
+  return lit.val
 
 
 def jaxpr_as_fun(jaxpr: Jaxpr) -> Callable:

@@ -307,6 +307,11 @@ def issubdtype(arg1, arg2) -> bool:
   return bool(np.issubdtype(a, b))
 
 
+def dtype_kind(dt) -> str:
+  """The NumPy kind letter of `dt` ("b", "i", "u", "f", "c"); bfloat16 is "f"."""
+  return "f" if dt in _custom_float_dtypes else np.dtype(dt).kind
+
+
 def is_inexact(dt) -> bool:
   return issubdtype(dt, np.inexact)
 

@@ -23,9 +23,11 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ember._src import cache_miss, compilation, core, tree_util
+from ember._src.api_util import ShapeDtypeStruct
 from ember._src.config import config
 from ember._src.compilation import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
+from ember._src.primitives import indexing
 from ember._src.profiler import events as _profiler
 from ember._src.runtime.array import Array
 
@@ -169,7 +171,6 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
   def make_jaxpr_f(*args, **kwargs):
     jaxpr, out_tree, _, _ = _trace_flat(fun, args, kwargs, snums, snames, "make_jaxpr")
     if return_shape:
-      from ember._src.api_util import ShapeDtypeStruct
       shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
                 for a in jaxpr.out_avals]
       return jaxpr, out_tree.unflatten(shapes)
@@ -177,6 +178,26 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
 
   make_jaxpr_f.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
   return make_jaxpr_f
+
+
+def eval_shape(fun, *args, **kwargs):
+  """The output shapes/dtypes of `fun(*args)` as ShapeDtypeStructs, without computing."""
+  leaves, tree = tree_util.tree_flatten((args, kwargs))
+  avals = [x.aval if isinstance(x, ShapeDtypeStruct) else core.get_aval(x) for x in leaves]
+
+  def flat(*xs):
+    a, k = tree.unflatten(xs)
+    return fun(*a, **k)
+  _, shapes = make_jaxpr(flat, return_shape=True)(*[_Abstract(a) for a in avals])
+  return shapes
+
+
+class _Abstract:
+  """An argument that only has an aval (traced by make_jaxpr, never computed)."""
+  __slots__ = ("aval",)
+
+  def __init__(self, aval):
+    self.aval = aval
 
 
 # --- jit ------------------------------------------------------------------------------------
@@ -566,6 +587,9 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
   if fun is None:
     return lambda f: JitWrapped(f, **opts)
   return JitWrapped(fun, **opts)
+
+
+indexing.jit = jit   # lax.dynamic_index_in_dim & co. are jitted, as in JAX
 
 
 # --- lowering: a nested jit is a `call` (one computation per sub-jaxpr; the inline pass

@@ -21,6 +21,8 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src import lax_api as lax
+from ember._src.numpy import creation, indexing, linalg, reductions, sorting, ufuncs
+from ember._src.numpy import shape as shape_ops
 from ember._src.numpy.util import canonicalize_axis, check_arraylike, promote_dtypes_inexact
 from ember._src.primitives.elementwise import fma
 from ember._src.prng_keys import (_U32, KEY_SHAPE, UINT_DTYPES, _as_key_data, _shape_arg,
@@ -88,7 +90,7 @@ def _scale_and_shift(x, scale, offset, dtype):
   # traced bounds broadcast explicitly (as JAX's jnp arithmetic does), so that
   # differentiating with respect to them sums over the draws
   shape = core.get_aval(x).shape
-  scale, offset = (_jnp().broadcast_to(v, shape) if isinstance(v, core.Tracer) else v
+  scale, offset = (shape_ops.broadcast_to(v, shape) if isinstance(v, core.Tracer) else v
                    for v in (scale, offset))
   if dtype == dtypes.float16:
     f32 = lambda v: lax.convert_element_type(v, dtypes.float32)
@@ -137,11 +139,6 @@ def normal(key, shape=(), dtype=None):
 # The other samplers: ports of jax/_src/random/core.py (JAX 0.12), the same key splits and
 # the same sequence of lax operations, so the same bits where the arithmetic is exact.
 # --------------------------------------------------------------------------------------
-
-def _jnp():
-  import ember.numpy as jnp  # noqa: PLC0415 - ember.numpy imports this module's users
-  return jnp
-
 
 def _split_data(data, num: int = 2):
   """`num` subkeys' data (each u32[2]) of one key's data (JAX's `_split(key)`)."""
@@ -216,13 +213,12 @@ def randint(key, shape, minval, maxval, dtype=None):
   shape = _shape_arg("randint", shape)
   if not dtypes.is_integer(dt):
     raise TypeError(f"randint only accepts integer dtypes, got {dt}")
-  jnp = _jnp()
-  minval, maxval = jnp.asarray(minval), jnp.asarray(maxval)
+  minval, maxval = creation.asarray(minval), creation.asarray(maxval)
   info, sample_dt = dtypes.iinfo(dt), dt
   if info.bits < 32:  # sample in 32 bits to avoid a biased result
     sample_dt = np.dtype(np.int32)
-    minval = jnp.clip(minval.astype(np.int32), int(info.min), int(info.max))
-    maxval = jnp.clip(maxval.astype(np.int32), int(info.min), int(info.max) + 1)
+    minval = ufuncs.clip(minval.astype(np.int32), int(info.min), int(info.max))
+    maxval = ufuncs.clip(maxval.astype(np.int32), int(info.min), int(info.max) + 1)
   return lax.convert_element_type(_randint(data, minval, maxval, shape, sample_dt), dt)
 
 
@@ -304,7 +300,7 @@ def geometric(key, p, shape=None, dtype=None):
 
 
 def _bcast(x, shape):
-  return _jnp().broadcast_to(x, shape)
+  return shape_ops.broadcast_to(x, shape)
 
 
 # --- permutations and choices -----------------------------------------------------------
@@ -326,18 +322,17 @@ def permutation(key, x, axis=0, independent=False):
   shuffled alike, or each independently)."""
   data, _ = _as_key_data("permutation", key)
   check_arraylike("permutation", x)
-  jnp = _jnp()
   axis = canonicalize_axis(axis, np.ndim(x) or 1)
   if not np.ndim(x):
     if not dtypes.is_integer(lax.dtype(x)):
       raise TypeError("x must be an integer or at least 1-dimensional")
     r = _concrete_int(x, "argument x of jax.random.permutation()")
-    return _shuffle(data, jnp.arange(r), axis)
-  x = jnp.asarray(x)
+    return _shuffle(data, creation.arange(r), axis)
+  x = creation.asarray(x)
   if independent or x.ndim == 1:
     return _shuffle(data, x, axis)
-  ind = _shuffle(data, jnp.arange(x.shape[axis]), 0)
-  return jnp.take(x, ind, axis, unique_indices=True)
+  ind = _shuffle(data, creation.arange(x.shape[axis]), 0)
+  return indexing.take(x, ind, axis, unique_indices=True)
 
 
 def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
@@ -347,8 +342,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
   if not isinstance(shape, Sequence):
     raise TypeError(f"shape argument of jax.random.choice must be a sequence, got {shape}")
   check_arraylike("choice", a)
-  jnp = _jnp()
-  arr = jnp.asarray(a)
+  arr = creation.asarray(a)
   if arr.ndim == 0:
     n_inputs = operator.index(_concrete_int(a, "The error occurred in jax.random.choice()"))
   else:
@@ -357,7 +351,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
   shape = _shape_arg("choice", shape)
   n_draws = math.prod(shape)
   if n_draws == 0:
-    return jnp.zeros(shape, dtype=arr.dtype)
+    return creation.zeros(shape, dtype=arr.dtype)
   if n_inputs <= 0:
     raise ValueError("a must be greater than 0 unless no samples are taken")
   if not replace and n_draws > n_inputs:
@@ -366,7 +360,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
   if p is None:
     if replace:
       ind = randint(data, shape, 0, n_inputs)
-      result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+      result = ind if arr.ndim == 0 else indexing.take(arr, ind, axis)
     else:
       slices = (slice(None),) * axis + (slice(n_draws),)
       result = permutation(data, n_inputs if arr.ndim == 0 else arr, axis)[slices]
@@ -377,13 +371,13 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
       raise ValueError("p must be None or a 1D vector with the same size as a.shape[axis]. "
                        f"p has shape {p_arr.shape} and a.shape[axis] is {n_inputs}.")
     if replace:
-      p_cuml = jnp.cumsum(p_arr)
+      p_cuml = reductions.cumsum(p_arr)
       r = p_cuml[-1] * (1 - uniform(data, shape, dtype=p_cuml.dtype))
-      ind = jnp.searchsorted(p_cuml, r).astype(int)
+      ind = sorting.searchsorted(p_cuml, r).astype(int)
     else:  # Gumbel top-k
-      g = gumbel(data, (n_inputs,), dtype=p_arr.dtype, mode=mode) + jnp.log(p_arr)
+      g = gumbel(data, (n_inputs,), dtype=p_arr.dtype, mode=mode) + ufuncs.log(p_arr)
       ind = lax.top_k(g, n_draws)[1].astype(int)
-    result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis)
+    result = ind if arr.ndim == 0 else indexing.take(arr, ind, axis)
   return result.reshape(shape if arr.ndim == 0 else
                         arr.shape[0:axis] + tuple(shape) + arr.shape[axis + 1:])
 
@@ -404,8 +398,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
   replacement) or Gumbel top-k (without)."""
   data, _ = _as_key_data("categorical", key)
   check_arraylike("categorical", logits)
-  jnp = _jnp()
-  logits = jnp.asarray(logits)
+  logits = creation.asarray(logits)
   batch_shape = tuple(np.delete(logits.shape, axis))
   if shape is None:
     shape = batch_shape
@@ -419,13 +412,13 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
     logits_shape = list(shape[len(shape) - len(batch_shape):])
     logits_shape.insert(axis % logits.ndim, logits.shape[axis])
     g = gumbel(data, (*prefix, *logits_shape), logits.dtype, mode=mode)
-    return jnp.argmax(g + lax.expand_dims(logits, tuple(range(len(prefix)))), axis=axis)
+    return reductions.argmax(g + lax.expand_dims(logits, tuple(range(len(prefix)))), axis=axis)
   logits = logits + gumbel(data, logits.shape, logits.dtype, mode=mode)
   k = math.prod(prefix)
   if k > logits.shape[axis]:
     raise ValueError(f"Number of samples without replacement ({k}) cannot exceed number of "
                      f"categories ({logits.shape[axis]}).")
-  _, indices = lax.top_k(jnp.moveaxis(logits, axis, -1), k)
+  _, indices = lax.top_k(shape_ops.moveaxis(logits, axis, -1), k)
   return lax.reshape(indices, shape, (indices.ndim - 1, *range(indices.ndim - 1)))
 
 
@@ -547,7 +540,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
   out = lax.mul(sqrt2, _erf_inv(_uniform(data, shape, dt, a, b)))
   lo = lax.nextafter(lower, lax.full_like(lower, np.inf))
   hi = lax.nextafter(upper, lax.full_like(upper, -np.inf))
-  return _jnp().clip(out, lo, hi)
+  return ufuncs.clip(out, lo, hi)
 
 
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
@@ -617,7 +610,7 @@ def maxwell(key, shape=(), dtype=None):
 def _maxwell(data, shape, dt):
   n = normal(data, (*shape, 3), dt)
   if dt not in (_F32, dtypes.float64, dtypes.bfloat16):
-    return _jnp().linalg.norm(n, axis=-1)
+    return linalg.norm(n, axis=-1)
   # XLA:CPU's reduce of n*n contracts to sqrt(fma(x2, x2, fma(x0, x0, x1*x1))) in float32,
   # to sqrt(fma(x2, x2, fma(x1, x1, x0*x0))) in float64 (its vectorized loop's order);
   # bfloat16 is squared and summed in float32 (excess precision), the sum rounded to

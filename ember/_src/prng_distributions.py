@@ -33,10 +33,12 @@ import numpy as np
 from ember._src import core, dtypes
 from ember._src.core import ShapedArray
 from ember._src import lax_api as lax
-from ember._src.lower.standard_ops import two_sum
+from ember._src.lax_expansions import two_sum
+from ember._src.numpy import creation, indexing, linalg, logic, ufuncs
+from ember._src.numpy import shape as shape_ops
 from ember._src.primitives.elementwise import fma as _fma32
 from ember._src.prng import (_bcast, _broadcast_shape, _check_safe_cast, _check_shape,
-                             _concrete_int, _exponential, _jnp, _sample_dtype,
+                             _concrete_int, _exponential, _sample_dtype,
                              _split_data as _keys, normal, rademacher, uniform)
 from ember._src.prng_keys import KEY_SHAPE, _as_key_data, _shape_arg, split
 from ember._src.prng_math import (_F32, _differentiable, _exp, _ftz, _log, _powf,
@@ -195,7 +197,7 @@ def _xla_rsqrt_f32(x):
                                       np.uint32(10)),
                        lax.bitwise_and(lax.shift_right_logical(bits, np.uint32(13)),
                                        np.uint32(0x3FF)))
-  est = _jnp().take(_RSQRTPS, lax.convert_element_type(idx, i32), mode="clip")
+  est = indexing.take(_RSQRTPS, lax.convert_element_type(idx, i32), mode="clip")
   j = lax.shift_right_arithmetic(lax.sub(lax.convert_element_type(e, i32), np.int32(127)),
                                  np.int32(1))
   y = lax.bitcast_convert_type(
@@ -581,23 +583,22 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
 
 def generalized_normal(key, p, shape=(), dtype=None):
   """Samples with density proportional to exp(-|x|^p): +-Gamma(1/p)^(1/p)."""
-  jnp = _jnp()
   shape = _canon_shape("generalized_normal", shape)
   data = _key("generalized_normal", key)
   dt = dtypes.check_user_dtype(float if dtype is None else dtype, "generalized_normal")
   k0, k1 = _keys(data, 2)
-  inv_p = jnp.true_divide(1, p)   # JAX traces p: 1 / p in p's (weak) float dtype
+  inv_p = ufuncs.true_divide(1, p)   # JAX traces p: 1 / p in p's (weak) float dtype
   # gamma's boost exponent 1 / (1 / p) is p to XLA's simplifier (unless a cast intervenes)
   g = _gamma("gamma", k0, inv_p, shape, dt, "exact", False,
              inv_a=p if _dtype(inv_p) == dt else None)
   r = rademacher(k1, shape, dt)
-  return jnp.multiply(r, _power(g, inv_p))
+  return ufuncs.multiply(r, _power(g, inv_p))
 
 
 def _power(x, y):
   """jnp.power(x, y) for a float array x and a float exponent, with XLA's float32 pow."""
   if _dtype(x) != dtypes.float32:
-    return _jnp().power(x, y)
+    return ufuncs.power(x, y)
   y = lax.convert_element_type(y, dtypes.float32)
   if _shape(y) != _shape(x):
     y = _bcast(y, _shape(x))
@@ -606,7 +607,6 @@ def _power(x, y):
 
 def ball(key, d, p=2, shape=(), dtype=None):
   """Uniform samples from the unit Lp ball in d dimensions (Barthe et al. 2005)."""
-  jnp = _jnp()
   from ember._src.numpy.util import check_arraylike
   check_arraylike("ball", p)
   shape = _canon_shape("ball", shape)
@@ -618,9 +618,9 @@ def ball(key, d, p=2, shape=(), dtype=None):
   e = _exponential(k2, shape, dt)
   # JAX traces p, so |g| ** p is a float pow; XLA's simplifier turns g / s ** (1 / p) into
   # g * s ** -(1 / p)
-  inv_p = jnp.true_divide(1, p)
-  s = lax.add(_row_sum(_power(jnp.abs(g), p)), e)
-  return jnp.multiply(g, _power(s, jnp.negative(inv_p))[..., None])
+  inv_p = ufuncs.true_divide(1, p)
+  s = lax.add(_row_sum(_power(ufuncs.abs(g), p)), e)
+  return ufuncs.multiply(g, _power(s, ufuncs.negative(inv_p))[..., None])
 
 
 def wald(key, mean, shape=None, dtype=None):
@@ -772,63 +772,57 @@ def _ndtr(x):
 
 
 def _poisson_from_normal(z, lam):
-  jnp = _jnp()
   small = _poisson_cdf_inversion(_ndtr(z), lam)
   large = _poisson_peizer_pratt(z, lam)
-  return jnp.where(jnp.less(lam, _POISSON_SPLIT), small, large)
+  return logic.where(ufuncs.less(lam, _POISSON_SPLIT), small, large)
 
 
 def _poisson_cdf_inversion(u, lam):
-  jnp = _jnp()
-  pmf = jnp.exp(jnp.negative(lam))
+  pmf = ufuncs.exp(ufuncs.negative(lam))
   cdf = pmf
-  count = jnp.less(cdf, u).astype(_dtype(u))
+  count = ufuncs.less(cdf, u).astype(_dtype(u))
   for k in range(1, _POISSON_NUM_TERMS - 1):
     pmf = pmf * (lam / k)
     cdf = cdf + pmf
-    count = count + jnp.less(cdf, u).astype(_dtype(u))
+    count = count + ufuncs.less(cdf, u).astype(_dtype(u))
   return count
 
 
 def _poisson_peizer_pratt(z, lam):
-  jnp = _jnp()
   x = _peizer_pratt_root(z, lam) + 0.6
-  c = jnp.ceil(x)
+  c = ufuncs.ceil(x)
 
   def zint(c):
-    return jnp.where(c < 0, -np.inf, _peizer_pratt_z(jnp.maximum(c, 0.0), lam))
+    return logic.where(c < 0, -np.inf, _peizer_pratt_z(ufuncs.maximum(c, 0.0), lam))
 
   def root_ge(c):
     return (zint(c) >= z).astype(_dtype(x))
 
-  return jnp.maximum(c + 1 - root_ge(c) - root_ge(c - 1), 0.0)
+  return ufuncs.maximum(c + 1 - root_ge(c) - root_ge(c - 1), 0.0)
 
 
 def _peizer_pratt_root(z, lam):
-  jnp = _jnp()
-  s = jnp.sqrt(lam)
-  return lam + s * z - 2 / 3 + jnp.square(z) / 6 + z * (1 - jnp.square(z)) / (72 * s)
+  s = ufuncs.sqrt(lam)
+  return lam + s * z - 2 / 3 + ufuncs.square(z) / 6 + z * (1 - ufuncs.square(z)) / (72 * s)
 
 
 def _peizer_pratt_z(x, lam):
-  jnp = _jnp()
   y = (x + 0.5) / lam
   t_ = _peizer_pratt_t(y)
-  return (x - lam + 2 / 3 + _PEIZER_PRATT_EPS / (x + 1)) * jnp.sqrt((1 + t_) / lam)
+  return (x - lam + 2 / 3 + _PEIZER_PRATT_EPS / (x + 1)) * ufuncs.sqrt((1 + t_) / lam)
 
 
 def _peizer_pratt_t(y):
   """(1 - y^2 + 2 y log y) / (1 - y)^2, by its series near y = 1."""
-  jnp = _jnp()
   d = y - 1
-  small = jnp.abs(d) < 0.25
-  series = jnp.zeros_like(d)
+  small = ufuncs.abs(d) < 0.25
+  series = creation.zeros_like(d)
   for k in reversed(range(1, 10)):
     series = d * (2 * (-1) ** k / ((k + 1) * (k + 2)) + series)
-  y_safe = jnp.where(small, 2.0, y)
-  d_safe = jnp.where(small, 1.0, d)
-  direct = (1 - jnp.square(y_safe) + 2 * y_safe * jnp.log(y_safe)) / jnp.square(d_safe)
-  return jnp.where(small, series, direct)
+  y_safe = logic.where(small, 2.0, y)
+  d_safe = logic.where(small, 1.0, d)
+  direct = (1 - ufuncs.square(y_safe) + 2 * y_safe * ufuncs.log(y_safe)) / ufuncs.square(d_safe)
+  return logic.where(small, series, direct)
 
 
 _STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
@@ -839,27 +833,25 @@ _STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
 
 def _stirling_approx_tail(k):
   """log(k!) - Stirling's approximation: tabulated for k <= 9, a series above."""
-  jnp = _jnp()
-  vals = jnp.array(_STIRLING_TAIL, dtype=_dtype(k))
+  vals = creation.array(_STIRLING_TAIL, dtype=_dtype(k))
   use_tail_values = k <= 9
   k = lax.clamp(_c(k, 0.0), k, _c(k, 9.0))
   kp1sq = (k + 1) * (k + 1)
   approx = (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
-  k = jnp.floor(k)
-  return lax.select(use_tail_values, vals[jnp.asarray(k, dtype="int32")], approx)
+  k = ufuncs.floor(k)
+  return lax.select(use_tail_values, vals[creation.asarray(k, dtype="int32")], approx)
 
 
 def _binomial_inversion(key, count, prob, shape, dtype, max_iters):
   """Sum geometric waiting times until they exceed `count` (for count * p <= 10)."""
-  jnp = _jnp()
-  log1minusprob = jnp.log1p(-prob)
+  log1minusprob = ufuncs.log1p(-prob)
 
   def body_fn(carry):
     i, num_geom, geom_sum, key = carry
     subkey, key = _keys(key, 2)
     num_geom_out = lax.select(geom_sum <= count, num_geom + 1, num_geom)
     u = uniform(subkey, shape, _dtype(prob))
-    geom = jnp.ceil(jnp.log(u) / log1minusprob)
+    geom = ufuncs.ceil(ufuncs.log(u) / log1minusprob)
     return i + np.int32(1), num_geom_out, geom_sum + geom, key
 
   def cond_fn(carry):
@@ -873,15 +865,14 @@ def _binomial_inversion(key, count, prob, shape, dtype, max_iters):
 
 def _btrs(key, count, prob, shape, dtype, max_iters):
   """Hormann's transformed rejection with squeeze (BTRS) for count * p > 10."""
-  jnp = _jnp()
-  stddev = jnp.sqrt(count * prob * (1 - prob))
+  stddev = ufuncs.sqrt(count * prob * (1 - prob))
   b = 1.15 + 2.53 * stddev
   a = -0.0873 + 0.0248 * b + 0.01 * prob
   c = count * prob + 0.5
   v_r = 0.92 - 4.2 / b
   r = prob / (1 - prob)
   alpha = (2.83 + 5.1 / b) * stddev
-  m = jnp.floor((count + 1) * prob)
+  m = ufuncs.floor((count + 1) * prob)
 
   def body_fn(carry):
     i, k_out, accepted, key = carry
@@ -889,14 +880,14 @@ def _btrs(key, count, prob, shape, dtype, max_iters):
     u = uniform(subkey_0, shape, _dtype(prob))
     v = uniform(subkey_1, shape, _dtype(prob))
     u = u - 0.5
-    us = 0.5 - jnp.abs(u)
+    us = 0.5 - ufuncs.abs(u)
     accept1 = (us >= 0.07) & (v <= v_r)
-    k = jnp.floor((2 * a / us + b) * u + c)
+    k = ufuncs.floor((2 * a / us + b) * u + c)
     reject = (k < 0) | (k > count)
-    v = jnp.log(v * alpha / (a / (us * us) + b))
-    ub = ((m + 0.5) * jnp.log((m + 1) / (r * (count - m + 1)))
-          + (count + 1) * jnp.log((count - m + 1) / (count - k + 1))
-          + (k + 0.5) * jnp.log(r * (count - k + 1) / (k + 1))
+    v = ufuncs.log(v * alpha / (a / (us * us) + b))
+    ub = ((m + 0.5) * ufuncs.log((m + 1) / (r * (count - m + 1)))
+          + (count + 1) * ufuncs.log((count - m + 1) / (count - k + 1))
+          + (k + 0.5) * ufuncs.log(r * (count - k + 1) / (k + 1))
           + _stirling_approx_tail(m)
           + _stirling_approx_tail(count - m)
           - _stirling_approx_tail(k)
@@ -917,7 +908,6 @@ def _btrs(key, count, prob, shape, dtype, max_iters):
 def binomial(key, n, p, shape=None, dtype=None):
   """Binomial(n, p) counts as floats of `dtype`: inversion for n * min(p, 1-p) <= 10,
   BTRS above; NaN for n < 0, NaN n or invalid p, inf for n = inf."""
-  jnp = _jnp()
   from ember._src.numpy.util import broadcast_shapes, check_arraylike, promote_dtypes_inexact
   data = _key("binomial", key)
   check_arraylike("binomial", n, p)
@@ -932,13 +922,13 @@ def binomial(key, n, p, shape=None, dtype=None):
   prob = _bcast(prob, shape)
   p_lt_half = prob < 0.5
   q = lax.select(p_lt_half, prob, 1.0 - prob)
-  count_nan_or_neg = jnp.isnan(count) | (count < 0.0)
-  count_inf = jnp.isinf(count)
-  q_is_nan = jnp.isnan(q)
+  count_nan_or_neg = ufuncs.isnan(count) | (count < 0.0)
+  count_inf = ufuncs.isinf(count)
+  q_is_nan = ufuncs.isnan(q)
   q_l_0 = q < 0.0
   q = lax.select(q_is_nan | q_l_0, lax.full_like(q, 0.01), q)
   use_inversion = count_nan_or_neg | (count * q <= 10.0)
-  count = jnp.floor(count)
+  count = ufuncs.floor(count)
   count_inv = lax.select(use_inversion, count, lax.full_like(count, 0.0))
   count_btrs = lax.select(use_inversion, lax.full_like(count, 1e4), count)
   q_btrs = lax.select(use_inversion, lax.full_like(q, 0.5), q)
@@ -947,15 +937,14 @@ def binomial(key, n, p, shape=None, dtype=None):
                        _binomial_inversion(data, count_inv, q, shape, dt, max_iters),
                        _btrs(data, count_btrs, q_btrs, shape, dt, max_iters))
   invalid = q_l_0 | q_is_nan | count_nan_or_neg
-  samples = lax.select(invalid, jnp.full_like(samples, np.nan, dt), samples)
-  samples = lax.select(count_inf & (~invalid), jnp.full_like(samples, np.inf, dt), samples)
+  samples = lax.select(invalid, creation.full_like(samples, np.nan, dt), samples)
+  samples = lax.select(count_inf & (~invalid), creation.full_like(samples, np.inf, dt), samples)
   return lax.select(p_lt_half | count_nan_or_neg | q_is_nan | count_inf, samples,
                     lax.convert_element_type(count, dt) - samples)
 
 
 def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
   """Multinomial(n, p) counts over p's last axis, as a scan of conditional binomials."""
-  jnp = _jnp()
   from ember._src.numpy.util import check_arraylike, promote_dtypes_inexact
   data = _key("multinomial", key)
   check_arraylike("multinomial", n, p)
@@ -970,16 +959,16 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
 
   def step(remainder, ratio_key):
     ratio, key = ratio_key
-    count = binomial(key, remainder, jnp.clip(ratio, 0, 1), dtype=_dtype(remainder))
+    count = binomial(key, remainder, ufuncs.clip(ratio, 0, 1), dtype=_dtype(remainder))
     return remainder - count, count
 
-  p = jnp.moveaxis(p, -1, 0)
+  p = shape_ops.moveaxis(p, -1, 0)
   remaining_probs = lax.cumsum(p, 0, reverse=True)
-  ratios = p / jnp.where(remaining_probs == 0, 1, remaining_probs)
+  ratios = p / logic.where(remaining_probs == 0, 1, remaining_probs)
   keys = split(data, _shape(ratios)[0])
   _, counts = lax.scan(step, n, (ratios, keys), unroll=unroll)
   dt = dtypes.check_user_dtype(float if dtype is None else dtype, "multinomial")
-  return lax.convert_element_type(jnp.moveaxis(counts, 0, -1), dt)   # JAX: .astype(dtype)
+  return lax.convert_element_type(shape_ops.moveaxis(counts, 0, -1), dt)   # JAX: .astype(dtype)
 
 
 # --------------------------------------------------------------------------------------
@@ -1014,8 +1003,7 @@ def _mvn_cholesky32(a):
   """jnp.linalg.cholesky(a) (lower) of a float32 (..., n, n) stack, n <= 32, bit for bit
   as JAX's CPU LAPACK call computes it (see above); non-positive-definite stacks: all nan."""
   from ember._src.primitives.elementwise import fma
-  from ember._src.primitives.decompositions import symmetrize
-  jnp = _jnp()
+  from ember._src.lax_linalg import symmetrize
   a = symmetrize(a)   # JAX's symmetrize_input=True
   n = _shape(a)[-1]
   rows = np.arange(n)
@@ -1029,26 +1017,26 @@ def _mvn_cholesky32(a):
     d = lax.sqrt(ajj)
     y = a[..., :, j]
     if j:
-      xs = [jnp.expand_dims(v, -1) for v in x]
-      acc = lax.mul(cols[0], jnp.broadcast_to(xs[0], _shape(y)))
+      xs = [shape_ops.expand_dims(v, -1) for v in x]
+      acc = lax.mul(cols[0], shape_ops.broadcast_to(xs[0], _shape(y)))
       for k in range(1, j):
-        acc = fma(cols[k], jnp.broadcast_to(xs[k], _shape(y)), acc)
+        acc = fma(cols[k], shape_ops.broadcast_to(xs[k], _shape(y)), acc)
       y_new = lax.sub(y, acc)
       if j == 4:   # Haswell 4x4 kernel on the leading (m & 12) of m - m % 4 rows
         m = n - j - 1
         lead = (m - m % 4) & 12
-        b = lambda v: jnp.broadcast_to(v, _shape(y))
+        b = lambda v: shape_ops.broadcast_to(v, _shape(y))
         p = lax.add(fma(cols[2], b(xs[2]), lax.mul(cols[0], b(xs[0]))),
                     fma(cols[3], b(xs[3]), lax.mul(cols[1], b(xs[1]))))
-        y_new = jnp.where((rows > j) & (rows <= j + lead), lax.sub(y, p), y_new)
+        y_new = logic.where((rows > j) & (rows <= j + lead), lax.sub(y, p), y_new)
       y = y_new
     recip = lax.div(_c(d, 1), d)
-    col = jnp.where(rows > j, lax.mul(y, jnp.expand_dims(recip, -1)),
-                    jnp.where(rows == j, jnp.expand_dims(d, -1), _c(d, 0)))
+    col = logic.where(rows > j, lax.mul(y, shape_ops.expand_dims(recip, -1)),
+                      logic.where(rows == j, shape_ops.expand_dims(d, -1), _c(d, 0)))
     cols.append(col)
-  L = jnp.stack(cols, axis=-1)
+  L = shape_ops.stack(cols, axis=-1)
   lower = rows[:, None] >= rows[None, :]   # JAX's failed factor: nan below the diagonal
-  return jnp.where(jnp.expand_dims(bad, (-1, -2)) & lower, _c(L, np.nan), L)
+  return logic.where(shape_ops.expand_dims(bad, (-1, -2)) & lower, _c(L, np.nan), L)
 
 
 # The product factor @ z: JAX's einsum is one dot_general (batch dimensions: the broadcast
@@ -1064,15 +1052,14 @@ def _mvn_matvec32(factor, z):
   """einsum('...ij,...j->...i', factor, z) rounded as XLA:CPU rounds it (float32)."""
   from ember._src.primitives.elementwise import fma
   from ember._src.numpy.util import broadcast_shapes
-  jnp = _jnp()
   n = _shape(z)[-1]
   zb, fb = _shape(z)[:-1], _shape(factor)[:-2]
   out = broadcast_shapes(zb, fb) + (n,)
   r = len(out) - 1
   zb, fb = (1,) * (r - len(zb)) + zb, (1,) * (r - len(fb)) + fb
   m = math.prod(a for a, b in zip(zb, fb) if b == 1)   # z's rows per stack entry
-  t = [(jnp.broadcast_to(factor[..., :, j], out), jnp.broadcast_to(z[..., j:j + 1], out))
-       for j in range(n)]
+  t = [(shape_ops.broadcast_to(factor[..., :, j], out),
+        shape_ops.broadcast_to(z[..., j:j + 1], out)) for j in range(n)]
 
   def chain(ts):
     acc = lax.mul(*ts[0])
@@ -1094,14 +1081,13 @@ def _mvn_matvec32(factor, z):
   while len(pair) > 1:
     pair = [lax.add(pair[i], pair[i + 1]) for i in range(0, len(pair), 2)]
     half = [lax.add(half[i], half[i + len(half) // 2]) for i in range(len(half) // 2)]
-  acc = jnp.where(np.arange(n) < n - n % 8, pair[0], half[0])
+  acc = logic.where(np.arange(n) < n - n % 8, pair[0], half[0])
   return lax.add(chain(t[body:]), acc) if body < n else acc
 
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
   """N(mean, cov) samples: mean + factor @ z with cov = factor factor^T from a Cholesky
   ('cholesky'), eigen ('eigh') or singular value ('svd') decomposition."""
-  jnp = _jnp()
   from ember._src.numpy.util import promote_dtypes_inexact
   data = _key("multivariate_normal", key)
   mean, cov = promote_dtypes_inexact(mean, cov)
@@ -1127,19 +1113,19 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
   else:
     _check_shape("normal", shape, _shape(mean)[:-1], _shape(cov)[:-2])
   if method == "svd":
-    u, s, _ = jnp.linalg.svd(cov)
-    factor = u * jnp.sqrt(s[..., None, :])
+    u, s, _ = linalg.svd(cov)
+    factor = u * ufuncs.sqrt(s[..., None, :])
   elif method == "eigh":
-    w, v = jnp.linalg.eigh(cov)
-    factor = v * jnp.sqrt(w[..., None, :])
+    w, v = linalg.eigh(cov)
+    factor = v * ufuncs.sqrt(w[..., None, :])
   elif _dtype(cov) == np.float32 and 0 < n <= _MVN_POTF2_MAX_N:
     factor = _mvn_cholesky32(cov)
   else:
-    factor = jnp.linalg.cholesky(cov)
+    factor = linalg.cholesky(cov)
   normal_samples = normal(data, shape + _shape(mean)[-1:], dt)
   if n and _dtype(factor) == np.float32 and _dtype(normal_samples) == np.float32:
     return mean + _mvn_matvec32(factor, normal_samples)
-  return mean + jnp.einsum("...ij,...j->...i", factor, normal_samples)
+  return mean + linalg.einsum("...ij,...j->...i", factor, normal_samples)
 
 
 # JAX 0.12's CPU QR is LAPACK's sgeqrf + sorgqr from scipy's OpenBLAS (0.3.31, SkylakeX
@@ -1162,7 +1148,6 @@ def _orth_nrm2(xs):
   """snrm2: RN32(sqrt(sum of x^2)), the squares summed exactly (fma-split products, TwoSum)
   and the square root corrected by the residual (what double precision gives OpenBLAS)."""
   from ember._src.primitives.elementwise import fma
-  jnp = _jnp()
   hi = lo = None
   for x in xs:
     p = lax.mul(x, x)
@@ -1175,26 +1160,25 @@ def _orth_nrm2(xs):
   hi, lo = two_sum(lax, hi, lo)
   r = lax.sqrt(hi)
   t = lax.add(fma(lax.neg(r), r, hi), lo)   # S - r^2
-  safe = jnp.where(lax.gt(r, _c(r, 0)), r, _c(r, 1))
-  return jnp.where(lax.gt(r, _c(r, 0)), lax.add(r, lax.div(t, lax.add(safe, safe))), r)
+  safe = logic.where(lax.gt(r, _c(r, 0)), r, _c(r, 1))
+  return logic.where(lax.gt(r, _c(r, 0)), lax.add(r, lax.div(t, lax.add(safe, safe))), r)
 
 
 def _orth_larfg(alpha, xs):
   """slarfg: (beta, v's tail, tau) of the reflector taking [alpha, xs] to [beta, 0...]."""
-  jnp = _jnp()
   if not xs:
-    return alpha, xs, jnp.zeros_like(alpha)
+    return alpha, xs, creation.zeros_like(alpha)
   xn = _orth_nrm2(xs)
   a = lax.abs(alpha)
   w, z = lax.max(a, xn), lax.min(a, xn)
   q = lax.div(z, w)
   lapy2 = lax.mul(w, lax.sqrt(lax.add(_c(q, 1), lax.mul(q, q))))
-  beta = lax.neg(jnp.copysign(lapy2, alpha))
+  beta = lax.neg(ufuncs.copysign(lapy2, alpha))
   tau = lax.div(lax.sub(beta, alpha), beta)
   scale = lax.div(_c(beta, 1), lax.sub(alpha, beta))
   zero = lax.eq(xn, _c(xn, 0))
-  return (jnp.where(zero, alpha, beta), [jnp.where(zero, x, lax.mul(x, scale)) for x in xs],
-          jnp.where(zero, jnp.zeros_like(tau), tau))
+  return (logic.where(zero, alpha, beta), [logic.where(zero, x, lax.mul(x, scale)) for x in xs],
+          logic.where(zero, creation.zeros_like(tau), tau))
 
 
 def _orth_gemv_t(cols, v, full_height):
@@ -1273,10 +1257,9 @@ def _orth_larf(a, i, j0, tau, rows):
 def _orth_qr32(z):
   """(Q, diag R) of the reduced QR of a float32 (..., m, n) stack, n <= m <= 8, bit for bit
   as JAX's CPU LAPACK calls compute them."""
-  jnp = _jnp()
   rows, ncols = _shape(z)[-2:]
   a = [[z[..., r, c] for c in range(ncols)] for r in range(rows)]
-  one = jnp.ones_like(a[0][0])
+  one = creation.ones_like(a[0][0])
   taus = []
   for i in range(ncols):   # sgeqr2
     beta, x, tau = _orth_larfg(a[i][i], [a[r][i] for r in range(i + 1, rows)])
@@ -1288,7 +1271,7 @@ def _orth_qr32(z):
       a[i][i] = one
       _orth_larf(a, i, i + 1, tau, rows)
       a[i][i] = beta
-  diag = jnp.stack([a[i][i] for i in range(ncols)], axis=-1)
+  diag = shape_ops.stack([a[i][i] for i in range(ncols)], axis=-1)
   for i in reversed(range(ncols)):   # sorg2r
     tau = taus[i]
     if i < ncols - 1:
@@ -1298,8 +1281,8 @@ def _orth_qr32(z):
       a[r][i] = lax.mul(a[r][i], lax.neg(tau))
     a[i][i] = lax.sub(one, tau)
     for r in range(i):
-      a[r][i] = jnp.zeros_like(one)
-  q = jnp.stack([jnp.stack(row, axis=-1) for row in a], axis=-2)
+      a[r][i] = creation.zeros_like(one)
+  q = shape_ops.stack([shape_ops.stack(row, axis=-1) for row in a], axis=-2)
   return q, diag
 
 
@@ -1307,7 +1290,6 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
   """A (semi-)orthogonal n x m matrix, uniform (Haar) on O(n) when m == n: the Q of the
   QR decomposition of a normal matrix, its columns' signs fixed by R's diagonal
   (Mezzadri 2007)."""
-  jnp = _jnp()
   _m = n if m is None else m
   shape = _canon_shape("orthogonal", shape)
   data = _key("orthogonal", key)
@@ -1319,7 +1301,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
   if dt == np.float32 and 0 < min(n, _m) and max(n, _m) <= _ORTH_MAX_ROWS:
     q, d = _orth_qr32(z)   # JAX's LAPACK roundings, replayed
   else:
-    q, r = jnp.linalg.qr(z)
-    d = jnp.linalg.diagonal(r)
-  x = q * jnp.expand_dims(jnp.sign(d), -2)
-  return jnp.swapaxes(x, -1, -2) if n < _m else x
+    q, r = linalg.qr(z)
+    d = linalg.diagonal(r)
+  x = q * shape_ops.expand_dims(ufuncs.sign(d), -2)
+  return shape_ops.swapaxes(x, -1, -2) if n < _m else x

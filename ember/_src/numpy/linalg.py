@@ -21,14 +21,16 @@ from functools import partial
 
 import numpy as np
 
-import ember.numpy as jnp  # circular at import time; only used inside functions
 from ember._src import dtypes
 from ember._src import lax_api as lax
+from ember._src import lax_linalg
 from ember._src.jit import jit
-from ember._src.numpy import util
+from ember._src.numpy import creation, indexing, logic, sorting, ufuncs, util
+from ember._src.numpy import shape as shape_ops
 from ember._src.numpy.reductions import (asarray_arg, asarray_args, aval, check_out,
                                          moveaxes)
 from ember._src.numpy import reductions
+from ember._src.primitives import decompositions
 from ember._src.primitives.elementwise import convert_element_type
 
 __all__ = ["dot", "matmul", "vdot", "vecdot", "inner", "outer", "tensordot", "einsum",
@@ -267,7 +269,7 @@ def inner(a, b, *, precision=None, preferred_element_type=None):
     if preferred_element_type is not None:
       a = convert_element_type(a, preferred_element_type)
       b = convert_element_type(b, preferred_element_type)
-    return jnp.multiply(a, b)
+    return ufuncs.multiply(a, b)
   return tensordot(a, b, (-1, -1), precision=precision,
                    preferred_element_type=preferred_element_type)
 
@@ -276,7 +278,7 @@ def outer(a, b, out=None):
   """Outer product of the flattened arrays."""
   check_out("outer", out)
   a, b = util.promote_dtypes(*asarray_args("outer", a, b))
-  return jnp.multiply(lax.expand_dims(_ravel(a), (1,)), lax.expand_dims(_ravel(b), (0,)))
+  return ufuncs.multiply(lax.expand_dims(_ravel(a), (1,)), lax.expand_dims(_ravel(b), (0,)))
 
 
 @jit
@@ -307,7 +309,7 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
                      f"{aval(a).shape[-1]} and {aval(b).shape[-1]}")
   a0, a1, a2 = (lax.index_in_dim(a, i, -1, keepdims=False) for i in range(3))
   b0, b1, b2 = (lax.index_in_dim(b, i, -1, keepdims=False) for i in range(3))
-  mul, sub = jnp.multiply, jnp.subtract
+  mul, sub = ufuncs.multiply, ufuncs.subtract
   comps = [sub(mul(a1, b2), mul(a2, b1)), sub(mul(a2, b0), mul(a0, b2)),
            sub(mul(a0, b1), mul(a1, b0))]
   c = lax.concatenate([lax.expand_dims(x, (0,)) for x in comps], 0)
@@ -626,22 +628,22 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
       msg += f"Use '{ord[:-3]}jax.numpy.inf' instead."
     raise ValueError(msg)
   if ord is None or ord == 2:
-    return jnp.sqrt(sum_(jnp.real(jnp.multiply(x, jnp.conj(x))), axis=axis,
-                         keepdims=keepdims))
+    return ufuncs.sqrt(sum_(ufuncs.real(ufuncs.multiply(x, ufuncs.conj(x))), axis=axis,
+                            keepdims=keepdims))
   if ord == np.inf:
-    return amax(jnp.abs(x), axis=axis, keepdims=keepdims, initial=0)
+    return amax(ufuncs.abs(x), axis=axis, keepdims=keepdims, initial=0)
   if ord == -np.inf:
-    return amin(jnp.abs(x), axis=axis, keepdims=keepdims)
+    return amin(ufuncs.abs(x), axis=axis, keepdims=keepdims)
   if ord == 0:
     real_dtype = np.array(0, util.to_inexact_dtype(aval(x).dtype)).real.dtype
     return sum_(lax.ne(x, convert_element_type(0, aval(x).dtype)), dtype=real_dtype,
                 axis=axis, keepdims=keepdims)
   if ord == 1:
-    return sum_(jnp.abs(x), axis=axis, keepdims=keepdims)
-  abs_x = jnp.abs(x)
+    return sum_(ufuncs.abs(x), axis=axis, keepdims=keepdims)
+  abs_x = ufuncs.abs(x)
   dt = aval(abs_x).dtype
-  out = sum_(jnp.power(abs_x, np.array(ord, dt)), axis=axis, keepdims=keepdims)
-  return jnp.power(out, np.array(1. / ord, dt))
+  out = sum_(ufuncs.power(abs_x, np.array(ord, dt)), axis=axis, keepdims=keepdims)
+  return ufuncs.power(out, np.array(1. / ord, dt))
 
 
 def matrix_norm(x, /, *, keepdims=False, ord="fro"):
@@ -673,11 +675,6 @@ def matrix_transpose(x, /):
 # Decompositions and the functions built on them (jax/_src/numpy/linalg.py), on the
 # primitives of ember/_src/primitives/decompositions.py
 # ---------------------------------------------------------------------------------------
-
-def _dec():
-  from ember._src.primitives import decompositions
-  return decompositions
-
 
 class EigResult(collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])):
   __slots__ = ()
@@ -724,7 +721,7 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
   """The Cholesky factor of Hermitian positive-definite matrices: L (a = L L^H), or U =
   L^H with upper=True; NaN where a is not positive definite."""
   a = _square_arg("cholesky", a, "linalg.cholesky")
-  L = _dec().cholesky(a, symmetrize_input=symmetrize_input)
+  L = lax_linalg.cholesky(a, symmetrize_input=symmetrize_input)
   return _H(L) if upper else L
 
 
@@ -735,7 +732,7 @@ def qr(a, mode="reduced"):
   if mode not in ("reduced", "complete", "r"):
     raise ValueError(f"Unsupported QR decomposition mode '{mode}'" +
                      (": ember does not provide mode='raw'" if mode == "raw" else ""))
-  q, r = _dec().qr(a, full_matrices=mode == "complete")
+  q, r = decompositions.qr(a, full_matrices=mode == "complete")
   return r if mode == "r" else QRResult(q, r)
 
 
@@ -749,7 +746,7 @@ def eigh(a, UPLO=None, symmetrize_input=True):
     lower = False
   else:
     raise ValueError(f"UPLO must be one of None, 'L', or 'U', got {UPLO}")
-  v, w = _dec().eigh(a, lower=lower, symmetrize_input=symmetrize_input)
+  v, w = lax_linalg.eigh(a, lower=lower, symmetrize_input=symmetrize_input)
   return EighResult(w, v)
 
 
@@ -758,7 +755,7 @@ def eig(a):
   """EigResult(eigenvalues, right eigenvectors as unit columns) of general square
   matrices, complex. Only the eigenvalues can be differentiated (as JAX by default)."""
   a = _square_arg("eig", a, "linalg.eig")
-  w, v = _dec().eig(a, compute_left_eigenvectors=False)
+  w, v = decompositions.eig(a, compute_left_eigenvectors=False)
   return EigResult(w, v)
 
 
@@ -766,7 +763,7 @@ def eig(a):
 def eigvals(a):
   """The (complex) eigenvalues of general square matrices."""
   a = _square_arg("eigvals", a, "linalg.eig")
-  return _dec().eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
+  return decompositions.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
 @partial(jit, static_argnames=("UPLO", "symmetrize_input"))
@@ -781,15 +778,15 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index
   a = _inexact_arg("svd", a)
   if hermitian:   # JAX's route: eigh, |w| descending, the eigenvalues' signs in Vh
     w, v = eigh(a)
-    order = jnp.argsort(-lax.abs(w), axis=-1)
-    s = jnp.take_along_axis(lax.abs(w), order, axis=-1)
+    order = sorting.argsort(-lax.abs(w), axis=-1)
+    s = indexing.take_along_axis(lax.abs(w), order, axis=-1)
     if not compute_uv:
       return s
-    sign = jnp.take_along_axis(jnp.sign(w), order, axis=-1)
-    u = jnp.take_along_axis(v, order[..., None, :], axis=-1)
+    sign = indexing.take_along_axis(ufuncs.sign(w), order, axis=-1)
+    u = indexing.take_along_axis(v, order[..., None, :], axis=-1)
     vh = _H(u * sign[..., None, :].astype(u.dtype))
     return SVDResult(u, s, vh)
-  out = _dec().svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
+  out = decompositions.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
                    subset_by_index=subset_by_index)
   return SVDResult(*out) if compute_uv else out
 
@@ -800,7 +797,7 @@ def svdvals(x, /):
 
 
 def _lu_factor(a):
-  return _dec().lu(a)
+  return decompositions.lu(a)
 
 
 @jit
@@ -811,19 +808,20 @@ def slogdet(a, *, method=None):
   a = _square_arg("slogdet", a, "slogdet()")
   n = aval(a).shape[-1]
   lu_, pivot, _ = _lu_factor(a)
-  diag = jnp.diagonal(lu_, axis1=-2, axis2=-1)
-  is_zero = jnp.any(diag == 0, axis=-1)
-  parity = jnp.count_nonzero(pivot != jnp.arange(n, dtype=pivot.dtype), axis=-1)
+  diag = reductions.diagonal(lu_, axis1=-2, axis2=-1)
+  is_zero = reductions.any(diag == 0, axis=-1)
+  parity = reductions.count_nonzero(pivot != creation.arange(n, dtype=pivot.dtype), axis=-1)
   if dtypes.is_complex(aval(a).dtype):
-    sign = jnp.prod(diag / lax.convert_element_type(jnp.abs(diag), aval(diag).dtype), axis=-1)
+    unit = diag / lax.convert_element_type(ufuncs.abs(diag), aval(diag).dtype)
+    sign = reductions.prod(unit, axis=-1)
   else:
-    sign = jnp.array(1, aval(a).dtype)
-    parity = parity + jnp.count_nonzero(diag < 0, axis=-1)
-  sign = jnp.where(is_zero, jnp.array(0, aval(a).dtype),
-                   sign * jnp.array(-2 * (parity % 2) + 1, aval(a).dtype))
-  logdet = jnp.where(is_zero, jnp.array(-jnp.inf, jnp.real(diag).dtype),
-                     jnp.sum(jnp.log(jnp.abs(diag)), axis=-1))
-  return SlogdetResult(sign, jnp.real(logdet))
+    sign = creation.array(1, aval(a).dtype)
+    parity = parity + reductions.count_nonzero(diag < 0, axis=-1)
+  sign = logic.where(is_zero, creation.array(0, aval(a).dtype),
+                     sign * creation.array(-2 * (parity % 2) + 1, aval(a).dtype))
+  logdet = logic.where(is_zero, creation.array(-np.inf, ufuncs.real(diag).dtype),
+                       reductions.sum(ufuncs.log(ufuncs.abs(diag)), axis=-1))
+  return SlogdetResult(sign, ufuncs.real(logdet))
 
 
 @jit
@@ -832,18 +830,17 @@ def det(a):
   a = _square_arg("det", a, "_det()")
   n = aval(a).shape[-1]
   lu_, pivot, _ = _lu_factor(a)
-  diag = jnp.diagonal(lu_, axis1=-2, axis2=-1)
-  parity = jnp.count_nonzero(pivot != jnp.arange(n, dtype=pivot.dtype), axis=-1)
-  sign = jnp.array(-2 * (parity % 2) + 1, aval(a).dtype)
-  return sign * jnp.prod(diag, axis=-1)
+  diag = reductions.diagonal(lu_, axis1=-2, axis2=-1)
+  parity = reductions.count_nonzero(pivot != creation.arange(n, dtype=pivot.dtype), axis=-1)
+  sign = creation.array(-2 * (parity % 2) + 1, aval(a).dtype)
+  return sign * reductions.prod(diag, axis=-1)
 
 
 def _lu_solve(lu_, perm, b):
   """x with a x = b for b [..., n, k], from a's LU factors (batch dims equal)."""
-  dec = _dec()
-  x = jnp.take_along_axis(b, perm[..., :, None], axis=-2)
-  x = dec.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
-  return dec.triangular_solve(lu_, x, left_side=True, lower=False)
+  x = indexing.take_along_axis(b, perm[..., :, None], axis=-2)
+  x = decompositions.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
+  return decompositions.triangular_solve(lu_, x, left_side=True, lower=False)
 
 
 @jit
@@ -860,7 +857,7 @@ def solve(a, b):
       raise ValueError(f"solve: inconsistent size for core dimension 'm': {bsh[0]} vs {n} "
                        f"on signature '(m,m),(m)->(m)'")
     batch = ash[:-2]
-    b2 = jnp.broadcast_to(b[:, None], batch + (n, 1))
+    b2 = shape_ops.broadcast_to(b[:, None], batch + (n, 1))
     lu_, _, perm = _lu_factor(a)
     return _lu_solve(lu_, perm, b2)[..., 0]
   if bsh[-2] != n:
@@ -868,8 +865,8 @@ def solve(a, b):
                      f"or [..., n, k] for a of shape [..., n, n]; to solve for a batch of "
                      f"vectors use solve(a, b[..., None])[..., 0].")
   batch = util.broadcast_shapes(ash[:-2], bsh[:-2])
-  a = jnp.broadcast_to(a, batch + ash[-2:])
-  b = jnp.broadcast_to(b, batch + bsh[-2:])
+  a = shape_ops.broadcast_to(a, batch + ash[-2:])
+  b = shape_ops.broadcast_to(b, batch + bsh[-2:])
   lu_, _, perm = _lu_factor(a)
   return _lu_solve(lu_, perm, b)
 
@@ -879,7 +876,7 @@ def inv(a):
   """The inverse of square matrices (solve against the identity)."""
   a = _square_arg("inv", a, "inv")
   shape = aval(a).shape
-  eye = jnp.broadcast_to(jnp.eye(shape[-1], dtype=aval(a).dtype), shape)
+  eye = shape_ops.broadcast_to(creation.eye(shape[-1], dtype=aval(a).dtype), shape)
   return solve(a, eye)
 
 
@@ -894,13 +891,13 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
   dt = aval(a).dtype
   if rtol is None:
     rtol = 10. * max(m, n) * float(np.finfo(np.empty(0, dt).real.dtype).eps)
-  rtol = jnp.asarray(rtol)
+  rtol = creation.asarray(rtol)
   if m == 0 or n == 0:
-    return jnp.zeros(aval(a).shape[:-2] + (n, m), dt)
-  u, s, vh = svd(jnp.conj(a), full_matrices=False, hermitian=hermitian)
-  cutoff = rtol[..., None] * jnp.max(s, axis=-1, keepdims=True, initial=-jnp.inf)
-  s = jnp.where(s > cutoff, s, jnp.inf).astype(u.dtype)
-  return jnp.matmul(matrix_transpose(vh), matrix_transpose(u) / s[..., :, None])
+    return creation.zeros(aval(a).shape[:-2] + (n, m), dt)
+  u, s, vh = svd(ufuncs.conj(a), full_matrices=False, hermitian=hermitian)
+  cutoff = rtol[..., None] * reductions.max(s, axis=-1, keepdims=True, initial=-np.inf)
+  s = logic.where(s > cutoff, s, np.inf).astype(u.dtype)
+  return matmul(matrix_transpose(vh), matrix_transpose(u) / s[..., :, None])
 
 
 @partial(jit, static_argnames=("numpy_resid",))
@@ -926,18 +923,18 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
   if rcond is None:
     rcond = eps * max(n, m)
   else:
-    rcond = jnp.where(rcond < 0, eps, rcond)
+    rcond = logic.where(rcond < 0, eps, rcond)
   u, s, vt = svd(a, full_matrices=False)
-  mask = s >= jnp.array(rcond, dtype=s.dtype) * s[0]
+  mask = s >= creation.array(rcond, dtype=s.dtype) * s[0]
   rank = mask.sum()
-  safe_s = jnp.where(mask, s, 1).astype(dt)
-  s_inv = jnp.where(mask, 1 / safe_s, 0)[:, None]
-  uTb = jnp.matmul(_H(u), b)
-  x = jnp.matmul(_H(vt), s_inv * uTb)
+  safe_s = logic.where(mask, s, 1).astype(dt)
+  s_inv = logic.where(mask, 1 / safe_s, 0)[:, None]
+  uTb = matmul(_H(u), b)
+  x = matmul(_H(vt), s_inv * uTb)
   if numpy_resid and (rank < n or m <= n):
-    resid = jnp.asarray([])
+    resid = creation.asarray([])
   else:
-    b_estimate = jnp.matmul(a, x)
+    b_estimate = matmul(a, x)
     resid = vector_norm(b - b_estimate, axis=0) ** 2
   if b_orig_ndim == 1:
     x = x.ravel()
@@ -959,7 +956,7 @@ def matrix_power(a, n):
   except TypeError as err:
     raise TypeError(f"exponent must be an integer, got {n}") from err
   if n == 0:
-    return jnp.broadcast_to(jnp.eye(shape[-1], dtype=aval(a).dtype), shape)
+    return shape_ops.broadcast_to(creation.eye(shape[-1], dtype=aval(a).dtype), shape)
   if n < 0:
     a, n = inv(a), -n
   result = None
@@ -981,14 +978,14 @@ def matrix_rank(M, rtol=None, *, tol=None):
     rtol = tol
   shape = aval(M).shape
   if len(shape) < 2:
-    return jnp.any(M != 0).astype(np.int32)
+    return reductions.any(M != 0).astype(np.int32)
   s = svd(M, full_matrices=False, compute_uv=False)
   if rtol is None:
-    rtol = jnp.max(s, axis=-1, keepdims=True) * (
+    rtol = reductions.max(s, axis=-1, keepdims=True) * (
         max(shape[-2:]) * float(np.finfo(aval(s).dtype).eps))
   else:
-    rtol = jnp.expand_dims(jnp.asarray(rtol), -1)
-  return jnp.sum(s > rtol, axis=-1, dtype=np.int32)
+    rtol = shape_ops.expand_dims(creation.asarray(rtol), -1)
+  return reductions.sum(s > rtol, axis=-1, dtype=np.int32)
 
 
 def cond(x, p=None):
@@ -1010,17 +1007,17 @@ def cond(x, p=None):
                        f"x.shape={shape}")
     r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
   # NaNs from singular matrices become inf, as NumPy and JAX do
-  return jnp.where(jnp.isnan(r) & ~jnp.isnan(x).any(axis=(-2, -1)), jnp.inf, r)
+  return logic.where(ufuncs.isnan(r) & ~ufuncs.isnan(x).any(axis=(-2, -1)), np.inf, r)
 
 
 def _svd_norm(x, ord, axis, keepdims):
   """Matrix norms from singular values: 2 (largest), -2 (smallest), 'nuc' (sum)."""
   row, col = axis
   nd = aval(x).ndim
-  y = jnp.moveaxis(x, (row, col), (nd - 2, nd - 1))
+  y = shape_ops.moveaxis(x, (row, col), (nd - 2, nd - 1))
   s = svd(y, compute_uv=False)
-  out = (jnp.max(s, axis=-1) if ord == 2 else jnp.min(s, axis=-1) if ord == -2
-         else jnp.sum(s, axis=-1))
+  out = (reductions.max(s, axis=-1) if ord == 2 else reductions.min(s, axis=-1) if ord == -2
+         else reductions.sum(s, axis=-1))
   if keepdims:
-    out = jnp.expand_dims(out, tuple(sorted((row, col))))
+    out = shape_ops.expand_dims(out, tuple(sorted((row, col))))
   return out

@@ -24,11 +24,12 @@ from functools import partial
 
 import numpy as np
 
-import ember.numpy as jnp  # circular at import time; only used inside functions
 from ember._src import core, dtypes
 from ember._src import lax_api as lax
 from ember._src.jit import jit
-from ember._src.numpy import creation, indexing, reductions, sorting, util
+from ember._src.numpy import (creation, indexing, linalg, logic, reductions, sorting, ufuncs,
+                              util)
+from ember._src.numpy import shape as shape_ops
 from ember._src.numpy.reductions import asarray_arg, aval
 from ember._src.primitives.elementwise import convert_element_type
 
@@ -76,7 +77,7 @@ def _broadcast_edge(v, arr, axis):
     return v
   shape = list(aval(arr).shape)
   shape[axis] = 1
-  return jnp.broadcast_to(v, tuple(shape))
+  return shape_ops.broadcast_to(v, tuple(shape))
 
 
 # --- differences, integration -------------------------------------------------------------
@@ -100,7 +101,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
   if append is not None:
     parts.append(_broadcast_edge(append, arr, axis))
   if len(parts) > 1:
-    arr = jnp.concatenate(parts, axis)
+    arr = shape_ops.concatenate(parts, axis)
   head = tuple(slice(1, None) if i == axis else slice(None) for i in _range(aval(arr).ndim))
   tail = tuple(slice(None, -1) if i == axis else slice(None) for i in _range(aval(arr).ndim))
   op = lax.ne if aval(arr).dtype == np.bool_ else lax.sub
@@ -113,14 +114,14 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
 def ediff1d(ary, to_end=None, to_begin=None):
   """Differences of consecutive elements of the flattened array, with `to_begin` and
   `to_end` (cast to its dtype) concatenated at the ends."""
-  arr = jnp.ravel(asarray_arg("ediff1d", ary))
+  arr = shape_ops.ravel(asarray_arg("ediff1d", ary))
   result = lax.sub(arr[1:], arr[:-1])
   if to_begin is not None:
-    to_begin = jnp.ravel(asarray_arg("ediff1d", to_begin).astype(aval(arr).dtype))
-    result = jnp.concatenate((to_begin, result))
+    to_begin = shape_ops.ravel(asarray_arg("ediff1d", to_begin).astype(aval(arr).dtype))
+    result = shape_ops.concatenate((to_begin, result))
   if to_end is not None:
-    to_end = jnp.ravel(asarray_arg("ediff1d", to_end).astype(aval(arr).dtype))
-    result = jnp.concatenate((result, to_end))
+    to_end = shape_ops.ravel(asarray_arg("ediff1d", to_end).astype(aval(arr).dtype))
+    result = shape_ops.concatenate((result, to_end))
   return result
 
 
@@ -165,7 +166,7 @@ def _gradient_along_axis(a, h, axis, edge_order):
     inner = wa * sliced(0, -2) + wb * sliced(1, -1) + wc * sliced(2, None)
   else:
     raise ValueError("Spacing arrays must be 1D arrays or scalars.")
-  return jnp.concatenate((upper, inner, lower), axis=axis)
+  return shape_ops.concatenate((upper, inner, lower), axis=axis)
 
 
 @partial(jit, static_argnames=("axis", "edge_order"))
@@ -209,17 +210,17 @@ def trapezoid(y, x=None, dx=1.0, axis: int = -1):
   the shape of y) or with uniform spacing `dx`."""
   if x is None:
     y_arr, = util.promote_dtypes_inexact(asarray_arg("trapezoid", y))
-    dx_arr = jnp.asarray(dx)
+    dx_arr = creation.asarray(dx)
     if aval(dx_arr).ndim > 0:
       dx_arr = lax.expand_dims(dx_arr, tuple(_range(aval(y_arr).ndim - aval(dx_arr).ndim)))
-      dx_arr = jnp.moveaxis(dx_arr, axis, -1)
+      dx_arr = shape_ops.moveaxis(dx_arr, axis, -1)
   else:
     y_arr, x_arr = util.promote_dtypes_inexact(*asarray_args("trapezoid", y, x))
     if aval(x_arr).ndim == 1:
       dx_arr = diff(x_arr)
     else:
-      dx_arr = jnp.moveaxis(diff(x_arr, axis=axis), axis, -1)
-  y_arr = jnp.moveaxis(y_arr, axis, -1)
+      dx_arr = shape_ops.moveaxis(diff(x_arr, axis=axis), axis, -1)
+  y_arr = shape_ops.moveaxis(y_arr, axis, -1)
   if aval(dx_arr).ndim == 0 or aval(dx_arr).shape[-1] == 1:  # constant spacing
     dx_r = dx_arr if aval(dx_arr).ndim == 0 else dx_arr[..., 0]
     return dx_r * (y_arr.sum(-1) - 0.5 * (y_arr[..., 0] + y_arr[..., -1]))
@@ -240,12 +241,12 @@ def unwrap(p, discont=None, axis: int = -1, period=2 * np.pi):
     discont = period / 2
   interval = period // 2 if dtypes.is_integer(aval(p).dtype) else period / 2
   dd = diff(p, axis=axis)
-  ddmod = jnp.mod(dd + interval, period) - interval
-  ddmod = jnp.where((ddmod == -interval) & (dd > 0), interval, ddmod)
-  ph_correct = jnp.where(jnp.abs(dd) < discont, 0, ddmod - dd)
-  return jnp.concatenate((lax.slice_in_dim(p, 0, 1, axis=axis),
-                          lax.slice_in_dim(p, 1, None, axis=axis)
-                          + jnp.cumsum(ph_correct, axis=axis)), axis=axis)
+  ddmod = ufuncs.mod(dd + interval, period) - interval
+  ddmod = logic.where((ddmod == -interval) & (dd > 0), interval, ddmod)
+  ph_correct = logic.where(ufuncs.abs(dd) < discont, 0, ddmod - dd)
+  return shape_ops.concatenate((lax.slice_in_dim(p, 0, 1, axis=axis),
+                                lax.slice_in_dim(p, 1, None, axis=axis)
+                                + reductions.cumsum(ph_correct, axis=axis)), axis=axis)
 
 
 # --- convolution, interpolation -----------------------------------------------------------
@@ -278,7 +279,7 @@ def _conv(x, y, mode, op, precision, preferred_element_type=None):
                      f"{aval(y).shape}.")
   reverse_out = False
   if op == "correlate":
-    y = jnp.conj(y)
+    y = ufuncs.conj(y)
     if aval(x).shape[0] < aval(y).shape[0]:
       x, y, reverse_out = y, x, True
   else:
@@ -329,23 +330,23 @@ def _interp(x, xp, fp, left=None, right=None, period=None):
   if period is not None:
     if np.ndim(period) != 0:
       raise ValueError(f"period must be a scalar; got {period}")
-    period = jnp.abs(period)
+    period = ufuncs.abs(period)
     x_arr, xp_arr = x_arr % period, xp_arr % period
     xp_arr, fp_arr = lax.sort_key_val(xp_arr, fp_arr)
-    xp_arr = jnp.concatenate([xp_arr[-1:] - period, xp_arr, xp_arr[:1] + period])
-    fp_arr = jnp.concatenate([fp_arr[-1:], fp_arr, fp_arr[:1]])
-  i = jnp.clip(jnp.searchsorted(xp_arr, x_arr, side="right"), 1, aval(xp_arr).shape[0] - 1)
+    xp_arr = shape_ops.concatenate([xp_arr[-1:] - period, xp_arr, xp_arr[:1] + period])
+    fp_arr = shape_ops.concatenate([fp_arr[-1:], fp_arr, fp_arr[:1]])
+  i = ufuncs.clip(sorting.searchsorted(xp_arr, x_arr, side="right"), 1, aval(xp_arr).shape[0] - 1)
   df = fp_arr[i] - fp_arr[i - 1]
   dx = xp_arr[i] - xp_arr[i - 1]
   delta = x_arr - xp_arr[i - 1]
   epsilon = np.spacing(dtypes.finfo(aval(xp_arr).dtype).eps)
   dx0 = lax.abs(dx) <= epsilon  # equal neighbours: take the left value (no 0/0)
-  f = jnp.where(dx0, fp_arr[i - 1], fp_arr[i - 1] + (delta / jnp.where(dx0, 1, dx)) * df)
+  f = logic.where(dx0, fp_arr[i - 1], fp_arr[i - 1] + (delta / logic.where(dx0, 1, dx)) * df)
   if period is None:
     if not extrapolate[0]:
-      f = jnp.where(x_arr < xp_arr[0], fp_arr[0] if left is None else left, f)
+      f = logic.where(x_arr < xp_arr[0], fp_arr[0] if left is None else left, f)
     if not extrapolate[1]:
-      f = jnp.where(x_arr > xp_arr[-1], fp_arr[-1] if right is None else right, f)
+      f = logic.where(x_arr > xp_arr[-1], fp_arr[-1] if right is None else right, f)
   return f
 
 
@@ -379,19 +380,19 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
     raise ValueError("m has more than 2 dimensions")
   if dtype is not None and not dtypes.issubdtype(dtype, np.inexact):
     raise ValueError(f"cov: dtype must be a subclass of float or complex; got dtype={dtype}")
-  X = jnp.atleast_2d(m)
+  X = shape_ops.atleast_2d(m)
   if not rowvar and aval(m).ndim != 1:
     X = X.T
   if aval(X).shape[0] == 0:
-    return jnp.array([]).reshape(0, 0)
+    return creation.array([]).reshape(0, 0)
   if y is not None:
-    y_arr = jnp.atleast_2d(y)
+    y_arr = shape_ops.atleast_2d(y)
     if not rowvar and aval(y_arr).shape[0] != 1:
       y_arr = y_arr.T
-    X = jnp.concatenate((X, y_arr), axis=0)
+    X = shape_ops.concatenate((X, y_arr), axis=0)
   nvar, nobs = aval(X).shape
   if nobs == 0:
-    return jnp.full(() if nvar == 1 else (nvar, nvar), np.nan, dtype=aval(X).dtype)
+    return creation.full(() if nvar == 1 else (nvar, nvar), np.nan, dtype=aval(X).dtype)
   if ddof is None:
     ddof = 1 if bias == 0 else 0
   w = None
@@ -403,19 +404,19 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
       raise RuntimeError("incompatible numbers of samples and fweights")
     if not dtypes.is_integer(aval(fweights).dtype):
       raise TypeError("fweights must be integer.")
-    w = jnp.abs(fweights)  # NumPy raises on negative weights; JAX takes |w|
+    w = ufuncs.abs(fweights)  # NumPy raises on negative weights; JAX takes |w|
   if aweights is not None:
     aweights = asarray_arg("cov", aweights)
     if aval(aweights).ndim > 1:
       raise RuntimeError("cannot handle multidimensional aweights")
     if aval(aweights).shape[0] != nobs:
       raise RuntimeError("incompatible numbers of samples and aweights")
-    aweights = jnp.abs(aweights)
+    aweights = ufuncs.abs(aweights)
     w = aweights if w is None else w * aweights
   if dtype is not None:
     X = X.astype(dtype)
     w = w.astype(dtype) if w is not None else w
-  avg, w_sum = jnp.average(X, axis=1, weights=w, returned=True)
+  avg, w_sum = reductions.average(X, axis=1, weights=w, returned=True)
   w_sum = w_sum[0]
   if w is None:
     f = nobs - ddof
@@ -424,10 +425,10 @@ def cov(m, y=None, rowvar: bool = True, bias: bool = False, ddof=None, fweights=
   elif aweights is None:
     f = w_sum - ddof
   else:
-    f = w_sum - ddof * jnp.sum(w * aweights) / w_sum
+    f = w_sum - ddof * reductions.sum(w * aweights) / w_sum
   X = X - avg[:, None]
   X_T = X.T if w is None else (X * lax.broadcast_to_rank(w, aval(X).ndim)).T
-  return jnp.squeeze(jnp.true_divide(jnp.dot(X, jnp.conj(X_T)), f))
+  return shape_ops.squeeze(ufuncs.true_divide(linalg.dot(X, ufuncs.conj(X_T)), f))
 
 
 @partial(jit, static_argnames=("rowvar", "dtype"))
@@ -440,12 +441,12 @@ def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
                      f"dtype={dtype}")
   c = cov(x, y, rowvar, dtype=dtype)
   if aval(c).ndim == 0:  # one variable: nan for nan/inf/zero variance, else 1
-    return jnp.divide(c, c)
-  stddev = jnp.sqrt(jnp.real(jnp.diag(c))).astype(aval(c).dtype)
+    return ufuncs.divide(c, c)
+  stddev = ufuncs.sqrt(ufuncs.real(creation.diag(c))).astype(aval(c).dtype)
   c = c / stddev[:, None] / stddev[None, :]
-  real = jnp.clip(jnp.real(c), -1, 1)
+  real = ufuncs.clip(ufuncs.real(c), -1, 1)
   if dtypes.is_complex(aval(c).dtype):
-    return lax.complex(real, jnp.clip(jnp.imag(c), -1, 1))
+    return lax.complex(real, ufuncs.clip(ufuncs.imag(c), -1, 1))
   return real
 
 
@@ -477,20 +478,20 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
   idx_by_dim, edges_by_dim = [], []
   for i in _range(D):
     col = sample[:, i]
-    edges = jnp.histogram_bin_edges(col, bins_per_dim[i], None if range is None else range[i],
-                                    weights)
-    idx = jnp.searchsorted(edges, col, side="right")
-    idx = jnp.where(col == edges[-1], idx - 1, idx)  # the last bin includes its right edge
+    edges = sorting.histogram_bin_edges(col, bins_per_dim[i], None if range is None else range[i],
+                                        weights)
+    idx = sorting.searchsorted(edges, col, side="right")
+    idx = logic.where(col == edges[-1], idx - 1, idx)  # the last bin includes its right edge
     idx_by_dim.append(idx)
     edges_by_dim.append(edges)
   nbins = tuple(aval(e).shape[0] + 1 for e in edges_by_dim)
-  xy = jnp.ravel_multi_index(tuple(idx_by_dim), nbins, mode="clip")
-  hist = jnp.bincount(xy, weights, length=math.prod(nbins)).reshape(nbins)
+  xy = indexing.ravel_multi_index(tuple(idx_by_dim), nbins, mode="clip")
+  hist = sorting.bincount(xy, weights, length=math.prod(nbins)).reshape(nbins)
   hist = hist[D * (slice(1, -1),)]  # drop the under/overflow bins
   if density:
     hist = hist.astype(aval(sample).dtype)
     hist = hist / hist.sum()
-    for norm in jnp.ix_(*(diff(e) for e in edges_by_dim)):
+    for norm in indexing.ix_(*(diff(e) for e in edges_by_dim)):
       hist = hist / norm
   return hist, edges_by_dim
 
@@ -503,9 +504,10 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa:
   except TypeError:
     nb = 1
   if nb not in (1, 2):  # one edge array shared by both dimensions
-    edges = jnp.asarray(bins)
+    edges = creation.asarray(bins)
     bins = [edges, edges]
-  hist, edges = histogramdd(jnp.transpose(jnp.asarray([x, y])), bins, range, weights, density)
+  hist, edges = histogramdd(shape_ops.transpose(creation.asarray([x, y])), bins, range,
+                            weights, density)
   return hist, edges[0], edges[1]
 
 
@@ -537,11 +539,11 @@ def _pad_fill(vals, num_results, fill_value):
   """vals[k] for k < num_results, else fill_value (default: the smallest valid value)."""
   if aval(vals).size == 0:
     return vals
-  valid = jnp.arange(aval(vals).shape[0]) < num_results
+  valid = creation.arange(aval(vals).shape[0]) < num_results
   if fill_value is None:  # through max() first so padding can't win the min()
-    vals = jnp.where(valid, vals, vals.max())
-    return jnp.where(valid, vals, vals.min())
-  return jnp.where(valid, vals, fill_value)
+    vals = logic.where(valid, vals, vals.max())
+    return logic.where(valid, vals, vals.min())
+  return logic.where(valid, vals, fill_value)
 
 
 def setdiff1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=None):
@@ -556,20 +558,20 @@ def setdiff1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=No
 
 
 def _setdiff1d(arr1, arr2, assume_unique, size, fill_value):
-  arr1, arr2 = jnp.ravel(arr1), jnp.ravel(arr2)
-  fill_value = jnp.full_like(arr1, 0 if fill_value is None else fill_value, shape=())
+  arr1, arr2 = shape_ops.ravel(arr1), shape_ops.ravel(arr2)
+  fill_value = creation.full_like(arr1, 0 if fill_value is None else fill_value, shape=())
   if aval(arr1).size == 0 or size == 0:
-    return jnp.full_like(arr1, fill_value, shape=size or 0)
+    return creation.full_like(arr1, fill_value, shape=size or 0)
   if not assume_unique:
-    arr1 = jnp.unique(arr1, size=size and aval(arr1).size)
-  mask = jnp.isin(arr1, arr2, invert=True, assume_unique=assume_unique)
+    arr1 = sorting.unique(arr1, size=size and aval(arr1).size)
+  mask = logic.isin(arr1, arr2, invert=True, assume_unique=assume_unique)
   if size is None:
     return arr1[mask]
   if not assume_unique:  # unique()'s padding repeats arr1[0]: mask it out
     n_unique = aval(arr1).size + 1 - (arr1 == arr1[0]).sum()
-    mask = jnp.where(jnp.arange(aval(arr1).size) < n_unique, mask, False)
-  return jnp.where(jnp.arange(size) < mask.sum(), arr1[jnp.where(mask, size=size)],
-                   fill_value)
+    mask = logic.where(creation.arange(aval(arr1).size) < n_unique, mask, False)
+  return logic.where(creation.arange(size) < mask.sum(), arr1[logic.where(mask, size=size)],
+                     fill_value)
 
 
 def union1d(ar1, ar2, *, size=None, fill_value=None):
@@ -577,33 +579,34 @@ def union1d(ar1, ar2, *, size=None, fill_value=None):
   ar1, ar2 = asarray_args("union1d", ar1, ar2)
   if size is None:
     with _concrete_eval("union1d", ar1, ar2):
-      return jnp.unique(jnp.concatenate((ar1, ar2), axis=None), fill_value=fill_value)
+      return sorting.unique(shape_ops.concatenate((ar1, ar2), axis=None), fill_value=fill_value)
   size = _static_int(size, "the size argument of union1d()")
-  return jnp.unique(jnp.concatenate((ar1, ar2), axis=None), size=size, fill_value=fill_value)
+  return sorting.unique(shape_ops.concatenate((ar1, ar2), axis=None), size=size,
+                        fill_value=fill_value)
 
 
 @partial(jit, static_argnames=("assume_unique", "size"))
 def _setxor1d_size(arr1, arr2, fill_value, *, assume_unique, size):
   if assume_unique:
-    aux = jnp.sort(jnp.concatenate([arr1, arr2]))
-    flag = jnp.concatenate((bool(aval(aux).size), aux[1:] != aux[:-1], True), axis=None)
+    aux = sorting.sort(shape_ops.concatenate([arr1, arr2]))
+    flag = shape_ops.concatenate((bool(aval(aux).size), aux[1:] != aux[:-1], True), axis=None)
   else:
     v1, n1 = _unique_padded(arr1)
     v2, n2 = _unique_padded(arr2)
-    arr = jnp.zeros(aval(v1).size + aval(v2).size, aval(v1).dtype)
+    arr = creation.zeros(aval(v1).size + aval(v2).size, aval(v1).dtype)
     arr = lax.dynamic_update_slice(arr, v1, (0,))
     arr = lax.dynamic_update_slice(arr, v2, (n1,))
     num_unique = n1 + n2
-    mask = jnp.arange(aval(arr).size + 1) < num_unique + 1
+    mask = creation.arange(aval(arr).size + 1) < num_unique + 1
     _, aux = lax.sort([~mask[1:], arr], is_stable=True, num_keys=2)
-    flag = mask & jnp.concatenate((bool(aval(aux).size), aux[1:] != aux[:-1], False),
-                                  axis=None).at[num_unique].set(True)
+    flag = mask & shape_ops.concatenate((bool(aval(aux).size), aux[1:] != aux[:-1], False),
+                                        axis=None).at[num_unique].set(True)
   aux_mask = flag[1:] & flag[:-1]
   if aval(aux).size:
-    indices = jnp.nonzero(aux_mask, size=size, fill_value=aval(aux).size)[0]
+    indices = indexing.nonzero(aux_mask, size=size, fill_value=aval(aux).size)[0]
     vals = aux.at[indices].get(mode="fill", fill_value=0)
   else:
-    vals = jnp.zeros(size, aval(aux).dtype)
+    vals = creation.zeros(size, aval(aux).dtype)
   return _pad_fill(vals, aux_mask.sum(), fill_value)
 
 
@@ -612,31 +615,32 @@ def setxor1d(ar1, ar2, assume_unique: bool = False, *, size=None, fill_value=Non
   `fill_value`, default the smallest result)."""
   ar1, ar2 = asarray_args("setxor1d", ar1, ar2)
   if size is not None:
-    arr1, arr2 = util.promote_dtypes(jnp.ravel(ar1), jnp.ravel(ar2))
+    arr1, arr2 = util.promote_dtypes(shape_ops.ravel(ar1), shape_ops.ravel(ar2))
     return _setxor1d_size(arr1, arr2, fill_value, assume_unique=assume_unique,
                           size=_static_int(size, "the size argument of setxor1d()"))
   with _concrete_eval("setxor1d", ar1, ar2):
-    return _setxor1d(*util.promote_dtypes(jnp.ravel(ar1), jnp.ravel(ar2)), assume_unique)
+    ar1, ar2 = util.promote_dtypes(shape_ops.ravel(ar1), shape_ops.ravel(ar2))
+    return _setxor1d(ar1, ar2, assume_unique)
 
 
 def _setxor1d(arr1, arr2, assume_unique):
   if not assume_unique:
-    arr1, arr2 = jnp.unique(arr1), jnp.unique(arr2)
-  aux = jnp.concatenate((arr1, arr2))
+    arr1, arr2 = sorting.unique(arr1), sorting.unique(arr2)
+  aux = shape_ops.concatenate((arr1, arr2))
   if aval(aux).size == 0:
     return aux
-  aux = jnp.sort(aux)
-  flag = jnp.concatenate((True, aux[1:] != aux[:-1], True), axis=None)
+  aux = sorting.sort(aux)
+  flag = shape_ops.concatenate((True, aux[1:] != aux[:-1], True), axis=None)
   return aux[flag[1:] & flag[:-1]]
 
 
 @partial(jit, static_argnames=("return_indices",))
 def _intersect1d_sorted_mask(arr1, arr2, return_indices):
-  arr = jnp.concatenate((arr1, arr2))
+  arr = shape_ops.concatenate((arr1, arr2))
   if return_indices:
     aux, indices = lax.sort_key_val(arr, lax.iota(np.int32, aval(arr).shape[0]))
   else:
-    aux, indices = jnp.sort(arr), None
+    aux, indices = sorting.sort(arr), None
   return aux, aux[1:] == aux[:-1], indices
 
 
@@ -644,38 +648,38 @@ def _intersect1d_sorted_mask(arr1, arr2, return_indices):
 def _intersect1d_size(arr1, arr2, fill_value, assume_unique, size, return_indices):
   n1, n2 = aval(arr1).size, aval(arr2).size
   if assume_unique:
-    ind1, num_unique1 = jnp.arange(n1), jnp.full((), n1)
-    ind2 = jnp.arange(n2)
-    arr = jnp.concatenate([arr1, arr2])
-    aux, aux_sort_indices = lax.sort([arr, jnp.arange(aval(arr).size)], is_stable=True,
+    ind1, num_unique1 = creation.arange(n1), creation.full((), n1)
+    ind2 = creation.arange(n2)
+    arr = shape_ops.concatenate([arr1, arr2])
+    aux, aux_sort_indices = lax.sort([arr, creation.arange(aval(arr).size)], is_stable=True,
                                      num_keys=1)
-    mask = jnp.ones(aval(arr).size, dtype=bool)
+    mask = creation.ones(aval(arr).size, dtype=bool)
   else:
     arr1, ind1, num_unique1 = _unique_padded(arr1, return_index=True)
     arr2, ind2, num_unique2 = _unique_padded(arr2, return_index=True)
-    arr = jnp.zeros(n1 + n2, dtype=aval(arr1).dtype)
+    arr = creation.zeros(n1 + n2, dtype=aval(arr1).dtype)
     arr = lax.dynamic_update_slice(arr, arr1, (0,))
     arr = lax.dynamic_update_slice(arr, arr2, (num_unique1,))
-    mask = jnp.arange(aval(arr).size) < num_unique1 + num_unique2
-    _, aux, aux_sort_indices = lax.sort([~mask, arr, jnp.arange(aval(arr).size)],
+    mask = creation.arange(aval(arr).size) < num_unique1 + num_unique2
+    _, aux, aux_sort_indices = lax.sort([~mask, arr, creation.arange(aval(arr).size)],
                                         is_stable=True, num_keys=2)
   # sorted unique values of both: equal neighbours are the intersection
   aux_mask = (aux[1:] == aux[:-1]) & mask[1:]
   num_results = aux_mask.sum()
   if aval(aux).size:
-    val_indices = jnp.nonzero(aux_mask, size=size, fill_value=aval(aux).size)[0]
+    val_indices = indexing.nonzero(aux_mask, size=size, fill_value=aval(aux).size)[0]
     vals = aux.at[val_indices].get(mode="fill", fill_value=0)
   else:
-    val_indices = jnp.arange(0)
-    vals = jnp.zeros(size, aval(aux).dtype)
+    val_indices = creation.arange(0)
+    vals = creation.zeros(size, aval(aux).dtype)
   vals = _pad_fill(vals, num_results, fill_value)
   if not return_indices:
     return vals
-  valid = jnp.arange(size) < num_results
+  valid = creation.arange(size) < num_results
   i1 = aux_sort_indices.at[val_indices].get(mode="fill", fill_value=n1)
-  i1 = jnp.where(valid, i1, n1)
+  i1 = logic.where(valid, i1, n1)
   i2 = aux_sort_indices.at[val_indices + 1].get(mode="fill", fill_value=n2) - num_unique1
-  i2 = jnp.where(valid, i2, n2)
+  i2 = logic.where(valid, i2, n2)
   if not assume_unique:
     i1 = ind1.at[i1].get(mode="fill", fill_value=aval(ind1).size)
     i2 = ind2.at[i2].get(mode="fill", fill_value=aval(ind2).size)
@@ -688,12 +692,12 @@ def intersect1d(ar1, ar2, assume_unique: bool = False, return_indices: bool = Fa
   occurrences in each. Under jit pass a static `size`."""
   ar1, ar2 = asarray_args("intersect1d", ar1, ar2)
   if size is not None:
-    arr1, arr2 = (jnp.ravel(a) for a in util.promote_dtypes(ar1, ar2))
+    arr1, arr2 = (shape_ops.ravel(a) for a in util.promote_dtypes(ar1, ar2))
     return _intersect1d_size(arr1, arr2, fill_value=fill_value, assume_unique=assume_unique,
                              size=_static_int(size, "the size argument of intersect1d()"),
                              return_indices=return_indices)
   with _concrete_eval("intersect1d", ar1, ar2):
-    return _intersect1d(*(jnp.ravel(a) for a in util.promote_dtypes(ar1, ar2)), assume_unique,
+    return _intersect1d(*(shape_ops.ravel(a) for a in util.promote_dtypes(ar1, ar2)), assume_unique,
                         return_indices)
 
 
@@ -701,10 +705,10 @@ def _intersect1d(arr1, arr2, assume_unique, return_indices):
   ind1 = ind2 = None
   if not assume_unique:
     if return_indices:
-      arr1, ind1 = jnp.unique(arr1, return_index=True)
-      arr2, ind2 = jnp.unique(arr2, return_index=True)
+      arr1, ind1 = sorting.unique(arr1, return_index=True)
+      arr2, ind2 = sorting.unique(arr2, return_index=True)
     else:
-      arr1, arr2 = jnp.unique(arr1), jnp.unique(arr2)
+      arr1, arr2 = sorting.unique(arr1), sorting.unique(arr2)
   aux, mask, aux_sort_indices = _intersect1d_sorted_mask(arr1, arr2, return_indices)
   int1d = aux[:-1][mask]
   if not return_indices:
@@ -722,7 +726,7 @@ def _intersect1d(arr1, arr2, assume_unique, return_indices):
 def poly(seq_of_zeros):
   """Coefficients (highest power first) of the monic polynomial with the given roots."""
   z, = util.promote_dtypes_inexact(asarray_arg("poly", seq_of_zeros))
-  z = jnp.atleast_1d(z)
+  z = shape_ops.atleast_1d(z)
   sh = aval(z).shape
   if len(sh) == 2 and sh[0] == sh[1] and sh[0] != 0:
     raise ValueError("jnp.poly of a square matrix (its characteristic polynomial) needs "
@@ -732,10 +736,10 @@ def poly(seq_of_zeros):
     raise ValueError("input must be 1d or non-empty square 2d array.")
   dt = aval(z).dtype
   if sh[0] == 0:
-    return jnp.ones((), dtype=dt)
-  a = jnp.ones((1,), dtype=dt)
+    return creation.ones((), dtype=dt)
+  a = creation.ones((1,), dtype=dt)
   for k in _range(sh[0]):
-    a = convolve(a, jnp.array([1, -z[k]], dtype=dt), mode="full")
+    a = convolve(a, creation.array([1, -z[k]], dtype=dt), mode="full")
   return a
 
 
@@ -752,7 +756,7 @@ def polyval(p, x, *, unroll=None):
     c = lax.index_in_dim(p, i, 0, keepdims=False)
     y = c if y is None else y * x + c
   # JAX's polynomial primitive returns a strongly typed result even for weak inputs
-  return jnp.broadcast_to(convert_element_type(y, aval(y).dtype, weak_type=False), shape)
+  return shape_ops.broadcast_to(convert_element_type(y, aval(y).dtype, weak_type=False), shape)
 
 
 @jit
@@ -777,9 +781,9 @@ def polymul(a1, a2, *, trim_leading_zeros: bool = False):
   if trim_leading_zeros and (aval(a1).shape[0] > 1 or aval(a2).shape[0] > 1):
     a1, a2 = trim_zeros(a1, trim="f"), trim_zeros(a2, trim="f")
   if aval(a1).shape[0] == 0:
-    a1 = jnp.zeros(1, dtype=aval(a2).dtype)
+    a1 = creation.zeros(1, dtype=aval(a2).dtype)
   if aval(a2).shape[0] == 0:
-    a2 = jnp.zeros(1, dtype=aval(a1).dtype)
+    a2 = creation.zeros(1, dtype=aval(a1).dtype)
   return convolve(a1, a2, mode="full")
 
 
@@ -789,7 +793,7 @@ def polydiv(u, v, *, trim_leading_zeros: bool = False):
   u, v = util.promote_dtypes_inexact(*asarray_args("polydiv", u, v))
   m, n = aval(u).shape[0] - 1, aval(v).shape[0] - 1
   scale = 1. / v[0]
-  q = jnp.zeros(_max(m - n + 1, 1), dtype=aval(u).dtype)
+  q = creation.zeros(_max(m - n + 1, 1), dtype=aval(u).dtype)
   for k in _range(0, m - n + 1):
     d = scale * u[k]
     q = q.at[k].set(d)
@@ -797,7 +801,7 @@ def polydiv(u, v, *, trim_leading_zeros: bool = False):
   if trim_leading_zeros:  # NumPy's tolerance, approximated by sqrt(eps) as in JAX
     val = _concrete_np(u, "polydiv()")
     nz = np.abs(val) < np.sqrt(dtypes.finfo(aval(u).dtype).eps)
-    u = u[int(np.argmin(nz)):] if not nz.all() else jnp.zeros(0, aval(u).dtype)
+    u = u[int(np.argmin(nz)):] if not nz.all() else creation.zeros(0, aval(u).dtype)
   return q, u
 
 
@@ -813,7 +817,8 @@ def polyder(p, m: int = 1):
     return p
   n = aval(p).shape[0]
   dt = aval(p).dtype
-  coeff = (jnp.arange(m, n, dtype=dt)[np.newaxis] - jnp.arange(m, dtype=dt)[:, np.newaxis]).prod(0)
+  coeff = (creation.arange(m, n, dtype=dt)[np.newaxis]
+           - creation.arange(m, dtype=dt)[:, np.newaxis]).prod(0)
   return p[:-m] * coeff[::-1]
 
 
@@ -825,18 +830,18 @@ def polyint(p, m: int = 1, k=None):
   p, k = util.promote_dtypes_inexact(*asarray_args("polyint", p, 0 if k is None else k))
   if m < 0:
     raise ValueError("Order of integral must be positive (see polyder)")
-  k = jnp.atleast_1d(k)
+  k = shape_ops.atleast_1d(k)
   if aval(k).shape[0] == 1:
-    k = jnp.full((m,), k[0])
+    k = creation.full((m,), k[0])
   if aval(k).shape != (m,):
     raise ValueError("k must be a scalar or a rank-1 array of length 1 or m.")
   if m == 0:
     return p
   dt = aval(p).dtype
-  grid = (jnp.arange(aval(p).shape[0] + m, dtype=dt)[np.newaxis]
-          - jnp.arange(m, dtype=dt)[:, np.newaxis])
-  coeff = jnp.maximum(1, grid).prod(0)[::-1]
-  return jnp.true_divide(jnp.concatenate((p, k)), coeff)
+  grid = (creation.arange(aval(p).shape[0] + m, dtype=dt)[np.newaxis]
+          - creation.arange(m, dtype=dt)[:, np.newaxis])
+  coeff = ufuncs.maximum(1, grid).prod(0)[::-1]
+  return ufuncs.true_divide(shape_ops.concatenate((p, k)), coeff)
 
 
 @partial(jit, static_argnames=("N", "increasing"))
@@ -851,7 +856,7 @@ def vander(x, N=None, increasing: bool = False):
   powers = lax.iota(aval(x).dtype, N)
   if not increasing:
     powers = lax.sub(np.array(N - 1, aval(x).dtype), powers)
-  return jnp.power(x[..., None], lax.expand_dims(powers, (0,)))
+  return ufuncs.power(x[..., None], lax.expand_dims(powers, (0,)))
 
 
 # --- bits, trimming, sorting, indices -----------------------------------------------------
@@ -870,19 +875,19 @@ def packbits(a, axis=None, bitorder: str = "big"):
     raise TypeError("Expected an input array of integer or boolean data type")
   _check_bitorder(bitorder)
   arr = lax.ne(arr, lax.full_like(arr, 0, shape=())).astype("uint8")
-  bits = jnp.arange(8, dtype="uint8")
+  bits = creation.arange(8, dtype="uint8")
   if bitorder == "big":
     bits = bits[::-1]
   if axis is None:
-    arr, axis = jnp.ravel(arr), 0
-  arr = jnp.swapaxes(arr, axis, -1)
+    arr, axis = shape_ops.ravel(arr), 0
+  arr = shape_ops.swapaxes(arr, axis, -1)
   remainder = aval(arr).shape[-1] % 8
   if remainder:
     arr = lax.pad(arr, np.uint8(0), (aval(arr).ndim - 1) * [(0, 0, 0)] + [(0, 8 - remainder, 0)])
   arr = arr.reshape(aval(arr).shape[:-1] + (aval(arr).shape[-1] // 8, 8))
   bits = lax.expand_dims(bits, tuple(_range(aval(arr).ndim - 1)))
   packed = (arr << bits).sum(-1).astype("uint8")
-  return jnp.swapaxes(packed, axis, -1)
+  return shape_ops.swapaxes(packed, axis, -1)
 
 
 @partial(jit, static_argnames=("axis", "count", "bitorder"))
@@ -893,22 +898,22 @@ def unpackbits(a, axis=None, count=None, bitorder: str = "big"):
   if aval(arr).dtype != np.uint8:
     raise TypeError("Expected an input array of unsigned byte data type")
   _check_bitorder(bitorder)
-  bits = jnp.asarray(1) << jnp.arange(8, dtype="uint8")
+  bits = creation.asarray(1) << creation.arange(8, dtype="uint8")
   if bitorder == "big":
     bits = bits[::-1]
   if axis is None:
-    arr, axis = jnp.ravel(arr), 0
-  arr = jnp.swapaxes(arr, axis, -1)
+    arr, axis = shape_ops.ravel(arr), 0
+  arr = shape_ops.swapaxes(arr, axis, -1)
   unpacked = ((arr[..., None] & lax.expand_dims(bits, tuple(_range(aval(arr).ndim)))) > 0
               ).astype("uint8")
   unpacked = unpacked.reshape(aval(unpacked).shape[:-2] + (-1,))
   if count is not None:
     n = aval(unpacked).shape[-1]
     if count > n:
-      unpacked = jnp.pad(unpacked, [(0, 0)] * (aval(unpacked).ndim - 1) + [(0, count - n)])
+      unpacked = shape_ops.pad(unpacked, [(0, 0)] * (aval(unpacked).ndim - 1) + [(0, count - n)])
     else:
       unpacked = unpacked[..., :count]
-  return jnp.swapaxes(unpacked, axis, -1)
+  return shape_ops.swapaxes(unpacked, axis, -1)
 
 
 def trim_zeros(filt, trim: str = "fb", axis=None):
@@ -961,7 +966,7 @@ def sort_complex(a):
 def mask_indices(n: int, mask_func, k: int = 0, *, size=None):
   """The (row, column) indices where mask_func(ones((n, n)), k) is nonzero (e.g. jnp.triu);
   under jit pass a static `size`."""
-  return tuple(jnp.nonzero(mask_func(jnp.ones((n, n)), k), size=size))
+  return tuple(indexing.nonzero(mask_func(creation.ones((n, n)), k), size=size))
 
 
 def fill_diagonal(a, val, wrap: bool = False, *, inplace: bool = True):
@@ -979,14 +984,14 @@ def fill_diagonal(a, val, wrap: bool = False, *, inplace: bool = True):
   if wrap and len(shape) == 2 and shape[0] > shape[1]:
     # NumPy's flat rule: every (ncols + 1)-th element of the flattened matrix
     idx = np.arange(0, math.prod(shape), shape[1] + 1)
-    flat = jnp.ravel(a)
+    flat = shape_ops.ravel(a)
     n = idx.size
-    vals = val if aval(val).ndim == 0 else indexing._tile_to_size(jnp.ravel(val), n)
+    vals = val if aval(val).ndim == 0 else indexing._tile_to_size(shape_ops.ravel(val), n)
     return flat.at[idx].set(vals).reshape(shape)
   n = _min(shape)
-  idx = jnp.diag_indices(n, len(shape))
+  idx = indexing.diag_indices(n, len(shape))
   return a.at[idx].set(val if aval(val).ndim == 0 else
-                       indexing._tile_to_size(jnp.ravel(val), n))
+                       indexing._tile_to_size(shape_ops.ravel(val), n))
 
 
 # --- window functions ---------------------------------------------------------------------
@@ -1004,16 +1009,16 @@ def _window(name, fn):
   return window
 
 
-bartlett = _window("bartlett", lambda n, M: 1 - jnp.abs(2 * n + 1 - M) / (M - 1))
-blackman = _window("blackman", lambda n, M: 0.42 - 0.5 * jnp.cos(2 * np.pi * n / (M - 1))
-                   + 0.08 * jnp.cos(4 * np.pi * n / (M - 1)))
-hamming = _window("hamming", lambda n, M: 0.54 - 0.46 * jnp.cos(2 * np.pi * n / (M - 1)))
-hanning = _window("hanning", lambda n, M: 0.5 * (1 - jnp.cos(2 * np.pi * n / (M - 1))))
+bartlett = _window("bartlett", lambda n, M: 1 - ufuncs.abs(2 * n + 1 - M) / (M - 1))
+blackman = _window("blackman", lambda n, M: 0.42 - 0.5 * ufuncs.cos(2 * np.pi * n / (M - 1))
+                   + 0.08 * ufuncs.cos(4 * np.pi * n / (M - 1)))
+hamming = _window("hamming", lambda n, M: 0.54 - 0.46 * ufuncs.cos(2 * np.pi * n / (M - 1)))
+hanning = _window("hanning", lambda n, M: 0.5 * (1 - ufuncs.cos(2 * np.pi * n / (M - 1))))
 
 
 def _kaiser(n, M, beta):
   alpha = 0.5 * (M - 1)
-  return jnp.i0(beta * jnp.sqrt(1 - ((n - alpha) / alpha) ** 2)) / jnp.i0(beta)
+  return ufuncs.i0(beta * ufuncs.sqrt(1 - ((n - alpha) / alpha) ** 2)) / ufuncs.i0(beta)
 
 
 kaiser = _window("kaiser", _kaiser)
@@ -1029,8 +1034,8 @@ def _grid_from_slice(s: slice, op_name: str):
   stop = creation._concrete_or_error(s.stop, ctx)
   step = creation._concrete_or_error(s.step, ctx) or 1
   if np.iscomplex(step):
-    return jnp.linspace(start, stop, int(abs(step)))
-  return jnp.arange(start, stop, step)
+    return creation.linspace(start, stop, int(abs(step)))
+  return creation.arange(start, stop, step)
 
 
 class _Mgrid:
@@ -1041,8 +1046,8 @@ class _Mgrid:
     if isinstance(key, slice):
       return _grid_from_slice(key, "mgrid")
     out = util.promote_dtypes(*(_grid_from_slice(k, "mgrid") for k in key))
-    out = jnp.meshgrid(*out, indexing="ij", sparse=False)
-    return jnp.stack(out, 0) if out else jnp.arange(0)
+    out = creation.meshgrid(*out, indexing="ij", sparse=False)
+    return shape_ops.stack(out, 0) if out else creation.arange(0)
 
 
 class _Ogrid:
@@ -1052,7 +1057,7 @@ class _Ogrid:
     if isinstance(key, slice):
       return _grid_from_slice(key, "ogrid")
     out = util.promote_dtypes(*(_grid_from_slice(k, "ogrid") for k in key))
-    return list(jnp.meshgrid(*out, indexing="ij", sparse=True))
+    return list(creation.meshgrid(*out, indexing="ij", sparse=True))
 
 
 class _AxisConcat:
@@ -1085,17 +1090,17 @@ class _AxisConcat:
       elif isinstance(item, str):
         raise ValueError("string directive must be placed at the beginning")
       else:
-        newobj = jnp.array(item, copy=False)
+        newobj = creation.array(item, copy=False)
         item_ndim = aval(newobj).ndim
-      newobj = jnp.array(newobj, copy=False, ndmin=ndmin)
+      newobj = creation.array(newobj, copy=False, ndmin=ndmin)
       if trans1d != -1 and ndmin - item_ndim > 0:
         order = tuple(_range(ndmin))
         shift = ndmin - abs(ndmin + trans1d + 1) % ndmin
-        newobj = jnp.transpose(newobj, order[shift:] + order[:shift])
+        newobj = shape_ops.transpose(newobj, order[shift:] + order[:shift])
       out.append(newobj)
-    res = jnp.concatenate(tuple(out), axis=axis)
+    res = shape_ops.concatenate(tuple(out), axis=axis)
     if matrix != -1 and aval(res).ndim == 1:
-      res = jnp.expand_dims(res, matrix)
+      res = shape_ops.expand_dims(res, matrix)
     return res
 
   def __len__(self):

@@ -17,11 +17,10 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-import ember.numpy as jnp  # circular at import time; only used inside functions
 from ember._src import core, dtypes, errors
 from ember._src import lax_api as lax
 from ember._src.jit import jit
-from ember._src.numpy import util
+from ember._src.numpy import logic, util
 from ember._src.primitives.elementwise import convert_element_type
 from ember._src.primitives.structural import broadcast_in_dim
 from ember._src.runtime.array import Array
@@ -201,7 +200,7 @@ def _reduction(a, name: str, monoid: _Monoid, *, has_identity: bool = True,
   a = convert_element_type(a, computation_dtype)
   op = (bool_monoid or monoid) if computation_dtype == np.bool_ else monoid
   if where_ is not None:
-    a = jnp.where(where_, a, _init_value(computation_dtype, op.identity))
+    a = logic.where(where_, a, _init_value(computation_dtype, op.identity))
   result = op.reduce(a, dims)
   if initial is not None:
     initial_arr = convert_element_type(initial, aval(a).dtype)
@@ -382,7 +381,7 @@ def _var(a, *, axis=None, dtype=None, out=None, correction=0, keepdims=False, wh
   normalizer = lax.sub(normalizer, convert_element_type(correction, computation_dtype))
   result = sum(centered, axis, dtype=computation_dtype, keepdims=keepdims, where=where)
   result = convert_element_type(lax.div(result, normalizer), dtype)
-  return jnp.where(lax.gt(normalizer, 0.0), result, np.nan)
+  return logic.where(lax.gt(normalizer, 0.0), result, np.nan)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
@@ -438,11 +437,11 @@ def _nan_reduction(a, name, jnp_reduction, init_val, nan_if_all_nan, axis=None,
   where = check_where(name, where)
   if not dtypes.is_inexact(aval(a).dtype):
     return jnp_reduction(a, axis=axis, keepdims=keepdims, where=where, **kwargs)
-  out = jnp_reduction(jnp.where(isnan(a), _init_value(aval(a).dtype, init_val), a),
+  out = jnp_reduction(logic.where(isnan(a), _init_value(aval(a).dtype, init_val), a),
                       axis=axis, keepdims=keepdims, where=where, **kwargs)
   if nan_if_all_nan:
-    return jnp.where(all(isnan(a), axis=axis, keepdims=keepdims),
-                     np.array(np.nan, aval(a).dtype), out)
+    return logic.where(all(isnan(a), axis=axis, keepdims=keepdims),
+                       np.array(np.nan, aval(a).dtype), out)
   return out
 
 
@@ -508,7 +507,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
     a_mean = nanmean(a, axis, dtype=computation_dtype, keepdims=True, where=where)
   else:
     a_mean = convert_element_type(asarray_arg("nanvar", mean), computation_dtype)
-  centered = jnp.where(isnan(a), 0, lax.sub(a, a_mean))
+  centered = logic.where(isnan(a), 0, lax.sub(a, a_mean))
   if dtypes.is_complex(aval(centered).dtype):
     centered = lax.real(lax.mul(centered, lax.conj(centered)))
   else:
@@ -517,8 +516,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
   normalizer = lax.sub(normalizer, convert_element_type(ddof, aval(normalizer).dtype))
   normalizer_mask = lax.le(normalizer, 0)
   result = sum(centered, axis, keepdims=keepdims, where=where)
-  result = jnp.where(normalizer_mask, np.nan, result)
-  divisor = jnp.where(normalizer_mask, 1, normalizer)
+  result = logic.where(normalizer_mask, np.nan, result)
+  divisor = logic.where(normalizer_mask, 1, normalizer)
   result = lax.div(result, convert_element_type(divisor, aval(result).dtype))
   return convert_element_type(result, dtype)
 
@@ -589,8 +588,8 @@ def _nan_arg_reduction(arg_fn, fill, a, axis, keepdims):
   if not dtypes.is_inexact(aval(a).dtype):
     return arg_fn(a, axis=axis, keepdims=keepdims)
   nan_mask = isnan(a)
-  res = arg_fn(jnp.where(nan_mask, fill, a), axis=axis, keepdims=keepdims)
-  return jnp.where(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
+  res = arg_fn(logic.where(nan_mask, fill, a), axis=axis, keepdims=keepdims)
+  return logic.where(all(nan_mask, axis=axis, keepdims=keepdims), -1, res)
 
 
 @partial(jit, static_argnames=("axis", "keepdims"))
@@ -616,7 +615,7 @@ def _cumulative_reduction(name, reduction, a, axis, dtype, out=None, fill_nan=Fa
     a, axis = _ravel(a), 0
   axis = util.canonicalize_axis(axis, aval(a).ndim)
   if fill_nan:
-    a = jnp.where(isnan(a), _init_value(aval(a).dtype, fill_value), a)
+    a = logic.where(isnan(a), _init_value(aval(a).dtype, fill_value), a)
   if dtype is None:
     a_dtype = aval(a).dtype
     result_type = _promote_integer_dtype(a_dtype) if (promote_integers or a_dtype == np.bool_) \
@@ -784,7 +783,7 @@ def _quantile(a, q, axis, method, keepdims, squash_nans, weights=None):
     qb = broadcast_in_dim(q, q_shape + red_shape_k, tuple(range(q_ndim)))
     n_minus_1 = lax.sub(counts, convert_element_type(1, qf))
   else:
-    a = jnp.where(any(isnan(a), axis=axis, keepdims=True), np.nan, a)
+    a = logic.where(any(isnan(a), axis=axis, keepdims=True), np.nan, a)
     a = lax.sort(a, dimension=axis, is_stable=False)
     qb = broadcast_in_dim(q, q_shape + red_shape_k, tuple(range(q_ndim)))
     n_minus_1 = convert_element_type(a_shape[axis] - 1, qf)
@@ -908,7 +907,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
   rows = lax.broadcasted_iota(dtypes.default_int_dtype(), (n, m), 0)
   cols = lax.broadcasted_iota(dtypes.default_int_dtype(), (n, m), 1)
   on_diag = lax.eq(lax.add(rows, offset), cols)
-  a = jnp.where(on_diag, a, lax.full(aval(a).shape, 0, aval(a).dtype))
+  a = logic.where(on_diag, a, lax.full(aval(a).shape, 0, aval(a).dtype))
   return sum(a, axis=(-2, -1), dtype=dtype)
 
 

@@ -14,15 +14,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-import ember.numpy as jnp  # circular at import time; only used inside functions
 from ember._src import core, dtypes, errors
 from ember._src import lax_api as lax
 from ember._src.jit import jit
-from ember._src.numpy import util
+from ember._src.numpy import logic, util
 from ember._src.numpy.reductions import (asarray_arg, asarray_args, aval, isnan, moveaxes,
                                          static_axes)
 from ember._src.numpy import reductions
+from ember._src.numpy.indexing import take_along_axis
 from ember._src.primitives.elementwise import convert_element_type
+from ember._src.primitives.sorting import sort_p, top_k_p
+from ember._src.transforms import ad
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "searchsorted",
            "digitize", "unique", "unique_values", "unique_counts", "unique_inverse",
@@ -255,7 +257,7 @@ def digitize(x, bins, right=False, *, method=None):
   up = searchsorted(bins, x, side=side, **kw)
   down = lax.sub(convert_element_type(n, aval(up).dtype),
                  searchsorted(lax.rev(bins, (0,)), x, side=side, **kw))
-  return jnp.where(increasing, up, down)
+  return logic.where(increasing, up, down)
 
 
 # ---------------------------------------------------------------------------------------
@@ -532,8 +534,8 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
   a_flat, w_flat = reductions._ravel(a), reductions._ravel(weights)
   bin_idx = searchsorted(edges, a_flat, side="right")
   last = lax.index_in_dim(edges, n_edges - 1, 0, keepdims=False)
-  bin_idx = jnp.where(lax.eq(a_flat, convert_element_type(last, aval(a_flat).dtype)),
-                      n_edges - 1, bin_idx)
+  bin_idx = logic.where(lax.eq(a_flat, convert_element_type(last, aval(a_flat).dtype)),
+                        n_edges - 1, bin_idx)
   counts = lax.full((n_edges,), 0, aval(weights).dtype).at[bin_idx].add(w_flat)
   counts = lax.slice_in_dim(counts, 1, n_edges, axis=0)
   if density:
@@ -542,3 +544,31 @@ def histogram(a, bins=10, range=None, weights=None, density=None):
     counts = lax.div(lax.div(counts, convert_element_type(widths, aval(counts).dtype)),
                      reductions.sum(counts))
   return counts, edges
+
+
+# --- the derivatives of lax's sort and top_k: the tangents follow the permutation, which
+# sorting an iota alongside the operands reveals (JAX's rule); a gather of the tangents
+# (take_along_axis, written with jnp, so the rules live here) is linear in them ----------
+
+def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
+  shape = core.get_aval(primals[0]).shape
+  if not shape:
+    return (sort_p.bind(*primals, dimension=dimension, is_stable=is_stable, num_keys=num_keys),
+            list(tangents))
+  iota = lax.broadcasted_iota(np.int32, shape, dimension)
+  *outs, perm = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
+                            num_keys=num_keys)
+  return outs, [t if type(t) is ad.Zero else take_along_axis(t, perm, axis=dimension)
+                for t in tangents]
+
+
+def _top_k_jvp(primals, tangents, *, k, axis, is_stable):
+  (x,), (t,) = primals, tangents
+  values, indices = top_k_p.bind(x, k=k, axis=axis, is_stable=is_stable)
+  t_out = (ad.Zero.from_value(values) if type(t) is ad.Zero
+           else take_along_axis(t, indices, axis=axis))
+  return [values, indices], [t_out, ad.Zero.from_value(indices)]
+
+
+sort_p.jvp = _sort_jvp
+top_k_p.jvp = _top_k_jvp

@@ -16,6 +16,7 @@ from ember._src.numpy.util import (broadcast_arrays_rank, broadcast_shapes, broa
                                    promote_args_numeric, promote_dtypes, promote_dtypes_inexact,
                                    promote_dtypes_numeric)
 from ember._src.primitives import dtype_kind
+from ember._src.primitives.reductions import _scan_jvp, cumlogsumexp_p
 from ember._src.runtime.array import Array
 
 __all__ = [
@@ -479,6 +480,9 @@ def _bcast(t, like):
 
 _logaddexp_custom = _custom_logaddexp("logaddexp", lax.exp, 1)
 _logaddexp2_custom = _custom_logaddexp("logaddexp2", lax.exp2, 1 / np.log(2))
+# lax.cumlogsumexp's jvp: the associative scan of this logaddexp (JAX's rule), registered
+# here as primitives cannot import jnp
+cumlogsumexp_p.jvp = _scan_jvp(lambda: logaddexp)
 
 
 # --- trigonometric and hyperbolic ---------------------------------------------------------

@@ -11,7 +11,8 @@ from typing import Any, Callable, Collection, Sequence
 import numpy as np
 
 from ember._src import core
-from ember._src.numpy import util
+from ember._src.numpy import creation, util
+from ember._src.numpy import shape as shape_ops
 from ember._src.transforms.batching import vmap
 
 __all__ = ["vectorize", "apply_along_axis", "apply_over_axes", "fromfunction"]
@@ -21,11 +22,6 @@ _CORE_DIMENSION_LIST = "(?:{0:}(?:,{0:})*)?".format(_DIMENSION_NAME)
 _ARGUMENT = rf"\({_CORE_DIMENSION_LIST}\)"
 _ARGUMENT_LIST = "{0:}(?:,{0:})*".format(_ARGUMENT)
 _SIGNATURE = "^{0:}->{0:}$".format(_ARGUMENT_LIST)
-
-
-def _jnp():
-  import ember.numpy as jnp
-  return jnp
 
 
 def _parse_gufunc_signature(signature: str):
@@ -103,7 +99,6 @@ def vectorize(pyfunc: Callable, *, excluded: Collection[int | str] = frozenset()
 
   @functools.wraps(pyfunc)
   def wrapped(*args, **kwargs):
-    jnp = _jnp()
     error_context = (f"on vectorized function with excluded={excluded!r} and "
                      f"signature={signature!r}")
     func, args, kwargs = _apply_excluded(pyfunc, excluded, args, kwargs)
@@ -118,7 +113,7 @@ def vectorize(pyfunc: Callable, *, excluded: Collection[int | str] = frozenset()
                          f"signature={signature!r}")
       func, args, _ = _apply_excluded(func, none_args, args, {})
       in_core = [d for i, d in enumerate(in_core) if i not in none_args]
-    args = tuple(map(jnp.asarray, args))
+    args = tuple(map(creation.asarray, args))
     if len(args) != len(in_core):
       raise TypeError(f"wrong number of positional arguments: expected {len(in_core)!r}, "
                       f"got {len(args)!r} {error_context}")
@@ -137,7 +132,7 @@ def vectorize(pyfunc: Callable, *, excluded: Collection[int | str] = frozenset()
     for a, shape in zip(args, noncore):
       filled = (1,) * (len(broadcast_shape) - len(shape)) + shape
       rev_filled.append(filled[::-1])
-      squeezed.append(jnp.squeeze(a, axis=tuple(i for i, s in enumerate(shape) if s == 1)))
+      squeezed.append(shape_ops.squeeze(a, axis=tuple(i for i, s in enumerate(shape) if s == 1)))
     fn, expand = checked, []
     for negdim, sizes in enumerate(zip(*rev_filled)):
       in_axes = tuple(None if s == 1 else 0 for s in sizes)
@@ -149,8 +144,8 @@ def vectorize(pyfunc: Callable, *, excluded: Collection[int | str] = frozenset()
     if not expand:
       return result
     if isinstance(result, tuple):
-      return tuple(jnp.expand_dims(r, axis=expand) for r in result)
-    return jnp.expand_dims(result, axis=expand)
+      return tuple(shape_ops.expand_dims(r, axis=expand) for r in result)
+    return shape_ops.expand_dims(result, axis=expand)
 
   return wrapped
 
@@ -172,14 +167,13 @@ def apply_over_axes(func: Callable, a, axes: Sequence[int]):
   """`func(a, axis)` applied for each axis in turn; results that lost `axis` get it back
   as a size-1 dimension."""
   util.check_arraylike("apply_over_axes", a)
-  jnp = _jnp()
-  a = jnp.asarray(a)
+  a = creation.asarray(a)
   for axis in axes:
     b = func(a, axis)
     if b.ndim == a.ndim:
       a = b
     elif b.ndim == a.ndim - 1:
-      a = jnp.expand_dims(b, axis)
+      a = shape_ops.expand_dims(b, axis)
     else:
       raise ValueError("function is not returning an array of the correct shape")
   return a
@@ -188,11 +182,10 @@ def apply_over_axes(func: Callable, a, axes: Sequence[int]):
 def fromfunction(function: Callable, shape: Any, *, dtype=float, **kwargs):
   """The array whose element at index (i, j, ...) is `function(i, j, ...)`: `function`
   sees scalar indices (of `dtype`) through nested vmaps; `kwargs` pass through."""
-  jnp = _jnp()
   shape = core.canonicalize_shape(shape, "shape argument of jnp.fromfunction(): ")
   if kwargs:
     function = functools.partial(function, **kwargs)
   for i in range(len(shape)):
     in_axes = [0 if i == j else None for j in range(len(shape))]
     function = vmap(function, in_axes=tuple(in_axes[::-1]))
-  return function(*(jnp.arange(s, dtype=dtype) for s in shape))
+  return function(*(creation.arange(s, dtype=dtype) for s in shape))

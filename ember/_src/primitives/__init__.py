@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ember._src import core, dtypes
-from ember._src.core import Primitive, ShapedArray
+from ember._src.core import Primitive, ShapedArray, declare  # noqa: F401 (the families')
 from ember._src.dtypes import dtype_kind
 from ember._src.transforms import batching
 
@@ -81,15 +81,6 @@ def broadcasting_shape(opname: str, avals: Sequence[ShapedArray]) -> tuple:
                       f"{', '.join(str(a.shape) for a in avals)}.")
     out.append(non1.pop() if non1 else 1)
   return tuple(out)
-
-
-def declare(name: str, abstract_eval: Callable, impl: Callable | None = None, *,
-            multiple_results: bool = False) -> Primitive:
-  """Create a primitive with its shape/dtype rule and its NumPy reference impl."""
-  p = Primitive(name, multiple_results)
-  p.abstract_eval = abstract_eval
-  p.impl = impl
-  return p
 
 
 def unary(name: str, impl: Callable, kinds: str = INEXACT, out_dtype: Callable | None = None):

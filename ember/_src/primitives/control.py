@@ -27,7 +27,12 @@ import numpy as np
 from ember._src import core, dtypes, tree_util
 from ember._src.core import Jaxpr, ShapedArray, Var, get_aval
 from ember._src.hlo import Shape, TupleShape
-from ember._src.primitives import declare
+from ember._src.primitives import declare, indexing
+from ember._src.primitives.elementwise import (add, bitwise_or, clamp, convert_element_type,
+                                               lt, select, select_n, sub)
+from ember._src.primitives.reductions import reduce_or
+from ember._src.primitives.structural import (broadcast_in_dim, concatenate, expand_dims,
+                                              index_in_dim, pad, reshape, rev, slice_in_dim)
 from ember._src.transforms import ad, batching
 from ember._src.transforms.partial_eval import partial_eval_jaxpr
 
@@ -66,11 +71,6 @@ def optimization_barrier(operand, /):
   """The values of `operand` (a pytree), unchanged; the compiler may not move work across."""
   leaves, treedef = tree_util.tree_flatten(operand)
   return tree_util.tree_unflatten(treedef, optimization_barrier_p.bind(*leaves))
-
-
-def _lax():
-  from ember._src import lax_api
-  return lax_api
 
 
 def _disable_jit() -> bool:
@@ -176,7 +176,7 @@ def _promote_weak(vals, in_avals, out_avals):
   new, changed = [], False
   for v, a, b in zip(vals, in_avals, out_avals):
     if a.weak_type and not _typematch(a, b) and a.shape == b.shape:
-      v = _lax().convert_element_type(v, dtypes.result_type(v, b.dtype))
+      v = convert_element_type(v, dtypes.result_type(v, b.dtype))
       changed = True
     new.append(v)
   return new, changed
@@ -347,9 +347,8 @@ def switch(index, branches: Sequence[Callable], *operands, operand=_no_operand):
     return branches[0](*operands)
   if _disable_jit() and _concrete(index) is not None:   # run the branch in Python (JAX)
     return branches[int(np.clip(int(_concrete(index)), 0, len(branches) - 1))](*operands)
-  lax = _lax()
-  index = lax.convert_element_type(index, np.int32)
-  index = lax.clamp(np.array(0, np.int32), index, np.array(len(branches) - 1, np.int32))
+  index = convert_element_type(index, np.int32)
+  index = clamp(np.array(0, np.int32), index, np.array(len(branches) - 1, np.int32))
   return _switch_internal(index, branches, operands, "switch",
                           lambda k: "branch 0" if k == 0 else f"branch{k}")
 
@@ -380,7 +379,7 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_no_o
     pred = pred != 0
   if _disable_jit() and _concrete(pred) is not None:    # run the branch in Python (JAX)
     return (true_fun if bool(_concrete(pred)) else false_fun)(*operands)
-  index = _lax().convert_element_type(pred, np.int32)
+  index = convert_element_type(pred, np.int32)
   return _switch_internal(index, (false_fun, true_fun), operands, "cond",
                           lambda k: ("false_fun", "true_fun")[k])
 
@@ -494,7 +493,6 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
   is static (so reverse-mode works), a `while` otherwise (as JAX)."""
   if not callable(body_fun):
     raise TypeError("lax.fori_loop: body_fun argument should be callable.")
-  lax = _lax()
   ld, ud = dtypes.dtype(lower, canonicalize=True), dtypes.dtype(upper, canonicalize=True)
   if ld == ud:
     dt = ld
@@ -523,14 +521,14 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
     raise ValueError("Can only use `unroll` in `fori_loop` if the loop bounds are "
                      "statically known.")
   if ld != dt:
-    lower = lax.convert_element_type(lower, dt)
+    lower = convert_element_type(lower, dt)
   if ud != dt:
-    upper = lax.convert_element_type(upper, dt)
+    upper = convert_element_type(upper, dt)
 
   def body(carry):
     i, hi, x = carry
-    return lax.add(i, lax.convert_element_type(1, get_aval(i).dtype)), hi, body_fun(i, x)
-  _, _, result = while_loop(lambda c: lax.lt(c[0], c[1]), body, (lower, upper, init_val))
+    return add(i, convert_element_type(1, get_aval(i).dtype)), hi, body_fun(i, x)
+  _, _, result = while_loop(lambda c: lt(c[0], c[1]), body, (lower, upper, init_val))
   return result
 
 
@@ -661,14 +659,14 @@ def scan(f: Callable, init, xs=None, length=None, reverse: bool = False, unroll=
     if length == 0:
       raise ValueError("zero-length scan is not supported in disable_jit() mode because "
                        "the output type is unknown.")
-    lax, carry, ys = _lax(), init, []
+    carry, ys = init, []
     for i in (range(length - 1, -1, -1) if reverse else range(length)):
-      carry, y = f(carry, tree_util.tree_map(lambda x: lax.index_in_dim(x, i, keepdims=False),
+      carry, y = f(carry, tree_util.tree_map(lambda x: index_in_dim(x, i, keepdims=False),
                                              xs))
       ys.append(y)
     ys = ys[::-1] if reverse else ys
-    return carry, tree_util.tree_map(lambda *ys: _lax().concatenate(
-        [_lax().expand_dims(y, (0,)) for y in ys], 0), *ys)
+    return carry, tree_util.tree_map(lambda *ys: concatenate(
+        [expand_dims(y, (0,)) for y in ys], 0), *ys)
   _, in_tree = tree_util.tree_flatten((init, xs))
   x_avals = [get_aval(x) for x in xs_flat]
   x_avals = [a.update(shape=a.shape[1:]) for a in x_avals]
@@ -735,16 +733,15 @@ def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 - JAX'
     leaves, tree = tree_util.tree_flatten(xs)
     n = leaves[0].shape[0] if leaves else 0
     nb, rem = divmod(n, batch_size)
-    lax = _lax()
-    batched = [lax.reshape(lax.slice_in_dim(x, 0, nb * batch_size, axis=0),
+    batched = [reshape(slice_in_dim(x, 0, nb * batch_size, axis=0),
                            (nb, batch_size) + tuple(x.shape[1:])) for x in leaves]
     _, ys = scan(lambda _, x: ((), vmap(f)(x)), (), tree_util.tree_unflatten(tree, batched))
-    ys = tree_util.tree_map(lambda y: lax.reshape(y, (nb * batch_size,) + tuple(y.shape[2:])),
+    ys = tree_util.tree_map(lambda y: reshape(y, (nb * batch_size,) + tuple(y.shape[2:])),
                             ys)
     if rem:
       tail = vmap(f)(tree_util.tree_unflatten(
-          tree, [lax.slice_in_dim(x, nb * batch_size, n, axis=0) for x in leaves]))
-      ys = tree_util.tree_map(lambda a, b: lax.concatenate([a, b], 0), ys, tail)
+          tree, [slice_in_dim(x, nb * batch_size, n, axis=0) for x in leaves]))
+      ys = tree_util.tree_map(lambda a, b: concatenate([a, b], 0), ys, tail)
     return ys
   _, ys = scan(lambda _, x: ((), f(x)), (), xs)
   return ys
@@ -753,14 +750,13 @@ def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 - JAX'
 def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
   """All prefix combinations `fn(..., fn(e0, e1), ...)` of `elems` along `axis`, by the
   parallel (Blelloch-style) recursion JAX uses: O(log n) levels of vectorized `fn` calls."""
-  lax = _lax()
   elems_flat, tree = tree_util.tree_flatten(elems)
   if not elems_flat:
     raise ValueError("associative_scan: elems must contain at least one array")
   ndim = len(get_aval(elems_flat[0]).shape)
   axis = axis + ndim if axis < 0 else axis
   if reverse:
-    elems_flat = [lax.rev(e, (axis,)) for e in elems_flat]
+    elems_flat = [rev(e, (axis,)) for e in elems_flat]
   n = get_aval(elems_flat[0]).shape[axis]
   if any(get_aval(e).shape[axis] != n for e in elems_flat):
     raise ValueError("Array inputs to associative_scan must have the same first dimension. "
@@ -777,19 +773,19 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
   def sl(x, start, stop=None, step=1):
     size = get_aval(x).shape[axis]
     stop = size if stop is None else stop
-    return lax.slice_in_dim(x, start, stop, stride=step, axis=axis)
+    return slice_in_dim(x, start, stop, stride=step, axis=axis)
 
   def interleave(a, b):
     # a has ceil(n/2) entries, b floor(n/2): pad both with interior zeros, then add
     na, nb = get_aval(a).shape[axis], get_aval(b).shape[axis]
-    zero = lax.convert_element_type(0, get_aval(a).dtype)
+    zero = convert_element_type(0, get_aval(a).dtype)
     cfg_a = [(0, 0, 0)] * ndim
     cfg_b = [(0, 0, 0)] * ndim
     cfg_a[axis] = (0, 1 if na == nb else 0, 1)
     cfg_b[axis] = (1, 0 if na == nb else 1, 1)
     if np.dtype(get_aval(a).dtype) == np.bool_:
-      return lax.bitwise_or(lax.pad(a, zero, cfg_a), lax.pad(b, zero, cfg_b))
-    return lax.add(lax.pad(a, zero, cfg_a), lax.pad(b, zero, cfg_b))
+      return bitwise_or(pad(a, zero, cfg_a), pad(b, zero, cfg_b))
+    return add(pad(a, zero, cfg_a), pad(b, zero, cfg_b))
 
   def scan_rec(xs):
     num = get_aval(xs[0]).shape[axis]
@@ -804,12 +800,12 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
       even = combine([sl(e, 0, -1) for e in odd], [sl(x, 2, None, 2) for x in xs])
     else:
       even = combine(odd, [sl(x, 2, None, 2) for x in xs])
-    even = [lax.concatenate([sl(x, 0, 1), e], axis) for x, e in zip(xs, even)]
+    even = [concatenate([sl(x, 0, 1), e], axis) for x, e in zip(xs, even)]
     return [interleave(e, o) for e, o in zip(even, odd)]
 
   out = scan_rec(elems_flat)
   if reverse:
-    out = [lax.rev(e, (axis,)) for e in out]
+    out = [rev(e, (axis,)) for e in out]
   return tree_util.tree_unflatten(tree, out)
 
 
@@ -1146,7 +1142,6 @@ def _cond_batch(axis_data, vals, dims, *, branches):
     jaxprs, consts = _join_consts([(j, c) for j, c, _ in bjs])
     return cond_p.bind(index, *consts, *ops, branches=tuple(jaxprs)), bjs[0][2]
   # a batched predicate: every branch runs on every example, then a select picks
-  lax = _lax()
   index = batching.bdim_at_front(index, idim, size)
   ops = [_to_front(x, d, size, d is not None) for x, d in zip(ops, odims)]
   in_dims = [0 if d is not None else None for d in odims]
@@ -1157,9 +1152,9 @@ def _cond_batch(axis_data, vals, dims, *, branches):
   res = []
   for cases in zip(*outs):
     shape = core.get_aval(cases[0]).shape
-    which = lax.broadcast_in_dim(index, shape, (0,)) if len(shape) > 1 else index
-    res.append(lax.select_n(which, *cases) if len(cases) > 2 else
-               lax.select_n(lax.convert_element_type(which, np.bool_), *cases))
+    which = broadcast_in_dim(index, shape, (0,)) if len(shape) > 1 else index
+    res.append(select_n(which, *cases) if len(cases) > 2 else
+               select_n(convert_element_type(which, np.bool_), *cases))
   return res, [0] * nout
 
 
@@ -1168,7 +1163,6 @@ cond_p.batch = _cond_batch
 
 def _while_batch(axis_data, vals, dims, *, cond_jaxpr, cond_nconsts, body_jaxpr,
                  body_nconsts):
-  lax = _lax()
   size = axis_data.size
   cc, bc, init = _split(vals, cond_nconsts, body_nconsts)
   ccd, bcd, initd = _split(dims, cond_nconsts, body_nconsts)
@@ -1200,13 +1194,13 @@ def _while_batch(axis_data, vals, dims, *, cond_jaxpr, cond_nconsts, body_jaxpr,
   carry_avals = [core.get_aval(x) for x in init]
 
   def new_cond(*a):
-    return [lax.reduce_or(core.eval_jaxpr(cj, [], *a)[0], (0,))]
+    return [reduce_or(core.eval_jaxpr(cj, [], *a)[0], (0,))]
 
   def new_body(*a):
     c_consts, b_consts, carry = _split(a, len(ccv), len(bcv))
     p = core.eval_jaxpr(cj, [], *c_consts, *carry)[0]
     new = core.eval_jaxpr(bj, [], *b_consts, *carry)
-    return [lax.select(lax.broadcast_in_dim(p, core.get_aval(c).shape, (0,)), n, c)
+    return [select(broadcast_in_dim(p, core.get_aval(c).shape, (0,)), n, c)
             for n, c in zip(new, carry)]
   ncj, ncjc = _trace_jaxpr_fn(new_cond, c_avals + carry_avals)
   nbj, nbjc = _trace_jaxpr_fn(new_body, c_avals + b_avals + carry_avals)
@@ -1303,8 +1297,6 @@ while_p.lower = _while_lower
 def _scan_lower(ctx, *args, jaxpr, length, reverse, unroll, ft_in, ft_out):
   """scan as JAX lowers it: a `while` over (i, consts, carry, xs, ys buffers) whose body
   reads x_i with a dynamic slice and writes y_i with a dynamic update slice."""
-  from ember._src.primitives import indexing
-  lax = _lax()
   nc, ncar, nxs = ft_in
   y_avals = [a.update(shape=(length,) + a.shape) for a in jaxpr.out_avals[ncar:]]
   i32 = ShapedArray((), np.int32)
@@ -1315,24 +1307,24 @@ def _scan_lower(ctx, *args, jaxpr, length, reverse, unroll, ft_in, ft_out):
     return list(args[nc:nc + ncar]) + [ctx.full(0, a.dtype, a.shape) for a in y_avals]
 
   def cond_fn(limit):
-    return lambda i, *_: [lax.lt(i, np.int32(limit))]
+    return lambda i, *_: [lt(i, np.int32(limit))]
 
   def body_fn(steps):   # `steps` iterations of the scan per iteration of the while
     def fn(i, *s):
       consts, carry, xs, ys = _split(s, nc, ncar, nxs)
       zeros = lambda n: [np.int32(0)] * n
       for _ in range(steps):
-        t = lax.sub(np.int32(length - 1), i) if reverse else i
-        x = [lax.reshape(indexing.dynamic_slice(v, [t] + zeros(v.ndim - 1),
+        t = sub(np.int32(length - 1), i) if reverse else i
+        x = [reshape(indexing.dynamic_slice(v, [t] + zeros(v.ndim - 1),
                                                 (1,) + tuple(v.shape[1:]),
                                                 allow_negative_indices=False), v.shape[1:])
              for v in xs]
         outs = core.eval_jaxpr(jaxpr, [], *consts, *carry, *x)
         carry = outs[:ncar]
         ys = [indexing.dynamic_update_slice(
-            buf, lax.reshape(y, (1,) + tuple(buf.shape[1:])), [t] + zeros(buf.ndim - 1),
+            buf, reshape(y, (1,) + tuple(buf.shape[1:])), [t] + zeros(buf.ndim - 1),
             allow_negative_indices=False) for buf, y in zip(ys, outs[ncar:])]
-        i = lax.add(i, np.int32(1))
+        i = add(i, np.int32(1))
       return [i, *consts, *carry, *xs, *ys]
     return fn
   # unroll: blocks of `unroll` iterations in one loop body, then the remaining iterations

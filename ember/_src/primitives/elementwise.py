@@ -20,7 +20,7 @@ from ember._src import core, dtypes
 from ember._src import lower as lowering
 from ember._src.lower import complex_math
 from ember._src.core import ShapedArray
-from ember._src.transforms import ad, batching
+from ember._src.transforms import ad, batching, custom_derivatives, remat
 from ember._src.primitives import (ANY, BOOL, COMPLEX, FLOAT, INEXACT, INT, INTS, NUMERIC,
                                    bind_elementwise, broadcasting_shape, check_dtype,
                                    check_same_dtypes, declare, dtype_kind, naryop,
@@ -221,6 +221,7 @@ ad.deflinear(reduce_precision_p, lambda ct, **params: [reduce_precision_p.bind(c
 reduce_precision_p.lower = lambda ctx, x, *, exponent_bits, mantissa_bits: ctx.emit(
     "reduce-precision", x.shape, [x],
     {"exponent_bits": exponent_bits, "mantissa_bits": mantissa_bits})
+remat.reduce_precision_p = reduce_precision_p   # remat rounds residuals with it
 
 
 def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
@@ -245,6 +246,7 @@ for _p, _op in ((add_p, "add"), (sub_p, "subtract"), (div_p, "divide"), (rem_p, 
   _p.lower = complex_math.rule(_op)  # integer div/rem: XLA's (truncating; x/0 = -1)
 
 add = _binary_fn(add_p, "add")
+custom_derivatives.lax_add = add   # custom_jvp.defjvps sums its terms with it
 sub = _binary_fn(sub_p, "sub")
 div = _binary_fn(div_p, "div")
 rem = _binary_fn(rem_p, "rem")
@@ -270,6 +272,21 @@ def _bcast_like(t, out):
   return broadcast_in_dim(t, shape, tuple(range(len(shape))) if ts else ())
 
 
+def unbroadcast(aval: ShapedArray, x):
+  """Sum `x` (the cotangent of an elementwise result) down to the operand's shape: lax
+  operands are 0-d or of the result's rank with size-1 dimensions broadcast."""
+  # deferred: cycle (structural and reductions build on elementwise)
+  from ember._src.primitives.reductions import reduce_sum
+  from ember._src.primitives.structural import reshape
+  shape = core.get_aval(x).shape
+  if shape == aval.shape:
+    return x
+  if not aval.shape:
+    return reduce_sum(x, tuple(range(len(shape))))
+  dims = tuple(i for i, (a, b) in enumerate(zip(aval.shape, shape)) if a == 1 and b != 1)
+  return reshape(reduce_sum(x, dims), aval.shape)
+
+
 def _add_sub_jvp(prim, sign_y):
   def rule(primals, tangents):
     (x, y), (tx, ty) = primals, tangents
@@ -286,8 +303,8 @@ def _add_sub_jvp(prim, sign_y):
 
 def _add_sub_transpose(sign_y):
   def rule(ct, x, y):
-    return [ad.unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
-            ad.unbroadcast(y.aval, sign_y(ct)) if ad.is_undefined_primal(y) else None]
+    return [unbroadcast(x.aval, ct) if ad.is_undefined_primal(x) else None,
+            unbroadcast(y.aval, sign_y(ct)) if ad.is_undefined_primal(y) else None]
   return rule
 
 
@@ -302,7 +319,7 @@ ad.defjvp(div_p, lambda g, x, y: div(g, y),
 def _div_transpose(ct, x, y):
   if ad.is_undefined_primal(y):
     raise ValueError("div is not linear in its divisor: cannot transpose it")
-  return [ad.unbroadcast(x.aval, div(ct, y)), None]
+  return [unbroadcast(x.aval, div(ct, y)), None]
 
 
 div_p.transpose = _div_transpose
@@ -397,9 +414,9 @@ def _mul_transpose(ct, x, y, *, out_dtype=None):
   if ad.is_undefined_primal(x) and ad.is_undefined_primal(y):
     raise ValueError("mul of two linear values is not linear: cannot transpose it")
   if ad.is_undefined_primal(x):
-    return [_convert_like(ad.unbroadcast(x.aval, mul_p.bind(ct, y, out_dtype=out_dtype)),
+    return [_convert_like(unbroadcast(x.aval, mul_p.bind(ct, y, out_dtype=out_dtype)),
                           x.aval), None]
-  return [None, _convert_like(ad.unbroadcast(y.aval, mul_p.bind(x, ct, out_dtype=out_dtype)),
+  return [None, _convert_like(unbroadcast(y.aval, mul_p.bind(x, ct, out_dtype=out_dtype)),
                               y.aval)]
 
 
@@ -856,8 +873,8 @@ def conj(x):
 ad.deflinear(real_p, lambda ct: [complex(ct, _zeros(ct))])
 ad.deflinear(imag_p, lambda ct: [complex(_zeros(ct), neg(ct))])
 ad.deflinear2(complex_p, lambda ct, x, y: [
-    ad.unbroadcast(x.aval, real(ct)) if ad.is_undefined_primal(x) else None,
-    ad.unbroadcast(y.aval, neg(imag(ct))) if ad.is_undefined_primal(y) else None])
+    unbroadcast(x.aval, real(ct)) if ad.is_undefined_primal(x) else None,
+    unbroadcast(y.aval, neg(imag(ct))) if ad.is_undefined_primal(y) else None])
 ad.deflinear(conj_p, lambda ct, *, input_dtype: [
     conj(ct) if dtype_kind(input_dtype) == COMPLEX else real(ct)])
 

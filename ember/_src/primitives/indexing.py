@@ -18,11 +18,13 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src.core import ShapedArray
 from ember._src.primitives import declare, dtype_kind
+from ember._src.primitives import elementwise as ew
+from ember._src.primitives import structural
 from ember._src.reference import indexing as reference_indexing
 from ember._src.reference.indexing import (GatherDimensionNumbers, GatherScatterMode,
                                            ScatterDimensionNumbers, default_fill_value)
 from ember._src.reference.reductions import is_zero_winner, xla_zero_order
-from ember._src.transforms import batching
+from ember._src.transforms import ad, batching
 
 __all__ = [
     "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
@@ -259,15 +261,15 @@ gather_p.batch = _gather_batch
 def _batch_dynamic_slice_indices(indices, dims):
   """The scalar start indices of dynamic_slice / dynamic_update_slice as one index
   vector (unbatched: shape (n,)) or a batch of them (shape (size, n), batch dim 0)."""
-  lax = _lax()
   if not indices:
     return np.array([], np.int32), None
   size = next((batching.shape_of(x)[d] for x, d in zip(indices, dims) if d is not None),
               None)
   if size is None:
-    return lax.concatenate([lax.broadcast(i, (1,)) for i in indices], 0), None
-  return lax.concatenate([lax.broadcast_in_dim(x, (size, 1), (0,) if d is not None else ())
-                          for x, d in zip(indices, dims)], 1), 0
+    return structural.concatenate([structural.broadcast(i, (1,)) for i in indices], 0), None
+  columns = [structural.broadcast_in_dim(x, (size, 1), (0,) if d is not None else ())
+             for x, d in zip(indices, dims)]
+  return structural.concatenate(columns, 1), 0
 
 
 def _dynamic_slice_batch(axis_data, vals, dims, *, slice_sizes):
@@ -539,11 +541,6 @@ for _p in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p
 
 # --- the lax functions ----------------------------------------------------------------
 
-def _lax():
-  from ember._src import lax_api
-  return lax_api
-
-
 def _is_static_int(i) -> bool:
   return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
 
@@ -561,7 +558,7 @@ def _normalize_starts(operand_shape, start_indices, allow_negative_indices, op):
                      f"({len(start_indices)} vs {operand_shape})")
   if isinstance(allow_negative_indices, bool):
     allow_negative_indices = [allow_negative_indices] * len(start_indices)
-  lax, out = _lax(), []
+  out = []
   for i, d, neg in zip(start_indices, operand_shape, allow_negative_indices):
     if _is_static_int(i):
       if i < 0 and not neg:
@@ -569,7 +566,7 @@ def _normalize_starts(operand_shape, start_indices, allow_negative_indices, op):
                          "allow_negative_indices=False")
       dt = dtypes.canonicalize_dtype(np.asarray(i).dtype) if isinstance(i, np.integer) \
           else dtypes.default_int_dtype()
-      out.append(lax.convert_element_type(i + d if i < 0 else i, dt))
+      out.append(ew.convert_element_type(i + d if i < 0 else i, dt))
       continue
     aval = core.get_aval(i)
     if not dtypes.is_integer(aval.dtype):
@@ -578,7 +575,7 @@ def _normalize_starts(operand_shape, start_indices, allow_negative_indices, op):
     if not neg or dtypes.is_unsigned(aval.dtype):
       out.append(i)
       continue
-    out.append(lax.select_n(lax.lt(i, 0), i, lax.add(i, d)))
+    out.append(ew.select_n(ew.lt(i, 0), i, ew.add(i, d)))
   return out
 
 
@@ -643,23 +640,27 @@ def _dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *,
                           allow_negative_indices=True):
   result = dynamic_slice_in_dim(operand, index, 1, axis,
                                 allow_negative_indices=allow_negative_indices)
-  return result if keepdims else _lax().squeeze(result, (axis,))
+  return result if keepdims else structural.squeeze(result, (axis,))
 
 
 def _dynamic_update_index_in_dim(operand, update, index, axis, *,
                                  allow_negative_indices=True):
   axis = int(axis)
   if core.get_aval(update).ndim != core.get_aval(operand).ndim:
-    update = _lax().expand_dims(update, (axis,))
+    update = structural.expand_dims(update, (axis,))
   return dynamic_update_slice_in_dim(operand, update, index, axis,
                                      allow_negative_indices=allow_negative_indices)
+
+
+# ember's `jit`. The driver sits above the primitives: jit.py registers it here when it is
+# imported.
+jit: Callable | None = None
 
 
 @functools.cache
 def _jitted(fn, name, static_argnames):
   """`fn` under ember.jit, named `name`: JAX jits these two, so their jaxprs hold one
   `jit` equation with that name."""
-  from ember._src.jit import jit
   fn.__name__ = fn.__qualname__ = name
   return jit(fn, static_argnames=static_argnames)
 
@@ -735,7 +736,7 @@ def _scatter_bind(prim, combine, operand, scatter_indices, updates, dimension_nu
 def _scatter_fn(prim, combine_name, doc):
   def fn(operand, scatter_indices, updates, dimension_numbers, *,
          indices_are_sorted: bool = False, unique_indices: bool = False, mode=None):
-    combine = getattr(_lax(), combine_name) if combine_name else None
+    combine = getattr(ew, combine_name) if combine_name else None
     return _scatter_bind(prim, combine, operand, scatter_indices, updates,
                          dimension_numbers, indices_are_sorted, unique_indices, mode)
   fn.__name__ = fn.__qualname__ = prim.name.replace("-", "_")
@@ -781,11 +782,6 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *
 # scatter-adds. scatter, scatter-mul and scatter-min/max get JAX's jvp rules, written with
 # linear primitives so reverse mode transposes them.
 
-def _ad():
-  from ember._src.transforms import ad
-  return ad
-
-
 def _gather_dnums_of(dn) -> GatherDimensionNumbers:
   """The gather that reads back the windows a scatter with `dn` writes."""
   return GatherDimensionNumbers(
@@ -829,18 +825,17 @@ def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
   operand, *starts = primals
   out = dynamic_slice_p.bind(operand, *starts, slice_sizes=slice_sizes)
   t = tangents[0]
-  if type(t) is _ad().Zero:
-    return out, _ad().Zero.from_value(out)
+  if type(t) is ad.Zero:
+    return out, ad.Zero.from_value(out)
   return out, dynamic_slice_p.bind(t, *starts, slice_sizes=slice_sizes)
 
 
 def _dynamic_slice_transpose(ct, operand, *starts, slice_sizes):
-  zeros = _lax().full(operand.aval.shape, 0, operand.aval.dtype)
+  zeros = structural.full(operand.aval.shape, 0, operand.aval.dtype)
   return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + [None] * len(starts)
 
 
 def _dynamic_update_slice_jvp(primals, tangents):
-  ad = _ad()
   operand, update, *starts = primals
   out = dynamic_update_slice_p.bind(operand, update, *starts)
   t_op, t_up = tangents[:2]
@@ -851,11 +846,10 @@ def _dynamic_update_slice_jvp(primals, tangents):
 
 
 def _dynamic_update_slice_transpose(ct, operand, update, *starts):
-  ad = _ad()
   u_aval = update.aval if ad.is_undefined_primal(update) else core.get_aval(update)
   t_op = t_up = None
   if ad.is_undefined_primal(operand):
-    t_op = dynamic_update_slice_p.bind(ct, _lax().full(u_aval.shape, 0, u_aval.dtype), *starts)
+    t_op = dynamic_update_slice_p.bind(ct, structural.full(u_aval.shape, 0, u_aval.dtype), *starts)
   if ad.is_undefined_primal(update):
     t_up = dynamic_slice_p.bind(ct, *starts, slice_sizes=u_aval.shape)
   return [t_op, t_up] + [None] * len(starts)
@@ -867,8 +861,8 @@ def _gather_jvp(primals, tangents, *, dimension_numbers, slice_sizes, unique_ind
   params = dict(dimension_numbers=dimension_numbers, slice_sizes=slice_sizes,
                 unique_indices=unique_indices, indices_are_sorted=indices_are_sorted, mode=mode)
   out = gather_p.bind(operand, indices, fill_value=fill_value, **params)
-  if type(t) is _ad().Zero:
-    return out, _ad().Zero.from_value(out)
+  if type(t) is ad.Zero:
+    return out, ad.Zero.from_value(out)
   return out, gather_p.bind(t, indices, fill_value=0 if fill_value is not None else None,
                             **params)
 
@@ -876,16 +870,15 @@ def _gather_jvp(primals, tangents, *, dimension_numbers, slice_sizes, unique_ind
 def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
                       indices_are_sorted, mode, fill_value):
   a = operand.aval
-  zeros = _lax().full(a.shape, 0, a.dtype)
-  out = _lax().scatter_add(zeros, indices, ct, _scatter_dnums_of(dimension_numbers),
-                           indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                           mode=mode)
+  zeros = structural.full(a.shape, 0, a.dtype)
+  out = scatter_add(zeros, indices, ct, _scatter_dnums_of(dimension_numbers),
+                    indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                    mode=mode)
   return [out, None]
 
 
 def _scatter_add_sub_jvp(prim):
   def rule(primals, tangents, **params):
-    ad = _ad()
     operand, indices, updates = primals
     out = prim.bind(operand, indices, updates, **params)
     t_op, _, t_up = tangents
@@ -898,12 +891,11 @@ def _scatter_add_sub_jvp(prim):
 
 def _scatter_add_sub_transpose(negate):
   def rule(ct, operand, indices, updates, *, dimension_numbers, **params):
-    ad = _ad()
     t_op = ct if ad.is_undefined_primal(operand) else None
     t_up = None
     if ad.is_undefined_primal(updates):
       t_up = _gather_back(ct, indices, updates.aval.shape, dimension_numbers, params)
-      t_up = _lax().neg(t_up) if negate else t_up
+      t_up = ew.neg(t_up) if negate else t_up
     return [t_op, None, t_up]
   return rule
 
@@ -912,7 +904,6 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, un
                  mode, update_jaxpr, update_consts):
   """JAX's rule: scatter positive ids to learn which update (or the operand) each output
   element comes from, then combine masked values and tangents with scatter-adds."""
-  lax, ad = _lax(), _ad()
   operand, indices, updates = primals
   t_op, _, t_up = tangents
   dn = dimension_numbers
@@ -927,24 +918,23 @@ def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, un
   ids_shape = [1 if i in dn.update_window_dims else d for i, d in enumerate(u_shape)]
   n_ids = int(np.prod(ids_shape, dtype=np.int64))
   id_dtype = np.uint32 if n_ids + 1 < 2 ** 31 else np.uint64
-  update_ids = lax.add(lax.reshape(lax.iota(id_dtype, n_ids), ids_shape), id_dtype(1))
-  update_ids = lax.broadcast_in_dim(update_ids, u_shape, tuple(range(len(u_shape))))
+  update_ids = ew.add(structural.reshape(structural.iota(id_dtype, n_ids), ids_shape), id_dtype(1))
+  update_ids = structural.broadcast_in_dim(update_ids, u_shape, tuple(range(len(u_shape))))
   o_shape = core.get_aval(operand).shape
-  scattered_ids = scatter_p.bind(lax.full(o_shape, 0, id_dtype), indices, update_ids,
+  scattered_ids = scatter_p.bind(structural.full(o_shape, 0, id_dtype), indices, update_ids,
                                  update_jaxpr=None, update_consts=(), **params)
   gathered_ids = _gather_back(scattered_ids, indices, u_shape, dn, params)
-  keep_operand = lax.eq(scattered_ids, lax.full(o_shape, 0, id_dtype))
-  keep_update = lax.eq(update_ids, gathered_ids)
+  keep_operand = ew.eq(scattered_ids, structural.full(o_shape, 0, id_dtype))
+  keep_update = ew.eq(update_ids, gathered_ids)
   add_params = dict(params, update_jaxpr=None, update_consts=())
   t_op, t_up = ad.instantiate_zeros(t_op), ad.instantiate_zeros(t_up)
-  masked_t_op = lax.select(keep_operand, t_op, lax.full_like(t_op, 0))
-  masked_t_up = lax.select(keep_update, t_up, lax.full_like(t_up, 0))
+  masked_t_op = ew.select(keep_operand, t_op, structural.full_like(t_op, 0))
+  masked_t_up = ew.select(keep_update, t_up, structural.full_like(t_up, 0))
   return out, scatter_add_p.bind(masked_t_op, indices, masked_t_up, **add_params)
 
 
 def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted,
                      unique_indices, mode, update_jaxpr, update_consts):
-  lax, ad = _lax(), _ad()
   operand, indices, updates = primals
   t_op, _, t_up = tangents
   params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
@@ -953,15 +943,15 @@ def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted
   out = scatter_mul_p.bind(operand, indices, updates, **params)
   t_out = ad.Zero.from_value(out)
   if type(t_op) is not ad.Zero:  # out = x * (product of the updates at each position)
-    factor = scatter_mul_p.bind(lax.full_like(operand, 1), indices, updates, **params)
-    t_out = ad.add_tangents(t_out, lax.mul(t_op, factor))
+    factor = scatter_mul_p.bind(structural.full_like(operand, 1), indices, updates, **params)
+    t_out = ad.add_tangents(t_out, ew.mul(t_op, factor))
   if type(t_up) is not ad.Zero:
     if not unique_indices:
       raise NotImplementedError("scatter_mul gradients are only implemented if "
                                 "`unique_indices=True`")
     add_params = dict(params, update_jaxpr=None, update_consts=())
-    spread = scatter_add_p.bind(lax.full_like(operand, 0), indices, t_up, **add_params)
-    t_out = ad.add_tangents(t_out, lax.mul(operand, spread))
+    spread = scatter_add_p.bind(structural.full_like(operand, 0), indices, t_up, **add_params)
+    t_out = ad.add_tangents(t_out, ew.mul(operand, spread))
   return out, t_out
 
 
@@ -972,7 +962,6 @@ def _scatter_extremal_jvp(prim):
   that neither attains (a NaN result) gets a zero tangent."""
   def rule(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode,
            update_jaxpr, update_consts):
-    lax, ad = _lax(), _ad()
     operand, indices, updates = primals
     params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
                   unique_indices=unique_indices, mode=mode)
@@ -986,17 +975,17 @@ def _scatter_extremal_jvp(prim):
     add_params = dict(params, update_jaxpr=None, update_consts=())
 
     def spread(vals):  # the sum of `vals` (shaped like updates) at each operand position
-      return scatter_add_p.bind(lax.full_like(operand, 0), indices, vals, **add_params)
+      return scatter_add_p.bind(structural.full_like(operand, 0), indices, vals, **add_params)
 
-    won_up = lax.convert_element_type(
-        lax.eq(updates, _gather_back(out, indices, u_shape, dimension_numbers, params)), dt)
-    won_op = lax.convert_element_type(lax.eq(operand, out), dt)
-    count = lax.add(won_op, spread(won_up))
-    total = lax.add(lax.mul(t_op, won_op), spread(lax.mul(t_up, won_up)))
-    zero = lax.full_like(count, 0)
-    safe_count = lax.select(lax.eq(count, zero), lax.full_like(count, 1), count)
-    touched = lax.gt(spread(lax.full_like(updates, 1)), zero)
-    return out, lax.select(touched, lax.div(total, safe_count), t_op)
+    won_up = ew.convert_element_type(
+        ew.eq(updates, _gather_back(out, indices, u_shape, dimension_numbers, params)), dt)
+    won_op = ew.convert_element_type(ew.eq(operand, out), dt)
+    count = ew.add(won_op, spread(won_up))
+    total = ew.add(ew.mul(t_op, won_op), spread(ew.mul(t_up, won_up)))
+    zero = structural.full_like(count, 0)
+    safe_count = ew.select(ew.eq(count, zero), structural.full_like(count, 1), count)
+    touched = ew.gt(spread(structural.full_like(updates, 1)), zero)
+    return out, ew.select(touched, ew.div(total, safe_count), t_op)
   return rule
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from ember._src import core, tree_util
 from ember._src.core import ShapedArray
 from ember._src.primitives import declare
-from ember._src.primitives import reductions
+from ember._src.primitives import reductions, structural
 from ember._src.transforms import batching
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index",
@@ -353,7 +353,7 @@ def _install_ad_rules():
     pos = tuple(a for a in axes if isinstance(a, int))
     if pos:  # positional axes (left by vmap) were summed: broadcast back over them
       shape = x.aval.shape
-      ct = reductions._lax().broadcast_in_dim(
+      ct = structural.broadcast_in_dim(
           ct, shape, tuple(i for i in range(len(shape)) if i not in pos))
     return [psum_p.bind(ct, axes=named, axis_index_groups=axis_index_groups) if named else ct]
   ad.deflinear2(psum_p, transpose)

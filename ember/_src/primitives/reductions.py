@@ -17,6 +17,8 @@ from ember._src.core import ShapedArray
 from ember._src.transforms import ad, batching
 from ember._src.primitives import (ANY, BOOL, FLOAT, INTS, NUMERIC, check_dtype, declare,
                                    dtype_kind)
+from ember._src.primitives import elementwise as ew
+from ember._src.primitives import structural
 from ember._src.reference.reductions import compute_dtype, is_zero_winner, xla_zero_order
 
 
@@ -349,31 +351,26 @@ cumlogsumexp_p.lower = _cumulative_lowering("cumlogsumexp", None, lambda dt: -np
 # --- differentiation rules -------------------------------------------------------------
 # argmax/argmin and the logical reductions have integer/bool results: zero tangents.
 
-def _lax():
-  from ember._src import lax_api
-  return lax_api
-
-
 def _kept(ndim, axes):
   return tuple(i for i in range(ndim) if i not in axes)
 
 
 def _reduce_sum_transpose(ct, x, *, axes, out_sharding=None):
   shape = x.aval.shape
-  return [_lax().broadcast_in_dim(ct, shape, _kept(len(shape), axes))]
+  return [structural.broadcast_in_dim(ct, shape, _kept(len(shape), axes))]
 
 
 def _reduce_chooser_jvp(prim):
   """The tangent at the extremal elements, averaged over ties (JAX's rule)."""
   def rule(primals, tangents, **params):
-    lax, (x,), (t,) = _lax(), primals, tangents
+    (x,), (t,) = primals, tangents
     ans = prim.bind(x, **params)
     shape = _shape_of(x)
-    where = lax.convert_element_type(
-        lax.eq(x, lax.broadcast_in_dim(ans, shape, _kept(len(shape), params["axes"]))),
-        lax.dtype(x))
-    counts = lax.reduce_sum(where, params["axes"])
-    return ans, lax.div(lax.reduce_sum(lax.mul(t, where), params["axes"]), counts)
+    where = ew.convert_element_type(
+        ew.eq(x, structural.broadcast_in_dim(ans, shape, _kept(len(shape), params["axes"]))),
+        dtypes.dtype(x, canonicalize=True))
+    counts = reduce_sum(where, params["axes"])
+    return ans, ew.div(reduce_sum(ew.mul(t, where), params["axes"]), counts)
   return rule
 
 
@@ -385,24 +382,24 @@ def _shape_of(x):
 def _reduce_prod_jvp(primals, tangents, *, axes):
   """d prod = sum_i t_i * prod_{j != i} x_j, the products from exclusive prefix and suffix
   products (exact with zeros among the x)."""
-  lax, (x,), (t,) = _lax(), primals, tangents
+  (x,), (t,) = primals, tangents
   ans = reduce_prod_p.bind(x, axes=axes)
   shape = _shape_of(x)
   kept = _kept(len(shape), axes)
   n = int(np.prod([shape[a] for a in axes], dtype=np.int64))
   if n == 0:
-    return ans, lax.full_like(ans, 0)
-  flat = lambda v: lax.reshape(lax.transpose(v, kept + tuple(axes)),
-                               tuple(shape[i] for i in kept) + (n,))
+    return ans, structural.full_like(ans, 0)
+  flat = lambda v: structural.reshape(structural.transpose(v, kept + tuple(axes)),
+                                      tuple(shape[i] for i in kept) + (n,))
   xf, tf = flat(x), flat(t)
   last = len(kept)
-  one = np.ones((), lax.dtype(x))
+  one = np.ones((), dtypes.dtype(x, canonicalize=True))
   no_pad = [(0, 0, 0)] * last
-  left = lax.cumprod(lax.pad(lax.slice_in_dim(xf, 0, n - 1, axis=last), one,
-                             no_pad + [(1, 0, 0)]), axis=last)
-  right = lax.cumprod(lax.pad(lax.slice_in_dim(xf, 1, n, axis=last), one,
-                              no_pad + [(0, 1, 0)]), axis=last, reverse=True)
-  return ans, lax.reduce_sum(lax.mul(tf, lax.mul(left, right)), (last,))
+  left = cumprod(structural.pad(structural.slice_in_dim(xf, 0, n - 1, axis=last), one,
+                                no_pad + [(1, 0, 0)]), axis=last)
+  right = cumprod(structural.pad(structural.slice_in_dim(xf, 1, n, axis=last), one,
+                                 no_pad + [(0, 1, 0)]), axis=last, reverse=True)
+  return ans, reduce_sum(ew.mul(tf, ew.mul(left, right)), (last,))
 
 
 def _scan_jvp(combine):
@@ -421,21 +418,16 @@ def _scan_jvp(combine):
   return rule
 
 
-def _jnp_logaddexp():
-  from ember._src.numpy.ufuncs import logaddexp
-  return logaddexp
-
-
 reduce_sum_p.jvp = ad.linear_jvp(reduce_sum_p)
 reduce_sum_p.transpose = _reduce_sum_transpose
 reduce_max_p.jvp = _reduce_chooser_jvp(reduce_max_p)
 reduce_min_p.jvp = _reduce_chooser_jvp(reduce_min_p)
 reduce_prod_p.jvp = _reduce_prod_jvp
 ad.deflinear(cumsum_p, lambda ct, *, axis, reverse: [cumsum(ct, axis, not reverse)])
-cumprod_p.jvp = _scan_jvp(lambda: _lax().mul)
-cummax_p.jvp = _scan_jvp(lambda: _lax().max)
-cummin_p.jvp = _scan_jvp(lambda: _lax().min)
-cumlogsumexp_p.jvp = _scan_jvp(_jnp_logaddexp)
+cumprod_p.jvp = _scan_jvp(lambda: ew.mul)
+cummax_p.jvp = _scan_jvp(lambda: ew.max)
+cummin_p.jvp = _scan_jvp(lambda: ew.min)
+# cumlogsumexp's jvp scans jnp.logaddexp: numpy/ufuncs.py registers it
 
 
 # --- lax.reduce: a monoid (add/mul/max/min/bitwise with its identity) becomes reduce_sum
@@ -445,7 +437,6 @@ def _monoid_reducer(computation, inits):
   """reduce_sum etc. when `computation` is a lax monoid and the single init value is its
   identity (JAX's _get_monoid_reducer)."""
   from ember._src import core
-  from ember._src.primitives import elementwise as ew
   if len(inits) != 1:
     return None
   x = inits[0]

@@ -176,36 +176,3 @@ def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):
     raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
   axis = _canonicalize_axis(axis, core.get_aval(operand).ndim)
   return top_k_p.bind(operand, k=k, axis=axis, is_stable=bool(is_stable))  # a list, as JAX
-
-
-# --- differentiation: the tangents follow the permutation, which sorting an iota alongside
-# the operands reveals (JAX's rule); a gather of the tangents is linear in them -------------
-
-def _take_along(t, idx, axis):
-  import ember.numpy as jnp
-  return jnp.take_along_axis(t, idx, axis=axis)
-
-
-def _sort_jvp(primals, tangents, *, dimension, is_stable, num_keys):
-  from ember._src.primitives.structural import broadcasted_iota
-  from ember._src.transforms import ad
-  shape = core.get_aval(primals[0]).shape
-  if not shape:
-    return (sort_p.bind(*primals, dimension=dimension, is_stable=is_stable, num_keys=num_keys),
-            list(tangents))
-  iota = broadcasted_iota(np.int32, shape, dimension)
-  *outs, perm = sort_p.bind(*primals, iota, dimension=dimension, is_stable=is_stable,
-                            num_keys=num_keys)
-  return outs, [t if type(t) is ad.Zero else _take_along(t, perm, dimension) for t in tangents]
-
-
-def _top_k_jvp(primals, tangents, *, k, axis, is_stable):
-  from ember._src.transforms import ad
-  (x,), (t,) = primals, tangents
-  values, indices = top_k_p.bind(x, k=k, axis=axis, is_stable=is_stable)
-  t_out = ad.Zero.from_value(values) if type(t) is ad.Zero else _take_along(t, indices, axis)
-  return [values, indices], [t_out, ad.Zero.from_value(indices)]
-
-
-sort_p.jvp = _sort_jvp
-top_k_p.jvp = _top_k_jvp

@@ -13,6 +13,7 @@ import numpy as np
 from ember._src import core, dtypes
 from ember._src.core import ShapedArray
 from ember._src.primitives import check_same_dtypes, declare
+from ember._src.primitives.elementwise import convert_element_type, select_n_p, sub
 from ember._src.reference import structural as reference_structural
 from ember._src.transforms import ad, batching
 
@@ -82,7 +83,6 @@ def asarray(x):
   """lax.asarray: an Array (or tracer) for any array-like; Python scalars stay weak."""
   if _is_array(x):
     return x
-  from ember._src.primitives.elementwise import convert_element_type
   aval = core.get_aval(x)
   return convert_element_type(x, aval.dtype, weak_type=aval.weak_type)
 
@@ -608,7 +608,6 @@ pad_p.lower = lambda ctx, x, value, *, padding_config: ctx.pad(
 def _pad_batch(axis_data, vals, dims, *, padding_config):
   """A batched padding value: pad with zeros, then select the per-example value where a
   mask of the padding says so (JAX's rule)."""
-  from ember._src.primitives.elementwise import select_n_p
   (x, value), (xd, vd) = vals, dims
   if xd is None:
     x, xd = batching.broadcast(x, axis_data.size, 0), 0
@@ -692,7 +691,6 @@ def iota(dtype, size: int):
 
 def full(shape, fill_value, dtype=None, *, sharding=None):
   """An array of `shape` filled with the scalar `fill_value` (weak if it is and no dtype)."""
-  from ember._src.primitives.elementwise import convert_element_type
   shape = canonicalize_shape(shape, "full")
   if core.get_aval(fill_value).shape:
     raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
@@ -706,12 +704,22 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
 
 def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
   """`full` with the shape and dtype (and weak type) of `x` unless given."""
-  from ember._src.primitives.elementwise import convert_element_type
   aval = core.get_aval(x) if core.is_arraylike(x) else ShapedArray(x.shape, x.dtype)
   fill_shape = aval.shape if shape is None else canonicalize_shape(shape, "full_like")
   weak = dtype is None and dtypes.is_weakly_typed(x)
   dt = aval.dtype if dtype is None else dtypes.check_user_dtype(dtype, "full_like")
   return full(fill_shape, convert_element_type(fill_value, dt, weak))
+
+
+def _zeros_like_shaped_array(aval: ShapedArray):
+  """The zeros AD instantiates for a symbolic zero of type `aval`."""
+  return full(aval.shape, convert_element_type(0, aval.dtype, aval.weak_type))
+
+
+# hooks of the transforms (a layer below, so they cannot import these)
+ad.aval_zeros_likers[ShapedArray] = _zeros_like_shaped_array
+batching.dimension_ops.update(transpose_p=transpose_p, broadcast_in_dim_p=broadcast_in_dim_p,
+                              broadcast_in_dim=broadcast_in_dim)
 
 
 # --- differentiation rules: every structural primitive is linear (jvp: the primitive on
@@ -758,7 +766,6 @@ def _tile_transpose(ct, x, *, reps):
 
 
 def _pad_transpose(ct, x, padding_value, *, padding_config):
-  from ember._src.primitives.elementwise import sub
   if not padding_config:  # a 0-d operand: the result is the operand
     return [ct if ad.is_undefined_primal(x) else None,
             np.zeros((), core.get_aval(ct).dtype) if ad.is_undefined_primal(padding_value) else None]

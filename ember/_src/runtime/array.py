@@ -422,6 +422,9 @@ class Array:
     return format(self._value, spec)
 
 
+core.register_array_type(Array)   # core's eval trace makes Arrays; it cannot import them
+
+
 def contiguous_ptr(buf: np.ndarray) -> int | None:
   """The address of a C-contiguous array's data (what an Array's `_ptr` may record), else
   None."""

@@ -1,5 +1,6 @@
 """Automatic differentiation: forward mode, linearize, reverse mode, and the user API
-(jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev, hessian).
+(jvp, linearize, vjp, grad, value_and_grad; the Jacobians, built on these with jnp, are
+in jacobians.py).
 
 JAX's design, in Autodidax's structure:
 
@@ -26,7 +27,6 @@ differentiated jaxpr. Loops and cond follow the same rule (control.py).
 
 `vjp` returns a `VJP` and `linearize` a `tree_util.Partial`: pytrees whose leaves are the
 residuals, so they pass through `jit` as arguments and results (JAX 0.12's types).
-`jacfwd`/`jacrev` map jvp / the pullback over JAX's standard basis (`eye`, split per leaf).
 """
 from __future__ import annotations
 
@@ -39,8 +39,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ember._src import core, dtypes, tree_util
-from ember._src.core import Literal, ShapedArray
-from ember._src.primitives import declare, dtype_kind
+from ember._src.core import Literal, ShapedArray, declare
+from ember._src.dtypes import dtype_kind
+from ember._src.transforms import batching
+from ember._src.transforms.partial_eval import partial_eval_jaxpr
 
 # ------------------------------------------------------------------------------------
 # Tangent types and symbolic zeros
@@ -73,12 +75,15 @@ class Zero:
     return f"Zero({self.aval})"
 
 
+# aval type -> the function building its zeros (JAX's `ad_util.aval_zeros_likers`). They
+# bind primitives, a layer above: primitives/structural.py registers ShapedArray's.
+aval_zeros_likers: dict[type, Callable] = {}
+
+
 def zeros_like_aval(aval: ShapedArray):
   if aval.dtype == dtypes.float0:
     return np.zeros(aval.shape, dtypes.float0)
-  from ember._src.primitives.elementwise import convert_element_type
-  from ember._src.primitives.structural import full
-  return full(aval.shape, convert_element_type(0, aval.dtype, aval.weak_type))
+  return aval_zeros_likers[type(aval)](aval)
 
 
 def instantiate_zeros(t):
@@ -104,7 +109,6 @@ add_any_p.lower = lambda ctx, x, y: ctx.add(x, y)
 
 
 def _add_any_batch(axis_data, vals, dims):
-  from ember._src.transforms import batching
   if dims[0] == dims[1]:
     return add_any_p.bind(*vals), dims[0]
   return add_any_p.bind(*[batching.bdim_at_front(x, d, axis_data.size)
@@ -182,20 +186,6 @@ def deflinear2(prim, transpose_fn):
   prim.transpose = transpose_fn
 
 
-def unbroadcast(aval: ShapedArray, x):
-  """Sum `x` (the cotangent of an elementwise result) down to the operand's shape: lax
-  operands are 0-d or of the result's rank with size-1 dimensions broadcast."""
-  from ember._src.primitives.reductions import reduce_sum
-  from ember._src.primitives.structural import reshape
-  shape = core.get_aval(x).shape
-  if shape == aval.shape:
-    return x
-  if not aval.shape:
-    return reduce_sum(x, tuple(range(len(shape))))
-  dims = tuple(i for i, (a, b) in enumerate(zip(aval.shape, shape)) if a == 1 and b != 1)
-  return reshape(reduce_sum(x, dims), aval.shape)
-
-
 # ------------------------------------------------------------------------------------
 # Forward mode
 # ------------------------------------------------------------------------------------
@@ -263,9 +253,8 @@ def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence):
 def _as_array(x):
   """Python scalars as (weakly typed) Arrays, so rules never see two bare Python numbers."""
   if type(x) in (bool, int, float, complex):
-    from ember._src.runtime.array import Array
     aval = core.get_aval(x)
-    return Array(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
+    return core.new_array(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
   return x
 
 
@@ -361,7 +350,7 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence, args: Sequence, cts_out: 
 
   def read_primal(v):
     if isinstance(v, Literal):  # as eval_jaxpr: a bare NumPy scalar would lose a weak type
-      return _literal_value(v)
+      return core.literal_value(v)
     return primal_env.get(id(v), _undefined(v))
 
   for v, x in zip(jaxpr.constvars, consts):
@@ -404,13 +393,6 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence, args: Sequence, cts_out: 
         write_ct(v, ct)
   return [ct_env.get(id(v), Zero(tangent_aval(v.aval))) if is_undefined_primal(x) else None
           for v, x in zip(jaxpr.invars, args)]
-
-
-def _literal_value(lit):
-  if lit.aval.weak_type:
-    from ember._src.runtime.array import Array
-    return Array(np.asarray(lit.val, lit.aval.dtype), weak_type=True)
-  return lit.val
 
 
 def _undefined(v):
@@ -460,7 +442,6 @@ class _CallJvp:
   def __init__(self, jaxpr, nonzeros):
     j, consts, self.out_nz = jvp_jaxpr(jaxpr, nonzeros)
     self.jvp, self.consts = j, consts
-    from ember._src.transforms.partial_eval import partial_eval_jaxpr
     unknowns = [False] * (len(consts) + len(jaxpr.invars)) + [True] * sum(nonzeros)
     self.known, self.unknown, self.out_unknown, res = partial_eval_jaxpr(j, unknowns)
     self.num_res = len(res)
@@ -821,8 +802,7 @@ def _check_output(name, aval, holomorphic):
 
 def _one(aval):
   """The seed cotangent 1 of a scalar output, weakly typed when the output is (as JAX)."""
-  from ember._src.runtime.array import Array
-  return Array(np.ones((), aval.dtype), weak_type=aval.weak_type)
+  return core.new_array(np.ones((), aval.dtype), weak_type=aval.weak_type)
 
 
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -860,114 +840,6 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
     out, g = vg(*args, **kwargs)
     return (g, out[1]) if has_aux else g
   return grad_f
-
-
-# --- Jacobians ---------------------------------------------------------------------------
-
-
-def _std_basis(pytree):
-  """The standard basis of the flattened leaves of `pytree`, as JAX builds it: an
-  `eye(n)` (iota/eq/convert) split along axis 1 into one (n, *leaf.shape) row block per
-  leaf, with the leaf's dtype and weak type."""
-  import ember.numpy as jnp
-  leaves, _ = tree_util.tree_flatten(pytree)
-  n = sum(int(np.size(x)) if not hasattr(x, "size") else int(x.size) for x in leaves)
-  dt = dtypes.result_type(*leaves)
-  return _unravel_array_into_pytree(pytree, 1, None, jnp.eye(n, dtype=dt))
-
-
-def _unravel_array_into_pytree(pytree, axis, example, arr):
-  """`arr` split along `axis` into the leaves of `pytree` (JAX's helper of the same
-  name): each part reshaped to arr's shape with `axis` replaced by the leaf's shape, and
-  cast to the dtype / weak type of `example` (or of the leaf)."""
-  from ember._src.primitives.elementwise import convert_element_type
-  leaves, treedef = tree_util.tree_flatten(pytree)
-  shape = core.get_aval(arr).shape
-  axis = axis % len(shape)
-  shapes = [shape[:axis] + np.shape(l) + shape[axis + 1:] for l in leaves]
-  parts = _split(arr, np.cumsum([np.size(l) for l in leaves[:-1]], dtype=np.int64), axis)
-  out = []
-  for x, shp, leaf in zip(parts, shapes, leaves):
-    ex = core.get_aval(leaf if example is None else example)
-    x = x.reshape(shp)
-    if dtype_kind(core.get_aval(x).dtype) == "c" and dtype_kind(ex.dtype) != "c":
-      x = x.real
-    out.append(convert_element_type(x, ex.dtype, ex.weak_type))
-  return tree_util.tree_unflatten(treedef, out)
-
-
-def _split(x, indices, axis):
-  """jnp.split(x, indices, axis) as JAX's jacobians call it (sizes as NumPy ints)."""
-  from ember._src.primitives.structural import split_p
-  n = core.get_aval(x).shape[axis]
-  sizes = tuple(np.diff(np.concatenate([[0], indices, [n]]).astype(np.int64)))
-  return split_p.bind(x, sizes=sizes, axis=axis)
-
-
-def _check_jac_input(name, x, holomorphic, allow_int):
-  kind = dtype_kind(core.get_aval(x).dtype)
-  if holomorphic and kind != "c":
-    raise TypeError(f"{name} with holomorphic=True requires inputs with complex dtype, but "
-                    f"got {core.get_aval(x).dtype.name}.")
-  if not holomorphic and kind != "f" and not (allow_int and kind in "biu"):
-    raise TypeError(f"{name} requires real-valued inputs (input dtype that is a sub-dtype "
-                    f"of np.floating), but got {core.get_aval(x).dtype.name}. For holomorphic "
-                    "differentiation, pass holomorphic=True. For differentiation of "
-                    "non-holomorphic functions involving complex inputs or integer inputs, "
-                    "use jax.jvp directly.")
-
-
-def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
-  """The Jacobian of `fun` by forward mode: out.shape + in.shape per (output, input) leaf.
-  As JAX: the jvp vmapped over the standard basis, tangents stacked on the last axis."""
-  _check_callable(fun, "jacfwd")
-  from ember._src.transforms.batching import vmap
-
-  def jacfun(*args, **kwargs):
-    f_partial, dyn = _split_argnums(fun, args, kwargs, argnums, "jacfwd")
-    for x in tree_util.tree_leaves(dyn):
-      _check_jac_input("jacfwd", x, holomorphic, False)
-    pushfwd = functools.partial(jvp, f_partial, dyn, has_aux=has_aux)
-    if has_aux:
-      y, jac, aux = vmap(pushfwd, out_axes=(None, -1, None))(_std_basis(dyn))
-    else:
-      y, jac = vmap(pushfwd, out_axes=(None, -1))(_std_basis(dyn))
-    example = dyn[0] if isinstance(argnums, (int, np.integer)) else dyn
-    jac = tree_util.tree_map(lambda y_leaf, j: _unravel_array_into_pytree(example, -1, y_leaf, j),
-                             y, jac)
-    return (jac, aux) if has_aux else jac
-
-  return jacfun
-
-
-def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
-           allow_int: bool = False):
-  """The Jacobian of `fun` by reverse mode: out.shape + in.shape per (output, input) leaf.
-  As JAX: the pullback vmapped over the standard basis of the outputs."""
-  _check_callable(fun, "jacrev")
-  from ember._src.transforms.batching import vmap
-
-  def jacfun(*args, **kwargs):
-    f_partial, dyn = _split_argnums(fun, args, kwargs, argnums, "jacrev")
-    for x in tree_util.tree_leaves(dyn):
-      _check_input_dtype("jacrev", x, holomorphic, allow_int)
-    y, pullback, aux = _vjp(f_partial, dyn, has_aux, "jacrev")
-    jac = vmap(pullback)(_std_basis(y))
-    single = isinstance(argnums, (int, np.integer))
-    jac = jac[0] if single else jac
-    example = dyn[0] if single else dyn
-    jac = tree_util.tree_map(lambda x_leaf, j: _unravel_array_into_pytree(y, 0, x_leaf, j),
-                             example, jac)
-    jac = tree_util.tree_transpose(tree_util.tree_structure(example),
-                                   tree_util.tree_structure(y), jac)
-    return (jac, aux) if has_aux else jac
-
-  return jacfun
-
-
-def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
-  """The Hessian of scalar `fun`: jacfwd(jacrev(fun))."""
-  return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 
 deflinear(add_any_p, lambda ct: [ct, ct])

@@ -159,9 +159,11 @@ def named_axis_trace(axis_names, prim_name: str, trace: core.Trace) -> core.Trac
 # ------------------------------------------------------------------------------------
 
 
-def _lax():
-  from ember._src import lax_api
-  return lax_api
+# What moves and inserts batch dimensions: the primitives `transpose_p` and
+# `broadcast_in_dim_p`, and lax's `broadcast_in_dim(x, shape, broadcast_dimensions)`.
+# Primitives sit a layer above transforms: primitives/structural.py registers them here
+# when it is imported.
+dimension_ops: dict[str, Any] = {}
 
 
 def moveaxis(x, src: int, dst: int):
@@ -174,21 +176,20 @@ def moveaxis(x, src: int, dst: int):
     return x
   perm = [i for i in range(nd) if i != src]
   perm.insert(dst, src)
-  return _lax().transpose_p.bind(x, permutation=tuple(perm))
+  return dimension_ops["transpose_p"].bind(x, permutation=tuple(perm))
 
 
 def broadcast(x, size: int, axis: int):
   """`x` with a new axis of `size` inserted at `axis` (every example the same)."""
-  from ember._src.primitives.structural import broadcast_in_dim_p
   shape = list(core.get_aval(x).shape)
   shape.insert(axis, size)
   dims = tuple(np.delete(np.arange(len(shape)), axis))
-  return broadcast_in_dim_p.bind(x, shape=tuple(shape), broadcast_dimensions=dims,
-                                 sharding=None)
+  return dimension_ops["broadcast_in_dim_p"].bind(x, shape=tuple(shape),
+                                                  broadcast_dimensions=dims, sharding=None)
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
-  return _lax().broadcast_in_dim(x, shape, broadcast_dimensions)
+  return dimension_ops["broadcast_in_dim"](x, shape, broadcast_dimensions)
 
 
 def bdim_at_front(x, bdim, size: int):
@@ -224,9 +225,11 @@ def vectorized(prim):
 
 
 def _handle_scalar_broadcasting(nd, x, d):
+  """`x` with trailing size-1 dimensions up to rank `nd` (lax.expand_dims)."""
   if d is None or nd == ndim_of(x):
     return x
-  return _lax().expand_dims(x, tuple(range(ndim_of(x), nd)))
+  shape = shape_of(x)
+  return broadcast_in_dim(x, shape + (1,) * (nd - len(shape)), tuple(range(len(shape))))
 
 
 def broadcasting(prim):
@@ -266,13 +269,19 @@ def cumulative(prim):
   return rule
 
 
+def _broadcast_front(x, size: int):
+  """lax.broadcast(x, (size,)): a new leading axis of `size`."""
+  shape = shape_of(x)
+  return broadcast_in_dim(x, (size,) + shape, tuple(range(1, len(shape) + 1)))
+
+
 def all_at_front(prim, *shifted: str):
   """Primitives whose operands must all be batched alike (concatenate, stack): every
   operand gets its batch dimension in front (unbatched ones are broadcast, with lax's
   `broadcast` as JAX's rules do), and the axis params named in `shifted` move up by one."""
   def rule(axis_data, vals, dims, **params):
     size = batch_size(vals, dims)
-    vals = [_lax().broadcast(x, (size,)) if d is None else moveaxis(x, d, 0)
+    vals = [_broadcast_front(x, size) if d is None else moveaxis(x, d, 0)
             for x, d in zip(vals, dims)]
     params = {k: (v + 1 if k in shifted else v) for k, v in params.items()}
     out = prim.bind(*vals, **params)

@@ -24,8 +24,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ember._src import core, tree_util
-from ember._src.primitives import declare
-from ember._src.transforms import ad
+from ember._src.core import declare
+from ember._src.transforms import ad, batching
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "custom_jvp_call_p",
            "custom_vjp_call_p", "custom_lin_p", "SymbolicZero", "zero_from_primal",
@@ -190,7 +190,6 @@ _batched_calls: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def _batched_call_jaxpr(call_jaxpr, axis_data):
   """The call jaxpr vmapped with every input and output batched at 0: (jaxpr, consts)."""
-  from ember._src.transforms import batching
   per = _batched_calls.setdefault(call_jaxpr, {})
   key = (axis_data.size, axis_data.name)
   if key not in per:
@@ -208,8 +207,6 @@ def _batched_call_jaxpr(call_jaxpr, axis_data):
 def _vmapped(fn, axis_data, pair: bool):
   """`fn(*lists)` (-> a pair of lists, or one list) mapped over axis 0 of every argument
   and result."""
-  from ember._src.transforms.batching import vmap
-
   def dense(x):  # symbolic zeros cannot be mapped over: materialize them
     if isinstance(x, SymbolicZero):
       return x.instantiate()
@@ -219,7 +216,8 @@ def _vmapped(fn, axis_data, pair: bool):
     def per_example(*ls):
       out = fn(*map(list, ls), **static)
       return tuple(tuple(map(dense, r)) for r in out) if pair else tuple(map(dense, out))
-    out = vmap(per_example, axis_name=axis_data.name)(*[tuple(map(dense, l)) for l in lists])
+    out = batching.vmap(per_example, axis_name=axis_data.name)(
+        *[tuple(map(dense, l)) for l in lists])
     return tuple(map(list, out)) if pair else list(out)
   return mapped
 
@@ -228,7 +226,6 @@ def _custom_call_batch(prim, rule_params):
   """vmap of a custom-derivative call: one call of the batched function whose rules are
   the vmapped rules (everything batched at axis 0), so vmap keeps the custom derivative."""
   def rule(axis_data, vals, dims, *, call_jaxpr, num_consts, **params):
-    from ember._src.transforms import batching
     vals = [batching.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
     bj, consts = _batched_call_jaxpr(call_jaxpr, axis_data)
     params = dict(params, **{k: _Rule(_vmapped(params[k], axis_data, k != "bwd"),
@@ -296,7 +293,7 @@ class custom_jvp:
                                                     core.get_aval(x).dtype), primal_out)
       terms = [rule(t, primal_out, *primals) if rule else zeros
                for t, rule in zip(tangents, jvps)]
-      tangent_out = tree_util.tree_map(lambda *ts: functools.reduce(_add, ts), *terms) \
+      tangent_out = tree_util.tree_map(lambda *ts: functools.reduce(lax_add, ts), *terms) \
           if terms else zeros
       return primal_out, tangent_out
     self.defjvp(jvp)
@@ -336,9 +333,9 @@ class custom_jvp:
     return tree_util.tree_unflatten(out_tree, outs)
 
 
-def _add(x, y):
-  from ember._src.primitives.elementwise import add
-  return add(x, y)
+# lax's `add`, which sums the per-argument terms of `defjvps` rules. It binds a primitive,
+# a layer above transforms: primitives/elementwise.py registers it here at its import.
+lax_add: Callable | None = None
 
 
 # ------------------------------------------------------------------------------------

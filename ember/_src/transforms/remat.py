@@ -22,8 +22,10 @@ import weakref
 from typing import Callable
 
 from ember._src import core, dtypes, tree_util
-from ember._src.primitives import declare, dtype_kind
-from ember._src.transforms import ad
+from ember._src.core import declare
+from ember._src.dtypes import dtype_kind
+from ember._src.hlo import TupleShape
+from ember._src.transforms import ad, batching
 from ember._src.transforms import partial_eval as pe
 from ember._src.transforms.partial_eval import dce_jaxpr
 
@@ -38,7 +40,6 @@ def _remat_lower(ctx, *args, jaxpr, prevent_cse, differentiated, policy):
   first (JAX's lowering), so the recomputation is not merged with the forward pass."""
   pcse = prevent_cse if isinstance(prevent_cse, tuple) else (prevent_cse,) * len(args)
   if differentiated and any(pcse):
-    from ember._src.hlo import TupleShape
     barred = [a for a, p in zip(args, pcse) if p]
     out = iter(ctx.unpack(ctx.emit("optimization-barrier",
                                    TupleShape(tuple(a.shape for a in barred)),
@@ -89,10 +90,14 @@ def _split(jvp_jaxpr, unknowns, policy) -> _Split:
   return per[key]
 
 
+# lax's reduce_precision primitive, which rounds the saved residuals. Primitives sit a
+# layer above transforms: primitives/elementwise.py registers it here at its import.
+reduce_precision_p: core.Primitive | None = None
+
+
 def _insert_reduce_precision(jaxpr, num_res):
   """`x = reduce_precision(x)` after the producer of each float residual that another
   equation of `jaxpr` also reads (JAX's `_insert_reduce_precision`)."""
-  from ember._src.primitives.elementwise import reduce_precision_p
   res = jaxpr.outvars[len(jaxpr.outvars) - num_res:]
   read = {id(v) for e in jaxpr.eqns for v in e.invars}
   eqns = list(jaxpr.eqns)
@@ -153,7 +158,6 @@ def _remat_params(params, jaxpr):
 
 
 def _remat_batch(axis_data, vals, dims, *, jaxpr, **params):
-  from ember._src.transforms import batching
   bj, out_dims = batching.batch_jaxpr(jaxpr, axis_data, dims)
   bj, consts = core.hoist_consts(bj)
   return remat_p.bind(*consts, *vals, jaxpr=bj, **params), out_dims
@@ -372,14 +376,17 @@ def saved_residuals(f: Callable, *args, **kwargs) -> list[tuple[core.ShapedArray
   """(aval, where it comes from) for each value `linearize(f, *args)` keeps for the
   backward pass: an argument, a constant, a `checkpoint_name`d value or a primitive's
   output (with its source line), so policies can be checked by eye."""
-  from ember._src.jit import make_jaxpr
   leaves, in_tree = tree_util.tree_flatten((args, kwargs))
 
   def flat_fun(*flat):
     a, kw = tree_util.tree_unflatten(in_tree, flat)
     return f(*a, **kw)
-  jaxpr = make_jaxpr(lambda *flat: ad.linearize(flat_fun, *flat)[1])(*leaves)
-  names = core.debug_info("saved_residuals", f, args, kwargs).arg_names or ()
+
+  def residuals(*flat):   # the linearization's residuals: the leaves of its Partial
+    return tree_util.tree_flatten(ad.linearize(flat_fun, *flat)[1])
+  dbg = core.debug_info("saved_residuals", f, args, kwargs)
+  jaxpr, _ = core.trace_to_jaxpr(residuals, [core.get_aval(x) for x in leaves], dbg)
+  names = dbg.arg_names or ()
   lits = [v for v in jaxpr.outvars if isinstance(v, core.Literal)]
   # a reduce_precision (inserted by remat's partial eval) is looked through, as JAX does
   through = {e.outvars[0]: e.invars[0] for e in jaxpr.eqns

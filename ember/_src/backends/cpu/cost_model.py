@@ -6,7 +6,7 @@ project's kernels. It decides
   fixed when its thunk is built);
 - whether quick-tier code may run first (`quick_pays`, `quick_module_pays`: tiering.py);
 - whether a call is small enough to run inline, without a hand-off to the executor thread
-  (`module_ns`, stages.py).
+  (`module_ns`, compilation.py).
 
     kernel_cost(instr, comp) -> KernelCost       # one kernel's work
     estimate_ns(cost)                           # its single-core time
@@ -150,7 +150,7 @@ def quick_module_pays(module: hlo.Module, vector_transcendentals: float = 0.0) -
 
 
 # --------------------------------------------------------------------------------------
-# A whole module (stages.py: inline runs)
+# A whole module (compilation.py: inline runs)
 # --------------------------------------------------------------------------------------
 
 def module_ns(module: hlo.Module) -> float:
