@@ -21,6 +21,7 @@ from ember._src.api_util import ShapeDtypeStruct  # noqa: F401
 from ember import dtypes, errors, extend, lax, numpy, tree, tree_util  # noqa: F401
 from ember import ad_checkpoint, custom_derivatives  # noqa: F401
 from ember._src import lax_expansions as _lax_expansions  # noqa: F401 (as_text's fma, ...)
+from ember._src import linalg_derivatives as _linalg_derivatives  # noqa: F401 (their jvps)
 
 from ember._src.version import __version__  # noqa: E402,F401
 

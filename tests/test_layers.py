@@ -31,7 +31,8 @@ LAYERS = [
     ("lower", ["lower", "lower.*"]),
     ("primitives", ["primitives", "primitives.*"]),
     ("driver", ["compilation", "check_compiled", "dispatch", "jit", "cache_miss"]),
-    ("library", ["numpy", "numpy.*", "prng", "prng_keys", "prng_math", "prng_distributions", "lax_api"]),
+    ("library", ["numpy", "numpy.*", "prng", "prng_keys", "prng_math", "prng_distributions",
+                 "lax_api", "lax_linalg", "linalg_derivatives", "lax_expansions", "jacobians"]),
 ]
 # Modules of one layer that may import each other in a circle.
 CYCLE_OK = ("primitives",)

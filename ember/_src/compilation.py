@@ -257,11 +257,12 @@ _METADATA = re.compile(r', metadata=\{(?:[^}"]|"(?:[^"\\]|\\.)*")*\}')
 
 def cache_key(module: hlo.Module, flags) -> str:
   """The persistent cache's key of an optimized module: sha256 over the backend's
-  environment (versions, host CPU: runtime_cache.environment), the module's text without
-  metadata (moving a function to another line keeps its entry), the bytes of every array
-  attribute (the text elides large constants), the input/output aliasing and the flags."""
-  from ember._src.backends.cpu import runtime_cache   # deferred: llvmlite, 1st compile
-  h = hashlib.sha256(runtime_cache.environment())
+  environment (versions, host CPU, dot configuration: compiler.environment), the module's
+  text without metadata (moving a function to another line keeps its entry), the bytes of
+  every array attribute (the text elides large constants), the input/output aliasing and
+  the flags."""
+  from ember._src.backends.cpu import compiler   # deferred: llvmlite, 1st compile
+  h = hashlib.sha256(compiler.environment())
   text = hlo.to_text(module)
   if not config.read("jax_compilation_cache_include_metadata_in_key"):
     text = _METADATA.sub("", text)

@@ -332,11 +332,6 @@ def is_unsigned(dt) -> bool:
   return issubdtype(dt, np.unsignedinteger)
 
 
-def dtype_kind(dt) -> str:
-  """NumPy's kind letter ('b', 'i', 'u', 'f', 'c'), with bfloat16 a float ('f')."""
-  return "f" if dt in _custom_float_dtypes else np.dtype(dt).kind
-
-
 def finfo(dt):
   dt = np.dtype(dt) if not isinstance(dt, type) or dt not in _python_scalar_default else default_dtype_for(dt)
   return ml_dtypes.finfo(dt)

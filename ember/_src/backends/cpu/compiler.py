@@ -21,7 +21,7 @@ import functools
 import json
 import re
 import time
-from typing import Iterator, NamedTuple, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -33,7 +33,7 @@ from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.backends.cpu import executable as ex
 from ember._src.backends.cpu import control_flow, cost_model, host, linalg_thunks, llvm_jit
 from ember._src.backends.cpu import libcalls  # noqa: F401 -- its float16 helpers, for llvm_jit
-from ember._src.backends.cpu import tiering
+from ember._src.backends.cpu import runtime_cache, tiering
 from ember._src.passes.buffer_assignment import Slot
 from ember._src.reference import sorting
 
@@ -515,6 +515,13 @@ def _part_job(ir_text: str, kernels: Sequence[str], others: Sequence[str],
 # --------------------------------------------------------------------------------------
 
 _BLOBS = ("obj", "ir", "opt_ir")
+
+
+def environment() -> bytes:
+  """What besides a module decides its compiled code (the persistent compilation cache's
+  key): the runtime cache's environment (versions, host CPU) and the symbol of the shared
+  dot body, whose configuration is in its name (objects calling another's would not link)."""
+  return runtime_cache.environment() + dot_kernels._body_symbol("float32").encode()
 
 
 def serialize_executable(exe: ex.Executable) -> bytes:

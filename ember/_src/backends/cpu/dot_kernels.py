@@ -63,7 +63,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src import hlo
-from ember._src.backends.cpu import codegen, host, llvm_jit
+from ember._src.backends.cpu import codegen, host, llvm_jit, runtime_cache
 from ember._src.backends.cpu.codegen import I32, I64, PTR, KERNEL_TYPE, VOID
 
 __all__ = ["DotLayout", "dot_layout", "split_output_fusion", "generated_kernel_ok", "is_gram",
@@ -392,8 +392,6 @@ def ensure_shared_bodies(code: bytes) -> None:
   file (or IR text) refers to, once per process, and make their symbols resolvable for the
   code about to be loaded (MCJIT links by name, so an object from the persistent cache finds
   them too). Waits for a compile in progress."""
-  # deferred: runtime_cache sits above (the top of the backend), and loads through llvm_jit
-  from ember._src.backends.cpu import runtime_cache
   if getattr(_compiling, "active", False):
     return                               # the body's own load
   for dt in (np.float32, np.float64):
@@ -409,8 +407,8 @@ def ensure_shared_bodies(code: bytes) -> None:
         return str(module)
       _compiling.active = True
       try:   # a private context: a compile on another thread does not wait for this one
-        engine, addr = runtime_cache.load_or_compile(name, make_ir,
-                                                     runtime_cache.generator_digest())
+        engine, addr = runtime_cache.load_or_compile(
+            name, make_ir, runtime_cache.generator_digest(codegen.__file__, __file__))
       finally:
         _compiling.active = False
       llvm_jit.add_symbol(name, addr(name))

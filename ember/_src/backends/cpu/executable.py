@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ember._src import dtypes, hlo
-from ember._src.backends.cpu import blas_pool, cost_model, threadpool
+from ember._src.backends.cpu import blas_pool, cost_model, runtime_cache, threadpool
 from ember._src.reference import sorting
 from ember._src.runtime import buffer_pool
 
@@ -160,8 +160,6 @@ entry:
 def _desc_caller():
   """(engine, the descriptor caller taking the descriptor's address), compiled once per
   process."""
-  # deferred: runtime_cache sits above (the top of the backend), and loads through llvm_jit
-  from ember._src.backends.cpu import runtime_cache   # compiled once per machine
   engine, addr = runtime_cache.load_or_compile("ember_call_desc", lambda: _CALL_DESC_IR,
                                                _CALL_DESC_IR, 2)
   return engine, ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr("ember_call_desc"))

@@ -20,7 +20,7 @@ import threading
 
 from llvmlite import ir
 
-from ember._src.backends.cpu import llvm_jit
+from ember._src.backends.cpu import llvm_jit, runtime_cache
 
 I16, I32, I64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
@@ -124,8 +124,6 @@ def helpers_ir() -> str:
 def ensure_helpers(names) -> None:
   """Compile (once per process, or load from the runtime cache) the helpers among `names`
   that are not registered yet, and make their symbols resolvable."""
-  # deferred: runtime_cache sits above (the top of the backend), and loads through llvm_jit
-  from ember._src.backends.cpu import runtime_cache
   wanted = [n for n in names if n in HELPERS and n not in _registered]
   if not wanted:
     return

@@ -18,8 +18,9 @@ or another machine selects another entry.
 Entries use the persistent cache's file format (a checksum: a bad entry is removed and
 compiled again); a directory that cannot be written only costs the compile.
 
-`environment()` is the fingerprint of all that (the compile driver puts it into the persistent
-compilation cache's keys too).
+`environment()` is the fingerprint of all that (compiler.environment extends it into the
+persistent compilation cache's keys). The module sits at the backend's bottom, beside
+llvm_jit: the code generators that use it import it, never the reverse.
 
 Unlike the persistent compilation cache (off unless a directory is configured, and holding
 users' programs), this holds a handful of ember's own functions, tens of KB each.
@@ -35,7 +36,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ember._src import persistent_cache, version
-from ember._src.backends.cpu import dot_kernels, host, llvm_jit
+from ember._src.backends.cpu import host, llvm_jit
 from ember._src.config import config
 
 stats = {"compiled": 0, "loaded": 0}    # modules compiled / loaded from disk
@@ -49,21 +50,19 @@ def cache_dir() -> str | None:
 @functools.cache
 def environment() -> bytes:
   """What besides a module's own code decides its machine code: ember's, llvmlite's and
-  LLVM's versions, the target triple, the host CPU and its features, and the symbol of the
-  shared dot body (objects calling another configuration's would not link)."""
+  LLVM's versions, the target triple, the host CPU and its features (compiler.environment
+  adds what compiled users' modules depend on besides)."""
   return repr((persistent_cache.MAGIC, version.__version__, llvmlite.__version__,
-               llvm.llvm_version_info, llvm.get_process_triple(), host.cpu(),
-               dot_kernels._body_symbol("float32"))).encode()
+               llvm.llvm_version_info, llvm.get_process_triple(), host.cpu())).encode()
 
 
 @functools.cache
-def generator_digest() -> str:
-  """A hash of the source of the modules that generate the dot bodies' IR (building the IR
-  itself takes ~15 ms of llvmlite: too slow for a key)."""
-  from ember._src.backends.cpu import codegen, dot_kernels
+def generator_digest(*paths: str) -> str:
+  """A hash of the source files of the code that generates an IR (building the IR itself
+  can take ~15 ms of llvmlite: too slow for a key)."""
   h = hashlib.sha256()
-  for mod in (codegen, dot_kernels):
-    with open(mod.__file__, "rb") as f:
+  for path in paths:
+    with open(path, "rb") as f:
       h.update(f.read())
   return h.hexdigest()
 

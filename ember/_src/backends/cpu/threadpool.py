@@ -59,7 +59,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ember._src.backends.cpu import host
+from ember._src.backends.cpu import host, runtime_cache
 
 __all__ = ["run", "spin_us", "noop_kernel_address", "step_table", "stats", "shutdown"]
 
@@ -412,8 +412,6 @@ class _Native(NamedTuple):
 
 @functools.cache
 def _native() -> _Native:
-  # deferred: runtime_cache sits above (the top of the backend), and loads through llvm_jit
-  from ember._src.backends.cpu import runtime_cache
   text = _ir_text()     # compiled once per machine (~25 ms), then loaded from disk
   engine, addr = runtime_cache.load_or_compile("ember_pool_run", lambda: text, text, 2)
   vp, i64 = ctypes.c_void_p, ctypes.c_int64

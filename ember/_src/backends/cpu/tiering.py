@@ -37,7 +37,6 @@ import queue
 import threading
 import time
 
-from ember._src import hlo
 from ember._src.profiler import events as _profiler
 
 logger = logging.getLogger("ember._src.compiler")
