@@ -205,6 +205,7 @@ def assign_program(module: hlo.Module):
   copies them), nested control flow recursively. The one place buffer assignment runs."""
   # deferred: the compiler loads at the first compile
   from ember._src.passes.buffer_assignment import assign_buffers
+  # deferred: the compiler loads at the first compile, not with `import ember`
   from ember._src.passes.pipeline import copy_outputs
   assignment = assign_buffers(module)
   for instr in module.entry.instrs:
@@ -227,6 +228,7 @@ def backend_compile(module: hlo.Module, assignment, flags, tiered: bool = False)
   `tiered` and the module qualifies: tiering.py); under `--dump_to` (never tiered) its
   artifacts (LLVM IR, assembly, buffer assignment) are dumped."""
   from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite, 1st compile
+  # deferred: the compiler loads at the first compile, not with `import ember`
   from ember._src.passes import dumps
   exe = backend.compile_module(module, assignment, flags, tiered and not flags.dump_to)
   if flags.dump_to:

@@ -22,6 +22,7 @@ import numpy as np
 
 from ember._src import dtypes, errors
 from ember._src import pretty_printer as pp
+from ember._src import tree_util
 
 # ------------------------------------------------------------------------------------
 # Abstract values
@@ -862,7 +863,6 @@ class DebugInfo(NamedTuple):
 
 def debug_info(traced_for: str, fun: Callable, args, kwargs, static_argnums=(),
                static_argnames=()) -> DebugInfo:
-  from ember._src import tree_util
   name = getattr(fun, "__name__", None) or type(fun).__name__
   src = None
   code = getattr(fun, "__code__", None)

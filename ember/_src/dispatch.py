@@ -180,6 +180,7 @@ class _RunPlan:
   def __init__(self, comp: CompiledComputation):
     # deferred: the backend loads when a computation first runs, not with `import ember`
     from ember._src.backends.cpu import host, profiled
+    # deferred: the compiler loads at the first compile, not with `import ember`
     from ember._src.backends.cpu.executable import Executable
     self.executable = ex = comp.executable
     self.name = comp.module.name

@@ -30,6 +30,8 @@ from ember._src.core import Jaxpr
 from ember._src.primitives import indexing
 from ember._src.profiler import events as _profiler
 from ember._src.runtime.array import Array
+from ember._src.transforms import ad
+from ember._src.transforms import batching
 
 # --- the jit primitive --------------------------------------------------------------------
 
@@ -68,7 +70,6 @@ jit_p.pp_rule = _jit_pp
 def _jit_batch(axis_data, vals, dims, *, jaxpr: Jaxpr, donated_invars=(), **params):
   """A batched nested jit stays one `jit` equation, of the batched sub-jaxpr; outputs
   keep the batch dims the body gives them (unbatched ones stay unbatched)."""
-  from ember._src.transforms import batching
   new_jaxpr, consts, out_dims = batching.batch_jaxpr_hoisted(jaxpr, axis_data, dims)
   donated = (False,) * len(consts) + tuple(donated_invars)
   return jit_p.bind(*consts, *vals, jaxpr=new_jaxpr, donated_invars=donated,
@@ -607,7 +608,6 @@ def _jit_params(params, jaxpr):
 
 
 def _install_ad_rules():
-  from ember._src.transforms import ad
   jit_p.jvp = ad.call_jvp(jit_p, _jit_params)
   jit_p.transpose = ad.call_transpose(jit_p, _jit_params)
 

@@ -1,5 +1,8 @@
 """Every `ember.lax` function, gathered from the primitive families (ember.lax re-exports
 this module; ember.numpy's implementation imports it as `lax`)."""
+import importlib
+
+from ember._src import core
 from ember._src.primitives.elementwise import *  # noqa: F401,F403
 from ember._src.primitives.structural import *  # noqa: F401,F403
 from ember._src.primitives.reductions import *  # noqa: F401,F403
@@ -13,8 +16,6 @@ from ember._src.primitives.parallel import *  # noqa: F401,F403
 def _export_primitives():
   """`jax.lax` exposes the primitive objects (`lax.add_p`, `lax.reduce_sum_p`, ...): copy
   every Primitive found in the family modules under its variable name."""
-  import importlib
-  from ember._src import core
   names = {}
   for fam in ("elementwise", "structural", "reductions", "linalg", "sorting", "indexing",
               "control", "parallel"):
@@ -28,10 +29,10 @@ globals().update(_export_primitives())
 del _export_primitives
 
 from ember._src.numpy.util import broadcast_shapes  # noqa: E402,F401 - lax.broadcast_shapes
+from ember._src import dtypes
 
 
 def dtype(x):
   """The canonical dtype of a value or dtype-like (`jax.lax.dtype`): Python scalars take
   the default dtypes, 64-bit types become 32-bit unless x64 is enabled."""
-  from ember._src import dtypes
   return dtypes.dtype(x, canonicalize=True)

@@ -34,8 +34,12 @@ from ember._src import core, dtypes
 from ember._src.core import ShapedArray
 from ember._src import lax_api as lax
 from ember._src.lax_expansions import two_sum
+from ember._src.lax_linalg import symmetrize
 from ember._src.numpy import creation, indexing, linalg, logic, ufuncs
 from ember._src.numpy import shape as shape_ops
+from ember._src.numpy.util import (broadcast_shapes, check_arraylike, promote_args_inexact,
+                                   promote_dtypes_inexact)
+from ember._src.primitives.elementwise import fma
 from ember._src.primitives.elementwise import fma as _fma32
 from ember._src.prng import (_bcast, _broadcast_shape, _check_safe_cast, _check_shape,
                              _concrete_int, _exponential, _sample_dtype,
@@ -356,7 +360,6 @@ def _gamma_approx(data, a, shape, dtype, log_space):
 
 def random_gamma_grad(a, x):
   """d sample / d a of a Gamma(a, 1) sample x (`jax.lax.random_gamma_grad`)."""
-  from ember._src.numpy.util import promote_args_inexact
   a, x = promote_args_inexact("random_gamma_grad", a, x)
   shape = _shape(lax.add(a, x))
   a, x = _bcast(a, shape), _bcast(x, shape)
@@ -607,7 +610,6 @@ def _power(x, y):
 
 def ball(key, d, p=2, shape=(), dtype=None):
   """Uniform samples from the unit Lp ball in d dimensions (Barthe et al. 2005)."""
-  from ember._src.numpy.util import check_arraylike
   check_arraylike("ball", p)
   shape = _canon_shape("ball", shape)
   data = _key("ball", key)
@@ -728,7 +730,6 @@ def poisson(key, lam, shape=None, dtype=None, *, method="exact"):
     raise ValueError(f"dtype argument to `poisson` must be an integer dtype, got {dt}")
   shape = tuple(np.shape(lam)) if shape is None else _canon_shape("poisson", shape)
   if method == "approximate":
-    from ember._src.numpy.util import broadcast_shapes
     if broadcast_shapes(tuple(np.shape(lam)), shape) != shape:
       raise ValueError("lam shape must be broadcastable to shape argument; "
                        f"got lam.shape {tuple(np.shape(lam))}, shape {shape}")
@@ -908,7 +909,6 @@ def _btrs(key, count, prob, shape, dtype, max_iters):
 def binomial(key, n, p, shape=None, dtype=None):
   """Binomial(n, p) counts as floats of `dtype`: inversion for n * min(p, 1-p) <= 10,
   BTRS above; NaN for n < 0, NaN n or invalid p, inf for n = inf."""
-  from ember._src.numpy.util import broadcast_shapes, check_arraylike, promote_dtypes_inexact
   data = _key("binomial", key)
   check_arraylike("binomial", n, p)
   dt = _sample_dtype("binomial", dtype)
@@ -945,7 +945,6 @@ def binomial(key, n, p, shape=None, dtype=None):
 
 def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
   """Multinomial(n, p) counts over p's last axis, as a scan of conditional binomials."""
-  from ember._src.numpy.util import check_arraylike, promote_dtypes_inexact
   data = _key("multinomial", key)
   check_arraylike("multinomial", n, p)
   n, p = promote_dtypes_inexact(n, p)
@@ -1002,8 +1001,6 @@ def _mvn_sum32(terms):
 def _mvn_cholesky32(a):
   """jnp.linalg.cholesky(a) (lower) of a float32 (..., n, n) stack, n <= 32, bit for bit
   as JAX's CPU LAPACK call computes it (see above); non-positive-definite stacks: all nan."""
-  from ember._src.primitives.elementwise import fma
-  from ember._src.lax_linalg import symmetrize
   a = symmetrize(a)   # JAX's symmetrize_input=True
   n = _shape(a)[-1]
   rows = np.arange(n)
@@ -1050,8 +1047,6 @@ def _mvn_cholesky32(a):
 # Checked bit for bit against JAX for n = 1..48, 1 to 1000 rows, with and without stacks.
 def _mvn_matvec32(factor, z):
   """einsum('...ij,...j->...i', factor, z) rounded as XLA:CPU rounds it (float32)."""
-  from ember._src.primitives.elementwise import fma
-  from ember._src.numpy.util import broadcast_shapes
   n = _shape(z)[-1]
   zb, fb = _shape(z)[:-1], _shape(factor)[:-2]
   out = broadcast_shapes(zb, fb) + (n,)
@@ -1088,7 +1083,6 @@ def _mvn_matvec32(factor, z):
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
   """N(mean, cov) samples: mean + factor @ z with cov = factor factor^T from a Cholesky
   ('cholesky'), eigen ('eigh') or singular value ('svd') decomposition."""
-  from ember._src.numpy.util import promote_dtypes_inexact
   data = _key("multivariate_normal", key)
   mean, cov = promote_dtypes_inexact(mean, cov)
   if method not in ("svd", "eigh", "cholesky"):
@@ -1107,7 +1101,6 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
   if _shape(cov)[-2:] != (n, n):
     raise ValueError(f"multivariate_normal requires cov.shape == (..., n, n) for n={n}, "
                      f"but got cov.shape == {_shape(cov)}.")
-  from ember._src.numpy.util import broadcast_shapes
   if shape is None:
     shape = broadcast_shapes(_shape(mean)[:-1], _shape(cov)[:-2])
   else:
@@ -1147,7 +1140,6 @@ _ORTH_MAX_ROWS = 8
 def _orth_nrm2(xs):
   """snrm2: RN32(sqrt(sum of x^2)), the squares summed exactly (fma-split products, TwoSum)
   and the square root corrected by the residual (what double precision gives OpenBLAS)."""
-  from ember._src.primitives.elementwise import fma
   hi = lo = None
   for x in xs:
     p = lax.mul(x, x)
@@ -1184,7 +1176,6 @@ def _orth_larfg(alpha, xs):
 def _orth_gemv_t(cols, v, full_height):
   """OpenBLAS sgemv_t (alpha 1, beta 0): [sum_i c[i] v[i] for c in cols], each rounded as
   its kernel rounds (m = len(v) <= 8 rows, at most 7 columns)."""
-  from ember._src.primitives.elementwise import fma
   m, n = len(v), len(cols)
   add, mul = lax.add, lax.mul
   e2 = lambda c, i, j: fma(c[i], v[i], mul(c[j], v[j]))   # GCC's contraction of a*x + b*y
@@ -1242,7 +1233,6 @@ def _orth_gemv_t(cols, v, full_height):
 
 def _orth_larf(a, i, j0, tau, rows):
   """slarf('Left'): a[i:, j0:] -= tau v (v^T a[i:, j0:]), v = a[i:, i] (a[i][i] set to 1)."""
-  from ember._src.primitives.elementwise import fma
   v = [a[r][i] for r in range(i, rows)]
   cols = [[a[r][j] for r in range(i, rows)] for j in range(j0, len(a[0]))]
   if not cols:

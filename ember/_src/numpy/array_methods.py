@@ -8,6 +8,7 @@ import importlib
 
 from ember._src import core
 from ember._src.runtime.array import Array
+from ember._src.numpy import indexing
 
 
 def _jnp():
@@ -68,12 +69,10 @@ _METHOD_FUNCS = {"flatten": "ravel", "view": "_view", "reshape": "_reshape_metho
 
 
 def _getitem(self, idx):
-  from ember._src.numpy import indexing
   return indexing.getitem(self, idx)
 
 
 def _at(self):
-  from ember._src.numpy import indexing
   return indexing.IndexUpdateHelper(self)
 
 

@@ -16,6 +16,7 @@ from ember._src import lax_api as lax
 from ember._src.jit import jit
 from ember._src.numpy import util
 from ember._src.numpy.creation import _zero, array, asarray, ones, zeros
+from ember._src.numpy import indexing
 
 __all__ = ["where", "isclose", "allclose", "array_equal", "array_equiv", "iscomplex",
            "isreal", "isin"]
@@ -31,7 +32,6 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   `where(c)`: the indices of the nonzero elements (`nonzero(c, size=, fill_value=)`)."""
   if x is None and y is None:
     util.check_arraylike("where", condition)
-    from ember._src.numpy import indexing
     return indexing.nonzero(condition, size=size, fill_value=fill_value)
   util.check_arraylike("where", condition, x, y)
   if size is not None or fill_value is not None:

@@ -14,6 +14,8 @@ import ml_dtypes
 
 from ember._src import dtypes
 from ember._src.runtime.array import Array
+from ember._src import core
+from ember._src.numpy.creation import asarray
 
 __all__ = [
     # scalar types
@@ -50,7 +52,6 @@ class _ScalarMeta(type):
     return not cls == other
 
   def __call__(cls, x):
-    from ember._src.numpy.creation import asarray
     return asarray(x, dtype=cls.dtype)
 
   def __instancecheck__(cls, instance) -> bool:
@@ -163,7 +164,6 @@ def iscomplexobj(x) -> bool:
   try:
     typ = x.dtype.type
   except AttributeError:
-    from ember._src.numpy.creation import asarray
     typ = asarray(x).dtype.type
   return issubdtype(typ, np.complexfloating)
 
@@ -174,7 +174,6 @@ def isrealobj(x) -> bool:
 
 def isscalar(element) -> bool:
   """NumPy scalars, Python scalars and strings, and 0-d arrays (ember's scalars)."""
-  from ember._src import core
   if np.isscalar(element):
     return True
   if isinstance(element, (np.ndarray, Array, core.Tracer)):

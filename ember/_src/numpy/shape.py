@@ -18,6 +18,7 @@ from ember._src import lax_api as lax
 from ember._src.numpy.util import (broadcast_shapes as _broadcast_shapes, canonicalize_axis,
                                    check_arraylike, promote_dtypes)
 from ember._src.primitives.structural import canonicalize_shape
+from ember._src.prng_keys import PRNGKeyArray
 
 __all__ = [
     "reshape", "ravel", "transpose", "permute_dims", "matrix_transpose", "swapaxes",
@@ -226,7 +227,6 @@ def _is_array_input(x) -> bool:
 
 
 def _all_keys(arrays) -> bool:
-  from ember._src.prng_keys import PRNGKeyArray
   return all(isinstance(a, PRNGKeyArray) for a in arrays)
 
 

@@ -18,6 +18,7 @@ from ember._src.numpy.util import (broadcast_arrays_rank, broadcast_shapes, broa
 from ember._src.primitives import dtype_kind
 from ember._src.primitives.reductions import _scan_jvp, cumlogsumexp_p
 from ember._src.runtime.array import Array
+from ember._src.transforms.custom_derivatives import custom_jvp
 
 __all__ = [
     # arithmetic
@@ -456,7 +457,6 @@ def _replace_inf(x):
 
 
 def _custom_logaddexp(name, exp_fn, scale):
-  from ember._src.transforms.custom_derivatives import custom_jvp
 
   def primal(x1, x2):
     return _logaddexp(x1, x2, exp_fn, scale)

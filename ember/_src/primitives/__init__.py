@@ -122,6 +122,7 @@ def bind_elementwise(prim: Primitive, *args, **params):
   """Bind an elementwise primitive for ember's own code: Python scalars take the dtype of
   the array operands (weakly typed), as JAX's internal `lax._const` does. The public
   `ember.lax` functions are `strict_scalars` forms that never convert."""
+  # deferred: cycle among the primitive families
   from ember._src.primitives.elementwise import convert_element_type
   strong = [x for x in args if not dtypes.is_python_scalar(x)]
   if strong and len(strong) < len(args):

@@ -35,6 +35,10 @@ from ember._src.primitives.structural import (broadcast_in_dim, concatenate, exp
                                               index_in_dim, pad, reshape, rev, slice_in_dim)
 from ember._src.transforms import ad, batching
 from ember._src.transforms.partial_eval import partial_eval_jaxpr
+from ember._src.transforms.batching import vmap
+from ember._src.runtime.array import Array
+from ember._src.transforms.partial_eval import dce_jaxpr
+from ember._src.config import config
 
 _map = map   # `map` below is lax.map
 
@@ -74,7 +78,6 @@ def optimization_barrier(operand, /):
 
 
 def _disable_jit() -> bool:
-  from ember._src.config import config
   return bool(config.read("jax_disable_jit"))
 
 
@@ -196,7 +199,6 @@ def _forwarding(jaxpr: Jaxpr) -> list:
 def _prune_outputs(jaxpr: Jaxpr, keep: Sequence[bool]) -> Jaxpr:
   if all(keep):
     return jaxpr
-  from ember._src.transforms.partial_eval import dce_jaxpr
   return dce_jaxpr(jaxpr.replace(outvars=[v for v, k in zip(jaxpr.outvars, keep) if k]))
 
 
@@ -256,7 +258,6 @@ def _cond_abstract_eval(index, *args, branches):
 
 def _with_avals(outs, avals):
   """Eager results as Arrays of exactly `avals` (dtype and weak type of the equation)."""
-  from ember._src.runtime.array import Array
   return [o if getattr(o, "aval", None) == a else
           Array(np.asarray(core.to_numpy(o), a.dtype), weak_type=a.weak_type)
           for o, a in zip(outs, avals)]
@@ -455,7 +456,6 @@ def _loop_invariant_carries(cond_jaxpr, cond_nconsts, body_jaxpr, body_nconsts) 
   """The carries the body passes through unchanged and the condition does not read. JAX
   makes them body consts, so their results are their inits: differentiating through
   them works in reverse mode, and vmap does not batch them with the predicate."""
-  from ember._src.transforms.partial_eval import dce_jaxpr
   cj = dce_jaxpr(cond_jaxpr)
   read = {id(v) for e in cj.eqns for v in e.invars} | {id(v) for v in cj.outvars}
   ncar = len(body_jaxpr.invars) - body_nconsts
@@ -467,7 +467,6 @@ def _loop_invariant_carries(cond_jaxpr, cond_nconsts, body_jaxpr, body_nconsts) 
 def _carries_to_consts(cond_jaxpr, cond_nconsts, body_jaxpr, body_nconsts, move):
   """The cond and body jaxprs with the `move` carries dropped from the cond's inputs and
   the body's outputs, and made the body's first consts (JAX's order)."""
-  from ember._src.transforms.partial_eval import dce_jaxpr
   cc_vars, c_car = _split(cond_jaxpr.invars, cond_nconsts)
   cj = dce_jaxpr(cond_jaxpr).replace(invars=cc_vars + _partition(c_car, move)[0])
   bc_vars, b_car = _split(body_jaxpr.invars, body_nconsts)
@@ -587,7 +586,6 @@ def _scan_abstract_eval(*avals, jaxpr, length, reverse, unroll, ft_in, ft_out):
 
 
 def _scan_eval(*args, jaxpr, length, reverse, unroll, ft_in, ft_out):
-  from ember._src.runtime.array import Array
   nc, ncar, nxs = ft_in
   consts, carry, xs = _split(args, nc, ncar)
   x_avals = jaxpr.in_avals[nc + ncar:]
@@ -729,7 +727,6 @@ def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 - JAX'
   """`f` applied to each slice of `xs` along axis 0 (a scan with no carry); with
   `batch_size`, `vmap(f)` over batches of that many slices (the remainder separately)."""
   if batch_size is not None:
-    from ember._src.transforms.batching import vmap
     leaves, tree = tree_util.tree_flatten(xs)
     n = leaves[0].shape[0] if leaves else 0
     nb, rem = divmod(n, batch_size)

@@ -259,12 +259,14 @@ atan2 = _binary_fn(atan2_p, "atan2")
 # --- differentiation rules of the arithmetic primitives (JAX's lax.py rules) ---------------
 
 def _zeros(x):
+  # deferred: cycle among the primitive families
   from ember._src.primitives.structural import full_like
   return full_like(x, 0)
 
 
 def _bcast_like(t, out):
   """`t` broadcast to the shape of `out` (lax operands are 0-d or size-1 broadcasting)."""
+  # deferred: cycle among the primitive families
   from ember._src.primitives.structural import broadcast_in_dim
   ts, shape = core.get_aval(t).shape, core.get_aval(out).shape
   if ts == shape:
@@ -277,6 +279,7 @@ def unbroadcast(aval: ShapedArray, x):
   operands are 0-d or of the result's rank with size-1 dimensions broadcast."""
   # deferred: cycle (structural and reductions build on elementwise)
   from ember._src.primitives.reductions import reduce_sum
+  # deferred: cycle among the primitive families
   from ember._src.primitives.structural import reshape
   shape = core.get_aval(x).shape
   if shape == aval.shape:
@@ -329,6 +332,7 @@ ad.defjvp(rem_p, lambda g, x, y: _bcast_like(g, rem(x, y)),
 
 def _balanced_eq(x, z, y):
   """1 where x alone attains the max/min z, 1/2 where x and y both do, else 0 (JAX)."""
+  # deferred: cycle among the primitive families
   from ember._src.primitives.structural import full_like
   return select(eq(x, z), select(eq(y, z), full_like(z, 0.5), full_like(z, 1)), _zeros(z))
 
@@ -461,6 +465,7 @@ strict_scalars(pow_p, pow)
 
 
 def _replace_zero(x):
+  # deferred: cycle among the primitive families
   from ember._src.primitives.structural import full_like
   return select(eq(x, _zeros(x)), full_like(x, 1), x)
 
@@ -475,6 +480,7 @@ def _pow_jvp_lhs(g, ans, x, y):
 
 
 def _one_like(x):
+  # deferred: cycle among the primitive families
   from ember._src.primitives.structural import full_like
   return full_like(x, 1)
 
@@ -804,6 +810,7 @@ def _bessel_i1e(x):
 
 
 def _full(x, v):
+  # deferred: cycle among the primitive families
   from ember._src.primitives.structural import full_like
   return full_like(x, v)
 

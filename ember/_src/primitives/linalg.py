@@ -18,6 +18,9 @@ from ember._src.config import config
 from ember._src.core import ShapedArray
 from ember._src.primitives import declare, dtype_kind
 from ember._src.reference import linalg as reference_linalg
+from ember._src.transforms import ad
+from ember._src.primitives.structural import transpose
+from ember._src.primitives.elementwise import convert_element_type
 
 __all__ = ["dot_general", "dot", "batch_matmul", "Precision"]
 
@@ -242,8 +245,6 @@ def _remaining(original, *removed_lists):
 
 def _dot_transpose_lhs(ct, x_aval, y, *, dimension_numbers, precision,
                        preferred_element_type, swap_ans=False):
-  from ember._src.primitives.elementwise import convert_element_type
-  from ember._src.primitives.structural import transpose
   (x_contract, y_contract), (x_batch, y_batch) = dimension_numbers
   y_ndim = core.get_aval(y).ndim if not isinstance(y, ShapedArray) else y.ndim
   x_kept = _remaining(range(x_aval.ndim), x_contract, x_batch)
@@ -264,7 +265,6 @@ def _dot_transpose_lhs(ct, x_aval, y, *, dimension_numbers, precision,
 
 def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision=None,
                            preferred_element_type=None, out_sharding=None):
-  from ember._src.transforms import ad
   if ad.is_undefined_primal(x) and ad.is_undefined_primal(y):
     raise ValueError("dot_general of two linear values is not linear: cannot transpose it")
   if ad.is_undefined_primal(x):
@@ -280,7 +280,6 @@ def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision=None,
 
 
 def _install_ad_rules():
-  from ember._src.transforms import ad
   bind = lambda a, b, params: dot_general_p.bind(a, b, **params)
   ad.defjvp(dot_general_p, lambda g, x, y, **params: bind(g, y, params),
             lambda g, x, y, **params: bind(x, g, params))

@@ -22,6 +22,10 @@ from ember._src.core import ShapedArray
 from ember._src.primitives import declare
 from ember._src.primitives import reductions, structural
 from ember._src.transforms import batching
+from ember._src.transforms import ad
+from ember._src.primitives.structural import iota
+from ember._src.primitives.structural import reshape
+from ember._src.primitives.elementwise import convert_element_type
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index",
            "axis_size"]
@@ -104,7 +108,6 @@ def psum(x, axis_name, *, axis_index_groups=None):
 
   def leaf(v):
     if core.get_aval(v).dtype == np.bool_:
-      from ember._src.primitives.elementwise import convert_element_type
       v = convert_element_type(v, np.int32)
     if not isinstance(v, core.Tracer):  # a constant: size * value, computed here
       named = [a for a in axes if not isinstance(a, int)]
@@ -164,7 +167,6 @@ def _all_gather_abstract_eval(x, *, all_gather_dimension, axis_name, axis_index_
 def _foldaxis(axis, x):
   shape = list(batching.shape_of(x))
   shape[axis:axis + 2] = [shape[axis] * shape[axis + 1]]
-  from ember._src.primitives.structural import reshape
   return reshape(x, tuple(shape))
 
 
@@ -265,7 +267,6 @@ def _reduce_scatter_batch(axis_data, vals, dims, *, scatter_dimension, axis_name
                               "supported; scatter over one name at a time.")
   y = x * axis_size if d is None else reductions.reduce_sum(x, (d,))
   if tiled:
-    from ember._src.primitives.structural import reshape
     shape = list(batching.shape_of(y))
     shape[scatter_dimension:scatter_dimension + 1] = [axis_size,
                                                       shape[scatter_dimension] // axis_size]
@@ -309,7 +310,6 @@ axis_index_p.named_trace = lambda trace, params: batching.named_axis_trace(
 def _axis_index_batch(axis_data, vals, dims, *, axis_name):
   if axis_data.name not in _as_tuple(axis_name):
     return axis_index_p.bind(axis_name=axis_name), None
-  from ember._src.primitives.structural import iota
   return iota(np.int32, axis_data.size), 0
 
 
@@ -332,7 +332,6 @@ def _install_ad_rules():
   """psum is linear, and its own transpose (each example's cotangent is the sum of all the
   examples' cotangents, as JAX's rule); all_gather and psum_scatter are linear and each
   other's transposes (JAX's `_all_gather_transpose_rule`); pmax/pmin have no rule."""
-  from ember._src.transforms import ad
 
   def all_gather_transpose(ct, x, *, all_gather_dimension, axis_name, axis_index_groups,
                            axis_size, tiled):

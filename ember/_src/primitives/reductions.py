@@ -12,14 +12,15 @@ import operator
 
 import numpy as np
 
-from ember._src import dtypes
-from ember._src.core import ShapedArray
+from ember._src import core, dtypes, tree_util
+from ember._src.core import ShapedArray, get_aval
 from ember._src.transforms import ad, batching
 from ember._src.primitives import (ANY, BOOL, FLOAT, INTS, NUMERIC, check_dtype, declare,
                                    dtype_kind)
 from ember._src.primitives import elementwise as ew
 from ember._src.primitives import structural
 from ember._src.reference.reductions import compute_dtype, is_zero_winner, xla_zero_order
+from ember._src.primitives.elementwise import convert_element_type
 
 
 # --- lowering helpers ------------------------------------------------------------------
@@ -375,7 +376,6 @@ def _reduce_chooser_jvp(prim):
 
 
 def _shape_of(x):
-  from ember._src.core import get_aval
   return get_aval(x).shape
 
 
@@ -408,6 +408,7 @@ def _scan_jvp(combine):
   halves) applied along the same tree. `combine()` returns the binary function; the tangent
   is linear in the input tangents (the values are residuals)."""
   def rule(primals, tangents, *, axis, reverse):
+    # deferred: cycle among the primitive families
     from ember._src.primitives.control import associative_scan
     (x,), (t,) = primals, tangents
     scan = lambda v: associative_scan(combine(), v, reverse=reverse, axis=axis)
@@ -436,7 +437,6 @@ cummin_p.jvp = _scan_jvp(lambda: ew.min)
 def _monoid_reducer(computation, inits):
   """reduce_sum etc. when `computation` is a lax monoid and the single init value is its
   identity (JAX's _get_monoid_reducer)."""
-  from ember._src import core
   if len(inits) != 1:
     return None
   x = inits[0]
@@ -481,7 +481,6 @@ def _generic_reduce_impl(*vals, computation, jaxpr, dimensions):
   """A left fold of the computation along the reduced dimensions, vectorized over the kept
   elements (the computation's equations are elementwise on scalars, so they run on
   vectors of lanes)."""
-  from ember._src import core
   n = len(vals) // 2
   ops, inits = vals[:n], vals[n:]
   nd = ops[0].ndim
@@ -527,8 +526,6 @@ reduce_p.lower = _generic_reduce_lower
 def reduce(operands, init_values, computation, dimensions):
   """Reduce `operands` (a pytree of arrays) over `dimensions` with `computation`, a
   function of (accumulators, values) pytrees shaped like `init_values` (jax.lax.reduce)."""
-  from ember._src import core, tree_util
-  from ember._src.primitives.elementwise import convert_element_type
   flat_ops, op_tree = tree_util.tree_flatten(operands)
   flat_inits, init_tree = tree_util.tree_flatten(init_values)
   if op_tree != init_tree:

@@ -16,6 +16,8 @@ from ember._src.primitives import check_same_dtypes, declare
 from ember._src.primitives.elementwise import convert_element_type, select_n_p, sub
 from ember._src.reference import structural as reference_structural
 from ember._src.transforms import ad, batching
+from ember._src.primitives.reductions import reduce_sum
+from ember._src.runtime.array import Array
 
 __all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose",
            "squeeze", "expand_dims", "rev", "slice", "slice_in_dim", "index_in_dim",
@@ -51,7 +53,6 @@ def _index_tuple(xs, what: str) -> tuple:
 
 def _is_array(x) -> bool:
   """jax.Array in JAX's sense: concrete Arrays and tracers (not NumPy or Python values)."""
-  from ember._src.runtime.array import Array
   return isinstance(x, (Array, core.Tracer))
 
 
@@ -726,7 +727,6 @@ batching.dimension_ops.update(transpose_p=transpose_p, broadcast_in_dim_p=broadc
 # the tangents); the transposes route cotangents back (JAX's lax rules) ----------------------
 
 def _reduce_sum(x, axes):
-  from ember._src.primitives.reductions import reduce_sum
   return reduce_sum(x, tuple(axes)) if axes else x
 
 

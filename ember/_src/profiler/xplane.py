@@ -30,6 +30,7 @@ import struct
 from typing import Iterator
 
 from ember._src.profiler.memory import _bytes, _int, _varint
+from ember._src.errors import JaxRuntimeError
 
 # --- writing ------------------------------------------------------------------------------
 
@@ -294,7 +295,6 @@ class ProfileData:
       with open(proto_file_path, "rb") as f:
         data = f.read()
     except FileNotFoundError as e:   # JAX's error: the status XLA's file reader returns
-      from ember._src.errors import JaxRuntimeError
       raise JaxRuntimeError(f"NOT_FOUND: {proto_file_path}; No such file or directory") from e
     return cls(data)
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ember._src import core, dtypes
 from ember._src.runtime import buffer_pool
+from ember._src import tree_util
 
 _REPR_VALUES_LIMIT = 1 << 20  # arrays of 1 MiB and more print only shape and dtype
 
@@ -445,7 +446,6 @@ def _reconstruct(value, weak_type):
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   """Put each leaf of a pytree on the (CPU) device as an Array."""
-  from ember._src import tree_util
   if device is not None and not isinstance(device, (CpuDevice, SingleDeviceSharding)):
     raise TypeError(f"device_put: device must be a device from ember.devices(), got {device!r}")
 
@@ -462,7 +462,6 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
 def device_get(x):
   """Fetch each Array leaf of a pytree to a NumPy array (other leaves pass through)."""
-  from ember._src import tree_util
 
   def get(leaf):
     if isinstance(leaf, Array):
@@ -474,7 +473,6 @@ def device_get(x):
 
 def block_until_ready(x):
   """Wait for every Array in a pytree; returns the same pytree."""
-  from ember._src import tree_util
   for leaf in tree_util.tree_leaves(x):
     if hasattr(leaf, "block_until_ready"):
       leaf.block_until_ready()

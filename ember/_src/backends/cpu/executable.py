@@ -42,6 +42,7 @@ from ember._src import dtypes, hlo
 from ember._src.backends.cpu import blas_pool, cost_model, runtime_cache, threadpool
 from ember._src.reference import sorting
 from ember._src.runtime import buffer_pool
+from ember._src import hlo_eval
 
 KERNEL_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
@@ -383,7 +384,6 @@ class SortThunk(Thunk):
       outs = sorting.sort(*vals, dimension=self.dimension, is_stable=True,
                           num_keys=self.num_keys)
     else:
-      from ember._src import hlo_eval
       out = hlo_eval.eval_instr(self.instr, vals)
       outs = list(out) if isinstance(out, tuple) else [out]
     for s, sh, v in zip(self.out_slots, self.in_shapes, outs):
