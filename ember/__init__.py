@@ -28,7 +28,7 @@ from ember._src.version import __version__  # noqa: E402,F401
 
 def typeof(x):
   """The abstract value (type) of an array or tracer: `float32[3]`."""
-  from ember._src.core import get_aval
+  from ember._src.core import get_aval   # here, not at the top: keeps ember's namespace JAX's
   return get_aval(x)
 
 

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import sys
+import time
 
 from ember._src.config import config
 from ember._src.core import ShapedArray
@@ -167,7 +168,6 @@ def explain_miss(fun, name: str, key, previous: dict) -> None:
 @contextlib.contextmanager
 def timed(option: str, fmt: str, *args):
   """Log `fmt % (*args, seconds)` after the block when `option` (or DEBUG) is on."""
-  import time
   t0 = time.perf_counter()
   yield
   if log_enabled(option):

@@ -9,7 +9,9 @@ their own traces on the same stack.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
+import inspect
 import itertools
 import operator
 import os
@@ -385,7 +387,6 @@ def pp_eqn(eqn: JaxprEqn, ctx: _PpContext) -> pp.Doc:
 def pp_toplevel_jaxpr(top: Jaxpr) -> pp.Doc:
   """Print `top`; sub-jaxprs used more than once (or long ones) are printed first as
   `let name = { ... } in` and referred to by name, as JAX does."""
-  import collections
   ctx = _PpContext()
   _name_dropped_vars(top, ctx)
   counts: collections.Counter = collections.Counter()
@@ -869,7 +870,6 @@ def debug_info(traced_for: str, fun: Callable, args, kwargs, static_argnums=(),
   if code is not None:
     src = f"{code.co_filename}:{code.co_firstlineno}"
   try:
-    import inspect
     sig = inspect.signature(fun)
     ba = sig.bind(*args, **kwargs)
     names = []

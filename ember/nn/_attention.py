@@ -101,7 +101,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
                               float(np.finfo(np.float32).max))
     logits = jnp.where(combined, logits, jnp.asarray(big_negative, logits.dtype))
   logits = logits.astype(np.float32)           # the softmax is always float32
-  from ember.nn import softmax
+  from ember.nn import softmax   # deferred: cycle (ember.nn imports this module)
   probs = softmax(logits, axis=-1).astype(k.dtype)
   encoded = jnp.einsum("BKGTS,BSKH->BTKGH", probs, v)
   if q_len is not None:   # padded query rows are zero
@@ -110,7 +110,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
   encoded = jnp.reshape(jnp.reshape(encoded, (B, T, N, H)), out_shape)
   if not return_residual:
     return encoded
-  from ember.nn import logsumexp
+  from ember.nn import logsumexp   # deferred: cycle (ember.nn imports this module)
   lse = logsumexp(logits, axis=-1).astype(k.dtype)            # (B, K, G, T)
   lse = jnp.reshape(jnp.transpose(lse, (0, 3, 1, 2)), (B, T, N))
   return encoded, lax.stop_gradient(jnp.reshape(lse, out_shape[:-1]))

@@ -2,6 +2,8 @@
 NumPy-style rank broadcasting, all built on lax primitives."""
 from __future__ import annotations
 
+import warnings
+
 from typing import Sequence
 
 import numpy as np
@@ -91,7 +93,6 @@ def broadcast_arrays_rank(*args):
            "expand_dims or reshape.")
     if config.jax_numpy_rank_promotion == "raise":
       raise ValueError(msg)
-    import warnings
     warnings.warn(msg)
   broadcast_shapes(*shapes)
   nd = max(nonscalar_ranks)

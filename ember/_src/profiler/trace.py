@@ -261,6 +261,7 @@ def _dump(path: str, doc: dict) -> None:
 def host_perfetto_trace_file(path: str, port: int = 9001) -> None:
   """Serve `path` on 127.0.0.1:`port`, print the ui.perfetto.dev link that loads it, and
   block until the file has been fetched (JAX's create_perfetto_link behaviour)."""
+  # deferred: only this function serves files
   import http.server
   import socketserver
   directory, filename = os.path.split(path)

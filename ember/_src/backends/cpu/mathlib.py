@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
+from fractions import Fraction as Fr
 
 from llvmlite import binding as llvm
 from llvmlite import ir
@@ -314,7 +315,6 @@ _DIGITS = {
 def _const(name: str, f64: bool, parts: int = 2, nbits: int | None = None) -> tuple:
   """Constant `name` as `parts` floats of the precision (hi first, each rounded to nearest);
   with nbits the hi part keeps only nbits bits (so k * hi is exact for small integers k)."""
-  from fractions import Fraction as Fr
   d = {k: Fr(v) for k, v in _DIGITS.items()}
   v = {"pi": d["pi"], "pio2": d["pi"] / 2, "pio4": d["pi"] / 4, "3pio4": 3 * d["pi"] / 4,
        "2opi": 2 / d["pi"], "1opi": 1 / d["pi"], "ln2": d["ln2"], "log2e": 1 / d["ln2"], "log10e": 1 / d["ln10"],
