@@ -90,6 +90,12 @@ def _targets(module: str, node) -> list[str]:
   return sorted(set(out))
 
 
+def _imports_by_name(node) -> bool:
+  return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+          and node.func.attr == "import_module" and node.args
+          and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str))
+
+
 def imports(module: str):
   """(target, line, inside_a_function) for each ember import of the module."""
   path = MODULES[module]
@@ -101,6 +107,10 @@ def imports(module: str):
       if isinstance(child, (ast.Import, ast.ImportFrom)):
         for target in _targets(module, child):
           found.append((target, child.lineno, in_function, lines))
+      elif _imports_by_name(child):   # importlib.import_module("ember.numpy") imports too
+        name = ast.Import(names=[ast.alias(name=child.args[0].value)])
+        for target in _targets(module, name):
+          found.append((target, child.lineno, True, lines))
       visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
   visit(ast.parse(path.read_text()), False)
@@ -199,6 +209,7 @@ def test_no_import_cycles_outside_the_primitive_families():
     ("from ember._src import hlo\n", ["hlo"]),
     ("from ember._src.primitives import elementwise as ew\n", ["primitives.elementwise"]),
     ("import ember.numpy as jnp\n", ["ember"]),
+    ("def f():\n  return importlib.import_module('ember.numpy')\n", ["ember"]),
 ])
 def test_the_import_parser_resolves_names(tmp_path, monkeypatch, source, expected):
   # the checks above are only as good as this resolution: a regression here would let
@@ -207,3 +218,11 @@ def test_the_import_parser_resolves_names(tmp_path, monkeypatch, source, expecte
   fake.write_text(source)
   monkeypatch.setitem(MODULES, "fake_mod", fake)
   assert [t for t, *_ in imports("fake_mod")] == expected
+
+
+def test_array_methods_call_ember_numpy():
+  # array_methods gathers ember.numpy's namespace from the _src modules (it may not import
+  # the public package): every name must be the function ember.numpy exports
+  import ember.numpy as jnp
+  from ember._src.numpy import array_methods
+  assert {n for n, f in array_methods._JNP.items() if getattr(jnp, n, None) is not f} == set()

@@ -7,6 +7,7 @@ from ember._src.numpy.reductions import *  # noqa: F401,F403
 from ember._src.numpy.linalg import *  # noqa: F401,F403
 from ember._src.numpy.sorting import *  # noqa: F401,F403
 from ember._src.numpy.logic import *  # noqa: F401,F403
+from ember._src.numpy.comparison import *  # noqa: F401,F403
 from ember._src.numpy.indexing import *  # noqa: F401,F403
 from ember._src.numpy.misc import *  # noqa: F401,F403
 from ember._src.numpy.vectorize import *  # noqa: F401,F403

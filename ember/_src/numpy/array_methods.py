@@ -4,27 +4,28 @@ Both classes get the same table, so eager code and traced code behave the same.
 """
 from __future__ import annotations
 
-import importlib
-
 from ember._src import core
+from ember._src.numpy import (comparison, creation, indexing, linalg, logic, misc, reductions,
+                              scalar_types, shape, sorting, ufuncs, vectorize)
 from ember._src.runtime.array import Array
-from ember._src.numpy import indexing
 
-
-def _jnp():
-  return importlib.import_module("ember.numpy")
+# ember.numpy's namespace, as ember/numpy/__init__.py gathers it (a later module's name wins)
+_JNP = {name: getattr(mod, name)
+        for mod in (scalar_types, ufuncs, creation, shape, reductions, linalg, sorting, logic,
+                    comparison, indexing, misc, vectorize)
+        for name in mod.__all__}
 
 
 def _fn(name):
   def method(*args, **kwargs):
-    return getattr(_jnp(), name)(*args, **kwargs)
+    return _JNP[name](*args, **kwargs)
   method.__name__ = name
   return method
 
 
 def _swapped(name):
   def method(self, other):
-    return getattr(_jnp(), name)(other, self)
+    return _JNP[name](other, self)
   method.__name__ = f"r{name}"
   return method
 
@@ -33,7 +34,7 @@ def _binop(name):
   def method(self, other):
     if not core.is_arraylike(other):
       return NotImplemented
-    return getattr(_jnp(), name)(self, other)
+    return _JNP[name](self, other)
   method.__name__ = name
   return method
 
@@ -42,7 +43,7 @@ def _rbinop(name):
   def method(self, other):
     if not core.is_arraylike(other):
       return NotImplemented
-    return getattr(_jnp(), name)(other, self)
+    return _JNP[name](other, self)
   method.__name__ = f"r{name}"
   return method
 
@@ -87,13 +88,13 @@ def _set_array_methods(cls):
   for name in _METHODS:
     setattr(cls, name, _fn(_METHOD_FUNCS.get(name, name)))
   cls.__getitem__ = _getitem
-  cls.__round__ = lambda self, ndigits=None: _jnp().round(self, ndigits or 0)
+  cls.__round__ = lambda self, ndigits=None: _JNP["round"](self, ndigits or 0)
   cls.at = property(_at)
-  cls.T = property(lambda self: _jnp().transpose(self))
-  cls.mT = property(lambda self: _jnp().matrix_transpose(self))
-  cls.real = property(lambda self: _jnp().real(self))
-  cls.imag = property(lambda self: _jnp().imag(self))
-  cls.flat = property(lambda self: _jnp().ravel(self))
+  cls.T = property(lambda self: _JNP["transpose"](self))
+  cls.mT = property(lambda self: _JNP["matrix_transpose"](self))
+  cls.real = property(lambda self: _JNP["real"](self))
+  cls.imag = property(lambda self: _JNP["imag"](self))
+  cls.flat = property(lambda self: _JNP["ravel"](self))
 
 
 for _cls in (Array, core.Tracer):

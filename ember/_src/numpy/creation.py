@@ -10,7 +10,6 @@ lax. Functions JAX wraps in an inner `jit` (linspace, tril, diag, ...) are wrapp
 from __future__ import annotations
 
 import builtins
-import importlib
 import operator
 import types
 import warnings
@@ -20,7 +19,7 @@ import numpy as np
 from ember._src import core, dtypes, errors
 from ember._src import lax_api as lax
 from ember._src.jit import jit
-from ember._src.numpy import util
+from ember._src.numpy import ufuncs, util
 from ember._src.primitives.elementwise import convert_element_type_p
 from ember._src.runtime.array import Array
 
@@ -28,15 +27,10 @@ __all__ = [
     "array", "asarray", "copy", "astype", "frombuffer", "_view",  # _view: Array.view
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
     "arange", "linspace", "logspace", "geomspace",
-    "eye", "identity", "tri", "tril", "triu", "diag", "diagflat", "meshgrid",
+    "eye", "identity", "tri", "tril", "triu", "meshgrid",
 ]
 
 _PY_SCALARS = (builtins.bool, int, float, complex)
-
-
-def _jnp():
-  """ember.numpy, for functions other modules provide (looked up at call time)."""
-  return importlib.import_module("ember.numpy")
 
 
 # --- argument helpers -------------------------------------------------------------------
@@ -509,7 +503,7 @@ def _logspace(start, stop, num, endpoint, base, dtype, axis):
   start, stop = _ensure_arraylike("logspace", start, stop)
   start, stop = astype(start, cdtype), astype(stop, cdtype)
   lin = linspace(start, stop, num, endpoint=endpoint, retstep=False, dtype=None, axis=axis)
-  return lax.convert_element_type(_jnp().power(base, lin), dtype)
+  return lax.convert_element_type(ufuncs.power(base, lin), dtype)
 
 
 
@@ -522,7 +516,6 @@ def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axi
 
 @jit(static_argnames=("num", "endpoint", "dtype", "axis"))
 def _geomspace(start, stop, num, endpoint, dtype, axis):
-  jnp = _jnp()
   if dtype is None:
     dtype = util.to_inexact_dtype(dtypes.result_type(start, stop))
   else:
@@ -530,8 +523,8 @@ def _geomspace(start, stop, num, endpoint, dtype, axis):
   cdtype = util.to_inexact_dtype(dtype)
   start, stop = _ensure_arraylike("geomspace", start, stop)
   start, stop = astype(start, cdtype), astype(stop, cdtype)
-  sign = jnp.sign(start)
-  res = sign * logspace(jnp.log10(start / sign), jnp.log10(stop / sign), num,
+  sign = ufuncs.sign(start)
+  res = sign * logspace(ufuncs.log10(start / sign), ufuncs.log10(stop / sign), num,
                         endpoint=endpoint, base=10.0, dtype=cdtype, axis=0)
   axis = util.canonicalize_axis(axis, res.ndim)
   if axis != 0:
@@ -604,34 +597,6 @@ def _tri_select(name: str, lower: bool):
 
 tril = _tri_select("tril", lower=True)
 triu = _tri_select("triu", lower=False)
-
-
-def diag(v, k=0):
-  """The k-th diagonal of a 2-D array, or a 2-D array with 1-D `v` on its k-th diagonal."""
-  v = _ensure_arraylike("diag", v)
-  return _diag(v, operator.index(k))
-
-
-@jit(static_argnames=("k",))
-def _diag(v, k):
-  shape = v.shape
-  if len(shape) == 1:
-    zero = _zero(v)
-    n = shape[0] + abs(k)
-    v = lax.pad(v, zero, ((builtins.max(0, -k), builtins.max(0, k), 0),))
-    return _jnp().where(eye(n, k=k, dtype=np.bool_), lax.expand_dims(v, (1,)), zero)
-  if len(shape) == 2:
-    return _jnp().diagonal(v, offset=k)
-  raise ValueError("diag input must be 1d or 2d")
-
-
-
-def diagflat(v, k=0):
-  """A 2-D array with the flattened input on its k-th diagonal."""
-  util.check_arraylike("diagflat", v)
-  v = asarray(v)
-  flat = lax.reshape(v, (v.size,))
-  return lax.convert_element_type(diag(flat, k), v.dtype)  # strongly typed, as JAX's
 
 
 def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy"):

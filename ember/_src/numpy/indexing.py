@@ -17,7 +17,6 @@ they raise NonConcreteBooleanIndexError. The same holds for `nonzero` & co. with
 from __future__ import annotations
 
 import enum
-import importlib
 import operator
 import warnings
 from typing import Any, Callable, NamedTuple, Sequence
@@ -26,7 +25,7 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src import lax_api as lax
-from ember._src.numpy import util
+from ember._src.numpy import creation, ufuncs, util
 from ember._src.primitives.indexing import GatherScatterMode
 from ember._src.runtime.array import Array
 
@@ -36,10 +35,6 @@ __all__ = [
     "diag_indices_from", "tril_indices", "triu_indices", "tril_indices_from",
     "triu_indices_from", "indices", "ix_", "unravel_index", "ravel_multi_index",
 ]
-
-
-def _jnp():
-  return importlib.import_module("ember.numpy")
 
 
 def _aval(x) -> core.ShapedArray:
@@ -57,7 +52,7 @@ def _concrete_value(x):
 def _asarray(x):
   if isinstance(x, (Array, core.Tracer)):
     return x
-  return _jnp().asarray(x)
+  return creation.asarray(x)
 
 
 def _const_like(x, value):
@@ -170,7 +165,7 @@ def _convert_sequence(idx):
       return np.zeros((0,), dtypes.int32)
     if _is_bool_data(idx):
       return np.asarray(idx)   # a mask of Python/NumPy bools stays concrete under jit
-    arr = _jnp().asarray(idx)
+    arr = creation.asarray(idx)
     if not (dtypes.is_integer(_aval(arr).dtype) or _aval(arr).dtype == np.bool_):
       raise TypeError(f"Indexer must have integer or boolean type, got indexer with type "
                       f"{_aval(arr).dtype.name}")
@@ -406,7 +401,7 @@ def _to_dynamic_slice(ix: NDIndexer, mode) -> _DynamicSlice | None:
         raise IndexError(f"index is out of bounds for axis {axis} with size 0")
       trivial = False
       starts.append(_asarray(p.index) if p.typ == IndexType.ARRAY
-                    else _jnp().asarray(p.index))
+                    else creation.asarray(p.index))
       sizes.append(1)
       squeeze_axes.append(axis)
     else:
@@ -642,7 +637,7 @@ def _scatter_update(x, idx, y, scatter_op: Callable, *, indices_are_sorted, uniq
       and np.iinfo(xa.dtype).min <= y <= np.iinfo(xa.dtype).max):
     y = lax.convert_element_type(y, xa.dtype)
   elif not core.is_arraylike(y):
-    y = _jnp().asarray(y)   # lists and tuples of values
+    y = creation.asarray(y)   # lists and tuples of values
   ix = NDIndexer.from_raw(idx, xa.shape).expand_bool_indices()
   g = _index_to_gather(ix, normalize_indices)
   if 0 in g.slice_shape:
@@ -730,14 +725,14 @@ class _IndexUpdateRef:
   def divide(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
              out_sharding=None, wrap_negative_indices=True):
     """`x[idx] /= values` (as jnp.divide(x, scattered product of values))."""
-    return _jnp().divide(self.array, self._update(
+    return ufuncs.divide(self.array, self._update(
         values, lax.scatter_mul, indices_are_sorted, unique_indices, mode,
         wrap_negative_indices, array=self._ones()))
 
   def power(self, values, *, indices_are_sorted=False, unique_indices=False, mode=None,
             out_sharding=None, wrap_negative_indices=True):
     """`x[idx] **= values` (as jnp.power(x, scattered product of values))."""
-    return _jnp().power(self.array, self._update(
+    return ufuncs.power(self.array, self._update(
         values, lax.scatter_mul, indices_are_sorted, unique_indices, mode,
         wrap_negative_indices, array=self._ones()))
 

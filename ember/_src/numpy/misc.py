@@ -27,8 +27,8 @@ import numpy as np
 from ember._src import core, dtypes
 from ember._src import lax_api as lax
 from ember._src.jit import jit
-from ember._src.numpy import (creation, indexing, linalg, logic, reductions, sorting, ufuncs,
-                              util)
+from ember._src.numpy import (comparison, creation, indexing, linalg, logic, reductions, sorting,
+                              ufuncs, util)
 from ember._src.numpy import shape as shape_ops
 from ember._src.numpy.reductions import asarray_arg, aval
 from ember._src.primitives.elementwise import convert_element_type
@@ -442,7 +442,7 @@ def corrcoef(x, y=None, rowvar: bool = True, dtype=None):
   c = cov(x, y, rowvar, dtype=dtype)
   if aval(c).ndim == 0:  # one variable: nan for nan/inf/zero variance, else 1
     return ufuncs.divide(c, c)
-  stddev = ufuncs.sqrt(ufuncs.real(creation.diag(c))).astype(aval(c).dtype)
+  stddev = ufuncs.sqrt(ufuncs.real(reductions.diag(c))).astype(aval(c).dtype)
   c = c / stddev[:, None] / stddev[None, :]
   real = ufuncs.clip(ufuncs.real(c), -1, 1)
   if dtypes.is_complex(aval(c).dtype):
@@ -564,7 +564,7 @@ def _setdiff1d(arr1, arr2, assume_unique, size, fill_value):
     return creation.full_like(arr1, fill_value, shape=size or 0)
   if not assume_unique:
     arr1 = sorting.unique(arr1, size=size and aval(arr1).size)
-  mask = logic.isin(arr1, arr2, invert=True, assume_unique=assume_unique)
+  mask = comparison.isin(arr1, arr2, invert=True, assume_unique=assume_unique)
   if size is None:
     return arr1[mask]
   if not assume_unique:  # unique()'s padding repeats arr1[0]: mask it out

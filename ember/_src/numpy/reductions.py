@@ -21,6 +21,7 @@ from ember._src import core, dtypes, errors
 from ember._src import lax_api as lax
 from ember._src.jit import jit
 from ember._src.numpy import logic, util
+from ember._src.numpy.creation import _ensure_arraylike, _zero, asarray, eye
 from ember._src.primitives.elementwise import convert_element_type
 from ember._src.primitives.structural import broadcast_in_dim
 from ember._src.runtime.array import Array
@@ -31,7 +32,7 @@ __all__ = [
     "nanpercentile", "nansum", "nanprod", "nanmean", "nanmax", "nanmin", "nanvar",
     "nanstd", "argmax", "argmin", "nanargmax", "nanargmin", "count_nonzero", "cumsum",
     "cumprod", "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod", "trace",
-    "diagonal",
+    "diagonal", "diag", "diagflat",
 ]
 
 _all, _any, _max, _min = builtins.all, builtins.any, builtins.max, builtins.min
@@ -930,3 +931,31 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
   nb = len(batch)
   return lax.slice(flat, (0,) * nb + (start if size else 0,),
                    tuple(batch) + (limit if size else 0,), (1,) * nb + (stride,))
+
+
+def diag(v, k=0):
+  """The k-th diagonal of a 2-D array, or a 2-D array with 1-D `v` on its k-th diagonal."""
+  v = _ensure_arraylike("diag", v)
+  return _diag(v, operator.index(k))
+
+
+@jit(static_argnames=("k",))
+def _diag(v, k):
+  shape = v.shape
+  if len(shape) == 1:
+    zero = _zero(v)
+    n = shape[0] + abs(k)
+    v = lax.pad(v, zero, ((builtins.max(0, -k), builtins.max(0, k), 0),))
+    return logic.where(eye(n, k=k, dtype=np.bool_), lax.expand_dims(v, (1,)), zero)
+  if len(shape) == 2:
+    return diagonal(v, offset=k)
+  raise ValueError("diag input must be 1d or 2d")
+
+
+
+def diagflat(v, k=0):
+  """A 2-D array with the flattened input on its k-th diagonal."""
+  util.check_arraylike("diagflat", v)
+  v = asarray(v)
+  flat = lax.reshape(v, (v.size,))
+  return lax.convert_element_type(diag(flat, k), v.dtype)  # strongly typed, as JAX's

@@ -7,7 +7,6 @@ JAX; they are validated here with NumPy's/JAX's messages.
 from __future__ import annotations
 
 import builtins
-import importlib
 import math
 import operator
 
@@ -15,6 +14,7 @@ import numpy as np
 
 from ember._src import core, dtypes, errors
 from ember._src import lax_api as lax
+from ember._src.numpy import creation, indexing
 from ember._src.numpy.util import (broadcast_shapes as _broadcast_shapes, canonicalize_axis,
                                    check_arraylike, promote_dtypes)
 from ember._src.primitives.structural import canonicalize_shape
@@ -492,8 +492,7 @@ def _take_static(x, idx: np.ndarray, axis: int):
       pieces.append(("slice", idx[i], j - i))
     i = j
   if len(pieces) > _MAX_STATIC_PIECES:
-    jnp = importlib.import_module("ember.numpy")
-    return jnp.take(x, np.asarray(idx, dtype=np.int32), axis=axis)
+    return indexing.take(x, np.asarray(idx, dtype=np.int32), axis=axis)
   shape = list(_shape(x))
   parts = []
   for kind, start, n in pieces:
@@ -555,8 +554,7 @@ def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | No
                                   dtypes.default_int_dtype())
   idx = lax.min(lax.reduce_sum(hits, (1,)), lax.full((total,), builtins.max(n - 1, 0),
                                                      dtypes.default_int_dtype()))
-  jnp = importlib.import_module("ember.numpy")
-  return jnp.take(a, idx, axis=axis)
+  return indexing.take(a, idx, axis=axis)
 
 
 def resize(a, new_shape):
@@ -878,7 +876,7 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
 def _pad_values(values):
   """constant_values / end_values: a scalar, an array, or nested (before, after) pairs."""
   if isinstance(values, (list, tuple)):
-    return importlib.import_module("ember.numpy").asarray(values)
+    return creation.asarray(values)
   check_arraylike("pad", values)
   return values
 
