@@ -13,6 +13,8 @@ from ember._src.transforms.batching import vmap  # noqa: F401
 from ember._src.transforms.ad import (  # noqa: F401
     grad, jvp, linear_transpose, linearize, value_and_grad, vjp)
 from ember._src.jacobians import hessian, jacfwd, jacrev  # noqa: F401
+from ember._src.jacobians import jacrev as jacobian  # noqa: F401 (jax.jacobian)
+from ember import flatten_util, test_util, typing  # noqa: F401,E402
 from ember._src.transforms.custom_derivatives import (  # noqa: F401
     closure_convert, custom_gradient, custom_jvp, custom_vjp)
 from ember._src.transforms.remat import checkpoint, checkpoint_policies, remat  # noqa: F401

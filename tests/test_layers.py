@@ -32,7 +32,8 @@ LAYERS = [
     ("primitives", ["primitives", "primitives.*"]),
     ("driver", ["compilation", "check_compiled", "dispatch", "jit", "cache_miss"]),
     ("library", ["numpy", "numpy.*", "prng", "prng_keys", "prng_math", "prng_distributions",
-                 "lax_api", "lax_linalg", "linalg_derivatives", "lax_expansions", "jacobians"]),
+                 "lax_api", "lax_linalg", "linalg_derivatives", "lax_expansions", "jacobians",
+                 "flatten_util", "test_util"]),
 ]
 # Modules of one layer that may import each other in a circle.
 CYCLE_OK = ("primitives",)
