@@ -2,6 +2,6 @@
 from ember._src.tree_util import (  # noqa: F401
     DictKey, FlattenedIndexKey, GetAttrKey, Partial, PyTreeDef, SequenceKey, all_leaves,
     keystr, register_dataclass, register_pytree_node, register_pytree_node_class,
-    register_pytree_with_keys, tree_all, tree_flatten, tree_flatten_with_path, tree_leaves,
-    tree_leaves_with_path, tree_map, tree_map_with_path, tree_reduce, tree_structure,
-    tree_transpose, tree_unflatten, treedef_is_leaf)
+    register_pytree_with_keys, register_pytree_with_keys_class, tree_all, tree_flatten,
+    tree_flatten_with_path, tree_leaves, tree_leaves_with_path, tree_map, tree_map_with_path,
+    tree_reduce, tree_structure, tree_transpose, tree_unflatten, treedef_is_leaf)

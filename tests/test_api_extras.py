@@ -79,3 +79,31 @@ def test_typing_names_and_jacobian():
   x = jnp.arange(3.0)
   np.testing.assert_array_equal(np.asarray(ember.jacobian(lambda v: v ** 2)(x)),
                                 np.diag(2 * np.arange(3.0)))
+
+
+def test_device_is_the_devices_base_class():
+  d = ember.devices()[0]
+  assert isinstance(d, ember.Device) and d.platform == "cpu" and d.id == 0
+  assert all(isinstance(x, ember.Device) for x in jnp.ones(2).devices())
+
+
+def test_register_pytree_with_keys_class_gives_key_paths():
+  @ember.tree_util.register_pytree_with_keys_class
+  class Pair:
+    def __init__(self, a, b):
+      self.a, self.b = a, b
+
+    def tree_flatten_with_keys(self):
+      return ((ember.tree_util.GetAttrKey("a"), self.a),
+              (ember.tree_util.GetAttrKey("b"), self.b)), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+      return cls(*children)
+
+  p = Pair(np.float32(1.0), np.arange(2, dtype=np.float32))
+  paths = [ember.tree_util.keystr(k) for k, _ in ember.tree_util.tree_flatten_with_path(p)[0]]
+  assert paths == [".a", ".b"]
+  doubled = ember.jit(lambda q: ember.tree_util.tree_map(lambda x: 2 * x, q))(p)
+  assert isinstance(doubled, Pair)
+  np.testing.assert_array_equal(np.asarray(doubled.b), [0.0, 2.0])

@@ -54,6 +54,15 @@ def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatt
   register_pytree_node(nodetype, flatten_func or flat, unflatten_func, flatten_with_keys)
 
 
+def register_pytree_with_keys_class(cls):
+  """Class decorator: the class defines `tree_flatten_with_keys()` (children as (key,
+  child) pairs, aux data), classmethod `tree_unflatten`, and optionally `tree_flatten()`."""
+  flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
+  register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                            flatten)
+  return cls
+
+
 def register_pytree_node_class(cls):
   """Class decorator: the class defines `tree_flatten()` and classmethod `tree_unflatten`."""
   register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)

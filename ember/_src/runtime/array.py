@@ -87,11 +87,18 @@ def _find_user_frame(ctor: int):
   return None
 
 
-class CpuDevice:
-  platform = "cpu"
-  device_kind = "cpu"
+class Device:
+  """A device arrays live on (`jax.Device`): its `id`, `platform`, `device_kind`,
+  `process_index`."""
+  platform: str
+  device_kind: str
   process_index = 0
   client = None
+
+
+class CpuDevice(Device):
+  platform = "cpu"
+  device_kind = "cpu"
 
   def __init__(self, id: int = 0):
     self.id = id
