@@ -1,2 +1,2 @@
-"""ember.scipy (jax.scipy): special and stats (norm)."""
-from ember.scipy import special, stats  # noqa: F401
+"""ember.scipy (jax.scipy): special, stats (norm) and linalg."""
+from ember.scipy import linalg, special, stats  # noqa: F401
