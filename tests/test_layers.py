@@ -100,7 +100,7 @@ def _imports_by_name(node) -> bool:
 def imports(module: str):
   """(target, line, inside_a_function) for each ember import of the module."""
   path = MODULES[module]
-  lines = path.read_text().splitlines()
+  lines = path.read_text(encoding="utf-8").splitlines()
   found = []
 
   def visit(node, in_function):
@@ -114,7 +114,7 @@ def imports(module: str):
           found.append((target, child.lineno, True, lines))
       visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
-  visit(ast.parse(path.read_text()), False)
+  visit(ast.parse(path.read_text(encoding="utf-8")), False)
   return found
 
 
@@ -153,7 +153,7 @@ def test_imports_point_down():
 def _deferred_imports(module: str):
   """(line, source text) of every import statement inside a function of the module."""
   path = MODULES[module]
-  tree = ast.parse(path.read_text())
+  tree = ast.parse(path.read_text(encoding="utf-8"))
   return [(n.lineno, ast.unparse(n)) for fn in ast.walk(tree)
           if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
           for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))]
@@ -162,7 +162,7 @@ def _deferred_imports(module: str):
 def test_deferred_imports_say_why():
   silent = []
   for name in MODULES:
-    lines = MODULES[name].read_text().splitlines()
+    lines = MODULES[name].read_text(encoding="utf-8").splitlines()
     silent += [f"ember._src.{name}:{line}: {text}" for line, text in _deferred_imports(name)
                if not _said_why(lines, line)]
   assert not silent, ("imports inside functions without a comment naming the cycle or the "
