@@ -40,7 +40,6 @@ from ember._src.numpy import shape as shape_ops
 from ember._src.numpy.util import (broadcast_shapes, check_arraylike, promote_args_inexact,
                                    promote_dtypes_inexact)
 from ember._src.primitives.elementwise import fma
-from ember._src.primitives.elementwise import fma as _fma32
 from ember._src.prng import (_bcast, _broadcast_shape, _check_safe_cast, _check_shape,
                              _concrete_int, _exponential, _sample_dtype,
                              _split_data as _keys, normal, rademacher, uniform)
@@ -150,7 +149,7 @@ class _f32_arith:
   subtract it feeds (one rounding), log / pow are XLA's own formulas, and XLA's
   simplifier turns c / sqrt(d) into c * rsqrt(d) (see `_xla_rsqrt_f32`); subnormal
   results are flushed to zero."""
-  fma = staticmethod(_fma32)
+  fma = staticmethod(fma)
   log = staticmethod(_log)
   pow = staticmethod(lambda x, y: _xla_pow_f32(x, y))
   ftz = staticmethod(lambda x: _ftz(x))
@@ -207,7 +206,7 @@ def _xla_rsqrt_f32(x):
   y = lax.bitcast_convert_type(
       lax.sub(est, lax.convert_element_type(lax.shift_left(j, np.int32(23)), u32)), _F32)
   for _ in range(2):
-    y = _fma32(lax.mul(y, np.float32(-0.5)), _fma32(lax.mul(x, y), y, np.float32(-1)), y)
+    y = fma(lax.mul(y, np.float32(-0.5)), fma(lax.mul(x, y), y, np.float32(-1)), y)
   return lax.select(lax.eq(x, np.float32(np.inf)), lax.full_like(x, 0), y)
 
 
