@@ -257,10 +257,12 @@ class Computation:
       self.root = new
 
   def sort_and_prune(self) -> None:
-    """Keep only instructions reachable from the root (and all parameters, which fix the
-    signature), in a topological order that respects the current order where it can."""
+    """Keep only instructions reachable from the root or with side effects (and all
+    parameters, which fix the signature), in a topological order that respects the current
+    order where it can, and keeps the side effects in their order."""
     live: set[int] = set()
-    stack = [self.root]
+    effectful = [i for i in self.instrs if has_side_effect(i)]
+    stack = [self.root] + effectful
     while stack:
       i = stack.pop()
       if i.id in live:
@@ -270,6 +272,9 @@ class Computation:
     position = {i.id: n for n, i in enumerate(self.instrs)}
     order: list[Instr] = []
     done: set[int] = set()
+
+    # side effects keep their order: each effectful instruction comes after the one before
+    after = {i.id: [prev] for prev, i in zip(effectful, effectful[1:])}
 
     def visit(i: Instr):
       stack = [(i, False)]
@@ -282,7 +287,8 @@ class Computation:
           order.append(node)
           continue
         stack.append((node, True))
-        for o in sorted(node.operands, key=lambda o: -position.get(o.id, -1)):
+        deps = list(node.operands) + after.get(node.id, [])
+        for o in sorted(deps, key=lambda o: -position.get(o.id, -1)):
           if o.id not in done:
             stack.append((o, False))
 
@@ -293,6 +299,13 @@ class Computation:
 
   def __repr__(self):
     return f"<Computation {self.name}: {len(self.instrs)} instrs>"
+
+
+def has_side_effect(instr: Instr) -> bool:
+  """A custom call marked `has_side_effect` (a host callback), or an instruction calling a
+  computation that holds one (a call, loop or branch around it)."""
+  return bool(instr.attrs.get("has_side_effect")) or any(
+      has_side_effect(i) for c in instr.called for i in c.instrs)
 
 
 class Module:
@@ -494,6 +507,8 @@ def _attr_text(instr: Instr) -> list[str]:
     out.append(f"exponent_bits={a['exponent_bits']}, mantissa_bits={a['mantissa_bits']}")
   elif op == "custom-call":
     out.append(f'custom_call_target="{a["target"]}"')
+    if a.get("has_side_effect"):
+      out.append("custom_call_has_side_effect=true")
   if instr.called:
     key = {"fusion": "calls", "call": "to_apply", "reduce": "to_apply", "scatter": "to_apply",
            "sort": "to_apply"}.get(op)

@@ -25,6 +25,7 @@ import numpy as np
 from ember._src import dtypes, hlo
 from ember._src.hlo import Instr, TupleShape
 from ember._src.lower import standard_ops
+from ember._src.reference import host_callbacks
 
 __all__ = ["to_mlir_text"]
 
@@ -416,8 +417,10 @@ class _Printer:
       return self.control_flow(instr, f, indent, lhs, x, loc)
     if op == "custom-call":
       res_t = out_t or "(" + ", ".join(_ty(s) for s in shape.elements) + ")"
+      attrs = (_host_callback_attrs(instr) if a["target"] == host_callbacks.TARGET
+               else _lapack_attrs(instr))
       return [f'{lhs}stablehlo.custom_call @{a["target"]}({", ".join(x)}) '
-              f'{{{_lapack_attrs(instr)}}} : ({", ".join(in_types())}) -> {res_t}{loc}']
+              f'{{{attrs}}} : ({", ".join(in_types())}) -> {res_t}{loc}']
     raise ValueError(f"to_mlir_text: no StableHLO form for the HLO opcode {op!r} "
                      f"(%{instr.name}); print lowered (unoptimized) modules only.")
 
@@ -530,6 +533,13 @@ class _Printer:
 # LAPACK targets that write their first result into an operand's buffer: which operand
 _LAPACK_ALIASED_OPERAND = {"potrf": 0, "getrf": 0, "geqrf": 0, "orgqr": 0, "ungqr": 0,
                            "syevd": 0, "heevd": 0, "gesdd": 0, "trsm": 1}
+
+
+def _host_callback_attrs(instr: Instr) -> str:
+  """A host callback's attributes: its id in this process, and whether it has effects."""
+  cid = dict(instr.attrs["backend_config"])["callback_id"]
+  effect = ", has_side_effect = true" if instr.attrs.get("has_side_effect") else ""
+  return f'api_version = 2 : i32, backend_config = "callback_id={cid}"{effect}'
 
 
 def _lapack_attrs(instr: Instr) -> str:

@@ -1,0 +1,2 @@
+"""ember.experimental: JAX's `jax.experimental` names that libraries import."""
+from ember._src.primitives.callbacks import io_callback  # noqa: F401
