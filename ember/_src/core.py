@@ -468,6 +468,12 @@ class Primitive:
   - `jvp`, `transpose`, `batch`, `lower`: added by the transformation/compiler issues
   - `pp_rule(eqn, ctx) -> Doc`: custom jaxpr printing (hides default params as JAX does)
   - `fold_literals`: when True, applying it to literals while staging folds to a literal
+  - `effects_rule(*avals, **params) -> frozenset`: effects (host callbacks, checks): an
+    equation with effects is not dead code (see `effects`)
+
+  Primitives defined outside ember use JAX's API on the same attributes: `def_impl`,
+  `def_abstract_eval`, `def_effectful_abstract_eval`, and the registries of
+  ember.interpreters (`ad.primitive_jvps[p] = rule` sets `p.jvp`, ...).
   """
 
   def __init__(self, name: str, multiple_results: bool = False):
