@@ -8,9 +8,9 @@ grad around or inside it) with an error state threaded through it: each `check`,
 equation an enabled automatic check applies to (NaN results, integer division by zero,
 out-of-bounds gather / dynamic_slice starts), folds its failure predicate into the state;
 the first failure wins. A `jit` (or custom_jvp/custom_vjp call, checkpoint) inside is
-re-run in place; a `cond` gets branches that return their own error state. A
-while_loop/scan whose body holds a check or an enabled automatic check raises
-NotImplementedError.
+re-run in place; a `cond` gets branches that return their own error state; a scan or
+while_loop carries the error state through its iterations (a check in a while_loop's
+cond_fun raises NotImplementedError).
 
 The state is (pred: bool[], code: int32[], one payload per error site): a site is a
 static record (the error class, the message, which primitive) made while re-running, the
@@ -340,8 +340,8 @@ def _unsupported(eqn, enabled) -> None:
   if any(_needs_state(j, enabled) for j in core.jaxprs_in_params(eqn.params)):
     raise NotImplementedError(
         f"checkify does not yet support checks (or enabled automatic checks) inside "
-        f"`{eqn.primitive.name}`: move the check out of the loop body, or checkify the "
-        "body function itself and return its Error.")
+        f"`{eqn.primitive.name}`: move the check out of it, or checkify the function it "
+        "applies and return its Error.")
 
 
 def _check_rule(state: _State, eqn, ins):
@@ -401,9 +401,78 @@ def _branch_sites(jaxpr: core.Jaxpr, enabled) -> tuple[list, list]:
   return local.sites, [[core.get_aval(x) for x in p] for p in local.payloads]
 
 
+def _loop_error_init(payload_avals) -> tuple:
+  """A loop's error carry before the first iteration: no failure, zero payloads."""
+  return (np.bool_(False), np.int32(-1),
+          [[np.zeros(a.shape, a.dtype) for a in p] for p in payload_avals])
+
+
+def _loop_error_step(err, local: _State) -> tuple:
+  """The error carry after one iteration whose own state is `local` (same sites, in the
+  same order, every iteration): the earliest failure wins."""
+  pred, code, payloads = err
+  if not local.sites:
+    return err
+  first = lax.bitwise_and(local.pred, lax.bitwise_not(pred))
+  new_payloads = [[lax.select(first, lax.convert_element_type(v, core.get_aval(old).dtype), old)
+                   for v, old in zip(new, olds)] for new, olds in zip(local.payloads, payloads)]
+  return (lax.bitwise_or(pred, local.pred), lax.select(first, local.code, code), new_payloads)
+
+
+def _scan_rule(state: _State, eqn, ins):
+  p = eqn.params
+  body = p["jaxpr"]
+  if not _needs_state(body, state.enabled):
+    return core.bind(eqn.primitive, *ins, **p)
+  nc, ncar, _ = p["ft_in"]
+  consts, carry, xs = ins[:nc], ins[nc:nc + ncar], ins[nc + ncar:]
+  sites, payload_avals = _branch_sites(body, state.enabled)
+
+  def step(c, x):
+    err, carry = c
+    local = _State(state.enabled)
+    outs = _run(body, body.consts, [*consts, *carry, *x], local)
+    return (_loop_error_step(err, local), outs[:ncar]), outs[ncar:]
+
+  (err, carry), ys = control.scan(step, (_loop_error_init(payload_avals), list(carry)),
+                                  list(xs), length=p["length"], reverse=p["reverse"],
+                                  unroll=p["unroll"])
+  state.merge(err[0], err[1], sites, err[2])
+  return [*carry, *ys]
+
+
+def _while_rule(state: _State, eqn, ins):
+  p = eqn.params
+  cond, body = p["cond_jaxpr"], p["body_jaxpr"]
+  if _needs_state(cond, state.enabled):
+    raise NotImplementedError("checkify does not yet support checks (or enabled automatic "
+                              "checks) in a while_loop's cond_fun: check in the body.")
+  if not _needs_state(body, state.enabled):
+    return core.bind(eqn.primitive, *ins, **p)
+  cconsts = ins[:p["cond_nconsts"]]
+  bconsts = ins[p["cond_nconsts"]:p["cond_nconsts"] + p["body_nconsts"]]
+  carry = ins[p["cond_nconsts"] + p["body_nconsts"]:]
+  sites, payload_avals = _branch_sites(body, state.enabled)
+
+  def cond_fun(c):
+    return core.eval_jaxpr(cond, cond.consts, *cconsts, *c[1])[0]
+
+  def body_fun(c):
+    err, carry = c
+    local = _State(state.enabled)
+    outs = _run(body, body.consts, [*bconsts, *carry], local)
+    return _loop_error_step(err, local), outs
+
+  err, carry = control.while_loop(cond_fun, body_fun,
+                                  (_loop_error_init(payload_avals), list(carry)))
+  state.merge(err[0], err[1], sites, err[2])
+  return carry
+
+
 _rules: dict[str, Callable] = {
     "check": _check_rule, "jit": _inline("jaxpr"), "custom_jvp_call": _inline("call_jaxpr"),
     "custom_vjp_call": _inline("call_jaxpr"), "remat2": _inline("jaxpr"), "cond": _cond_rule,
+    "scan": _scan_rule, "while": _while_rule,
 }
 
 # ------------------------------------------------------------------------------------
