@@ -198,3 +198,13 @@ def test_check_in_while_cond_is_not_supported():
 
   with pytest.raises(NotImplementedError, match="in a while_loop's cond_fun"):
     checkify.checkify(lambda x: lax.while_loop(cond, lambda c: c + 1, x))(jnp.int32(0))
+
+
+def test_vmap_of_checkify_reports_each_failed_example():
+  err, _ = ember.vmap(checkify.checkify(positive_log))(np.array([1.0, -1.0, -2.0], F32))
+  assert err.get() == ("at mapped index 1: x must be positive, got -1.0 (`check` failed)\n"
+                       "at mapped index 2: x must be positive, got -2.0 (`check` failed)")
+  err, _ = ember.vmap(ember.vmap(checkify.checkify(positive_log)))(
+      np.array([[1.0, 3.0], [2.0, -2.0]], F32))
+  assert err.get() == "at mapped index 1, 1: x must be positive, got -2.0 (`check` failed)"
+  assert ember.vmap(checkify.checkify(positive_log))(np.ones(2, F32))[0].get() is None

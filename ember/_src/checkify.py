@@ -115,11 +115,20 @@ class Error:
     self._payloads, self._sites = tuple(map(tuple, payloads)), tuple(sites)
 
   def get(self) -> str | None:
-    """The message of the first failed check, or None (needs concrete values: outside jit)."""
-    if not self._sites or not bool(self._pred):
+    """The message of the first failed check, or None (needs concrete values: outside jit).
+    An Error batched by vmap says which examples failed, one line each, as JAX's does."""
+    if not self._sites:
       return None
-    site = self._sites[int(self._code)]
-    return site.kind.message(site, self._payloads[int(self._code)])
+    pred, code = np.asarray(self._pred), np.asarray(self._code)
+    if pred.ndim == 0:
+      return self._message(int(code), ()) if pred else None
+    lines = [f"at mapped index {', '.join(map(str, idx))}: "
+             f"{self._message(int(code[tuple(idx)]), tuple(idx))}" for idx in np.argwhere(pred)]
+    return "\n".join(lines) or None
+
+  def _message(self, code: int, index: tuple) -> str:
+    site = self._sites[code]
+    return site.kind.message(site, [np.asarray(p)[index] for p in self._payloads[code]])
 
   def get_exception(self) -> JaxRuntimeError | None:
     msg = self.get()
