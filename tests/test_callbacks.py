@@ -155,6 +155,7 @@ def test_io_callback_runs_even_when_unused():
 
   assert float(ember.jit(f)(np.float32(5))) == 10
   assert float(f(np.float32(6))) == 12
+  ember.effects_barrier()
   assert log == [5.0, 6.0]
   assert "io_callback[" in str(ember.make_jaxpr(f)(1.0))
 
@@ -201,6 +202,7 @@ def test_debug_print_eager_and_jit(capsys):
 
   f(np.float32(1.5))
   ember.jit(f)(np.float32(2.5)).block_until_ready()
+  ember.effects_barrier()
   assert capsys.readouterr().out == ("x=1.5 twice=3.0 static\nno placeholders\n"
                                      "x=2.5 twice=5.0 static\nno placeholders\n")
 
@@ -212,6 +214,7 @@ def test_debug_print_format_specs_and_arrays(capsys):
   y = jnp.log(np.float32(1e6))
   ember.jit(lambda y: ember.debug.print("dpj {}", y))(y)
   # JAX 0.12 prints exactly these lines
+  ember.effects_barrier()
   assert capsys.readouterr().out == "2.5 and 4.50 1.5\n[0 1 2] 2.0\ndpj 13.815510749816895\n"
 
 
@@ -225,6 +228,7 @@ def test_debug_print_is_kept_and_ordered(capsys):
   compiled = ember.jit(f).lower(1.0).compile()
   assert compiled.as_text().count("custom_call_has_side_effect=true") == 3
   compiled(1.0)
+  ember.effects_barrier()
   assert capsys.readouterr().out == "A 1.0\nB\nC 2.0\n"
 
 
@@ -234,13 +238,17 @@ def test_debug_print_under_vmap_and_grad(capsys):
     return x * 2
 
   ember.vmap(f)(jnp.arange(3.0))
+  ember.effects_barrier()
   assert capsys.readouterr().out == "x=0.0\nx=1.0\nx=2.0\n"
   ember.grad(lambda x: f(x).sum())(jnp.arange(2.0))
+  ember.effects_barrier()
   assert capsys.readouterr().out == "x=[0. 1.]\n"
   assert float(ember.jit(ember.grad(f))(1.0)) == 2.0
+  ember.effects_barrier()
   assert capsys.readouterr().out == "x=1.0\n"
   # checkpoint recomputes the forward pass on the backward pass: JAX prints twice too
   ember.grad(ember.checkpoint(lambda x: (ember.debug.print("ck {}", x), jnp.sin(x))[1]))(1.0)
+  ember.effects_barrier()
   assert capsys.readouterr().out == "ck 1.0\nck 1.0\n"
 
 
@@ -250,9 +258,11 @@ def test_debug_print_in_loops_conds_and_nested_jit(capsys):
     return c + i
 
   assert float(ember.jit(lambda n: lax.fori_loop(0, n, body, 0.0))(3)) == 3.0
+  ember.effects_barrier()
   assert capsys.readouterr().out == "i=0 c=0.0\ni=1 c=0.0\ni=2 c=1.0\n"
   ember.jit(lambda x: lax.cond(x > 0, lambda x: (ember.debug.print("pos {}", x), x)[1],
                                lambda x: x, x))(2.0)
+  ember.effects_barrier()
   assert capsys.readouterr().out == "pos 2.0\n"
 
   @ember.jit
@@ -261,9 +271,11 @@ def test_debug_print_in_loops_conds_and_nested_jit(capsys):
     return x
 
   ember.jit(lambda x: (inner(x), 1.0)[1])(6.0)   # the inner call's result is unused
+  ember.effects_barrier()
   assert capsys.readouterr().out == "inner 6.0\n"
   ember.jit(lambda xs: lax.scan(lambda c, x: (ember.debug.print("s {}", x), (c, x))[1],
                                 0.0, xs))(jnp.arange(2.0))
+  ember.effects_barrier()
   assert capsys.readouterr().out == "s 0.0\ns 1.0\n"
 
 
@@ -272,6 +284,7 @@ def test_debug_callback_gets_arrays():
   ember.jit(lambda x: ember.debug.callback(lambda a, b: seen.append((type(a), float(a), b)),
                                            x, "tag"))(np.float32(2))
   ember.debug.callback(lambda a: seen.append(type(a)), np.float32(1))
+  ember.effects_barrier()
   assert seen == [(ember.Array, 2.0, "tag"), ember.Array]
   assert "debug_callback[" in str(ember.make_jaxpr(lambda x: ember.debug.callback(print, x))(1.))
   with pytest.raises(TypeError, match="first argument to jax.debug.callback must be callable"):

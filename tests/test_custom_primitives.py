@@ -304,3 +304,12 @@ def test_equinox_style_nontraceable():
     ember.grad(lambda x: f(x).sum())(X)
   with pytest.raises(RuntimeError, match="Detected batching of op"):
     ember.vmap(f)(np.ones((2, 3), np.float32))
+
+
+def test_tangent_avals_for_symbolic_zeros():
+  """equinox builds symbolic zeros as `ad.Zero(jax.typeof(x).to_tangent_aval())`."""
+  z = ad.Zero(ember.typeof(np.arange(3)).to_tangent_aval())
+  assert z.aval.shape == (3,) and z.aval.dtype == ember.dtypes.float0
+  assert ember.typeof(X).to_tangent_aval() == ember.typeof(X)
+  assert ad.zeros_like_aval(ember.typeof(X)).shape == (5,)
+  assert np.asarray(ad.instantiate_zeros(ad.Zero(ember.typeof(X)))).sum() == 0

@@ -54,6 +54,13 @@ class ShapedArray:
   def strip_weak_type(self) -> "ShapedArray":
     return self.update(weak_type=False) if self.weak_type else self
 
+  def to_tangent_aval(self) -> "ShapedArray":
+    """The type of this value's tangents: itself for floats and complex numbers, float0 of
+    the same shape for integers and bools (JAX's)."""
+    if not isinstance(self.dtype, dtypes.ExtendedDType) and dtypes.dtype_kind(self.dtype) in "fc":
+      return self
+    return ShapedArray(self.shape, dtypes.float0, False)
+
   def str_short(self, short_dtypes: bool = False) -> str:
     dt = dtypes.short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
     return f"{dt}[{','.join(map(str, self.shape))}]"
