@@ -62,6 +62,10 @@ def computation_costs(comp: hlo.Computation, transcendental=hlo.TRANSCENDENTAL
       calls = max(_n(i.operands[0].shape) - _n(i.shape), 0)
       f, t = computation_costs(i.called[0], transcendental)
       flops, trans = flops + calls * f, trans + calls * t
+    elif op == "reduce-window":            # the computation once per window element
+      calls = _n(i.shape) * math.prod(i.attrs["window_dimensions"])
+      f, t = computation_costs(i.called[0], transcendental)
+      flops, trans = flops + calls * f, trans + calls * t
     elif op == "dot":
       flops += _dot_flops(i)
     elif op in ("sort", "top-k"):

@@ -66,7 +66,7 @@ __all__ = ["run", "wrap_lone_ops", "is_expensive", "read_factor", "FUSIBLE", "op
 # Ops that may live inside a fusion (get-tuple-element only of a reduce fused alongside).
 FUSIBLE = hlo.ELEMENTWISE | {
     "broadcast", "reshape", "transpose", "reverse", "slice", "dynamic-slice", "concatenate",
-    "pad", "iota", "constant", "gather", "reduce", "get-tuple-element"}
+    "pad", "iota", "constant", "gather", "reduce", "reduce-window", "get-tuple-element"}
 ROOT_ONLY = {"dynamic-update-slice"}          # a fusion root, never fused into a consumer
 # Cheap producers whose result is larger than what they read: duplicate them even when the
 # value is materialized for another user.
@@ -84,7 +84,7 @@ def is_expensive(instr: hlo.Instr) -> bool:
   transcendentals, reduce, gather, integer division and remainder (float division is one
   instruction; float remainder is an fmod loop, so it counts as expensive)."""
   op = instr.opcode
-  if op in hlo.TRANSCENDENTAL or op in ("reduce", "gather"):
+  if op in hlo.TRANSCENDENTAL or op in ("reduce", "reduce-window", "gather"):
     return True
   if op == "divide":
     return instr.dtype.kind not in "fc"
@@ -104,6 +104,9 @@ def read_factor(user: hlo.Instr, k: int) -> tuple[float, bool]:
     return 1.0, True
   if op == "reduce":                             # inputs once; the init once per output
     return (1.0 if k < len(user.operands) // 2 else ratio), False
+  if op == "reduce-window":                      # each window's elements; the init per output
+    window = float(np.prod(user.attrs["window_dimensions"]))
+    return (ratio * window if k < len(user.operands) // 2 else ratio), False
   if op in ("reshape", "transpose", "reverse", "concatenate") or (
       op == "dynamic-update-slice" and k < 2):
     return 1.0, False
@@ -325,7 +328,7 @@ def _fusible(instr: hlo.Instr) -> bool:
   if op == "constant":
     return instr.shape.rank == 0               # larger constants stay data
   if op == "get-tuple-element":
-    return instr.operands[0].opcode == "reduce"
+    return instr.operands[0].opcode in ("reduce", "reduce-window")
   return op in FUSIBLE or op in ROOT_ONLY
 
 

@@ -45,7 +45,7 @@ _NO_CODE = {"parameter", "constant", "tuple", "get-tuple-element", "optimization
 # Opcodes a fusion may contain: a lone one in the entry is wrapped into a kernel of its own.
 _FUSIBLE = hlo.ELEMENTWISE | {"broadcast", "reshape", "transpose", "reverse", "slice",
                               "dynamic-slice", "dynamic-update-slice", "concatenate", "pad",
-                              "iota", "gather", "reduce"}
+                              "iota", "gather", "reduce", "reduce-window"}
 
 # --------------------------------------------------------------------------------------
 # Slots and aliasing
