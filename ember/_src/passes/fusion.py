@@ -91,6 +91,13 @@ def is_expensive(instr: hlo.Instr) -> bool:
   return op == "remainder"
 
 
+def _costly_reread(instr: hlo.Instr, counts) -> bool:
+  """A float division that a fusion would evaluate more than once per element (a 3x3
+  average pool's `x / n` fused into the windowed sum of its gradient: nine divisions per
+  output, slower than reading a materialized quotient): treated as expensive there."""
+  return instr.opcode == "divide" and instr.dtype.kind in "fc" and any(c > 1 for c in counts)
+
+
 def read_factor(user: hlo.Instr, k: int) -> tuple[float, bool]:
   """How `user` reads its operand k, as (reads per operand element when every element of
   `user` is evaluated once, same_index). same_index: element i of the user reads element i of
@@ -398,7 +405,8 @@ def _plan(entry: hlo.Computation, fuse: bool) -> tuple[list[_Group], set[int]]:
     counts = {id(g): _count_in(g, i, us) for g in room}
     if i.opcode in ROOT_ONLY or not (fuse or i.opcode == "constant"):
       chosen = []
-    elif is_expensive(i):          # moves into its only consumer, evaluated once per element
+    elif is_expensive(i) or _costly_reread(i, counts.values()):
+      # moves into its only consumer, evaluated once per element
       ok = not ext and len(targets) == 1 and len(room) == 1 and not _column_reduce(i)
       if ok:
         g = room[0]
