@@ -3,7 +3,8 @@
 What it fuses. Producer-consumer fusion, walking the entry computation from its root to its
 parameters (reverse topological order). Every op that computes array elements (hlo.ELEMENTWISE,
 broadcast, reshape, transpose, reverse, slice, dynamic-slice, concatenate, pad, iota, scalar
-constants, gather, reduce, get-tuple-element of a variadic reduce) either joins the fusion(s)
+constants, gather, reduce, reduce-window, get-tuple-element of a variadic reduce or
+reduce-window) either joins the fusion(s)
 of its consumers or becomes the root of a fusion of its own:
 
 * a producer whose consumers all sit in ONE fusion moves into it (a reduce then makes that
@@ -15,7 +16,8 @@ of its consumers or becomes the root of a fusion of its own:
   buffer; broadcasts, iotas and scalar constants are always duplicated (reading their operand
   is cheaper than reading their result);
 * an EXPENSIVE producer (`is_expensive`: transcendentals, integer division, remainder,
-  reduce, gather)
+  reduce, reduce-window, gather; a float division that one fusion would evaluate more than
+  once per element, as a window op re-reading it: `_costly_reread`)
   is never recomputed: it fuses only when it has a single consuming fusion that evaluates each
   of its elements at most once; used by several fusions it becomes its own fusion and is
   written to memory once. The count follows the CPU emitter (`symbolic_count`): a value whose

@@ -42,7 +42,8 @@ The ELEMENTAL emitter computes one element of any fusible instruction at a multi
 transpose permutes, reshape linearizes and delinearizes per group of dims, slice is
 start + i*stride, pad tests the grid, gather reads its start indices, ...), elementwise ops
 are scalar IR with XLA's semantics, a reduce is an inner loop applying its `to_apply`
-computation to scalars. Element values are memoized per (instruction, index) in scopes that
+computation to scalars, a reduce-window folds its window (unrolled when small: pooling's
+output loop over channels then vectorizes) with padding and dilation as selects. Element values are memoized per (instruction, index) in scopes that
 follow the loop structure (a value computed inside a reduction loop is not reused after
 it). Reductions: a float sum/product/max/min over the contiguous minor dim of a short
 prologue (`fixed_lanes_prologue`: row sums, x*x, (x - mean)**2, exp(x - max)) is explicit
