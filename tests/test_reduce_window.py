@@ -272,3 +272,26 @@ def test_errors(call, exc, match):
   x = np.ones((4, 5), np.float32)
   with pytest.raises(exc, match=match):
     call(x)
+
+
+def test_tiers_give_the_same_bits():
+  """Window reductions fold in a fixed order with no reassociation: the quick tier, its
+  tier-up and an opt_level=0 compile compute the same bits (backends/cpu/tiering.py)."""
+  from ember._src import flags
+  x = rng.normal(size=(2, 9, 8, 32)).astype(np.float32)
+  x[0, 0, 0, :4] = [np.inf, -np.inf, -0.0, 1e-40]
+  f = lambda v: (lax.reduce_window(v, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"),
+                 lax.reduce_window(v, 0.0, lax.add, (1, 3, 3, 1), (1, 1, 1, 1), "SAME") / 9,
+                 ember.grad(lambda u: jnp.sum(lax.reduce_window(
+                     u, -np.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")))(v))
+  executable = lambda: ember.jit(f).lower(x).compile()._computation.executable
+  exe = executable()
+  quick = [np.array(o) for o in exe.execute([x])]
+  if exe.tier_up_pending is not None:
+    exe.tier_up_pending.wait()
+  optimized = exe.execute([x])
+  with flags.override(opt_level=0):
+    low = executable().execute([x])
+  for outs in (optimized, low):
+    for q, o in zip(quick, outs):
+      np.testing.assert_array_equal(np.asarray(o).view(np.uint32), q.view(np.uint32))
