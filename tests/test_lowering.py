@@ -207,7 +207,8 @@ CASES = [
         lax.reduce_window(x, 1.0, lax.mul, (1, 2, 2), (1, 1, 1), ((0, 0), (0, 1), (-1, 0))),
         *lax.reduce_window((x, jnp.broadcast_to(i, x.shape)), (0.0, np.int32(-5)),
                            lambda a, b: (a[0] + b[0], lax.max(a[1], b[1])), (1, 2, 1), None,
-                           "SAME", (1, 1, 2))],
+                           "SAME", (1, 1, 2)),
+        lax.reduce_window(x[0, 0, 0], 0.0, lax.add, (), (), ())],   # rank 0: no window dims
      (X3, I32), 1e-6),
     ("reduce_window_grads", lambda x: [
         ember.grad(lambda v: jnp.sum(lax.reduce_window(v, -np.inf, lax.max, (1, 2, 2),

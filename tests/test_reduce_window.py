@@ -240,6 +240,17 @@ def test_large_windows_are_loops():
   np.testing.assert_array_equal(np.asarray(ember.jit(f)(x)), want.astype(np.float32))
 
 
+def test_rank_0_and_empty_operands():
+  f0 = lambda v: lax.reduce_window(v, -np.inf, lax.max, (), (), ())
+  for got in (f0(np.float32(3)), ember.jit(f0)(np.float32(3))):
+    assert got.shape == () and float(got) == 3.0
+  e = np.zeros((0, 4), np.float32)   # every window holds only padding: the init value
+  for fn, init, want in ((lax.add, 1.0, 5.0), (lax.max, -np.inf, -np.inf)):
+    f = lambda v: lax.reduce_window(v, init, fn, (2, 2), (1, 1), ((1, 2), (0, 0)))
+    for got in (f(e), ember.jit(f)(e)):
+      np.testing.assert_array_equal(np.asarray(got), np.full((2, 3), want, np.float32))
+
+
 def test_reduce_window_shape_tuple():
   assert lax.reduce_window_shape_tuple((7, 6), (3, 2), (2, 1), ((1, -1), (2, 0)), (1, 2),
                                        (2, 1)) == (2, 12)

@@ -388,7 +388,8 @@ class _Printer:
     if op == "reduce-window":
       res_t = out_t or "(" + ", ".join(_ty(s) for s in shape.elements) + ")"
       pads = np.asarray(a["padding"], np.int64).reshape(-1, 2)
-      attrs = (f"base_dilations = {_i64s(a['base_dilation'])}, padding = {_dense(pads)} : "
+      pad_text = _dense(pads) if pads.size else "dense<>"
+      attrs = (f"base_dilations = {_i64s(a['base_dilation'])}, padding = {pad_text} : "
                f"tensor<{len(pads)}x2xi64>, window_dilations = {_i64s(a['window_dilation'])}, "
                f"window_dimensions = {_i64s(a['window_dimensions'])}, window_strides = "
                f"{_i64s(a['window_strides'])}")
