@@ -123,10 +123,6 @@ reduce_window_max_p.lower = _monoid_lowering("maximum", lambda dt: identity(np.m
 reduce_window_min_p.lower = _monoid_lowering("minimum", lambda dt: identity(np.minimum, dt))
 
 
-def _dilated(n: int, k: int) -> int:
-  return ref.dilate_dim(n, k)
-
-
 def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, padding,
                                  base_dilation, window_dilation):
   """Input element i sits at padded position lo + i * bd; it receives ct[j] for every
@@ -139,10 +135,10 @@ def _reduce_window_sum_transpose(ct, x, *, window_dimensions, window_strides, pa
   for n, o, w, s, (lo, _), bd, wd in zip(in_shape, ct_shape, window_dimensions,
                                          window_strides, padding, base_dilation,
                                          window_dilation):
-    span = _dilated(w, wd)
+    span = ref.dilate_dim(w, wd)
     low = span - 1 - lo
     length = (n - 1) * bd + span if n else span - 1   # windows striding bd: n results
-    config.append((low, length - low - _dilated(o, s), s - 1))
+    config.append((low, length - low - ref.dilate_dim(o, s), s - 1))
   zero = np.zeros((), core.get_aval(ct).dtype)
   padded = structural.pad(ct, zero, config)
   rank = len(in_shape)
