@@ -151,6 +151,7 @@ OPCODES: dict[str, tuple[str, ...]] = {
     "conditional": (),                              # called: branch computations
     "optimization-barrier": (),
     "custom-call": ("target",),
+    "fft": ("fft_type", "fft_length"),             # FFT IFFT RFFT IRFFT; trailing dims
     "rng-bit-generator": (),
     "threefry2x32": (),
 }
@@ -494,6 +495,8 @@ def _attr_text(instr: Instr) -> list[str]:
     out.append(f"exponent_bits={a['exponent_bits']}, mantissa_bits={a['mantissa_bits']}")
   elif op == "custom-call":
     out.append(f'custom_call_target="{a["target"]}"')
+  elif op == "fft":
+    out.append(f"fft_type={a['fft_type']}, fft_length={_dims(a['fft_length'])}")
   if instr.called:
     key = {"fusion": "calls", "call": "to_apply", "reduce": "to_apply", "scatter": "to_apply",
            "sort": "to_apply"}.get(op)
