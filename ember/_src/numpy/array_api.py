@@ -49,6 +49,7 @@ _KINDS = {
     "real floating": "f", "complex floating": "c", "numeric": "iufc"}
 _API_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                "uint64", "float32", "float64", "complex64", "complex128"]
+_X64_ONLY = {"int64", "uint64", "float64", "complex128"}
 
 
 class ArrayNamespaceInfo:
@@ -80,7 +81,7 @@ class ArrayNamespaceInfo:
   def dtypes(self, *, device=None, kind=None) -> dict:
     self._check_device(device)
     x64 = x64_enabled()
-    have = {n: np.dtype(n) for n in _API_DTYPES if x64 or np.dtype(n).itemsize < 8}
+    have = {n: np.dtype(n) for n in _API_DTYPES if x64 or n not in _X64_ONLY}
     if kind is None:
       return have
     kinds = (kind,) if isinstance(kind, str) else tuple(kind)
