@@ -791,6 +791,9 @@ XLA_CASES = [
      (rng.normal(size=9).astype(np.float32), rng.normal(size=3).astype(np.float32)), 1e-5),
     ("gather_scatter", lambda x, i: [x[i % 3], x.at[i].get(mode="fill"), x.at[i].add(1.0),
                                      x.at[:, i].set(2.0, mode="clip")], (X, IDX), 0),
+    ("fft", lambda x, c: [jnp.fft.rfft(x), jnp.fft.irfft(c, n=7), jnp.fft.fft2(c),
+                          jnp.fft.ifftn(c, axes=(0,)), jnp.fft.rfftn(x, norm="ortho")],
+     (X, (X + 1j * XN).astype(np.complex64)), 1e-5),
     ("x64", lambda k, a: [er.normal(k, (16,), np.float64), jnp.linalg.cholesky(a)],
      (KEY, SPD.astype(np.float64)), 1e-12),
 ]

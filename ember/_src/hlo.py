@@ -153,6 +153,7 @@ OPCODES: dict[str, tuple[str, ...]] = {
     "conditional": (),                              # called: branch computations
     "optimization-barrier": (),
     "custom-call": ("target",),
+    "fft": ("fft_type", "fft_length"),             # FFT IFFT RFFT IRFFT; trailing dims
     "rng-bit-generator": (),
     "threefry2x32": (),
 }
@@ -498,6 +499,8 @@ def _attr_text(instr: Instr) -> list[str]:
     out.append(f'custom_call_target="{a["target"]}"')
   elif op == "reduce-window":
     out.append("window={" + window_text(a) + "}")
+  elif op == "fft":
+    out.append(f"fft_type={a['fft_type']}, fft_length={_dims(a['fft_length'])}")
   if instr.called:
     key = {"fusion": "calls", "call": "to_apply", "reduce": "to_apply", "scatter": "to_apply",
            "sort": "to_apply", "reduce-window": "to_apply"}.get(op)

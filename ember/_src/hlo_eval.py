@@ -27,7 +27,7 @@ from ember._src import hlo
 from ember._src.dtypes import dtype_kind
 from ember._src.reference import elementwise as ew
 from ember._src.reference import indexing as ix
-from ember._src.reference import lapack, linalg, reductions, sorting
+from ember._src.reference import fft, lapack, linalg, reductions, sorting
 from ember._src.reference import structural as st
 from ember._src.reference import threefry, windows
 
@@ -593,6 +593,7 @@ _OPS = {
     "conditional": _conditional,
     "optimization-barrier": _optimization_barrier,
     "custom-call": _custom_call,
+    "fft": lambda i, v: fft.fft(v[0], i.attrs["fft_type"], i.attrs["fft_length"]),
     "rng-bit-generator": _rng_bit_generator,
     "threefry2x32": lambda i, v: tuple(threefry.threefry2x32(*v)),
 }

@@ -431,6 +431,9 @@ class _Printer:
       return lines
     if op in ("while", "conditional"):
       return self.control_flow(instr, f, indent, lhs, x, loc)
+    if op == "fft":
+      return [f"{lhs}stablehlo.fft {x[0]}, type = {a['fft_type']}, length = "
+              f"{_ints(a['fft_length'])} : {fn_type()}{loc}"]
     if op == "custom-call":
       res_t = out_t or "(" + ", ".join(_ty(s) for s in shape.elements) + ")"
       return [f'{lhs}stablehlo.custom_call @{a["target"]}({", ".join(x)}) '

@@ -5,6 +5,7 @@ tracers and attached by `ember._src.numpy.array_methods`.
 """
 from __future__ import annotations
 
+import enum
 import math
 import os
 import sys
@@ -117,6 +118,11 @@ class CpuDevice(Device):
 
 
 _DEVICES = [CpuDevice(0)]
+
+
+class DLDeviceType(enum.IntEnum):
+  """DLPack's device types (those NumPy knows): the first entry of __dlpack_device__."""
+  kDLCPU = 1
 
 
 def devices(backend: str | None = None) -> list[CpuDevice]:
@@ -295,6 +301,35 @@ class Array:
     return _DEVICES[0]
 
   committed = property(lambda self: False)
+
+  def to_device(self, device, *, stream=None):
+    """The array on `device` (the array API's spelling of device_put): ember has one CPU
+    device, so this array itself."""
+    if stream is not None:
+      raise ValueError("to_device: ember's CPU device has no streams; pass stream=None.")
+    if device is not None and device not in _DEVICES and \
+       getattr(device, "device_set", None) != {_DEVICES[0]}:
+      raise ValueError(f"to_device: unknown device {device!r}; ember's devices are "
+                       f"{_DEVICES} (ember.devices()).")
+    return self
+
+  # --- DLPack (the array API's interchange): through NumPy's, on the host buffer -------
+  def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    if stream is not None:
+      raise BufferError("__dlpack__: ember's CPU arrays take stream=None.")
+    v = np.asarray(self)
+    if not v.flags.writeable and (max_version is None or tuple(max_version) < (1, 0)):
+      # DLPack before 1.0 cannot mark a tensor read-only: hand out a copy (ember's
+      # buffers are immutable), unless the caller forbids copying
+      if copy is False:
+        raise BufferError("__dlpack__(copy=False): ember's buffer is read-only and DLPack "
+                          "< 1.0 cannot say so; pass max_version=(1, 0) or allow a copy.")
+      v, copy = v.copy(), None
+    kw = {} if max_version is None else {"max_version": max_version}
+    return v.__dlpack__(dl_device=dl_device, copy=copy, **kw)
+
+  def __dlpack_device__(self):
+    return DLDeviceType.kDLCPU, 0
 
   # --- synchronization and conversion ---------------------------------------------
   def _check_alive(self):

@@ -31,7 +31,8 @@ from ember._src import hlo, hlo_eval
 from ember._src.backends.cpu import codegen, dot_kernels
 from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.backends.cpu import executable as ex
-from ember._src.backends.cpu import control_flow, cost_model, host, linalg_thunks, llvm_jit
+from ember._src.backends.cpu import (control_flow, cost_model, fft_thunks, host, linalg_thunks,
+                                     llvm_jit)
 from ember._src.backends.cpu import libcalls  # noqa: F401 -- its float16 helpers, for llvm_jit
 from ember._src.backends.cpu import runtime_cache, tiering
 from ember._src.passes.buffer_assignment import Slot
@@ -192,6 +193,8 @@ class _ThunkPlan:
       control_flow.add_to_plan(self, instr)
     elif op == "custom-call" and linalg_thunks.supported(instr):   # LAPACK-style targets
       linalg_thunks.add_to_plan(self, instr)
+    elif op == "fft":                                              # NumPy's pocketfft
+      fft_thunks.add_to_plan(self, instr)
     else:
       raise CodegenError(f"ember's CPU backend cannot compile {op} (%{instr.name}) yet"
                          + (f" (custom call target {instr.attrs.get('target')!r})"
