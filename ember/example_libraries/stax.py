@@ -46,15 +46,16 @@ def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):
   return init_fun, apply_fun
 
 
-def _static_shape(fun, shape, batch_axis, out_batch_axis, *operand_shapes):
+def _static_shape(fun, shape, batch_axis, out_batch_axis, *operand_shapes, unknown_out=None):
   """fun's output shape for an input of `shape` whose batch dimension may be -1 (unknown):
-  traced with a batch of 1, then -1 put back."""
+  traced with a batch of 1, then the unknown size put back (unknown_out, default the
+  input's)."""
   unknown = shape[batch_axis] < 0
   known = tuple(1 if unknown and i == batch_axis else d for i, d in enumerate(shape))
   specs = [ember.ShapeDtypeStruct(s, jnp.float32) for s in (known,) + operand_shapes]
   out = list(ember.eval_shape(fun, *specs).shape)
   if unknown:
-    out[out_batch_axis] = shape[batch_axis]
+    out[out_batch_axis] = shape[batch_axis] if unknown_out is None else unknown_out
   return tuple(out)
 
 
@@ -206,7 +207,9 @@ def _pooling_layer(reducer, init_val, rescaler=None):
 
     def init_fun(rng, input_shape):
       pool = lambda x: lax.reduce_window(x, init_val, reducer, window, steps, padding)
-      return _static_shape(pool, input_shape, batch, batch), ()
+      # JAX's pooling layers report an unknown (-1) batch as 0: its window arithmetic,
+      # max(0, (d - 1) // 1 + 1), clamps the batch dimension there
+      return _static_shape(pool, input_shape, batch, batch, unknown_out=0), ()
 
     return init_fun, apply_fun
 
