@@ -7,6 +7,7 @@ The libraries come from requirements-ecosystem.txt, installed without their jax 
 installed, or are not the recorded versions, is skipped.
 """
 import importlib.metadata
+import importlib.util
 import json
 import os
 import subprocess
@@ -34,6 +35,16 @@ TOLERANCES = {
     "train": (2e-4, 2e-5),
 }
 META = ("versions", "recorded_with")
+
+# The programs that do not run on ember yet, with the first thing they miss (docs/ecosystem.md
+# has the whole list). Strict: once one passes, its entry must go.
+KNOWN_GAPS = {
+    "chex_asserts": "chex imports jax.experimental.checkify",
+    "flax_linen_mlp": "flax imports jax.core (and jax._src.traceback_util, jax.interpreters)",
+    "flax_nnx_mlp": "flax imports jax.core; flax.nnx needs jax.Ref and jax.experimental.hijax",
+    "cnn_flax": "flax imports jax.core (and jax._src.traceback_util, jax.interpreters)",
+    "equinox_mlp": "equinox imports jax.interpreters.ad and jax._src.traceback_util",
+}
 
 
 def compare(recorded, actual, where=""):
@@ -98,10 +109,18 @@ def run_under_ember(name, out):
   return subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
 
 
-@pytest.mark.parametrize("name", NAMES)
+def _params(name):
+  if name in KNOWN_GAPS:
+    return pytest.param(name, marks=pytest.mark.xfail(reason=KNOWN_GAPS[name], strict=True))
+  return name
+
+
+@pytest.mark.parametrize("name", [_params(n) for n in NAMES])
 def test_program_matches_real_jax(name, tmp_path):
   recorded = load(name)
   require_libraries(recorded["versions"])
+  if importlib.util.find_spec("ember.__main__") is None:
+    pytest.skip("needs ember.compat's `python -m ember`")
   out = tmp_path / "results.json"
   proc = run_under_ember(name, out)
   assert proc.returncode == 0, f"{name} failed under ember:\n{proc.stderr[-6000:]}"
