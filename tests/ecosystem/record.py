@@ -16,7 +16,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "ecosystem")
-HELPERS = ("report", "record")
+HELPERS = ("report", "record", "missing_names")
 
 
 def programs():
