@@ -96,7 +96,8 @@ def require_libraries(versions):
     try:
       installed = importlib.metadata.version(lib)
     except importlib.metadata.PackageNotFoundError:
-      pytest.skip(f"{lib} is not installed (pip install --no-deps -r requirements-ecosystem.txt)")
+      pytest.skip(f"{lib} is not installed (pip install --no-deps --ignore-requires-python "
+                  "-r requirements-ecosystem.txt)")
     if installed != version:
       pytest.skip(f"{lib} {installed} is installed; the results were recorded with {version} "
                   "(re-record: tests/ecosystem/record.py)")
@@ -105,7 +106,8 @@ def require_libraries(versions):
 def run_under_ember(name, out):
   """`python -m ember <program> <out>`: the program imports jax and gets ember."""
   cmd = [sys.executable, "-m", "ember", os.path.join(PROGRAMS, name + ".py"), str(out)]
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+  path = [ROOT] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
   return subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
 
 
@@ -131,7 +133,8 @@ def test_program_matches_real_jax(name, tmp_path):
 
 
 def test_compare_reports_each_difference():
-  rec = {"versions": {"x": "1"}, "train": {"w": {"dtype": "float32", "shape": [2], "values": [1.0, 2.0]}},
+  rec = {"versions": {"x": "1"},
+         "train": {"w": {"dtype": "float32", "shape": [2], "values": [1.0, 2.0]}},
          "exact": {"check": "ok", "n": 3}}
   assert list(compare(rec, rec)) == []
   close = {**rec, "train": {"w": {"dtype": "float32", "shape": [2], "values": [1.0, 2.0001]}}}

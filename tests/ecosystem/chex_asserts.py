@@ -43,14 +43,16 @@ CHECKS = {
     "assert_equal_shape_bad": lambda: chex.assert_equal_shape([x, x.T]),
     "assert_axis_dimension": lambda: chex.assert_axis_dimension(x, 1, 3),
     "assert_scalar_positive": lambda: chex.assert_scalar_positive(2.0),
-    "assert_trees_all_close": lambda: chex.assert_trees_all_close(tree, close, rtol=1e-5, atol=1e-6),
+    "assert_trees_all_close": lambda: chex.assert_trees_all_close(tree, close, rtol=1e-5,
+                                                                  atol=1e-6),
     "assert_trees_all_close_bad": lambda: chex.assert_trees_all_close(tree, far),
     "assert_trees_all_equal": lambda: chex.assert_trees_all_equal(tree, tree),
     "assert_trees_all_equal_shapes": lambda: chex.assert_trees_all_equal_shapes(tree, far),
     "assert_trees_all_equal_dtypes": lambda: chex.assert_trees_all_equal_dtypes(tree, close),
     "assert_trees_all_equal_dtypes_bad": lambda: chex.assert_trees_all_equal_dtypes(tree, far),
     "assert_tree_all_finite": lambda: chex.assert_tree_all_finite(tree),
-    "assert_tree_all_finite_bad": lambda: chex.assert_tree_all_finite({"x": jnp.array([1.0, jnp.nan])}),
+    "assert_tree_all_finite_bad": lambda: chex.assert_tree_all_finite(
+        {"x": jnp.array([1.0, jnp.nan])}),
     "assert_tree_shape_prefix": lambda: chex.assert_tree_shape_prefix({"x": x}, (2,)),
 }
 
