@@ -111,6 +111,11 @@ def enable_x64(new_val: bool = True):
   return config._override("jax_enable_x64", bool(new_val))
 
 
+def disable_x64():
+  """Context manager that turns 64-bit mode off inside its block."""
+  return enable_x64(False)
+
+
 def disable_jit(disable: bool = True):
   """Context manager: jitted functions run op by op (eagerly) inside the block."""
   return config._override("jax_disable_jit", bool(disable))
