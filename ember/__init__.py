@@ -26,6 +26,9 @@ from ember._src import lax_expansions as _lax_expansions  # noqa: F401 (as_text'
 from ember._src import linalg_derivatives as _linalg_derivatives  # noqa: F401 (their jvps)
 
 from ember._src.version import __version__  # noqa: E402,F401
+from ember._src.version import JAX_API_VERSION as __jax_version__  # noqa: E402,F401
+from ember._src.version import version_info as _version_info  # noqa: E402
+__version_info__ = _version_info(__version__)
 
 
 def typeof(x):
@@ -56,3 +59,9 @@ def process_count() -> int:
 from ember import random  # noqa: E402,F401
 from ember import nn, scipy  # noqa: E402,F401
 from ember import profiler  # noqa: E402,F401
+from ember import experimental, sharding  # noqa: E402,F401
+from ember._src.sharding import make_mesh, NamedSharding  # noqa: E402,F401
+from ember._src.sharding import PartitionSpec as P  # noqa: E402,F401
+
+from ember import compat as _compat  # noqa: E402  (last: EMBER_AS_JAX=1 aliases jax to ember)
+_compat.install_from_env()

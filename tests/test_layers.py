@@ -25,7 +25,7 @@ LAYERS = [
     ("hlo", ["hlo", "hlo_eval"]),
     ("passes", ["passes", "passes.*", "analysis"]),
     ("backend", ["backends", "backends.*"]),
-    ("core", ["core", "runtime.array", "api_util"]),
+    ("core", ["core", "runtime.array", "api_util", "sharding"]),
     ("runtime", ["runtime", "runtime.*", "profiler", "profiler.*"]),
     ("transforms", ["transforms", "transforms.*"]),
     ("lower", ["lower", "lower.*"]),

@@ -94,9 +94,23 @@ def get_aval(x) -> ShapedArray:
     return ShapedArray(x.shape, dt, False)
   if hasattr(x, "__jax_array__"):
     return get_aval(x.__jax_array__())
+  if _is_real_jax_value(x):
+    raise TypeError(
+        f"Value of type {type(x).__name__} (from {type(x).__module__}) is not a valid ember "
+        "type: it is an array of the real JAX, which was imported beside ember (e.g. "
+        "`import ember as jax` and then `import jax.numpy as jnp`). Mixing the two does not "
+        "work. Import ember's modules (`import ember.numpy as jnp`), or run the program "
+        "with `python -m ember script.py` (or call ember.compat.install() before anything "
+        "imports jax) so that every `import jax` resolves to ember.")
   raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid ember type: "
                   "pass arrays, NumPy arrays or Python scalars (mark other arguments "
                   "static with static_argnums).")
+
+
+def _is_real_jax_value(x) -> bool:
+  """Whether `x` comes from the real jax/jaxlib packages (never ember's alias of them)."""
+  module = type(x).__module__ or ""
+  return module.split(".")[0] in ("jax", "jaxlib")
 
 
 def canonicalize_shape(shape, context: str = "") -> tuple[int, ...]:
