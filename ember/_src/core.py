@@ -94,17 +94,24 @@ def get_aval(x) -> ShapedArray:
     return ShapedArray(x.shape, dt, False)
   if hasattr(x, "__jax_array__"):
     return get_aval(x.__jax_array__())
-  if _is_real_jax_value(x):
-    raise TypeError(
-        f"Value of type {type(x).__name__} (from {type(x).__module__}) is not a valid ember "
-        "type: it is an array of the real JAX, which was imported beside ember (e.g. "
-        "`import ember as jax` and then `import jax.numpy as jnp`). Mixing the two does not "
-        "work. Import ember's modules (`import ember.numpy as jnp`), or run the program "
-        "with `python -m ember script.py` (or call ember.compat.install() before anything "
-        "imports jax) so that every `import jax` resolves to ember.")
+  mixed = real_jax_mixing_note(x)
+  if mixed:
+    raise TypeError(f"Value of type {type(x).__name__} (from {type(x).__module__}) is not a "
+                    f"valid ember type: {mixed}")
   raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid ember type: "
                   "pass arrays, NumPy arrays or Python scalars (mark other arguments "
                   "static with static_argnums).")
+
+
+def real_jax_mixing_note(x) -> str:
+  """Why `x` cannot be used, when it is a value of the real JAX: "" for anything else."""
+  if not _is_real_jax_value(x):
+    return ""
+  return ("it is an array of the real JAX, which was imported beside ember (e.g. `import "
+          "ember as jax` and then `import jax.numpy as jnp`). Mixing the two does not work. "
+          "Import ember's modules (`import ember.numpy as jnp`), or run the program with "
+          "`python -m ember script.py` (or call ember.compat.install() before anything "
+          "imports jax) so that every `import jax` resolves to ember.")
 
 
 def _is_real_jax_value(x) -> bool:

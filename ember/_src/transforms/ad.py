@@ -532,7 +532,8 @@ def _check_callable(fun, name):
 
 def _check_arg(x, what="argument"):
   if not core.is_arraylike(x) or isinstance(x, (str, bytes)):
-    raise TypeError(f"Argument '{x!r}' of type {type(x)} is not a valid JAX type")
+    raise TypeError(f"Argument '{x!r}' of type {type(x)} is not a valid JAX type"
+                    + (f": {core.real_jax_mixing_note(x)}" if core.real_jax_mixing_note(x) else ""))
 
 
 def _flat_fun(fun, in_tree, has_aux, store: dict, name: str):

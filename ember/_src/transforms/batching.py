@@ -510,7 +510,9 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | 
     args_flat, in_tree = tree_util.tree_flatten((args, kwargs))
     for x in args_flat:
       if not core.is_arraylike(x):
-        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
+        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type"
+                        + (f": {core.real_jax_mixing_note(x)}" if core.real_jax_mixing_note(x)
+                           else ""))
     in_dims = flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True)
     size = _mapped_axis_size(fun, args, kwargs, args_flat, in_dims, axis_size)
     in_dims = [None if d is None else d % ndim_of(x) for x, d in zip(args_flat, in_dims)]
