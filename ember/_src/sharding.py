@@ -2,7 +2,7 @@
 
 ember runs on one CPU device. `Mesh`, `NamedSharding` and `PartitionSpec` are real objects
 with JAX's attributes, equality, hashing and printing, so code that builds them (to pass to
-`device_put`, `jit(in_shardings=...)`, `with_sharding_constraint`) runs; with one device every
+`device_put` or `jit(in_shardings=...)`) runs; with one device every
 sharding places the whole array on it. Multi-device semantics come later.
 """
 from __future__ import annotations
