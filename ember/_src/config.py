@@ -6,6 +6,7 @@ by the jit cache key, so keep them in this one table.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 
 
@@ -69,9 +70,10 @@ class Config:
 
   def update(self, name: str, value) -> None:
     if name not in self._values:
-      raise AttributeError(
-          f"ember.config.update: unknown option {name!r}; known options: "
-          f"{', '.join(sorted(self._values))}")
+      close = difflib.get_close_matches(str(name), self._values, n=3)
+      raise AttributeError(f"Unrecognized config option: {name}"
+                           + (f" (did you mean {' or '.join(map(repr, close))}?)" if close
+                              else ""))
     if name == "ember_jit_backend" and value not in ("cpu", "interpreter"):
       raise ValueError(f"ember_jit_backend must be 'cpu' or 'interpreter', got {value!r}")
     if name == "jax_numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
