@@ -70,9 +70,9 @@ class Config:
 
   def update(self, name: str, value) -> None:
     if name not in self._values:
-      close = difflib.get_close_matches(str(name), self._values, n=3)
+      close = difflib.get_close_matches(str(name), self._values, n=1)
       raise AttributeError(f"Unrecognized config option: {name}"
-                           + (f" (did you mean {' or '.join(map(repr, close))}?)" if close
+                           + (f" (did you mean {close[0]!r}?)" if close
                               else ""))
     if name == "ember_jit_backend" and value not in ("cpu", "interpreter"):
       raise ValueError(f"ember_jit_backend must be 'cpu' or 'interpreter', got {value!r}")
