@@ -209,3 +209,41 @@ def test_lax_ops_stage_with_jax_params():
   j = jax.make_jaxpr(lambda x: lax.convert_element_type(x, jnp.int32))(f32(2))
   assert str(j) == ("{ lambda ; a:f32[2]. let\n    b:i32[2] = convert_element_type[new_dtype=int32 "
                     "weak_type=False] a\n  in (b,) }")
+
+
+def test_tracers_print_as_jax_0_12s():
+  """Strings recorded from JAX 0.12 (its JitTracer, GradTracer, JVPTracer, VmapTracer)."""
+  seen = []
+
+  def show(x):
+    seen.append(repr(x))
+    return x
+  jax.jit(show)(jnp.float32(1.0))
+  jax.make_jaxpr(show)(1.0)
+  jax.jit(show)(1)
+  jax.grad(lambda x: show(x) * 1.0)(1.0)
+  jax.grad(lambda x: show(x).sum())(jnp.ones(3))
+  jax.jit(jax.grad(lambda x: show(x) * 1.0))(1.0)
+  jax.grad(jax.grad(lambda x: show(x) * x))(1.0)
+  jax.vjp(show, 1.0)
+  jax.linearize(show, 1.0)
+  jax.jvp(show, (1.0,), (1.0,))
+  jax.jvp(show, (jnp.ones(2),), (jnp.ones(2),))
+  jax.vmap(show)(jnp.ones((3, 2), jnp.int32))
+  jax.vmap(jax.vmap(show))(jnp.ones((3, 2)))
+  jax.jit(jax.vmap(show))(jnp.ones((3, 2)))
+  jax.grad(lambda x: show(jnp.sin(x)) * 1.0)(1.0)
+  assert seen == [
+      "JitTracer(float32[])", "JitTracer(~float32[])", "JitTracer(~int32[])",
+      "GradTracer(primal=1.0, typeof(tangent)=f32[])",
+      "GradTracer(primal=[1. 1. 1.], typeof(tangent)=f32[3])",
+      "GradTracer(primal=JitTracer(~float32[]), typeof(tangent)=f32[])",
+      "GradTracer(primal=GradTracer(primal=1.0, typeof(tangent)=f32[]), typeof(tangent)=f32[])",
+      "GradTracer(primal=1.0, typeof(tangent)=f32[])",
+      "GradTracer(primal=1.0, typeof(tangent)=f32[])",
+      "JVPTracer(primal=1.0, tangent=1.0)", "JVPTracer(primal=[1. 1.], tangent=[1. 1.])",
+      "VmapTracer(aval=int32[2], batched=int32[3,2])",
+      "VmapTracer(aval=float32[], batched=float32[2])",
+      "VmapTracer(aval=float32[2], batched=float32[3,2])",
+      "GradTracer(primal=0.84147096, typeof(tangent)=f32[])"]
+  assert str(jax.typeof(1.0)) == "~float32[]" and str(jax.typeof(jnp.float32(1))) == "float32[]"

@@ -113,3 +113,10 @@ def test_tree_transpose_and_reduce():
   assert tu.tree_transpose(outer, inner, [{"a": 1, "b": 2}, {"a": 3, "b": 4}]) == \
       {"a": [1, 3], "b": [2, 4]}
   assert tu.tree_reduce(lambda a, b: a + b, [1, (2, 3)]) == 6
+
+
+def test_namedtuple_treedef_prints_as_jax():
+  Point = collections.namedtuple("Point", ["x", "y"])
+  assert str(tu.tree_structure(Point(1, 2.0))) == "PyTreeDef(CustomNode(namedtuple[Point], [*, *]))"
+  assert str(tu.tree_structure({"a": Point(1, 2.0), "b": [1, (2,)]})) == (
+      "PyTreeDef({'a': CustomNode(namedtuple[Point], [*, *]), 'b': [*, (*,)]})")

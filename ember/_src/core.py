@@ -66,8 +66,8 @@ class ShapedArray:
     w = ", weak_type=True" if self.weak_type else ""
     return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{w})"
 
-  def __str__(self):
-    return self.str_short()
+  def __str__(self):  # JAX's `jax.typeof(1.0)` prints `~float32[]`: `~` marks a weak type
+    return ("~" if self.weak_type else "") + self.str_short()
 
 
 def _python_scalar_aval(x) -> ShapedArray:
@@ -623,8 +623,10 @@ class Tracer:
     raise TypeError(f"unhashable type: {type(self).__name__}. Traced arrays cannot be "
                     "used as dict keys or static arguments.")
 
+  jax_name = "Tracer"   # the class name JAX 0.12 prints for this kind of tracer
+
   def __repr__(self):
-    return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+    return f"{self.jax_name}({self.aval})"
 
 
 def concrete_or_error(force, val, context: str = ""):
@@ -968,6 +970,7 @@ class JaxprBuilder:
 
 class JaxprTracer(Tracer):
   __slots__ = ("_aval", "_literal")
+  jax_name = "JitTracer"   # JAX's name for the tracers of jit, make_jaxpr and eval_shape
 
   def __init__(self, trace, aval, literal=None):
     self._trace, self._aval, self._literal = trace, aval, literal

@@ -208,8 +208,7 @@ class PRNGKeyArray:
 
   def __repr__(self):
     if isinstance(self._data, core.Tracer):
-      trace = type(self._data._trace).__name__
-      return f"Traced<{self.dtype}[{','.join(map(str, self.shape))}]>with<{trace}>"
+      return f"{self._data.jax_name}({self.dtype}[{','.join(map(str, self.shape))}])"
     return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{np.asarray(self._data)}"
 
   __str__ = __repr__

@@ -207,6 +207,33 @@ class PyTreeDef:
     for c, (_, sub) in zip(self.children, node[2]):
       c._up_to(sub, out)
 
+  def leaf_counts_under(self, full: "PyTreeDef") -> list[int]:
+    """For each leaf of this treedef, a prefix of `full`: how many leaves of `full` sit at
+    or under its position. Works on structures alone: nothing is unflattened, so classes
+    whose unflatten converts its children (`jnp.asarray`) are never handed placeholders."""
+    out = []
+    self._counts_under(full, out)
+    return out
+
+  def _counts_under(self, full: "PyTreeDef", out: list) -> None:
+    if self.kind == "leaf":
+      out.append(full.num_leaves)
+      return
+    if not self._same_node(full):
+      raise ValueError(f"Tree structure mismatch: expected {self}, got {full}")
+    for c, f in zip(self.children, full.children):
+      c._counts_under(f, out)
+
+  def _same_node(self, other: "PyTreeDef") -> bool:
+    """Same kind and arity, and for dicts the same keys, for other nodes the same type."""
+    if other.kind != self.kind or len(other.children) != len(self.children):
+      return False
+    if self.kind == "dict":
+      return self.aux[1] == other.aux[1]
+    if self.kind == "custom":
+      return self.aux[0] is other.aux[0]
+    return self.kind != "namedtuple" or self.aux is other.aux
+
   def __repr__(self):
     return f"PyTreeDef({self._str()})"
 
@@ -223,9 +250,8 @@ class PyTreeDef:
       return "[" + ", ".join(kids) + "]"
     if k == "dict":
       return "{" + ", ".join(f"{key!r}: {s}" for key, s in zip(self.aux[1], kids)) + "}"
-    if k == "namedtuple":
-      return f"{self.aux.__name__}(" + ", ".join(
-          f"{f}={s}" for f, s in zip(self.aux._fields, kids)) + ")"
+    if k == "namedtuple":  # as JAX 0.12 prints it
+      return f"CustomNode(namedtuple[{self.aux.__name__}], [" + ", ".join(kids) + "])"
     return f"CustomNode({self.aux[0].__name__}[{self.aux[1]!r}], [" + ", ".join(kids) + "])"
 
 

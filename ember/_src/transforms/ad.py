@@ -193,6 +193,13 @@ def deflinear2(prim, transpose_fn):
 
 class JVPTracer(core.Tracer):
   __slots__ = ("primal", "tangent")
+  jax_name = "JVPTracer"
+
+  def __repr__(self):
+    if self._trace.main.global_data is _LINEARIZING:  # grad, vjp, linearize: as JAX's
+      tangent = self.tangent.aval.str_short(short_dtypes=True)
+      return f"GradTracer(primal={self.primal!s}, typeof(tangent)={tangent})"
+    return f"JVPTracer(primal={self.primal!s}, tangent={self.tangent!s})"
 
   def __init__(self, trace, primal, tangent):
     self._trace, self.primal, self.tangent = trace, primal, tangent
@@ -238,10 +245,15 @@ class JVPTrace(core.Trace):
                       else Zero.from_value(p)) for p, t in zip(p_out, t_out)]
 
 
-def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence):
+# the JVPTrace's global data when its tangents are staged into a linear jaxpr (grad, vjp,
+# linearize): its tracers print as JAX's GradTracer
+_LINEARIZING = "linearizing"
+
+
+def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, linearizing: bool = False):
   """`fun(*flat) -> (flat outs, aux)` under a JVPTrace: (primal outs, tangent outs
   (Zero where symbolically zero), aux with its tracers replaced by their primals)."""
-  with core.new_main(JVPTrace) as main:
+  with core.new_main(JVPTrace, _LINEARIZING if linearizing else None) as main:
     trace = JVPTrace(main)
     ins = [JVPTracer(trace, _as_array(p), _as_array(t)) for p, t in zip(primals, tangents)]
     outs, aux = fun(*ins)
@@ -283,7 +295,7 @@ def linearize_flat(fun: Callable, primals: Sequence):
     ttrace = core.JaxprTrace(tmain)
     tan_in = [ttrace.new_arg(a) if is_differentiable(a.dtype) else Zero(tangent_aval(a))
               for a in avals]
-    p_out, t_out, aux = jvp_flat(fun, primals, tan_in)
+    p_out, t_out, aux = jvp_flat(fun, primals, tan_in, linearizing=True)
     nonzero = [type(t) is not Zero for t in t_out]
     outs = [core.full_raise(ttrace, t) for t in t_out if type(t) is not Zero]
     jaxpr = builder.build([t for t in tan_in if type(t) is not Zero], outs)
