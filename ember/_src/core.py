@@ -22,7 +22,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ember._src import dtypes, errors
+from ember._src import basearray, dtypes, errors
 from ember._src import pretty_printer as pp
 from ember._src import tree_util
 
@@ -627,6 +627,9 @@ class Tracer:
 
   def __repr__(self):
     return f"{self.jax_name}({self.aval})"
+
+
+basearray.Array.register(Tracer)   # isinstance(tracer, jax.Array) is True, as in JAX
 
 
 def concrete_or_error(force, val, context: str = ""):

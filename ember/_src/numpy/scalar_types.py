@@ -13,6 +13,7 @@ import numpy as np
 import ml_dtypes
 
 from ember._src import dtypes
+from ember._src import basearray
 from ember._src.runtime.array import Array
 from ember._src import core
 from ember._src.numpy.creation import asarray
@@ -89,7 +90,7 @@ complexfloating, character, flexible, object_ = (np.complexfloating, np.characte
 pi, e, euler_gamma, inf, nan = np.pi, np.e, np.euler_gamma, np.inf, np.nan
 newaxis = None
 
-ndarray = Array
+ndarray = basearray.Array   # the abstract `jax.Array`: arrays, tracers and key arrays
 dtype = np.dtype
 finfo = ml_dtypes.finfo   # not canonicalized: jnp.finfo(float).dtype is float64, as in JAX
 iinfo = ml_dtypes.iinfo

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ember._src import core, dtypes
+from ember._src import basearray, core, dtypes
 from ember._src.runtime import buffer_pool
 from ember._src import tree_util
 from ember._src.sharding import (  # noqa: F401 (devices are re-exported from here)
@@ -380,6 +380,7 @@ class Array:
 
 
 core.register_array_type(Array)   # core's eval trace makes Arrays; it cannot import them
+basearray.Array.register(Array)
 
 
 def contiguous_ptr(buf: np.ndarray) -> int | None:
