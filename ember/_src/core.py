@@ -31,7 +31,16 @@ from ember._src import tree_util
 # ------------------------------------------------------------------------------------
 
 
-class ShapedArray:
+class AbstractValue:
+  """The base of abstract values (`jax.core.AbstractValue`); ember's one kind is ShapedArray."""
+  __slots__ = ()
+
+
+Value = Any                    # jax.core.Value: any concrete value
+ParamDict = dict[str, Any]     # jax.core.ParamDict: a primitive's parameters
+
+
+class ShapedArray(AbstractValue):
   """The type of an array value: shape, dtype and whether the dtype is weak."""
   __slots__ = ("shape", "dtype", "weak_type")
 
@@ -147,6 +156,46 @@ def canonicalize_shape(shape, context: str = "") -> tuple[int, ...]:
   return tuple(out)
 
 
+def valid_jaxtype(x) -> bool:
+  """Whether `x` can be an argument or result of a traced function (it has an aval)."""
+  try:
+    get_aval(x)
+  except TypeError:
+    return False
+  return True
+
+
+# jax.extend.core.array_types: the NumPy types that are arrays to ember
+array_types = frozenset({np.ndarray, *(t.type for t in map(np.dtype, dtypes.jax_dtypes)
+                                       if not isinstance(t, dtypes.ExtendedDType))})
+
+
+def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
+  """`aval` without its mapped axis `axis` (of size `size`), as vmap's body sees it."""
+  if axis is None:
+    return aval
+  if aval.shape[axis] != size:
+    raise ValueError(f"mapped_aval: axis {axis} of {aval.str_short()} has size "
+                     f"{aval.shape[axis]}, not {size}")
+  return aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1:])
+
+
+def unmapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
+  """`aval` with a mapped axis of size `size` inserted at `axis` (None: unchanged)."""
+  if axis is None:
+    return aval
+  return aval.update(shape=aval.shape[:axis] + (size,) + aval.shape[axis:])
+
+
+def max_dim(d1, d2) -> int:
+  """The larger of two dimension sizes (jax.core.max_dim; ember's shapes are concrete)."""
+  return max(operator.index(d1), operator.index(d2))
+
+
+def min_dim(d1, d2) -> int:
+  return min(operator.index(d1), operator.index(d2))
+
+
 def is_arraylike(x) -> bool:
   return (isinstance(x, (Tracer, np.ndarray, np.generic, bool, int, float, complex))
           or isinstance(getattr(x, "aval", None), ShapedArray) or hasattr(x, "__jax_array__"))
@@ -197,6 +246,19 @@ class SourceInfo(NamedTuple):
   line: int | None
   function: str | None
   name_stack: tuple = ()
+
+
+def new_jaxpr_eqn(invars, outvars, primitive, params, effects=None, source_info=None,
+                  ctx=None) -> "JaxprEqn":
+  """A JaxprEqn (jax.extend.core.new_jaxpr_eqn). ember tracks no effects: pass none."""
+  if effects:
+    raise ValueError(f"new_jaxpr_eqn: ember's jaxprs have no effects; got {effects!r}")
+  return JaxprEqn(invars, outvars, primitive, params, source_info)
+
+
+def gensym(suffix: str = "") -> Callable[[ShapedArray], Var]:
+  """A function making fresh Vars from avals (names are given when a jaxpr prints)."""
+  return Var
 
 
 class JaxprEqn:
@@ -838,6 +900,19 @@ def bind(prim: Primitive, *args, **params):
   if prim.multiple_results:
     return [full_lower(o) for o in outs]
   return full_lower(outs[0])
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+  """Inside this block, operations whose inputs are all concrete run at once, even while
+  jit traces: they give concrete arrays rather than staging into the jaxpr. Operations on
+  tracers still stage."""
+  with new_dynamic(None):
+    yield
+
+
+# jax.core.eval_context: the same thing under JAX's older name
+eval_context = ensure_compile_time_eval
 
 
 def cur_level_is_eval() -> bool:

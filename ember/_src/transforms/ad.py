@@ -54,6 +54,11 @@ def is_differentiable(dt) -> bool:
   return not isinstance(dt, dtypes.ExtendedDType) and dtype_kind(dt) in "fc"
 
 
+def primal_dtype_to_tangent_dtype(primal_dtype):
+  """The dtype of a value's tangents: its own for floats and complexes, else float0."""
+  return primal_dtype if is_differentiable(primal_dtype) else dtypes.float0
+
+
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
   if is_differentiable(aval.dtype):
     return aval
