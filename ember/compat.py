@@ -35,6 +35,8 @@ class _JaxModule(types.ModuleType):
   """`jax` under the alias: ember's namespace with JAX's version."""
 
   def __getattr__(self, name):
+    if name == "_src":   # ember's internals are not JAX's: say so rather than hand them out
+      raise AttributeError(_private_message(f"{_ALIAS}._src"))
     try:
       return getattr(ember, name)
     except AttributeError:
@@ -43,6 +45,12 @@ class _JaxModule(types.ModuleType):
 
   def __dir__(self):
     return sorted(set(dir(ember)) | set(self.__dict__))
+
+
+def _private_message(name: str) -> str:
+  return (f"{name} is a private module of JAX: ember (standing in for jax through "
+          "ember.compat) does not provide JAX's internals (jax._src). Use the public API "
+          "(jax.numpy, jax.lax, jax.extend, ...).")
 
 
 def _jax_module() -> _JaxModule:
@@ -89,13 +97,12 @@ class JaxAliasFinder(importlib.abc.MetaPathFinder):
       return None
     rest = fullname[len(_ALIAS):]
     if rest.split(".")[1:2] == ["_src"]:
-      raise ImportError(
-          f"{fullname} is a private module of JAX: ember (standing in for jax through "
-          "ember.compat) does not provide JAX's internals (jax._src). Use the public API "
-          "(jax.numpy, jax.lax, jax.extend, ...).", name=fullname)
+      raise ImportError(_private_message(fullname), name=fullname)
     module = _module_for(fullname, rest)
     if module is None:
-      return None  # ModuleNotFoundError: No module named 'jax.<rest>'
+      raise ModuleNotFoundError(
+          f"No module named {fullname!r}: ember stands in for jax (ember.compat) and has no "
+          f"{_TARGET + rest}", name=fullname)
     return importlib.machinery.ModuleSpec(fullname, _ExistingModuleLoader(module),
                                           is_package=hasattr(module, "__path__"))
 
