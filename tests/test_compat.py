@@ -29,7 +29,7 @@ from jax import lax, random
 import jax.scipy.linalg
 from jax.tree_util import tree_map
 from jax.sharding import PartitionSpec as P
-from jax.experimental import enable_x64
+from jax.experimental import disable_x64
 import ember
 
 @jax.jit
@@ -44,8 +44,10 @@ print("version", jax.__version__, jax.__version_info__, jax.version.__version__,
       jax.version.__version_info__)
 print("ember", ember.__version__, ember.numpy.__spec__.name, ember.numpy.__name__)
 print("argv", sys.argv[1:], __name__)
-with enable_x64():
-  print("x64", jnp.zeros(1).dtype)
+with jax.enable_x64(True):   # JAX 0.12's spelling
+  with disable_x64():         # older JAX's jax.experimental one
+    print("x64", jnp.zeros(1).dtype, end=",")
+  print(jnp.zeros(1).dtype)
 """
 
 
@@ -58,7 +60,7 @@ def check_program_output(out: str):
   assert lines["modules"] == "True True True True True"
   assert lines["version"] == "0.12.0 (0, 12, 0) 0.12.0 (0, 12, 0)"
   assert lines["ember"] == f"{ember.__version__} ember.numpy ember.numpy"
-  assert lines["x64"] == "float64"
+  assert lines["x64"] == "float32,float64"
   return lines
 
 
