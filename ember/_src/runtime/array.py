@@ -13,9 +13,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ember._src import core, dtypes
+from ember._src import basearray, core, dtypes
 from ember._src.runtime import buffer_pool
 from ember._src import tree_util
+from ember._src.sharding import (  # noqa: F401 (devices are re-exported from here)
+    CpuDevice, Device, Sharding, SingleDeviceSharding, _DEVICES, check_placeable,
+    default_backend, devices)
 
 _REPR_VALUES_LIMIT = 1 << 20  # arrays of 1 MiB and more print only shape and dtype
 
@@ -88,63 +91,9 @@ def _find_user_frame(ctor: int):
   return None
 
 
-class Device:
-  """A device arrays live on (`jax.Device`): its `id`, `platform`, `device_kind`,
-  `process_index`."""
-  platform: str
-  device_kind: str
-  process_index = 0
-  client = None
-
-
-class CpuDevice(Device):
-  platform = "cpu"
-  device_kind = "cpu"
-
-  def __init__(self, id: int = 0):
-    self.id = id
-
-  def __repr__(self):
-    return f"CpuDevice(id={self.id})"
-
-  def __str__(self):
-    return f"cpu:{self.id}"
-
-  def __eq__(self, other):
-    return isinstance(other, CpuDevice) and other.id == self.id
-
-  def __hash__(self):
-    return hash(("cpu", self.id))
-
-
-_DEVICES = [CpuDevice(0)]
-
-
 class DLDeviceType(enum.IntEnum):
   """DLPack's device types (those NumPy knows): the first entry of __dlpack_device__."""
   kDLCPU = 1
-
-
-def devices(backend: str | None = None) -> list[CpuDevice]:
-  if backend not in (None, "cpu"):
-    raise RuntimeError(f"Unknown backend {backend!r}: ember runs on 'cpu' here.")
-  return list(_DEVICES)
-
-
-def default_backend() -> str:
-  return "cpu"
-
-
-class SingleDeviceSharding(NamedTuple):
-  device: CpuDevice
-  memory_kind: str = "device"
-
-  @property
-  def device_set(self):
-    return {self.device}
-
-  def __repr__(self):
-    return f"SingleDeviceSharding(device={self.device!r}, memory_kind={self.memory_kind})"
 
 
 class Layout(NamedTuple):
@@ -155,7 +104,7 @@ class Layout(NamedTuple):
 
 class Format(NamedTuple):
   layout: Layout
-  sharding: SingleDeviceSharding
+  sharding: Sharding
 
 
 class Array:
@@ -466,6 +415,7 @@ class Array:
 
 
 core.register_array_type(Array)   # core's eval trace makes Arrays; it cannot import them
+basearray.Array.register(Array)
 
 
 def contiguous_ptr(buf: np.ndarray) -> int | None:
@@ -488,8 +438,8 @@ def _reconstruct(value, weak_type):
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   """Put each leaf of a pytree on the (CPU) device as an Array."""
-  if device is not None and not isinstance(device, (CpuDevice, SingleDeviceSharding)):
-    raise TypeError(f"device_put: device must be a device from ember.devices(), got {device!r}")
+  if device is not None:  # one device: every placement puts the whole array on it
+    check_placeable(device, "device_put")
 
   def put(leaf):
     if isinstance(leaf, Array):

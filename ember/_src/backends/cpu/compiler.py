@@ -26,6 +26,7 @@ from typing import Iterator, Sequence
 import numpy as np
 from llvmlite import ir
 
+from ember._src import dtypes
 from ember._src import flags as flags_lib
 from ember._src import hlo, hlo_eval
 from ember._src.backends.cpu import codegen, dot_kernels
@@ -342,6 +343,27 @@ def _scratch_slot(shape: hlo.Shape):
 # compile_module
 # --------------------------------------------------------------------------------------
 
+def _shape_leaves(shape) -> list:
+  return [shape] if isinstance(shape, hlo.Shape) else [s for x in shape for s in _shape_leaves(x)]
+
+
+def _check_dtypes(module: hlo.Module) -> None:
+  """The backend has no code for ml_dtypes' narrow types (float8_*, float4_e2m1fn, int2,
+  int4, ...): a module that uses one fails here, with the fix, not deep in codegen."""
+  for comp in module.computations:
+    for instr in comp.instrs:
+      narrow = [s.dtype for s in _shape_leaves(instr.shape) if s.dtype in dtypes.narrow_dtypes]
+      if narrow:
+        dt = narrow[0]
+        raise NotImplementedError(
+            f"jit: ember's CPU backend does not compile {dt} (the {instr.opcode} {instr.name} "
+            f"of {module.name} makes one): 8- and 4-bit floats and 2- and 4-bit integers run "
+            "eagerly only. Convert them outside the jitted function (x.astype(jnp.float32) "
+            f"in, .astype(jnp.{dt}) out), run without jit, or set "
+            "ember.config.update('ember_jit_backend', 'interpreter') to run jitted functions "
+            "on the reference interpreter.")
+
+
 def compile_module(module: hlo.Module, assignment, flags=None,
                    tiered: bool = False) -> ex.Executable:
   """Compile an optimized module (see compiler_design.md for the contract) to an
@@ -351,6 +373,7 @@ def compile_module(module: hlo.Module, assignment, flags=None,
   With `tiered` (the caller's run-time estimate allows it), a module that qualifies
   (tiering.py) starts with quick-tier code and is upgraded in the background."""
   flags = flags or flags_lib.get()
+  _check_dtypes(module)
   opt_level = getattr(flags, "opt_level", 3)
   times = {}
   t0 = time.perf_counter()
