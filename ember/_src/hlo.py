@@ -134,6 +134,8 @@ OPCODES: dict[str, tuple[str, ...]] = {
     "pad": ("low", "high", "interior"),             # operands: array, padding value
     "compare": ("direction", "compare_type"),       # EQ NE LT LE GT GE; FLOAT SIGNED UNSIGNED
     "reduce": ("dimensions",),                      # operands: inputs..., inits...; called[0]
+    "reduce-window": ("window_dimensions", "window_strides", "padding", "base_dilation",
+                      "window_dilation"),           # operands: inputs..., inits...; called[0]
     "dot": ("lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims"),
     "gather": ("offset_dims", "collapsed_slice_dims", "start_index_map",
                "operand_batching_dims", "start_indices_batching_dims", "index_vector_dim",
@@ -151,6 +153,7 @@ OPCODES: dict[str, tuple[str, ...]] = {
     "conditional": (),                              # called: branch computations
     "optimization-barrier": (),
     "custom-call": ("target",),
+    "fft": ("fft_type", "fft_length"),             # FFT IFFT RFFT IRFFT; trailing dims
     "rng-bit-generator": (),
     "threefry2x32": (),
 }
@@ -509,9 +512,13 @@ def _attr_text(instr: Instr) -> list[str]:
     out.append(f'custom_call_target="{a["target"]}"')
     if a.get("has_side_effect"):
       out.append("custom_call_has_side_effect=true")
+  elif op == "reduce-window":
+    out.append("window={" + window_text(a) + "}")
+  elif op == "fft":
+    out.append(f"fft_type={a['fft_type']}, fft_length={_dims(a['fft_length'])}")
   if instr.called:
     key = {"fusion": "calls", "call": "to_apply", "reduce": "to_apply", "scatter": "to_apply",
-           "sort": "to_apply"}.get(op)
+           "sort": "to_apply", "reduce-window": "to_apply"}.get(op)
     if key:
       out.append(f"{key}=%{instr.called[0].name}")
     elif op == "while":
@@ -519,6 +526,22 @@ def _attr_text(instr: Instr) -> list[str]:
     elif op == "conditional":
       out.append("branch_computations={" + ", ".join(f"%{c.name}" for c in instr.called) + "}")
   return out
+
+
+def window_text(a: dict) -> str:
+  """XLA's window syntax: `size=3x3 stride=2x2 pad=0_1x1_1 lhs_dilate=2x1 rhs_dilate=1x2`,
+  each field left out where it is all its default."""
+  x = lambda v: "x".join(map(str, v))
+  parts = [f"size={x(a['window_dimensions'])}"]
+  if any(s != 1 for s in a["window_strides"]):
+    parts.append(f"stride={x(a['window_strides'])}")
+  if any(p != (0, 0) for p in map(tuple, a["padding"])):
+    parts.append("pad=" + "x".join(f"{lo}_{hi}" for lo, hi in a["padding"]))
+  if any(d != 1 for d in a["base_dilation"]):
+    parts.append(f"lhs_dilate={x(a['base_dilation'])}")
+  if any(d != 1 for d in a["window_dilation"]):
+    parts.append(f"rhs_dilate={x(a['window_dilation'])}")
+  return " ".join(parts)
 
 
 def instr_to_text(instr: Instr, is_root: bool = False) -> str:
