@@ -84,6 +84,8 @@ class OOBError(JaxException):
             "bounds for axis {} with size {}. ")
 
 
+ErrorCategory = type[JaxException]   # the type of an error set's members (JAX's alias)
+
 user_checks = frozenset({FailedCheckError})
 nan_checks = frozenset({NaNError})
 index_checks = frozenset({OOBError})
