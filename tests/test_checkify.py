@@ -149,6 +149,7 @@ def test_check_error_reraises_under_checkify():
 def test_debug_check():
   f = lambda x: (checkify.debug_check(x > 0, "dbg {}", x), x + 1)[1]
   assert float(ember.jit(f)(F32(-1))) == 0.0                     # no-op outside checkify
+  assert float(f(F32(-1))) == 0.0
   assert checkify.checkify(f)(F32(-1))[0].get() == "dbg -1.0 (`check` failed)"
 
 
