@@ -40,7 +40,6 @@ META = ("versions", "recorded_with")
 # has the whole list). Strict: once one passes, its entry must go.
 KNOWN_GAPS = {
     "chex_asserts": "chex imports jax.experimental.checkify",
-    "flax_linen_mlp": "flax imports jax.core (and jax._src.traceback_util, jax.interpreters)",
     "flax_nnx_mlp": "flax imports jax.core; flax.nnx needs jax.Ref and jax.experimental.hijax",
     "cnn_flax": "flax imports jax.core (and jax._src.traceback_util, jax.interpreters)",
     "equinox_mlp": "equinox imports jax.interpreters.ad and jax._src.traceback_util",
