@@ -18,13 +18,9 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-<<<<<<< HEAD
-from ember._src.core import Jaxpr, Var, eqn_effects
-=======
 from ember._src import core
 from ember._src.api_util import WrappedFun
-from ember._src.core import Jaxpr, Var
->>>>>>> h-flax
+from ember._src.core import Jaxpr, Var, eqn_effects
 
 
 def partial_eval_jaxpr(jaxpr: Jaxpr, unknowns: Sequence[bool],
