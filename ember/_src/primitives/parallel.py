@@ -1,5 +1,5 @@
 """Collectives over named axes: psum, pmax, pmin (and pmean), all_gather, psum_scatter,
-axis_index.
+all_to_all (and pswapaxes), axis_index.
 
 A named axis is bound by `vmap(..., axis_name='i')` (ember has no pmap / shard_map). Each
 collective is a primitive whose `axes` / `axis_name` param names the axes it works over;
@@ -24,11 +24,11 @@ from ember._src.primitives import reductions, structural
 from ember._src.transforms import batching
 from ember._src.transforms import ad
 from ember._src.primitives.structural import iota
-from ember._src.primitives.structural import reshape
+from ember._src.primitives.structural import expand_dims, reshape, squeeze, transpose
 from ember._src.primitives.elementwise import convert_element_type
 
-__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "axis_index",
-           "axis_size"]
+__all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
+           "pswapaxes", "axis_index", "axis_size"]
 
 
 def _as_tuple(axis_name) -> tuple:
@@ -300,6 +300,107 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=
   return tree_util.tree_map(leaf, x)
 
 
+# --- all_to_all (and pswapaxes) -------------------------------------------------------------
+
+def _all_to_all_abstract_eval(x, *, split_axis, concat_axis, axis_name, axis_index_groups,
+                              axis_size, tiled):
+  """The bound (tiled) form: `split_axis` shrinks by the axis size, `concat_axis` grows."""
+  shape = list(x.shape)
+  shape[split_axis] //= axis_size
+  shape[concat_axis] *= axis_size
+  return x.update(shape=tuple(shape))
+
+
+def _exchange_chunks(x, split_axis: int, concat_axis: int, size: int):
+  """`x` batched at 0 over the exchanging axis: example j gets chunk j (of `size` along
+  `split_axis`) of every example i, concatenated in order of i along `concat_axis`
+  (both axes count an example's dimensions)."""
+  shape = list(batching.shape_of(x))
+  per = shape[1:]
+  s, c = split_axis + 1, concat_axis + 1
+  chunks = shape[:s] + [size, per[split_axis] // size] + shape[s + 1:]
+  x = reshape(x, tuple(chunks))             # axes: i, ..., j, chunk, ...
+  x = batching.moveaxis(x, s, 0)            # axes: j, i, ..., chunk, ...
+  x = batching.moveaxis(x, 1, c)            # axes: j, ..., i, concat, ...
+  out = [size] + per
+  out[s] //= size
+  out[c] *= size
+  return reshape(x, tuple(out))
+
+
+def _all_to_all_batch(axis_data, vals, dims, *, split_axis, concat_axis, axis_name,
+                      axis_index_groups, axis_size, tiled):
+  """Over this vmap's axis, the exchange is a reshape/transpose of the batched value
+  (JAX's `_all_to_all_batched_collective`); over another name it stays a collective."""
+  (x,), (d,) = vals, dims
+  params = dict(split_axis=split_axis, concat_axis=concat_axis, axis_name=axis_name,
+                axis_index_groups=axis_index_groups, axis_size=axis_size, tiled=tiled)
+  if axis_data.name not in axis_name:
+    if d is None:
+      return all_to_all_p.bind(x, **params), None
+    params["split_axis"] += split_axis >= d
+    params["concat_axis"] += concat_axis >= d
+    return all_to_all_p.bind(x, **params), d
+  _check_groups(axis_index_groups)
+  if len(axis_name) > 1:
+    raise NotImplementedError("all_to_all over several axis names inside vmap is not "
+                              "supported; exchange over one name at a time.")
+  x = batching.bdim_at_front(x, d, axis_data.size)
+  return _exchange_chunks(x, split_axis, concat_axis, axis_size), 0
+
+
+all_to_all_p = declare("all_to_all", _all_to_all_abstract_eval)
+all_to_all_p.batch = _all_to_all_batch
+all_to_all_p.named_trace = lambda trace, params: batching.named_axis_trace(
+    params["axis_name"], "all_to_all", trace)
+
+
+def _check_all_to_all(v_shape, split_axis, concat_axis, size, tiled, names):
+  nd = len(v_shape)
+  for what, ax in (("split_axis", split_axis), ("concat_axis", concat_axis)):
+    if not -nd <= ax < nd:
+      raise ValueError(f"all_to_all: {what} {ax} is out of bounds for an operand of shape "
+                       f"{tuple(v_shape)}")
+  n = v_shape[split_axis]
+  if tiled and n % size:
+    raise ValueError(f"The size of all_to_all split_axis ({n}) has to be divisible by the "
+                     f"size of the named axis {names} ({size})")
+  if not tiled and n != size:
+    raise ValueError(f"all_to_all requires the size of the mapped axis axis_name to equal "
+                     f"x.shape[split_axis], but they are {size} and {n} respectively.")
+
+
+def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_groups=None,
+               tiled: bool = False):
+  """Each example of the mapped axis `axis_name` splits `x` (a pytree) along `split_axis`
+  into one chunk per example and sends chunk j to example j; the received chunks are
+  stacked along a new axis at `concat_axis` (concatenated along `concat_axis` when
+  `tiled`), and, untiled, the split axis is removed."""
+  _check_groups(axis_index_groups)
+  names = _as_tuple(axis_name)
+  size = _axis_size(names)
+
+  def leaf(v):
+    shape = core.get_aval(v).shape
+    split, concat = operator.index(split_axis), operator.index(concat_axis)
+    _check_all_to_all(shape, split, concat, size, tiled, names)
+    split, concat = split % len(shape), concat % len(shape)
+    if not tiled and split != concat:  # exchange along a new axis of size 1 at concat
+      concat += split < concat
+      split += concat <= split
+      v = expand_dims(v, (concat,))
+    out = all_to_all_p.bind(v, split_axis=split, concat_axis=concat, axis_name=names,
+                            axis_index_groups=None, axis_size=size, tiled=bool(tiled))
+    return squeeze(out, (split,)) if not tiled and split != concat else out
+  return tree_util.tree_map(leaf, x)
+
+
+def pswapaxes(x, axis_name, axis: int, *, axis_index_groups=None):
+  """Swaps the mapped axis `axis_name` with the positional `axis` of `x` (a pytree): an
+  all_to_all that splits and concatenates along `axis`."""
+  return all_to_all(x, axis_name, axis, axis, axis_index_groups=axis_index_groups)
+
+
 # --- axis_index ---------------------------------------------------------------------------
 
 axis_index_p = declare("axis_index", lambda *, axis_name: ShapedArray((), np.int32))
@@ -331,7 +432,8 @@ def axis_index(axis_name):
 def _install_ad_rules():
   """psum is linear, and its own transpose (each example's cotangent is the sum of all the
   examples' cotangents, as JAX's rule); all_gather and psum_scatter are linear and each
-  other's transposes (JAX's `_all_gather_transpose_rule`); pmax/pmin have no rule."""
+  other's transposes (JAX's `_all_gather_transpose_rule`); all_to_all is linear, its
+  transpose the exchange back (split and concat axes swapped); pmax/pmin have no rule."""
 
   def all_gather_transpose(ct, x, *, all_gather_dimension, axis_name, axis_index_groups,
                            axis_size, tiled):
@@ -344,7 +446,11 @@ def _install_ad_rules():
     return [all_gather_p.bind(ad.instantiate_zeros(ct), all_gather_dimension=scatter_dimension,
                               axis_name=axis_name, axis_index_groups=axis_index_groups,
                               axis_size=axis_size, tiled=tiled)]
+  def all_to_all_transpose(ct, x, *, split_axis, concat_axis, **params):
+    return [all_to_all_p.bind(ad.instantiate_zeros(ct), split_axis=concat_axis,
+                              concat_axis=split_axis, **params)]
   ad.deflinear2(all_gather_p, all_gather_transpose)
+  ad.deflinear2(all_to_all_p, all_to_all_transpose)
   ad.deflinear2(reduce_scatter_p, reduce_scatter_transpose)
 
   def transpose(ct, x, *, axes, axis_index_groups):
