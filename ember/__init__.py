@@ -11,6 +11,7 @@ from ember._src.runtime.array import (  # noqa: F401
 from ember._src.core import ensure_compile_time_eval, named_scope  # noqa: F401
 from ember._src.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from ember._src.transforms.batching import vmap  # noqa: F401
+from ember._src.pmap import pmap  # noqa: F401
 from ember._src.transforms.ad import (  # noqa: F401
     grad, jvp, linear_transpose, linearize, value_and_grad, vjp)
 from ember._src.jacobians import hessian, jacfwd, jacrev  # noqa: F401
