@@ -12,6 +12,7 @@ from ember._src.core import ensure_compile_time_eval, named_scope  # noqa: F401
 from ember._src.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from ember._src.transforms.batching import vmap  # noqa: F401
 from ember._src.pmap import pmap  # noqa: F401
+from ember._src.state import Ref, new_ref  # noqa: F401
 from ember._src.transforms.ad import (  # noqa: F401
     grad, jvp, linear_transpose, linearize, value_and_grad, vjp)
 from ember._src.jacobians import hessian, jacfwd, jacrev  # noqa: F401
@@ -37,9 +38,16 @@ __version_info__ = _version_info(__version__)
 
 
 def typeof(x):
-  """The abstract value (type) of an array or tracer: `float32[3]`."""
-  from ember._src.core import get_aval   # here, not at the top: keeps ember's namespace JAX's
-  return get_aval(x)
+  """The abstract value (type) of an array or tracer (`float32[3]`), of a Ref
+  (`Ref{float32[3]}`), or of a value of a registered hijax type."""
+  # here, not at the top: keeps ember's namespace JAX's
+  from ember._src.core import AbstractValue, get_aval
+  from ember._src.hijax import hitype_of
+  aval = getattr(x, "aval", None)
+  if isinstance(aval, AbstractValue):
+    return aval
+  hitype = hitype_of(x)
+  return get_aval(x) if hitype is None else hitype
 
 
 def local_devices(process_index=None, backend=None):
@@ -64,7 +72,7 @@ def process_count() -> int:
 from ember import random  # noqa: E402,F401
 from ember import nn, scipy  # noqa: E402,F401
 from ember import profiler  # noqa: E402,F401
-from ember import core, experimental, sharding  # noqa: E402,F401
+from ember import core, experimental, sharding, stages  # noqa: E402,F401
 from ember._src.sharding import make_mesh, NamedSharding  # noqa: E402,F401
 from ember._src.sharding import PartitionSpec as P  # noqa: E402,F401
 

@@ -1,0 +1,1 @@
+"""jax._src.state: only its `types` module has a stand-in (flax.nnx imports AbstractRef)."""
