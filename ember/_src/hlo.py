@@ -135,6 +135,11 @@ OPCODES: dict[str, tuple[str, ...]] = {
     "compare": ("direction", "compare_type"),       # EQ NE LT LE GT GE; FLOAT SIGNED UNSIGNED
     "reduce": ("dimensions",),                      # operands: inputs..., inits...; called[0]
     "dot": ("lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims"),
+    # dimension_numbers: (lhs_spec, rhs_spec, out_spec) as lax's ConvDimensionNumbers;
+    # padding: a (low, high) pair per spatial dim. Expanded before codegen (conv_expansion)
+    "convolution": ("window_strides", "padding", "lhs_dilation", "rhs_dilation",
+                    "dimension_numbers", "feature_group_count", "batch_group_count",
+                    "precision"),
     "gather": ("offset_dims", "collapsed_slice_dims", "start_index_map",
                "operand_batching_dims", "start_indices_batching_dims", "index_vector_dim",
                "slice_sizes", "indices_are_sorted"),
@@ -460,6 +465,8 @@ def _attr_text(instr: Instr) -> list[str]:
     for k in ("lhs_batch_dims", "lhs_contracting_dims", "rhs_batch_dims", "rhs_contracting_dims"):
       if a.get(k) or k.endswith("contracting_dims"):
         out.append(f"{k}={_dims(a.get(k, ()))}")
+  elif op == "convolution":
+    out += _conv_attr_text(instr)
   elif op == "get-tuple-element":
     out.append(f"index={a['index']}")
   elif op == "fusion":
@@ -503,6 +510,38 @@ def _attr_text(instr: Instr) -> list[str]:
       out.append(f"condition=%{instr.called[0].name}, body=%{instr.called[1].name}")
     elif op == "conditional":
       out.append("branch_computations={" + ", ".join(f"%{c.name}" for c in instr.called) + "}")
+  return out
+
+
+def conv_dim_labels(dimension_numbers) -> tuple[list[str], list[str], list[str]]:
+  """XLA's per-dimension labels of a convolution's lhs, rhs and output: b/f (o/i for the
+  kernel) and the spatial dims' numbers."""
+  def labels(spec, batch, feature):
+    out = [""] * len(spec)
+    out[spec[0]], out[spec[1]] = batch, feature
+    for n, d in enumerate(spec[2:]):
+      out[d] = str(n)
+    return out
+  lhs, rhs, res = dimension_numbers
+  return labels(lhs, "b", "f"), labels(rhs, "o", "i"), labels(res, "b", "f")
+
+
+def _conv_attr_text(instr: Instr) -> list[str]:
+  a = instr.attrs
+  rhs_spec = a["dimension_numbers"][1]
+  window = [f"size={'x'.join(str(instr.operands[1].dims[d]) for d in rhs_spec[2:])}"]
+  if any(s != 1 for s in a["window_strides"]):
+    window.append(f"stride={'x'.join(map(str, a['window_strides']))}")
+  if any(lo or hi for lo, hi in a["padding"]):
+    window.append("pad=" + "x".join(f"{lo}_{hi}" for lo, hi in a["padding"]))
+  for key, name in (("lhs_dilation", "lhs_dilate"), ("rhs_dilation", "rhs_dilate")):
+    if any(d != 1 for d in a[key]):
+      window.append(f"{name}={'x'.join(map(str, a[key]))}")
+  lhs, rhs, res = ("".join(ls) for ls in conv_dim_labels(a["dimension_numbers"]))
+  out = ["window={" + " ".join(window) + "}", f"dim_labels={lhs}_{rhs}->{res}"]
+  for key in ("feature_group_count", "batch_group_count"):
+    if a[key] != 1:
+      out.append(f"{key}={a[key]}")
   return out
 
 
