@@ -4,14 +4,14 @@
       -> xt  = transpose(x) to [N, S..., C]
          xp  = pad(xt, 0), low/high = the padding, interior = lhs_dilation - 1
          tap = slice(xp) per kernel tap: start tap * rhs_dilation, stride window_strides
-         col = concatenate(taps, last dim)           [N, O..., T * C]  (one loop fusion)
-         k   = reshape(transpose(w) to [K..., I, O]) [T * I, O]
-         out = dot(reshape(col) [M, T * C], k)       (groups: a batch dim G of the dot)
-         transpose(reshape(out)) to the output layout
+         col = concatenate(taps, new dim T)          [N, O..., T, C]  (one loop fusion)
+         k   = reshape(transpose(w) to [K..., I, O]) [T, I, F]
+         out = dot(col, k), contracting (T, C) x (T, I) -> [N, O..., F]
+         transpose(out) to the output layout
 
-With G feature groups the patches' features split (group major) into [G, T * C/G] rows
-and the kernel's output features into [G, O/G] columns: one dot with batch dim G. With G
-batch groups the patches' batch splits (group major) instead. An output with no elements,
+With G feature groups the patches' features split (group major) into [G, C/G] and the
+kernel's output features into [G, F/G]: G becomes a batch dim of the dot. With G batch
+groups the patches' batch splits (group major) instead. An output with no elements,
 or a contraction of length 0, is a broadcast zero.
 
 Value-preserving: every output element is the sum over the same (tap, feature) products
@@ -58,8 +58,9 @@ class _Builder:
 
 
 def _patches(b: _Builder, x: Instr, a: dict, kernel_spatial, out_spatial) -> Instr:
-  """[N, O..., T * C]: the padded, dilated input's window of every tap at every output
-  position, taps major."""
+  """[N, O..., T, C]: the padded, dilated input's window of every tap at every output
+  position. The taps stack on the dim before the features: the concatenate's choice of
+  operand is then invariant in the emitter's inner (feature) loop, which vectorizes."""
   lhs_perm, _, _ = reference_conv.canonical_perms(a["dimension_numbers"])
   x = b.transpose(x, lhs_perm)
   low = (0,) + tuple(lo for lo, _ in a["padding"]) + (0,)
@@ -73,21 +74,32 @@ def _patches(b: _Builder, x: Instr, a: dict, kernel_spatial, out_spatial) -> Ins
     x = b.add("pad", x.dtype, dims, [x, b.zero(x.dtype)],
               {"low": low, "high": high, "interior": interior})
   n, c = x.dims[0], x.dims[-1]
+  tap_dims = (n,) + tuple(out_spatial) + (c,)
   taps = []
   for window in reference_conv.tap_windows(kernel_spatial, out_spatial, a["window_strides"],
                                            a["rhs_dilation"]):
     start = (0,) + tuple(w[0] for w in window) + (0,)
     limit = (n,) + tuple(w[1] for w in window) + (c,)
     strides = (1,) + tuple(w[2] for w in window) + (1,)
-    if start == (0,) * len(start) and limit == x.dims and set(strides) == {1}:
-      taps.append(x)
-    else:
-      taps.append(b.add("slice", x.dtype, (n,) + tuple(out_spatial) + (c,), [x],
-                        {"start": start, "limit": limit, "strides": strides}))
+    tap = x
+    if not (start == (0,) * len(start) and limit == x.dims and set(strides) == {1}):
+      tap = b.add("slice", x.dtype, tap_dims, [x],
+                  {"start": start, "limit": limit, "strides": strides})
+    taps.append(b.reshape(tap, tap_dims[:-1] + (1, c)))
   if len(taps) == 1:
     return taps[0]
-  dims = (n,) + tuple(out_spatial) + (len(taps) * c,)
-  return b.add("concatenate", x.dtype, dims, taps, {"dimension": len(dims) - 1})
+  dims = tap_dims[:-1] + (len(taps), c)
+  return b.add("concatenate", x.dtype, dims, taps, {"dimension": len(dims) - 2})
+
+
+def _dot(b: _Builder, dtype, lhs: Instr, rhs: Instr, lhs_dims, rhs_dims) -> Instr:
+  """dot_general with XLA's output order: batch, lhs free, rhs free."""
+  (lc, lb), (rc, rb) = lhs_dims, rhs_dims
+  free = lambda x, used: [d for i, d in enumerate(x.dims) if i not in used]
+  dims = ([lhs.dims[i] for i in lb] + free(lhs, lc + lb) + free(rhs, rc + rb))
+  return b.add("dot", dtype, dims, [lhs, rhs],
+               {"lhs_contracting_dims": lc, "rhs_contracting_dims": rc,
+                "lhs_batch_dims": lb, "rhs_batch_dims": rb})
 
 
 def _expand(comp: hlo.Computation, conv: Instr) -> Instr:
@@ -103,34 +115,25 @@ def _expand(comp: hlo.Computation, conv: Instr) -> Instr:
   if conv.shape.size == 0 or taps * i_feat == 0:
     return b.add("broadcast", dt, conv.dims, [b.zero(dt)], {"dimensions": ()})
   out_spatial = canonical_dims[1:-1]
-  positions = math.prod(out_spatial)
-  col = _patches(b, x, a, kernel_spatial, out_spatial)
-  n, c = col.dims[0], col.dims[-1] // taps
+  col = _patches(b, x, a, kernel_spatial, out_spatial)   # [N, O..., T, C]
+  n, c = col.dims[0], col.dims[-1]
   fgc, bgc = a["feature_group_count"], a["batch_group_count"]
   groups = max(fgc, bgc)
-  k = taps * i_feat
-  if groups == 1:
-    lhs = b.reshape(col, (n * positions, k))
-    rhs = b.reshape(kernel, (k, o_feat))
-    out = b.add("dot", dt, (n * positions, o_feat), [lhs, rhs],
-                {"lhs_contracting_dims": (1,), "rhs_contracting_dims": (0,),
-                 "lhs_batch_dims": (), "rhs_batch_dims": ()})
-    out = b.reshape(out, canonical_dims)
-  else:
-    nb = n // bgc
-    if fgc > 1:     # [N * O, T, G, C/G] -> [G, N * O, T * C/G]
-      lhs = b.reshape(col, (n * positions, taps, groups, c // groups))
-      lhs = b.reshape(b.transpose(lhs, (2, 0, 1, 3)), (groups, n * positions, k))
-    else:           # batch groups: [G * Nb, O, T * C] -> [G, Nb * O, T * C]
-      lhs = b.reshape(col, (groups, nb * positions, k))
-    rhs = b.reshape(kernel, (k, groups, o_feat // groups))
-    rhs = b.transpose(rhs, (1, 0, 2))
-    out = b.add("dot", dt, (groups, nb * positions, o_feat // groups), [lhs, rhs],
-                {"lhs_contracting_dims": (2,), "rhs_contracting_dims": (1,),
-                 "lhs_batch_dims": (0,), "rhs_batch_dims": (0,)})
-    out = b.reshape(out, (groups, nb) + tuple(out_spatial) + (o_feat // groups,))
-    out = b.transpose(out, tuple(range(1, nsp + 2)) + (0, nsp + 2))
-    out = b.reshape(out, canonical_dims)
+  t_axis = nsp + 1
+  if groups == 1:     # [N, O..., T, C] . [T, C, F] -> [N, O..., F]
+    out = _dot(b, dt, col, b.reshape(kernel, (taps, i_feat, o_feat)),
+               ((t_axis, t_axis + 1), ()), ((0, 1), ()))
+    return b.transpose(out, np.argsort(out_canonical))
+  og = o_feat // groups
+  rhs = b.reshape(kernel, (taps, i_feat, groups, og))
+  if fgc > 1:         # [N, O..., T, G, C/G] . [T, C/G, G, F/G] -> [G, N, O..., F/G]
+    lhs = b.reshape(col, col.dims[:-1] + (groups, c // groups))
+    out = _dot(b, dt, lhs, rhs, ((t_axis, t_axis + 2), (t_axis + 1,)), ((0, 1), (2,)))
+  else:               # [G, Nb, O..., T, C] . [T, C, G, F/G] -> [G, Nb, O..., F/G]
+    lhs = b.reshape(col, (groups, n // groups) + col.dims[1:])
+    out = _dot(b, dt, lhs, rhs, ((t_axis + 1, t_axis + 2), (0,)), ((0, 1), (2,)))
+  out = b.transpose(out, tuple(range(1, nsp + 2)) + (0, nsp + 2))   # [Nb, O..., G, F/G]
+  out = b.reshape(out, canonical_dims)
   return b.transpose(out, np.argsort(out_canonical))
 
 
