@@ -100,6 +100,10 @@ CASES = [
         window_strides=(1, 2, 1), padding=((0, 1), (1, 1), (0, 0)),
         dimension_numbers=("NDHWC", "DHWIO", "NDHWC"))),
     ("0d", (3, 4), (5, 4), dict(window_strides=(), padding=())),
+    # more taps than output positions (a kernel gradient's shape): one slice per position
+    ("2d_big_kernel", (2, 3, 9, 8), (2, 3, 7, 7), dict(window_strides=(1, 2), padding="VALID")),
+    # 40 taps: the tap concatenate nests (conv_expansion.MAX_OPERANDS)
+    ("1d_many_taps", (1, 2, 50), (2, 2, 40), dict(window_strides=(1,), padding=((20, 19),))),
     ("empty_output", (2, 3, 2, 2), (4, 3, 3, 3), dict(window_strides=(1, 1), padding="VALID")),
 ]
 

@@ -30,6 +30,8 @@ from ember._src import hlo
 from ember._src.hlo import Instr, Shape
 from ember._src.reference import convolution as reference_conv
 
+MAX_OPERANDS = 32   # operands of one concatenate (nested beyond)
+
 
 class _Builder:
   """Appends instructions (with the convolution's metadata) to a computation, skipping
@@ -57,39 +59,67 @@ class _Builder:
     return self.add("constant", dtype, (), [], {"value": np.zeros((), dtype)})
 
 
-def _patches(b: _Builder, x: Instr, a: dict, kernel_spatial, out_spatial) -> Instr:
-  """[N, O..., T, C]: the padded, dilated input's window of every tap at every output
-  position. The taps stack on the dim before the features: the concatenate's choice of
-  operand is then invariant in the emitter's inner (feature) loop, which vectorizes."""
+def _concatenate(b: _Builder, xs: list[Instr], dim: int) -> Instr:
+  """concatenate along `dim`, nested in chunks of MAX_OPERANDS (the emitter selects among
+  a concatenate's operands by a chain as long as their count)."""
+  if len(xs) == 1:
+    return xs[0]
+  if len(xs) > MAX_OPERANDS:
+    xs = [_concatenate(b, xs[k:k + MAX_OPERANDS], dim) for k in range(0, len(xs), MAX_OPERANDS)]
+  dims = list(xs[0].dims)
+  dims[dim] = sum(x.dims[dim] for x in xs)
+  return b.add("concatenate", xs[0].dtype, dims, xs, {"dimension": dim})
+
+
+def _padded_input(b: _Builder, x: Instr, a: dict) -> Instr:
+  """x as [N, S..., C], lhs-dilated and padded (negative padding crops)."""
   lhs_perm, _, _ = reference_conv.canonical_perms(a["dimension_numbers"])
   x = b.transpose(x, lhs_perm)
   low = (0,) + tuple(lo for lo, _ in a["padding"]) + (0,)
   high = (0,) + tuple(hi for _, hi in a["padding"]) + (0,)
   interior = (0,) + tuple(d - 1 for d in a["lhs_dilation"]) + (0,)
-  if any(low) or any(high) or any(interior):
-    dims = (x.dims[0],) + tuple(
-        d + lo + hi for d, lo, hi in zip(reference_conv.dilate_shape(x.dims[1:-1],
-                                                                     a["lhs_dilation"]),
-                                         low[1:-1], high[1:-1])) + (x.dims[-1],)
-    x = b.add("pad", x.dtype, dims, [x, b.zero(x.dtype)],
-              {"low": low, "high": high, "interior": interior})
+  if not (any(low) or any(high) or any(interior)):
+    return x
+  dilated = reference_conv.dilate_shape(x.dims[1:-1], a["lhs_dilation"])
+  dims = ((x.dims[0],) + tuple(d + lo + hi for d, lo, hi in zip(dilated, low[1:-1], high[1:-1]))
+          + (x.dims[-1],))
+  return b.add("pad", x.dtype, dims, [x, b.zero(x.dtype)],
+               {"low": low, "high": high, "interior": interior})
+
+
+def _window_slice(b: _Builder, x: Instr, window, sizes) -> Instr:
+  """x[:, window..., :] ((start, limit, stride) per spatial dim) with spatial `sizes`."""
   n, c = x.dims[0], x.dims[-1]
-  tap_dims = (n,) + tuple(out_spatial) + (c,)
-  taps = []
-  for window in reference_conv.tap_windows(kernel_spatial, out_spatial, a["window_strides"],
-                                           a["rhs_dilation"]):
-    start = (0,) + tuple(w[0] for w in window) + (0,)
-    limit = (n,) + tuple(w[1] for w in window) + (c,)
-    strides = (1,) + tuple(w[2] for w in window) + (1,)
-    tap = x
-    if not (start == (0,) * len(start) and limit == x.dims and set(strides) == {1}):
-      tap = b.add("slice", x.dtype, tap_dims, [x],
-                  {"start": start, "limit": limit, "strides": strides})
-    taps.append(b.reshape(tap, tap_dims[:-1] + (1, c)))
-  if len(taps) == 1:
-    return taps[0]
-  dims = tap_dims[:-1] + (len(taps), c)
-  return b.add("concatenate", x.dtype, dims, taps, {"dimension": len(dims) - 2})
+  start = (0,) + tuple(w[0] for w in window) + (0,)
+  limit = (n,) + tuple(w[1] for w in window) + (c,)
+  strides = (1,) + tuple(w[2] for w in window) + (1,)
+  if start == (0,) * len(start) and limit == x.dims and set(strides) == {1}:
+    return x
+  return b.add("slice", x.dtype, (n,) + tuple(sizes) + (c,), [x],
+               {"start": start, "limit": limit, "strides": strides})
+
+
+def _patches(b: _Builder, x: Instr, a: dict, kernel_spatial, out_spatial) -> Instr:
+  """[N, O..., T, C]: the padded, dilated input's window of every tap at every output
+  position. Built from one strided slice per tap (all positions), or per output position
+  (all taps) where those are fewer (a kernel gradient: a large "kernel", few positions).
+  Taps or positions stack on a dim before the features: the concatenate's choice of
+  operand is then invariant in the emitter's inner (feature) loop, which vectorizes."""
+  x = _padded_input(b, x, a)
+  n, c = x.dims[0], x.dims[-1]
+  strides, rhs_dil = a["window_strides"], a["rhs_dilation"]
+  taps, positions = math.prod(kernel_spatial), math.prod(out_spatial)
+  if taps <= positions:
+    parts = [b.reshape(_window_slice(b, x, window, out_spatial),
+                       (n,) + tuple(out_spatial) + (1, c))
+             for window in reference_conv.tap_windows(kernel_spatial, out_spatial, strides,
+                                                      rhs_dil)]
+    return _concatenate(b, parts, len(out_spatial) + 1)
+  # the same windows read the other way: output position p meets taps p*s + t*r
+  parts = [b.reshape(_window_slice(b, x, window, kernel_spatial), (n, 1, taps, c))
+           for window in reference_conv.tap_windows(out_spatial, kernel_spatial, rhs_dil,
+                                                    strides)]
+  return b.reshape(_concatenate(b, parts, 1), (n,) + tuple(out_spatial) + (taps, c))
 
 
 def _dot(b: _Builder, dtype, lhs: Instr, rhs: Instr, lhs_dims, rhs_dims) -> Instr:
