@@ -86,6 +86,11 @@ CASES = [
         window_strides=(1, 2), padding="SAME", rhs_dilation=(2, 3))),
     ("2d_lhs_dilation", (2, 2, 4, 3), (3, 2, 2, 3), dict(
         window_strides=(1, 1), padding=((1, 1), (2, 0)), lhs_dilation=(2, 3))),
+    # lhs dilation 3 with a 1-tap kernel: two of the three output phases meet no input
+    ("1d_lhs_dilation_phases_without_taps", (1, 2, 4), (3, 2, 1), dict(
+        window_strides=(1,), padding=((-1, 2),), lhs_dilation=(3,))),
+    ("3d_lhs_dilation_mixed", (1, 2, 3, 3, 2), (2, 2, 2, 3, 2), dict(
+        window_strides=(1, 2, 1), padding=((1, 1), (0, 1), (1, -1)), lhs_dilation=(2, 2, 1))),
     ("2d_negative_padding", (1, 2, 7, 6), (2, 2, 2, 2), dict(
         window_strides=(2, 1), padding=((-1, 0), (1, -2)))),
     ("2d_depthwise", (2, 5, 5, 4), (3, 3, 1, 8), dict(

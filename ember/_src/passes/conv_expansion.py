@@ -132,10 +132,85 @@ def _dot(b: _Builder, dtype, lhs: Instr, rhs: Instr, lhs_dims, rhs_dims) -> Inst
                 "lhs_batch_dims": lb, "rhs_batch_dims": rb})
 
 
+def _phased_dims(a: dict) -> list[int]:
+  """Spatial dims whose lhs dilation splits into phases: dilated, stride 1, undilated kernel
+  (the lhs gradient of a strided conv, conv_transpose)."""
+  return [i for i, (d, s, r) in enumerate(zip(a["lhs_dilation"], a["window_strides"],
+                                              a["rhs_dilation"])) if d > 1 and s == r == 1]
+
+
+def _phase(d, lo, n, k, r, out_max):
+  """Phase r of a dim dilated by d: outputs o = r + d*m read input m + j + e through the
+  kernel taps t0 + d*j. Returns (t0, tap count, (low, high) padding of the undilated input
+  giving out_max outputs)."""
+  t0 = (lo - r) % d
+  taps = len(range(t0, k, d))
+  low = -((r + t0 - lo) // d)
+  return t0, taps, (low, out_max + taps - 1 - n - low)
+
+
+def _expand_phases(comp: hlo.Computation, conv: Instr, phased: list[int]) -> Instr:
+  """A conv whose input is dilated by D (stride 1) as D convolutions of the undilated input
+  per phased dim, one per output phase (output index mod D), each with the kernel taps that
+  meet input elements (every D-th): no product with a dilation zero is formed. The phase
+  results interleave into the output (a concatenate on a new dim after the spatial dim and a
+  reshape), cropped to its size. Each phase is a `convolution` in the canonical layouts,
+  expanded by `_expand`."""
+  a, (x, w) = conv.attrs, conv.operands
+  b = _Builder(comp, conv.metadata)
+  lhs_perm, rhs_perm, out_canonical = reference_conv.canonical_perms(a["dimension_numbers"])
+  x, w = b.transpose(x, lhs_perm), b.transpose(w, rhs_perm)   # [N, S..., C], [K..., I, O]
+  nsp = x.shape.rank - 2
+  out_dims = [conv.dims[d] for d in out_canonical]            # [Nb, O..., F]
+  sizes = list(out_dims)
+  for i in phased:
+    sizes[1 + i] = -(-out_dims[1 + i] // a["lhs_dilation"][i])
+  canonical = (tuple([0, nsp + 1] + list(range(1, nsp + 1))),
+               tuple([nsp + 1, nsp] + list(range(nsp))),
+               tuple([0, nsp + 1] + list(range(1, nsp + 1))))
+
+  def phase_result(rs: dict) -> Instr:
+    padding, lhs_dil, start, stride = list(a["padding"]), list(a["lhs_dilation"]), [0] * nsp, \
+        [1] * nsp
+    for i, r in rs.items():
+      start[i], taps, padding[i] = _phase(a["lhs_dilation"][i], a["padding"][i][0],
+                                          x.dims[1 + i], w.dims[i], r, sizes[1 + i])
+      if not taps:
+        return b.add("broadcast", conv.dtype, sizes, [b.zero(conv.dtype)], {"dimensions": ()})
+      lhs_dil[i], stride[i] = 1, a["lhs_dilation"][i]
+    kdims = [len(range(st, k, sd)) for st, k, sd in zip(start, w.dims[:nsp], stride)]
+    kernel = b.add("slice", w.dtype, kdims + list(w.dims[nsp:]), [w],
+                   {"start": tuple(start) + (0, 0), "limit": w.dims,
+                    "strides": tuple(stride) + (1, 1)})
+    attrs = dict(a, padding=tuple(map(tuple, padding)), lhs_dilation=tuple(lhs_dil),
+                 dimension_numbers=canonical)
+    sub = b.add("convolution", conv.dtype, sizes, [x, kernel], attrs)
+    return _expand(comp, sub)
+
+  def interleave(k: int, rs: dict) -> Instr:
+    if k == len(phased):
+      return phase_result(rs)
+    i, d = phased[k], a["lhs_dilation"][phased[k]]
+    parts = [interleave(k + 1, {**rs, i: r}) for r in range(d)]
+    parts = [b.reshape(p, p.dims[:2 + i] + (1,) + p.dims[2 + i:]) for p in parts]
+    out = _concatenate(b, parts, 2 + i)
+    return b.reshape(out, out.dims[:1 + i] + (out.dims[1 + i] * d,) + out.dims[3 + i:])
+
+  out = interleave(0, {})
+  if tuple(out.dims) != tuple(out_dims):
+    out = b.add("slice", conv.dtype, out_dims, [out],
+                {"start": (0,) * len(out_dims), "limit": tuple(out_dims),
+                 "strides": (1,) * len(out_dims)})
+  return b.transpose(out, np.argsort(out_canonical))
+
+
 def _expand(comp: hlo.Computation, conv: Instr) -> Instr:
   a, (x, w) = conv.attrs, conv.operands
   b = _Builder(comp, conv.metadata)
   dt = conv.dtype
+  phased = _phased_dims(a)
+  if phased and conv.shape.size:
+    return _expand_phases(comp, conv, phased)
   _, rhs_perm, out_canonical = reference_conv.canonical_perms(a["dimension_numbers"])
   kernel = b.transpose(w, rhs_perm)                       # [K..., I, O]
   nsp = kernel.shape.rank - 2
