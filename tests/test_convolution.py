@@ -162,6 +162,20 @@ def test_conv_dimension_numbers_from_strings():
       ((0, 3, 2, 1), (3, 2, 0, 1), (0, 1, 2, 3))
 
 
+def test_shape_tuples_as_jax_computes_them():
+  # values from JAX 0.12
+  assert lax.conv_shape_tuple((2, 3, 9, 8), (4, 3, 3, 2), (2, 1), "SAME") == (2, 4, 5, 8)
+  assert lax.conv_shape_tuple((4, 3, 9, 8), (4, 3, 3, 2), (1, 1), ((1, 0), (2, 2)), 2) == \
+      (2, 4, 8, 11)
+  nhwc = ("NHWC", "HWIO", "NHWC")
+  assert lax.conv_general_shape_tuple((2, 9, 8, 3), (3, 2, 3, 4), (2, 1), "VALID", nhwc) == \
+      (2, 4, 7, 4)
+  assert lax.conv_transpose_shape_tuple((2, 9, 8, 3), (3, 2, 3, 4), (2, 3), "SAME", nhwc) == \
+      (2, 18, 24, 4)
+  assert lax.conv_transpose_shape_tuple((2, 9, 8, 3), (3, 2, 3, 4), (2, 3), ((1, 2), (0, 1)),
+                                        nhwc) == (2, 18, 22, 4)
+
+
 # --- dtypes -------------------------------------------------------------------------------
 
 def test_integer_and_preferred_element_type():

@@ -32,7 +32,8 @@ from ember._src.transforms import ad
 
 __all__ = ["conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
            "conv_dimension_numbers", "conv_general_permutations", "ConvDimensionNumbers",
-           "conv_general_dilated_p"]
+           "ConvGeneralDilatedDimensionNumbers", "conv_shape_tuple", "conv_general_shape_tuple",
+           "conv_transpose_shape_tuple", "conv_general_dilated_p"]
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -41,6 +42,10 @@ class ConvDimensionNumbers(NamedTuple):
   lhs_spec: Sequence[int]
   rhs_spec: Sequence[int]
   out_spec: Sequence[int]
+
+
+# what the public functions accept as dimension_numbers (JAX's alias)
+ConvGeneralDilatedDimensionNumbers = tuple | ConvDimensionNumbers | None
 
 
 # --- dimension numbers --------------------------------------------------------------------
@@ -329,6 +334,42 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
   return conv_general_dilated(lhs, rhs, (1,) * (len(ls) - 2), pads, strides, rhs_dilation,
                               dn, precision=precision,
                               preferred_element_type=preferred_element_type)
+
+
+def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
+  """The output shape of a conv in NC... / OI... layout ('SAME'/'VALID' or explicit pads)."""
+  if isinstance(pads, str):
+    pads = padtype_to_pads(lhs_shape[2:], rhs_shape[2:], strides, pads)
+  if len(pads) != len(lhs_shape) - 2:
+    raise TypeError(f"Wrong number of explicit pads for convolution: expected "
+                    f"{len(lhs_shape) - 2}, got {len(pads)}.")
+  out_sp = reference_conv.out_spatial_shape(
+      lhs_shape[2:], rhs_shape[2:], window_strides=strides, padding=pads,
+      lhs_dilation=(1,) * len(pads), rhs_dilation=(1,) * len(pads))
+  return (lhs_shape[0] // batch_group_count, rhs_shape[0]) + out_sp
+
+
+def conv_general_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                             dimension_numbers):
+  """The output shape of a conv with string dimension numbers."""
+  lhs_perm, rhs_perm, out_perm = conv_general_permutations(dimension_numbers)
+  out = conv_shape_tuple(tuple(np.take(lhs_shape, lhs_perm).tolist()),
+                         tuple(np.take(rhs_shape, rhs_perm).tolist()), window_strides, padding)
+  return tuple(np.take(out, np.argsort(out_perm)).tolist())
+
+
+def conv_transpose_shape_tuple(lhs_shape, rhs_shape, window_strides, padding,
+                               dimension_numbers):
+  """The output shape of conv_transpose (no kernel dilation)."""
+  lhs_perm, rhs_perm, out_perm = conv_general_permutations(dimension_numbers)
+  lhs_t, rhs_t = np.take(lhs_shape, lhs_perm), np.take(rhs_shape, rhs_perm)
+  if isinstance(padding, str):
+    padding = [_conv_transpose_padding(int(k), s, padding)
+               for k, s in zip(rhs_t[2:], window_strides)]
+  out_sp = [(int(i) - 1) * s - int(k) + 2 + sum(p)
+            for i, k, s, p in zip(lhs_t[2:], rhs_t[2:], window_strides, padding)]
+  out = (int(lhs_t[0]), int(rhs_t[0])) + tuple(out_sp)
+  return tuple(np.take(out, np.argsort(out_perm)).tolist())
 
 
 # --- differentiation (JAX's rules) ----------------------------------------------------------
