@@ -176,6 +176,18 @@ def test_shape_tuples_as_jax_computes_them():
                                         nhwc) == (2, 18, 22, 4)
 
 
+def test_conv_general_dilated_patches():
+  x = rng.normal(size=(2, 3, 6, 5)).astype(np.float32)
+  # feature c * 6 + tap (i * 3 + j) at output (h, w) is x[:, c, h + i, w + j]
+  want = np.stack([x[:, :, i:i + 5, j:j + 3] for i in range(2) for j in range(3)], 2)
+  want = want.reshape(2, 3 * 6, 5, 3)
+  for fn in (lax.conv_general_dilated_patches,
+             ember.jit(lax.conv_general_dilated_patches, static_argnums=(1, 2, 3))):
+    got = fn(x, (2, 3), (1, 1), "VALID")
+    assert got.shape == (2, 18, 5, 3)
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
 # --- dtypes -------------------------------------------------------------------------------
 
 def test_integer_and_preferred_element_type():

@@ -33,7 +33,7 @@ from ember._src.transforms import ad
 __all__ = ["conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
            "conv_dimension_numbers", "conv_general_permutations", "ConvDimensionNumbers",
            "ConvGeneralDilatedDimensionNumbers", "conv_shape_tuple", "conv_general_shape_tuple",
-           "conv_transpose_shape_tuple", "conv_general_dilated_p"]
+           "conv_transpose_shape_tuple", "conv_general_dilated_patches", "conv_general_dilated_p"]
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -334,6 +334,25 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
   return conv_general_dilated(lhs, rhs, (1,) * (len(ls) - 2), pads, strides, rhs_dilation,
                               dn, precision=precision,
                               preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                 lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                                 precision=None, preferred_element_type=None):
+  """The patches a conv with a kernel of `filter_shape` sees: output feature c * S + s is
+  input feature c at kernel tap s (S taps, row-major in the rhs spec's spatial order). A
+  depthwise conv with a one-hot kernel, as JAX computes it."""
+  ls, filter_shape = _shape(lhs), tuple(filter_shape)
+  dn = conv_dimension_numbers(ls, (1, 1) + filter_shape, dimension_numbers)
+  taps, channels = int(np.prod(filter_shape)), ls[dn.lhs_spec[1]]
+  one_hot = np.broadcast_to(np.eye(taps, dtype=core.get_aval(lhs).dtype), (channels, taps, taps))
+  kernel = np.moveaxis(one_hot.reshape((channels * taps, 1) + filter_shape), (0, 1),
+                       (dn.rhs_spec[0], dn.rhs_spec[1]))
+  return conv_general_dilated(
+      lhs, kernel, window_strides, padding, lhs_dilation, rhs_dilation, dn,
+      feature_group_count=channels,
+      precision=None if precision is None else (precision, "default"),
+      preferred_element_type=preferred_element_type)
 
 
 def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
