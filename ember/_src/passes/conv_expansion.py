@@ -4,10 +4,15 @@
       -> xt  = transpose(x) to [N, S..., C]
          xp  = pad(xt, 0), low/high = the padding, interior = lhs_dilation - 1
          tap = slice(xp) per kernel tap: start tap * rhs_dilation, stride window_strides
+               (or per output position, all taps, where positions are fewer)
          col = concatenate(taps, new dim T)          [N, O..., T, C]  (one loop fusion)
          k   = reshape(transpose(w) to [K..., I, O]) [T, I, F]
          out = dot(col, k), contracting (T, C) x (T, I) -> [N, O..., F]
          transpose(out) to the output layout
+
+An input dilated by D with stride 1 (lhs gradients, conv_transpose) first splits into D
+phases per such dim (`_expand_phases`): each output phase is a conv of the undilated input
+with every D-th kernel tap, so no product with a dilation zero is formed.
 
 With G feature groups the patches' features split (group major) into [G, C/G] and the
 kernel's output features into [G, F/G]: G becomes a batch dim of the dot. With G batch
@@ -15,9 +20,9 @@ groups the patches' batch splits (group major) instead. An output with no elemen
 or a contraction of length 0, is a broadcast zero.
 
 Value-preserving: every output element is the sum over the same (tap, feature) products
-XLA's Conv defines, each product of an input element (or a padding/dilation zero) with the
-kernel element of that tap; the dot only orders the summation (as any Conv implementation
-does). It runs at every optimization level: the backend has no convolution kernel.
+XLA's Conv defines, each product of an input element (or a padding zero) with the kernel
+element of that tap, less the products with dilation zeros (exact zeros for finite
+kernels); the dot only orders the summation (as any Conv implementation does). It runs at every optimization level: the backend has no convolution kernel.
 reference/convolution.py computes the same plan in NumPy.
 """
 from __future__ import annotations
