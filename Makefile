@@ -6,10 +6,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-oldest venv clean
 
-$(STAMP): pyproject.toml
+# The ecosystem libraries (tests/test_ecosystem.py) go in without their jax dependency: ember is
+# their jax (requirements-ecosystem.txt says why each flag).
+$(STAMP): pyproject.toml requirements-ecosystem.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --no-deps --ignore-requires-python -r requirements-ecosystem.txt
 	touch $(STAMP)
 
 venv: $(STAMP)

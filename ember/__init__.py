@@ -5,9 +5,10 @@
 from ember._src.config import config, disable_jit, enable_x64  # noqa: F401
 from ember._src import numpy as _np_impl  # noqa: F401  (attaches Array methods)
 from ember._src.numpy import array_methods as _array_methods  # noqa: F401
+from ember._src.basearray import Array  # noqa: F401 (abstract: arrays, tracers, keys)
 from ember._src.runtime.array import (  # noqa: F401
-    Array, Device, block_until_ready, default_backend, device_get, device_put, devices)
-from ember._src.core import named_scope  # noqa: F401
+    Device, block_until_ready, default_backend, device_get, device_put, devices)
+from ember._src.core import ensure_compile_time_eval, named_scope  # noqa: F401
 from ember._src.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from ember._src.transforms.batching import vmap  # noqa: F401
 from ember._src.transforms.ad import (  # noqa: F401
@@ -26,6 +27,9 @@ from ember._src import lax_expansions as _lax_expansions  # noqa: F401 (as_text'
 from ember._src import linalg_derivatives as _linalg_derivatives  # noqa: F401 (their jvps)
 
 from ember._src.version import __version__  # noqa: E402,F401
+from ember._src.version import JAX_API_VERSION as __jax_version__  # noqa: E402,F401
+from ember._src.version import version_info as _version_info  # noqa: E402
+__version_info__ = _version_info(__version__)
 
 
 def typeof(x):
@@ -56,3 +60,9 @@ def process_count() -> int:
 from ember import random  # noqa: E402,F401
 from ember import nn, scipy  # noqa: E402,F401
 from ember import profiler  # noqa: E402,F401
+from ember import core, experimental, sharding  # noqa: E402,F401
+from ember._src.sharding import make_mesh, NamedSharding  # noqa: E402,F401
+from ember._src.sharding import PartitionSpec as P  # noqa: E402,F401
+
+from ember import compat as _compat  # noqa: E402  (last: EMBER_AS_JAX=1 aliases jax to ember)
+_compat.install_from_env()

@@ -615,3 +615,19 @@ def test_digamma_gradient_is_inf_at_its_poles():
     for x in (0.0, -1.0, -3.0):
       assert float(fn(x)) == np.inf
     np.testing.assert_allclose(float(fn(-2.5)), 9.539247, rtol=1e-6)   # JAX's value
+
+
+@pytest.mark.parametrize("name,f,expected", [
+    ("real", jnp.real, 1 + 0j), ("imag", jnp.imag, -1j),
+    ("real_mul", lambda z: jnp.real(z * z), 2 + 2j),
+    ("real_times_imag", lambda z: jnp.real(z) * jnp.imag(z), 1 - 1j)])
+def test_grad_of_a_python_complex_is_strongly_typed(name, f, expected):
+  # JAX 0.12: the transposes of real/imag build the cotangent with strong zeros, so the
+  # gradient of a function of a (weak) Python complex is a strong complex64
+  for x in (1.0 + 1.0j, jnp.complex64(1 + 1j)):
+    g = ember.grad(f)(x)
+    assert g.dtype == np.complex64 and not g.weak_type, (name, x)
+    np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-6)
+    gj = ember.jit(ember.grad(f))(x)
+    assert gj.dtype == np.complex64 and not gj.weak_type, (name, x)
+    np.testing.assert_allclose(np.asarray(gj), expected, rtol=1e-6)

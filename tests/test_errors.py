@@ -108,5 +108,9 @@ def test_eager_errors_name_operation_and_dtype():
 
 
 def test_bad_config_option():
-  with pytest.raises(AttributeError, match="unknown option"):
+  # JAX 0.12: AttributeError('Unrecognized config option: jax_enable_x65')
+  with pytest.raises(AttributeError, match=r"^Unrecognized config option: jax_enable_x65 "
+                     r"\(did you mean 'jax_enable_x64'\?\)$"):
     jax.config.update("jax_enable_x65", True)
+  with pytest.raises(AttributeError, match=r"^Unrecognized config option: no_such_thing$"):
+    jax.config.update("no_such_thing", True)

@@ -209,3 +209,91 @@ def test_lax_ops_stage_with_jax_params():
   j = jax.make_jaxpr(lambda x: lax.convert_element_type(x, jnp.int32))(f32(2))
   assert str(j) == ("{ lambda ; a:f32[2]. let\n    b:i32[2] = convert_element_type[new_dtype=int32 "
                     "weak_type=False] a\n  in (b,) }")
+
+
+def test_tracers_print_as_jax_0_12s():
+  """Strings recorded from JAX 0.12 (its JitTracer, GradTracer, JVPTracer, VmapTracer)."""
+  seen = []
+
+  def show(x):
+    seen.append(repr(x))
+    return x
+  jax.jit(show)(jnp.float32(1.0))
+  jax.make_jaxpr(show)(1.0)
+  jax.jit(show)(1)
+  jax.grad(lambda x: show(x) * 1.0)(1.0)
+  jax.grad(lambda x: show(x).sum())(jnp.ones(3))
+  jax.jit(jax.grad(lambda x: show(x) * 1.0))(1.0)
+  jax.grad(jax.grad(lambda x: show(x) * x))(1.0)
+  jax.vjp(show, 1.0)
+  jax.linearize(show, 1.0)
+  jax.jvp(show, (1.0,), (1.0,))
+  jax.jvp(show, (jnp.ones(2),), (jnp.ones(2),))
+  jax.vmap(show)(jnp.ones((3, 2), jnp.int32))
+  jax.vmap(jax.vmap(show))(jnp.ones((3, 2)))
+  jax.jit(jax.vmap(show))(jnp.ones((3, 2)))
+  jax.grad(lambda x: show(jnp.sin(x)) * 1.0)(1.0)
+  assert seen == [
+      "JitTracer(float32[])", "JitTracer(~float32[])", "JitTracer(~int32[])",
+      "GradTracer(primal=1.0, typeof(tangent)=f32[])",
+      "GradTracer(primal=[1. 1. 1.], typeof(tangent)=f32[3])",
+      "GradTracer(primal=JitTracer(~float32[]), typeof(tangent)=f32[])",
+      "GradTracer(primal=GradTracer(primal=1.0, typeof(tangent)=f32[]), typeof(tangent)=f32[])",
+      "GradTracer(primal=1.0, typeof(tangent)=f32[])",
+      "GradTracer(primal=1.0, typeof(tangent)=f32[])",
+      "JVPTracer(primal=1.0, tangent=1.0)", "JVPTracer(primal=[1. 1.], tangent=[1. 1.])",
+      "VmapTracer(aval=int32[2], batched=int32[3,2])",
+      "VmapTracer(aval=float32[], batched=float32[2])",
+      "VmapTracer(aval=float32[2], batched=float32[3,2])",
+      "GradTracer(primal=0.84147096, typeof(tangent)=f32[])"]
+  assert str(jax.typeof(1.0)) == "~float32[]" and str(jax.typeof(jnp.float32(1))) == "float32[]"
+
+
+def test_jax_core_names_of_jax_0_12():
+  import ember.core as c
+  # dir(jax.core) in JAX 0.12, all present
+  for name in ["AbstractValue", "Atom", "ParamDict", "ShapedArray", "Trace", "Tracer", "Value",
+               "ensure_compile_time_eval", "eval_context", "eval_jaxpr", "max_dim", "min_dim"]:
+    assert hasattr(c, name), name
+  assert jax.core is c and isinstance(c.ShapedArray((), np.float32), c.AbstractValue)
+  assert c.max_dim(2, 3) == 3 and c.min_dim(2, 3) == 2
+
+
+def test_extend_core_helpers():
+  xc = je.core
+  f32 = np.dtype(np.float32)
+  assert str(xc.mapped_aval(3, 0, xc.ShapedArray((3, 2), f32))) == "float32[2]"
+  assert str(xc.unmapped_aval(3, 1, xc.ShapedArray((2,), f32))) == "float32[2,3]"
+  assert xc.mapped_aval(3, None, xc.ShapedArray((2,), f32)).shape == (2,)
+  with pytest.raises(ValueError, match=r"axis 0 of float32\[2\] has size 2, not 3"):
+    xc.mapped_aval(3, 0, xc.ShapedArray((2,), f32))
+  assert xc.valid_jaxtype(1.0) and xc.valid_jaxtype(np.zeros(2)) and not xc.valid_jaxtype("a")
+  assert np.ndarray in xc.array_types and np.float32 in xc.array_types
+  assert xc.primal_dtype_to_tangent_dtype(np.dtype(np.int32)) == jax.dtypes.float0
+  assert xc.primal_dtype_to_tangent_dtype(f32) == f32
+  # build a jaxpr by hand from gensym'd vars and new_jaxpr_eqn, and run it
+  a, b = xc.gensym()(xc.ShapedArray((), f32)), xc.gensym()(xc.ShapedArray((), f32))
+  add_p = jax.make_jaxpr(lambda x, y: x + y)(1.0, 2.0).eqns[0].primitive
+  eqn = xc.new_jaxpr_eqn([a, a], [b], add_p, {}, set())
+  jaxpr = xc.Jaxpr([], [a], [b], [eqn])
+  assert str(jaxpr) == "{ lambda ; a:f32[]. let b:f32[] = add a a in (b,) }"
+  assert float(xc.jaxpr_as_fun(jaxpr)(np.float32(1.5))[0]) == 3.0
+  with pytest.raises(ValueError, match="ember's jaxprs have no effects"):
+    xc.new_jaxpr_eqn([a], [b], add_p, {}, {"io"})
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_ensure_compile_time_eval_computes_constants_while_tracing(jit):
+  seen = []
+
+  def f(x):
+    with jax.ensure_compile_time_eval():
+      y = jnp.sin(2.0)
+      n = int(jnp.arange(3)[2] * 2)   # concrete: int() works under jit
+      w = x + 1                       # a tracer's operation still stages
+    seen.append((isinstance(y, jax.core.Tracer), n, isinstance(w, jax.core.Tracer) == jit))
+    return x + y
+  out = (jax.jit(f) if jit else f)(1.0)
+  np.testing.assert_allclose(float(out), 1.0 + np.sin(np.float32(2.0)), rtol=1e-6)
+  assert seen == [(False, 4, True)]
+  assert jax.core.eval_context is jax.core.ensure_compile_time_eval

@@ -20,12 +20,13 @@ SRC = pathlib.Path(__file__).resolve().parent.parent / "ember" / "_src"
 # modules). The table is docs/architecture.md's picture: change both together.
 LAYERS = [
     ("base", ["errors", "flags", "config", "dtypes", "tree_util", "pretty_printer", "version",
+              "basearray",
               "persistent_cache", "runtime.buffer_pool", "profiler.events"]),
     ("reference", ["reference", "reference.*"]),
     ("hlo", ["hlo", "hlo_eval"]),
     ("passes", ["passes", "passes.*", "analysis"]),
     ("backend", ["backends", "backends.*"]),
-    ("core", ["core", "runtime.array", "api_util"]),
+    ("core", ["core", "runtime.array", "api_util", "sharding"]),
     ("runtime", ["runtime", "runtime.*", "profiler", "profiler.*"]),
     ("transforms", ["transforms", "transforms.*"]),
     ("lower", ["lower", "lower.*"]),

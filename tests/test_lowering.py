@@ -201,6 +201,27 @@ CASES = [
     ("cumulative_inf", lambda x: [lax.cumlogsumexp(x, 0), lax.cummax(x, 0),
                                   lax.cumsum(x, 0, reverse=True)],
      (np.array([-np.inf, -np.inf, 1, np.inf, np.nan, 2], np.float32),)),
+    # windows: pooling, the generic form, the max-pool derivatives (select_and_*_add)
+    ("reduce_window", lambda x, i: [
+        lax.reduce_window(x, 0.0, lax.add, (2, 2, 1), (1, 2, 1), "SAME"),
+        lax.reduce_window(x, -np.inf, lax.max, (1, 2, 3), (1, 1, 2), ((0, 0), (1, 0), (1, 2)),
+                          (1, 2, 1), (1, 1, 2)),
+        lax.reduce_window(i, np.iinfo(np.int32).max, lax.min, (2, 1), (1, 1), "VALID"),
+        lax.reduce_window(x, 1.0, lax.mul, (1, 2, 2), (1, 1, 1), ((0, 0), (0, 1), (-1, 0))),
+        *lax.reduce_window((x, jnp.broadcast_to(i, x.shape)), (0.0, np.int32(-5)),
+                           lambda a, b: (a[0] + b[0], lax.max(a[1], b[1])), (1, 2, 1), None,
+                           "SAME", (1, 1, 2)),
+        lax.reduce_window(x[0, 0, 0], 0.0, lax.add, (), (), ())],   # rank 0: no window dims
+     (X3, I32), 1e-6),
+    ("reduce_window_grads", lambda x: [
+        ember.grad(lambda v: jnp.sum(lax.reduce_window(v, -np.inf, lax.max, (1, 2, 2),
+                                                       (1, 1, 2), "SAME") ** 2))(x),
+        ember.grad(lambda v: jnp.sum(lax.reduce_window(v, 0.0, lax.add, (2, 1, 3), (1, 2, 1),
+                                                       ((1, 0), (0, 1), (2, -1)), (1, 2, 1),
+                                                       (1, 1, 2)) ** 2))(x),
+        ember.jvp(lambda v: lax.reduce_window(v, np.inf, lax.min, (1, 3, 2), (1, 1, 1),
+                                              "VALID", (1, 2, 1)), (x,), (x * 3,))[1]],
+     (X3,), 1e-6),
     # dot_general
     ("dot", lambda a, b, c: [
         a @ b, jnp.dot(a[0], b[:, 0]), lax.dot_general(c, c, (((2,), (2,)), ((0,), (0,)))),
@@ -325,8 +346,8 @@ def test_lowered_module_computes_what_eager_computes_x64():
 
 def _all_primitives():
   mods = ["ember._src.primitives." + m for m in ("elementwise", "structural", "reductions",
-                                                 "linalg", "convolution", "sorting",
-                                                 "indexing", "control", "prng")]
+                                                 "windows", "linalg", "convolution",
+                                                 "sorting", "indexing", "control", "prng")]
   prims = {}
   for m in mods + ["ember._src.jit"]:
     for v in vars(importlib.import_module(m)).values():
@@ -791,6 +812,9 @@ XLA_CASES = [
                  "VALID")], (CONV_X, CONV_W.repeat(2, 2)), 1e-5),
     ("gather_scatter", lambda x, i: [x[i % 3], x.at[i].get(mode="fill"), x.at[i].add(1.0),
                                      x.at[:, i].set(2.0, mode="clip")], (X, IDX), 0),
+    ("fft", lambda x, c: [jnp.fft.rfft(x), jnp.fft.irfft(c, n=7), jnp.fft.fft2(c),
+                          jnp.fft.ifftn(c, axes=(0,)), jnp.fft.rfftn(x, norm="ortho")],
+     (X, (X + 1j * XN).astype(np.complex64)), 1e-5),
     ("x64", lambda k, a: [er.normal(k, (16,), np.float64), jnp.linalg.cholesky(a)],
      (KEY, SPD.astype(np.float64)), 1e-12),
 ]

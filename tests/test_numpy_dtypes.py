@@ -357,3 +357,61 @@ def test_printoptions():
   assert jnp.get_printoptions() == np.get_printoptions()
   with jnp.printoptions(precision=2):
     assert "1.23" in repr(jnp.array([1.23456])) and "1.234" not in repr(jnp.array([1.23456]))
+
+
+NARROW = ["float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+          "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn",
+          "int2", "int4", "uint2", "uint4"]
+
+
+@pytest.mark.parametrize("name", NARROW)
+def test_narrow_dtypes_create_convert_and_compute_eagerly(name):
+  import ml_dtypes
+  t = getattr(jnp, name)
+  assert t.dtype == np.dtype(getattr(ml_dtypes, name)) and t.dtype.name == name
+  x = jnp.ones(2, t)
+  assert x.dtype == t.dtype and (x + x).dtype == t.dtype
+  ref = np.ones(2, t.dtype) + np.ones(2, t.dtype)   # ml_dtypes' arithmetic (int2 wraps to -2)
+  np.testing.assert_array_equal(np.asarray(x + x).astype(np.float32), ref.astype(np.float32))
+  assert np.asarray(x.astype(jnp.float32)).tolist() == [1.0, 1.0]
+  floating = name.startswith("float")
+  assert jnp.issubdtype(t, jnp.floating) == floating
+  assert jnp.issubdtype(t, jnp.integer) == (not floating)
+  info = jnp.finfo(t) if floating else jnp.iinfo(t)
+  assert info.dtype == t.dtype
+
+
+def test_narrow_dtypes_values_and_promotion_as_jax():
+  # values and messages recorded from JAX 0.12
+  f8 = jnp.float8_e4m3fn
+  x = jnp.arange(4, dtype=f8)
+  assert repr(x * 2) == "Array([0, 2, 4, 6], dtype=float8_e4m3fn)"
+  assert repr(x * 1.5) == "Array([0, 1.5, 3, 4.5], dtype=float8_e4m3fn)"
+  assert repr(x + jnp.int8(1)) == "Array([1, 2, 3, 4], dtype=float8_e4m3fn)"
+  assert repr(jnp.asarray([1.7], jnp.float32).astype(f8)) == (
+      "Array([1.75], dtype=float8_e4m3fn)")
+  assert repr(jnp.asarray([1, 2], jnp.int4) * 2) == "Array([2, 4], dtype=int4)"
+  assert jnp.finfo(f8).eps == 0.125 and jnp.finfo(jnp.float4_e2m1fn).max == 6.0
+  assert (jnp.iinfo(jnp.int4).min, jnp.iinfo(jnp.int4).max) == (-8, 7)
+  assert jnp.promote_types(f8, jnp.int8) == f8.dtype
+  with pytest.raises(ValueError, match=r"Input dtypes \('float8_e4m3fn', 'float16'\) have no "
+                     r"available implicit dtype promotion path. To avoid unintended promotion, "
+                     r"8-bit floats do not support implicit promotion.*x.astype\('float32'\)"):
+    jnp.promote_types(f8, jnp.float16)
+  with pytest.raises(ember.dtypes.TypePromotionError, match=r"Input dtypes \('int4', 'int8'\).*"
+                     r"1-bit, 2-bit and 4-bit integers do not support implicit promotion"):
+    jnp.ones(2, jnp.int4) + jnp.ones(2, jnp.int8)
+  g = ember.grad(lambda a: (a.astype(jnp.float32) ** 2).sum())(x)
+  assert repr(g) == "Array([0, 2, 4, 6], dtype=float8_e4m3fn)"
+
+
+def test_narrow_dtypes_under_jit_say_the_backend_does_not_compile_them():
+  x = jnp.arange(4, dtype=jnp.float8_e4m3fn)
+  f = ember.jit(lambda a: a * a + 1)
+  with pytest.raises(NotImplementedError, match=r"CPU backend does not compile float8_e4m3fn.*"
+                     r"Convert them outside the jitted function"):
+    f(x)
+  with ember._src.config.config._override("ember_jit_backend", "interpreter"):
+    assert repr(f(x)) == "Array([1, 2, 5, 10], dtype=float8_e4m3fn)"
+  y = ember.jit(lambda a: a * a + 1)(x.astype(jnp.float32)).astype(jnp.float8_e4m3fn)
+  assert repr(y) == "Array([1, 2, 5, 10], dtype=float8_e4m3fn)"

@@ -950,3 +950,22 @@ def test_stack_and_concatenate_of_typed_keys_join_their_data():
                                 np.asarray(random.key_data(grid)))
   with pytest.raises(TypeError, match="stack"):
     jnp.stack([k1, jnp.zeros(2, jnp.uint32)])
+
+
+def test_typed_keys_are_arrays_with_a_key_type():
+  # JAX 0.12: a key array is a jax.Array whose type prints key<fry>[...], inside jit and vmap
+  k = random.key(0)
+  assert isinstance(k, jnp.ndarray) and isinstance(k, ember.Array)
+  assert str(ember.typeof(k)) == "key<fry>[]" and repr(ember.typeof(k)) == "ShapedArray(key<fry>[])"
+  assert str(ember.typeof(random.split(k))) == "key<fry>[2]"
+  assert jnp.issubdtype(k.dtype, ember.dtypes.prng_key)
+  assert jnp.asarray(k) is k
+  seen = []
+  ember.jit(lambda k: seen.append((isinstance(k, ember.Array), str(ember.typeof(k)), repr(k))))(k)
+  ember.vmap(lambda k: seen.append((isinstance(k, ember.Array), str(ember.typeof(k)))))(
+      random.split(k, 3))
+  assert seen == [(True, "key<fry>[]", "JitTracer(key<fry>[])"), (True, "key<fry>[]")]
+  assert isinstance(jnp.ones(2), ember.Array) and not isinstance(np.ones(2), ember.Array)
+  with pytest.raises(TypeError, match=r"concatenate: cannot join PRNG key arrays with other "
+                     r"arrays \(dtypes key<fry>, uint32\)"):
+    jnp.concatenate([random.split(k, 1), jnp.zeros((1, 2), jnp.uint32)])

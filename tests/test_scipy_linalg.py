@@ -88,3 +88,127 @@ def test_bad_trans_is_a_value_error():
     el.solve_triangular(np.eye(2, dtype=np.float32), np.ones(2, np.float32), trans=3)
   with pytest.raises(ValueError, match="trans must be"):
     el.lu_solve(el.lu_factor(np.eye(2, dtype=np.float32)), np.ones(2, np.float32), trans="X")
+
+
+# --- solve, inv, det, eigh, qr, svd, block_diag, polar, expm, expm_frechet --------------
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("assume_a", ["gen", "sym", "her", "pos"])
+@pytest.mark.parametrize("lower", [False, True])
+def test_solve(jit, assume_a, lower):
+  close(run(el.solve, SPD, B, jit=jit, assume_a=assume_a, lower=lower),
+        sl.solve(SPD, B, assume_a=assume_a, lower=lower))
+  close(run(el.solve, SPD, B[:, 0], jit=jit, assume_a=assume_a, lower=lower),
+        sl.solve(SPD, B[:, 0], assume_a=assume_a, lower=lower))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_inv_det(jit):
+  close(run(el.inv, A, jit=jit), sl.inv(A))
+  close(run(el.det, A, jit=jit), sl.det(A))
+  close(run(el.inv, C, jit=jit), sl.inv(C))
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("lower", [False, True])
+def test_eigh(jit, lower):
+  # only the `lower` triangle is read: the other holds garbage
+  garbage = np.tril(SPD) + np.triu(A, 1) if lower else np.triu(SPD) + np.tril(A, -1)
+  w, v = run(el.eigh, garbage, jit=jit, lower=lower)
+  ws, vs = sl.eigh(garbage, lower=lower)
+  close(w, ws)
+  close(np.abs(v), np.abs(vs))   # eigenvectors up to sign
+  close(run(el.eigh, garbage, jit=jit, lower=lower, eigvals_only=True), ws)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("mode", ["full", "economic", "r"])
+def test_qr(jit, mode):
+  tall = RNG.standard_normal((6, 4))
+  got, want = run(el.qr, tall, jit=jit, mode=mode), sl.qr(tall, mode=mode)
+  assert len(got) == len(want)
+  for g, w in zip(got, want):
+    assert g.shape == w.shape
+  r = got[-1]
+  close(np.abs(r), np.abs(want[-1]))   # rows of r up to sign
+  if mode != "r":
+    close(got[0] @ r, tall)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("full_matrices", [False, True])
+def test_svd(jit, full_matrices):
+  tall = RNG.standard_normal((6, 4))
+  u, s, vh = run(el.svd, tall, jit=jit, full_matrices=full_matrices)
+  us, ss, vhs = sl.svd(tall, full_matrices=full_matrices)
+  assert u.shape == us.shape and vh.shape == vhs.shape
+  close(s, ss)
+  close((u[:, :4] * s) @ vh[:4], tall)
+  close(run(el.svd, tall, jit=jit, compute_uv=False), ss)
+
+
+def test_block_diag():
+  args = (np.ones((2, 2)), 3.0, np.arange(3.0), np.zeros((1, 0)))
+  close(run(el.block_diag, *args), sl.block_diag(*args))
+  close(run(el.block_diag, *args, jit=True), sl.block_diag(*args))
+  assert el.block_diag().shape == (1, 0)
+  with pytest.raises(ValueError, match="block_diag: arguments must have dimension <= 2"):
+    el.block_diag(np.ones((1, 2, 2)))
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_polar(side):
+  for a in (A, C, RNG.standard_normal((5, 3))):
+    u, p = run(el.polar, a, side=side)
+    us, ps = sl.polar(a, side=side)
+    close(u, us)
+    close(p, ps)
+  with pytest.raises(ValueError, match="side must be 'left' or 'right'"):
+    el.polar(A, side="up")
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("scale", [0.01, 0.3, 1.5, 3.0, 20.0])
+def test_expm(jit, scale):
+  # every Pade degree and squaring count; float32 relative error ~ eps * cond(scaling)
+  a = A * scale / 5
+  got = run(el.expm, a, jit=jit)
+  want = sl.expm(a.astype(np.float32).astype(np.float64))
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+  with ember.enable_x64():
+    got64 = np.asarray((ember.jit(el.expm) if jit else el.expm)(a))
+  np.testing.assert_allclose(got64, sl.expm(a), rtol=1e-11, atol=1e-11 * np.abs(want).max())
+
+
+def test_expm_batched_upper_triangular_and_overflow():
+  stack = np.stack([A / 3, TRI / 10])
+  close(run(el.expm, stack), np.stack([sl.expm(m) for m in stack]))
+  close(run(el.expm, TRI / 10, upper_triangular=True), sl.expm(TRI / 10))
+  close(run(el.expm, C / 4), sl.expm(C / 4))
+  assert np.isnan(run(el.expm, np.full((2, 2), 1e6), max_squarings=4)).all()   # JAX: NaN
+  with pytest.raises(ValueError, match=r"Expected A to be a \(batched\) square matrix"):
+    el.expm(np.ones((2, 3)))
+
+
+def test_expm_frechet():
+  e = RNG.standard_normal((5, 5))
+  with ember.enable_x64():
+    x, f = el.expm_frechet(A / 3, e)
+    f_only = el.expm_frechet(A / 3, e, compute_expm=False)
+  xs, fs = sl.expm_frechet(A / 3, e)
+  np.testing.assert_allclose(np.asarray(x), xs, rtol=1e-11)
+  np.testing.assert_allclose(np.asarray(f), fs, rtol=1e-10, atol=1e-10)
+  np.testing.assert_allclose(np.asarray(f_only), fs, rtol=1e-10, atol=1e-10)
+  with pytest.raises(ValueError, match="expected A and E to be square matrices"):
+    el.expm_frechet(A, e[:3])
+
+
+@pytest.mark.parametrize("call,err,match", [
+    (lambda: el.solve(A, B, assume_a="banded"), ValueError, "expected assume_a in"),
+    (lambda: el.qr(A, mode="raw"), ValueError, "Unsupported QR decomposition mode 'raw'"),
+    (lambda: el.qr(A, pivoting=True), NotImplementedError, "pivoting=True"),
+    (lambda: el.eigh(A, SPD), NotImplementedError, "b=None"),
+])
+def test_errors(call, err, match):
+  with pytest.raises(err, match=match):
+    call()

@@ -113,3 +113,57 @@ def test_tree_transpose_and_reduce():
   assert tu.tree_transpose(outer, inner, [{"a": 1, "b": 2}, {"a": 3, "b": 4}]) == \
       {"a": [1, 3], "b": [2, 4]}
   assert tu.tree_reduce(lambda a, b: a + b, [1, (2, 3)]) == 6
+
+
+def test_namedtuple_treedef_prints_as_jax():
+  Point = collections.namedtuple("Point", ["x", "y"])
+  assert str(tu.tree_structure(Point(1, 2.0))) == "PyTreeDef(CustomNode(namedtuple[Point], [*, *]))"
+  assert str(tu.tree_structure({"a": Point(1, 2.0), "b": [1, (2,)]})) == (
+      "PyTreeDef({'a': CustomNode(namedtuple[Point], [*, *]), 'b': [*, (*,)]})")
+
+
+def test_tree_util_names_of_jax_0_12():
+  # outputs recorded from JAX 0.12
+  assert tu.flatten_one_level({"b": 1, "a": [2]}) == ([[2], 1], ("a", "b"))
+  assert tu.flatten_one_level_with_keys({"b": 1, "a": [2]}) == (
+      [(tu.DictKey("a"), [2]), (tu.DictKey("b"), 1)], ("a", "b"))
+  Point = collections.namedtuple("Point", ["x", "y"])
+  assert tu.flatten_one_level(Point(1, 2)) == ([1, 2], Point)
+  with pytest.raises(ValueError, match="can't tree-flatten type: <class 'float'>"):
+    tu.flatten_one_level(1.0)
+  assert [tu.is_tree_node(t) for t in (int, list, type(None), Point)] == [False, True, True, True]
+  assert tu.tree_broadcast([1, {"a": 2}], [(3, 4), {"a": [5, 6]}]) == [(1, 1), {"a": [2, 2]}]
+  assert jax.tree.broadcast(1, [3, 4]) == [1, 1]
+  assert tu.tree_reduce_associative(lambda a, b: f"({a}+{b})", [1, 2, 3, 4, 5]) == (
+      "((1+2)+(3+(4+5)))")
+  assert jax.tree.reduce_associative(lambda a, b: a + b, [], identity=0) == 0
+  with pytest.raises(TypeError, match="Must specify identity for parallel reduction of empty"):
+    tu.tree_reduce_associative(lambda a, b: a + b, [])
+  td = tu.tree_structure({"a": (1, 2), "b": 3})
+  assert [str(c) for c in tu.treedef_children(td)] == ["PyTreeDef((*, *))", "PyTreeDef(*)"]
+  pair = tu.treedef_tuple([td, tu.tree_structure(1)])
+  assert str(pair) == "PyTreeDef(({'a': (*, *), 'b': *}, *))"
+  assert pair.unflatten([1, 2, 3, 4]) == ({"a": (1, 2), "b": 3}, 4)
+
+
+def test_register_static_and_tree_static():
+  @tu.register_static
+  class Opts:
+    def __init__(self, v):
+      self.v = v
+
+    def __eq__(self, other):
+      return isinstance(other, Opts) and other.v == self.v
+
+    def __hash__(self):
+      return hash(self.v)
+  assert tu.tree_leaves([Opts(1), 2]) == [2]
+  assert tu.tree_structure(Opts(1)) == tu.tree_structure(Opts(1))
+
+  @tu.register_dataclass
+  @dataclasses.dataclass
+  class Op:
+    x: object
+    op: str = jax.tree.static(default="add")
+  leaves, treedef = jax.tree.flatten(Op(x=jnp.ones(3)))
+  assert len(leaves) == 1 and treedef.unflatten(leaves).op == "add"

@@ -713,3 +713,32 @@ def test_errors():
 def test_spmd_axis_name_is_accepted():
   out = ember.vmap(lambda a: a * 2, spmd_axis_name="x")(data((3,)))
   np.testing.assert_allclose(np.asarray(out), 2 * data((3,)))
+
+
+@ember.tree_util.register_pytree_node_class
+class _ConvertingBox:
+  """A pytree whose unflatten converts its child with jnp.asarray (as many libraries' do)."""
+  def __init__(self, x):
+    self.x = jnp.asarray(x)
+
+  def tree_flatten(self):
+    return (self.x,), None
+
+  @classmethod
+  def tree_unflatten(cls, aux, children):
+    return cls(*children)
+
+
+def test_vmap_over_a_pytree_whose_unflatten_converts_its_children():
+  xs = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+  out = ember.vmap(lambda b, c: _ConvertingBox(b.x * c), in_axes=(0, None))(
+      _ConvertingBox(xs), 2.0)
+  np.testing.assert_array_equal(np.asarray(out.x), xs * 2)
+  g = ember.vmap(ember.grad(lambda b: (b.x ** 2).sum()))(_ConvertingBox(xs))
+  np.testing.assert_allclose(np.asarray(g.x), 2 * xs, rtol=1e-6)
+
+
+def test_vmap_in_axes_prefix_must_match_dict_keys():
+  with pytest.raises(ValueError, match=r"the specification \({'a': 0},\) does not match the "
+                     r"structure of the arguments PyTreeDef\(\({'b': \*},\)\)"):
+    ember.vmap(lambda a: a, in_axes=({"a": 0},))({"b": jnp.ones(2)})

@@ -62,11 +62,18 @@ def computation_costs(comp: hlo.Computation, transcendental=hlo.TRANSCENDENTAL
       calls = max(_n(i.operands[0].shape) - _n(i.shape), 0)
       f, t = computation_costs(i.called[0], transcendental)
       flops, trans = flops + calls * f, trans + calls * t
+    elif op == "reduce-window":            # the computation once per window element
+      calls = _n(i.shape) * math.prod(i.attrs["window_dimensions"])
+      f, t = computation_costs(i.called[0], transcendental)
+      flops, trans = flops + calls * f, trans + calls * t
     elif op == "dot":
       flops += _dot_flops(i)
     elif op in ("sort", "top-k"):
       n = _n(i.operands[0].shape)
       flops += n * math.ceil(math.log2(n)) if n > 1 else 0
+    elif op == "fft":   # XLA's count: 2 flops per FMA, 4 FMAs per complex multiply
+      logs = math.prod(max(n, 1).bit_length() - 1 for n in i.attrs["fft_length"])
+      flops += 8 * logs * _n(i.operands[0].shape)
     elif op == "scatter":
       updates = i.operands[len(i.operands) // 2 + 1]     # operands..., indices, updates...
       f, t = computation_costs(i.called[0], transcendental)

@@ -6,6 +6,7 @@ by the jit cache key, so keep them in this one table.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 
 
@@ -69,9 +70,10 @@ class Config:
 
   def update(self, name: str, value) -> None:
     if name not in self._values:
-      raise AttributeError(
-          f"ember.config.update: unknown option {name!r}; known options: "
-          f"{', '.join(sorted(self._values))}")
+      close = difflib.get_close_matches(str(name), self._values, n=1)
+      raise AttributeError(f"Unrecognized config option: {name}"
+                           + (f" (did you mean {close[0]!r}?)" if close
+                              else ""))
     if name == "ember_jit_backend" and value not in ("cpu", "interpreter"):
       raise ValueError(f"ember_jit_backend must be 'cpu' or 'interpreter', got {value!r}")
     if name == "jax_numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
@@ -109,6 +111,11 @@ config = Config()
 def enable_x64(new_val: bool = True):
   """Context manager that turns 64-bit mode on (or off) inside its block."""
   return config._override("jax_enable_x64", bool(new_val))
+
+
+def disable_x64():
+  """Context manager that turns 64-bit mode off inside its block."""
+  return enable_x64(False)
 
 
 def disable_jit(disable: bool = True):

@@ -22,7 +22,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ember._src import dtypes, errors
+from ember._src import basearray, dtypes, errors
 from ember._src import pretty_printer as pp
 from ember._src import tree_util
 
@@ -31,7 +31,16 @@ from ember._src import tree_util
 # ------------------------------------------------------------------------------------
 
 
-class ShapedArray:
+class AbstractValue:
+  """The base of abstract values (`jax.core.AbstractValue`); ember's one kind is ShapedArray."""
+  __slots__ = ()
+
+
+Value = Any                    # jax.core.Value: any concrete value
+ParamDict = dict[str, Any]     # jax.core.ParamDict: a primitive's parameters
+
+
+class ShapedArray(AbstractValue):
   """The type of an array value: shape, dtype and whether the dtype is weak."""
   __slots__ = ("shape", "dtype", "weak_type")
 
@@ -66,8 +75,8 @@ class ShapedArray:
     w = ", weak_type=True" if self.weak_type else ""
     return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{w})"
 
-  def __str__(self):
-    return self.str_short()
+  def __str__(self):  # JAX's `jax.typeof(1.0)` prints `~float32[]`: `~` marks a weak type
+    return ("~" if self.weak_type else "") + self.str_short()
 
 
 def _python_scalar_aval(x) -> ShapedArray:
@@ -94,9 +103,30 @@ def get_aval(x) -> ShapedArray:
     return ShapedArray(x.shape, dt, False)
   if hasattr(x, "__jax_array__"):
     return get_aval(x.__jax_array__())
+  mixed = real_jax_mixing_note(x)
+  if mixed:
+    raise TypeError(f"Value of type {type(x).__name__} (from {type(x).__module__}) is not a "
+                    f"valid ember type: {mixed}")
   raise TypeError(f"Value {x!r} of type {type(x).__name__} is not a valid ember type: "
                   "pass arrays, NumPy arrays or Python scalars (mark other arguments "
                   "static with static_argnums).")
+
+
+def real_jax_mixing_note(x) -> str:
+  """Why `x` cannot be used, when it is a value of the real JAX: "" for anything else."""
+  if not _is_real_jax_value(x):
+    return ""
+  return ("it is an array of the real JAX, which was imported beside ember (e.g. `import "
+          "ember as jax` and then `import jax.numpy as jnp`). Mixing the two does not work. "
+          "Import ember's modules (`import ember.numpy as jnp`), or run the program with "
+          "`python -m ember script.py` (or call ember.compat.install() before anything "
+          "imports jax) so that every `import jax` resolves to ember.")
+
+
+def _is_real_jax_value(x) -> bool:
+  """Whether `x` comes from the real jax/jaxlib packages (never ember's alias of them)."""
+  module = type(x).__module__ or ""
+  return module.split(".")[0] in ("jax", "jaxlib")
 
 
 def canonicalize_shape(shape, context: str = "") -> tuple[int, ...]:
@@ -124,6 +154,46 @@ def canonicalize_shape(shape, context: str = "") -> tuple[int, ...]:
     raise ValueError(f"{context}shape {tuple(out)} has a negative dimension; all dimensions "
                      "must be >= 0.")
   return tuple(out)
+
+
+def valid_jaxtype(x) -> bool:
+  """Whether `x` can be an argument or result of a traced function (it has an aval)."""
+  try:
+    get_aval(x)
+  except TypeError:
+    return False
+  return True
+
+
+# jax.extend.core.array_types: the NumPy types that are arrays to ember
+array_types = frozenset({np.ndarray, *(t.type for t in map(np.dtype, dtypes.jax_dtypes)
+                                       if not isinstance(t, dtypes.ExtendedDType))})
+
+
+def mapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
+  """`aval` without its mapped axis `axis` (of size `size`), as vmap's body sees it."""
+  if axis is None:
+    return aval
+  if aval.shape[axis] != size:
+    raise ValueError(f"mapped_aval: axis {axis} of {aval.str_short()} has size "
+                     f"{aval.shape[axis]}, not {size}")
+  return aval.update(shape=aval.shape[:axis] + aval.shape[axis + 1:])
+
+
+def unmapped_aval(size: int, axis: int | None, aval: ShapedArray) -> ShapedArray:
+  """`aval` with a mapped axis of size `size` inserted at `axis` (None: unchanged)."""
+  if axis is None:
+    return aval
+  return aval.update(shape=aval.shape[:axis] + (size,) + aval.shape[axis:])
+
+
+def max_dim(d1, d2) -> int:
+  """The larger of two dimension sizes (jax.core.max_dim; ember's shapes are concrete)."""
+  return max(operator.index(d1), operator.index(d2))
+
+
+def min_dim(d1, d2) -> int:
+  return min(operator.index(d1), operator.index(d2))
 
 
 def is_arraylike(x) -> bool:
@@ -176,6 +246,19 @@ class SourceInfo(NamedTuple):
   line: int | None
   function: str | None
   name_stack: tuple = ()
+
+
+def new_jaxpr_eqn(invars, outvars, primitive, params, effects=None, source_info=None,
+                  ctx=None) -> "JaxprEqn":
+  """A JaxprEqn (jax.extend.core.new_jaxpr_eqn). ember tracks no effects: pass none."""
+  if effects:
+    raise ValueError(f"new_jaxpr_eqn: ember's jaxprs have no effects; got {effects!r}")
+  return JaxprEqn(invars, outvars, primitive, params, source_info)
+
+
+def gensym(suffix: str = "") -> Callable[[ShapedArray], Var]:
+  """A function making fresh Vars from avals (names are given when a jaxpr prints)."""
+  return Var
 
 
 class JaxprEqn:
@@ -602,8 +685,13 @@ class Tracer:
     raise TypeError(f"unhashable type: {type(self).__name__}. Traced arrays cannot be "
                     "used as dict keys or static arguments.")
 
+  jax_name = "Tracer"   # the class name JAX 0.12 prints for this kind of tracer
+
   def __repr__(self):
-    return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+    return f"{self.jax_name}({self.aval})"
+
+
+basearray.Array.register(Tracer)   # isinstance(tracer, jax.Array) is True, as in JAX
 
 
 def concrete_or_error(force, val, context: str = ""):
@@ -814,6 +902,19 @@ def bind(prim: Primitive, *args, **params):
   return full_lower(outs[0])
 
 
+@contextlib.contextmanager
+def ensure_compile_time_eval():
+  """Inside this block, operations whose inputs are all concrete run at once, even while
+  jit traces: they give concrete arrays rather than staging into the jaxpr. Operations on
+  tracers still stage."""
+  with new_dynamic(None):
+    yield
+
+
+# jax.core.eval_context: the same thing under JAX's older name
+eval_context = ensure_compile_time_eval
+
+
 def cur_level_is_eval() -> bool:
   state = _state
   return len(state.trace_stack) == 1 and state.dynamic_trace is None
@@ -947,6 +1048,7 @@ class JaxprBuilder:
 
 class JaxprTracer(Tracer):
   __slots__ = ("_aval", "_literal")
+  jax_name = "JitTracer"   # JAX's name for the tracers of jit, make_jaxpr and eval_shape
 
   def __init__(self, trace, aval, literal=None):
     self._trace, self._aval, self._literal = trace, aval, literal

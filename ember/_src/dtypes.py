@@ -22,12 +22,28 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
+# ml_dtypes' narrow types, as JAX 0.12's jnp exposes them: 8- and 4-bit floats, 2- and
+# 4-bit integers. None promotes implicitly to another (JAX's lattice puts each just above
+# the weak type), and the CPU backend does not compile them (eager code and the reference
+# interpreter run them; jit raises an error that says so).
+_small_float_names = ["float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+                      "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+                      "float4_e2m1fn"]
+_narrow_int_names = ["int2", "int4", "uint2", "uint4"]
+_small_float_types = [np.dtype(getattr(ml_dtypes, n)) for n in _small_float_names]
+_narrow_int_types = [np.dtype(getattr(ml_dtypes, n)) for n in _narrow_int_names]
+narrow_dtypes = frozenset(_small_float_types + _narrow_int_types)
+
 _bool_types = [bool_]
 _int_types = [uint8, uint16, uint32, uint64, int8, int16, int32, int64]
 _float_types = [bfloat16, float16, float32, float64]
 _complex_types = [complex64, complex128]
-jax_dtypes = frozenset(_bool_types + _int_types + _float_types + _complex_types)
-_custom_float_dtypes = frozenset([bfloat16])
+jax_dtypes = frozenset(_bool_types + _int_types + _float_types + _complex_types
+                       + _small_float_types + _narrow_int_types)
+# ml_dtypes' types have NumPy kind "V": their real kind letter
+_custom_kinds = {bfloat16: "f", **{t: "f" for t in _small_float_types},
+                 **{t: ("u" if t.name.startswith("u") else "i") for t in _narrow_int_types}}
+_custom_float_dtypes = frozenset(t for t, k in _custom_kinds.items() if k == "f")
 
 # The three weak nodes of the lattice: the types of Python int, float and complex scalars.
 _weak_types = (int, float, complex)
@@ -166,10 +182,11 @@ def _lattice(x64: bool) -> dict:
   i_, f_, c_ = _weak_types
   return {
       b1: [i_],
-      i_: [u8, i8],
+      i_: [u8, i8, *_narrow_int_types],
+      **{t: [] for t in _narrow_int_types + _small_float_types},
       u8: [i16, u16], u16: [i32, u32], u32: [i64, u64] if x64 else [i32, u64], u64: [f_],
       i8: [i16], i16: [i32], i32: [i64], i64: [f_],
-      f_: [bf16, f16, c_],
+      f_: [*_small_float_types, bf16, f16, c_],
       bf16: [f32], f16: [f32], f32: [f64, c64], f64: [c128],
       c_: [c64], c64: [c128], c128: [],
   }
@@ -188,14 +205,33 @@ def _upper_bounds(x64: bool) -> dict:
   return ubs
 
 
+class TypePromotionError(ValueError, TypeError):
+  """No implicit promotion joins these dtypes (jax.dtypes.TypePromotionError, a ValueError;
+  also a TypeError, which ember raised before)."""
+
+
 def _least_upper_bound(*nodes):
   UB = _upper_bounds(x64_enabled())
   N = set(nodes)
   CUB = set.intersection(*(UB[n] for n in N))
   LUB = (CUB & N) or {c for c in CUB if CUB <= UB[c]}
   if len(LUB) != 1:
-    raise TypeError(f"Input dtypes {tuple(str(n) for n in nodes)} have no implicit promotion.")
+    names = tuple(_node_name(n) for n in nodes)
+    if N & set(_small_float_types):
+      why = ("8-bit floats do not support implicit promotion", "float32")
+    elif N & set(_narrow_int_types):
+      why = ("1-bit, 2-bit and 4-bit integers do not support implicit promotion", "int32")
+    else:
+      raise TypePromotionError(f"Input dtypes {names} have no implicit promotion.")
+    raise TypePromotionError(
+        f"Input dtypes {names} have no available implicit dtype promotion path. To avoid "
+        f"unintended promotion, {why[0]}. If you'd like your inputs to be promoted to another "
+        f"type, you can do so explicitly using e.g. x.astype('{why[1]}')")
   return LUB.pop()
+
+
+def _node_name(n) -> str:
+  return n.__name__ if isinstance(n, type) else str(n)
 
 
 def _dtype_and_weaktype(x):
@@ -209,7 +245,7 @@ def _dtype_and_weaktype(x):
 def _jax_node(dt, weak: bool):
   if weak:
     return {"b": bool_, "i": int, "u": int, "f": float, "c": complex}[
-        "f" if dt in _custom_float_dtypes else dt.kind]
+        dtype_kind(dt)]
   return dt
 
 
@@ -242,10 +278,10 @@ def _lattice_result_type(pairs) -> tuple:
   elif len(set(map(str, dts))) == 1 and not all(weaks):
     out, weak = dts[0], False
   elif all(weaks):
-    out = _least_upper_bound(*{_jax_node(d, False) for d in dts})
+    out = _least_upper_bound(*dict.fromkeys(_jax_node(d, False) for d in dts))
     weak = True
   else:
-    out = _least_upper_bound(*{_jax_node(d, w) for d, w in zip(dts, weaks)})
+    out = _least_upper_bound(*dict.fromkeys(_jax_node(d, w) for d, w in zip(dts, weaks)))
     weak = any(out is t for t in _weak_types)  # identity: np.dtype("float64") == float
   if isinstance(out, type):
     out = default_dtype_for(out)
@@ -302,14 +338,21 @@ def issubdtype(arg1, arg2) -> bool:
   if isinstance(arg2, ExtendedDType) or _issubclass(arg2, extended):
     return False
   a, b = (t if _issubclass(t, np.generic) else np.dtype(t).type for t in (arg1, arg2))
-  if a is bfloat16.type:
-    return b in (a, np.floating, np.inexact, np.number, np.generic)
+  kind = _custom_kinds.get(np.dtype(a)) if a is not np.generic and _issubclass(
+      a, np.generic) and np.dtype(a) in _custom_kinds else None
+  if kind is not None:   # ml_dtypes' types sit under NumPy's abstract types as in JAX
+    return b in (a, *_ABSTRACT_OF_KIND[kind])
   return bool(np.issubdtype(a, b))
 
 
+_ABSTRACT_OF_KIND = {"f": (np.floating, np.inexact, np.number, np.generic),
+                     "i": (np.signedinteger, np.integer, np.number, np.generic),
+                     "u": (np.unsignedinteger, np.integer, np.number, np.generic)}
+
+
 def dtype_kind(dt) -> str:
-  """The NumPy kind letter of `dt` ("b", "i", "u", "f", "c"); bfloat16 is "f"."""
-  return "f" if dt in _custom_float_dtypes else np.dtype(dt).kind
+  """The NumPy kind letter of `dt` ("b", "i", "u", "f", "c"); bfloat16 is "f", int4 "i"."""
+  return _custom_kinds.get(dt) or np.dtype(dt).kind
 
 
 def is_inexact(dt) -> bool:

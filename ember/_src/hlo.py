@@ -134,6 +134,8 @@ OPCODES: dict[str, tuple[str, ...]] = {
     "pad": ("low", "high", "interior"),             # operands: array, padding value
     "compare": ("direction", "compare_type"),       # EQ NE LT LE GT GE; FLOAT SIGNED UNSIGNED
     "reduce": ("dimensions",),                      # operands: inputs..., inits...; called[0]
+    "reduce-window": ("window_dimensions", "window_strides", "padding", "base_dilation",
+                      "window_dilation"),           # operands: inputs..., inits...; called[0]
     "dot": ("lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims"),
     # dimension_numbers: (lhs_spec, rhs_spec, out_spec) as lax's ConvDimensionNumbers;
     # padding: a (low, high) pair per spatial dim. Expanded before codegen (conv_expansion)
@@ -156,6 +158,7 @@ OPCODES: dict[str, tuple[str, ...]] = {
     "conditional": (),                              # called: branch computations
     "optimization-barrier": (),
     "custom-call": ("target",),
+    "fft": ("fft_type", "fft_length"),             # FFT IFFT RFFT IRFFT; trailing dims
     "rng-bit-generator": (),
     "threefry2x32": (),
 }
@@ -501,9 +504,13 @@ def _attr_text(instr: Instr) -> list[str]:
     out.append(f"exponent_bits={a['exponent_bits']}, mantissa_bits={a['mantissa_bits']}")
   elif op == "custom-call":
     out.append(f'custom_call_target="{a["target"]}"')
+  elif op == "reduce-window":
+    out.append("window={" + window_text(a) + "}")
+  elif op == "fft":
+    out.append(f"fft_type={a['fft_type']}, fft_length={_dims(a['fft_length'])}")
   if instr.called:
     key = {"fusion": "calls", "call": "to_apply", "reduce": "to_apply", "scatter": "to_apply",
-           "sort": "to_apply"}.get(op)
+           "sort": "to_apply", "reduce-window": "to_apply"}.get(op)
     if key:
       out.append(f"{key}=%{instr.called[0].name}")
     elif op == "while":
@@ -511,6 +518,22 @@ def _attr_text(instr: Instr) -> list[str]:
     elif op == "conditional":
       out.append("branch_computations={" + ", ".join(f"%{c.name}" for c in instr.called) + "}")
   return out
+
+
+def window_text(a: dict) -> str:
+  """XLA's window syntax: `size=3x3 stride=2x2 pad=0_1x1_1 lhs_dilate=2x1 rhs_dilate=1x2`,
+  each field left out where it is all its default."""
+  x = lambda v: "x".join(map(str, v))
+  parts = [f"size={x(a['window_dimensions'])}"]
+  if any(s != 1 for s in a["window_strides"]):
+    parts.append(f"stride={x(a['window_strides'])}")
+  if any(p != (0, 0) for p in map(tuple, a["padding"])):
+    parts.append("pad=" + "x".join(f"{lo}_{hi}" for lo, hi in a["padding"]))
+  if any(d != 1 for d in a["base_dilation"]):
+    parts.append(f"lhs_dilate={x(a['base_dilation'])}")
+  if any(d != 1 for d in a["window_dilation"]):
+    parts.append(f"rhs_dilate={x(a['window_dilation'])}")
+  return " ".join(parts)
 
 
 def conv_dim_labels(dimension_numbers) -> tuple[list[str], list[str], list[str]]:
@@ -529,16 +552,12 @@ def conv_dim_labels(dimension_numbers) -> tuple[list[str], list[str], list[str]]
 def _conv_attr_text(instr: Instr) -> list[str]:
   a = instr.attrs
   rhs_spec = a["dimension_numbers"][1]
-  window = [f"size={'x'.join(str(instr.operands[1].dims[d]) for d in rhs_spec[2:])}"]
-  if any(s != 1 for s in a["window_strides"]):
-    window.append(f"stride={'x'.join(map(str, a['window_strides']))}")
-  if any(lo or hi for lo, hi in a["padding"]):
-    window.append("pad=" + "x".join(f"{lo}_{hi}" for lo, hi in a["padding"]))
-  for key, name in (("lhs_dilation", "lhs_dilate"), ("rhs_dilation", "rhs_dilate")):
-    if any(d != 1 for d in a[key]):
-      window.append(f"{name}={'x'.join(map(str, a[key]))}")
+  window = window_text({
+      "window_dimensions": [instr.operands[1].dims[d] for d in rhs_spec[2:]],
+      "window_strides": a["window_strides"], "padding": a["padding"],
+      "base_dilation": a["lhs_dilation"], "window_dilation": a["rhs_dilation"]})
   lhs, rhs, res = ("".join(ls) for ls in conv_dim_labels(a["dimension_numbers"]))
-  out = ["window={" + " ".join(window) + "}", f"dim_labels={lhs}_{rhs}->{res}"]
+  out = ["window={" + window + "}", f"dim_labels={lhs}_{rhs}->{res}"]
   for key in ("feature_group_count", "batch_group_count"):
     if a[key] != 1:
       out.append(f"{key}={a[key]}")

@@ -27,9 +27,9 @@ from ember._src import hlo
 from ember._src.dtypes import dtype_kind
 from ember._src.reference import elementwise as ew
 from ember._src.reference import indexing as ix
-from ember._src.reference import convolution, lapack, linalg, reductions, sorting
+from ember._src.reference import convolution, fft, lapack, linalg, reductions, sorting
 from ember._src.reference import structural as st
-from ember._src.reference import threefry
+from ember._src.reference import threefry, windows
 
 __all__ = ["evaluate", "evaluate_intermediates", "evaluate_computation", "eval_instr",
            "HloEvalError"]
@@ -266,6 +266,39 @@ def _reduce_generic(comp, xs, inits, dims, out_dims) -> list:
   init_lanes = [np.broadcast_to(np.asarray(v), (n_out,)) for v in inits]
   return [o.reshape(out_dims) for o in
           _apply_lanes(comp, init_lanes + [p.reshape(n_out) for p in parts])]
+
+
+def _reduce_window(instr: hlo.Instr, vals: list):
+  """Every window's elements (padding and holes hold the init value) folded in window
+  order into the init value; a max/min/sum with a binary root reduces them with NumPy."""
+  n = len(vals) // 2
+  xs, inits = vals[:n], vals[n:]
+  a = instr.attrs
+  window = (a["window_dimensions"], a["window_strides"], a["padding"], a["base_dilation"],
+            a["window_dilation"])
+  comp = instr.called[0]
+  shapes = _shapes(instr.shape)
+  op = _binary_root(comp)
+  if n == 1 and op in ("add", "maximum", "minimum") and dtype_kind(xs[0].dtype) != "c":
+    ufunc = _REDUCE_UFUNCS[op]
+    cdt = reductions.compute_dtype(xs[0].dtype) if op == "add" else xs[0].dtype
+    p = windows.patches(xs[0].astype(cdt), np.asarray(inits[0]).astype(cdt), *window)
+    with np.errstate(all="ignore"):
+      part = np.asarray(ufunc.reduce(p, axis=-1))
+      if op != "add":
+        part = reductions.xla_zero_order(ufunc, part,
+                                         np.any(reductions.is_zero_winner(ufunc, p), axis=-1))
+      outs = [_elementwise(comp.root, [np.asarray(inits[0]).astype(cdt), part])]
+  else:
+    ps = [windows.patches(x, v, *window) for x, v in zip(xs, inits)]
+    out_dims = ps[0].shape[:-1]
+    acc = [np.broadcast_to(np.asarray(v), (int(np.prod(out_dims, dtype=np.int64)),))
+           for v in inits]
+    for k in range(ps[0].shape[-1]):
+      acc = _apply_lanes(comp, acc + [p[..., k].reshape(-1) for p in ps])
+    outs = [o.reshape(out_dims) for o in acc]
+  outs = [np.asarray(o).astype(s.dtype, copy=False).reshape(s.dims) for o, s in zip(outs, shapes)]
+  return tuple(outs) if isinstance(instr.shape, hlo.TupleShape) else outs[0]
 
 
 # --------------------------------------------------------------------------------------
@@ -556,6 +589,7 @@ _OPS = {
     "concatenate": lambda i, v: np.concatenate(v, axis=i.attrs["dimension"]),
     "pad": _pad,
     "reduce": _reduce,
+    "reduce-window": _reduce_window,
     "dot": _dot,
     "convolution": _convolution,
     "gather": _gather,
@@ -568,6 +602,7 @@ _OPS = {
     "conditional": _conditional,
     "optimization-barrier": _optimization_barrier,
     "custom-call": _custom_call,
+    "fft": lambda i, v: fft.fft(v[0], i.attrs["fft_type"], i.attrs["fft_length"]),
     "rng-bit-generator": _rng_bit_generator,
     "threefry2x32": lambda i, v: tuple(threefry.threefry2x32(*v)),
 }

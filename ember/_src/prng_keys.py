@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ember._src import core, dtypes, tree_util
+from ember._src import basearray, core, dtypes, tree_util
 from ember._src import lax_api as lax
 from ember._src.numpy.util import broadcast_arrays_rank
 from ember._src.primitives.prng import threefry2x32
@@ -114,9 +114,11 @@ class PRNGKeyArray:
   """An array of typed PRNG keys (`random.key`): shape `shape`, dtype `key<fry>`.
 
   Wraps the uint32 key data of shape `(*shape, 2)` (an Array, or a tracer inside
-  transformations). Deviation from JAX: this is a pytree node whose one child is that
-  data, not an Array with an extended dtype, so keys cross `jit` boundaries as their data
-  and jaxprs show `u32[..., 2]` where JAX prints `key<fry>[...]`. Values are identical.
+  transformations). As in JAX it is a `jax.Array` (`isinstance(key, jnp.ndarray)`) and
+  `jax.typeof(key)` is `key<fry>[...]`. Deviation from JAX: it is a pytree node whose one
+  child is that data, not an Array with an extended dtype, so keys cross `jit` boundaries
+  as their data and jaxprs show `u32[..., 2]` where JAX prints `key<fry>[...]`. Values
+  are identical.
   Keys support indexing, iteration, `reshape` and `T`, `==`/`!=`, `jnp.stack` and
   `jnp.concatenate` (numpy/shape.py), but no arithmetic.
   """
@@ -135,6 +137,7 @@ class PRNGKeyArray:
 
   dtype = property(lambda self: KEY_DTYPE)
   shape = property(lambda self: tuple(self._data.shape[:-1]))
+  aval = property(lambda self: core.ShapedArray(self.shape, KEY_DTYPE))  # `key<fry>[2]`
   ndim = property(lambda self: len(self.shape))
   size = property(lambda self: math.prod(self.shape))
   itemsize = property(lambda self: KEY_DTYPE.itemsize)
@@ -208,8 +211,7 @@ class PRNGKeyArray:
 
   def __repr__(self):
     if isinstance(self._data, core.Tracer):
-      trace = type(self._data._trace).__name__
-      return f"Traced<{self.dtype}[{','.join(map(str, self.shape))}]>with<{trace}>"
+      return f"{self._data.jax_name}({self.dtype}[{','.join(map(str, self.shape))}])"
     return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{np.asarray(self._data)}"
 
   __str__ = __repr__
@@ -225,6 +227,7 @@ for _op in ("neg", "pos", "abs", "invert", "int", "float", "complex", "index"):
 for _op in ("sum", "mean", "astype", "max", "min", "prod", "cumsum", "round", "clip"):
   setattr(PRNGKeyArray, _op, _key_arith_error(_op))
 
+basearray.Array.register(PRNGKeyArray)   # isinstance(key, jax.Array) is True, as in JAX
 tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), None),
                                lambda _, children: PRNGKeyArray._unchecked(children[0]))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, TypeVar
 
 # type -> (flatten(x) -> (children, aux), unflatten(aux, children) -> x, flatten_with_keys)
 _registry: dict[type, tuple[Callable, Callable, Callable | None]] = {}
@@ -32,6 +32,10 @@ class GetAttrKey(NamedTuple):
 class FlattenedIndexKey(NamedTuple):
   key: int
   def __str__(self): return f"[<flat index {self.key}>]"
+
+
+KeyEntry = TypeVar("KeyEntry", bound=Any)
+KeyPath = tuple[KeyEntry, ...]
 
 
 def keystr(path, *, simple: bool = False, separator: str = "") -> str:
@@ -103,6 +107,26 @@ def register_dataclass(nodetype=None, data_fields=None, meta_fields=None, drop_f
 
   register_pytree_with_keys(nodetype, flatten_with_keys, unflatten)
   return nodetype
+
+
+def register_static(cls: type) -> type:
+  """Register `cls` as a node with no children: its instances are static aux data (they
+  must be hashable) and never leaves."""
+  register_pytree_node(cls, lambda x: ((), x), lambda x, _: x)
+  return cls
+
+
+def static(**kwargs):
+  """`dataclasses.field(...)` marked static, for register_dataclass (`jax.tree.static`)."""
+  metadata = {**kwargs.pop("metadata", {}), "static": True}
+  return dataclasses.field(metadata=metadata, **kwargs)
+
+
+def is_tree_node(typ: type) -> bool:
+  """Whether instances of `typ` are pytree nodes (built-in containers or registered)."""
+  return (typ in (tuple, list, dict, collections.OrderedDict, collections.defaultdict,
+                  type(None)) or typ in _registry
+          or (issubclass(typ, tuple) and hasattr(typ, "_fields")))
 
 
 def _is_namedtuple(x) -> bool:
@@ -207,6 +231,33 @@ class PyTreeDef:
     for c, (_, sub) in zip(self.children, node[2]):
       c._up_to(sub, out)
 
+  def leaf_counts_under(self, full: "PyTreeDef") -> list[int]:
+    """For each leaf of this treedef, a prefix of `full`: how many leaves of `full` sit at
+    or under its position. Works on structures alone: nothing is unflattened, so classes
+    whose unflatten converts its children (`jnp.asarray`) are never handed placeholders."""
+    out = []
+    self._counts_under(full, out)
+    return out
+
+  def _counts_under(self, full: "PyTreeDef", out: list) -> None:
+    if self.kind == "leaf":
+      out.append(full.num_leaves)
+      return
+    if not self._same_node(full):
+      raise ValueError(f"Tree structure mismatch: expected {self}, got {full}")
+    for c, f in zip(self.children, full.children):
+      c._counts_under(f, out)
+
+  def _same_node(self, other: "PyTreeDef") -> bool:
+    """Same kind and arity, and for dicts the same keys, for other nodes the same type."""
+    if other.kind != self.kind or len(other.children) != len(self.children):
+      return False
+    if self.kind == "dict":
+      return self.aux[1] == other.aux[1]
+    if self.kind == "custom":
+      return self.aux[0] is other.aux[0]
+    return self.kind != "namedtuple" or self.aux is other.aux
+
   def __repr__(self):
     return f"PyTreeDef({self._str()})"
 
@@ -223,9 +274,8 @@ class PyTreeDef:
       return "[" + ", ".join(kids) + "]"
     if k == "dict":
       return "{" + ", ".join(f"{key!r}: {s}" for key, s in zip(self.aux[1], kids)) + "}"
-    if k == "namedtuple":
-      return f"{self.aux.__name__}(" + ", ".join(
-          f"{f}={s}" for f, s in zip(self.aux._fields, kids)) + ")"
+    if k == "namedtuple":  # as JAX 0.12 prints it
+      return f"CustomNode(namedtuple[{self.aux.__name__}], [" + ", ".join(kids) + "])"
     return f"CustomNode({self.aux[0].__name__}[{self.aux[1]!r}], [" + ", ".join(kids) + "])"
 
 
@@ -305,6 +355,65 @@ def tree_map_with_path(f: Callable, tree, *rest, is_leaf=None):
 def tree_reduce(f: Callable, tree, initializer=None, is_leaf=None):
   leaves = tree_leaves(tree, is_leaf)
   return functools.reduce(f, leaves) if initializer is None else functools.reduce(f, leaves, initializer)
+
+
+class _Unspecified:
+  def __repr__(self):
+    return "<unspecified>"
+
+
+_UNSPECIFIED = _Unspecified()
+
+
+def tree_reduce_associative(operation: Callable, tree, *, identity=_UNSPECIFIED, is_leaf=None):
+  """Reduce the leaves with an associative `operation` as a balanced tree of calls:
+  `((a+b)+(c+(d+e)))`."""
+  leaves = tree_leaves(tree, is_leaf)
+  if not leaves:
+    if identity is _UNSPECIFIED:
+      raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+    return identity
+
+  def reduce(xs):
+    if len(xs) == 1:
+      return xs[0]
+    return operation(reduce(xs[:len(xs) // 2]), reduce(xs[len(xs) // 2:]))
+  return reduce(leaves)
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+  """`prefix_tree` with each leaf repeated over the subtree of `full_tree` at its place."""
+  leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+  subtrees = prefix_def.flatten_up_to(full_tree)
+  return prefix_def.unflatten(tree_map(lambda _: x, sub, is_leaf=is_leaf)
+                              for x, sub in zip(leaves, subtrees))
+
+
+def flatten_one_level(tree) -> tuple[list, Any]:
+  """The children of the node `tree` and its node data; ValueError for a leaf."""
+  kids, meta = flatten_one_level_with_keys(tree)
+  return [c for _, c in kids], meta
+
+
+def flatten_one_level_with_keys(tree) -> tuple[list, Any]:
+  """The (key, child) pairs of the node `tree` and its node data; ValueError for a leaf."""
+  node = _node_children(tree)
+  if node is None:
+    raise ValueError(f"can't tree-flatten type: {type(tree)}")
+  kind, aux, kids = node
+  meta = {"dict": lambda: aux[1], "namedtuple": lambda: aux,
+          "custom": lambda: aux[1]}.get(kind, lambda: None)()
+  return list(kids), meta
+
+
+def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
+  return list(treedef.children)
+
+
+def treedef_tuple(treedefs) -> PyTreeDef:
+  """The treedef of a tuple whose elements have the structures `treedefs`."""
+  treedefs = tuple(treedefs)
+  return PyTreeDef("tuple", len(treedefs), treedefs)
 
 
 def tree_all(tree, is_leaf=None) -> bool:

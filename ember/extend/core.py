@@ -1,4 +1,9 @@
-"""ember.extend.core: jaxpr data structures and helpers (jax.extend.core)."""
+"""ember.extend.core: jaxpr data structures and helpers (jax.extend.core).
+
+JAX 0.12's names that ember has; ember tracks no effects, so JAX's effect types are absent.
+"""
 from ember._src.core import (  # noqa: F401
-    ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Primitive, ShapedArray, Var,
-    eval_jaxpr, jaxpr_as_fun, jaxprs_in_params)
+    ClosedJaxpr, DebugInfo, DropVar, Jaxpr, JaxprEqn, Literal, Primitive, ShapedArray, Var,
+    array_types, concrete_or_error, eval_jaxpr, find_top_trace, gensym, jaxpr_as_fun,
+    jaxprs_in_params, mapped_aval, new_jaxpr_eqn, subjaxprs, unmapped_aval, valid_jaxtype)
+from ember._src.transforms.ad import primal_dtype_to_tangent_dtype  # noqa: F401

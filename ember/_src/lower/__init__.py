@@ -301,6 +301,19 @@ class LoweringContext:
     out = self.emit("reduce", shape, [*operands, *inits], {"dimensions": axes}, [computation])
     return self.unpack(out)
 
+  def reduce_window(self, operands: Sequence[Instr], inits: Sequence[Instr],
+                    computation: hlo.Computation, out_dims: Sequence[int], window: dict
+                    ) -> list[Instr]:
+    """XLA's (variadic) reduce-window; `window`: the hlo.OPCODES attributes
+    (window_dimensions, window_strides, padding, base_dilation, window_dilation).
+    Returns one result per operand."""
+    shapes = [Shape(x.dtype, tuple(out_dims)) for x in operands]
+    shape = shapes[0] if len(shapes) == 1 else TupleShape(tuple(shapes))
+    attrs = {k: tuple(tuple(p) for p in v) if k == "padding" else tuple(v)
+             for k, v in window.items()}
+    out = self.emit("reduce-window", shape, [*operands, *inits], attrs, [computation])
+    return self.unpack(out)
+
   # --- sub-jaxprs -------------------------------------------------------------------------
 
   def lower_computation(self, jaxpr: core.Jaxpr, name: str, op_prefix: str | None = None,

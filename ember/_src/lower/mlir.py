@@ -63,6 +63,11 @@ def _ints(v) -> str:
   return "[" + ", ".join(str(int(i)) for i in v) + "]"
 
 
+def _i64s(v) -> str:
+  """A dense i64 array attribute: `array<i64: 1, 2>`."""
+  return f"array<i64{': ' + ', '.join(str(int(i)) for i in v) if len(v) else ''}>"
+
+
 def _ty(shape) -> str:
   return shape.to_mlir()
 
@@ -382,6 +387,18 @@ class _Printer:
       return [f"{lhs}chlo.top_k({x[0]}, k = {a['k']}) : {in_types()[0]} -> ({res}){loc}"]
     if op == "reduce":
       return self.reduce(instr, f, indent, lhs, x, loc)
+    if op == "reduce-window":
+      res_t = out_t or "(" + ", ".join(_ty(s) for s in shape.elements) + ")"
+      pads = np.asarray(a["padding"], np.int64).reshape(-1, 2)
+      pad_text = _dense(pads) if pads.size else "dense<>"
+      attrs = (f"base_dilations = {_i64s(a['base_dilation'])}, padding = {pad_text} : "
+               f"tensor<{len(pads)}x2xi64>, window_dilations = {_i64s(a['window_dilation'])}, "
+               f"window_dimensions = {_i64s(a['window_dimensions'])}, window_strides = "
+               f"{_i64s(a['window_strides'])}")
+      lines = [f'{lhs}"stablehlo.reduce_window"({", ".join(x)}) <{{{attrs}}}> ({{']
+      lines += self.region(instr.called[0], f, indent + "  ")
+      lines.append(f"{indent}}}) : ({', '.join(in_types())}) -> {res_t}{loc}")
+      return lines
     if op == "sort":
       res_t = out_t or "(" + ", ".join(_ty(s) for s in shape.elements) + ")"
       lines = [f'{lhs}"stablehlo.sort"({", ".join(x)}) <{{dimension = {a["dimension"]} : i64, '
@@ -416,6 +433,9 @@ class _Printer:
       return lines
     if op in ("while", "conditional"):
       return self.control_flow(instr, f, indent, lhs, x, loc)
+    if op == "fft":
+      return [f"{lhs}stablehlo.fft {x[0]}, type = {a['fft_type']}, length = "
+              f"{_ints(a['fft_length'])} : {fn_type()}{loc}"]
     if op == "custom-call":
       res_t = out_t or "(" + ", ".join(_ty(s) for s in shape.elements) + ")"
       return [f'{lhs}stablehlo.custom_call @{a["target"]}({", ".join(x)}) '

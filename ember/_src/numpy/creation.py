@@ -187,6 +187,8 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
   if dtype is None and ndmin == 0:
     if isinstance(object, core.Tracer) or (isinstance(object, Array) and not copy):
       return object  # tracers are immutable: a copy would be the same value
+    if isinstance(getattr(object, "dtype", None), dtypes.ExtendedDType):
+      return object  # a PRNG key array: immutable too, as in JAX
     if isinstance(object, _PY_SCALARS + (np.generic, np.ndarray)):
       return _in_current_trace(_stage(object))
   if dtype is not None:

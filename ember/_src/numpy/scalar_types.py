@@ -13,6 +13,7 @@ import numpy as np
 import ml_dtypes
 
 from ember._src import dtypes
+from ember._src import basearray
 from ember._src.runtime.array import Array
 from ember._src import core
 from ember._src.numpy.creation import asarray
@@ -22,6 +23,10 @@ __all__ = [
     "bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "int_", "uint", "float_", "complex_", "single", "double", "csingle", "cdouble",
+    # ml_dtypes' narrow types (dtypes.narrow_dtypes): 8- and 4-bit floats, 2- and 4-bit ints
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+    "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn",
+    "int2", "int4", "uint2", "uint4",
     # abstract NumPy scalar classes (for issubdtype / isinstance)
     "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact",
     "floating", "complexfloating", "character", "flexible", "object_",
@@ -75,6 +80,19 @@ int8, int16, int32, int64 = map(_make_scalar_type, (np.int8, np.int16, np.int32,
 uint8, uint16, uint32, uint64 = map(_make_scalar_type, (np.uint8, np.uint16, np.uint32, np.uint64))
 bfloat16 = _make_scalar_type(ml_dtypes.bfloat16)
 float16 = _make_scalar_type(np.float16)  # no jnp.half in JAX 0.12
+float8_e3m4 = _make_scalar_type(ml_dtypes.float8_e3m4)
+float8_e4m3 = _make_scalar_type(ml_dtypes.float8_e4m3)
+float8_e4m3b11fnuz = _make_scalar_type(ml_dtypes.float8_e4m3b11fnuz)
+float8_e4m3fn = _make_scalar_type(ml_dtypes.float8_e4m3fn)
+float8_e4m3fnuz = _make_scalar_type(ml_dtypes.float8_e4m3fnuz)
+float8_e5m2 = _make_scalar_type(ml_dtypes.float8_e5m2)
+float8_e5m2fnuz = _make_scalar_type(ml_dtypes.float8_e5m2fnuz)
+float8_e8m0fnu = _make_scalar_type(ml_dtypes.float8_e8m0fnu)
+float4_e2m1fn = _make_scalar_type(ml_dtypes.float4_e2m1fn)
+int2 = _make_scalar_type(ml_dtypes.int2)
+int4 = _make_scalar_type(ml_dtypes.int4)
+uint2 = _make_scalar_type(ml_dtypes.uint2)
+uint4 = _make_scalar_type(ml_dtypes.uint4)
 float32 = single = _make_scalar_type(np.float32)
 float64 = double = _make_scalar_type(np.float64)
 complex64 = csingle = _make_scalar_type(np.complex64)
@@ -89,7 +107,7 @@ complexfloating, character, flexible, object_ = (np.complexfloating, np.characte
 pi, e, euler_gamma, inf, nan = np.pi, np.e, np.euler_gamma, np.inf, np.nan
 newaxis = None
 
-ndarray = Array
+ndarray = basearray.Array   # the abstract `jax.Array`: arrays, tracers and key arrays
 dtype = np.dtype
 finfo = ml_dtypes.finfo   # not canonicalized: jnp.finfo(float).dtype is float64, as in JAX
 iinfo = ml_dtypes.iinfo

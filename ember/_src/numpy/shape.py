@@ -226,8 +226,14 @@ def _is_array_input(x) -> bool:
   return hasattr(x, "shape") and hasattr(x, "dtype") and core.is_arraylike(x)
 
 
-def _all_keys(arrays) -> bool:
-  return all(isinstance(a, PRNGKeyArray) for a in arrays)
+def _all_keys(name: str, arrays) -> bool:
+  """Whether `arrays` are all typed PRNG keys; a mixture of keys and numbers is an error."""
+  keys = [isinstance(a, PRNGKeyArray) for a in arrays]
+  if any(keys) and not all(keys):
+    dts = ", ".join(str(getattr(a, "dtype", type(a).__name__)) for a in arrays)
+    raise TypeError(f"{name}: cannot join PRNG key arrays with other arrays (dtypes {dts}); "
+                    "join keys with keys, or their raw data from random.key_data(keys)")
+  return all(keys)
 
 
 def concatenate(arrays, axis: int | None = 0, dtype=None):
@@ -250,7 +256,7 @@ def concatenate(arrays, axis: int | None = 0, dtype=None):
   arrays = list(arrays)
   if not arrays:
     raise ValueError("Need at least one array to concatenate.")
-  if _all_keys(arrays):   # typed PRNG keys: join their data (the key axis stays last)
+  if _all_keys("concatenate", arrays):   # typed PRNG keys: join their data (key axis last)
     if axis is None:
       arrays, axis = [k.reshape(-1) for k in arrays], 0
     axis = canonicalize_axis(axis, arrays[0].ndim, "concatenate")
@@ -284,7 +290,7 @@ def stack(arrays, axis: int = 0, out=None, dtype=None):
   arrays = list(arrays)
   if not arrays:
     raise ValueError("Need at least one array to stack.")
-  if _all_keys(arrays):   # typed PRNG keys: stack their data (the key axis stays last)
+  if _all_keys("stack", arrays):   # typed PRNG keys: stack their data (key axis last)
     axis = canonicalize_axis(axis, arrays[0].ndim + 1, "stack")
     return type(arrays[0])(stack([k._data for k in arrays], axis))
   check_arraylike("stack", *arrays)

@@ -5,6 +5,7 @@ and special cases, built from lax operations only, so it runs eagerly and under 
 """
 from __future__ import annotations
 
+import inspect
 import operator
 
 import numpy as np
@@ -133,8 +134,11 @@ def _unary_inexact(name, lax_fn):
 
 
 def _alias(name, fn):
-  """Array-API spelling (`acos` for `arccos`): same function under its own name."""
-  return _named(name, lambda *args: fn(*args))
+  """Array-API spelling (`acos` for `arccos`): same function under its own name, with
+  its positional signature (`inspect.signature(jnp.atan2)` is `(x1, x2, /)`)."""
+  alias = _named(name, lambda *args: fn(*args))
+  alias.__signature__ = inspect.signature(fn)
+  return alias
 
 
 # --- arithmetic -----------------------------------------------------------------------------

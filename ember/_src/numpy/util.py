@@ -21,6 +21,10 @@ def check_arraylike(fun_name: str, *args) -> None:
              f"at position {pos}.")
       if isinstance(arg, (list, tuple)):
         msg += " Convert it with jnp.asarray() first."
+      elif core.real_jax_mixing_note(arg):
+        msg = (f"{fun_name}: the argument at position {pos}, of type {type(arg).__name__} "
+               f"(from {type(arg).__module__}), is not a valid ember type: "
+               f"{core.real_jax_mixing_note(arg)}")
       raise TypeError(msg)
 
 

@@ -3,7 +3,8 @@
 What it fuses. Producer-consumer fusion, walking the entry computation from its root to its
 parameters (reverse topological order). Every op that computes array elements (hlo.ELEMENTWISE,
 broadcast, reshape, transpose, reverse, slice, dynamic-slice, concatenate, pad, iota, scalar
-constants, gather, reduce, get-tuple-element of a variadic reduce) either joins the fusion(s)
+constants, gather, reduce, reduce-window, get-tuple-element of a variadic reduce or
+reduce-window) either joins the fusion(s)
 of its consumers or becomes the root of a fusion of its own:
 
 * a producer whose consumers all sit in ONE fusion moves into it (a reduce then makes that
@@ -15,7 +16,8 @@ of its consumers or becomes the root of a fusion of its own:
   buffer; broadcasts, iotas and scalar constants are always duplicated (reading their operand
   is cheaper than reading their result);
 * an EXPENSIVE producer (`is_expensive`: transcendentals, integer division, remainder,
-  reduce, gather)
+  reduce, reduce-window, gather; a float division that one fusion would evaluate more than
+  once per element, as a window op re-reading it: `_costly_reread`)
   is never recomputed: it fuses only when it has a single consuming fusion that evaluates each
   of its elements at most once; used by several fusions it becomes its own fusion and is
   written to memory once. The count follows the CPU emitter (`symbolic_count`): a value whose
@@ -66,7 +68,7 @@ __all__ = ["run", "wrap_lone_ops", "is_expensive", "read_factor", "FUSIBLE", "op
 # Ops that may live inside a fusion (get-tuple-element only of a reduce fused alongside).
 FUSIBLE = hlo.ELEMENTWISE | {
     "broadcast", "reshape", "transpose", "reverse", "slice", "dynamic-slice", "concatenate",
-    "pad", "iota", "constant", "gather", "reduce", "get-tuple-element"}
+    "pad", "iota", "constant", "gather", "reduce", "reduce-window", "get-tuple-element"}
 ROOT_ONLY = {"dynamic-update-slice"}          # a fusion root, never fused into a consumer
 # Cheap producers whose result is larger than what they read: duplicate them even when the
 # value is materialized for another user.
@@ -84,11 +86,18 @@ def is_expensive(instr: hlo.Instr) -> bool:
   transcendentals, reduce, gather, integer division and remainder (float division is one
   instruction; float remainder is an fmod loop, so it counts as expensive)."""
   op = instr.opcode
-  if op in hlo.TRANSCENDENTAL or op in ("reduce", "gather"):
+  if op in hlo.TRANSCENDENTAL or op in ("reduce", "reduce-window", "gather"):
     return True
   if op == "divide":
     return instr.dtype.kind not in "fc"
   return op == "remainder"
+
+
+def _costly_reread(instr: hlo.Instr, counts) -> bool:
+  """A float division that a fusion would evaluate more than once per element (a 3x3
+  average pool's `x / n` fused into the windowed sum of its gradient: nine divisions per
+  output, slower than reading a materialized quotient): treated as expensive there."""
+  return instr.opcode == "divide" and instr.dtype.kind in "fc" and any(c > 1 for c in counts)
 
 
 def read_factor(user: hlo.Instr, k: int) -> tuple[float, bool]:
@@ -104,6 +113,9 @@ def read_factor(user: hlo.Instr, k: int) -> tuple[float, bool]:
     return 1.0, True
   if op == "reduce":                             # inputs once; the init once per output
     return (1.0 if k < len(user.operands) // 2 else ratio), False
+  if op == "reduce-window":                      # each window's elements; the init per output
+    window = float(np.prod(user.attrs["window_dimensions"]))
+    return (ratio * window if k < len(user.operands) // 2 else ratio), False
   if op in ("reshape", "transpose", "reverse", "concatenate") or (
       op == "dynamic-update-slice" and k < 2):
     return 1.0, False
@@ -325,7 +337,7 @@ def _fusible(instr: hlo.Instr) -> bool:
   if op == "constant":
     return instr.shape.rank == 0               # larger constants stay data
   if op == "get-tuple-element":
-    return instr.operands[0].opcode == "reduce"
+    return instr.operands[0].opcode in ("reduce", "reduce-window")
   return op in FUSIBLE or op in ROOT_ONLY
 
 
@@ -395,7 +407,8 @@ def _plan(entry: hlo.Computation, fuse: bool) -> tuple[list[_Group], set[int]]:
     counts = {id(g): _count_in(g, i, us) for g in room}
     if i.opcode in ROOT_ONLY or not (fuse or i.opcode == "constant"):
       chosen = []
-    elif is_expensive(i):          # moves into its only consumer, evaluated once per element
+    elif is_expensive(i) or _costly_reread(i, counts.values()):
+      # moves into its only consumer, evaluated once per element
       ok = not ext and len(targets) == 1 and len(room) == 1 and not _column_reduce(i)
       if ok:
         g = room[0]

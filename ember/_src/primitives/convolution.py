@@ -28,6 +28,7 @@ from ember._src.primitives.linalg import canonicalize_precision
 from ember._src.primitives.structural import full, padtype_to_pads, reshape, rev, transpose
 from ember._src.reference import convolution as reference_conv
 from ember._src.reference import linalg as reference_linalg
+from ember._src.reference import windows as reference_windows
 from ember._src.transforms import ad
 
 __all__ = ["conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
@@ -171,9 +172,8 @@ def _conv_shape(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation
     raise ValueError(f"Negative padding is larger than the size of the corresponding "
                      f"dimension: got padding={tuple(padding)} for lhs_shape[2:]="
                      f"{tuple(lhs_sp)}")
-  out_sp = reference_conv.out_spatial_shape(
-      lhs_sp, [rhs.shape[i] for i in dn.rhs_spec[2:]], window_strides=window_strides,
-      padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation)
+  out_sp = reference_windows.output_shape(lhs_sp, [rhs.shape[i] for i in dn.rhs_spec[2:]],
+                                          window_strides, padding, lhs_dilation, rhs_dilation)
   canonical = (lhs.shape[dn.lhs_spec[0]] // batch_group_count,
                rhs.shape[dn.rhs_spec[0]]) + out_sp
   return tuple(np.take(canonical, np.argsort(dn.out_spec)).tolist())
@@ -362,9 +362,9 @@ def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
   if len(pads) != len(lhs_shape) - 2:
     raise TypeError(f"Wrong number of explicit pads for convolution: expected "
                     f"{len(lhs_shape) - 2}, got {len(pads)}.")
-  out_sp = reference_conv.out_spatial_shape(
-      lhs_shape[2:], rhs_shape[2:], window_strides=strides, padding=pads,
-      lhs_dilation=(1,) * len(pads), rhs_dilation=(1,) * len(pads))
+  ones = (1,) * len(pads)
+  out_sp = reference_windows.output_shape(lhs_shape[2:], rhs_shape[2:], strides, pads, ones,
+                                          ones)
   return (lhs_shape[0] // batch_group_count, rhs_shape[0]) + out_sp
 
 

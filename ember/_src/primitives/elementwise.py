@@ -264,6 +264,12 @@ def _zeros(x):
   return full_like(x, 0)
 
 
+def _strong_zeros(x):
+  # deferred: cycle among the primitive families
+  from ember._src.primitives.structural import full_like
+  return full_like(x, 0, dtype=x.dtype)
+
+
 def _bcast_like(t, out):
   """`t` broadcast to the shape of `out` (lax operands are 0-d or size-1 broadcasting)."""
   # deferred: cycle among the primitive families
@@ -877,8 +883,10 @@ def conj(x):
   return conj_p.bind(x, input_dtype=core.get_aval(x).dtype)
 
 
-ad.deflinear(real_p, lambda ct: [complex(ct, _zeros(ct))])
-ad.deflinear(imag_p, lambda ct: [complex(_zeros(ct), neg(ct))])
+# the zeros are strongly typed (JAX's are np.zeros), so the complex cotangent is not weak:
+# grad of a function of a Python complex returns a strongly typed complex64, as in JAX
+ad.deflinear(real_p, lambda ct: [complex(ct, _strong_zeros(ct))])
+ad.deflinear(imag_p, lambda ct: [complex(_strong_zeros(ct), neg(ct))])
 ad.deflinear2(complex_p, lambda ct, x, y: [
     unbroadcast(x.aval, real(ct)) if ad.is_undefined_primal(x) else None,
     unbroadcast(y.aval, neg(imag(ct))) if ad.is_undefined_primal(y) else None])

@@ -20,6 +20,7 @@ from ember._src.primitives import (ANY, BOOL, FLOAT, INTS, NUMERIC, check_dtype,
 from ember._src.primitives import elementwise as ew
 from ember._src.primitives import structural
 from ember._src.reference.reductions import compute_dtype, is_zero_winner, xla_zero_order
+from ember._src.reference.reductions import identity as _identity
 from ember._src.primitives.elementwise import convert_element_type
 
 
@@ -58,18 +59,6 @@ def _reduced_shape(x: ShapedArray, axes) -> tuple:
     raise ValueError(f"reduction axes {axes} contains out-of-bounds indices for "
                      f"{x.str_short(short_dtypes=False)}.")
   return tuple(d for i, d in enumerate(x.shape) if i not in axes)
-
-
-def _identity(ufunc, dt):
-  """The identity of a max/min reduction in dtype `dt` (what an empty reduction returns)."""
-  dt = np.dtype(dt)
-  if dt == np.bool_:
-    return ufunc is np.minimum
-  if dt.kind in "iu":
-    info = np.iinfo(dt)
-    return info.min if ufunc is np.maximum else info.max
-  inf = np.inf if ufunc is np.minimum else -np.inf
-  return complex(inf, 0) if dt.kind == "c" else inf
 
 
 def _check_logical(name, x):

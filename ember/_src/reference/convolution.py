@@ -10,9 +10,8 @@ kernel output features too; with G = batch_group_count the lhs batch splits into
 (group major) matched with the G groups of kernel output features. The result dtype is
 dot_general's (reference/linalg.py), computed in the same dtype.
 
-The computation is im2col + GEMM: every kernel tap takes a strided window of the padded
-input, the taps stack into patches [groups, positions, taps * features] that one batched
-matmul contracts with the kernel. The CPU backend expands the `convolution` HLO into the
+The computation is im2col + GEMM: the patches of every window (reference/windows.py) as
+[groups, positions, taps * features], which one batched matmul contracts with the kernel. The CPU backend expands the `convolution` HLO into the
 same plan (passes/conv_expansion.py).
 """
 from __future__ import annotations
@@ -23,22 +22,13 @@ import math
 import numpy as np
 
 from ember._src.dtypes import dtype_kind
-from ember._src.reference import structural
+from ember._src.reference import windows
 from ember._src.reference.linalg import dot_compute_dtype, dot_dtype
 
 
 def dilate_shape(shape, dilation) -> tuple:
-  """The size of each dim once `dilation - 1` zeros sit between its elements."""
-  return tuple(0 if d == 0 else 1 + r * (d - 1) for d, r in zip(shape, dilation))
-
-
-def out_spatial_shape(lhs_spatial, rhs_spatial, *, window_strides, padding, lhs_dilation,
-                      rhs_dilation) -> tuple:
-  """Output spatial sizes: positions of the dilated window in the dilated, padded input
-  (0 where the window does not fit)."""
-  lhs = [d + lo + hi for d, (lo, hi) in zip(dilate_shape(lhs_spatial, lhs_dilation), padding)]
-  rhs = dilate_shape(rhs_spatial, rhs_dilation)
-  return tuple(0 if d < k else (d - k) // s + 1 for d, k, s in zip(lhs, rhs, window_strides))
+  """windows.dilate_dim of each dim."""
+  return tuple(windows.dilate_dim(d, r) for d, r in zip(shape, dilation))
 
 
 def canonical_perms(dimension_numbers):
@@ -68,17 +58,12 @@ def conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs
   x = np.transpose(np.asarray(lhs), lhs_perm).astype(cdt)      # [N, S..., C]
   k = np.transpose(np.asarray(rhs), rhs_perm).astype(cdt)      # [K..., I, O]
   nsp = x.ndim - 2
-  config = [(0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in zip(padding, lhs_dilation)] + \
-      [(0, 0, 0)]
-  x = structural.pad(x, np.zeros((), cdt), padding_config=config)
-  out_sp = out_spatial_shape(tuple(lhs.shape[i] for i in lhs_perm[1:-1]),
-                             k.shape[:nsp], window_strides=window_strides, padding=padding,
-                             lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation)
-  n, c = x.shape[0], x.shape[-1]
-  taps = [x[(slice(None),) + tuple(np.s_[a:b:s] for a, b, s in win)]
-          for win in tap_windows(k.shape[:nsp], out_sp, window_strides, rhs_dilation)]
-  t = len(taps)
-  patches = np.stack(taps, axis=-2) if taps else np.zeros((n,) + out_sp + (0, c), cdt)
+  one, no_pad = (1,), ((0, 0),)
+  patches = windows.patches(x, 0, one + k.shape[:nsp] + one, one + tuple(window_strides) + one,
+                            no_pad + tuple(map(tuple, padding)) + no_pad,
+                            one + tuple(lhs_dilation) + one, one + tuple(rhs_dilation) + one)
+  patches = np.swapaxes(patches, -1, -2)                      # [N, O..., T, C]
+  n, out_sp, t, c = patches.shape[0], patches.shape[1:-2], patches.shape[-2], x.shape[-1]
   g = max(feature_group_count, batch_group_count)
   positions = math.prod(out_sp)
   if feature_group_count > 1:     # [N, O..., T, G, Cg] -> [G, N * O, T * Cg]

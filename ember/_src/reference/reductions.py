@@ -28,3 +28,15 @@ def xla_zero_order(ufunc, out, has_winner):
     return out
   zero = np.array(-0.0 if ufunc is np.minimum else 0.0, out.dtype)
   return np.where((out == 0) & has_winner, zero, out)
+
+
+def identity(ufunc, dt):
+  """The identity of a max/min reduction in dtype `dt` (what an empty reduction returns)."""
+  dt = np.dtype(dt)
+  if dt == np.bool_:
+    return ufunc is np.minimum
+  if dt.kind in "iu":
+    info = np.iinfo(dt)
+    return info.min if ufunc is np.maximum else info.max
+  inf = np.inf if ufunc is np.minimum else -np.inf
+  return complex(inf, 0) if dt.kind == "c" else inf

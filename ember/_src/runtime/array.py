@@ -5,6 +5,7 @@ tracers and attached by `ember._src.numpy.array_methods`.
 """
 from __future__ import annotations
 
+import enum
 import math
 import os
 import sys
@@ -12,9 +13,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ember._src import core, dtypes
+from ember._src import basearray, core, dtypes
 from ember._src.runtime import buffer_pool
 from ember._src import tree_util
+from ember._src.sharding import (  # noqa: F401 (devices are re-exported from here)
+    CpuDevice, Device, Sharding, SingleDeviceSharding, _DEVICES, check_placeable,
+    default_backend, devices)
 
 _REPR_VALUES_LIMIT = 1 << 20  # arrays of 1 MiB and more print only shape and dtype
 
@@ -87,58 +91,9 @@ def _find_user_frame(ctor: int):
   return None
 
 
-class Device:
-  """A device arrays live on (`jax.Device`): its `id`, `platform`, `device_kind`,
-  `process_index`."""
-  platform: str
-  device_kind: str
-  process_index = 0
-  client = None
-
-
-class CpuDevice(Device):
-  platform = "cpu"
-  device_kind = "cpu"
-
-  def __init__(self, id: int = 0):
-    self.id = id
-
-  def __repr__(self):
-    return f"CpuDevice(id={self.id})"
-
-  def __str__(self):
-    return f"cpu:{self.id}"
-
-  def __eq__(self, other):
-    return isinstance(other, CpuDevice) and other.id == self.id
-
-  def __hash__(self):
-    return hash(("cpu", self.id))
-
-
-_DEVICES = [CpuDevice(0)]
-
-
-def devices(backend: str | None = None) -> list[CpuDevice]:
-  if backend not in (None, "cpu"):
-    raise RuntimeError(f"Unknown backend {backend!r}: ember runs on 'cpu' here.")
-  return list(_DEVICES)
-
-
-def default_backend() -> str:
-  return "cpu"
-
-
-class SingleDeviceSharding(NamedTuple):
-  device: CpuDevice
-  memory_kind: str = "device"
-
-  @property
-  def device_set(self):
-    return {self.device}
-
-  def __repr__(self):
-    return f"SingleDeviceSharding(device={self.device!r}, memory_kind={self.memory_kind})"
+class DLDeviceType(enum.IntEnum):
+  """DLPack's device types (those NumPy knows): the first entry of __dlpack_device__."""
+  kDLCPU = 1
 
 
 class Layout(NamedTuple):
@@ -149,7 +104,7 @@ class Layout(NamedTuple):
 
 class Format(NamedTuple):
   layout: Layout
-  sharding: SingleDeviceSharding
+  sharding: Sharding
 
 
 class Array:
@@ -296,6 +251,35 @@ class Array:
 
   committed = property(lambda self: False)
 
+  def to_device(self, device, *, stream=None):
+    """The array on `device` (the array API's spelling of device_put): ember has one CPU
+    device, so this array itself."""
+    if stream is not None:
+      raise ValueError("to_device: ember's CPU device has no streams; pass stream=None.")
+    if device is not None and device not in _DEVICES and \
+       getattr(device, "device_set", None) != {_DEVICES[0]}:
+      raise ValueError(f"to_device: unknown device {device!r}; ember's devices are "
+                       f"{_DEVICES} (ember.devices()).")
+    return self
+
+  # --- DLPack (the array API's interchange): through NumPy's, on the host buffer -------
+  def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    if stream is not None:
+      raise BufferError("__dlpack__: ember's CPU arrays take stream=None.")
+    v = np.asarray(self)
+    if not v.flags.writeable and (max_version is None or tuple(max_version) < (1, 0)):
+      # DLPack before 1.0 cannot mark a tensor read-only: hand out a copy (ember's
+      # buffers are immutable), unless the caller forbids copying
+      if copy is False:
+        raise BufferError("__dlpack__(copy=False): ember's buffer is read-only and DLPack "
+                          "< 1.0 cannot say so; pass max_version=(1, 0) or allow a copy.")
+      v, copy = v.copy(), None
+    kw = {} if max_version is None else {"max_version": max_version}
+    return v.__dlpack__(dl_device=dl_device, copy=copy, **kw)
+
+  def __dlpack_device__(self):
+    return DLDeviceType.kDLCPU, 0
+
   # --- synchronization and conversion ---------------------------------------------
   def _check_alive(self):
     if self._deleted:
@@ -431,6 +415,7 @@ class Array:
 
 
 core.register_array_type(Array)   # core's eval trace makes Arrays; it cannot import them
+basearray.Array.register(Array)
 
 
 def contiguous_ptr(buf: np.ndarray) -> int | None:
@@ -453,8 +438,8 @@ def _reconstruct(value, weak_type):
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
   """Put each leaf of a pytree on the (CPU) device as an Array."""
-  if device is not None and not isinstance(device, (CpuDevice, SingleDeviceSharding)):
-    raise TypeError(f"device_put: device must be a device from ember.devices(), got {device!r}")
+  if device is not None:  # one device: every placement puts the whole array on it
+    check_placeable(device, "device_put")
 
   def put(leaf):
     if isinstance(leaf, Array):

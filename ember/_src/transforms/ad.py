@@ -54,6 +54,11 @@ def is_differentiable(dt) -> bool:
   return not isinstance(dt, dtypes.ExtendedDType) and dtype_kind(dt) in "fc"
 
 
+def primal_dtype_to_tangent_dtype(primal_dtype):
+  """The dtype of a value's tangents: its own for floats and complexes, else float0."""
+  return primal_dtype if is_differentiable(primal_dtype) else dtypes.float0
+
+
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
   if is_differentiable(aval.dtype):
     return aval
@@ -193,6 +198,13 @@ def deflinear2(prim, transpose_fn):
 
 class JVPTracer(core.Tracer):
   __slots__ = ("primal", "tangent")
+  jax_name = "JVPTracer"
+
+  def __repr__(self):
+    if self._trace.main.global_data is _LINEARIZING:  # grad, vjp, linearize: as JAX's
+      tangent = self.tangent.aval.str_short(short_dtypes=True)
+      return f"GradTracer(primal={self.primal!s}, typeof(tangent)={tangent})"
+    return f"JVPTracer(primal={self.primal!s}, tangent={self.tangent!s})"
 
   def __init__(self, trace, primal, tangent):
     self._trace, self.primal, self.tangent = trace, primal, tangent
@@ -238,10 +250,15 @@ class JVPTrace(core.Trace):
                       else Zero.from_value(p)) for p, t in zip(p_out, t_out)]
 
 
-def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence):
+# the JVPTrace's global data when its tangents are staged into a linear jaxpr (grad, vjp,
+# linearize): its tracers print as JAX's GradTracer
+_LINEARIZING = "linearizing"
+
+
+def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, linearizing: bool = False):
   """`fun(*flat) -> (flat outs, aux)` under a JVPTrace: (primal outs, tangent outs
   (Zero where symbolically zero), aux with its tracers replaced by their primals)."""
-  with core.new_main(JVPTrace) as main:
+  with core.new_main(JVPTrace, _LINEARIZING if linearizing else None) as main:
     trace = JVPTrace(main)
     ins = [JVPTracer(trace, _as_array(p), _as_array(t)) for p, t in zip(primals, tangents)]
     outs, aux = fun(*ins)
@@ -283,7 +300,7 @@ def linearize_flat(fun: Callable, primals: Sequence):
     ttrace = core.JaxprTrace(tmain)
     tan_in = [ttrace.new_arg(a) if is_differentiable(a.dtype) else Zero(tangent_aval(a))
               for a in avals]
-    p_out, t_out, aux = jvp_flat(fun, primals, tan_in)
+    p_out, t_out, aux = jvp_flat(fun, primals, tan_in, linearizing=True)
     nonzero = [type(t) is not Zero for t in t_out]
     outs = [core.full_raise(ttrace, t) for t in t_out if type(t) is not Zero]
     jaxpr = builder.build([t for t in tan_in if type(t) is not Zero], outs)
@@ -532,7 +549,8 @@ def _check_callable(fun, name):
 
 def _check_arg(x, what="argument"):
   if not core.is_arraylike(x) or isinstance(x, (str, bytes)):
-    raise TypeError(f"Argument '{x!r}' of type {type(x)} is not a valid JAX type")
+    raise TypeError(f"Argument '{x!r}' of type {type(x)} is not a valid JAX type"
+                    + (f": {core.real_jax_mixing_note(x)}" if core.real_jax_mixing_note(x) else ""))
 
 
 def _flat_fun(fun, in_tree, has_aux, store: dict, name: str):

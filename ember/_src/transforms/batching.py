@@ -53,6 +53,10 @@ class AxisData(NamedTuple):
 
 class BatchTracer(core.Tracer):
   __slots__ = ("val", "batch_dim")
+  jax_name = "VmapTracer"
+
+  def __repr__(self):
+    return f"VmapTracer(aval={self.aval}, batched={core.get_aval(self.val)})"
 
   def __init__(self, trace, val, batch_dim):
     self._trace, self.val, self.batch_dim = trace, val, batch_dim
@@ -364,25 +368,19 @@ def flatten_axes(name: str, treedef, axis_tree, *, kws: bool = False) -> list:
   """The axis spec `axis_tree` (a tree prefix of the value's structure, with ints and
   Nones as leaves) broadcast to one entry per leaf of `treedef`."""
   axis_leaves, axis_treedef = tree_util.tree_flatten(axis_tree, is_leaf=lambda x: x is None)
-  dummy = treedef.unflatten([_Leaf()] * treedef.num_leaves)
   try:
-    subtrees = axis_treedef.flatten_up_to(dummy)
+    counts = axis_treedef.leaf_counts_under(treedef)
   except ValueError:
-    spec, val = (axis_tree[0], dummy[0]) if kws else (axis_tree, dummy)
+    spec, val = (axis_tree[0], treedef.children[0]) if kws else (axis_tree, treedef)
     raise ValueError(
         f"{name} specification must be a tree prefix of the corresponding value; "
         f"\n  Mismatch details: the specification {spec!r} does not match the structure of "
-        f"the arguments {tree_util.tree_structure(val)} (each entry of {name} applies to the "
+        f"the arguments {val} (each entry of {name} applies to the "
         "whole subtree at its position).") from None
   out = []
-  for ax, sub in zip(axis_leaves, subtrees):
-    out.extend([ax] * len(tree_util.tree_leaves(sub)))
+  for ax, n in zip(axis_leaves, counts):
+    out.extend([ax] * n)
   return out
-
-
-class _Leaf:
-  def __repr__(self):
-    return "*"
 
 
 def _arg_names(fun, args, kwargs) -> list[str]:
@@ -510,7 +508,9 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | 
     args_flat, in_tree = tree_util.tree_flatten((args, kwargs))
     for x in args_flat:
       if not core.is_arraylike(x):
-        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type")
+        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type"
+                        + (f": {core.real_jax_mixing_note(x)}" if core.real_jax_mixing_note(x)
+                           else ""))
     in_dims = flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True)
     size = _mapped_axis_size(fun, args, kwargs, args_flat, in_dims, axis_size)
     in_dims = [None if d is None else d % ndim_of(x) for x, d in zip(args_flat, in_dims)]

@@ -42,7 +42,8 @@ The ELEMENTAL emitter computes one element of any fusible instruction at a multi
 transpose permutes, reshape linearizes and delinearizes per group of dims, slice is
 start + i*stride, pad tests the grid, gather reads its start indices, ...), elementwise ops
 are scalar IR with XLA's semantics, a reduce is an inner loop applying its `to_apply`
-computation to scalars. Element values are memoized per (instruction, index) in scopes that
+computation to scalars, a reduce-window folds its window (unrolled when small: pooling's
+output loop over channels then vectorizes) with padding and dilation as selects. Element values are memoized per (instruction, index) in scopes that
 follow the loop structure (a value computed inside a reduction loop is not reused after
 it). Reductions: a float sum/product/max/min over the contiguous minor dim of a short
 prologue (`fixed_lanes_prologue`: row sums, x*x, (x - mean)**2, exp(x - max)) is explicit
@@ -327,7 +328,8 @@ class ElementalEmitter(IRHelpers):
     hit = self._expensive.get(instr.id)
     if hit is None:
       op = instr.opcode
-      own = op in hlo.TRANSCENDENTAL or op in ("reduce", "gather", "remainder") or (
+      own = op in hlo.TRANSCENDENTAL or op in ("reduce", "reduce-window", "gather",
+                                                "remainder") or (
           op == "divide" and kind(instr.dtype) in "iu")
       hit = self._expensive[instr.id] = own or any(self.expensive(o) for o in instr.operands)
     return hit
@@ -1569,6 +1571,84 @@ def _reduce(em, instr, idx):
   return res if isinstance(instr.shape, hlo.TupleShape) else res[0]
 
 
+WINDOW_UNROLL = 64   # windows of at most this many elements are straight-line code
+
+
+def _reduce_window(em, instr, idx):
+  """XLA ReduceWindow at one output index: the window's elements folded in window order
+  into the init values. Along each dim the operand position is (i * stride + k *
+  window_dilation - pad_low) / base_dilation; off the grid of the base dilation or out of
+  range the element is the init value (the position read is clamped into range and the
+  value replaced by a select, so no branch is taken). Windows of at most WINDOW_UNROLL
+  elements are unrolled: the output's minor loop, which usually indexes no window dim
+  (pooling over H, W of NHWC), then vectorizes; larger windows are loops."""
+  n = len(instr.operands) // 2
+  inputs, inits = instr.operands[:n], instr.operands[n:]
+  a = instr.attrs
+  comp = instr.called[0]
+  in_dims = inputs[0].shape.dims
+  acc0 = [em.emit(i, ()) for i in inits]
+  b = em.b
+  windows = list(zip(in_dims, idx, a["window_dimensions"], a["window_strides"], a["padding"],
+                     a["base_dilation"], a["window_dilation"], _out_dims(instr)))
+
+  def read(ks):
+    """The inputs' values at window offsets `ks` (Python ints or i64 values)."""
+    if 0 in in_dims:     # an empty operand: every window holds only padding
+      return list(acc0)
+    ok, src = None, []
+    for (d, i, w, s, (lo, hi), bd, wd, o), k in zip(windows, ks):
+      static = isinstance(k, int)
+      p = em.add_idx(em.mul_idx(i, s), em.i64(k * wd - lo) if static else
+                     em.add_idx(em.mul_idx(k, wd), em.i64(-lo)))
+      span = (d - 1) * bd + 1
+      top = (o - 1) * s + (w - 1) * wd - lo
+      if bd == 1 and lo <= 0 and top < span:      # always inside the operand
+        src.append(p)
+        continue
+      inside = b.and_(b.icmp_signed(">=", p, em.i64(0)), b.icmp_signed("<", p, em.i64(span)))
+      if bd != 1:
+        safe = em.clamp_idx(p, 0, span - 1)
+        inside = b.and_(inside, b.icmp_unsigned("==", b.urem(safe, em.i64(bd)), em.i64(0)))
+        src.append(b.udiv(safe, em.i64(bd)))
+      else:
+        src.append(em.clamp_idx(p, 0, d - 1))
+      ok = inside if ok is None else b.and_(ok, inside)
+    vals = [em.emit(x, tuple(src)) for x in inputs]
+    return vals if ok is None else [_select_value(em, ok, v, i) for v, i in zip(vals, acc0)]
+
+  def step(carried, ks):
+    em.push()
+    out = em.apply(comp, _unflatten_vals(carried, acc0) + read(ks))
+    em.pop()
+    return _flatten_vals(out)
+
+  wdims = a["window_dimensions"]
+  carried = _flatten_vals(acc0)
+  if int(np.prod(wdims, dtype=np.int64)) <= WINDOW_UNROLL:
+    for ks in np.ndindex(*wdims):
+      carried = step(carried, [int(k) for k in ks])
+  else:
+    ks = [None] * len(wdims)
+
+    def nest(level, c):
+      if level == len(wdims):
+        return step(c, list(ks))
+
+      def body(k, c2):
+        ks[level] = k
+        return nest(level + 1, c2)
+      return em.loop(em.i64(0), em.i64(wdims[level]), c, body)
+    carried = nest(0, carried)
+  res = _unflatten_vals(carried, acc0)
+  return res if isinstance(instr.shape, hlo.TupleShape) else res[0]
+
+
+def _out_dims(instr: hlo.Instr) -> tuple:
+  s = instr.shape
+  return tuple(s.elements[0].dims if isinstance(s, hlo.TupleShape) else s.dims)
+
+
 # Fixed-order lanes (`_reduce`'s fixed_lanes): FIXED_LANES vectors of 64 bytes (AVX-512
 # zmm) of accumulators, as many independent add chains as LLVM's interleaved loop
 # vectorizer kept in flight. Only a short prologue of vector-friendly ops qualifies (row
@@ -1682,7 +1762,8 @@ _INDEX_RULES: dict[str, Callable] = {
     "transpose": _transpose, "reshape": _reshape, "reverse": _reverse,
     "slice": _slice, "dynamic-slice": _dynamic_slice,
     "dynamic-update-slice": _dynamic_update_slice, "concatenate": _concatenate, "pad": _pad,
-    "gather": _gather, "reduce": _reduce, "get-tuple-element": _get_tuple_element,
+    "gather": _gather, "reduce": _reduce, "reduce-window": _reduce_window,
+    "get-tuple-element": _get_tuple_element,
     "tuple": _tuple,
 }
 

@@ -26,12 +26,14 @@ from typing import Iterator, Sequence
 import numpy as np
 from llvmlite import ir
 
+from ember._src import dtypes
 from ember._src import flags as flags_lib
 from ember._src import hlo, hlo_eval
 from ember._src.backends.cpu import codegen, dot_kernels
 from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.backends.cpu import executable as ex
-from ember._src.backends.cpu import control_flow, cost_model, host, linalg_thunks, llvm_jit
+from ember._src.backends.cpu import (control_flow, cost_model, fft_thunks, host, linalg_thunks,
+                                     llvm_jit)
 from ember._src.backends.cpu import libcalls  # noqa: F401 -- its float16 helpers, for llvm_jit
 from ember._src.backends.cpu import runtime_cache, tiering
 from ember._src.passes.buffer_assignment import Slot
@@ -45,7 +47,7 @@ _NO_CODE = {"parameter", "constant", "tuple", "get-tuple-element", "optimization
 # Opcodes a fusion may contain: a lone one in the entry is wrapped into a kernel of its own.
 _FUSIBLE = hlo.ELEMENTWISE | {"broadcast", "reshape", "transpose", "reverse", "slice",
                               "dynamic-slice", "dynamic-update-slice", "concatenate", "pad",
-                              "iota", "gather", "reduce"}
+                              "iota", "gather", "reduce", "reduce-window"}
 
 # --------------------------------------------------------------------------------------
 # Slots and aliasing
@@ -192,6 +194,8 @@ class _ThunkPlan:
       control_flow.add_to_plan(self, instr)
     elif op == "custom-call" and linalg_thunks.supported(instr):   # LAPACK-style targets
       linalg_thunks.add_to_plan(self, instr)
+    elif op == "fft":                                              # NumPy's pocketfft
+      fft_thunks.add_to_plan(self, instr)
     else:
       raise CodegenError(f"ember's CPU backend cannot compile {op} (%{instr.name}) yet"
                          + (f" (custom call target {instr.attrs.get('target')!r})"
@@ -339,6 +343,27 @@ def _scratch_slot(shape: hlo.Shape):
 # compile_module
 # --------------------------------------------------------------------------------------
 
+def _shape_leaves(shape) -> list:
+  return [shape] if isinstance(shape, hlo.Shape) else [s for x in shape for s in _shape_leaves(x)]
+
+
+def _check_dtypes(module: hlo.Module) -> None:
+  """The backend has no code for ml_dtypes' narrow types (float8_*, float4_e2m1fn, int2,
+  int4, ...): a module that uses one fails here, with the fix, not deep in codegen."""
+  for comp in module.computations:
+    for instr in comp.instrs:
+      narrow = [s.dtype for s in _shape_leaves(instr.shape) if s.dtype in dtypes.narrow_dtypes]
+      if narrow:
+        dt = narrow[0]
+        raise NotImplementedError(
+            f"jit: ember's CPU backend does not compile {dt} (the {instr.opcode} {instr.name} "
+            f"of {module.name} makes one): 8- and 4-bit floats and 2- and 4-bit integers run "
+            "eagerly only. Convert them outside the jitted function (x.astype(jnp.float32) "
+            f"in, .astype(jnp.{dt}) out), run without jit, or set "
+            "ember.config.update('ember_jit_backend', 'interpreter') to run jitted functions "
+            "on the reference interpreter.")
+
+
 def compile_module(module: hlo.Module, assignment, flags=None,
                    tiered: bool = False) -> ex.Executable:
   """Compile an optimized module (see compiler_design.md for the contract) to an
@@ -348,6 +373,7 @@ def compile_module(module: hlo.Module, assignment, flags=None,
   With `tiered` (the caller's run-time estimate allows it), a module that qualifies
   (tiering.py) starts with quick-tier code and is upgraded in the background."""
   flags = flags or flags_lib.get()
+  _check_dtypes(module)
   opt_level = getattr(flags, "opt_level", 3)
   times = {}
   t0 = time.perf_counter()

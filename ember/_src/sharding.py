@@ -1,0 +1,378 @@
+"""Devices and shardings (`jax.sharding`): where an array's pieces live.
+
+ember runs on one CPU device. `Mesh`, `NamedSharding` and `PartitionSpec` are real objects
+with JAX's attributes, equality, hashing and printing, so code that builds them (to pass to
+`device_put` or `jit(in_shardings=...)`) runs; with one device every
+sharding places the whole array on it. Multi-device semantics come later.
+"""
+from __future__ import annotations
+
+import collections
+import enum
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+
+class Device:
+  """A device arrays live on (`jax.Device`): its `id`, `platform`, `device_kind`,
+  `process_index`."""
+  platform: str
+  device_kind: str
+  process_index = 0
+  client = None
+
+
+class CpuDevice(Device):
+  platform = "cpu"
+  device_kind = "cpu"
+
+  def __init__(self, id: int = 0):
+    self.id = id
+
+  def __repr__(self):
+    return f"CpuDevice(id={self.id})"
+
+  def __str__(self):
+    return f"cpu:{self.id}"
+
+  def __eq__(self, other):
+    return isinstance(other, CpuDevice) and other.id == self.id
+
+  def __hash__(self):
+    return hash(("cpu", self.id))
+
+
+_DEVICES = [CpuDevice(0)]
+
+
+def devices(backend: str | None = None) -> list[CpuDevice]:
+  if backend not in (None, "cpu"):
+    raise RuntimeError(f"Unknown backend {backend!r}: ember runs on 'cpu' here.")
+  return list(_DEVICES)
+
+
+def default_backend() -> str:
+  return "cpu"
+
+
+# --- partition specs and meshes ---------------------------------------------------------
+
+class _Unconstrained:
+  def __repr__(self):
+    return "UNCONSTRAINED"
+
+
+class PartitionSpec:
+  """`P('x', None)`: for each array dimension, the mesh axis (or tuple of axes, or None for
+  replicated) it is split over. Unlike a tuple it is its own type: `P('x') != ('x',)`, and
+  trailing Nones count (`P('x') != P('x', None)`), as in JAX."""
+  UNCONSTRAINED = _Unconstrained()
+  __slots__ = ("_partitions",)
+
+  def __init__(self, *partitions):
+    for p in partitions:
+      if not (p is None or p is PartitionSpec.UNCONSTRAINED or isinstance(p, (str, tuple))):
+        raise TypeError(f"PartitionSpec entries must be a mesh axis name, a tuple of names, "
+                        f"None or P.UNCONSTRAINED; got {p!r}")
+    self._partitions = tuple(tuple(p) if isinstance(p, list) else p for p in partitions)
+
+  unreduced = property(lambda self: frozenset())
+  reduced = property(lambda self: frozenset())
+
+  def __len__(self):
+    return len(self._partitions)
+
+  def __getitem__(self, i):
+    return self._partitions[i]
+
+  def __iter__(self):
+    return iter(self._partitions)
+
+  def index(self, value):
+    return self._partitions.index(value)
+
+  def count(self, value):
+    return self._partitions.count(value)
+
+  def __add__(self, other):
+    other = other._partitions if isinstance(other, PartitionSpec) else tuple(other)
+    return PartitionSpec(*self._partitions, *other)
+
+  def __eq__(self, other):
+    return isinstance(other, PartitionSpec) and other._partitions == self._partitions
+
+  def __hash__(self):
+    return hash((PartitionSpec, self._partitions))
+
+  def __repr__(self):
+    body = ", ".join(map(repr, self._partitions))
+    return f"P({body}{',' if len(self._partitions) == 1 else ''})"
+
+  __str__ = __repr__
+
+  def __reduce__(self):
+    return (PartitionSpec, self._partitions)
+
+
+class AxisType(enum.Enum):
+  """How a mesh axis is sharded: by the compiler (`Auto`), in the types (`Explicit`), or by
+  hand inside shard_map (`Manual`)."""
+  Auto = enum.auto()
+  Explicit = enum.auto()
+  Manual = enum.auto()
+
+  def __repr__(self):
+    return self.name
+
+  __str__ = __repr__
+
+
+class Mesh:
+  """A named grid of devices: `Mesh(np.array(devices).reshape(2, 4), ('data', 'model'))`."""
+
+  def __init__(self, devices: np.ndarray | Sequence[Device], axis_names,
+               axis_types: tuple[AxisType, ...] | None = None):
+    axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    devs = np.array(devices, dtype=object) if not isinstance(devices, np.ndarray) else devices
+    if devs.ndim != len(axis_names):
+      raise ValueError(
+          "Mesh requires the ndim of its first argument (`devices`) to equal the length of its "
+          f"second argument (`axis_names`), but got devices.ndim == {devs.ndim} and "
+          f"len(axis_names) == {len(axis_names)}.")
+    if len(set(axis_names)) != len(axis_names):
+      raise ValueError(f"Mesh axis names must be unique, got {axis_names}")
+    axis_types = (AxisType.Auto,) * len(axis_names) if axis_types is None else tuple(axis_types)
+    if len(axis_types) != len(axis_names) or not all(isinstance(t, AxisType) for t in axis_types):
+      raise ValueError(f"Mesh: axis_types must be one AxisType per axis name {axis_names}, "
+                       f"got {axis_types}")
+    devs = devs.copy()
+    devs.flags.writeable = False
+    self.devices = devs
+    self.axis_names = axis_names
+    self.axis_types = axis_types
+
+  shape = property(lambda self: collections.OrderedDict(zip(self.axis_names, self.devices.shape)))
+  axis_sizes = property(lambda self: tuple(self.devices.shape))
+  shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.devices.shape)))
+  size = property(lambda self: int(self.devices.size))
+  empty = property(lambda self: self.devices.size == 0)
+  device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
+  local_devices = property(lambda self: list(self.devices.flat))
+  _flat_devices_tuple = property(lambda self: tuple(self.devices.flat))
+
+  def _key(self):
+    return (tuple(d.id for d in self.devices.flat), self.devices.shape, self.axis_names,
+            self.axis_types)
+
+  def __eq__(self, other):
+    return isinstance(other, Mesh) and other._key() == self._key()
+
+  def __hash__(self):
+    return hash(self._key())
+
+  def __repr__(self):
+    return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
+            f"axis_types={_types_str(self.axis_types)})")
+
+  def __str__(self):
+    axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
+    return f"Mesh({axes}, axis_types={_types_str(self.axis_types)})"
+
+  def __enter__(self):  # JAX's older `with mesh:` form (JAX now prefers jax.set_mesh)
+    return self
+
+  def __exit__(self, *exc):
+    return False
+
+
+def _types_str(types) -> str:
+  return f"({', '.join(map(repr, types))}{',' if len(types) == 1 else ''})"
+
+
+def make_mesh(axis_sizes: Sequence[int], axis_names: Sequence[str],
+              axis_types: tuple[AxisType, ...] | None = None, *,
+              devices: Sequence[Device] | None = None) -> Mesh:
+  """A mesh of `axis_sizes` over the first devices (`jax.make_mesh`); axes are `Explicit`
+  unless `axis_types` says otherwise, as in JAX 0.12."""
+  axis_sizes = tuple(axis_sizes)
+  devs = list(_DEVICES if devices is None else devices)
+  if len(devs) < math.prod(axis_sizes):
+    raise ValueError(f"Number of devices {len(devs)} must be >= the product of mesh_shape "
+                     f"{axis_sizes}")
+  if axis_types is None:
+    axis_types = (AxisType.Explicit,) * len(axis_sizes)
+  grid = np.empty(math.prod(axis_sizes), dtype=object)
+  grid[:] = devs[:math.prod(axis_sizes)]
+  return Mesh(grid.reshape(axis_sizes), tuple(axis_names), axis_types)
+
+
+# --- shardings ----------------------------------------------------------------------------
+
+class Sharding:
+  """How an array is laid out over devices (`jax.sharding.Sharding`)."""
+  memory_kind: str = "device"
+
+  @property
+  def device_set(self) -> set:
+    raise NotImplementedError
+
+  @property
+  def _device_assignment(self) -> tuple:
+    raise NotImplementedError
+
+  def devices_indices_map(self, global_shape: tuple) -> dict:
+    raise NotImplementedError
+
+  def shard_shape(self, global_shape: tuple) -> tuple:
+    raise NotImplementedError
+
+  num_devices = property(lambda self: len(self.device_set))
+  addressable_devices = property(lambda self: self.device_set)
+  is_fully_addressable = property(lambda self: True)
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    return True
+
+  def addressable_devices_indices_map(self, global_shape: tuple) -> dict:
+    return self.devices_indices_map(global_shape)
+
+  def is_equivalent_to(self, other: "Sharding", ndim: int) -> bool:
+    shape = (1,) * ndim  # any shape works with one device: every piece is the whole array
+    return (self.device_set == other.device_set
+            and self.devices_indices_map(shape) == other.devices_indices_map(shape))
+
+
+class SingleDeviceSharding(Sharding):
+  """The whole array on one device: what every ember Array reports as its `.sharding`."""
+
+  def __init__(self, device: Device, *, memory_kind: str | None = None):
+    self._device = device
+    self.memory_kind = "device" if memory_kind is None else memory_kind
+
+  device_set = property(lambda self: {self._device})
+  _device_assignment = property(lambda self: (self._device,))
+
+  def devices_indices_map(self, global_shape):
+    return {self._device: (slice(None),) * len(global_shape)}
+
+  def shard_shape(self, global_shape):
+    return tuple(global_shape)
+
+  def with_memory_kind(self, kind: str) -> "SingleDeviceSharding":
+    return SingleDeviceSharding(self._device, memory_kind=kind)
+
+  def __eq__(self, other):
+    return (isinstance(other, SingleDeviceSharding) and other._device == self._device
+            and other.memory_kind == self.memory_kind)
+
+  def __hash__(self):
+    return hash((SingleDeviceSharding, self._device, self.memory_kind))
+
+  def __repr__(self):
+    return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
+
+
+class NamedSharding(Sharding):
+  """An array split over a `Mesh` as `spec` says: `NamedSharding(mesh, P('data', None))`."""
+
+  def __init__(self, mesh: Mesh, spec: PartitionSpec, *, memory_kind: str | None = None):
+    if not isinstance(mesh, Mesh):
+      raise TypeError(f"NamedSharding: mesh must be a jax.sharding.Mesh, got {mesh!r}")
+    if not isinstance(spec, PartitionSpec):
+      raise TypeError(f"NamedSharding: spec must be a PartitionSpec, got {spec!r}: write "
+                      f"P{tuple(spec)!r} (from jax.sharding import PartitionSpec as P)"
+                      if isinstance(spec, (tuple, list)) else
+                      f"NamedSharding: spec must be a PartitionSpec, got {spec!r}")
+    _check_spec(mesh, spec)
+    self.mesh = mesh
+    self.spec = spec
+    self.memory_kind = "device" if memory_kind is None else memory_kind
+
+  device_set = property(lambda self: set(self.mesh.devices.flat))
+  _device_assignment = property(lambda self: self.mesh._flat_devices_tuple)
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    return all(self.mesh.shape[a] == 1 for a in _spec_axes(self.spec))
+
+  def shard_shape(self, global_shape):
+    out = list(global_shape)
+    for dim, entry in enumerate(self.spec):
+      n = math.prod(self.mesh.shape[a] for a in _entry_axes(entry))
+      if dim < len(out) and n > 1:
+        if out[dim] % n:
+          raise ValueError(f"One of the dimensions of shape {tuple(global_shape)} (dim {dim} of "
+                           f"size {out[dim]}) is not divisible by {n}, the size of mesh axes "
+                           f"{_entry_axes(entry)} that {self.spec} splits it over")
+        out[dim] //= n
+    return tuple(out)
+
+  def devices_indices_map(self, global_shape):
+    shard = self.shard_shape(global_shape)
+    out = {}
+    for pos in np.ndindex(*self.mesh.devices.shape):
+      coords = dict(zip(self.mesh.axis_names, pos))
+      index = []
+      for dim in range(len(global_shape)):
+        axes = _entry_axes(self.spec[dim]) if dim < len(self.spec) else ()
+        if math.prod(self.mesh.shape[a] for a in axes) == 1:
+          index.append(slice(None))
+          continue
+        k = 0
+        for a in axes:  # the first axis is the major one
+          k = k * self.mesh.shape[a] + coords[a]
+        index.append(slice(k * shard[dim], (k + 1) * shard[dim]))
+      out[self.mesh.devices[pos]] = tuple(index)
+    return out
+
+  def with_memory_kind(self, kind: str) -> "NamedSharding":
+    return NamedSharding(self.mesh, self.spec, memory_kind=kind)
+
+  def __eq__(self, other):
+    return (isinstance(other, NamedSharding) and other.mesh == self.mesh
+            and other.spec == self.spec and other.memory_kind == self.memory_kind)
+
+  def __hash__(self):
+    return hash((NamedSharding, self.mesh, self.spec, self.memory_kind))
+
+  def __repr__(self):
+    return f"NamedSharding(mesh={self.mesh}, spec={self.spec}, memory_kind={self.memory_kind})"
+
+
+def _entry_axes(entry) -> tuple:
+  if entry is None or entry is PartitionSpec.UNCONSTRAINED:
+    return ()
+  return entry if isinstance(entry, tuple) else (entry,)
+
+
+def _spec_axes(spec: PartitionSpec) -> list:
+  return [a for entry in spec for a in _entry_axes(entry)]
+
+
+def _check_spec(mesh: Mesh, spec: PartitionSpec) -> None:
+  axes = _spec_axes(spec)
+  for a in axes:
+    if a not in mesh.axis_names:
+      raise ValueError(f"Resource axis: {a} of {spec} is not found in mesh: {mesh.axis_names}.")
+  dups = sorted({a for a in axes if axes.count(a) > 1})
+  if dups:
+    raise ValueError(
+        "A single NamedSharding spec specification can map every mesh axis to at most one "
+        f"positional dimension, but {spec} has duplicate entries for "
+        f"{', '.join(f'`{a}`' for a in dups)}")
+
+
+def check_placeable(sharding: Any, what: str) -> None:
+  """Raise unless `sharding` (a device or Sharding) names only devices ember has."""
+  devs = {sharding} if isinstance(sharding, Device) else (
+      sharding.device_set if isinstance(sharding, Sharding) else None)
+  if devs is None:
+    raise TypeError(f"{what}: expected a device from ember.devices() or a "
+                    f"jax.sharding.Sharding, got {sharding!r}")
+  missing = devs - set(_DEVICES)
+  if missing:
+    raise ValueError(f"{what}: {sorted(map(str, missing))} are not devices of this process "
+                     f"({_DEVICES})")

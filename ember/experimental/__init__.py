@@ -1,0 +1,6 @@
+"""ember.experimental: JAX's `jax.experimental` names that libraries import.
+
+`enable_x64` / `disable_x64` are here for code written for older JAX releases, which had
+them in jax.experimental; JAX 0.12 spells the first `jax.enable_x64` (ember has it too).
+"""
+from ember._src.config import disable_x64, enable_x64  # noqa: F401

@@ -1,0 +1,10 @@
+"""ember.sharding: devices meshes and shardings (jax.sharding).
+
+ember runs on one device: every sharding places the whole array there, and `Array.sharding`
+is a `SingleDeviceSharding`. Multi-device semantics come later.
+"""
+from ember._src.sharding import (  # noqa: F401
+    AxisType, Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding)
+from ember._src.sharding import Device  # noqa: F401
+
+P = PartitionSpec
