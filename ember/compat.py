@@ -9,7 +9,9 @@ when the environment has EMBER_AS_JAX=1. docs/ecosystem.md describes it.
   version: `jax.__version__` / `jax.__version_info__` / `jax.version` report the JAX release
   whose API ember follows (`JAX_API_VERSION`), so libraries choosing code paths by version
   take the current ones. `ember.__version__` stays ember's.
-- `jax._src.*` (JAX's internals) does not exist: importing it raises ImportError naming
+- `jax._src.*` (JAX's internals): the few modules libraries import unguarded have
+  stand-ins in ember._jax_src (`jax._src.X` is `ember._jax_src.X`, holding ember's
+  equivalents of the names libraries use); importing any other raises ImportError naming
   the module.
 - `jaxlib` is not aliased: it is XLA's runtime, which ember does not have.
 """
@@ -29,14 +31,15 @@ from ember._src.version import JAX_API_VERSION, version_info
 ENV_VAR = "EMBER_AS_JAX"
 _ALIAS = "jax"
 _TARGET = "ember"
+_STANDINS = "ember._jax_src"
 
 
 class _JaxModule(types.ModuleType):
   """`jax` under the alias: ember's namespace with JAX's version."""
 
   def __getattr__(self, name):
-    if name == "_src":   # ember's internals are not JAX's: say so rather than hand them out
-      raise AttributeError(_private_message(f"{_ALIAS}._src"))
+    if name == "_src":   # not ember's internals: the stand-ins for JAX's (ember._jax_src)
+      return importlib.import_module(f"{_ALIAS}._src")
     try:
       return getattr(ember, name)
     except AttributeError:
@@ -49,7 +52,8 @@ class _JaxModule(types.ModuleType):
 
 def _private_message(name: str) -> str:
   return (f"{name} is a private module of JAX: ember (standing in for jax through "
-          "ember.compat) does not provide JAX's internals (jax._src). Use the public API "
+          "ember.compat) does not provide JAX's internals (jax._src), apart from the few "
+          "names libraries import (ember._jax_src). Use the public API "
           "(jax.numpy, jax.lax, jax.extend, ...).")
 
 
@@ -97,8 +101,11 @@ class JaxAliasFinder(importlib.abc.MetaPathFinder):
       return None
     rest = fullname[len(_ALIAS):]
     if rest.split(".")[1:2] == ["_src"]:
-      raise ImportError(_private_message(fullname), name=fullname)
-    module = _module_for(fullname, rest)
+      module = _standin_for(rest[len("._src"):])
+      if module is None:
+        raise ImportError(_private_message(fullname), name=fullname)
+    else:
+      module = _module_for(fullname, rest)
     if module is None:
       raise ModuleNotFoundError(
           f"No module named {fullname!r}: ember stands in for jax (ember.compat) and has no "
@@ -112,7 +119,15 @@ def _module_for(fullname: str, rest: str) -> types.ModuleType | None:
     return _jax_module()
   if fullname == f"{_ALIAS}.version":
     return sys.modules[_ALIAS].version
-  target = _TARGET + rest
+  return _import_if_exists(_TARGET + rest)
+
+
+def _standin_for(rest: str) -> types.ModuleType | None:
+  """ember._jax_src's stand-in for jax._src<rest>, if it has one."""
+  return _import_if_exists(_STANDINS + rest)
+
+
+def _import_if_exists(target: str) -> types.ModuleType | None:
   try:
     if importlib.util.find_spec(target) is None:
       return None

@@ -4,7 +4,8 @@ ember runs on one device: every sharding places the whole array there, and `Arra
 is a `SingleDeviceSharding`. Multi-device semantics come later.
 """
 from ember._src.sharding import (  # noqa: F401
-    AxisType, Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding)
+    AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding,
+    get_abstract_mesh)
 from ember._src.sharding import Device  # noqa: F401
 
 P = PartitionSpec

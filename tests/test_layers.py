@@ -20,7 +20,7 @@ SRC = pathlib.Path(__file__).resolve().parent.parent / "ember" / "_src"
 # modules). The table is docs/architecture.md's picture: change both together.
 LAYERS = [
     ("base", ["errors", "flags", "config", "dtypes", "tree_util", "pretty_printer", "version",
-              "basearray",
+              "basearray", "traceback_util",
               "persistent_cache", "runtime.buffer_pool", "profiler.events"]),
     ("reference", ["reference", "reference.*"]),
     ("hlo", ["hlo", "hlo_eval"]),

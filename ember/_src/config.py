@@ -17,6 +17,10 @@ def _env_bool(name: str, default: bool) -> bool:
   return v.strip().lower() in ("1", "true", "yes", "on", "t", "y")
 
 
+_TRACEBACK_FILTERING_MODES = ("off", "auto", "tracebackhide", "remove_frames",
+                              "quiet_remove_frames")
+
+
 class Config:
   _defaults = {
       "jax_enable_x64": lambda: _env_bool("JAX_ENABLE_X64", False),
@@ -26,6 +30,9 @@ class Config:
       "jax_default_matmul_precision": lambda: None,
       "jax_platforms": lambda: os.environ.get("JAX_PLATFORMS", "cpu"),
       "jax_disable_jit": lambda: _env_bool("JAX_DISABLE_JIT", False),
+      # what traceback_util.api_boundary does to an exception's traceback: "off", "auto",
+      # "tracebackhide", "remove_frames", "quiet_remove_frames" (JAX's modes)
+      "jax_traceback_filtering": lambda: os.environ.get("JAX_TRACEBACK_FILTERING", "auto"),
       # compile at opt_level 0 (compilation.compile_flags): no HLO simplification, no LLVM IR
       # passes, fast instruction selection; read when a compilation starts
       "jax_disable_most_optimizations": lambda: _env_bool("JAX_DISABLE_MOST_OPTIMIZATIONS",
@@ -78,6 +85,9 @@ class Config:
       raise ValueError(f"ember_jit_backend must be 'cpu' or 'interpreter', got {value!r}")
     if name == "jax_numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
       raise ValueError(f"jax_numpy_rank_promotion must be 'allow', 'warn' or 'raise', got {value!r}")
+    if name == "jax_traceback_filtering" and value not in _TRACEBACK_FILTERING_MODES:
+      raise ValueError(f"jax_traceback_filtering must be one of {_TRACEBACK_FILTERING_MODES}, "
+                       f"got {value!r}")
     self._values[name] = value
 
   def read(self, name: str):

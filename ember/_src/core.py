@@ -16,7 +16,6 @@ import functools
 import inspect
 import itertools
 import operator
-import os
 import re
 import sys
 import threading
@@ -27,7 +26,7 @@ import numpy as np
 
 from ember._src import basearray, dtypes, errors
 from ember._src import pretty_printer as pp
-from ember._src import tree_util
+from ember._src import traceback_util, tree_util
 
 # ------------------------------------------------------------------------------------
 # Abstract values
@@ -1008,6 +1007,26 @@ def find_top_trace(xs) -> Trace:
   return top.trace_type(top)
 
 
+class OpaqueTraceState:
+  """The trace in context, comparable only for identity (what
+  jax.extend.core.get_opaque_trace_state gives): libraries check with it that code runs
+  under the same transformation as when they set something up (flax's scopes)."""
+  __slots__ = ("_main",)
+  __hash__ = None  # as JAX's: equality only
+
+  def __init__(self, main: MainTrace):
+    self._main = main
+
+  def __eq__(self, other):
+    return isinstance(other, OpaqueTraceState) and other._main is self._main
+
+
+def get_opaque_trace_state(convention=None) -> OpaqueTraceState:
+  """The innermost trace in context (the eval trace outside every transformation)."""
+  del convention  # JAX's argument naming the caller's convention ("flax"); one state here
+  return OpaqueTraceState(_state.trace_stack[-1])
+
+
 def full_raise(trace: Trace, val):
   if not isinstance(val, Tracer):
     return trace.pure(val)
@@ -1057,9 +1076,6 @@ def cur_level_is_eval() -> bool:
 # Staging: the jaxpr-building trace
 # ------------------------------------------------------------------------------------
 
-_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 @contextlib.contextmanager
 def named_scope(name: str):
   """Prefix the names of the operations traced inside the block (`jax.named_scope`)."""
@@ -1080,8 +1096,8 @@ def current_source_info() -> SourceInfo:
   replayed, name_stack = _state.replayed, _state.name_stack
   if replayed is not None:
     return replayed._replace(name_stack=tuple(name_stack) + replayed.name_stack)
-  f = sys._getframe(1)
-  while f is not None and f.f_code.co_filename.startswith(_EMBER_DIR):
+  f, excluded = sys._getframe(1), traceback_util.source_info_exclusions
+  while f is not None and f.f_code.co_filename.startswith(excluded):
     f = f.f_back
   if f is None:
     return SourceInfo(None, None, None, tuple(name_stack))
@@ -1305,11 +1321,12 @@ def eval_jaxpr(jaxpr: Jaxpr, consts: Sequence, *args) -> list:
       return literal_value(a)
     return env[id(a)]
 
-  if len(args) != len(jaxpr.invars):
+  # as JAX's: the consts and the arguments together bind constvars + invars (a jaxpr whose
+  # consts were hoisted into leading invars takes them as `consts`)
+  binders, values = jaxpr.constvars + jaxpr.invars, [*consts, *args]
+  if len(values) != len(binders):
     raise TypeError(f"jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
-  for v, x in zip(jaxpr.constvars, consts):
-    env[id(v)] = x
-  for v, x in zip(jaxpr.invars, args):
+  for v, x in zip(binders, values):
     env[id(v)] = x
   state = _state
   saved = state.replayed

@@ -380,6 +380,15 @@ def finfo(dt):
   return ml_dtypes.finfo(dt)
 
 
+def supports_inf(dt) -> bool:
+  """Whether the dtype can hold an infinity (False for integers and for the finite-only
+  narrow floats, e.g. float8_e4m3fn, where inf becomes NaN)."""
+  dt = np.dtype(dt)
+  if not issubdtype(dt, np.inexact):
+    return False
+  return bool(np.isinf(np.array(np.inf, np.float32).astype(dt).astype(np.float32)))
+
+
 def iinfo(dt):
   dt = np.dtype(dt) if not isinstance(dt, type) or dt not in _python_scalar_default else default_dtype_for(dt)
   return ml_dtypes.iinfo(dt)

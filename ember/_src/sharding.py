@@ -180,11 +180,59 @@ class Mesh:
     axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
     return f"Mesh({axes}, axis_types={_types_str(self.axis_types)})"
 
+  @property
+  def abstract_mesh(self) -> AbstractMesh:
+    return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
+
   def __enter__(self):  # JAX's older `with mesh:` form (JAX now prefers jax.set_mesh)
     return self
 
   def __exit__(self, *exc):
     return False
+
+
+class AbstractMesh:
+  """A mesh's axis names, sizes and types without devices (`jax.sharding.AbstractMesh`):
+  what tracing sees of the mesh in context."""
+
+  def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str],
+               axis_types: tuple[AxisType, ...] | None = None):
+    self.axis_sizes, self.axis_names = tuple(axis_sizes), tuple(axis_names)
+    if len(self.axis_sizes) != len(self.axis_names):
+      raise ValueError(f"AbstractMesh: one size per axis name, got axis_sizes "
+                       f"{self.axis_sizes} and axis_names {self.axis_names}")
+    self.axis_types = ((AxisType.Explicit,) * len(self.axis_names) if axis_types is None
+                       else tuple(axis_types))
+
+  shape = property(lambda self: collections.OrderedDict(zip(self.axis_names, self.axis_sizes)))
+  shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
+  empty = property(lambda self: not self.axis_names)
+  # JAX's: an empty abstract mesh has size 0
+  size = property(lambda self: int(np.prod(self.axis_sizes)) if self.axis_names else 0)
+
+  def _key(self):
+    return (self.axis_sizes, self.axis_names, self.axis_types)
+
+  def __eq__(self, other):
+    return isinstance(other, AbstractMesh) and other._key() == self._key()
+
+  def __hash__(self):
+    return hash(self._key())
+
+  def __repr__(self):
+    if self.empty:
+      return "AbstractMesh((), axis_types=())"
+    axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
+    return f"AbstractMesh({axes}, axis_types={_types_str(self.axis_types)})"
+
+
+_EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+
+
+def get_abstract_mesh() -> AbstractMesh:
+  """The abstract mesh in context (`jax.sharding.get_abstract_mesh`): ember has no mesh
+  context (no jax.set_mesh yet; `with mesh:` sets none, as in JAX 0.12), so the empty one."""
+  return _EMPTY_ABSTRACT_MESH
 
 
 def _types_str(types) -> str:

@@ -8,6 +8,9 @@ as soon as one of its inputs is.
 
 `partial_eval_jaxpr_custom` is the version with a rematerialization policy used by
 checkpoint: known equations the policy does not save are recomputed on the unknown side.
+
+`trace_to_jaxpr_dynamic` stages a WrappedFun the way libraries do it through
+jax.interpreters.partial_eval (flax's nn.scan).
 """
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from ember._src import core
+from ember._src.api_util import WrappedFun
 from ember._src.core import Jaxpr, Var, eqn_effects
 
 
@@ -77,6 +82,16 @@ def dce_jaxpr_used(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None):
   read = {id(v) for e in j.eqns for v in e.invars} | {id(v) for v in j.outvars}
   used_inputs = [id(v) in read for v in j.invars]
   return j.replace(invars=[v for v, u in zip(j.invars, used_inputs) if u]), used_inputs
+
+
+def trace_to_jaxpr_dynamic(fun: WrappedFun, in_avals: Sequence[core.ShapedArray]):
+  """Stage `fun` (flat arguments -> flat outputs) into (jaxpr, out_avals, consts), as
+  JAX's: the values it closes over are leading invars of the jaxpr and `consts` holds them
+  (`core.eval_jaxpr(jaxpr, consts, *args)` runs it)."""
+  jaxpr, _ = core.trace_to_jaxpr(lambda *args: (fun.call_wrapped(*args), None), in_avals,
+                                 fun.debug_info)
+  jaxpr, consts = core.hoist_consts(jaxpr)
+  return jaxpr, [v.aval for v in jaxpr.outvars], consts
 
 
 # --- partial evaluation with a rematerialization policy (checkpoint) ---------------------

@@ -1,0 +1,7 @@
+"""ember.extend.source_info_util (jax.extend.source_info_util): where traced operations come
+from. `register_exclusion(path)`: frames of files under `path` (a library's own) are skipped
+when finding the user's line that a jaxpr equation and its `loc(...)` name."""
+from ember._src.core import SourceInfo  # noqa: F401
+from ember._src.core import current_source_info as current  # noqa: F401
+from ember._src.traceback_util import \
+    register_source_info_exclusion as register_exclusion  # noqa: F401
