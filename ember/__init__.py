@@ -11,6 +11,7 @@ from ember._src.runtime.array import (  # noqa: F401
 from ember._src.core import ensure_compile_time_eval, named_scope  # noqa: F401
 from ember._src.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from ember._src.transforms.batching import vmap  # noqa: F401
+from ember._src.pmap import pmap  # noqa: F401
 from ember._src.transforms.ad import (  # noqa: F401
     grad, jvp, linear_transpose, linearize, value_and_grad, vjp)
 from ember._src.jacobians import hessian, jacfwd, jacrev  # noqa: F401
@@ -22,7 +23,7 @@ from ember._src.transforms.remat import checkpoint, checkpoint_policies, remat  
 from ember._src.cache_miss import log_compiles  # noqa: F401
 from ember._src.api_util import ShapeDtypeStruct  # noqa: F401
 from ember import dtypes, errors, extend, lax, numpy, tree, tree_util  # noqa: F401
-from ember import ad_checkpoint, custom_derivatives  # noqa: F401
+from ember import ad_checkpoint, custom_derivatives, stages  # noqa: F401
 from ember._src.primitives.callbacks import pure_callback  # noqa: F401
 from ember._src.runtime.executor import effects_barrier  # noqa: F401
 from ember import debug, experimental, interpreters  # noqa: F401
