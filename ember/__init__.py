@@ -24,7 +24,7 @@ from ember._src.transforms.remat import checkpoint, checkpoint_policies, remat  
 from ember._src.cache_miss import log_compiles  # noqa: F401
 from ember._src.api_util import ShapeDtypeStruct  # noqa: F401
 from ember import dtypes, errors, extend, lax, numpy, tree, tree_util  # noqa: F401
-from ember import ad_checkpoint, custom_derivatives  # noqa: F401
+from ember import ad_checkpoint, custom_derivatives, stages  # noqa: F401
 from ember._src.primitives.callbacks import pure_callback  # noqa: F401
 from ember._src.runtime.executor import effects_barrier  # noqa: F401
 from ember import debug, experimental, interpreters  # noqa: F401
@@ -72,7 +72,7 @@ def process_count() -> int:
 from ember import random  # noqa: E402,F401
 from ember import nn, scipy  # noqa: E402,F401
 from ember import profiler  # noqa: E402,F401
-from ember import core, experimental, sharding, stages  # noqa: E402,F401
+from ember import core, experimental, sharding  # noqa: E402,F401
 from ember._src.sharding import make_mesh, NamedSharding  # noqa: E402,F401
 from ember._src.sharding import PartitionSpec as P  # noqa: E402,F401
 

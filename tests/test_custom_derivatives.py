@@ -116,6 +116,55 @@ def test_custom_rules_under_vmap():
   np.testing.assert_allclose(ember.vmap(clip)(y), y * 3)
 
 
+
+@custom_jvp
+def checked(x, failed):
+  """equinox's error_if pattern: a cond on an unbatched predicate whose true branch runs a
+  host callback (the check); the callback counts the times it runs."""
+  return ember.lax.cond(failed, lambda v: ember.pure_callback(
+      _count_call, ember.ShapeDtypeStruct(v.shape, v.dtype), v, vmap_method="sequential"),
+      lambda v: v, x)
+
+
+@checked.defjvp
+def checked_jvp(primals, tangents):
+  return checked(*primals), tangents[0] * 2   # not the true derivative: tests see the rule
+
+
+_CALLS = []
+
+
+def _count_call(v):
+  _CALLS.append(v)
+  return v
+
+
+def test_custom_jvp_under_vmap_keeps_unbatched_inputs_unbatched():
+  # vmap batches the call with only the mapped inputs batched (JAX): the predicate stays
+  # unbatched, so the cond stays a cond and the check's callback does not run
+  x = np.array([0.5, 1.0, 2.0], f32)
+  f = ember.vmap(lambda v: checked(v, jnp.isnan(jnp.float32(1.0))))
+  for g in _ways(f):
+    _CALLS.clear()
+    np.testing.assert_array_equal(g(x), x)
+    assert _CALLS == []
+  assert "cond[" in str(ember.make_jaxpr(f)(x)) and "select_n" not in str(ember.make_jaxpr(f)(x))
+  # a failing predicate runs the branch once per example (sequential)
+  _CALLS.clear()
+  np.testing.assert_array_equal(ember.vmap(lambda v: checked(v, True))(x), x)
+  assert len(_CALLS) == 3
+  # the rule is batched the same way, for either order of grad and vmap, and for jvp
+  w = f32(3.0)
+  for g in (ember.vmap(ember.grad(lambda v, w: checked(v * w, False)), in_axes=(0, None)),
+            ember.grad(lambda v, w: ember.vmap(lambda e: checked(e * w, False))(v).sum())):
+    np.testing.assert_allclose(g(x, w), np.full(3, 2 * w), rtol=1e-6)
+  gw = ember.grad(lambda w: ember.vmap(lambda e: checked(e * w, False))(x).sum())(w)
+  np.testing.assert_allclose(gw, 2 * x.sum(), rtol=1e-6)
+  out, tan = ember.jvp(ember.vmap(lambda v, w: checked(v * w, False), in_axes=(0, None)),
+                       (x, w), (np.ones(3, f32), f32(1.0)))
+  np.testing.assert_allclose(out, x * w, rtol=1e-6)
+  np.testing.assert_allclose(tan, 2 * (w + x), rtol=1e-6)
+
 @custom_vjp
 def clip_gradient(x, lo, hi):
   return x

@@ -1,65 +1,107 @@
-"""pmap: map a function over the leading axis of its arguments, one example per device.
+"""pmap: map a function over the leading axis of its inputs, one slice per device.
 
-ember runs on one CPU device, so a pmap computes what JAX's does on that many devices with
-the same program: `jit(vmap(f, in_axes, out_axes, axis_name=...))`, the named axis usable
-by the collectives. Like JAX, a mapped size above the device count is an error.
+ember has one device (ember.devices()), so `pmap(f)` runs on a one-device mesh as JAX does
+there: a mapped axis of size 1 (the number of devices in use), with `axis_name` bound for
+collectives (`lax.psum(x, axis_name)`, `lax.axis_index`), compiled once per signature. It
+is `jit(vmap(f, in_axes, out_axes, axis_name))` plus the device-count check: an axis longer
+than the devices available is an error, as in JAX.
 """
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from typing import Callable, Sequence
 
-from ember._src import sharding, tree_util
+from ember._src import tree_util
 from ember._src.jit import jit
-from ember._src.transforms import batching
+from ember._src.sharding import devices as all_devices
+from ember._src.transforms.batching import flatten_axes, shape_of, vmap
 
 
-def _as_argnums(argnums) -> tuple[int, ...]:
-  return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+def _as_tuple(nums) -> tuple:
+  return (nums,) if isinstance(nums, int) else tuple(nums)
 
 
-def _check_size(name: str, args, in_axes) -> None:
-  """The mapped size must fit the devices (JAX needs one device per example)."""
-  flat, tree = tree_util.tree_flatten(args)
-  dims = batching.flatten_axes("pmap in_axes", tree, in_axes)
-  sizes = {batching.shape_of(x)[d] for x, d in zip(flat, dims) if d is not None}
-  n = len(sharding.devices())
-  for size in sizes:
-    if size > n:
-      raise ValueError(f"pmap of {name}: the mapped axis has size {size}, but there are only "
-                       f"{n} devices (jax.device_count()); pmap runs one example per device. "
-                       "Use jax.vmap to map over more examples than devices.")
+def _split_static(args: tuple, static_argnums: tuple) -> tuple[tuple, tuple]:
+  """(the static arguments as (index, value) pairs, the dynamic arguments)."""
+  n = len(args)
+  static = sorted({i % n for i in static_argnums if -n <= i < n})
+  return (tuple((i, args[i]) for i in static),
+          tuple(a for i, a in enumerate(args) if i not in static))
+
+
+def _rebuild(static: tuple, dyn: tuple) -> list:
+  """All the arguments, in order, from _split_static's parts."""
+  fixed, rest = dict(static), iter(dyn)
+  return [fixed[i] if i in fixed else next(rest) for i in range(len(static) + len(dyn))]
+
+
+def _check_devices(name: str, dyn: tuple, kwargs: dict, in_axes, axis_size, ndev: int):
+  """The mapped axis must exist and fit on the devices (JAX's check before compiling)."""
+  leaves, tree = tree_util.tree_flatten((dyn, kwargs))
+  dims = flatten_axes("pmap in_axes", tree, (in_axes, 0), kws=True)
+  mapped = [(shape_of(x), d) for x, d in zip(leaves, dims) if d is not None]
+  if not mapped and axis_size is None:
+    raise ValueError("pmap requires at least one argument with a mapped axis.")
+  # an axis out of range is vmap's error, reported when it maps
+  sizes = {shape[d] for shape, d in mapped if -len(shape) <= d < len(shape)}
+  sizes |= {axis_size} if axis_size is not None else set()
+  if not sizes:
+    return
+  n = max(sizes)
+  if n > ndev:
+    raise ValueError(f"compiling computation `{name}` that requires {n} logical devices, "
+                     f"but only {ndev} XLA devices are available (num_replicas={n}); "
+                     "ember has one device: use vmap to map over more slices.")
 
 
 def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
-         static_broadcasted_argnums=(), devices=None, backend=None, axis_size=None,
-         donate_argnums=()):
-  """`fun` mapped over axis `in_axes` of its arguments, one example per device, compiled
-  once (`jit(vmap(...))`); `axis_name` names the mapped axis for collectives.
-  `static_broadcasted_argnums` are static (hashable) arguments given to every example.
-  `devices` and `backend` are accepted: ember has one CPU device."""
-  static = _as_argnums(static_broadcasted_argnums)
-  name = getattr(fun, "__name__", repr(fun))
+         static_broadcasted_argnums: int | Sequence[int] = (), devices=None, backend=None,
+         axis_size: int | None = None, donate_argnums: int | Sequence[int] = (),
+         global_arg_shapes=None):
+  """Parallel map over the leading axis (size at most the number of devices, here 1).
 
-  def dynamic(seq, nargs):
-    """The entries of `seq` (the arguments, or in_axes) at the non-static positions."""
-    fixed = {i % nargs for i in static} if nargs else set()
-    return tuple(a for i, a in enumerate(seq) if i not in fixed)
+  `in_axes`/`out_axes` as in vmap (a tuple `in_axes` has an entry for every positional
+  argument, static ones included); `static_broadcasted_argnums` are hashable arguments
+  passed to every slice unchanged (a new value recompiles); `donate_argnums` as in jit.
+  `global_arg_shapes` is unused, as in JAX.
+  """
+  if not callable(fun):
+    raise TypeError(f"pmap expects a callable, got {type(fun).__name__}: {fun!r}")
+  if isinstance(in_axes, list):
+    in_axes = tuple(in_axes)
+  static_nums = _as_tuple(static_broadcasted_argnums)
+  ndev = len(devices) if devices is not None else len(all_devices(backend))
+  name = getattr(fun, "__name__", "pmap_fun")
 
-  def dynamic_axes(nargs):
-    return dynamic(in_axes, nargs) if isinstance(in_axes, (tuple, list)) else in_axes
+  def dyn_in_axes(static: tuple):
+    if not isinstance(in_axes, tuple):
+      return in_axes
+    skip = {i for i, _ in static}
+    return tuple(a for i, a in enumerate(in_axes) if i not in skip)
 
-  @functools.partial(jit, static_argnums=static, donate_argnums=donate_argnums)
-  def mapped(*args):
-    def example(*dyn):
-      it = iter(dyn)
-      fixed = {i % len(args) for i in static}
-      return fun(*(args[i] if i in fixed else next(it) for i in range(len(args))))
-    return batching.vmap(example, dynamic_axes(len(args)), out_axes, axis_name=axis_name,
-                         axis_size=axis_size)(*dynamic(args, len(args)))
+  def mapped(static, *dyn, **kwargs):
+    axes = dyn_in_axes(static)
+    _check_devices(f"pmap_{name}", dyn, kwargs, axes, axis_size, ndev)
+    per_slice = lambda *d, **kw: fun(*_rebuild(static, d), **kw)
+    return vmap(per_slice, axes, out_axes, axis_name, axis_size)(*dyn, **kwargs)
 
-  @functools.wraps(fun)
-  def pmap_f(*args):
-    _check_size(name, dynamic(args, len(args)), dynamic_axes(len(args)))
-    return mapped(*args)
+  compiled = {}  # the jit of `mapped`, per donated positions (they depend on len(args))
+
+  @functools.wraps(fun, updated=())
+  def pmap_f(*args, **kwargs):
+    static, dyn = _split_static(args, static_nums)
+    donate = _donated_positions(len(args), static, _as_tuple(donate_argnums))
+    if donate not in compiled:
+      compiled[donate] = jit(mapped, static_argnums=0, donate_argnums=donate)
+    return compiled[donate](static, *dyn, **kwargs)
+
   return pmap_f
+
+
+def _donated_positions(nargs: int, static: tuple, donate_argnums: tuple) -> tuple:
+  """donate_argnums (positions among all arguments) as positions in `mapped`'s arguments
+  (static, *dynamic)."""
+  donated = {i % nargs for i in donate_argnums if -nargs <= i < nargs}
+  skip = {i for i, _ in static}
+  dyn_positions = [i for i in range(nargs) if i not in skip]
+  return tuple(1 + j for j, i in enumerate(dyn_positions) if i in donated)

@@ -188,25 +188,28 @@ def _custom_call_eval(*args, call_jaxpr, **_):
 _batched_calls: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def _batched_call_jaxpr(call_jaxpr, axis_data):
-  """The call jaxpr vmapped with every input and output batched at 0: (jaxpr, consts)."""
+def _batched_call_jaxpr(call_jaxpr, axis_data, in_batched: tuple):
+  """The call jaxpr vmapped with the inputs `in_batched` marks batched at 0 (the others
+  unbatched) and every output batched at 0: (jaxpr, consts)."""
   per = _batched_calls.setdefault(call_jaxpr, {})
-  key = (axis_data.size, axis_data.name)
+  key = (axis_data.size, axis_data.name, in_batched)
   if key not in per:
     size = axis_data.size
-    bj, out_dims = batching.batch_jaxpr(call_jaxpr, axis_data, [0] * len(call_jaxpr.invars))
+    in_dims = [0 if b else None for b in in_batched]
+    bj, out_dims = batching.batch_jaxpr(call_jaxpr, axis_data, in_dims)
 
     def fun(*xs):
       outs = core.eval_jaxpr(bj, bj.consts, *xs)
       return [batching.bdim_at_front(o, d, size) for o, d in zip(outs, out_dims)]
-    avals = [a.update(shape=(size,) + a.shape) for a in call_jaxpr.in_avals]
+    avals = [a.update(shape=(size,) + a.shape) if b else a
+             for a, b in zip(call_jaxpr.in_avals, in_batched)]
     per[key] = ad._trace_closed(fun, avals)
   return per[key]
 
 
-def _vmapped(fn, axis_data, pair: bool):
-  """`fn(*lists)` (-> a pair of lists, or one list) mapped over axis 0 of every argument
-  and result."""
+def _vmapped(fn, axis_data, pair: bool, in_axes=0):
+  """`fn(*lists)` (-> a pair of lists, or one list) mapped over the arguments as `in_axes`
+  says (a prefix of the lists: 0 or None), every result batched at axis 0."""
   def dense(x):  # symbolic zeros cannot be mapped over: materialize them
     if isinstance(x, SymbolicZero):
       return x.instantiate()
@@ -216,24 +219,39 @@ def _vmapped(fn, axis_data, pair: bool):
     def per_example(*ls):
       out = fn(*map(list, ls), **static)
       return tuple(tuple(map(dense, r)) for r in out) if pair else tuple(map(dense, out))
-    out = batching.vmap(per_example, axis_name=axis_data.name)(
+    out = batching.vmap(per_example, in_axes=in_axes, axis_name=axis_data.name)(
         *[tuple(map(dense, l)) for l in lists])
     return tuple(map(list, out)) if pair else list(out)
   return mapped
 
 
-def _custom_call_batch(prim, rule_params):
-  """vmap of a custom-derivative call: one call of the batched function whose rules are
-  the vmapped rules (everything batched at axis 0), so vmap keeps the custom derivative."""
-  def rule(axis_data, vals, dims, *, call_jaxpr, num_consts, **params):
-    vals = [batching.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
-    bj, consts = _batched_call_jaxpr(call_jaxpr, axis_data)
-    params = dict(params, **{k: _Rule(_vmapped(params[k], axis_data, k != "bwd"),
-                                      params[k].name) for k in rule_params})
-    outs = prim.bind(*consts, *vals, call_jaxpr=bj, num_consts=len(consts) + num_consts,
-                     **params)
-    return outs, [0] * len(outs)
-  return rule
+def _custom_jvp_call_batch(axis_data, vals, dims, *, call_jaxpr, jvp, num_consts, **params):
+  """vmap of a custom_jvp call, as JAX batches it: the call jaxpr batched with only the
+  batched inputs batched (an unbatched predicate inside stays a cond, not a select that
+  runs both branches), and the jvp rule vmapped the same way (primals and their tangents
+  share batching) when a derivative asks for it. Every output is batched at 0, so the
+  call and the rule agree."""
+  in_batched = tuple(d is not None for d in dims)
+  vals = [v if d is None else batching.moveaxis(v, d, 0) for v, d in zip(vals, dims)]
+  bj, consts = _batched_call_jaxpr(call_jaxpr, axis_data, in_batched)
+  arg_axes = tuple(0 if b else None for b in in_batched[num_consts:])
+  rule = _Rule(_vmapped(jvp, axis_data, True, in_axes=(arg_axes, arg_axes)), jvp.name)
+  outs = custom_jvp_call_p.bind(*consts, *vals, call_jaxpr=bj, jvp=rule,
+                                num_consts=len(consts) + num_consts, **params)
+  return outs, [0] * len(outs)
+
+
+def _custom_vjp_call_batch(axis_data, vals, dims, *, call_jaxpr, fwd, bwd, num_consts,
+                           **params):
+  """vmap of a custom_vjp call: one call of the batched function whose fwd and bwd are
+  vmapped (everything batched at axis 0), so vmap keeps the custom derivative."""
+  vals = [batching.bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
+  bj, consts = _batched_call_jaxpr(call_jaxpr, axis_data, (True,) * len(vals))
+  outs = custom_vjp_call_p.bind(
+      *consts, *vals, call_jaxpr=bj, fwd=_Rule(_vmapped(fwd, axis_data, True), fwd.name),
+      bwd=_Rule(_vmapped(bwd, axis_data, False), bwd.name),
+      num_consts=len(consts) + num_consts, **params)
+  return outs, [0] * len(outs)
 
 
 def _custom_call_lower(ctx, *args, call_jaxpr, name, **_):
@@ -244,7 +262,7 @@ custom_jvp_call_p = declare("custom_jvp_call", lambda *avals, call_jaxpr, **_: c
                             multiple_results=True)
 custom_jvp_call_p.eval_rule = _custom_call_eval
 custom_jvp_call_p.pp_rule = _custom_call_pp(["name", "call_jaxpr", "jvp", "symbolic_zeros"])
-custom_jvp_call_p.batch = _custom_call_batch(custom_jvp_call_p, ["jvp"])
+custom_jvp_call_p.batch = _custom_jvp_call_batch
 custom_jvp_call_p.lower = _custom_call_lower
 
 
@@ -371,7 +389,7 @@ custom_vjp_call_p = declare("custom_vjp_call", lambda *avals, call_jaxpr, **_: c
                             multiple_results=True)
 custom_vjp_call_p.eval_rule = _custom_call_eval
 custom_vjp_call_p.pp_rule = _custom_call_pp(["name", "bwd", "call_jaxpr", "fwd", "symbolic_zeros"])
-custom_vjp_call_p.batch = _custom_call_batch(custom_vjp_call_p, ["fwd", "bwd"])
+custom_vjp_call_p.batch = _custom_vjp_call_batch
 custom_vjp_call_p.lower = _custom_call_lower
 
 
