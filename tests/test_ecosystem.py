@@ -38,10 +38,7 @@ META = ("versions", "recorded_with")
 
 # The programs that do not run on ember yet, with the first thing they miss (docs/ecosystem.md
 # has the whole list). Strict: once one passes, its entry must go.
-KNOWN_GAPS = {
-    "flax_nnx_mlp": "flax.nnx imports jax._src.state.types, jax.Ref, jax.experimental.hijax",
-    "cnn_flax": "flax.linen.Conv needs lax.ConvDimensionNumbers and lax.conv_general_dilated",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def compare(recorded, actual, where=""):

@@ -244,3 +244,38 @@ def test_layout_format_is_the_arrays():
   from ember.experimental.layout import Format, Layout
   fmt = jnp.ones((2, 3)).format
   assert isinstance(fmt, Format) and fmt.layout == Layout((0, 1))
+
+
+def test_nnx_and_chex_standins_are_embers_objects(alias):
+  from jax._src import checkify, compiler
+  from jax._src.state import types
+  from jax._src.tree_util import _registry
+  from ember._src import checkify as ember_checkify
+  assert types.AbstractRef is ember.experimental.hijax.AbstractRef
+  for name in ("Error", "JaxException", "checkify", "user_checks"):
+    assert getattr(checkify, name) is getattr(ember_checkify, name)
+  # chex's restrict_backends patches one of these only when present: ember has neither
+  assert not hasattr(compiler, "backend_compile_and_load")
+  assert not hasattr(compiler, "backend_compile")
+
+
+def test_tree_util_registry_has_jax_keys(alias):
+  """As JAX 0.12's `_registry`: built-in containers and registered classes are keys;
+  namedtuples (flattened by their fields, not registered) and leaves are not."""
+  import collections
+  from jax._src.tree_util import _registry
+
+  class Point(collections.namedtuple("Point", "x y")):
+    pass
+
+  class Box:
+    pass
+
+  for t in (tuple, list, dict, type(None), collections.OrderedDict, collections.defaultdict,
+            ember.tree_util.Partial):
+    assert t in _registry
+  for t in (Point, Box, int, np.ndarray, type(jnp.ones(2))):
+    assert t not in _registry
+  ember.tree_util.register_static(Box)
+  assert Box in _registry and _registry[Box] is not None   # a live view
+  assert len(_registry) == len(list(_registry))

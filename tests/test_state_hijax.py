@@ -1,0 +1,99 @@
+"""jax.Ref / jax.new_ref (eager mutable arrays, typed AbstractRef) and the
+jax.experimental.hijax base classes; values and messages as real JAX 0.12's."""
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember.experimental import hijax
+
+
+def test_new_ref_reads_and_writes_in_place():
+  r = ember.new_ref(jnp.arange(3.0))
+  assert isinstance(r, ember.Ref) and not isinstance(r, ember.Array)
+  r[...] = jnp.ones(3)
+  r[0] = 5   # a weakly typed Python scalar takes the ref's dtype
+  np.testing.assert_array_equal(np.asarray(r[...]), [5.0, 1.0, 1.0])
+  assert float(r[1]) == 1.0
+  assert r.shape == (3,) and r.dtype == np.float32 and r.ndim == 1
+  assert repr(r) == "Ref([5., 1., 1.], dtype=float32)"
+
+
+def test_typeof_a_ref_is_an_abstract_ref():
+  r = ember.new_ref(jnp.zeros(3))
+  ty = ember.typeof(r)
+  assert isinstance(ty, hijax.AbstractRef) and isinstance(ty, ember.core.AbstractValue)
+  assert str(ty) == "Ref{float32[3]}"
+  assert ty.inner_aval == ember.typeof(jnp.zeros(3))
+  assert ty == ember.typeof(ember.new_ref(jnp.ones(3)))
+  assert ty != ember.typeof(ember.new_ref(jnp.ones(4)))
+
+
+def test_writes_must_keep_dtype_and_shape():
+  r = ember.new_ref(jnp.arange(3.0))
+  with pytest.raises(ValueError, match="Invalid dtype for `swap`. Ref dtype: float32. Value "
+                                       "dtype: int32"):
+    r[...] = jnp.ones(3, jnp.int32)
+  with pytest.raises(ValueError, match=r"Invalid shape for `swap`. Ref shape: \(3,\).*Value "
+                                       r"shape: \(4,\)"):
+    r[...] = jnp.ones(4)
+
+
+def test_refs_under_jit_are_not_supported_yet():
+  with pytest.raises(NotImplementedError, match="jax.new_ref with a traced value.*eager only"):
+    ember.jit(lambda x: ember.new_ref(x)[...])(jnp.ones(2))
+  r = ember.new_ref(jnp.zeros(2))
+
+  @ember.jit
+  def write(x):
+    r[...] = x
+    return x
+  with pytest.raises(NotImplementedError, match="writing a jax.Ref with a traced value"):
+    write(jnp.ones(2))
+
+
+class _Pair:
+  def __init__(self, a):
+    self.a = a
+
+
+class _AbstractPair(hijax.HiType):
+  __slots__ = ("inner",)
+
+  def __init__(self, inner):
+    self.inner = inner
+
+  @hijax.aval_method
+  def double(self):
+    return 2 * self.a
+
+  size = hijax.aval_property(fget=lambda self: 2)
+
+
+def test_hitype_registry_gives_typeof():
+  hijax.register_hitype(_Pair, lambda p: _AbstractPair(ember.typeof(p.a)))
+  ty = ember.typeof(_Pair(jnp.ones(2)))
+  assert isinstance(ty, _AbstractPair) and isinstance(ty, hijax.AbstractValue)
+  assert ty.inner == ember.typeof(jnp.ones(2))
+  assert isinstance(_AbstractPair.__dict__["double"], hijax.aval_method)
+  assert _AbstractPair.__dict__["double"].fun(_Pair(3)) == 6
+  assert ty.size == 2
+
+
+def test_hiprim_params_and_call():
+  class Wrap(hijax.HiPrim):
+    def __init__(self, aval, *, scale):
+      self.in_avals, self.out_aval = (aval,), aval
+      self.params = dict(scale=scale)
+      super().__init__()
+
+  p = Wrap(ember.typeof(jnp.ones(2)), scale=3)
+  assert p.scale == 3 and p.params == {"scale": 3}
+  with pytest.raises(NotImplementedError, match="hijax primitive Wrap: ember does not "
+                                                "support jax.experimental.hijax"):
+    p(jnp.ones(2))
+
+
+def test_instantiate_zeros_passes_arrays_through():
+  x = jnp.ones(2)
+  assert hijax.instantiate_zeros(x) is x
