@@ -23,6 +23,9 @@ from ember._src.cache_miss import log_compiles  # noqa: F401
 from ember._src.api_util import ShapeDtypeStruct  # noqa: F401
 from ember import dtypes, errors, extend, lax, numpy, tree, tree_util  # noqa: F401
 from ember import ad_checkpoint, custom_derivatives  # noqa: F401
+from ember._src.primitives.callbacks import pure_callback  # noqa: F401
+from ember._src.runtime.executor import effects_barrier  # noqa: F401
+from ember import debug, experimental, interpreters  # noqa: F401
 from ember._src import lax_expansions as _lax_expansions  # noqa: F401 (as_text's fma, ...)
 from ember._src import linalg_derivatives as _linalg_derivatives  # noqa: F401 (their jvps)
 

@@ -34,7 +34,7 @@ LAYERS = [
     ("driver", ["compilation", "check_compiled", "dispatch", "jit", "cache_miss"]),
     ("library", ["numpy", "numpy.*", "prng", "prng_keys", "prng_math", "prng_distributions",
                  "lax_api", "lax_linalg", "linalg_derivatives", "lax_expansions", "jacobians",
-                 "flatten_util", "test_util", "scipy_linalg"]),
+                 "flatten_util", "test_util", "scipy_linalg", "checkify"]),
 ]
 # Modules of one layer that may import each other in a circle.
 CYCLE_OK = ("primitives",)

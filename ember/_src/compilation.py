@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ember._src import core, hlo, persistent_cache, tree_util
+from ember._src.reference import host_callbacks
 from ember._src import flags as flags_lib
 from ember._src.api_util import ShapeDtypeStruct
 from ember._src.cache_miss import log, log_enabled, timed
@@ -244,13 +245,20 @@ def _native_code(module: hlo.Module, assignment, flags, started: float):
   cache writes entries that took long enough)."""
   from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite, 1st compile
   directory = persistent_cache.cache_dir()   # read once: another thread may change it
-  if directory is None or flags.dump_to:
+  if directory is None or flags.dump_to or _calls_host(module):
     return backend_compile(module, assignment, flags, _tier_up_pays(module, flags))
   return persistent_cache.load_or_compile(
       directory, module.name, cache_key(module, flags),
       lambda: backend_compile(module, assignment, flags),
       backend.serialize_executable,
       lambda data: backend.deserialize_executable(module, assignment, data), started)
+
+
+def _calls_host(module: hlo.Module) -> bool:
+  """Whether the module calls host callbacks: their ids mean nothing in another process,
+  so such a module is never stored in (or read from) the persistent cache."""
+  return any(i.opcode == "custom-call" and i.attrs.get("target") == host_callbacks.TARGET
+             for c in module.computations for i in c.instrs)
 
 
 # `, metadata={op_name="..." source_file="..." source_line=N}`: debug info only

@@ -137,6 +137,11 @@ OPCODES: dict[str, tuple[str, ...]] = {
     "reduce-window": ("window_dimensions", "window_strides", "padding", "base_dilation",
                       "window_dilation"),           # operands: inputs..., inits...; called[0]
     "dot": ("lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims"),
+    # dimension_numbers: (lhs_spec, rhs_spec, out_spec) as lax's ConvDimensionNumbers;
+    # padding: a (low, high) pair per spatial dim. Expanded before codegen (conv_expansion)
+    "convolution": ("window_strides", "padding", "lhs_dilation", "rhs_dilation",
+                    "dimension_numbers", "feature_group_count", "batch_group_count",
+                    "precision"),
     "gather": ("offset_dims", "collapsed_slice_dims", "start_index_map",
                "operand_batching_dims", "start_indices_batching_dims", "index_vector_dim",
                "slice_sizes", "indices_are_sorted"),
@@ -260,10 +265,12 @@ class Computation:
       self.root = new
 
   def sort_and_prune(self) -> None:
-    """Keep only instructions reachable from the root (and all parameters, which fix the
-    signature), in a topological order that respects the current order where it can."""
+    """Keep only instructions reachable from the root or with side effects (and all
+    parameters, which fix the signature), in a topological order that respects the current
+    order where it can, and keeps the side effects in their order."""
     live: set[int] = set()
-    stack = [self.root]
+    effectful = [i for i in self.instrs if has_side_effect(i)]
+    stack = [self.root] + effectful
     while stack:
       i = stack.pop()
       if i.id in live:
@@ -273,6 +280,9 @@ class Computation:
     position = {i.id: n for n, i in enumerate(self.instrs)}
     order: list[Instr] = []
     done: set[int] = set()
+
+    # side effects keep their order: each effectful instruction comes after the one before
+    after = {i.id: [prev] for prev, i in zip(effectful, effectful[1:])}
 
     def visit(i: Instr):
       stack = [(i, False)]
@@ -285,7 +295,8 @@ class Computation:
           order.append(node)
           continue
         stack.append((node, True))
-        for o in sorted(node.operands, key=lambda o: -position.get(o.id, -1)):
+        deps = list(node.operands) + after.get(node.id, [])
+        for o in sorted(deps, key=lambda o: -position.get(o.id, -1)):
           if o.id not in done:
             stack.append((o, False))
 
@@ -296,6 +307,13 @@ class Computation:
 
   def __repr__(self):
     return f"<Computation {self.name}: {len(self.instrs)} instrs>"
+
+
+def has_side_effect(instr: Instr) -> bool:
+  """A custom call marked `has_side_effect` (a host callback), or an instruction calling a
+  computation that holds one (a call, loop or branch around it)."""
+  return bool(instr.attrs.get("has_side_effect")) or any(
+      has_side_effect(i) for c in instr.called for i in c.instrs)
 
 
 class Module:
@@ -463,6 +481,8 @@ def _attr_text(instr: Instr) -> list[str]:
     for k in ("lhs_batch_dims", "lhs_contracting_dims", "rhs_batch_dims", "rhs_contracting_dims"):
       if a.get(k) or k.endswith("contracting_dims"):
         out.append(f"{k}={_dims(a.get(k, ()))}")
+  elif op == "convolution":
+    out += _conv_attr_text(instr)
   elif op == "get-tuple-element":
     out.append(f"index={a['index']}")
   elif op == "fusion":
@@ -497,6 +517,8 @@ def _attr_text(instr: Instr) -> list[str]:
     out.append(f"exponent_bits={a['exponent_bits']}, mantissa_bits={a['mantissa_bits']}")
   elif op == "custom-call":
     out.append(f'custom_call_target="{a["target"]}"')
+    if a.get("has_side_effect"):
+      out.append("custom_call_has_side_effect=true")
   elif op == "reduce-window":
     out.append("window={" + window_text(a) + "}")
   elif op == "fft":
@@ -527,6 +549,34 @@ def window_text(a: dict) -> str:
   if any(d != 1 for d in a["window_dilation"]):
     parts.append(f"rhs_dilate={x(a['window_dilation'])}")
   return " ".join(parts)
+
+
+def conv_dim_labels(dimension_numbers) -> tuple[list[str], list[str], list[str]]:
+  """XLA's per-dimension labels of a convolution's lhs, rhs and output: b/f (o/i for the
+  kernel) and the spatial dims' numbers."""
+  def labels(spec, batch, feature):
+    out = [""] * len(spec)
+    out[spec[0]], out[spec[1]] = batch, feature
+    for n, d in enumerate(spec[2:]):
+      out[d] = str(n)
+    return out
+  lhs, rhs, res = dimension_numbers
+  return labels(lhs, "b", "f"), labels(rhs, "o", "i"), labels(res, "b", "f")
+
+
+def _conv_attr_text(instr: Instr) -> list[str]:
+  a = instr.attrs
+  rhs_spec = a["dimension_numbers"][1]
+  window = window_text({
+      "window_dimensions": [instr.operands[1].dims[d] for d in rhs_spec[2:]],
+      "window_strides": a["window_strides"], "padding": a["padding"],
+      "base_dilation": a["lhs_dilation"], "window_dilation": a["rhs_dilation"]})
+  lhs, rhs, res = ("".join(ls) for ls in conv_dim_labels(a["dimension_numbers"]))
+  out = ["window={" + window + "}", f"dim_labels={lhs}_{rhs}->{res}"]
+  for key in ("feature_group_count", "batch_group_count"):
+    if a[key] != 1:
+      out.append(f"{key}={a[key]}")
+  return out
 
 
 def instr_to_text(instr: Instr, is_root: bool = False) -> str:

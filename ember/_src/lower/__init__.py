@@ -26,7 +26,8 @@ import numpy as np
 from ember._src import core, dtypes, hlo
 from ember._src.hlo import Instr, Shape, TupleShape
 
-__all__ = ["lower_jaxpr", "LoweringContext", "elementwise", "compare_type", "sanitize_name"]
+__all__ = ["lower_jaxpr", "LoweringContext", "elementwise", "compare_type", "sanitize_name",
+           "lower_fun", "register_lowering"]
 
 
 # --------------------------------------------------------------------------------------
@@ -374,13 +375,29 @@ def _read(ctx: LoweringContext, env: dict, atom) -> Instr:
   return env[id(atom)]
 
 
+# `host_impl_lowering(prim, ctx, *operands, **params)`: a user primitive's impl run as a
+# host callback. Callbacks are primitives, a layer above: primitives/callbacks.py sets it.
+host_impl_lowering: Callable | None = None
+
+
+def _rule_of(prim: core.Primitive) -> Callable:
+  if prim.lower is not None:
+    return prim.lower
+  if prim.impl_on_arrays and host_impl_lowering is not None:
+    return lambda ctx, *args, **params: host_impl_lowering(prim, ctx, *args, **params)
+  if prim.foreign_lowering is not None:
+    raise NotImplementedError(
+        f"ember cannot compile the primitive `{prim.name}`: its lowering rule builds JAX's "
+        "MLIR, which ember cannot run, and it has no impl to call back instead. Register "
+        "`mlir.lower_fun(fun)` as its lowering, or give it an impl with `def_impl`.")
+  raise NotImplementedError(
+      f"ember cannot compile the primitive `{prim.name}` yet: it has no lowering rule. "
+      "Run it outside `ember.jit` (eagerly) instead.")
+
+
 def _lower_eqn(ctx: LoweringContext, eqn: core.JaxprEqn, env: dict) -> list[Instr]:
   prim = eqn.primitive
-  rule = prim.lower
-  if rule is None:
-    raise NotImplementedError(
-        f"ember cannot compile the primitive `{prim.name}` yet: it has no lowering rule. "
-        "Run it outside `ember.jit` (eagerly) instead.")
+  rule = _rule_of(prim)
   ctx.metadata = ctx._eqn_metadata(eqn)
   ctx.avals_in = [v.aval for v in eqn.invars]
   ctx.avals_out = [v.aval for v in eqn.outvars]
@@ -489,4 +506,44 @@ def elementwise(opcode: str) -> Callable:
   def rule(ctx: LoweringContext, *xs: Instr, **_):
     return ctx.elementwise(opcode, *xs, dtype=ctx.avals_out[0].dtype)
   rule.__name__ = f"lower_{opcode.replace('-', '_')}"
+  return rule
+
+
+# --------------------------------------------------------------------------------------
+# Lowering rules of primitives defined outside ember (jax.interpreters.mlir)
+# --------------------------------------------------------------------------------------
+
+class LowerFun:
+  """`mlir.lower_fun(fun, multiple_results)`: the primitive lowers as ember's lowering of
+  `fun(*operands, **params)` (traced on the equation's input types; inlined by the inline
+  pass)."""
+
+  def __init__(self, fun: Callable, multiple_results: bool = True):
+    self.fun, self.multiple_results = fun, multiple_results
+
+  def __call__(self, ctx: LoweringContext, *args: Instr, **params) -> list[Instr] | Instr:
+    def flat(*xs):
+      out = self.fun(*xs, **params)
+      return (list(out) if self.multiple_results else [out]), None
+    jaxpr, _ = core.trace_to_jaxpr(flat, ctx.avals_in)
+    name = getattr(self.fun, "__name__", None) or "lower_fun"
+    outs = ctx.call(jaxpr, name, args)
+    return outs if self.multiple_results else outs[0]
+
+
+def lower_fun(fun: Callable, multiple_results: bool = True) -> LowerFun:
+  return LowerFun(fun, multiple_results)
+
+
+def register_lowering(prim: core.Primitive, rule: Callable, platform: str | None = None):
+  """JAX's `mlir.register_lowering`: a `lower_fun` rule becomes the primitive's lowering;
+  any other rule builds JAX's MLIR, which ember cannot run, so compiled code calls the
+  primitive's impl on the host instead. Rules for other platforms than the CPU are
+  ignored."""
+  if platform not in (None, "cpu"):
+    return rule
+  if isinstance(rule, LowerFun):
+    prim.lower, prim.foreign_lowering = rule, None
+  else:
+    prim.lower, prim.foreign_lowering = None, rule
   return rule

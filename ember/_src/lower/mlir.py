@@ -25,6 +25,7 @@ import numpy as np
 from ember._src import dtypes, hlo
 from ember._src.hlo import Instr, TupleShape
 from ember._src.lower import standard_ops
+from ember._src.reference import host_callbacks
 
 __all__ = ["to_mlir_text"]
 
@@ -372,6 +373,8 @@ class _Printer:
       prec = a.get("precision") or ("DEFAULT", "DEFAULT")
       return [f"{lhs}stablehlo.dot_general {x[0]}, {x[1]}, {dims}, precision = "
               f"[{', '.join(prec)}] : {fn_type()}{loc}"]
+    if op == "convolution":
+      return [f"{lhs}{_convolution(instr, x)} : {fn_type()}{loc}"]
     if op == "call":
       callee = instr.called[0]
       outs = shape.elements if isinstance(shape, TupleShape) else [shape]
@@ -436,8 +439,10 @@ class _Printer:
               f"{_ints(a['fft_length'])} : {fn_type()}{loc}"]
     if op == "custom-call":
       res_t = out_t or "(" + ", ".join(_ty(s) for s in shape.elements) + ")"
+      attrs = (_host_callback_attrs(instr) if a["target"] == host_callbacks.TARGET
+               else _lapack_attrs(instr))
       return [f'{lhs}stablehlo.custom_call @{a["target"]}({", ".join(x)}) '
-              f'{{{_lapack_attrs(instr)}}} : ({", ".join(in_types())}) -> {res_t}{loc}']
+              f'{{{attrs}}} : ({", ".join(in_types())}) -> {res_t}{loc}']
     raise ValueError(f"to_mlir_text: no StableHLO form for the HLO opcode {op!r} "
                      f"(%{instr.name}); print lowered (unoptimized) modules only.")
 
@@ -552,6 +557,13 @@ _LAPACK_ALIASED_OPERAND = {"potrf": 0, "getrf": 0, "geqrf": 0, "orgqr": 0, "ungq
                            "syevd": 0, "heevd": 0, "gesdd": 0, "trsm": 1}
 
 
+def _host_callback_attrs(instr: Instr) -> str:
+  """A host callback's attributes: its id in this process, and whether it has effects."""
+  cid = dict(instr.attrs["backend_config"])["callback_id"]
+  effect = ", has_side_effect = true" if instr.attrs.get("has_side_effect") else ""
+  return f'api_version = 2 : i32, backend_config = "callback_id={cid}"{effect}'
+
+
 def _lapack_attrs(instr: Instr) -> str:
   """A LAPACK FFI custom call's attributes as JAX writes them: the config, the number of
   batch dimensions, column-major layouts for the matrices (each array of the operand's rank
@@ -571,6 +583,23 @@ def _lapack_attrs(instr: Instr) -> str:
                  f"{_LAPACK_ALIASED_OPERAND[routine]}, operand_tuple_indices = []>]")
   parts.append(f"result_layouts = [{', '.join(_layout(s.rank, nb) for s in results)}]")
   return ", ".join(parts)
+
+
+def _convolution(instr: Instr, x: list[str]) -> str:
+  """`stablehlo.convolution(...) dim_numbers = ..., window = {...} {...}` as JAX prints it."""
+  a = instr.attrs
+  labels = ["[" + ", ".join(ls) + "]" for ls in hlo.conv_dim_labels(a["dimension_numbers"])]
+  nsp = len(a["window_strides"])
+  pad = ", ".join(f"[{lo}, {hi}]" for lo, hi in a["padding"])
+  window = (f"stride = {_ints(a['window_strides'])}, pad = [{pad}], lhs_dilate = "
+            f"{_ints(a['lhs_dilation'])}, rhs_dilate = {_ints(a['rhs_dilation'])}, reverse = "
+            f"[{', '.join(['false'] * nsp)}]")
+  prec = ", ".join(f"#stablehlo<precision {p}>"
+                   for p in a.get("precision") or ("DEFAULT", "DEFAULT"))
+  return (f"stablehlo.convolution({x[0]}, {x[1]}) dim_numbers = {labels[0]}x{labels[1]}->"
+          f"{labels[2]}, window = {{{window}}} {{batch_group_count = {a['batch_group_count']} "
+          f": i64, feature_group_count = {a['feature_group_count']} : i64, precision_config = "
+          f"[{prec}]}}")
 
 
 def _layout(rank: int, nb: int) -> str:

@@ -401,7 +401,7 @@ def assign_buffers(module: hlo.Module, donated=None) -> BufferAssignment:
     bs = bufs.of(i)
     ss = tuple(slot_of(b) for b in bs)
     slots[i.name] = ss if isinstance(i.shape, hlo.TupleShape) else ss[0]
-    if i.opcode not in _NO_STORAGE:
+    if i.opcode not in _NO_STORAGE and bs:   # a host callback may have no results
       live[i.name] = (min(start[_key(b)] for b in bs), max(end[_key(b)] for b in bs))
   outputs = tuple(slot_of(info[k]) for k in out_keys)
   return BufferAssignment(module, slots, outputs, realized, constants, live, arena.top, copies)

@@ -6,7 +6,9 @@ they fix the computation's signature.
 
 Value-preserving: a dead instruction's value reaches no output. Every op ember lowers to is
 a pure function of its operands (random numbers are computed from explicit key operands),
-so removing one that nothing reads changes nothing observable.
+except custom calls marked `has_side_effect` (host callbacks: io_callback, debug.print),
+which stay, in their order, with the calls and loops around them (hlo.has_side_effect); so
+removing one that nothing reads changes nothing observable.
 """
 from __future__ import annotations
 

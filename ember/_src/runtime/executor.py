@@ -185,6 +185,13 @@ def get_executor(device_id: int = 0) -> Executor:
   return ex
 
 
+def effects_barrier() -> None:
+  """Wait until every call dispatched so far has run, so the side effects of its host
+  callbacks (debug.print, io_callback) have happened (jax.effects_barrier)."""
+  for ex in list(_executors.values()):
+    ex.drain()
+
+
 def _on_executor_thread() -> bool:
   return threading.get_ident() in _executor_threads
 

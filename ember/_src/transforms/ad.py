@@ -60,9 +60,7 @@ def primal_dtype_to_tangent_dtype(primal_dtype):
 
 
 def tangent_aval(aval: ShapedArray) -> ShapedArray:
-  if is_differentiable(aval.dtype):
-    return aval
-  return ShapedArray(aval.shape, dtypes.float0, False)
+  return aval.to_tangent_aval()
 
 
 class Zero:
@@ -75,6 +73,8 @@ class Zero:
   @staticmethod
   def from_value(x) -> "Zero":
     return Zero(tangent_aval(core.get_aval(x)))
+
+  from_primal_value = from_value   # JAX's name
 
   def __repr__(self):
     return f"Zero({self.aval})"
@@ -189,6 +189,17 @@ def deflinear2(prim, transpose_fn):
   `transpose_fn(ct, *args, **params)`."""
   prim.jvp = linear_jvp(prim)
   prim.transpose = transpose_fn
+
+
+# JAX's registries (jax.interpreters.ad): views onto the rules ember's transformations read.
+# A jvp rule is `rule(primals, tangents, **params) -> (out, tangent_out)` (Zero: symbolic
+# zero), a transpose rule `rule(ct, *args, **params) -> one cotangent per arg`, as in JAX.
+primitive_jvps = core.RuleRegistry("jvp")
+primitive_transposes = core.RuleRegistry("transpose")
+
+
+def get_primitive_transpose(prim):
+  return primitive_transposes[prim]
 
 
 # ------------------------------------------------------------------------------------

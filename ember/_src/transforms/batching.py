@@ -107,6 +107,47 @@ class BatchTrace(core.Trace):
 
 
 # ------------------------------------------------------------------------------------
+# JAX's registries (jax.interpreters.batching): views onto `Primitive.batch`
+# ------------------------------------------------------------------------------------
+
+def _unmapped(prim, vals, params):
+  out = prim.bind(*vals, **params)
+  return (out, [not_mapped] * len(out)) if prim.multiple_results else (out, not_mapped)
+
+
+def _from_jax_batcher(prim, rule):
+  """`rule(vals, dims, **params)` (jax.interpreters.batching.primitive_batchers)."""
+  def batch(axis_data, vals, dims, **params):
+    if all(d is not_mapped for d in dims):
+      return _unmapped(prim, vals, params)
+    return rule(vals, dims, **params)
+  batch.jax_rule = rule
+  return batch
+
+
+def _from_axis_batcher(prim, rule):
+  """`rule(axis_size, axis_name, trace_type, vals, dims, **params)` (axis_primitive_batchers)."""
+  def batch(axis_data, vals, dims, **params):
+    return rule(axis_data.size, axis_data.name, None, vals, dims, **params)
+  batch.jax_rule = rule
+  return batch
+
+
+def _to_jax_batcher(prim, batch):
+  rule = getattr(batch, "jax_rule", None)
+  if rule is not None:
+    return rule
+  return lambda vals, dims, **params: batch(
+      AxisData(None, batch_size(vals, dims), None), vals, dims, **params)
+
+
+# ember's own signature: `rule(axis_data, vals, dims, **params)` (axis_data.size, .name)
+fancy_primitive_batchers = core.RuleRegistry("batch")
+primitive_batchers = core.RuleRegistry("batch", _from_jax_batcher, _to_jax_batcher)
+axis_primitive_batchers = core.RuleRegistry("batch", _from_axis_batcher, _to_jax_batcher)
+
+
+# ------------------------------------------------------------------------------------
 # Named axes: which vmap binds which axis name
 # ------------------------------------------------------------------------------------
 
@@ -226,6 +267,14 @@ def vectorized(prim):
   def rule(axis_data, vals, dims, **params):
     return prim.bind(*vals, **params), dims[0]
   return rule
+
+
+def defvectorized(prim) -> None:
+  prim.batch = vectorized(prim)
+
+
+def defbroadcasting(prim) -> None:
+  prim.batch = broadcasting(prim)
 
 
 def _handle_scalar_broadcasting(nd, x, d):

@@ -20,7 +20,7 @@ import numpy as np
 
 from ember._src import core
 from ember._src.api_util import WrappedFun
-from ember._src.core import Jaxpr, Var
+from ember._src.core import Jaxpr, Var, eqn_effects
 
 
 def partial_eval_jaxpr(jaxpr: Jaxpr, unknowns: Sequence[bool],
@@ -60,11 +60,12 @@ def partial_eval_jaxpr(jaxpr: Jaxpr, unknowns: Sequence[bool],
 
 
 def dce_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
-  """Drop the equations none of whose outputs is used (primitives are pure)."""
+  """Drop the equations none of whose outputs is used, unless they have effects (host
+  callbacks: a print is its own use)."""
   live = {id(v) for v in jaxpr.outvars if isinstance(v, Var)}
   kept = []
   for eqn in reversed(jaxpr.eqns):
-    if any(id(v) in live for v in eqn.outvars):
+    if any(id(v) in live for v in eqn.outvars) or eqn_effects(eqn):
       kept.append(eqn)
       live.update(id(v) for v in eqn.invars if isinstance(v, Var))
   if len(kept) == len(jaxpr.eqns):

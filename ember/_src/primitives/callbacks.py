@@ -1,0 +1,377 @@
+"""Host callbacks: Python code that compiled code calls while it runs.
+
+- `pure_callback_p` (`ember.pure_callback`): a pure function of its operands, run on NumPy
+  arrays; dead code when its results are unused; vmapped as `vmap_method` says; no jvp
+  (wrap it in custom_jvp).
+- `io_callback_p` (`ember.experimental.io_callback`): may have side effects, so it is never
+  dropped and never duplicated; vmapped one example at a time (not when `ordered`).
+- `debug_callback_p` / `debug_print_p` (`ember.debug.callback` / `ember.debug.print`): no
+  results; under vmap they run once per example, under jvp/grad on the primal values.
+
+Each lowers to a custom call of reference/host_callbacks.py's target, whose host function
+(the same one the eager impl runs) checks the callback's results against the declared
+shapes and dtypes. The side-effecting ones are marked `has_side_effect`, which the HLO
+passes respect: they stay, in program order (hlo.has_side_effect); at the jaxpr level
+their effects keep them from dead-code elimination (partial_eval.dce_jaxpr).
+
+A user primitive (`def_impl` + `def_abstract_eval`) with no lowering ember can run (see
+`mlir.register_lowering`) runs its impl in compiled code the same way
+(`impl_as_host_callback`, the lowering hook of lower/__init__.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ember._src import core, dtypes, errors, lower, tree_util
+from ember._src.core import ShapedArray, declare
+from ember._src.hlo import Shape, TupleShape
+from ember._src.primitives import structural
+from ember._src.reference import host_callbacks
+from ember._src.transforms import batching
+
+# ------------------------------------------------------------------------------------
+# Effects
+# ------------------------------------------------------------------------------------
+
+
+class _NamedEffect(core.Effect):
+  def __init__(self, name: str):
+    self.name = name
+
+  def __repr__(self):
+    return self.name
+
+
+IOEffect, OrderedIOEffect = _NamedEffect("IO"), _NamedEffect("OrderedIO")
+DebugEffect, OrderedDebugEffect = _NamedEffect("Debug"), _NamedEffect("OrderedDebug")
+
+# ------------------------------------------------------------------------------------
+# Host functions: what the impl (eagerly) and the custom call (compiled) both run
+# ------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _FlatCallback:
+  """The user's callback on flat operands, returning flat results (JAX's)."""
+  callback_func: Callable
+  in_tree: Any
+
+  def __call__(self, *flat_args):
+    args, kwargs = tree_util.tree_unflatten(self.in_tree, flat_args)
+    return tree_util.tree_leaves(self.callback_func(*args, **kwargs))
+
+
+def _callback_name(callback) -> str:
+  fn = getattr(callback, "callback_func", callback)
+  return getattr(fn, "__name__", None) or repr(fn)
+
+
+def check_results(what: str, outs, avals: Sequence[ShapedArray]) -> list[np.ndarray]:
+  """The callback's results as NumPy arrays of the declared dtypes; a wrong count or shape
+  is a JaxRuntimeError naming the callback and both shapes."""
+  outs = list(outs)
+  if len(outs) != len(avals):
+    raise errors.JaxRuntimeError(
+        f"{what} returned {len(outs)} values, but its result_shape_dtypes describes "
+        f"{len(avals)}: {[a.str_short() for a in avals]}.")
+  checked = []
+  for i, (o, a) in enumerate(zip(outs, avals)):
+    o = np.asarray(o)
+    if o.shape != a.shape:
+      raise errors.JaxRuntimeError(
+          f"{what}: incorrect output shape for return value #{i}: expected {a.shape}, got "
+          f"{o.shape}. The callback's results must match result_shape_dtypes.")
+    checked.append(o.astype(a.dtype, copy=False))
+  return checked
+
+
+def _calling(callback, what: str, *args):
+  """Call the user's callback; its exception becomes a JaxRuntimeError, as in JAX."""
+  try:
+    return callback(*args)
+  except errors.JaxRuntimeError:
+    raise
+  except Exception as e:
+    raise errors.JaxRuntimeError(f"INTERNAL: CpuCallback error calling {what}: "
+                                 f"{type(e).__name__}: {e}") from e
+
+
+def _result_callback_host(prim_name: str):
+  """pure_callback / io_callback: NumPy arrays in, checked NumPy arrays out."""
+  def host_fn(*, callback, result_avals, **_):
+    what = f"{prim_name} {_callback_name(callback)}"
+    return lambda *arrays: check_results(what, _calling(callback, what, *arrays),
+                                         result_avals)
+  return host_fn
+
+
+def _debug_callback_host(*, callback, **_):
+  """debug.callback gets Arrays (JAX hands it jax Arrays); it returns nothing."""
+  def run(*arrays):
+    _calling(callback, f"debug_callback {_callback_name(callback)}",
+             *[core.new_array(np.asarray(a)) for a in arrays])
+    return []
+  return run
+
+
+def _debug_print_host(*, fmt, in_tree, static_args, np_printoptions, **_):
+  def run(*arrays):
+    leaves = _merge_static(arrays, static_args)
+    args, kwargs = tree_util.tree_unflatten(in_tree, leaves)
+    with np.printoptions(**dict(np_printoptions)):
+      print(fmt.format(*args, **kwargs))
+    return []
+  return run
+
+
+def _declare_callback(name: str, host_fn: Callable, effects: Callable) -> core.Primitive:
+  """A callback primitive: its impl runs `host_fn(**params)` on the NumPy operands, its
+  lowering a custom call of the same function."""
+  def abstract_eval(*avals, result_avals=(), **params):
+    return list(result_avals)
+
+  def impl(*arrays, **params):
+    return host_fn(**params)(*arrays)
+
+  p = declare(name, abstract_eval, impl, multiple_results=True)
+  p.effects_rule = lambda *avals, **params: effects(**params)
+  p.lower = lambda ctx, *args, **params: emit_host_call(
+      ctx, host_fn(**params), args, ctx.avals_out, bool(effects(**params)))
+  return p
+
+
+def emit_host_call(ctx, fn: Callable, args, out_avals, side_effect: bool) -> list:
+  """A custom call of the host function `fn` (registered for the module's lifetime)."""
+  attrs = {"target": host_callbacks.TARGET,
+           "backend_config": host_callbacks.backend_config(host_callbacks.register(fn))}
+  if side_effect:
+    attrs["has_side_effect"] = True
+  shape = TupleShape(tuple(Shape.of(a) for a in out_avals))
+  return ctx.unpack(ctx.emit("custom-call", shape, list(args), attrs))
+
+
+pure_callback_p = _declare_callback("pure_callback", _result_callback_host("pure_callback"),
+                                    lambda **_: frozenset())
+io_callback_p = _declare_callback(
+    "io_callback", _result_callback_host("io_callback"),
+    lambda *, ordered, **_: frozenset([OrderedIOEffect if ordered else IOEffect]))
+debug_callback_p = _declare_callback("debug_callback", _debug_callback_host,
+                                     lambda *, effect, **_: frozenset([effect]))
+debug_print_p = _declare_callback(
+    "debug_print", _debug_print_host,
+    lambda *, ordered, **_: frozenset([OrderedDebugEffect if ordered else DebugEffect]))
+
+# ------------------------------------------------------------------------------------
+# Differentiation
+# ------------------------------------------------------------------------------------
+
+
+def _no_jvp(message: str):
+  def rule(primals, tangents, **params):
+    raise ValueError(message)
+  return rule
+
+
+pure_callback_p.jvp = _no_jvp("Pure callbacks do not support JVP. Please use "
+                              "`jax.custom_jvp` to use callbacks while taking gradients.")
+io_callback_p.jvp = _no_jvp("IO callbacks do not support JVP.")
+
+
+def _debug_jvp(prim):
+  """Debugging sees the primal values; it has no outputs, hence no tangents."""
+  def rule(primals, tangents, **params):
+    return prim.bind(*primals, **params), []
+  return rule
+
+
+debug_callback_p.jvp = _debug_jvp(debug_callback_p)
+debug_print_p.jvp = _debug_jvp(debug_print_p)
+
+# ------------------------------------------------------------------------------------
+# Batching
+# ------------------------------------------------------------------------------------
+
+
+def _stack_results(outs: list, avals, size: int) -> list:
+  if size == 0:
+    return [structural.broadcast(np.zeros(a.shape, a.dtype), (0,)) for a in avals]
+  return [structural.stack(xs, 0) for xs in zip(*outs)]
+
+
+def _one_example_at_a_time(prim):
+  """Bind `prim` on each example in turn and stack the results (JAX runs a loop)."""
+  def rule(axis_data, vals, dims, **params):
+    outs = []
+    for i in range(axis_data.size):
+      outs.append(prim.bind(*[x if d is None else structural.index_in_dim(x, i, d, False)
+                              for x, d in zip(vals, dims)], **params))
+    avals = params.get("result_avals", ())
+    return _stack_results(outs, avals, axis_data.size), [0] * len(avals)
+  return rule
+
+
+_VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all",
+                 "legacy_vectorized")
+_sequential_pure_callback = _one_example_at_a_time(pure_callback_p)
+
+
+def _pure_callback_batch(axis_data, vals, dims, *, vmap_method, **params):
+  if vmap_method not in _VMAP_METHODS:
+    raise NotImplementedError(
+        "vmap is only supported for the pure_callback primitive when vmap_method is one of "
+        "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
+        f"'legacy_vectorized'. Got vmap_method={vmap_method!r}.")
+  if vmap_method.startswith("sequential"):
+    return _sequential_pure_callback(axis_data, vals, dims, vmap_method=vmap_method, **params)
+  size = axis_data.size
+  args = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(vals, dims)]
+  if vmap_method != "legacy_vectorized":   # unbatched operands get a leading axis too
+    n = size if vmap_method == "broadcast_all" else 1
+    args = [batching.broadcast(x, n, 0) if d is None else x for x, d in zip(args, dims)]
+  result_avals = tuple(a.update(shape=(size,) + a.shape) for a in params.pop("result_avals"))
+  outs = pure_callback_p.bind(*args, vmap_method=vmap_method, result_avals=result_avals,
+                              **params)
+  return outs, [0] * len(outs)
+
+
+pure_callback_p.batch = _pure_callback_batch
+_sequential_io_callback = _one_example_at_a_time(io_callback_p)
+
+
+def _io_callback_batch(axis_data, vals, dims, *, ordered, **params):
+  if ordered:
+    raise ValueError("Cannot `vmap` ordered IO callback.")
+  return _sequential_io_callback(axis_data, vals, dims, ordered=ordered, **params)
+
+
+io_callback_p.batch = _io_callback_batch
+debug_callback_p.batch = _one_example_at_a_time(debug_callback_p)
+debug_print_p.batch = _one_example_at_a_time(debug_print_p)
+
+# ------------------------------------------------------------------------------------
+# The public functions
+# ------------------------------------------------------------------------------------
+
+
+def _result_avals(result_shape_dtypes):
+  leaves, tree = tree_util.tree_flatten(result_shape_dtypes)
+  avals = []
+  for s in leaves:
+    if not (hasattr(s, "shape") and hasattr(s, "dtype")):
+      raise TypeError(f"result_shape_dtypes must be a pytree of objects with .shape and "
+                      f".dtype (jax.ShapeDtypeStruct), got {s!r}")
+    avals.append(ShapedArray(s.shape, dtypes.canonicalize_dtype(s.dtype)))
+  return tuple(avals), tree
+
+
+def _check_callable(callback, what: str):
+  if not callable(callback):
+    raise TypeError(f"first argument to {what} must be callable, but got an object of "
+                    f"type {type(callback)}")
+
+
+def pure_callback(callback: Callable, result_shape_dtypes, *args, sharding=None,
+                  vmap_method: str | None = None, **kwargs):
+  """Call the pure Python function `callback` on NumPy arrays from inside traced code
+  (jax.pure_callback); `result_shape_dtypes` (ShapeDtypeStructs) describe its results."""
+  _check_callable(callback, "jax.pure_callback")
+  if vmap_method is not None and vmap_method not in _VMAP_METHODS:
+    raise ValueError(f"vmap_method must be one of {_VMAP_METHODS} or None, got "
+                     f"{vmap_method!r}")
+  flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
+  result_avals, out_tree = _result_avals(result_shape_dtypes)
+  outs = pure_callback_p.bind(*flat_args, callback=_FlatCallback(callback, in_tree),
+                              result_avals=result_avals, sharding=sharding,
+                              vmap_method=vmap_method)
+  return tree_util.tree_unflatten(out_tree, outs)
+
+
+def io_callback(callback: Callable, result_shape_dtypes, *args, sharding=None,
+                ordered: bool = False, **kwargs):
+  """Call `callback` (which may have side effects) from traced code, never dropped or
+  duplicated (jax.experimental.io_callback); `ordered` keeps program order under jit."""
+  _check_callable(callback, "jax.experimental.io_callback")
+  flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
+  result_avals, out_tree = _result_avals(result_shape_dtypes)
+  outs = io_callback_p.bind(*flat_args, callback=_FlatCallback(callback, in_tree),
+                            ordered=bool(ordered), result_avals=result_avals,
+                            sharding=sharding)
+  return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _split_static(args, kwargs):
+  """Flat leaves of (args, kwargs): the array-like ones (operands) and the others, by
+  position (static: strings and other Python objects travel with the primitive)."""
+  leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+  dynamic = [x for x in leaves if core.is_arraylike(x)]
+  static = tuple((i, x) for i, x in enumerate(leaves) if not core.is_arraylike(x))
+  return dynamic, static, in_tree
+
+
+def _merge_static(dynamic, static) -> list:
+  """The flat leaves again: the static ones at their positions, the operands between."""
+  it, fixed = iter(dynamic), dict(static)
+  return [fixed[i] if i in fixed else next(it) for i in range(len(dynamic) + len(fixed))]
+
+
+def _with_static(flat_callback, static) -> Callable:
+  return lambda *dynamic: flat_callback(*_merge_static(dynamic, static))
+
+
+def debug_callback(callback: Callable, *args, ordered: bool = False,
+                   partitioned: bool = False, **kwargs) -> None:
+  """Call `callback(*args, **kwargs)` (on Arrays) when the program runs (jax.debug.callback);
+  its result is ignored."""
+  _check_callable(callback, "jax.debug.callback")
+  dynamic, static, in_tree = _split_static(args, kwargs)
+
+  def flat_callback(*leaves):
+    a, kw = tree_util.tree_unflatten(in_tree, leaves)
+    callback(*a, **kw)
+
+  flat_callback.__name__ = _callback_name(callback)
+  debug_callback_p.bind(
+      *dynamic, callback=_with_static(flat_callback, static),
+      effect=OrderedDebugEffect if ordered else DebugEffect, partitioned=partitioned)
+
+
+def debug_print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:
+  """Print `fmt.format(*args, **kwargs)` with the values the program computes, when it runs
+  (jax.debug.print): values are NumPy arrays, printed with the NumPy print options in
+  force at the call."""
+  if not isinstance(fmt, str):
+    raise TypeError(f"jax.debug.print: fmt must be a str, got {type(fmt).__name__}")
+  dynamic, static, in_tree = _split_static(args, kwargs)
+  debug_print_p.bind(*dynamic, fmt=fmt, has_placeholders="{" in fmt, in_tree=in_tree,
+                     logging_record=None,
+                     np_printoptions=tuple(np.get_printoptions().items()), ordered=ordered,
+                     partitioned=False, static_args=static)
+
+# ------------------------------------------------------------------------------------
+# User primitives without a lowering ember can run
+# ------------------------------------------------------------------------------------
+
+
+def impl_as_host_callback(prim: core.Primitive, ctx, *args, **params):
+  """Lower `prim` (a user primitive with `def_impl`) to a host call of its impl on Arrays."""
+  out_avals = list(ctx.avals_out)
+  in_avals = list(ctx.avals_in)
+  what = f"the impl of primitive {prim.name!r} (run as a host callback)"
+
+  def run(*arrays):
+    ins = [core.new_array(np.asarray(a, av.dtype), weak_type=av.weak_type)
+           for a, av in zip(arrays, in_avals)]
+    outs = _calling(lambda *xs: prim.impl(*xs, **params), what, *ins)
+    outs = list(outs) if prim.multiple_results else [outs]
+    return check_results(what, [core.to_numpy(o) if core.is_concrete_array(o) else o
+                                for o in outs], out_avals)
+
+  side_effect = bool(prim.effects(in_avals, params))
+  outs = emit_host_call(ctx, run, args, out_avals, side_effect)
+  return outs if prim.multiple_results else outs[0]
+
+
+lower.host_impl_lowering = impl_as_host_callback

@@ -1,0 +1,40 @@
+"""Host callbacks: Python functions that compiled code calls (pure_callback, io_callback,
+debug.print, and user primitives that have an impl but no lowering).
+
+A callback lowers to a `custom-call` of target `TARGET` whose backend config holds the id
+`register` gave its host function; hlo_eval and the CPU backend's custom-call thunks look
+the function up by that id and call it with the operands as NumPy arrays
+(`run(config, *arrays) -> list of arrays`, the signature of every custom-call target in
+reference/lapack.py's table, where this one is registered). The ids live only in this
+process, so a module holding a callback never goes to the persistent cache.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Callable
+
+from ember._src.reference import lapack
+
+TARGET = "ember_host_callback"
+
+_functions: dict[int, Callable] = {}
+_ids = itertools.count(1)
+
+
+def register(fn: Callable) -> int:
+  """Keep `fn` for the compiled code that calls it; returns its id."""
+  i = next(_ids)
+  _functions[i] = fn
+  return i
+
+
+def backend_config(callback_id: int) -> tuple:
+  return (("callback_id", callback_id),)
+
+
+def run(config, *arrays) -> list:
+  """The custom-call target: call the registered function on the operands."""
+  return list(_functions[dict(config)["callback_id"]](*arrays))
+
+
+lapack.CUSTOM_CALL_TARGETS[TARGET] = run
