@@ -41,8 +41,7 @@ META = ("versions", "recorded_with")
 KNOWN_GAPS = {
     "chex_asserts": "chex needs jax.lax.all_to_all (chex/_src/fake.py)",
     "flax_nnx_mlp": "flax.nnx imports jax._src.state.types, jax.Ref, jax.experimental.hijax",
-    "cnn_flax": "flax.linen.Conv needs lax.ConvDimensionNumbers and lax.conv_general_dilated",
-    "equinox_mlp": "equinox imports jax._src.traceback_util (and jax.pmap, jax.stages)",
+    "equinox_mlp": "equinox needs jax.pmap (equinox/_module/_module.py; then jax.stages)",
 }
 
 
