@@ -41,7 +41,6 @@ META = ("versions", "recorded_with")
 KNOWN_GAPS = {
     "chex_asserts": "chex needs jax.lax.all_to_all (chex/_src/fake.py)",
     "flax_nnx_mlp": "flax.nnx imports jax._src.state.types, jax.Ref, jax.experimental.hijax",
-    "cnn_flax": "flax.linen.Conv needs lax.ConvDimensionNumbers and lax.conv_general_dilated",
 }
 
 

@@ -665,3 +665,14 @@ def test_errors_also_raise_while_tracing():
 def test_traced_shape_argument_is_a_concretization_error():
   with pytest.raises(TypeError, match=re.escape("static_argnums")):
     ember.jit(lambda x, n: lax.reshape(x, (n,)))(X23, 6)
+
+
+def test_reshape_with_dimensions_transposes_back_through_the_permutation():
+  """vjp of reshape(x, sizes, dimensions) = transpose(reshape(ct, permuted shape), inverse)
+  (the rule used to ignore `dimensions`); checked against NumPy's adjoint."""
+  x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+  ct = np.random.default_rng(0).normal(size=(3, 8)).astype(np.float32)
+  _, vjp = ember.vjp(lambda x: lax.reshape(x, (3, 8), (1, 0, 2)), x)
+  want = np.transpose(ct.reshape(3, 2, 4), (1, 0, 2))
+  np.testing.assert_array_equal(np.asarray(vjp(ct)[0]), want)
+  np.testing.assert_array_equal(np.asarray(ember.jit(vjp)(ct)[0]), want)

@@ -37,6 +37,9 @@ B = rng.integers(0, 2, (3, 4)).astype(bool)
 XN = X.copy()
 XN[0, 1], XN[1, 2], XN[2, 3], XN[2, 0] = np.nan, -0.0, np.inf, 0.0   # specials everywhere
 IDX = np.array([0, 2, -1, 5], np.int32)                         # in and out of bounds
+_conv_rng = np.random.default_rng(17)     # its own stream: the draws above stay as they were
+CONV_X = _conv_rng.uniform(-2, 2, (2, 5, 4, 4)).astype(np.float32)     # NHWC
+CONV_W = _conv_rng.uniform(-2, 2, (3, 2, 2, 4)).astype(np.float32)     # HWIO, 2 in-features
 
 
 def lower(f, *args, name=None, **kw):
@@ -228,6 +231,16 @@ CASES = [
         lax.dot(a, b, preferred_element_type=np.int32), a.astype(np.int32) @ b.astype(np.int32),
         lax.dot(a.astype(np.float32), b.astype(np.float32), preferred_element_type=np.int32)],
      (I32.astype(np.int8), I32.T.astype(np.int8))),
+    # convolution
+    ("convolution", lambda x, w: [
+        lax.conv_general_dilated(x, w, (1, 2), ((1, 0), (0, 1)), rhs_dilation=(1, 2),
+                                 feature_group_count=2,
+                                 dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        lax.conv_general_dilated(x, w.repeat(2, 2)[..., :2], (2, 1), ((1, 1), (0, 0)),
+                                 lhs_dilation=(2, 1), batch_group_count=2,
+                                 dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        lax.conv(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1)[:, :1].repeat(4, 1), (1, 1),
+                 "VALID", preferred_element_type=np.float32)], (CONV_X, CONV_W)),
     ("dot_mixed", lambda a, b: [
         lax.dot(a, b.astype(BF16)), lax.dot(a.astype(np.float16), b.astype(np.float16)),
         lax.dot(a.astype(np.float16), b.astype(np.float16), preferred_element_type=np.float32)],
@@ -333,8 +346,8 @@ def test_lowered_module_computes_what_eager_computes_x64():
 
 def _all_primitives():
   mods = ["ember._src.primitives." + m for m in ("elementwise", "structural", "reductions",
-                                                 "windows", "linalg", "sorting", "indexing",
-                                                 "control", "prng")]
+                                                 "windows", "linalg", "convolution",
+                                                 "sorting", "indexing", "control", "prng")]
   prims = {}
   for m in mods + ["ember._src.jit"]:
     for v in vars(importlib.import_module(m)).values():
@@ -789,6 +802,14 @@ XLA_CASES = [
                                   lax.cummax(y, 0)], (XN, X), 1e-6),
     ("convolve", lambda x, w: [jnp.convolve(x, w), jnp.convolve(x, w, mode="same")],
      (rng.normal(size=9).astype(np.float32), rng.normal(size=3).astype(np.float32)), 1e-5),
+    ("conv_general_dilated", lambda x, w: [
+        lax.conv_general_dilated(x, w, (1, 2), "SAME", rhs_dilation=(2, 1),
+                                 dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        lax.conv_general_dilated(x, w[:, :, :2, :2], (1, 1), ((1, 0), (0, 2)),
+                                 lhs_dilation=(1, 2), feature_group_count=2,
+                                 dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        lax.conv(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1)[:, :1].repeat(4, 1), (2, 1),
+                 "VALID")], (CONV_X, CONV_W.repeat(2, 2)), 1e-5),
     ("gather_scatter", lambda x, i: [x[i % 3], x.at[i].get(mode="fill"), x.at[i].add(1.0),
                                      x.at[:, i].set(2.0, mode="clip")], (X, IDX), 0),
     ("fft", lambda x, c: [jnp.fft.rfft(x), jnp.fft.irfft(c, n=7), jnp.fft.fft2(c),

@@ -137,6 +137,11 @@ OPCODES: dict[str, tuple[str, ...]] = {
     "reduce-window": ("window_dimensions", "window_strides", "padding", "base_dilation",
                       "window_dilation"),           # operands: inputs..., inits...; called[0]
     "dot": ("lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims", "rhs_batch_dims"),
+    # dimension_numbers: (lhs_spec, rhs_spec, out_spec) as lax's ConvDimensionNumbers;
+    # padding: a (low, high) pair per spatial dim. Expanded before codegen (conv_expansion)
+    "convolution": ("window_strides", "padding", "lhs_dilation", "rhs_dilation",
+                    "dimension_numbers", "feature_group_count", "batch_group_count",
+                    "precision"),
     "gather": ("offset_dims", "collapsed_slice_dims", "start_index_map",
                "operand_batching_dims", "start_indices_batching_dims", "index_vector_dim",
                "slice_sizes", "indices_are_sorted"),
@@ -476,6 +481,8 @@ def _attr_text(instr: Instr) -> list[str]:
     for k in ("lhs_batch_dims", "lhs_contracting_dims", "rhs_batch_dims", "rhs_contracting_dims"):
       if a.get(k) or k.endswith("contracting_dims"):
         out.append(f"{k}={_dims(a.get(k, ()))}")
+  elif op == "convolution":
+    out += _conv_attr_text(instr)
   elif op == "get-tuple-element":
     out.append(f"index={a['index']}")
   elif op == "fusion":
@@ -542,6 +549,34 @@ def window_text(a: dict) -> str:
   if any(d != 1 for d in a["window_dilation"]):
     parts.append(f"rhs_dilate={x(a['window_dilation'])}")
   return " ".join(parts)
+
+
+def conv_dim_labels(dimension_numbers) -> tuple[list[str], list[str], list[str]]:
+  """XLA's per-dimension labels of a convolution's lhs, rhs and output: b/f (o/i for the
+  kernel) and the spatial dims' numbers."""
+  def labels(spec, batch, feature):
+    out = [""] * len(spec)
+    out[spec[0]], out[spec[1]] = batch, feature
+    for n, d in enumerate(spec[2:]):
+      out[d] = str(n)
+    return out
+  lhs, rhs, res = dimension_numbers
+  return labels(lhs, "b", "f"), labels(rhs, "o", "i"), labels(res, "b", "f")
+
+
+def _conv_attr_text(instr: Instr) -> list[str]:
+  a = instr.attrs
+  rhs_spec = a["dimension_numbers"][1]
+  window = window_text({
+      "window_dimensions": [instr.operands[1].dims[d] for d in rhs_spec[2:]],
+      "window_strides": a["window_strides"], "padding": a["padding"],
+      "base_dilation": a["lhs_dilation"], "window_dilation": a["rhs_dilation"]})
+  lhs, rhs, res = ("".join(ls) for ls in conv_dim_labels(a["dimension_numbers"]))
+  out = ["window={" + window + "}", f"dim_labels={lhs}_{rhs}->{res}"]
+  for key in ("feature_group_count", "batch_group_count"):
+    if a[key] != 1:
+      out.append(f"{key}={a[key]}")
+  return out
 
 
 def instr_to_text(instr: Instr, is_root: bool = False) -> str:

@@ -27,7 +27,7 @@ from ember._src import hlo
 from ember._src.dtypes import dtype_kind
 from ember._src.reference import elementwise as ew
 from ember._src.reference import indexing as ix
-from ember._src.reference import fft, lapack, linalg, reductions, sorting
+from ember._src.reference import convolution, fft, lapack, linalg, reductions, sorting
 from ember._src.reference import structural as st
 from ember._src.reference import threefry, windows
 
@@ -417,6 +417,14 @@ def _dot(instr: hlo.Instr, vals: list):
     return linalg.dot_general(lhs.astype(dt), rhs.astype(dt), dimension_numbers=dn)
 
 
+def _convolution(instr: hlo.Instr, vals: list):
+  a = instr.attrs
+  params = {k: a[k] for k in ("window_strides", "padding", "lhs_dilation", "rhs_dilation",
+                              "dimension_numbers", "feature_group_count", "batch_group_count")}
+  return convolution.conv_general_dilated(*vals, preferred_element_type=np.dtype(instr.dtype),
+                                          **params)
+
+
 def _index_vector_last(indices, ivd: int, batching_dims) -> tuple:
   """XLA's `index_vector_dim` moved to the last dimension (as the lax impls expect); an
   index_vector_dim equal to the rank means scalar indices (a trailing 1 is added)."""
@@ -583,6 +591,7 @@ _OPS = {
     "reduce": _reduce,
     "reduce-window": _reduce_window,
     "dot": _dot,
+    "convolution": _convolution,
     "gather": _gather,
     "scatter": _scatter,
     "sort": _sort,

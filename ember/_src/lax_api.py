@@ -8,6 +8,7 @@ from ember._src.primitives.structural import *  # noqa: F401,F403
 from ember._src.primitives.reductions import *  # noqa: F401,F403
 from ember._src.primitives.windows import *  # noqa: F401,F403
 from ember._src.primitives.linalg import *  # noqa: F401,F403
+from ember._src.primitives.convolution import *  # noqa: F401,F403
 from ember._src.primitives.sorting import *  # noqa: F401,F403
 from ember._src.primitives.indexing import *  # noqa: F401,F403
 from ember._src.primitives.control import *  # noqa: F401,F403
@@ -20,8 +21,8 @@ def _export_primitives():
   """`jax.lax` exposes the primitive objects (`lax.add_p`, `lax.reduce_sum_p`, ...): copy
   every Primitive found in the family modules under its variable name."""
   names = {}
-  for fam in ("elementwise", "structural", "reductions", "windows", "linalg", "sorting",
-              "indexing", "control", "parallel", "fft"):
+  for fam in ("elementwise", "structural", "reductions", "windows", "linalg", "convolution",
+              "sorting", "indexing", "control", "parallel", "fft"):
     mod = importlib.import_module(f"ember._src.primitives.{fam}")
     names.update({k: v for k, v in vars(mod).items()
                   if k.endswith("_p") and not k.startswith("_") and isinstance(v, core.Primitive)})

@@ -373,6 +373,8 @@ class _Printer:
       prec = a.get("precision") or ("DEFAULT", "DEFAULT")
       return [f"{lhs}stablehlo.dot_general {x[0]}, {x[1]}, {dims}, precision = "
               f"[{', '.join(prec)}] : {fn_type()}{loc}"]
+    if op == "convolution":
+      return [f"{lhs}{_convolution(instr, x)} : {fn_type()}{loc}"]
     if op == "call":
       callee = instr.called[0]
       outs = shape.elements if isinstance(shape, TupleShape) else [shape]
@@ -581,6 +583,23 @@ def _lapack_attrs(instr: Instr) -> str:
                  f"{_LAPACK_ALIASED_OPERAND[routine]}, operand_tuple_indices = []>]")
   parts.append(f"result_layouts = [{', '.join(_layout(s.rank, nb) for s in results)}]")
   return ", ".join(parts)
+
+
+def _convolution(instr: Instr, x: list[str]) -> str:
+  """`stablehlo.convolution(...) dim_numbers = ..., window = {...} {...}` as JAX prints it."""
+  a = instr.attrs
+  labels = ["[" + ", ".join(ls) + "]" for ls in hlo.conv_dim_labels(a["dimension_numbers"])]
+  nsp = len(a["window_strides"])
+  pad = ", ".join(f"[{lo}, {hi}]" for lo, hi in a["padding"])
+  window = (f"stride = {_ints(a['window_strides'])}, pad = [{pad}], lhs_dilate = "
+            f"{_ints(a['lhs_dilation'])}, rhs_dilate = {_ints(a['rhs_dilation'])}, reverse = "
+            f"[{', '.join(['false'] * nsp)}]")
+  prec = ", ".join(f"#stablehlo<precision {p}>"
+                   for p in a.get("precision") or ("DEFAULT", "DEFAULT"))
+  return (f"stablehlo.convolution({x[0]}, {x[1]}) dim_numbers = {labels[0]}x{labels[1]}->"
+          f"{labels[2]}, window = {{{window}}} {{batch_group_count = {a['batch_group_count']} "
+          f": i64, feature_group_count = {a['feature_group_count']} : i64, precision_config = "
+          f"[{prec}]}}")
 
 
 def _layout(rank: int, nb: int) -> str:

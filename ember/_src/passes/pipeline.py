@@ -3,7 +3,9 @@
     inline, algsimp, constant_folding, dot_transpose, algsimp, cse, dce,
     reduction_splitter, fusion, dot_epilogue, dce
 
-then `copy_outputs` (always: the outputs get buffers of their own). Each pass is a module
+preceded by `conv_expansion` (always: the backend has no convolution kernel, each
+`convolution` becomes im2col + one dot) and followed by `copy_outputs` (always: the
+outputs get buffers of their own). Each pass is a module
 `ember._src.passes.<name>` with `run(module, flags) -> module`. A pass is skipped when its
 name is in `flags.disable_passes` (`EMBER_FLAGS=--disable_passes=fusion,cse`), when
 `flags.opt_level` is below its level, or while its module does not exist yet; an error
@@ -19,7 +21,7 @@ from typing import Callable
 
 from ember._src import flags as flags_lib
 from ember._src import hlo
-from ember._src.passes import dumps
+from ember._src.passes import conv_expansion, dumps
 
 PASSES = ("inline", "algsimp", "constant_folding", "dot_transpose", "algsimp", "cse", "dce",
           "reduction_splitter", "fusion", "dot_epilogue", "dce")
@@ -129,7 +131,9 @@ def optimize_control_flow(module: hlo.Module, flags=None) -> hlo.Module:
 
 
 def optimize_program(module: hlo.Module, flags=None) -> hlo.Module:
-  """The passes, copy insertion and the control-flow recursion, without dumps."""
+  """Convolution expansion, the passes, copy insertion and the control-flow recursion,
+  without dumps."""
+  module = conv_expansion.run(module, flags)
   module = run_passes(module, flags)
   module = copy_outputs(module, flags)
   return optimize_control_flow(module, flags)

@@ -779,7 +779,17 @@ def _pad_transpose(ct, x, padding_value, *, padding_config):
 
 
 ad.deflinear2(broadcast_in_dim_p, _broadcast_in_dim_transpose)
-ad.deflinear2(reshape_p, lambda ct, x, **_: [reshape(ct, x.aval.shape)])
+
+
+def _reshape_transpose(ct, x, *, new_sizes, dimensions, sharding=None):
+  if dimensions is None:
+    return [reshape(ct, x.aval.shape)]
+  # the forward op transposed first: undo the reshape into that order, then the transpose
+  ct = reshape(ct, tuple(x.aval.shape[d] for d in dimensions))
+  return [transpose(ct, tuple(int(i) for i in np.argsort(dimensions)))]
+
+
+ad.deflinear2(reshape_p, _reshape_transpose)
 ad.deflinear(transpose_p, lambda ct, *, permutation: [
     transpose(ct, tuple(int(i) for i in np.argsort(permutation)))])
 ad.deflinear2(squeeze_p, lambda ct, x, **_: [reshape(ct, x.aval.shape)])
