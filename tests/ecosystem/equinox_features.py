@@ -1,6 +1,7 @@
 """equinox: the features a user reaches for beyond a training loop: eqx.error_if under
 vmap (passing and failing), an ensemble built with eqx.filter_vmap, eqx.tree_at surgery, a
-Module with methods under eqx.filter_jit, eqx.nn.Sequential/LayerNorm, eqx.filter_grad.
+Module with methods under eqx.filter_jit, eqx.nn.Sequential/LayerNorm, eqx.filter_grad,
+eqx.nn.Conv2d/MaxPool2d and their gradient.
 Run: `python -m ember tests/ecosystem/equinox_features.py`.
 """
 import os
@@ -72,17 +73,26 @@ seq = eqx.nn.Sequential([eqx.nn.Linear(3, 5, key=jax.random.key(3)), eqx.nn.Lamb
                          eqx.nn.Linear(5, 1, key=jax.random.key(4))])
 seq_out = jax.vmap(seq)(X)
 
+# Conv2d (padding, stride) and MaxPool2d on a CHW image, and the grad through both
+conv = eqx.nn.Conv2d(2, 3, kernel_size=3, stride=(1, 2), padding=1, key=jax.random.key(6))
+pool = eqx.nn.MaxPool2d(kernel_size=2, stride=2)
+image = jnp.asarray(np.random.default_rng(7).standard_normal((2, 6, 8)).astype(np.float32))
+conv_out = eqx.filter_jit(lambda c, im: pool(c(im)))(conv, image)
+conv_grads = eqx.filter_grad(lambda c, im: jnp.sum(pool(jax.nn.relu(c(im))) ** 2))(conv, image)
+
 emit({
     "versions": library_versions("equinox"),
     "init": {"ensemble": record_tree(eqx.filter(ensemble, eqx.is_array)),
-             "scaler": record_tree(eqx.filter(scaler, eqx.is_array))},
+             "scaler": record_tree(eqx.filter(scaler, eqx.is_array)),
+             "conv": record_tree(eqx.filter(conv, eqx.is_array))},
     "step": {"error_if_passing": record(passing), "error_if_jit": record(jitted_passing),
              "ensemble_out": record(ens_out), "energy": record(energy),
              "grads": record_tree(eqx.filter(grads, eqx.is_array)),
              "tree_at_zeroed": record(jax.vmap(zeroed)(X)),
              "tree_at_rescaled": record(jax.vmap(rescaled)(X)),
              "tree_at_original_bias": record(scaler.linear.bias),
-             "sequential": record(seq_out)},
+             "sequential": record(seq_out), "conv_pool": record(conv_out),
+             "conv_grads": record_tree(eqx.filter(conv_grads, eqx.is_array))},
     "exact": {"error_if_failing": failing, "static_name": scaler.name,
               "ensemble_weight_shape": list(ensemble.layers[0].weight.shape)},
 })
