@@ -1,7 +1,8 @@
 """equinox: the features a user reaches for beyond a training loop: eqx.error_if under
 vmap (passing and failing), an ensemble built with eqx.filter_vmap, eqx.tree_at surgery, a
 Module with methods under eqx.filter_jit, eqx.nn.Sequential/LayerNorm, eqx.filter_grad,
-eqx.nn.Conv2d/MaxPool2d and their gradient.
+eqx.nn.Conv2d/MaxPool2d and their gradient, eqx.filter_pmap, stateful BatchNorm (a
+collective over a named vmap axis), Dropout, Embedding, GRUCell.
 Run: `python -m ember tests/ecosystem/equinox_features.py`.
 """
 import os
@@ -80,6 +81,16 @@ image = jnp.asarray(np.random.default_rng(7).standard_normal((2, 6, 8)).astype(n
 conv_out = eqx.filter_jit(lambda c, im: pool(c(im)))(conv, image)
 conv_grads = eqx.filter_grad(lambda c, im: jnp.sum(pool(jax.nn.relu(c(im))) ** 2))(conv, image)
 
+# filter_pmap over the one device; BatchNorm's state through vmap with axis_name; layers
+pmapped = eqx.filter_pmap(lambda m, x: jax.vmap(m)(x), in_axes=(None, 0))(seq, X[None])
+bn, bn_state = eqx.nn.make_with_state(eqx.nn.BatchNorm)(3, axis_name="batch", mode="batch")
+bn_out, bn_state = jax.vmap(bn, axis_name="batch", in_axes=(0, None), out_axes=(0, None))(
+    X, bn_state)
+dropped = eqx.nn.Dropout(0.5)(jnp.ones(8), key=jax.random.key(8))
+embedded = eqx.nn.Embedding(5, 2, key=jax.random.key(9))(jnp.array(3))
+gru = eqx.nn.GRUCell(3, 2, key=jax.random.key(10))
+hidden = jax.lax.scan(lambda h, x: (gru(x, h), h), jnp.zeros(2), X)[0]
+
 emit({
     "versions": library_versions("equinox"),
     "init": {"ensemble": record_tree(eqx.filter(ensemble, eqx.is_array)),
@@ -92,7 +103,10 @@ emit({
              "tree_at_rescaled": record(jax.vmap(rescaled)(X)),
              "tree_at_original_bias": record(scaler.linear.bias),
              "sequential": record(seq_out), "conv_pool": record(conv_out),
-             "conv_grads": record_tree(eqx.filter(conv_grads, eqx.is_array))},
+             "conv_grads": record_tree(eqx.filter(conv_grads, eqx.is_array)),
+             "filter_pmap": record(pmapped), "batchnorm": record(bn_out),
+             "dropout": record(dropped), "embedding": record(embedded),
+             "gru_scan": record(hidden)},
     "exact": {"error_if_failing": failing, "static_name": scaler.name,
               "ensemble_weight_shape": list(ensemble.layers[0].weight.shape)},
 })
