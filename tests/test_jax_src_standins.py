@@ -279,3 +279,48 @@ def test_tree_util_registry_has_jax_keys(alias):
   ember.tree_util.register_static(Box)
   assert Box in _registry and _registry[Box] is not None   # a live view
   assert len(_registry) == len(list(_registry))
+
+
+def test_equinox_standins_are_embers_objects(alias):
+  # equinox: jax._src.dispatch.wait_for_tokens (re-registered at exit), dtypes'
+  # TypePromotionError (nn.Embedding), traceback_util.include_frame (error_if's stack)
+  import jax._src.dispatch
+  from jax._src import dtypes
+  from jax._src import traceback_util as tu
+  import jax
+  assert jax._src.dispatch.wait_for_tokens is ember.effects_barrier
+  assert dtypes.TypePromotionError is ember.dtypes.TypePromotionError
+  assert tu.include_frame is traceback_util.include_frame
+  assert not tu.include_frame(_ember_frame())
+  assert tu.include_frame(sys._getframe())
+
+
+def _ember_frame():
+  """A frame of ember's own code (excluded from users' tracebacks)."""
+  frames = []
+  ember.pure_callback(lambda: frames.append(sys._getframe(1)) or np.float32(0),
+                      ember.ShapeDtypeStruct((), np.float32))
+  return frames[0]
+
+
+def test_wait_for_tokens_waits_for_dispatched_callbacks(alias):
+  import jax._src.dispatch
+  seen = []
+  f = ember.jit(lambda x: ember.debug.callback(lambda v: seen.append(float(v)), x) or x + 1)
+  f(np.float32(2.0))
+  jax._src.dispatch.wait_for_tokens()
+  assert seen == [2.0]
+
+
+def test_stages_are_embers_stage_classes(alias):
+  import jax
+  from ember._src import compilation, jit
+  assert jax.stages is ember.stages
+  assert jax.stages.Wrapped is jit.JitWrapped
+  f = ember.jit(lambda x: x * 2)
+  traced = f.trace(np.float32(1.0))
+  lowered = traced.lower()
+  compiled = lowered.compile()
+  assert isinstance(f, jax.stages.Wrapped) and isinstance(traced, jax.stages.Traced)
+  assert isinstance(lowered, jax.stages.Lowered) and isinstance(compiled, jax.stages.Compiled)
+  assert compilation.Compiled is jax.stages.Compiled

@@ -415,3 +415,36 @@ def test_narrow_dtypes_under_jit_say_the_backend_does_not_compile_them():
     assert repr(f(x)) == "Array([1, 2, 5, 10], dtype=float8_e4m3fn)"
   y = ember.jit(lambda a: a * a + 1)(x.astype(jnp.float32)).astype(jnp.float8_e4m3fn)
   assert repr(y) == "Array([1, 2, 5, 10], dtype=float8_e4m3fn)"
+
+
+def test_strict_dtype_promotion_context():
+  # jax.numpy_dtype_promotion("strict"): distinct dtypes do not join; a weak scalar joins a
+  # dtype above it in the standard lattice (JAX 0.12's results)
+  f32, i32 = jnp.float32(1), jnp.int32(1)
+  with ember.numpy_dtype_promotion("strict"):
+    assert (f32 + 2.0).dtype == jnp.float32 and (f32 + 2).dtype == jnp.float32
+    assert (jnp.bfloat16(1) + 2.0).dtype == jnp.bfloat16
+    assert (i32 + i32).dtype == jnp.int32
+    for a, b, names in [(i32, 2.0, "'int32', 'float'"), (i32, f32, "'int32', 'float32'"),
+                        (jnp.int8(1), i32, "'int8', 'int32'"), (i32, True, "'int32', 'bool'"),
+                        (jnp.float16(1), f32, "'float16', 'float32'"),
+                        (f32, 1j, "'float32', 'complex'")]:
+      for add in (lambda a, b: a + b, ember.jit(lambda a, b: a + b)):
+        with pytest.raises(ember.dtypes.TypePromotionError,
+                           match=rf"Input dtypes \({names}\) have no available implicit dtype "
+                                 "promotion path when jax_numpy_dtype_promotion=strict"):
+          add(a, b)
+  assert ember.config.jax_numpy_dtype_promotion == "standard"
+  assert (i32 + 2.0).dtype == jnp.float32 and (i32 + f32).dtype == jnp.float32
+  with ember.numpy_dtype_promotion("standard"):
+    assert (i32 + f32).dtype == jnp.float32
+  with pytest.raises(ValueError, match="jax_numpy_dtype_promotion must be 'standard' or "
+                                       "'strict', got 'loose'"):
+    ember.config.update("jax_numpy_dtype_promotion", "loose")
+
+
+def test_rank_promotion_context():
+  with ember.numpy_rank_promotion("raise"):
+    with pytest.raises(ValueError, match="rank"):
+      jnp.ones(3) + jnp.ones((2, 3))
+  assert (jnp.ones(3) + jnp.ones((2, 3))).shape == (2, 3)

@@ -27,6 +27,9 @@ class Config:
       "jax_log_compiles": lambda: _env_bool("JAX_LOG_COMPILES", False),
       "jax_explain_cache_misses": lambda: _env_bool("JAX_EXPLAIN_CACHE_MISSES", False),
       "jax_numpy_rank_promotion": lambda: os.environ.get("JAX_NUMPY_RANK_PROMOTION", "allow"),
+      # "strict": no implicit promotion between distinct dtypes (only weak scalars join in)
+      "jax_numpy_dtype_promotion": lambda: os.environ.get("JAX_NUMPY_DTYPE_PROMOTION",
+                                                          "standard"),
       "jax_default_matmul_precision": lambda: None,
       "jax_platforms": lambda: os.environ.get("JAX_PLATFORMS", "cpu"),
       "jax_disable_jit": lambda: _env_bool("JAX_DISABLE_JIT", False),
@@ -85,6 +88,9 @@ class Config:
       raise ValueError(f"ember_jit_backend must be 'cpu' or 'interpreter', got {value!r}")
     if name == "jax_numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
       raise ValueError(f"jax_numpy_rank_promotion must be 'allow', 'warn' or 'raise', got {value!r}")
+    if name == "jax_numpy_dtype_promotion" and value not in ("standard", "strict"):
+      raise ValueError(f"jax_numpy_dtype_promotion must be 'standard' or 'strict', got "
+                       f"{value!r}")
     if name == "jax_traceback_filtering" and value not in _TRACEBACK_FILTERING_MODES:
       raise ValueError(f"jax_traceback_filtering must be one of {_TRACEBACK_FILTERING_MODES}, "
                        f"got {value!r}")
@@ -131,6 +137,17 @@ def disable_x64():
 def disable_jit(disable: bool = True):
   """Context manager: jitted functions run op by op (eagerly) inside the block."""
   return config._override("jax_disable_jit", bool(disable))
+
+
+def numpy_dtype_promotion(mode: str):
+  """Context manager: the dtype promotion rules inside the block, "standard" or "strict"."""
+  return config._override("jax_numpy_dtype_promotion", mode)
+
+
+def numpy_rank_promotion(mode: str):
+  """Context manager: what implicit rank promotion does inside the block, "allow", "warn"
+  or "raise"."""
+  return config._override("jax_numpy_rank_promotion", mode)
 
 
 def x64_enabled() -> bool:

@@ -11,7 +11,7 @@ import functools
 import ml_dtypes
 import numpy as np
 
-from ember._src.config import x64_enabled
+from ember._src.config import config, x64_enabled
 
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
 float0 = np.dtype([("float0", np.void, 0)])  # tangent dtype of integer inputs (used by autodiff)
@@ -213,6 +213,12 @@ class TypePromotionError(ValueError, TypeError):
 def _least_upper_bound(*nodes):
   UB = _upper_bounds(x64_enabled())
   N = set(nodes)
+  if config._values["jax_numpy_dtype_promotion"] == "strict":
+    return _strict_least_upper_bound(UB, N, nodes)
+  return _least_upper_bound_standard(UB, N, nodes)
+
+
+def _least_upper_bound_standard(UB, N, nodes):
   CUB = set.intersection(*(UB[n] for n in N))
   LUB = (CUB & N) or {c for c in CUB if CUB <= UB[c]}
   if len(LUB) != 1:
@@ -228,6 +234,22 @@ def _least_upper_bound(*nodes):
         f"unintended promotion, {why[0]}. If you'd like your inputs to be promoted to another "
         f"type, you can do so explicitly using e.g. x.astype('{why[1]}')")
   return LUB.pop()
+
+
+def _strict_least_upper_bound(UB, N, nodes):
+  """Strict promotion: distinct dtypes do not join; a weak scalar joins a dtype above it
+  in the standard lattice (a Python int with float32 is float32, a float with int32 fails)."""
+  weak = {n for n in N if any(n is w for w in _weak_types)}
+  strong = N - weak
+  if not strong:
+    return _least_upper_bound_standard(UB, N, nodes)
+  if len(strong) == 1 and all(next(iter(strong)) in UB[w] for w in weak):
+    return strong.pop()
+  names = tuple(_node_name(n) for n in nodes)
+  raise TypePromotionError(
+      f"Input dtypes {names} have no available implicit dtype promotion path when "
+      "jax_numpy_dtype_promotion=strict. Try explicitly casting inputs to the desired output "
+      "type, or set jax_numpy_dtype_promotion=standard.")
 
 
 def _node_name(n) -> str:
@@ -256,7 +278,7 @@ _lattice_memo: dict = {}
 
 def lattice_result_type(*args) -> tuple:
   pairs = tuple([_dtype_and_weaktype(a) for a in args])
-  key = (pairs, x64_enabled())
+  key = (pairs, x64_enabled(), config._values["jax_numpy_dtype_promotion"])
   try:
     return _lattice_memo[key]
   except (KeyError, TypeError):   # TypeError: an unhashable extended dtype
