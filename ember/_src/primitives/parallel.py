@@ -24,7 +24,7 @@ from ember._src.primitives import reductions, structural
 from ember._src.transforms import batching
 from ember._src.transforms import ad
 from ember._src.primitives.structural import iota
-from ember._src.primitives.structural import expand_dims, reshape, squeeze, transpose
+from ember._src.primitives.structural import expand_dims, reshape, squeeze
 from ember._src.primitives.elementwise import convert_element_type
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
