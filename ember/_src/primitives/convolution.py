@@ -493,14 +493,7 @@ def _conv_transpose_rule(ct, lhs, rhs, **params):
   return [None, _conv_transpose_rhs(ct, lhs, rhs.aval, **params)]
 
 
-def _install_ad_rules():
-  bind = lambda a, b, params: conv_general_dilated_p.bind(a, b, **params)
-  ad.defjvp(conv_general_dilated_p, lambda g, x, y, **params: bind(g, y, params),
-            lambda g, x, y, **params: bind(x, g, params))
-  conv_general_dilated_p.transpose = _conv_transpose_rule
-
-
-_install_ad_rules()
+ad.defbilinear(conv_general_dilated_p, _conv_transpose_rule)
 
 
 # --- batching (JAX's rule) ------------------------------------------------------------------

@@ -279,11 +279,4 @@ def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision=None,
                                    swap_ans=True)]
 
 
-def _install_ad_rules():
-  bind = lambda a, b, params: dot_general_p.bind(a, b, **params)
-  ad.defjvp(dot_general_p, lambda g, x, y, **params: bind(g, y, params),
-            lambda g, x, y, **params: bind(x, g, params))
-  dot_general_p.transpose = _dot_general_transpose
-
-
-_install_ad_rules()
+ad.defbilinear(dot_general_p, _dot_general_transpose)

@@ -423,9 +423,10 @@ cummin_p.jvp = _scan_jvp(lambda: ew.min)
 # --- lax.reduce: a monoid (add/mul/max/min/bitwise with its identity) becomes reduce_sum
 # etc. as in JAX; any other computation is a generic `reduce` carrying it as a jaxpr. -------
 
-def _monoid_reducer(computation, inits):
-  """reduce_sum etc. when `computation` is a lax monoid and the single init value is its
-  identity (JAX's _get_monoid_reducer)."""
+def match_monoid(computation, inits, table):
+  """The result paired with `computation` in `table(dtype)` = [(lax op, result, identity),
+  ...] when the single init value is a concrete scalar equal to that op's identity, else
+  None (JAX's _get_monoid_reducer; reduce_window uses it too)."""
   if len(inits) != 1:
     return None
   x = inits[0]
@@ -433,20 +434,23 @@ def _monoid_reducer(computation, inits):
   if aval.shape != () or isinstance(x, core.Tracer):
     return None
   val = core.to_numpy(x, aval) if not isinstance(x, (int, float, bool, complex)) else x
-  dt = aval.dtype
-  intlike = np.dtype(dt) == np.bool_ or dtype_kind(dt) in INTS
+  computation = getattr(computation, "__wrapped__", computation)  # ember.lax's strict forms
+  for op, result, identity in table(aval.dtype):
+    if computation is op:
+      with np.errstate(all="ignore"):
+        return result if np.equal(val, identity()) else None
+  return None
+
+
+def _monoid_reducers(dt):
+  """reduce_sum etc. by the lax op they reduce with, and that op's identity."""
   table = [(ew.add, reduce_sum, lambda: 0), (ew.mul, reduce_prod, lambda: 1),
            (ew.max, reduce_max, lambda: _identity(np.maximum, dt)),
            (ew.min, reduce_min, lambda: _identity(np.minimum, dt))]
-  if intlike:
+  if np.dtype(dt) == np.bool_ or dtype_kind(dt) in INTS:
     table += [(ew.bitwise_or, reduce_or, lambda: 0), (ew.bitwise_xor, reduce_xor, lambda: 0),
               (ew.bitwise_and, reduce_and, lambda: np.array(_all_ones(dt)).astype(dt))]
-  computation = getattr(computation, "__wrapped__", computation)  # ember.lax's strict forms
-  for op, reducer, identity in table:
-    if computation is op:
-      with np.errstate(all="ignore"):
-        return reducer if np.equal(val, identity()) else None
-  return None
+  return table
 
 
 def _generic_reduce_abstract_eval(*avals, computation, jaxpr, dimensions):
@@ -524,7 +528,7 @@ def reduce(operands, init_values, computation, dimensions):
     raise ValueError(f"Must have same total number of operands as init_values: "
                      f"{len(flat_ops)} vs. {len(flat_inits)}")
   dimensions = _axes(dimensions)
-  monoid = _monoid_reducer(computation, flat_inits)
+  monoid = match_monoid(computation, flat_inits, _monoid_reducers)
   if monoid is not None:
     weak = all(core.get_aval(x).weak_type for x in flat_ops + flat_inits)
     x = flat_ops[0]

@@ -29,7 +29,7 @@ from ember._src.core import ShapedArray
 from ember._src.transforms import ad, batching
 from ember._src.primitives import ANY, FLOAT, NUMERIC, check_dtype, declare, dtype_kind
 from ember._src.primitives import elementwise as ew
-from ember._src.primitives import structural
+from ember._src.primitives import reductions, structural
 from ember._src.primitives.elementwise import convert_element_type
 from ember._src.reference import windows as ref
 from ember._src.reference.reductions import compute_dtype, identity
@@ -391,26 +391,12 @@ reduce_window_p.lower = _generic_lower
 
 # --- lax.reduce_window -----------------------------------------------------------------
 
-def _monoid_window_reducer(computation, inits):
-  """reduce_window_sum/max/min when `computation` is lax.add/max/min and the single init
-  value is a concrete scalar equal to its identity (JAX's _get_monoid_window_reducer)."""
-  if len(inits) != 1:
-    return None
-  x = inits[0]
-  aval = core.get_aval(x)
-  if aval.shape != () or isinstance(x, core.Tracer):
-    return None
-  val = core.to_numpy(x, aval) if not isinstance(x, (int, float, bool, complex)) else x
-  dt = aval.dtype
-  computation = getattr(computation, "__wrapped__", computation)  # ember.lax's strict forms
-  table = [(ew.add, reduce_window_sum_p, lambda: 0),
-           (ew.max, reduce_window_max_p, lambda: identity(np.maximum, dt)),
-           (ew.min, reduce_window_min_p, lambda: identity(np.minimum, dt))]
-  for op, prim, ident in table:
-    if computation is op:
-      with np.errstate(all="ignore"):
-        return prim if np.equal(val, ident()) else None
-  return None
+def _monoid_window_reducers(dt):
+  """reduce_window_sum/max/min by the lax op they reduce with, and that op's identity
+  (JAX's _get_monoid_window_reducer)."""
+  return [(ew.add, reduce_window_sum_p, lambda: 0),
+          (ew.max, reduce_window_max_p, lambda: identity(np.maximum, dt)),
+          (ew.min, reduce_window_min_p, lambda: identity(np.minimum, dt))]
 
 
 def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
@@ -440,7 +426,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
                                          window_strides, padding)
   params = _window_params(window_dimensions, window_strides, padding, base_dilation,
                           window_dilation)
-  monoid = _monoid_window_reducer(computation, flat_inits)
+  monoid = reductions.match_monoid(computation, flat_inits, _monoid_window_reducers)
   if monoid is not None:
     return tree_util.tree_unflatten(op_tree, [monoid.bind(flat_ops[0], **params)])
   n = len(flat_inits)

@@ -191,6 +191,15 @@ def deflinear2(prim, transpose_fn):
   prim.transpose = transpose_fn
 
 
+def defbilinear(prim, transpose_fn):
+  """A primitive linear in each of its two operands (dot_general, conv): the jvp binds it
+  with each tangent in its operand's place; `transpose_fn(ct, lhs, rhs, **params)`."""
+  bind = lambda lhs, rhs, params: prim.bind(lhs, rhs, **params)
+  defjvp(prim, lambda g, x, y, **params: bind(g, y, params),
+         lambda g, x, y, **params: bind(x, g, params))
+  prim.transpose = transpose_fn
+
+
 # JAX's registries (jax.interpreters.ad): views onto the rules ember's transformations read.
 # A jvp rule is `rule(primals, tangents, **params) -> (out, tangent_out)` (Zero: symbolic
 # zero), a transpose rule `rule(ct, *args, **params) -> one cotangent per arg`, as in JAX.
