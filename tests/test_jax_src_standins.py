@@ -251,7 +251,8 @@ def test_nnx_and_chex_standins_are_embers_objects(alias):
   from jax._src.state import types
   from jax._src.tree_util import _registry
   from ember._src import checkify as ember_checkify
-  assert types.AbstractRef is ember.experimental.hijax.AbstractRef
+  from ember.experimental import hijax  # a submodule: loaded by its import, not by ember's
+  assert types.AbstractRef is hijax.AbstractRef
   for name in ("Error", "JaxException", "checkify", "user_checks"):
     assert getattr(checkify, name) is getattr(ember_checkify, name)
   # chex's restrict_backends patches one of these only when present: ember has neither
