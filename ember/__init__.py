@@ -12,7 +12,7 @@ from ember._src.runtime.array import (  # noqa: F401
 from ember._src.core import ensure_compile_time_eval, named_call, named_scope  # noqa: F401
 from ember._src.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from ember._src.transforms.batching import vmap  # noqa: F401
-from ember._src.pmap import pmap  # noqa: F401
+from ember._src.pmap import pmap, shard_map  # noqa: F401
 from ember._src.state import Ref, new_ref  # noqa: F401
 from ember._src.transforms.ad import (  # noqa: F401
     grad, jvp, linear_transpose, linearize, value_and_grad, vjp)
