@@ -484,7 +484,7 @@ def _as_sharding(s, what: str) -> Sharding:
           "manager is not required.")
     return NamedSharding(mesh, s)
   raise TypeError(f"{what}: shardings leaf specifications are expected to be PartitionSpec "
-                  f"instances or None, but got {s!r}")
+                  f"instances or None, but got {s}")
 
 
 def _check_rank(sharding: Sharding, aval, what: str) -> None:
