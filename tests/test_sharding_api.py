@@ -2,6 +2,7 @@
 JAX 0.12's (attributes, printing, equality, hashing, errors; values recorded from JAX 0.12 on
 one CPU device). ember has one device, so every sharding places the whole array on it."""
 import pickle
+import typing
 
 import numpy as np
 import pytest
@@ -211,3 +212,21 @@ def test_with_sharding_constraint_errors():
     wsc(jnp.zeros(4), "bad")
   with pytest.raises(ValueError, match=r"one per array of x \(2\), got 3"):
     wsc((jnp.zeros(4), jnp.zeros(4)), (s, s, s))
+
+
+@EAGER_AND_JIT
+def test_reshard_and_auto_axes_keep_the_values(wrap):
+  x = jnp.arange(8.0).reshape(4, 2)
+  s = NamedSharding(AUTO_MESH, P("x"))
+  np.testing.assert_array_equal(wrap(lambda a: ember.sharding.reshard(a, s))(x), x)
+  with ember.set_mesh(AUTO_MESH):   # a shorter spec leaves the other dims whole, as JAX's
+    np.testing.assert_array_equal(wrap(lambda a: ember.sharding.reshard(a, P()))(x), x)
+    doubled = ember.sharding.auto_axes(lambda a: a * 2, out_sharding=P("x"))
+    np.testing.assert_array_equal(wrap(doubled)(x), 2 * x)
+  deco = ember.sharding.auto_axes(out_sharding=s)(lambda a: a + 1)
+  np.testing.assert_array_equal(wrap(deco)(x), x + 1)
+  with pytest.raises(ValueError, match="only valid for values of rank at least 1"):
+    ember.sharding.reshard(jnp.float32(1), s)
+  with pytest.raises(RuntimeError, match="non-empty mesh in context"):
+    ember.sharding.reshard(x, P("x"))
+  assert ember.stages.CompilerOptions == dict[str, typing.Any]

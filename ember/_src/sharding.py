@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import functools
 import math
 import threading
 from typing import Any, Sequence
@@ -488,6 +489,7 @@ def _as_sharding(s, what: str) -> Sharding:
 
 
 def _check_rank(sharding: Sharding, aval, what: str) -> None:
+  """A spec shorter than the rank leaves the trailing dimensions whole; a longer one fails."""
   spec = getattr(sharding, "spec", None)
   if spec is not None and len(spec) > aval.ndim:
     raise ValueError(
@@ -497,15 +499,9 @@ def _check_rank(sharding: Sharding, aval, what: str) -> None:
         + (". For scalars the PartitionSpec should be P()" if aval.ndim == 0 else ""))
 
 
-def with_sharding_constraint(x, shardings):
-  """Ask for `x` (a pytree of arrays) to be laid out as `shardings` says
-  (`jax.lax.with_sharding_constraint`): one sharding (or PartitionSpec, over the mesh in
-  context) for all leaves or a matching pytree of them. ember has one device, where every
-  layout is the whole array: the shardings are checked against the leaves' ranks and `x`
-  comes back unchanged (no equation in the jaxpr; JAX stages a `sharding_constraint` that
-  is the identity on one device)."""
-  what = "with_sharding_constraint"
-  leaves, tree = tree_util.tree_flatten(x)
+def _check_shardings(what: str, x, shardings) -> None:
+  """`shardings` (one, or a pytree with one per leaf of `x`; None skips a leaf) fit `x`."""
+  leaves = tree_util.tree_leaves(x)
   if isinstance(shardings, (Sharding, PartitionSpec)):
     per_leaf = [shardings] * len(leaves)
   else:
@@ -515,7 +511,41 @@ def with_sharding_constraint(x, shardings):
       raise ValueError(f"{what}: shardings must be one sharding or a pytree with one per "
                        f"array of x ({len(leaves)}), got {len(per_leaf)}: {shardings!r}")
   for leaf, s in zip(leaves, per_leaf):
-    if s is None:
-      continue
-    _check_rank(_as_sharding(s, what), core.get_aval(leaf), what)
+    if s is not None:
+      _check_rank(_as_sharding(s, what), core.get_aval(leaf), what)
+
+
+def with_sharding_constraint(x, shardings):
+  """Ask for `x` (a pytree of arrays) to be laid out as `shardings` says
+  (`jax.lax.with_sharding_constraint`): one sharding (or PartitionSpec, over the mesh in
+  context) for all leaves or a matching pytree of them. ember has one device, where every
+  layout is the whole array: the shardings are checked against the leaves' ranks and `x`
+  comes back unchanged (no equation in the jaxpr; JAX stages a `sharding_constraint` that
+  is the identity on one device)."""
+  _check_shardings("with_sharding_constraint", x, shardings)
   return x
+
+
+def reshard(xs, out_shardings):
+  """`xs` (a pytree of arrays) laid out as `out_shardings` says (`jax.sharding.reshard`):
+  checked as with_sharding_constraint (no spec longer than its array's rank) and, on
+  ember's one device, returned unchanged. JAX also records an explicit sharding in the
+  result's type (`f32[4@x]`); ember's types carry no sharding yet."""
+  _check_shardings("reshard", xs, out_shardings)
+  return xs
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+  """`f` run with mesh `axes` (default: all) sharded by the compiler, its results then laid
+  out as `out_sharding` says (`jax.sharding.auto_axes`). On one device `f` runs as it is and
+  the results are checked against `out_sharding` (a decorator when `f` is omitted)."""
+  if f is None:
+    return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+  @functools.wraps(f)
+  def run(*args, **kwargs):
+    out = f(*args, **kwargs)
+    if out_sharding is not None:
+      _check_shardings("auto_axes out_sharding", out, out_sharding)
+    return out
+  return run
