@@ -9,10 +9,10 @@ from ember._src.numpy import array_methods as _array_methods  # noqa: F401
 from ember._src.basearray import Array  # noqa: F401 (abstract: arrays, tracers, keys)
 from ember._src.runtime.array import (  # noqa: F401
     Device, block_until_ready, default_backend, device_get, device_put, devices)
-from ember._src.core import ensure_compile_time_eval, named_scope  # noqa: F401
+from ember._src.core import ensure_compile_time_eval, named_call, named_scope  # noqa: F401
 from ember._src.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from ember._src.transforms.batching import vmap  # noqa: F401
-from ember._src.pmap import pmap  # noqa: F401
+from ember._src.pmap import pmap, shard_map  # noqa: F401
 from ember._src.state import Ref, new_ref  # noqa: F401
 from ember._src.transforms.ad import (  # noqa: F401
     grad, jvp, linear_transpose, linearize, value_and_grad, vjp)
@@ -74,7 +74,7 @@ from ember import random  # noqa: E402,F401
 from ember import nn, scipy  # noqa: E402,F401
 from ember import profiler  # noqa: E402,F401
 from ember import core, experimental, sharding  # noqa: E402,F401
-from ember._src.sharding import make_mesh, NamedSharding  # noqa: E402,F401
+from ember._src.sharding import make_mesh, NamedSharding, set_mesh  # noqa: E402,F401
 from ember._src.sharding import PartitionSpec as P  # noqa: E402,F401
 
 from ember import compat as _compat  # noqa: E402  (last: EMBER_AS_JAX=1 aliases jax to ember)

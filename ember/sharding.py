@@ -5,7 +5,7 @@ is a `SingleDeviceSharding`. Multi-device semantics come later.
 """
 from ember._src.sharding import (  # noqa: F401
     AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding,
-    get_abstract_mesh)
+    auto_axes, get_abstract_mesh, reshard, set_mesh)
 from ember._src.sharding import Device  # noqa: F401
 
 P = PartitionSpec

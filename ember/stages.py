@@ -5,3 +5,7 @@ Lowered (the StableHLO module), `.compile()` a Compiled (the optimized executabl
 """
 from ember._src.compilation import Compiled, Lowered, Traced  # noqa: F401
 from ember._src.jit import JitWrapped as Wrapped  # noqa: F401
+
+from typing import Any as _Any  # noqa: E402
+
+CompilerOptions = dict[str, _Any]   # jax.stages.CompilerOptions: `compile(compiler_options=)`

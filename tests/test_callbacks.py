@@ -314,3 +314,99 @@ def test_host_callbacks_skip_the_persistent_cache(tmp_path):
   finally:
     ember.config.update("jax_compilation_cache_dir", None)
     ember.config.update("jax_persistent_cache_min_compile_time_secs", min_time)
+
+
+# --- jax.debug.breakpoint: the jdb debugger, driven through stdin in a subprocess ---------
+
+BREAKPOINT_SCRIPT = '''\
+import ember as jax, ember.numpy as jnp
+def f(x):
+  y = jnp.sin(x) * 2
+  jax.debug.breakpoint({args})
+  return y + 1
+print("out", {wrap}(f)(jnp.arange(3.)))
+'''
+
+
+def _debug_session(tmp_path, commands: str, wrap: str = "", args: str = ""):
+  import os
+  import subprocess
+  import sys
+  script = tmp_path / "prog.py"
+  script.write_text(BREAKPOINT_SCRIPT.format(wrap=wrap, args=args))
+  env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(ember.__file__))}
+  r = subprocess.run([sys.executable, str(script)], input=commands, capture_output=True,
+                     text=True, env=env, timeout=120)
+  return r, str(script)
+
+
+@pytest.mark.parametrize("wrap", ["", "jax.jit", "(lambda g: jax.jit(lambda x: jax.jit(g)(x)))"],
+                         ids=["eager", "jit", "nested-jit"])
+def test_breakpoint_shows_the_running_values(tmp_path, wrap):
+  r, path = _debug_session(tmp_path, "p y\npp x\np y + 1\nundefined_name\nc\n", wrap)
+  assert r.returncode == 0, r.stderr
+  # as JAX 0.12's transcript of the same session
+  assert r.stdout == (
+      "Entering jdb:\n"
+      "(jdb) Array([0.       , 1.6829419, 1.8185948], dtype=float32)\n"
+      "(jdb) Array([0., 1., 2.], dtype=float32)\n"
+      "(jdb) Array([1.      , 2.682942, 2.818595], dtype=float32)\n"
+      "(jdb) *** NameError: name 'undefined_name' is not defined\n"
+      "(jdb) out [1.       2.682942 2.818595]\n")
+
+
+def test_breakpoint_moves_between_frames_and_lists_source(tmp_path):
+  r, path = _debug_session(tmp_path, "w\nu\nu\nd\nd\nc\n", "jax.jit")
+  assert r.returncode == 0, r.stderr
+  assert r.stdout.startswith(
+      "Entering jdb:\n"
+      f'(jdb) Traceback:\n  File "{path}", line 6\n'
+      '    print("out", jax.jit(f)(jnp.arange(3.)))\n'
+      f'  File "{path}", line 4\n    jax.debug.breakpoint()\n'
+      f"(jdb) > {path}(6)\n"
+      "      y = jnp.sin(x) * 2\n      jax.debug.breakpoint()\n      return y + 1\n"
+      '->  print("out", jax.jit(f)(jnp.arange(3.)))\n'
+      f"(jdb) At topmost frame.\n> {path}(6)\n")
+  assert (f"(jdb) > {path}(4)\n    def f(x):\n      y = jnp.sin(x) * 2\n"
+          "->    jax.debug.breakpoint()\n      return y + 1\n"
+          f"(jdb) At bottommost frame.\n> {path}(4)\n") in r.stdout
+
+
+def test_breakpoint_num_frames_backend_and_quit(tmp_path):
+  r, _ = _debug_session(tmp_path, "u\nc\n", "jax.jit", "num_frames=1, backend='cli'")
+  assert "At topmost frame." in r.stdout   # one frame recorded: f's
+  r, _ = _debug_session(tmp_path, "q\n", "jax.jit")
+  assert r.returncode == 0 and "out" not in r.stdout   # quit ends the program
+  r, _ = _debug_session(tmp_path, "", "")
+  assert r.returncode == 0 and "out" not in r.stdout   # so does the end of input
+
+
+def test_breakpoint_under_vmap_stops_once_per_example(tmp_path):
+  r, _ = _debug_session(tmp_path, "p y\nc\np y\nc\np y\nc\n", "jax.vmap")
+  assert r.returncode == 0, r.stderr
+  assert r.stdout.count("Entering jdb:") == 3
+  assert "(jdb) Array(1.6829419, dtype=float32)" in r.stdout
+
+
+def test_breakpoint_token_and_errors():
+  from ember._src import debugger
+  with pytest.raises(ValueError, match="`ordered` and `token` are mutually exclusive"):
+    ember.debug.breakpoint(token=jnp.zeros(2), ordered=True)
+  seen = []
+  debugger.register_debugger("record", lambda frames, thread_id, **kw: seen.append(
+      (frames[0].locals["y"], kw)), priority=-2)
+  try:
+    @ember.jit
+    def f(x):
+      y = x * 3
+      x = ember.debug.breakpoint(backend="record", token=x, tag=1)
+      return x + 1
+    np.testing.assert_array_equal(f(jnp.ones(2)), [2.0, 2.0])
+    ember.effects_barrier()
+    (y, kw), = seen
+    np.testing.assert_array_equal(y, [3.0, 3.0])
+    assert isinstance(y, ember.Array) and kw == {"tag": 1}
+    with pytest.raises(ValueError, match='Debugger with name "record" already registered'):
+      debugger.register_debugger("record", print, 0)
+  finally:
+    del debugger._debuggers["record"]

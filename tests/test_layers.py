@@ -35,7 +35,7 @@ LAYERS = [
     ("library", ["numpy", "numpy.*", "prng", "prng_keys", "prng_math", "prng_distributions",
                  "lax_api", "lax_linalg", "linalg_derivatives", "lax_expansions", "jacobians",
                  "flatten_util", "test_util", "scipy_linalg", "checkify", "pmap", "state",
-                 "hijax"]),
+                 "hijax", "debugger"]),
 ]
 # Modules of one layer that may import each other in a circle.
 CYCLE_OK = ("primitives",)

@@ -676,6 +676,22 @@ def test_debug_info_locations_carry_named_scopes_and_lines():
   assert "#loc = loc(unknown)" in text and "HloModule" not in text
 
 
+def test_named_call_names_the_operations_it_traces():
+  # JAX 0.12: named_call adds a name scope, no equation: `jit(f)/foo/sin` in the
+  # locations, the jaxpr the same as f's, the wrapper keeps f's name (jit_f)
+  def f(x):
+    return jnp.sin(x) * 2
+  g = ember.named_call(f, name="foo")
+  assert g.__name__ == "f"
+  assert str(ember.make_jaxpr(g)(X)) == str(ember.make_jaxpr(f)(X))
+  text = ember.jit(g).lower(X).as_text(debug_info=True)
+  assert 'loc("jit(f)/foo/sin"' in text and 'loc("jit(f)/foo/mul"' in text
+  assert "module @jit_f" in text
+  assert 'loc("jit(f)/f/sin"' in mlir(ember.named_call(f), X, debug_info=True)
+  np.testing.assert_allclose(g(X), np.sin(X.astype(np.float64)) * 2, rtol=1e-6)
+  np.testing.assert_allclose(ember.jit(g)(X), np.sin(X.astype(np.float64)) * 2, rtol=1e-6)
+
+
 @pytest.mark.parametrize("dt", [np.float16, BF16, np.float32, np.float64])
 def test_float_constants_read_back_exactly(dt):
   dt = np.dtype(dt)

@@ -58,3 +58,92 @@ def test_pmap_errors():
     ember.pmap(lambda x: x)(f32(1.0))
   with pytest.raises(TypeError, match="pmap expects a callable"):
     ember.pmap(3)
+
+
+# --- shard_map on a one-device mesh (values as JAX 0.12 gives them on one CPU device) -----
+
+from ember.sharding import AxisType, Mesh, PartitionSpec as P  # noqa: E402
+
+MESH = ember.make_mesh((1,), ("x",), (AxisType.Auto,))
+XS = np.arange(8.0, dtype=f32).reshape(4, 2)
+EAGER_AND_JIT = pytest.mark.parametrize("wrap", [lambda f: f, ember.jit], ids=["eager", "jit"])
+
+
+@EAGER_AND_JIT
+def test_shard_map_runs_f_on_the_whole_array_with_axes_bound(wrap):
+  def f(a):
+    return lax.psum(a.sum(0), "x"), lax.axis_index("x") + jnp.zeros(1, jnp.int32)
+  total, index = wrap(ember.shard_map(f, mesh=MESH, in_specs=P("x"),
+                                      out_specs=(P(), P("x"))))(XS)
+  np.testing.assert_array_equal(total, [12.0, 16.0])
+  np.testing.assert_array_equal(index, [0])
+  assert index.dtype == np.int32
+  double = ember.shard_map(lambda a: a * 2, mesh=MESH, in_specs=P("x"), out_specs=P("x"))
+  np.testing.assert_array_equal(wrap(double)(XS), 2 * XS)
+  gathered = ember.shard_map(lambda a: lax.all_gather(a, "x"), mesh=MESH, in_specs=P(),
+                             out_specs=P())
+  assert wrap(gathered)(XS).shape == (1, 4, 2)
+
+
+def test_shard_map_forms():
+  @ember.shard_map(mesh=MESH, in_specs=P("x"), out_specs=P("x"))   # a decorator
+  def h(a):
+    return a + lax.pmean(a, "x")
+  np.testing.assert_array_equal(h(XS), 2 * XS)
+  with ember.set_mesh(MESH):   # the mesh in context
+    np.testing.assert_array_equal(
+        ember.shard_map(lambda a: a * 2, in_specs=P("x"), out_specs=P("x"))(XS), 2 * XS)
+  two = ember.shard_map(lambda a, b: a * b, mesh=MESH, in_specs=(P("x"), P()),
+                        out_specs=P("x"), check_vma=False)
+  np.testing.assert_array_equal(two(XS, 2.0), 2 * XS)
+  mesh2 = ember.make_mesh((1, 1), ("a", "b"), (AxisType.Auto,) * 2)
+  both = ember.shard_map(lambda a: lax.psum(a, ("a", "b")), mesh=mesh2, in_specs=P("a", "b"),
+                         out_specs=P("a", "b"))
+  np.testing.assert_array_equal(both(XS), XS)
+  only_a = ember.shard_map(lambda a: lax.axis_size("a"), mesh=mesh2, in_specs=P("a"),
+                           out_specs=P(), axis_names={"a"})
+  assert int(only_a(XS)) == 1
+  from ember.experimental.shard_map import shard_map as old_shard_map
+  np.testing.assert_array_equal(old_shard_map(lambda a: a * 2, MESH, P("x"), P("x"))(XS),
+                                2 * XS)
+
+
+def test_shard_map_under_grad_and_vmap():
+  def loss(x):
+    return ember.shard_map(lambda a: lax.psum((a ** 2).sum(), "x"), mesh=MESH,
+                           in_specs=P("x"), out_specs=P())(x)
+  np.testing.assert_array_equal(ember.grad(loss)(XS), 2 * XS)
+  np.testing.assert_array_equal(ember.jit(ember.grad(loss))(XS), 2 * XS)
+  double = ember.shard_map(lambda a: a * 2, mesh=MESH, in_specs=P("x"), out_specs=P("x"))
+  np.testing.assert_array_equal(ember.vmap(double)(XS), 2 * XS)
+
+
+def test_shard_map_errors():
+  double = lambda a: a * 2  # noqa: E731
+  with pytest.raises(ValueError, match=r"The context mesh cannot be empty. Use "
+                     r"`jax.set_mesh\(mesh\)`"):
+    ember.shard_map(double, in_specs=P("x"), out_specs=P("x"))(XS)
+  with pytest.raises(ValueError, match=r"in_specs argument must refer to an axis marked as "
+                     r"manual \(\{'x'\}\).*refers to 'y'"):
+    ember.shard_map(double, mesh=MESH, in_specs=P("y"), out_specs=P("x"))(XS)
+  with pytest.raises(ValueError, match="shard_map in_specs specification must be a tree prefix"):
+    ember.shard_map(double, mesh=MESH, in_specs=(P("x"), P()), out_specs=P("x"))(XS)
+  with pytest.raises(ValueError, match=r"out_specs P\('x', None, None\) has 3 entries, more "
+                     r"than the rank of its value of shape \(4, 2\)"):
+    ember.shard_map(double, mesh=MESH, in_specs=P(), out_specs=P("x", None, None))(XS)
+  with pytest.raises(TypeError, match="keyword arguments"):
+    ember.shard_map(double, mesh=MESH, in_specs=P(), out_specs=P())(a=XS)
+  with pytest.raises(TypeError, match="requires a callable"):
+    ember.shard_map(3, mesh=MESH, in_specs=P(), out_specs=P())
+
+
+class _OtherDevice(ember._src.sharding.Device):
+  def __init__(self, id):
+    self.id = id
+
+
+def test_shard_map_over_more_devices_names_multi_device_support():
+  mesh = Mesh(np.array([_OtherDevice(0), _OtherDevice(1)], dtype=object), ("x",))
+  with pytest.raises(NotImplementedError, match=r"mesh axes of sizes \(2,\).*one device.*"
+                     r"Multi-device shard_map"):
+    ember.shard_map(lambda a: a, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(XS)

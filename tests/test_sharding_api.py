@@ -2,6 +2,7 @@
 JAX 0.12's (attributes, printing, equality, hashing, errors; values recorded from JAX 0.12 on
 one CPU device). ember has one device, so every sharding places the whole array on it."""
 import pickle
+import typing
 
 import numpy as np
 import pytest
@@ -143,3 +144,89 @@ def test_device_put_accepts_shardings():
     np.testing.assert_array_equal(np.asarray(y), np.arange(3.0))
   with pytest.raises(TypeError, match="device_put: expected a device from ember.devices"):
     ember.device_put(np.zeros(2), "cpu:0")
+
+
+AUTO_MESH = ember.make_mesh((1,), ("x",), (AxisType.Auto,))
+EAGER_AND_JIT = pytest.mark.parametrize("wrap", [lambda f: f, ember.jit], ids=["eager", "jit"])
+
+
+def test_set_mesh_sets_the_context_mesh():
+  # JAX 0.12: jax.set_mesh is a class: a global setter and a context manager
+  assert ember.sharding.set_mesh is ember.set_mesh and isinstance(ember.set_mesh, type)
+  empty = ember.sharding.get_abstract_mesh()
+  assert empty.empty
+  with ember.set_mesh(AUTO_MESH) as entered:
+    assert entered is None
+    assert ember.sharding.get_abstract_mesh() == AUTO_MESH.abstract_mesh
+    assert repr(ember.sharding.get_abstract_mesh()) == "AbstractMesh('x': 1, axis_types=(Auto,))"
+  assert ember.sharding.get_abstract_mesh() == empty
+  ember.set_mesh(AUTO_MESH)     # called on its own: set until the next call
+  try:
+    assert ember.sharding.get_abstract_mesh() == AUTO_MESH.abstract_mesh
+  finally:
+    ember.set_mesh(None)
+  assert ember.sharding.get_abstract_mesh() == empty
+
+
+def test_set_mesh_errors():
+  with pytest.raises(ValueError, match="Expected mesh of type `jax.sharding.Mesh`"):
+    ember.set_mesh("x")
+  with pytest.raises(ValueError, match="`set_mesh` can only be used outside of `jax.jit`"):
+    ember.jit(lambda x: ember.set_mesh(AUTO_MESH) and x)(1.0)
+  manual = ember.make_mesh((1,), ("x",), (AxisType.Manual,))
+  with pytest.raises(ValueError, match="contains manual axes"):
+    ember.set_mesh(manual)
+
+
+@EAGER_AND_JIT
+def test_with_sharding_constraint_is_the_identity_on_one_device(wrap):
+  x = jnp.arange(4.0)
+  s = NamedSharding(AUTO_MESH, P("x"))
+  wsc = ember.lax.with_sharding_constraint
+  np.testing.assert_array_equal(wrap(lambda a: wsc(a, s))(x), np.arange(4.0))
+  pair = wrap(lambda a: wsc((a, 2 * a), (s, SingleDeviceSharding(DEV))))(x)
+  np.testing.assert_array_equal(pair[1], 2 * np.arange(4.0))
+  np.testing.assert_array_equal(wrap(lambda a: wsc({"k": a}, {"k": None}))(x)["k"], x)
+  with ember.set_mesh(AUTO_MESH):   # a PartitionSpec is over the mesh in context
+    np.testing.assert_array_equal(wrap(lambda a: wsc(a, P("x")))(x), np.arange(4.0))
+  grad = ember.grad(lambda a: wsc(a, s).sum())(x)
+  np.testing.assert_array_equal(grad, np.ones(4))   # JAX 0.12: [1. 1. 1. 1.]
+
+
+def test_with_sharding_constraint_adds_no_equation():
+  s = NamedSharding(AUTO_MESH, P("x"))
+  jaxpr = ember.make_jaxpr(lambda a: ember.lax.with_sharding_constraint(a, s))(jnp.zeros(4))
+  assert not jaxpr.jaxpr.eqns
+
+
+def test_with_sharding_constraint_errors():
+  # messages as JAX 0.12's
+  wsc = ember.lax.with_sharding_constraint
+  s = NamedSharding(AUTO_MESH, P("x"))
+  with pytest.raises(ValueError, match=r"only valid for values of rank at least 1, but was "
+                     r"applied to a value of rank 0. For scalars the PartitionSpec should be P\(\)"):
+    wsc(jnp.float32(1), s)
+  with pytest.raises(RuntimeError, match=r"requires a non-empty mesh in context .*jax.set_mesh"):
+    wsc(jnp.zeros(4), P("x"))
+  with pytest.raises(TypeError, match="expected to be PartitionSpec instances or None, but got bad"):
+    wsc(jnp.zeros(4), "bad")
+  with pytest.raises(ValueError, match=r"one per array of x \(2\), got 3"):
+    wsc((jnp.zeros(4), jnp.zeros(4)), (s, s, s))
+
+
+@EAGER_AND_JIT
+def test_reshard_and_auto_axes_keep_the_values(wrap):
+  x = jnp.arange(8.0).reshape(4, 2)
+  s = NamedSharding(AUTO_MESH, P("x"))
+  np.testing.assert_array_equal(wrap(lambda a: ember.sharding.reshard(a, s))(x), x)
+  with ember.set_mesh(AUTO_MESH):   # a shorter spec leaves the other dims whole, as JAX's
+    np.testing.assert_array_equal(wrap(lambda a: ember.sharding.reshard(a, P()))(x), x)
+    doubled = ember.sharding.auto_axes(lambda a: a * 2, out_sharding=P("x"))
+    np.testing.assert_array_equal(wrap(doubled)(x), 2 * x)
+  deco = ember.sharding.auto_axes(out_sharding=s)(lambda a: a + 1)
+  np.testing.assert_array_equal(wrap(deco)(x), x + 1)
+  with pytest.raises(ValueError, match="only valid for values of rank at least 1"):
+    ember.sharding.reshard(jnp.float32(1), s)
+  with pytest.raises(RuntimeError, match="non-empty mesh in context"):
+    ember.sharding.reshard(x, P("x"))
+  assert ember.stages.CompilerOptions == dict[str, typing.Any]

@@ -1089,6 +1089,18 @@ def named_scope(name: str):
     stack.pop()
 
 
+def named_call(fun, *, name: str | None = None):
+  """`fun`, tracing its operations inside `named_scope(name)` (`jax.named_call`; the name
+  defaults to `fun.__name__`): they show as `name/...` in lowered text's locations."""
+  name = fun.__name__ if name is None else name
+
+  @functools.wraps(fun)
+  def named(*args, **kwargs):
+    with named_scope(name):
+      return fun(*args, **kwargs)
+  return named
+
+
 def current_source_info() -> SourceInfo:
   """The innermost user frame (outside the ember package) and the named_scope stack; while
   eval_jaxpr re-binds an equation (a transformation re-tracing a jaxpr), that equation's

@@ -1,4 +1,6 @@
-"""pmap: map a function over the leading axis of its inputs, one slice per device.
+"""pmap and shard_map: run a function once per device, over slices of its inputs.
+
+shard_map (end of this file) runs on a one-device mesh the same way: its axes have size 1.
 
 ember has one device (ember.devices()), so `pmap(f)` runs on a one-device mesh as JAX does
 there: a mapped axis of size 1 (the number of devices in use), with `axis_name` bound for
@@ -13,6 +15,7 @@ from typing import Callable, Sequence
 
 from ember._src import tree_util
 from ember._src.jit import jit
+from ember._src.sharding import AbstractMesh, Mesh, PartitionSpec, context_mesh
 from ember._src.sharding import devices as all_devices
 from ember._src.transforms.batching import flatten_axes, shape_of, vmap
 
@@ -105,3 +108,88 @@ def _donated_positions(nargs: int, static: tuple, donate_argnums: tuple) -> tupl
   skip = {i for i, _ in static}
   dyn_positions = [i for i in range(nargs) if i not in skip]
   return tuple(1 + j for j, i in enumerate(dyn_positions) if i in donated)
+
+
+# --- shard_map --------------------------------------------------------------------------
+
+def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=None, mesh=None,
+              axis_names=frozenset(), check_vma: bool = True):
+  """Run `f` once per device of `mesh` on the block of each input that `in_specs` gives it
+  (a PartitionSpec per input, or a tree prefix of them), with the mesh axes bound as named
+  axes for collectives (`lax.psum(x, 'x')`, `lax.axis_index`); `out_specs` says how the
+  per-device results make the outputs (`jax.shard_map`; a decorator when `f` is omitted).
+
+  ember has one device: on a mesh whose axes all have size 1 the block is the whole array,
+  so `f` runs once on its inputs with each of the mesh axes (or just `axis_names`) bound at
+  size 1, as vmap binds them (compiled inside jit like any other code). A mesh of more
+  devices is an error until ember runs on several. `mesh` defaults to the one `jax.set_mesh`
+  put in context. `check_vma` is accepted; ember does not infer which values vary over the
+  mesh axes, so it does not reject an `out_specs` of P() for a varying value as JAX does.
+  """
+  if f is None:
+    return lambda g: shard_map(g, out_specs=out_specs, in_specs=in_specs, mesh=mesh,
+                               axis_names=axis_names, check_vma=check_vma)
+  if not callable(f):
+    raise TypeError(f"shard_map requires a callable for its first argument, got {f!r}")
+
+  @functools.wraps(f)
+  def shard_mapped(*args, **kwargs):
+    if kwargs:
+      raise TypeError(f"shard_map'd function {_fun_name(f)} was called with keyword "
+                      f"arguments {sorted(kwargs)}: pass its inputs positionally (in_specs "
+                      "gives one spec per positional argument)")
+    m = _shard_map_mesh(mesh)
+    manual = tuple(n for n in m.axis_names if not axis_names or n in axis_names)
+    leaves, tree = tree_util.tree_flatten(args)
+    if in_specs is not None:
+      specs = flatten_axes("shard_map in_specs", tree, tuple(in_specs) if isinstance(
+          in_specs, list) else in_specs)
+      for x, spec in zip(leaves, specs):
+        _check_spec(spec, shape_of(x), manual, "in_specs", m)
+    run = f
+    for name in reversed(manual):
+      run = vmap(run, in_axes=None, out_axes=0, axis_name=name, axis_size=1)
+    outs = tree_util.tree_map(lambda y: y[(0,) * len(manual)], run(*args))
+    out_leaves, out_tree = tree_util.tree_flatten(outs)
+    for y, spec in zip(out_leaves, flatten_axes("shard_map out_specs", out_tree, out_specs)):
+      _check_spec(spec, shape_of(y), manual, "out_specs", m)
+    return outs
+
+  return shard_mapped
+
+
+def _fun_name(f) -> str:
+  return repr(getattr(f, "__name__", f))
+
+
+def _shard_map_mesh(mesh) -> Mesh | AbstractMesh:
+  m = context_mesh() if mesh is None else mesh
+  if m is None:
+    raise ValueError("The context mesh cannot be empty. Use `jax.set_mesh(mesh)` to enter "
+                     "into a mesh context, or pass shard_map(..., mesh=mesh)")
+  if not isinstance(m, (Mesh, AbstractMesh)):
+    raise TypeError(f"shard_map requires a jax.sharding.Mesh or AbstractMesh for mesh, "
+                    f"got {m!r}")
+  if m.size > 1:
+    raise NotImplementedError(
+        f"shard_map over {m} (mesh axes of sizes {m.axis_sizes}): ember runs on one device, "
+        "so a mesh must have every axis of size 1. Multi-device shard_map comes with "
+        "multi-device support; on one device, vmap with axis_name maps over the blocks.")
+  return m
+
+
+def _check_spec(spec, shape: tuple, manual: tuple, what: str, mesh) -> None:
+  """A PartitionSpec (or None) naming manual mesh axes, no longer than the value's rank."""
+  if spec is None:
+    return
+  if not isinstance(spec, PartitionSpec):
+    raise TypeError(f"shard_map {what} must be PartitionSpecs (or a tree prefix of them), "
+                    f"got {spec!r}")
+  for entry in spec:
+    for a in (entry if isinstance(entry, tuple) else (entry,)):
+      if a is not None and a is not PartitionSpec.UNCONSTRAINED and a not in manual:
+        raise ValueError(f"shard_map {what} argument must refer to an axis marked as manual "
+                         f"({set(manual)}) of mesh {mesh}, but {spec} refers to {a!r}")
+  if len(spec) > len(shape):
+    raise ValueError(f"shard_map {what} {spec} has {len(spec)} entries, more than the rank "
+                     f"of its value of shape {tuple(shape)}")

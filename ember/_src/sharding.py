@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import collections
 import enum
+import functools
 import math
+import threading
 from typing import Any, Sequence
 
 import numpy as np
+
+from ember._src import core, tree_util
 
 
 class Device:
@@ -229,10 +233,49 @@ class AbstractMesh:
 _EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
 
 
+class _MeshContext(threading.local):
+  mesh: Mesh | None = None   # what jax.set_mesh put in context, per thread as in JAX
+
+
+_context = _MeshContext()
+
+
 def get_abstract_mesh() -> AbstractMesh:
-  """The abstract mesh in context (`jax.sharding.get_abstract_mesh`): ember has no mesh
-  context (no jax.set_mesh yet; `with mesh:` sets none, as in JAX 0.12), so the empty one."""
-  return _EMPTY_ABSTRACT_MESH
+  """The abstract mesh in context (`jax.sharding.get_abstract_mesh`): that of the mesh
+  `jax.set_mesh` set, else the empty one (`with mesh:` sets none, as in JAX 0.12)."""
+  mesh = _context.mesh
+  return _EMPTY_ABSTRACT_MESH if mesh is None else mesh.abstract_mesh
+
+
+def context_mesh() -> Mesh | None:
+  """The concrete mesh `jax.set_mesh` put in context, or None."""
+  return _context.mesh
+
+
+class set_mesh:  # noqa: N801  (JAX's name: a function to call and a context manager)
+  """Put `mesh` in context for this thread (`jax.set_mesh`): called on its own it sets it
+  until the next call; as `with jax.set_mesh(mesh):` it restores the previous mesh on exit.
+  With a mesh in context, PartitionSpecs stand for NamedShardings over it
+  (`with_sharding_constraint(x, P('x'))`, `shard_map` without `mesh=`)."""
+  __slots__ = ("prev_mesh",)
+
+  def __init__(self, mesh: Mesh | None):
+    if mesh is not None and not isinstance(mesh, Mesh):
+      raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)}")
+    if not core.cur_level_is_eval():
+      raise ValueError("`set_mesh` can only be used outside of `jax.jit`.")
+    if mesh is not None and AxisType.Manual in mesh.axis_types:
+      raise ValueError(f"mesh {mesh} contains manual axes which is not allowed when using "
+                       "`jax.set_mesh`. Please use `jax.shard_map` to enter into `Manual` "
+                       "mode instead.")
+    self.prev_mesh, _context.mesh = _context.mesh, mesh
+
+  def __enter__(self):
+    return None
+
+  def __exit__(self, *exc):
+    _context.mesh = self.prev_mesh
+    return False
 
 
 def _types_str(types) -> str:
@@ -424,3 +467,85 @@ def check_placeable(sharding: Any, what: str) -> None:
   if missing:
     raise ValueError(f"{what}: {sorted(map(str, missing))} are not devices of this process "
                      f"({_DEVICES})")
+
+
+# --- with_sharding_constraint ---------------------------------------------------------------
+
+def _as_sharding(s, what: str) -> Sharding:
+  """A Sharding, or a PartitionSpec over the mesh `jax.set_mesh` put in context."""
+  if isinstance(s, Sharding):
+    return s
+  if isinstance(s, PartitionSpec):
+    mesh = _context.mesh
+    if mesh is None:
+      raise RuntimeError(
+          f"{what} requires a non-empty mesh in context if you are passing `PartitionSpec`s "
+          "to shardings. You can define a context mesh via `jax.set_mesh(mesh)`. "
+          "Alternatively, provide `Sharding`s to shardings and then the mesh context "
+          "manager is not required.")
+    return NamedSharding(mesh, s)
+  raise TypeError(f"{what}: shardings leaf specifications are expected to be PartitionSpec "
+                  f"instances or None, but got {s}")
+
+
+def _check_rank(sharding: Sharding, aval, what: str) -> None:
+  """A spec shorter than the rank leaves the trailing dimensions whole; a longer one fails."""
+  spec = getattr(sharding, "spec", None)
+  if spec is not None and len(spec) > aval.ndim:
+    raise ValueError(
+        f"One of {what} arguments is incompatible with its sharding annotation {sharding}: "
+        f"Sharding {sharding} is only valid for values of rank at least {len(spec)}, but "
+        f"was applied to a value of rank {aval.ndim}"
+        + (". For scalars the PartitionSpec should be P()" if aval.ndim == 0 else ""))
+
+
+def _check_shardings(what: str, x, shardings) -> None:
+  """`shardings` (one, or a pytree with one per leaf of `x`; None skips a leaf) fit `x`."""
+  leaves = tree_util.tree_leaves(x)
+  if isinstance(shardings, (Sharding, PartitionSpec)):
+    per_leaf = [shardings] * len(leaves)
+  else:
+    per_leaf = tree_util.tree_flatten(
+        shardings, is_leaf=lambda s: s is None or isinstance(s, (Sharding, PartitionSpec)))[0]
+    if len(per_leaf) != len(leaves):
+      raise ValueError(f"{what}: shardings must be one sharding or a pytree with one per "
+                       f"array of x ({len(leaves)}), got {len(per_leaf)}: {shardings!r}")
+  for leaf, s in zip(leaves, per_leaf):
+    if s is not None:
+      _check_rank(_as_sharding(s, what), core.get_aval(leaf), what)
+
+
+def with_sharding_constraint(x, shardings):
+  """Ask for `x` (a pytree of arrays) to be laid out as `shardings` says
+  (`jax.lax.with_sharding_constraint`): one sharding (or PartitionSpec, over the mesh in
+  context) for all leaves or a matching pytree of them. ember has one device, where every
+  layout is the whole array: the shardings are checked against the leaves' ranks and `x`
+  comes back unchanged (no equation in the jaxpr; JAX stages a `sharding_constraint` that
+  is the identity on one device)."""
+  _check_shardings("with_sharding_constraint", x, shardings)
+  return x
+
+
+def reshard(xs, out_shardings):
+  """`xs` (a pytree of arrays) laid out as `out_shardings` says (`jax.sharding.reshard`):
+  checked as with_sharding_constraint (no spec longer than its array's rank) and, on
+  ember's one device, returned unchanged. JAX also records an explicit sharding in the
+  result's type (`f32[4@x]`); ember's types carry no sharding yet."""
+  _check_shardings("reshard", xs, out_shardings)
+  return xs
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+  """`f` run with mesh `axes` (default: all) sharded by the compiler, its results then laid
+  out as `out_sharding` says (`jax.sharding.auto_axes`). On one device `f` runs as it is and
+  the results are checked against `out_sharding` (a decorator when `f` is omitted)."""
+  if f is None:
+    return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+  @functools.wraps(f)
+  def run(*args, **kwargs):
+    out = f(*args, **kwargs)
+    if out_sharding is not None:
+      _check_shardings("auto_axes out_sharding", out, out_sharding)
+    return out
+  return run

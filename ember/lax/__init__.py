@@ -7,3 +7,4 @@ from ember._src.primitives import public_lax_fns as _public_lax_fns
 globals().update(_public_lax_fns)
 del _public_lax_fns
 from ember.lax import linalg  # noqa: E402,F401  (jax.lax.linalg)
+from ember._src.sharding import with_sharding_constraint  # noqa: E402,F401

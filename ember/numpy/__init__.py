@@ -11,6 +11,7 @@ from ember._src.numpy.comparison import *  # noqa: F401,F403
 from ember._src.numpy.indexing import *  # noqa: F401,F403
 from ember._src.numpy.misc import *  # noqa: F401,F403
 from ember._src.numpy.vectorize import *  # noqa: F401,F403
+from ember._src.numpy.io import *  # noqa: F401,F403
 from ember.numpy import linalg  # noqa: F401,E402
 from ember.numpy import fft  # noqa: F401,E402
 from ember._src.numpy.array_api import *  # noqa: F401,F403,E402
