@@ -10,6 +10,10 @@
          out = dot(col, k), contracting (T, C) x (T, I) -> [N, O..., F]
          transpose(out) to the output layout
 
+A kernel gradient (more taps than output positions, no groups) reads its patches
+feature-major instead, [C, T, P, N], and contracts the leading (C, T) with the kernel as
+[I, T, F] (`_kernel_gradient`): an NHWC forward's batch is then no strided inner gather.
+
 An input dilated by D with stride 1 (lhs gradients, conv_transpose) first splits into D
 phases per such dim (`_expand_phases`): each output phase is a conv of the undilated input
 with every D-th kernel tap, so no product with a dilation zero is formed.
