@@ -49,8 +49,9 @@ DOTS = [((257, 200), (200, 129), lambda a, b: a @ b),
 @pytest.fixture
 def blas_dots(monkeypatch):
   """Mid-size dots on the BLAS path (on AVX-512 hosts the generated kernel takes every dot
-  whose A fits in L2: dot_kernels.generated_kernel_ok)."""
+  whose A fits in L2 or whose C is one column panel: dot_kernels.generated_kernel_ok)."""
   monkeypatch.setattr(dot_kernels, "MAX_A_BYTES", 0)
+  monkeypatch.setattr(dot_kernels, "STREAM_A_PANELS", 0)
 
 
 @pytest.mark.usefixtures("blas_dots")
@@ -178,8 +179,10 @@ def test_dots_needing_a_copy_keep_numpy(ls, rs, dims, spec):
   f = lambda a, b: lax.dot_general(a, b, (dims, ((), ())))
   dots = [t for t in thunks(f, a, b) if isinstance(t, ex.DotThunk)]
   assert dots and all(t.gemm is None for t in dots)
-  np.testing.assert_allclose(np.asarray(ember.jit(f)(a, b)),
-                             np.einsum(spec, a.astype(np.float64), b), **TOL[np.float32])
+  a64, b64 = a.astype(np.float64), b.astype(np.float64)
+  # rounding of K-term sums: ~ sqrt(K) eps * sum |a||b| (cancellation defeats rtol)
+  bound = 4 * np.finfo(np.float32).eps * np.sqrt(512) * np.einsum(spec, np.abs(a64), np.abs(b64))
+  assert np.all(np.abs(np.asarray(ember.jit(f)(a, b)) - np.einsum(spec, a64, b64)) <= bound)
 
 
 @pytest.mark.usefixtures("blas_dots")
