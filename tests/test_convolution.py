@@ -107,6 +107,13 @@ CASES = [
     ("0d", (3, 4), (5, 4), dict(window_strides=(), padding=())),
     # more taps than output positions (a kernel gradient's shape): one slice per position
     ("2d_big_kernel", (2, 3, 9, 8), (2, 3, 7, 7), dict(window_strides=(1, 2), padding="VALID")),
+    # kernel-gradient shapes in NHWC (feature-major patches, conv_expansion._kernel_gradient):
+    # rhs dilation, and an lhs dilation with stride 2 (no phase split)
+    ("2d_big_kernel_nhwc_rhs_dilation", (2, 9, 10, 3), (4, 4, 3, 5), dict(
+        window_strides=(1, 1), padding=((0, 0), (1, 0)), rhs_dilation=(2, 2),
+        dimension_numbers=("NHWC", "HWIO", "NHWC"))),
+    ("2d_big_kernel_lhs_dilation_strided", (3, 2, 4, 4), (2, 2, 5, 5), dict(
+        window_strides=(2, 2), padding=((0, 0), (1, 1)), lhs_dilation=(2, 2))),
     # 40 taps: the tap concatenate nests (conv_expansion.MAX_OPERANDS)
     ("1d_many_taps", (1, 2, 50), (2, 2, 40), dict(window_strides=(1,), padding=((20, 19),))),
     ("empty_output", (2, 3, 2, 2), (4, 3, 3, 3), dict(window_strides=(1, 1), padding="VALID")),
@@ -261,6 +268,19 @@ def test_grad_under_jit_equals_eager():
   jitted = ember.jit(ember.grad(loss, argnums=(0, 1)))(x, w)
   for e, j in zip(eager, jitted):
     np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=1e-5, atol=1e-5)
+
+
+def test_cnn_sized_gradients_under_jit_equal_eager():
+  """A CNN layer's gradients (stride 2, SAME, NHWC): the kernel gradient contracts batch and
+  positions as one dimension of a matrix product, the input gradient splits phases."""
+  x, w = _operands((4, 16, 16, 8), (3, 3, 8, 16), np.float64)
+  kw = dict(window_strides=(2, 2), padding="SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+  loss = lambda x, w: (ember.nn.relu(lax.conv_general_dilated(x, w, **kw)) ** 2).sum()
+  with ember.enable_x64():
+    eager = ember.grad(loss, argnums=(0, 1))(x, w)
+    jitted = ember.jit(ember.grad(loss, argnums=(0, 1)))(x, w)
+    for e, j in zip(eager, jitted):
+      np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=1e-12, atol=1e-12)
 
 
 VMAP_CASES = [

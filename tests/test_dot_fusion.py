@@ -214,9 +214,15 @@ def test_small_dots_get_a_generated_kernel_large_ones_blas():
   assert thunks(small) == ["KernelThunk"]
   bare = compiled(lambda x, w: x @ w, data((64, 64)), data((64, 64)))
   assert thunks(bare) == ["KernelThunk"]
-  # A is 2.25 MB: more than L2 holds, so BLAS on every host
-  large = compiled(lambda x, w: jnp.tanh(x @ w), data((1100, 512)), data((512, 16)))
-  assert thunks(large) == ["DotEpilogueThunk"]
+  # A is 2.25 MB: more than L2 holds, and C has several column panels (or one mostly
+  # masked, N = 16): BLAS on every host
+  for n in (160, 16):
+    large = compiled(lambda x, w: jnp.tanh(x @ w), data((1100, 512)), data((512, n)))
+    assert thunks(large) == ["DotEpilogueThunk"]
+  # ... but with C one full panel wide the AVX-512 kernel streams A once (dot_kernels.streams_a)
+  narrow = compiled(lambda x, w: jnp.tanh(x @ w), data((1100, 512)), data((512, 64)))
+  assert thunks(narrow) == (["KernelThunk"] if host.vector_bytes() == 64
+                            else ["DotEpilogueThunk"])
   complex_dot = compiled(lambda x, w: x @ w, data((4, 4)).astype(np.complex64),
                          data((4, 4)).astype(np.complex64))
   assert thunks(complex_dot) == ["DotThunk"]

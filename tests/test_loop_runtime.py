@@ -49,8 +49,9 @@ DOTS = [((257, 200), (200, 129), lambda a, b: a @ b),
 @pytest.fixture
 def blas_dots(monkeypatch):
   """Mid-size dots on the BLAS path (on AVX-512 hosts the generated kernel takes every dot
-  whose A fits in L2: dot_kernels.generated_kernel_ok)."""
+  whose A fits in L2 or whose C is one column panel: dot_kernels.generated_kernel_ok)."""
   monkeypatch.setattr(dot_kernels, "MAX_A_BYTES", 0)
+  monkeypatch.setattr(dot_kernels, "STREAM_A_PANELS", 0)
 
 
 @pytest.mark.usefixtures("blas_dots")
@@ -129,6 +130,86 @@ def test_pooled_dot_with_epilogue_and_blas_threads_untouched():
   np.testing.assert_allclose(np.asarray(ember.jit(f)(x, w, b)), ref, **TOL[np.float32])
   assert any(type(t).__name__ == "DotEpilogueThunk" for t in thunks(f, x, w, b))
   np.testing.assert_allclose(x @ w, x.astype(np.float64) @ w, rtol=1e-4, atol=1e-4)
+
+
+# (lhs shape, rhs shape, ((lhs contracting), (rhs contracting))): dots that read as 2-D
+# matrices without a copy, with several contracting dims (a convolution's (taps, channels),
+# a kernel gradient's leading (batch, positions)), contracting dims at either end
+MATRIX_DOTS = [((7, 9, 10, 9, 16), (9, 16, 33), ((3, 4), (0, 1))),
+               ((16, 32, 9, 24), (16, 32, 40), ((0, 1), (0, 1))),
+               ((5, 40, 3, 24), (40, 5, 40), ((1, 0), (2, 1))),
+               ((200, 6, 7), (150, 6, 7), ((1, 2), (1, 2))),
+               ((6, 7, 200), (6, 7, 150), ((0, 1), (0, 1)))]
+
+
+@pytest.mark.usefixtures("blas_dots")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ls,rs,dims", MATRIX_DOTS)
+def test_dots_with_several_contracting_dims_take_the_pooled_gemm(ls, rs, dims, dtype):
+  if blas_pool._native() is None:
+    pytest.skip("NumPy is not linked to an OpenBLAS")
+  a, b = data(ls, dtype), data(rs, dtype)
+  f = lambda a, b: lax.dot_general(a, b, (dims, ((), ())))
+  (lc, rc) = dims
+  letters = "abcdefgh"
+  ls_, rs_ = list(letters[:len(ls)]), list(letters[len(ls):len(ls) + len(rs)])
+  for i, j in zip(lc, rc):
+    rs_[j] = ls_[i]
+  spec = "".join(ls_) + "," + "".join(rs_) + "->" + \
+      "".join(c for k, c in enumerate(ls_) if k not in lc) + \
+      "".join(c for k, c in enumerate(rs_) if k not in rc)
+  with ember.enable_x64(dtype == np.float64):
+    out = ember.jit(f)(a, b)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    K = int(np.prod([ls[i] for i in lc]))
+    bound = 4 * np.finfo(dtype).eps * np.sqrt(K) * np.einsum(spec, np.abs(a64), np.abs(b64))
+    assert out.dtype == dtype
+    assert np.all(np.abs(np.asarray(out) - np.einsum(spec, a64, b64)) <= bound)
+    dots = [t for t in thunks(f, a, b) if isinstance(t, ex.DotThunk)]
+  assert dots and all(t.gemm is not None for t in dots)
+
+
+@pytest.mark.usefixtures("blas_dots")
+@pytest.mark.parametrize("ls,rs,dims,spec", [
+    ((6, 60, 7), (6, 7, 50), ((0, 2), (0, 1)), "ijk,ikl->jl"),   # split around a free dim
+    ((16, 32, 60), (32, 16, 50), ((0, 1), (1, 0)), "ijk,jil->kl")])  # pairs out of order
+def test_dots_needing_a_copy_keep_numpy(ls, rs, dims, spec):
+  """Contracting dims that do not read as one matrix dimension without a copy."""
+  a, b = data(ls), data(rs)
+  f = lambda a, b: lax.dot_general(a, b, (dims, ((), ())))
+  dots = [t for t in thunks(f, a, b) if isinstance(t, ex.DotThunk)]
+  assert dots and all(t.gemm is None for t in dots)
+  a64, b64 = a.astype(np.float64), b.astype(np.float64)
+  # rounding of K-term sums: ~ sqrt(K) eps * sum |a||b| (cancellation defeats rtol)
+  bound = 4 * np.finfo(np.float32).eps * np.sqrt(512) * np.einsum(spec, np.abs(a64), np.abs(b64))
+  assert np.all(np.abs(np.asarray(ember.jit(f)(a, b)) - np.einsum(spec, a64, b64)) <= bound)
+
+
+@pytest.mark.usefixtures("blas_dots")
+def test_numpy_matmul_dots_run_openblas_on_one_thread(monkeypatch):
+  """A dot the pooled gemm does not take (batched, Gram) runs NumPy's matmul with
+  OpenBLAS's thread count 1 (its own threads stall on a loaded machine), restored after."""
+  found = blas_pool._openblas()
+  if found is None:
+    pytest.skip("NumPy is not linked to an OpenBLAS")
+  get, seen, matmul = found[2], [], np.matmul
+
+  def spy(*args, **kw):
+    seen.append(get())
+    return matmul(*args, **kw)
+  before = get()
+  a, b, m = data((3, 140, 150)), data((3, 150, 160)), data((300, 200))
+  batched = ember.jit(lambda a, b: jnp.einsum("bij,bjk->bik", a, b))
+  gram = ember.jit(lambda m: m @ m.T)
+  batched(a, b).block_until_ready(), gram(m).block_until_ready()   # compiled outside
+  monkeypatch.setattr(np, "matmul", spy)
+  got_batched, got_gram = np.asarray(batched(a, b)), np.asarray(gram(m))
+  monkeypatch.undo()
+  assert len(seen) >= 2 and set(seen) == {1}
+  assert get() == before
+  np.testing.assert_allclose(got_batched, np.einsum("bij,bjk->bik", a.astype(np.float64), b),
+                             **TOL[np.float32])
+  np.testing.assert_allclose(got_gram, m.astype(np.float64) @ m.T, rtol=1e-5, atol=1e-4)
 
 
 def test_batched_and_integer_dots_keep_numpy():

@@ -10,6 +10,10 @@
          out = dot(col, k), contracting (T, C) x (T, I) -> [N, O..., F]
          transpose(out) to the output layout
 
+A kernel gradient (more taps than output positions, no groups) reads its patches
+feature-major instead, [C, T, P, N], and contracts the leading (C, T) with the kernel as
+[I, T, F] (`_kernel_gradient`): an NHWC forward's batch is then no strided inner gather.
+
 An input dilated by D with stride 1 (lhs gradients, conv_transpose) first splits into D
 phases per such dim (`_expand_phases`): each output phase is a conv of the undilated input
 with every D-th kernel tap, so no product with a dilation zero is formed.
@@ -76,9 +80,12 @@ def _concatenate(b: _Builder, xs: list[Instr], dim: int) -> Instr:
   return b.add("concatenate", xs[0].dtype, dims, xs, {"dimension": dim})
 
 
-def _padded_input(b: _Builder, x: Instr, a: dict) -> Instr:
-  """x as [N, S..., C], lhs-dilated and padded (negative padding crops)."""
+def _padded_input(b: _Builder, x: Instr, a: dict, feature_major: bool = False) -> Instr:
+  """x as [N, S..., C] (`feature_major`: [C, S..., N]), lhs-dilated and padded (negative
+  padding crops)."""
   lhs_perm, _, _ = reference_conv.canonical_perms(a["dimension_numbers"])
+  if feature_major:
+    lhs_perm = (lhs_perm[-1],) + tuple(lhs_perm[1:-1]) + (lhs_perm[0],)
   x = b.transpose(x, lhs_perm)
   low = (0,) + tuple(lo for lo, _ in a["padding"]) + (0,)
   high = (0,) + tuple(hi for _, hi in a["padding"]) + (0,)
@@ -125,6 +132,31 @@ def _patches(b: _Builder, x: Instr, a: dict, kernel_spatial, out_spatial) -> Ins
            for window in reference_conv.tap_windows(out_spatial, kernel_spatial, rhs_dil,
                                                     strides)]
   return b.reshape(_concatenate(b, parts, 1), (n,) + tuple(out_spatial) + (taps, c))
+
+
+def _kernel_gradient(b: _Builder, x: Instr, kernel: Instr, a: dict, dtype,
+                     out_spatial) -> Instr:
+  """[N, O..., F] of a conv with more taps than output positions and no groups (a kernel
+  gradient: the "kernel" is the output gradient, its "taps" the forward's positions, the
+  contracted features the forward's batch). The patches are read feature-major,
+  [C, T, P, N] (position p meets taps p*s + t*r, as in `_patches`), and the kernel as
+  [I, T, F]: both contract their leading (feature, tap) dims, so an NHWC forward needs no
+  transpose of its input or output gradient, the patches' inner loop copies the forward's
+  contiguous channels, and the dot is one transposed-A matrix product."""
+  nsp = kernel.shape.rank - 2
+  kernel_spatial, (i_feat, o_feat) = kernel.dims[:nsp], kernel.dims[nsp:]
+  taps, positions = math.prod(kernel_spatial), math.prod(out_spatial)
+  xp = _padded_input(b, x, a, feature_major=True)
+  c, n = xp.dims[0], xp.dims[-1]
+  parts = [b.reshape(_window_slice(b, xp, window, kernel_spatial), (c, taps, 1, n))
+           for window in reference_conv.tap_windows(out_spatial, kernel_spatial,
+                                                    a["rhs_dilation"], a["window_strides"])]
+  col = _concatenate(b, parts, 2)                                   # [C, T, P, N]
+  k = b.reshape(b.transpose(kernel, (nsp,) + tuple(range(nsp)) + (nsp + 1,)),
+                (i_feat, taps, o_feat))                             # [I, T, F]
+  out = _dot(b, dtype, col, k, ((0, 1), ()), ((0, 1), ()))          # [P, N, F]
+  out = b.reshape(out, tuple(out_spatial) + (n, o_feat))
+  return b.transpose(out, (nsp,) + tuple(range(nsp)) + (nsp + 1,))  # [N, O..., F]
 
 
 def _dot(b: _Builder, dtype, lhs: Instr, rhs: Instr, lhs_dims, rhs_dims) -> Instr:
@@ -225,9 +257,12 @@ def _expand(comp: hlo.Computation, conv: Instr) -> Instr:
   if conv.shape.size == 0 or taps * i_feat == 0:
     return b.add("broadcast", dt, conv.dims, [b.zero(dt)], {"dimensions": ()})
   out_spatial = canonical_dims[1:-1]
+  fgc, bgc = a["feature_group_count"], a["batch_group_count"]
+  if fgc == bgc == 1 and taps > math.prod(out_spatial):
+    out = _kernel_gradient(b, x, kernel, a, dt, out_spatial)
+    return b.transpose(out, np.argsort(out_canonical))
   col = _patches(b, x, a, kernel_spatial, out_spatial)   # [N, O..., T, C]
   n, c = col.dims[0], col.dims[-1]
-  fgc, bgc = a["feature_group_count"], a["batch_group_count"]
   groups = max(fgc, bgc)
   t_axis = nsp + 1
   if groups == 1:     # [N, O..., T, C] . [T, C, F] -> [N, O..., F]

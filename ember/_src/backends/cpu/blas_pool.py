@@ -11,7 +11,9 @@ and chunks setting and restoring it concurrently left NumPy's own matmuls single
 afterwards; the first dot to start saves the count and the last to end restores it), and
 the chunks go through `threadpool.run`: the caller
 takes part and claims whatever chunks the workers have not started, so a busy machine
-degrades to one core instead of stalling.
+degrades to one core instead of stalling. A dot it does not take (batched, a Gram
+product, complex, an operand that is no matrix without a copy) runs NumPy's matmul with
+the same count of 1 (`numpy_matmul`), so no ember dot waits on OpenBLAS's own threads.
 
 The native part is one small LLVM function compiled once per process (like the pool's):
 `ember_blas_chunk(i8** {A, B, C, descriptor}, i64 start, i64 stop)`, with the addresses of
@@ -166,6 +168,20 @@ def _restore_blas_threads() -> None:
       _restore(_saved_count)
 
 
+def numpy_matmul(l: np.ndarray, r: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+  """np.matmul for the dots `gemm_for` does not take (batched, Gram, complex, a layout
+  that needs a copy, a row block of a dot output fusion), with OpenBLAS on one thread
+  while it runs: its own threads stall on a loaded machine just the same."""
+  native = _native()
+  if native is None:
+    return np.matmul(l, r, out=out)
+  _single_threaded_blas(*native[2])
+  try:
+    return np.matmul(l, r, out=out)
+  finally:
+    _restore_blas_threads()
+
+
 # A dot below this many flops stays one call (the pool's fork/join and BLAS's per-call
 # packing are not worth splitting for); rows/columns per chunk are a multiple of ALIGN.
 MIN_SPLIT_FLOPS = 4_000_000
@@ -214,27 +230,47 @@ class Gemm:
       self.fn(bufs, 0, self.outer)
 
 
+def _matrix_view(dims: tuple, contracting: tuple, contracting_first: bool):
+  """(transposed, free size, contracting size, leading dimension) of an operand read as a
+  row-major matrix without a copy: its contracting dimensions (in `contracting`'s order)
+  one contiguous run at its end (`contracting_first` False: free x contracting) or its
+  start (contracting x free), the free dimensions the rest, in order; else None."""
+  r, n = len(dims), len(contracting)
+  at_start, at_end = tuple(range(n)), tuple(range(r - n, r))
+  if n == r or n == 0 or contracting not in (at_start, at_end):
+    return None
+  prod = lambda ds: int(np.prod(ds, dtype=np.int64))
+  K = prod(dims[:n] if contracting == at_start else dims[r - n:])
+  free = prod(dims[n:] if contracting == at_start else dims[:r - n])
+  if contracting == at_start:     # (contracting, free): rows of length `free`
+    return (not contracting_first, free, K, free)
+  return (contracting_first, free, K, K)
+
+
 def gemm_for(instr, out_dtype) -> Gemm | None:
-  """A Gemm for a `dot` instruction when it is a 2-D x 2-D float32/float64 product without
-  batch dimensions computed in its output dtype, and OpenBLAS is available; else None."""
+  """A Gemm for a `dot` instruction when it is a float32/float64 product without batch
+  dimensions computed in its output dtype whose operands read as 2-D matrices without a
+  copy (`_matrix_view`: a convolution's dot contracts (taps, channels) at once), and
+  OpenBLAS is available; else None."""
   lhs, rhs = instr.operands
   a = instr.attrs
   dt = np.dtype(out_dtype)
+  lc, rc = tuple(a.get("lhs_contracting_dims", ())), tuple(a.get("rhs_contracting_dims", ()))
   if dt not in (np.dtype(np.float32), np.dtype(np.float64)) or \
       np.dtype(lhs.dtype) != dt or np.dtype(rhs.dtype) != dt or \
-      lhs.shape.rank != 2 or rhs.shape.rank != 2 or a.get("lhs_batch_dims") or \
-      a.get("rhs_batch_dims") or len(a.get("lhs_contracting_dims", ())) != 1 or \
-      len(a.get("rhs_contracting_dims", ())) != 1 or 0 in lhs.shape.dims or \
-      0 in rhs.shape.dims:
+      a.get("lhs_batch_dims") or a.get("rhs_batch_dims") or \
+      0 in lhs.shape.dims or 0 in rhs.shape.dims:
     return None
-  (lc,), (rc,) = a["lhs_contracting_dims"], a["rhs_contracting_dims"]
+  order = sorted(range(len(lc)), key=lambda i: lc[i])     # pairs in lhs memory order
+  lc, rc = tuple(lc[i] for i in order), tuple(rc[i] for i in order)
+  left = _matrix_view(tuple(lhs.shape.dims), lc, contracting_first=False)
+  right = _matrix_view(tuple(rhs.shape.dims), rc, contracting_first=True)
+  if left is None or right is None:
+    return None
   if dot_kernels.is_gram(instr):   # NumPy's matmul calls syrk: half the flops of a gemm
     return None
   native = _native()
   if native is None:
     return None
-  trans_a, trans_b = lc == 0, rc == 1
-  M, K = lhs.shape.dims[1 - lc], lhs.shape.dims[lc]
-  N = rhs.shape.dims[1 - rc]
-  return Gemm(native, dt == np.float64, trans_a, trans_b, M, N, K, lhs.shape.dims[1],
-              rhs.shape.dims[1], dt.itemsize)
+  (trans_a, M, K, lda), (trans_b, N, _, ldb) = left, right
+  return Gemm(native, dt == np.float64, trans_a, trans_b, M, N, K, lda, ldb, dt.itemsize)

@@ -98,6 +98,11 @@ MAX_SMALL_FLOPS_FUSED = 3 << 20
 # GFLOP/s, 784x512x128 137 vs 113, 256x1024x1024 142 vs 131, 1000x1500x64 145 vs 107,
 # 512^3 150 vs 130; 2000^3 128 vs 126 (A 16 MB: BLAS keeps it).
 MAX_A_BYTES = 2 << 20
+# ... or whatever A's size when C is at most STREAM_A_PANELS column panels wide (N <= NR
+# vectors), nearly full (`streams_a`): the kernel then streams A once (no panel re-reads
+# it), e.g. a convolution's im2col dot, 16384x288 @ 288x64 f32 (A 19 MB): 4.2-4.3 ms against
+# 4.9-7.1 ms for OpenBLAS chunks on the pool (best of 40 calls, three runs each, loaded).
+STREAM_A_PANELS = 1
 COLUMN_SPLIT_ROWS = 256          # rows of A up to which threads split C by column panels
 MIN_SPLIT_PANELS = 4
 COLUMN_SPLIT_EPILOGUE_BYTES = 1 << 20   # a separate epilogue pass re-reads C from L2
@@ -199,12 +204,21 @@ def is_gram(dot: hlo.Instr) -> bool:
   return lhs is rhs and a.get("lhs_contracting_dims") == a.get("rhs_contracting_dims")
 
 
+def streams_a(lay: DotLayout) -> bool:
+  """C at most STREAM_A_PANELS column panels wide, the last at least 3/4 full (a partial
+  panel masks lanes off every multiply-add: measured 20000x200 @ 200xN f32, N = 64 10-12 ms
+  against BLAS's 16-19, N = 32 4.6-10.5 against 3.7-7, N = 16 even)."""
+  width = micro_tile()[1] * host.vector_lanes(lay.dtype)
+  return column_panels(lay) <= STREAM_A_PANELS and 4 * (lay.N % width or width) >= 3 * width
+
+
 def generated_kernel_ok(lay: DotLayout, tile_bytes: int = 0, fused: bool = False,
                         gram: bool = False) -> bool:
   """Whether the generated kernel runs this dot (else BLAS): f32/f64, flattenable layouts,
   units of whole rows, and either small enough that BLAS's call overhead dominates
   (`fused`: with an epilogue) or, on AVX-512 and not a Gram product (`gram`), a batch's A
-  small enough to stay in L2 while the column panels re-read it; and a C tile of
+  small enough to stay in L2 while the column panels re-read it (or one panel: A is read
+  once); and a C tile of
   `tile_bytes` (if the caller needs one) fits on the stack."""
   if lay.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
     return False
@@ -216,7 +230,7 @@ def generated_kernel_ok(lay: DotLayout, tile_bytes: int = 0, fused: bool = False
   small = min(lay.M, lay.N, lay.K) <= SMALL_DIM and \
       flops <= (MAX_SMALL_FLOPS_FUSED if fused else MAX_SMALL_FLOPS)
   in_l2 = not gram and host.vector_bytes() == 64 and \
-      lay.M * lay.K * lay.dtype.itemsize <= MAX_A_BYTES
+      (lay.M * lay.K * lay.dtype.itemsize <= MAX_A_BYTES or streams_a(lay))
   return (small or in_l2) and tile_bytes <= MAX_TILE_BYTES
 
 

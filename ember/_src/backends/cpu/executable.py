@@ -254,11 +254,11 @@ class DotThunk(Thunk):
     """o3 (b, m, n) = l (b, m, k) @ r (b, k, n), in the compute dtype, rounded once."""
     if o3.dtype == self.compute:
       if o3.shape[0] == 1:
-        np.matmul(l[0], r[0], out=o3[0])
+        blas_pool.numpy_matmul(l[0], r[0], out=o3[0])
       else:
-        np.matmul(l, r, out=o3)
+        blas_pool.numpy_matmul(l, r, out=o3)
     else:
-      o3[...] = np.matmul(l, r)
+      o3[...] = blas_pool.numpy_matmul(l, r)
 
   def run(self, frame: Frame) -> None:
     if self.gemm is not None:
