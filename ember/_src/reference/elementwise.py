@@ -244,8 +244,13 @@ def mul(x, y, *, out_dtype=None):
 
 @_quiet
 def pow(x, y):
+  # The exponent as a contiguous array of the result's shape (at least 1-d): NumPy's power
+  # loop turns a broadcast (stride-0) exponent of 0.5 into sqrt, giving sqrt(-inf) = nan
+  # and sqrt(-0) = -0 where C pow (and XLA) give +inf and +0.
   wide = _wide(x.dtype)
-  return np.power(x.astype(wide), y.astype(wide)).astype(x.dtype)
+  shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+  full = lambda a: np.array(np.broadcast_to(a.astype(wide), shape), ndmin=1)
+  return np.power(full(x), full(y)).reshape(shape).astype(x.dtype)
 
 
 @_quiet
