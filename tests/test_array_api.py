@@ -120,3 +120,19 @@ def test_pow_special_values_0d_and_broadcast_exponent(x64, jit):
       _same_floats(power(jnp.full((2, 3), x, dt), jnp.asarray(y, dt)), np.full((2, 3), want))
       _same_floats(jnp.full((2,), x, dt) ** y, np.full((2,), want))          # Python scalar
     _same_floats(power(jnp.asarray(_POW_BASES, dt), jnp.asarray(_POW_EXPS, dt)), _POW_WANT)
+
+
+# expm1(+-0 + 0j) = +0 + 0j (the standard; JAX 0.12 gives 0j for all four signed zeros). The
+# imaginary zero keeps its sign (conj symmetry), where JAX's is always +0.
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+@pytest.mark.parametrize("jit", [False, True])
+def test_expm1_of_complex_zero_has_positive_real_zero(dt, jit):
+  with ember.enable_x64(dt == np.complex128):
+    expm1 = ember.jit(jnp.expm1) if jit else jnp.expm1
+    for z, want_im in [(complex(-0.0, 0.0), 0.0), (complex(0.0, 0.0), 0.0),
+                       (complex(-0.0, -0.0), -0.0), (complex(0.0, -0.0), -0.0)]:
+      got = np.asarray(expm1(jnp.asarray(np.full((2,), z, dt))))
+      assert got.dtype == dt
+      _same_floats(got.real, [0.0, 0.0])
+      _same_floats(got.imag, [want_im, want_im])
+      _same_floats(np.asarray(expm1(jnp.asarray(z, dt))).real, 0.0)

@@ -413,6 +413,7 @@ def _expm1(x):
   a, b = x.real, x.imag
   h = np.sin(b / 2)
   re = np.expm1(a) * np.cos(b) - 2 * h * h
+  re = np.where((a == 0) & (b == 0), 0.0, re)   # +0 from -0 + 0j too (the standard, JAX)
   im = np.where(b == 0, b, np.exp(a) * np.sin(b))
   inf_b = ~np.isfinite(b)
   re = np.where(inf_b & (a == -np.inf), -1.0, np.where(inf_b & (a == np.inf), np.inf, re))
