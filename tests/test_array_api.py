@@ -91,3 +91,48 @@ def test_meshgrid_and_broadcast_arrays_return_tuples():   # as JAX 0.12
 def test_complex_special_values_match_jax(fn, z, want):
   got = complex(fn(np.complex64(z)))
   assert got == want
+
+
+# pow(-inf, y) = +inf and pow(-0, y) = +0 for y > 0 not an odd integer (the standard, C pow,
+# JAX 0.12). NumPy's power loop takes sqrt for a broadcast exponent of 0.5 (nan, -0), which
+# ember's reference impl must not inherit: 0-d operands and scalar exponents broadcast.
+_POW_BASES = [-np.inf, -0.0, 4.0, -np.inf, -0.0, 2.0]
+_POW_EXPS = [0.5, 0.5, 0.5, 2.5, 0.25, 3.0]
+_POW_WANT = [np.inf, 0.0, 2.0, np.inf, 0.0, 8.0]   # JAX 0.12 (and np.power on 1-d arrays)
+
+
+def _same_floats(got, want):
+  got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+  np.testing.assert_array_equal(got, want)
+  np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("jit", [False, True])
+def test_pow_special_values_0d_and_broadcast_exponent(x64, jit):
+  with ember.enable_x64(x64):
+    dt = jnp.float64 if x64 else jnp.float32
+    power = ember.jit(jnp.power) if jit else jnp.power
+    np.testing.assert_array_equal(
+        np.power(np.asarray(_POW_BASES), np.asarray(_POW_EXPS)), _POW_WANT)
+    for x, y, want in zip(_POW_BASES, _POW_EXPS, _POW_WANT):
+      _same_floats(power(jnp.asarray(x, dt), jnp.asarray(y, dt)), want)     # 0-d, 0-d
+      _same_floats(power(jnp.full((2, 3), x, dt), jnp.asarray(y, dt)), np.full((2, 3), want))
+      _same_floats(jnp.full((2,), x, dt) ** y, np.full((2,), want))          # Python scalar
+    _same_floats(power(jnp.asarray(_POW_BASES, dt), jnp.asarray(_POW_EXPS, dt)), _POW_WANT)
+
+
+# expm1(+-0 + 0j) = +0 + 0j (the standard; JAX 0.12 gives 0j for all four signed zeros). The
+# imaginary zero keeps its sign (conj symmetry), where JAX's is always +0.
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128])
+@pytest.mark.parametrize("jit", [False, True])
+def test_expm1_of_complex_zero_has_positive_real_zero(dt, jit):
+  with ember.enable_x64(dt == np.complex128):
+    expm1 = ember.jit(jnp.expm1) if jit else jnp.expm1
+    for z, want_im in [(complex(-0.0, 0.0), 0.0), (complex(0.0, 0.0), 0.0),
+                       (complex(-0.0, -0.0), -0.0), (complex(0.0, -0.0), -0.0)]:
+      got = np.asarray(expm1(jnp.asarray(np.full((2,), z, dt))))
+      assert got.dtype == dt
+      _same_floats(got.real, [0.0, 0.0])
+      _same_floats(got.imag, [want_im, want_im])
+      _same_floats(np.asarray(expm1(jnp.asarray(z, dt))).real, 0.0)

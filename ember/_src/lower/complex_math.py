@@ -269,6 +269,7 @@ def _expm1(R, x, y):
   value = re, R.sel(R.iszero(y), y, R.mul(R.op("exponential", x), R.op("sine", y)))
   inf_y = R.not_(R.isfinite(y))
   return _special(R, value, [                 # exp(z) - 1's special values
+      (R.and_(R.iszero(x), R.iszero(y)), 0.0, y),   # +0 from -0 + 0j too (the standard, JAX)
       (R.and_(R.cmp(x, "EQ", -np.inf), inf_y), -1.0, R.copysign(0.0, y)),
       (R.and_(R.cmp(x, "EQ", np.inf), inf_y), np.inf, np.nan)])
 

@@ -244,8 +244,13 @@ def mul(x, y, *, out_dtype=None):
 
 @_quiet
 def pow(x, y):
+  # The exponent as a contiguous array of the result's shape (at least 1-d): NumPy's power
+  # loop turns a broadcast (stride-0) exponent of 0.5 into sqrt, giving sqrt(-inf) = nan
+  # and sqrt(-0) = -0 where C pow (and XLA) give +inf and +0.
   wide = _wide(x.dtype)
-  return np.power(x.astype(wide), y.astype(wide)).astype(x.dtype)
+  shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+  full = lambda a: np.array(np.broadcast_to(a.astype(wide), shape), ndmin=1)
+  return np.power(full(x), full(y)).reshape(shape).astype(x.dtype)
 
 
 @_quiet
@@ -408,6 +413,7 @@ def _expm1(x):
   a, b = x.real, x.imag
   h = np.sin(b / 2)
   re = np.expm1(a) * np.cos(b) - 2 * h * h
+  re = np.where((a == 0) & (b == 0), 0.0, re)   # +0 from -0 + 0j too (the standard, JAX)
   im = np.where(b == 0, b, np.exp(a) * np.sin(b))
   inf_b = ~np.isfinite(b)
   re = np.where(inf_b & (a == -np.inf), -1.0, np.where(inf_b & (a == np.inf), np.inf, re))
