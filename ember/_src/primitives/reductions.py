@@ -516,9 +516,9 @@ reduce_p.batch = _generic_reduce_batch
 reduce_p.lower = _generic_reduce_lower
 
 
-def reduce(operands, init_values, computation, dimensions):
-  """Reduce `operands` (a pytree of arrays) over `dimensions` with `computation`, a
-  function of (accumulators, values) pytrees shaped like `init_values` (jax.lax.reduce)."""
+def flatten_operands(operands, init_values):
+  """The leaves and treedefs of lax.reduce's (and reduce_window's) operands and init values,
+  checked to have one structure."""
   flat_ops, op_tree = tree_util.tree_flatten(operands)
   flat_inits, init_tree = tree_util.tree_flatten(init_values)
   if op_tree != init_tree:
@@ -527,6 +527,13 @@ def reduce(operands, init_values, computation, dimensions):
   if len(flat_ops) != len(flat_inits):
     raise ValueError(f"Must have same total number of operands as init_values: "
                      f"{len(flat_ops)} vs. {len(flat_inits)}")
+  return flat_ops, op_tree, flat_inits, init_tree
+
+
+def reduce(operands, init_values, computation, dimensions):
+  """Reduce `operands` (a pytree of arrays) over `dimensions` with `computation`, a
+  function of (accumulators, values) pytrees shaped like `init_values` (jax.lax.reduce)."""
+  flat_ops, op_tree, flat_inits, init_tree = flatten_operands(operands, init_values)
   dimensions = _axes(dimensions)
   monoid = match_monoid(computation, flat_inits, _monoid_reducers)
   if monoid is not None:

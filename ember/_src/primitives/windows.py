@@ -404,14 +404,7 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
   """Reduce every window of `operand` (an array or a pytree of arrays) with `computation`
   from `init_value` (jax.lax.reduce_window: XLA's ReduceWindowWithGeneralPadding).
   `padding`: (low, high) pairs or 'VALID' / 'SAME' / 'SAME_LOWER'."""
-  flat_ops, op_tree = tree_util.tree_flatten(operand)
-  flat_inits, init_tree = tree_util.tree_flatten(init_value)
-  if op_tree != init_tree:
-    raise ValueError(f"Operands must have the same tree structure as init_values: "
-                     f"{op_tree} vs. {init_tree}")
-  if len(flat_ops) != len(flat_inits):
-    raise ValueError(f"Must have same total number of operands as init_values: "
-                     f"{len(flat_ops)} vs. {len(flat_inits)}")
+  flat_ops, op_tree, flat_inits, init_tree = reductions.flatten_operands(operand, init_value)
   if not flat_ops:
     raise ValueError("reduce_window must have at least one operand.")
   window_dimensions = tuple(operator.index(d) for d in window_dimensions)
