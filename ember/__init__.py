@@ -73,7 +73,7 @@ def process_count() -> int:
 from ember import random  # noqa: E402,F401
 from ember import nn, scipy  # noqa: E402,F401
 from ember import profiler  # noqa: E402,F401
-from ember import core, experimental, sharding  # noqa: E402,F401
+from ember import core, sharding  # noqa: E402,F401
 from ember._src.sharding import make_mesh, NamedSharding, set_mesh  # noqa: E402,F401
 from ember._src.sharding import PartitionSpec as P  # noqa: E402,F401
 
