@@ -39,7 +39,8 @@ for _cls in (Array, core.Tracer):
 def from_dlpack(x, /, *, device=None, copy: bool | None = None):
   """An ember array from a DLPack-exporting object (CPU tensors, through NumPy's
   np.from_dlpack): ember arrays are immutable, so the data is copied in."""
-  host = np.from_dlpack(x, copy=copy)
+  # NumPy < 2.1's from_dlpack takes no keywords
+  host = np.from_dlpack(x) if copy is None else np.from_dlpack(x, copy=copy)
   out = creation.array(host)
   return out if device is None else out.to_device(device)
 

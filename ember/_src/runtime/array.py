@@ -91,6 +91,10 @@ def _find_user_frame(ctor: int):
   return None
 
 
+# NumPy's ndarray.__dlpack__ takes max_version, dl_device and copy (DLPack 1.0) from 2.1 on
+_NUMPY_DLPACK_1 = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+
+
 class DLDeviceType(enum.IntEnum):
   """DLPack's device types (those NumPy knows): the first entry of __dlpack_device__."""
   kDLCPU = 1
@@ -266,6 +270,8 @@ class Array:
   def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
     if stream is not None:
       raise BufferError("__dlpack__: ember's CPU arrays take stream=None.")
+    if not _NUMPY_DLPACK_1:
+      max_version = None  # this NumPy exports pre-1.0 capsules only
     v = np.asarray(self)
     if not v.flags.writeable and (max_version is None or tuple(max_version) < (1, 0)):
       # DLPack before 1.0 cannot mark a tensor read-only: hand out a copy (ember's
@@ -274,6 +280,10 @@ class Array:
         raise BufferError("__dlpack__(copy=False): ember's buffer is read-only and DLPack "
                           "< 1.0 cannot say so; pass max_version=(1, 0) or allow a copy.")
       v, copy = v.copy(), None
+    if not _NUMPY_DLPACK_1:
+      if dl_device not in (None, (DLDeviceType.kDLCPU, 0)):
+        raise BufferError(f"__dlpack__: ember's arrays live on the CPU, not on {dl_device}.")
+      return v.__dlpack__()
     kw = {} if max_version is None else {"max_version": max_version}
     return v.__dlpack__(dl_device=dl_device, copy=copy, **kw)
 
