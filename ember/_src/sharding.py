@@ -305,19 +305,19 @@ class Sharding:
   """How an array is laid out over devices (`jax.sharding.Sharding`)."""
   memory_kind: str = "device"
 
-  @property
-  def device_set(self) -> set:
-    raise NotImplementedError
+  def _abstract(self, name: str):
+    raise NotImplementedError(f"{type(self).__name__} does not define {name}: "
+                              "jax.sharding.Sharding is an abstract base class; use "
+                              "NamedSharding or SingleDeviceSharding, or define it.")
 
-  @property
-  def _device_assignment(self) -> tuple:
-    raise NotImplementedError
+  device_set = property(lambda self: self._abstract("device_set"))
+  _device_assignment = property(lambda self: self._abstract("_device_assignment"))
 
   def devices_indices_map(self, global_shape: tuple) -> dict:
-    raise NotImplementedError
+    self._abstract("devices_indices_map")
 
   def shard_shape(self, global_shape: tuple) -> tuple:
-    raise NotImplementedError
+    self._abstract("shard_shape")
 
   num_devices = property(lambda self: len(self.device_set))
   addressable_devices = property(lambda self: self.device_set)
