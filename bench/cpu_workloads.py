@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 import zlib
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -48,9 +49,15 @@ except ImportError:  # pragma: no cover - depends on the machine
 # Workloads: each written once against a (numpy-like, nn-like, grad) namespace triple
 # --------------------------------------------------------------------------------------
 
-def workloads(np_, nn_, grad_):
-  """name -> (function, argument shapes, flops or 0). `grad_` is None where the library
-  has no grad (then the training step is skipped)."""
+def workloads(lib):
+  """name -> (function, argument specs, flops or 0, options). `lib` holds the library's
+  `np`, `nn`, `grad`, `jit`, `lax`, `random`, `linalg` (scipy.linalg); NumPy has only `np`,
+  and the workloads that need the rest are left out of its table. An argument spec is a
+  shape (positive float32 data) or a function of a NumPy Generator that makes the argument.
+  Options: `jit=False` for a workload that is a Python loop over jitted calls (timed as
+  called; its first call is the first epoch after clear_caches)."""
+  np_, nn_, grad_, lax = lib.np, lib.nn, lib.grad, lib.lax
+
   def selu(x, alpha=1.67, lmbda=1.05):
     return lmbda * np_.where(x > 0, x, alpha * np_.exp(x) - alpha)
 
@@ -78,9 +85,12 @@ def workloads(np_, nn_, grad_):
   def mlp_loss(params, x, y):
     return np_.mean((mlp(x, *params) - y) ** 2)
 
+  def mlp_sgd(params, x, y):
+    grads = grad_(mlp_loss)(params, x, y)
+    return tuple(w - 0.01 * g for w, g in zip(params, grads))
+
   def mlp_train_step(x, y, w1, w2, w3):
-    grads = grad_(mlp_loss)((w1, w2, w3), x, y)
-    return tuple(w - 0.01 * g for w, g in zip((w1, w2, w3), grads))
+    return mlp_sgd((w1, w2, w3), x, y)
 
   def tanh_chain(x):
     for _ in range(20):
@@ -107,22 +117,125 @@ def workloads(np_, nn_, grad_):
       "pairwise v2": (pairwise_v2, [(n, k), (d, k)], 2 * n * d * k),
       "pairwise v3": (pairwise_v3, [(n, k), (d, k)], 2 * n * d * k),
       "mlp forward": (mlp, [(128, 784), (784, 512), (512, 512), (512, 10)], mlp_flops),
-      "mlp train step": (mlp_train_step, [(128, 784), (128, 10), (784, 512), (512, 512),
-                                          (512, 10)], 3 * mlp_flops),
       "20x tanh(x@x)+0.1": (tanh_chain, [(64, 64)], 20 * 2 * 64 ** 3),
       "m @ m.T": (lambda m: m @ m.T, [(2000, 2000)], 2 * 2000 ** 3),
       "tanh(m@m)@m": (lambda m: np_.tanh(m @ m) @ m, [(2000, 2000)], 4 * 2000 ** 3),
       "row sums": (lambda m: m.sum(axis=1), [(2000, 2000)], 0),
       "column sums": (lambda m: m.sum(axis=0), [(2000, 2000)], 0),
+      "column sums 3001x1999": (lambda m: m.sum(axis=0), [(3001, 1999)], 0),
       "transpose": (lambda m: np_.transpose(m) + 0, [(2000, 2000)], 0),
+      "a.T": (lambda m: np_.array(m.T), [(2000, 2000)], 0),
+      "a.T*2+1": (lambda m: m.T * 2 + 1, [(2000, 2000)], 0),
+      "a.T 1531x2417": (lambda m: np_.array(m.T), [(1531, 2417)], 0),
       "logsumexp": (nn_.logsumexp if nn_ is not None else logsumexp_np,
                     [(4096, 1024)], 0),
       "layernorm": (layernorm, [(4096, 1024), (1024,), (1024,)], 0),
       "dispatch x+1": (lambda x: x + 1, [(3,)], 0),
+      "dispatch 4 args": (lambda a, b, c, e: (a * b + c, e - 1), [(3,), (3,), (3,), (2, 2)],
+                          0),
   }
-  if grad_ is None:
-    del table["mlp train step"]
-  return table
+  if grad_ is not None:
+    table.update(training_workloads(lib, mlp_sgd, mlp_flops))
+  return {name: spec if len(spec) == 4 else (*spec, {}) for name, spec in table.items()}
+
+
+EPOCH_STEPS, BATCH = 50, 128
+
+
+def spd(n):
+  """A random well-conditioned symmetric positive-definite n x n float32 matrix."""
+  def make(rng):
+    a = rng.standard_normal((n, n))
+    return (a @ a.T / n + np.eye(n)).astype(np.float32)
+  return make
+
+
+def key_data(rng):
+  return rng.integers(0, 2 ** 32, 2, dtype=np.uint32)
+
+
+def training_workloads(lib, mlp_sgd, mlp_flops):
+  """The workloads of issue 18: training loops, small steps, small linear algebra, a
+  sampled image grid and a CNN step (they need grad, jit, lax and random)."""
+  np_, lax, jit, grad_ = lib.np, lib.lax, lib.jit, lib.grad
+  step = jit(mlp_sgd)
+
+  def epoch_loop(xs, ys, w1, w2, w3):
+    params = (w1, w2, w3)
+    for i in range(EPOCH_STEPS):
+      params = step(params, xs[i], ys[i])
+    return params
+
+  def epoch_scan(xs, ys, w1, w2, w3):
+    def body(params, batch):
+      return mlp_sgd(params, *batch), None
+    return lax.scan(body, (w1, w2, w3), (xs, ys))[0]
+
+  def momentum_step(G, y, v, m):
+    g = grad_(lambda v: 0.5 * np_.sum((G @ v - y) ** 2))(v)
+    m = 0.9 * m + g
+    return v - 0.01 * m, m
+
+  def gp_nll(p, X, y):
+    ls, var, noise = np_.exp(p[0]), np_.exp(p[1]), np_.exp(p[2])
+    d2 = np_.sum((X[:, None, :] - X[None, :, :]) ** 2, axis=-1)
+    K = var * np_.exp(-0.5 * d2 / ls ** 2) + (noise + 1e-3) * np_.eye(X.shape[0])
+    L = np_.linalg.cholesky(K)
+    alpha = lib.linalg.cho_solve((L, True), y)
+    return 0.5 * y @ alpha + np_.sum(np_.log(np_.diag(L)))
+
+  def gp_step(p, X, y):
+    return p - 0.01 * grad_(gp_nll)(p, X, y)
+
+  def image_grid(key):   # JAX's mnist_vae example: 100 sampled images as a 10x10 grid
+    imgs = iter(lib.random.bernoulli(key, 0.5, (100, 784)).reshape(-1, 28, 28))
+    return np_.vstack([np_.hstack([next(imgs).T for _ in range(10)]) for _ in range(10)])
+
+  epoch = [(EPOCH_STEPS, BATCH, 784), (EPOCH_STEPS, BATCH, 10), (784, 512), (512, 512),
+           (512, 10)]
+  cnn_step = cnn_sgd_step(lib)
+  return {
+      "mlp train step": (lambda x, y, *w: mlp_sgd(w, x, y),
+                         [(BATCH, 784), (BATCH, 10), (784, 512), (512, 512), (512, 10)],
+                         3 * mlp_flops),
+      "mlp epoch, loop": (epoch_loop, epoch, 3 * mlp_flops * EPOCH_STEPS, {"jit": False}),
+      "mlp epoch, scan": (epoch_scan, epoch, 3 * mlp_flops * EPOCH_STEPS),
+      "momentum step": (momentum_step, [(100, 100), (100,), (100,), (100,)], 0),
+      "gp step": (gp_step, [(3,), (50, 3), (50,)], 0),
+      "image grid": (image_grid, [key_data], 0),
+      "cholesky 64": (np_.linalg.cholesky, [spd(64)], 0),
+      "triangular solve 64": (
+          lambda a, b: lib.linalg.solve_triangular(a, b, lower=True),
+          [lambda rng: np.tril(spd(64)(rng)), (64, 16)], 0),
+      "inv 64": (np_.linalg.inv, [spd(64)], 0),
+      "cnn step": (cnn_step, [lambda r: r.normal(0, .3, (3, 3, 3, 16)).astype(np.float32),
+                              lambda r: r.normal(0, .1, (3, 3, 16, 32)).astype(np.float32),
+                              lambda r: r.normal(0, .2, (32, 10)).astype(np.float32),
+                              lambda r: np.zeros(10, np.float32),
+                              lambda r: r.normal(size=(16, 32, 32, 3)).astype(np.float32),
+                              lambda r: r.integers(0, 10, 16).astype(np.int32)], 0),
+  }
+
+
+def cnn_sgd_step(lib):
+  """bench/cnn.py's small CNN: conv3x3-relu-conv3x3/2-relu-mean-dense, one SGD step."""
+  lax, np_ = lib.lax, lib.np
+  nhwc = ("NHWC", "HWIO", "NHWC")
+
+  def forward(params, x):
+    w1, w2, wd, bd = params
+    h = np_.maximum(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=nhwc), 0)
+    h = np_.maximum(lax.conv_general_dilated(h, w2, (2, 2), "SAME", dimension_numbers=nhwc), 0)
+    return np_.mean(h, axis=(1, 2)) @ wd + bd
+
+  def loss(params, x, labels):
+    logp = lib.nn.log_softmax(forward(params, x))
+    return -np_.mean(np_.take_along_axis(logp, labels[:, None], axis=1))
+
+  def step(w1, w2, wd, bd, x, labels):
+    grads = lib.grad(loss)((w1, w2, wd, bd), x, labels)
+    return [p - 0.05 * g for p, g in zip((w1, w2, wd, bd), grads)]
+  return step
 
 
 def minimal_bytes(fn_np, args) -> int:
@@ -137,9 +250,11 @@ def minimal_bytes(fn_np, args) -> int:
 # --------------------------------------------------------------------------------------
 
 def _wait(out):
-  for leaf in (out if isinstance(out, tuple) else (out,)):
-    if hasattr(leaf, "block_until_ready"):
-      leaf.block_until_ready()
+  if isinstance(out, (tuple, list)):
+    for leaf in out:
+      _wait(leaf)
+  elif hasattr(out, "block_until_ready"):
+    out.block_until_ready()
 
 
 def batch_time(f, args, calls: int) -> float:
@@ -154,7 +269,7 @@ def batch_time(f, args, calls: int) -> float:
 FIRST_CALLS = 3
 
 
-def first_call(lib: str, f, args) -> float:
+def first_call(lib: str, f, args, jitted: bool = True) -> float:
   """Median over FIRST_CALLS of a first call of `f` jitted afresh, every jit and compile
   cache cleared before it (`clear_caches`, both libraries): one first call moved by +-50%
   from run to run on this shared machine."""
@@ -163,7 +278,7 @@ def first_call(lib: str, f, args) -> float:
   times = []
   for _ in range(FIRST_CALLS):
     clear()
-    jf = jit(f)
+    jf = jit(f) if jitted else f
     t0 = time.perf_counter()
     _wait(jf(*args))
     times.append(time.perf_counter() - t0)
@@ -202,13 +317,21 @@ def machine_rates() -> tuple[float, float]:
 # Report
 # --------------------------------------------------------------------------------------
 
+def namespace(lib: str) -> SimpleNamespace:
+  """What the workloads use of one library (NumPy: only `np`)."""
+  if lib == "numpy":
+    return SimpleNamespace(np=np, nn=None, grad=None, jit=None, lax=None)
+  j = ember if lib == "ember" else real_jax
+  import importlib
+  return SimpleNamespace(np=j.numpy, nn=j.nn, grad=j.grad, jit=j.jit, lax=j.lax,
+                         random=j.random, linalg=importlib.import_module(
+                             j.__name__ + ".scipy.linalg"))
+
+
 def _library(lib: str):
   """(jit, asarray, the workload table) of one library."""
-  if lib == "ember":
-    return ember.jit, jnp.asarray, workloads(jnp, ember.nn, getattr(ember, "grad", None))
-  if lib == "jax":
-    return real_jax.jit, real_jnp.asarray, workloads(real_jnp, real_nn, real_jax.grad)
-  return None, None, workloads(np, None, None)
+  ns = namespace(lib)
+  return ns.jit, (ns.np.asarray if ns.jit else None), workloads(ns)
 
 
 def jax_like_exp(lib: str):
@@ -231,18 +354,20 @@ def measure(lib: str, selected, budget_s: float) -> dict:
     _wait(jit(lambda v: jax_like_exp(lib)(v) * 3 - 1)(np.arange(7, dtype=np.float32)))
     settle(lib)
   out = {}
-  for name, (f, shapes, _) in table.items():
+  for name, (f, specs, _, opts) in table.items():
     if selected and not any(sel in name for sel in selected):
       continue
     rng = np.random.default_rng(zlib.crc32(name.encode()))   # same data in every worker
-    args = [(np.abs(rng.standard_normal(sh)) + 0.1).astype(np.float32) for sh in shapes]
+    args = [spec(rng) if callable(spec) else
+            (np.abs(rng.standard_normal(spec)) + 0.1).astype(np.float32) for spec in specs]
     r = {}
     if jit is None:
       r["bytes"] = minimal_bytes(f, args)
     else:
       args = [asarray(x) for x in args]
-      r["first"] = first_call(lib, f, args)
-      f = jit(f)
+      jitted = opts.get("jit", True)
+      r["first"] = first_call(lib, f, args, jitted)
+      f = jit(f) if jitted else f
     r["steady"] = steady_median(f, args, budget_s)
     out[name] = r
   return out
@@ -258,8 +383,8 @@ def run(selected, budget_s: float) -> tuple[list[dict], float, float]:
            str(budget_s), *selected]
     results[lib] = json.loads(subprocess.run(cmd, check=True, capture_output=True,
                                              text=True).stdout.splitlines()[-1])
-  names = list(workloads(np, None, lambda f: f))     # every workload, in table order
-  flops = {n: spec[2] for n, spec in workloads(np, None, lambda f: f).items()}
+  flops = {n: spec[2] for n, spec in workloads(namespace("ember")).items()}
+  names = list(flops)                                 # every workload, in table order
   rows = []
   for name in names:
     row = {"name": name, "flops": flops[name]}
