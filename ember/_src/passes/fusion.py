@@ -69,6 +69,9 @@ __all__ = ["run", "wrap_lone_ops", "is_expensive", "read_factor", "FUSIBLE", "op
 FUSIBLE = hlo.ELEMENTWISE | {
     "broadcast", "reshape", "transpose", "reverse", "slice", "dynamic-slice", "concatenate",
     "pad", "iota", "constant", "gather", "reduce", "reduce-window", "get-tuple-element"}
+# Ops that only move or generate elements (index arithmetic, loads): no per-element work.
+INDEX_MAPS = frozenset({"broadcast", "reshape", "transpose", "reverse", "slice", "parameter",
+                        "constant", "iota", "get-tuple-element"})
 ROOT_ONLY = {"dynamic-update-slice"}          # a fusion root, never fused into a consumer
 # Cheap producers whose result is larger than what they read: duplicate them even when the
 # value is materialized for another user.
@@ -324,12 +327,13 @@ def _emission_level(index: tuple, chain: tuple) -> int:
 
 class _Group:
   """One future fusion: a root and the original instructions copied into it."""
-  __slots__ = ("root", "members", "count")
+  __slots__ = ("root", "members", "count", "sites")
 
   def __init__(self, root: hlo.Instr):
     self.root = root
     self.members: set[int] = {root.id}
     self.count: dict[int, float] = {root.id: 1.0}   # evaluations per element (_count_in)
+    self.sites: dict[int, int] = {root.id: 1}       # places its code is emitted (_sites_in)
 
 
 def _fusible(instr: hlo.Instr) -> bool:
@@ -372,6 +376,72 @@ def _count_in(group: _Group, p: hlo.Instr, users: list[hlo.Instr]) -> float:
   return same + other
 
 
+def _sites_in(group: _Group, p: hlo.Instr, users: list[hlo.Instr]) -> int:
+  """At how many places the emitter would generate `p`'s code in the fusion: once per
+  distinct index it is evaluated at. Readers at their own index (elementwise ops of the
+  same shape) share one site per site of theirs; every other read (a slice, a transpose,
+  one operand position of a concatenate, a reduce's input) is a site of its own."""
+  same, other = 0, 0
+  for u in users:
+    if u.id not in group.members:
+      continue
+    for k, o in enumerate(u.operands):
+      if o is p:
+        if read_factor(u, k)[1]:
+          same = max(same, group.sites[u.id])
+        else:
+          other += group.sites[u.id]
+  return same + other
+
+
+# Duplication limits (a cheap producer recomputed instead of written once and read):
+# - code: a producer emitted at several places in one fusion (100 slices of one array, each
+#   a separate index computation) copies the code of everything it would pull in; at most
+#   MAX_DUPLICATED_CODE instructions of copies (a kernel's size, MAX_FUSED_INSTRS);
+# - work: a producer duplicated into k fusions does its arithmetic k times per element;
+#   a buffer round trip (one write, k reads) costs about BYTES_PER_OP bytes of traffic
+#   per arithmetic op saved (the CPU cost model's rates: ~0.05 ns per byte and per
+#   vectorized op), so duplicating pays while (k - 1) * ops <= (k + 1) * itemsize.
+MAX_DUPLICATED_CODE = 400
+BYTES_PER_OP = 1.0
+
+
+class _Cones:
+  """Per instruction, what fusing it would pull in: the fusible instructions it reads
+  through cheap fusible ops (stopping at expensive ops, which are never recomputed, and at
+  everything that is not fusible), as bit sets over the entry's instruction order. `code`
+  counts them all, `work` only those doing arithmetic (not INDEX_MAPS)."""
+
+  def __init__(self, entry: hlo.Computation):
+    self.pos = {i.id: n for n, i in enumerate(entry.instrs)}
+    self.bits: dict[int, int] = {}
+    self.arith = 0
+    for n, i in enumerate(entry.instrs):
+      if _fusible(i) and i.opcode not in INDEX_MAPS:
+        self.arith |= 1 << n
+    for i in entry.instrs:     # topological order: operands first
+      b = 1 << self.pos[i.id]
+      for o in i.operands:
+        if _fusible(o) and not is_expensive(o) and o.opcode not in ROOT_ONLY:
+          b |= self.bits[o.id]
+      self.bits[i.id] = b
+
+  def code(self, i: hlo.Instr) -> int:
+    return self.bits[i.id].bit_count()
+
+  def work(self, i: hlo.Instr) -> int:
+    return (self.bits[i.id] & self.arith).bit_count()
+
+
+def _duplication_pays(i: hlo.Instr, k: int, cones: _Cones) -> bool:
+  """Whether computing the cheap `i` (and the cheap producers it pulls in) in each of k
+  fusions costs less than writing it once and reading it k times (see BYTES_PER_OP)."""
+  if k <= 1:
+    return True
+  itemsize = np.dtype(i.dtype).itemsize if isinstance(i.shape, hlo.Shape) else 4
+  return (k - 1) * cones.work(i) * BYTES_PER_OP <= (k + 1) * itemsize
+
+
 def _plan(entry: hlo.Computation, fuse: bool) -> tuple[list[_Group], set[int]]:
   """Decide the groups. Returns them (in no particular order) and the ids of original
   instructions that stay materialized at the entry level (group roots and non-fused ops)."""
@@ -389,7 +459,15 @@ def _plan(entry: hlo.Computation, fuse: bool) -> tuple[list[_Group], set[int]]:
   def join(g: _Group, i: hlo.Instr, count: float):
     g.members.add(i.id)
     g.count[i.id] = count
+    g.sites[i.id] = _sites_in(g, i, users.get(i.id, []))
     groups_of.setdefault(i.id, []).append(g)
+
+  cones = _Cones(entry) if fuse else None
+
+  def copies_fit(g: _Group, i: hlo.Instr) -> bool:
+    """The code `i` pulls into g, emitted once per site, stays within MAX_DUPLICATED_CODE."""
+    n = _sites_in(g, i, users.get(i.id, []))
+    return n <= 1 or n * cones.code(i) <= MAX_DUPLICATED_CODE
 
   for i in reversed(entry.instrs):
     us = users.get(i.id, [])
@@ -417,10 +495,14 @@ def _plan(entry: hlo.Computation, fuse: bool) -> tuple[list[_Group], set[int]]:
         if sym is not None:
           counts[id(g)] = min(counts[id(g)], sym)
       chosen = room if ok else []
-    elif (ext or len(room) < len(targets)) and i.opcode not in _GENERATORS:
-      chosen = []                  # materialized anyway: consumers read its buffer
+    elif i.opcode in _GENERATORS:
+      chosen = room                # always duplicated: reading it costs more than making it
     else:
-      chosen = room                # cheap: duplicated into every consuming fusion
+      room = [g for g in room if copies_fit(g, i)]
+      if ext or len(room) < len(targets) or not _duplication_pays(i, len(room), cones):
+        chosen = []                # materialized: consumers read its buffer
+      else:
+        chosen = room              # cheap: duplicated into every consuming fusion
     for g in chosen:
       join(g, i, counts[id(g)])
     if len(chosen) < len(targets) or ext:

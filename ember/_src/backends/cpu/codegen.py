@@ -77,7 +77,8 @@ from llvmlite import ir
 
 from ember._src import dtypes, hlo
 from ember._src.dtypes import dtype_kind
-from ember._src.passes.fusion import column_reduce_root, is_expensive, operand_index, row_cached
+from ember._src.passes.fusion import (INDEX_MAPS, column_reduce_root, is_expensive,
+                                      operand_index, row_cached)
 
 PTR = ir.PointerType()
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
@@ -333,6 +334,18 @@ class ElementalEmitter(IRHelpers):
           op == "divide" and kind(instr.dtype) in "iu")
       hit = self._expensive[instr.id] = own or any(self.expensive(o) for o in instr.operands)
     return hit
+
+  def op_count(self, instr: hlo.Instr, cap: int = 16) -> int:
+    """Operations (not index maps, parameters or constants) evaluated for one element of
+    `instr`, counted as a tree (a shared operand once per use) and at most `cap` (the walk
+    stops there): how much a select that computes every candidate would waste."""
+    count, stack, visits = 0, [instr], 0
+    while stack and count < cap and visits < 4 * cap:
+      x = stack.pop()
+      visits += 1
+      count += x.opcode not in INDEX_MAPS
+      stack.extend(x.operands)
+    return min(count, cap) if not stack else cap
 
   def choose(self, cond: ir.Value, then_fn: Callable, else_fn: Callable, lazy: bool):
     """`then_fn() if cond else else_fn()`: a select of both values, or (`lazy`) branches
@@ -1296,9 +1309,17 @@ def _select_value(em, cond, a, b_):
   return b.select(cond, a, b_)
 
 
+# A concatenate inside a fusion (not its root: see concat_regions) selects among its operands
+# with selects (every operand computed, then one kept: branch-free, vectorizes) only when
+# they are few and each is a load or a couple of operations; otherwise with a balanced tree
+# of branches that computes only the operand that holds the element (log2(N) comparisons).
+CONCAT_SELECT_MAX_OPERANDS = 4
+CONCAT_SELECT_MAX_OPS = 2
+
+
 def _concatenate(em, instr, idx):
-  """The operand whose range holds idx[d]: a chain of selects over all operands (read at
-  clamped indices), or of branches where an operand is expensive to compute."""
+  """The operand whose range holds idx[d], read at its local index (clamped in the select
+  form, where every operand is read at every index)."""
   d = instr.attrs["dimension"]
   b = em.b
   parts, off = [], 0
@@ -1308,23 +1329,59 @@ def _concatenate(em, instr, idx):
     off += op.shape.dims[d]
   if not parts:   # every operand empty along d: so is the output, never read at any index
     return const_of(instr.dtype, 0)
+  lazy = len(parts) > CONCAT_SELECT_MAX_OPERANDS or any(
+      em.expensive(op) or em.op_count(op) > CONCAT_SELECT_MAX_OPS for op, _ in parts)
 
-  def value(k):   # operand k at idx, its index along d shifted and clamped into range
+  def value(k):   # operand k at idx, its index along d shifted (and clamped if selected)
     op, start = parts[k]
     n = op.shape.dims[d]
     local = b.sub(idx[d], em.i64(start)) if start else idx[d]
-    if n < instr.shape.dims[d]:
+    if n < instr.shape.dims[d] and not lazy:
       local = em.clamp_idx(local, 0, n - 1)
     return em.emit(op, idx[:d] + (local,) + idx[d + 1:])
 
-  def from_k(k):  # the value for operands k.. (idx[d] >= start of operand k)
+  def from_k(k):  # selects: the value for operands k.. (idx[d] >= start of operand k)
     if k == len(parts) - 1:
       return value(k)
     nxt = parts[k + 1][1]
-    lazy = any(em.expensive(op) for op, _ in parts[k:])
     return em.choose(b.icmp_signed("<", idx[d], em.i64(nxt)), lambda: value(k),
-                     lambda: from_k(k + 1), lazy)
-  return from_k(0)
+                     lambda: from_k(k + 1), False)
+
+  def between(lo, hi):   # branches: the value for operands lo..hi-1, halving the range
+    if hi - lo == 1:
+      return value(lo)
+    mid = (lo + hi) // 2
+    return em.choose(b.icmp_signed("<", idx[d], em.i64(parts[mid][1])),
+                     lambda: between(lo, mid), lambda: between(mid, hi), True)
+  return between(0, len(parts)) if lazy else from_k(0)
+
+
+def concat_regions(comp: hlo.Computation) -> list[tuple[hlo.Instr, tuple]] | None:
+  """For a fusion whose root is a concatenate: (operand, its offset in the output) for each
+  non-empty operand, nested concatenates used only by their parent (a vstack of hstacks)
+  expanded into their own operands. The kernel then writes each operand's region with a
+  loop nest of its own (`KernelBuilder._concat_nest`): one evaluation per element, no
+  selection among operands. None when the root is not a concatenate."""
+  root = comp.root
+  if root.opcode != "concatenate":
+    return None
+  users = comp.users()
+  out: list[tuple[hlo.Instr, tuple]] = []
+
+  def expand(x, offset):
+    d = x.attrs["dimension"]
+    at = 0
+    for op in x.operands:
+      n = op.shape.dims[d]
+      if n and 0 not in op.shape.dims:
+        here = offset[:d] + (offset[d] + at,) + offset[d + 1:]
+        if op.opcode == "concatenate" and len(users.get(op.id, [])) == 1:
+          expand(op, here)
+        else:
+          out.append((op, here))
+      at += n
+  expand(root, (0,) * root.shape.rank)
+  return out
 
 
 def _pad(em, instr, idx):
@@ -1961,6 +2018,8 @@ class KernelBuilder:
           em.pop()
           return []
         em.loop(lo, hi, [], flat_body)
+      elif (regions := concat_regions(comp)) is not None:
+        self._concat_nest(em, regions, out_ptrs[0], outs[0], start, stop)
       else:
         store = lambda idx: self._store_all(em, roots, out_ptrs, outs, idx)
         tile = _transposed_dim(comp, roots, dims)
@@ -2030,6 +2089,27 @@ class KernelBuilder:
       em.loop(lo, hi, [], body)
     hoist(0)
     level(0)
+
+  def _concat_nest(self, em, regions, out_ptr, out: hlo.Shape, start, stop):
+    """A concatenate root (`concat_regions`): one loop nest per operand over its own shape,
+    writing at its offset in the output; the kernel's [start, stop) of the output's dim 0
+    is clipped to each operand's rows there, so a split kernel still writes each element
+    once."""
+    b = em.b
+    for x, offset in regions:
+      lo, hi = start, stop
+      if offset[0]:
+        lo, hi = b.sub(lo, em.i64(offset[0])), b.sub(hi, em.i64(offset[0]))
+      lo = b.select(b.icmp_signed("<", lo, em.i64(0)), em.i64(0), lo)
+      n0 = em.i64(outer_extent(x.shape.dims))
+      hi = b.select(b.icmp_signed(">", hi, n0), n0, hi)
+
+      def store(idx, x=x, offset=offset):
+        at = tuple(em.add_idx(i, em.i64(o)) for i, o in zip(idx, offset))
+        em.store(out_ptr, em.linear(at, out.dims), out.dtype, em.emit(x, idx))
+      em.push()
+      self._nest(em, x.shape.dims, lo, hi, store, hoist_from=[x])
+      em.pop()
 
   def _tiled_nest(self, em, dims, start, stop, body_fn, a):
     """Loops over `dims` in TILE x TILE blocks of dims (a, minor): the other dims outermost
