@@ -74,10 +74,11 @@ def test_image_grid_concatenate_written_per_operand():
   offsets = sorted(off for _, off in regions)
   assert offsets == sorted((28 * r, 28 * c) for r in range(10) for c in range(10))
   assert all(x.shape.dims == (28, 28) for x, _ in regions)
+  groups = codegen.region_groups(regions)   # the same program, slicing at other places
+  assert [len(g) for g in groups] == [100] and all(len(sl) == 1 for _, _, sl in groups[0])
   body = kernel_body(compile_executable(m).llvm_ir, m.entry.root.name)
-  assert body.count("store i8") == 100                # one store per image's loop nest
-  assert body.count("load i8") == 100 and " xor " not in body   # one read each, no hash
-  assert body.count(" select ") == 2 * 100   # only each region's row range is clipped
+  assert body.count("store i8") == 1 and body.count("load i8") == 1   # one shared nest
+  assert " xor " not in body and body.count(" select ") == 2   # its row range clipped
 
 
 def kernel_body(llvm_ir: str, name: str) -> str:
@@ -214,3 +215,22 @@ def test_concatenate_with_empty_operands_and_scalar_rows():
   g = lambda v: lax.concatenate([v[k:k + 1] for k in range(7)][::-1], 0)
   v = np.arange(7, dtype=np.int32)
   np.testing.assert_array_equal(np.asarray(ember.jit(g)(v)), v[::-1])
+
+
+def test_regions_sharing_a_program_differ_only_in_slice_starts():
+  x = np.arange(8 * 9, dtype=np.int32).reshape(8, 9)
+  y = -np.arange(8 * 9, dtype=np.int32).reshape(8, 9)
+  f = lambda x, y: jnp.concatenate(
+      [(x[k:k + 2, ::2] + y[3 - k:5 - k, 1::2][:, :1]) for k in range(4)] +
+      [x[k:k + 2, 1:6] * 2 for k in range(3)] + [y[:2, :5] * 2], axis=1)
+  want = np.concatenate(
+      [(x[k:k + 2, ::2] + y[3 - k:5 - k, 1::2][:, :1]) for k in range(4)] +
+      [x[k:k + 2, 1:6] * 2 for k in range(3)] + [y[:2, :5] * 2], axis=1)
+  m = optimized(f, x, y)
+  groups = codegen.region_groups(codegen.concat_regions(m.entry.root.called[0]))
+  assert sorted(len(g) for g in groups) == [1, 3, 4]      # y's operand is another program
+  for chunks in (1, 2):
+    with cost_model.forced_chunks(chunks):
+      exe = compile_executable(optimized(f, x, y))
+    np.testing.assert_array_equal(exe.execute([x, y])[0], want)
+  np.testing.assert_array_equal(np.asarray(ember.jit(f)(x, y)), want)

@@ -315,6 +315,9 @@ class ElementalEmitter(IRHelpers):
     self.scopes: list[dict] = [{}]
     self.globals: dict[int, ir.GlobalVariable] = {}
     self._expensive: dict[int, bool] = {}
+    # slice id -> its start indices as values computed at run time (one loop body serving
+    # several concatenate regions that differ only in where they slice: _region_groups)
+    self.slice_starts: dict[int, list] = {}
     self.row_cache: dict[int, tuple] = {}   # instr id -> (outer index, row buffer, type)
     # (number, index) -> the address of a parameter's element, where the caller reads
     # parameters from buffers (a fusion kernel): vector loads of fixed-order reductions
@@ -1263,8 +1266,8 @@ def _reverse(em, instr, idx):
 def _slice(em, instr, idx):
   a = instr.attrs
   strides = a.get("strides") or (1,) * len(idx)
-  src = tuple(em.add_idx(em.i64(s), em.mul_idx(i, st))
-              for i, s, st in zip(idx, a["start"], strides))
+  starts = em.slice_starts.get(instr.id) or [em.i64(s) for s in a["start"]]
+  src = tuple(em.add_idx(s, em.mul_idx(i, st)) for i, s, st in zip(idx, starts, strides))
   return em.emit(instr.operands[0], src)
 
 
@@ -1354,6 +1357,43 @@ def _concatenate(em, instr, idx):
     return em.choose(b.icmp_signed("<", idx[d], em.i64(parts[mid][1])),
                      lambda: between(lo, mid), lambda: between(mid, hi), True)
   return between(0, len(parts)) if lazy else from_k(0)
+
+
+def region_groups(regions) -> list[list[tuple]]:
+  """`concat_regions` grouped by program: regions whose operands compute the same thing
+  (same ops, shapes, attributes, parameters) except for the start indices of their slices
+  (a grid of images cut from one array) form one group, whose members are
+  (operand, offset, its slices in a fixed walk order); the kernel runs one loop nest for
+  the whole group (`KernelBuilder._region_table`) instead of one copy per region."""
+  groups: dict = {}
+  for x, offset in regions:
+    key, slices = _program_key(x)
+    groups.setdefault(key, []).append((x, offset, slices))
+  return list(groups.values())
+
+
+def _program_key(x: hlo.Instr):
+  """(a structural key of the tree below `x` with slice starts left out, the slices)."""
+  pos: dict[int, int] = {}
+  key, slices = [], []
+  stack = [(x, False)]
+  while stack:                       # post-order, operands in order
+    i, done = stack.pop()
+    if i.id in pos:
+      continue
+    if not done:
+      stack.append((i, True))
+      stack.extend((o, False) for o in reversed(i.operands) if o.id not in pos)
+      continue
+    attrs = dict(i.attrs)
+    if i.opcode == "slice":
+      start = attrs.pop("start")   # kept: the extent (limit - start) and strides
+      attrs["limit"] = tuple(l - s for l, s in zip(attrs["limit"], start))
+      slices.append(i)
+    pos[i.id] = len(pos)
+    key.append((i.opcode, i.shape, tuple(pos[o.id] for o in i.operands),
+                repr(sorted(attrs.items())), hlo.structure_key(i.called) if i.called else ()))
+  return tuple(key), slices
 
 
 def concat_regions(comp: hlo.Computation) -> list[tuple[hlo.Instr, tuple]] | None:
@@ -2094,22 +2134,57 @@ class KernelBuilder:
     """A concatenate root (`concat_regions`): one loop nest per operand over its own shape,
     writing at its offset in the output; the kernel's [start, stop) of the output's dim 0
     is clipped to each operand's rows there, so a split kernel still writes each element
-    once."""
-    b = em.b
-    for x, offset in regions:
-      lo, hi = start, stop
-      if offset[0]:
-        lo, hi = b.sub(lo, em.i64(offset[0])), b.sub(hi, em.i64(offset[0]))
-      lo = b.select(b.icmp_signed("<", lo, em.i64(0)), em.i64(0), lo)
-      n0 = em.i64(outer_extent(x.shape.dims))
-      hi = b.select(b.icmp_signed(">", hi, n0), n0, hi)
+    once. Operands that differ only in where they slice share one nest (`region_groups`)."""
+    for group in region_groups(regions):
+      if len(group) == 1:
+        x, offset, _ = group[0]
+        self._region(em, x, [em.i64(o) for o in offset], out_ptr, out, start, stop)
+      else:
+        self._region_table(em, group, out_ptr, out, start, stop)
 
-      def store(idx, x=x, offset=offset):
-        at = tuple(em.add_idx(i, em.i64(o)) for i, o in zip(idx, offset))
-        em.store(out_ptr, em.linear(at, out.dims), out.dtype, em.emit(x, idx))
-      em.push()
-      self._nest(em, x.shape.dims, lo, hi, store, hoist_from=[x])
-      em.pop()
+  def _region_table(self, em, group, out_ptr, out: hlo.Shape, start, stop):
+    """Regions of one `region_groups` group: one loop over a constant table of their
+    offsets and slice starts, around the loop nest of the first (the template)."""
+    b = em.b
+    x, _, slices = group[0]
+    rank = out.rank
+    table = np.array([list(off) + [v for sl in sls for v in sl.attrs["start"]]
+                      for _, off, sls in group], dtype=np.int64)
+    ty = ir.ArrayType(I64, table.size)
+    g = ir.GlobalVariable(b.module, ty, b.module.get_unique_name("regions"))
+    g.global_constant = True
+    g.linkage = "private"
+    g.initializer = ir.Constant(ty, [int(v) for v in table.reshape(-1)])
+    width = table.shape[1]
+
+    def one(r, _c):
+      row = [b.load(b.gep(g, [em.i64(0), b.add(em.mul_idx(r, width), em.i64(k))],
+                          inbounds=True, source_etype=ty), typ=I64) for k in range(width)]
+      at = rank
+      for sl in slices:
+        em.slice_starts[sl.id] = row[at:at + sl.shape.rank]
+        at += sl.shape.rank
+      self._region(em, x, row[:rank], out_ptr, out, start, stop)
+      for sl in slices:
+        del em.slice_starts[sl.id]
+      return []
+    em.loop(em.i64(0), em.i64(len(group)), [], one)
+
+  def _region(self, em, x, offset, out_ptr, out: hlo.Shape, start, stop):
+    """The loop nest writing operand `x` of a concatenate root at `offset` (values), its
+    outer loop clipped to the kernel's [start, stop) of the output's dim 0."""
+    b = em.b
+    lo, hi = b.sub(start, offset[0]), b.sub(stop, offset[0])
+    lo = b.select(b.icmp_signed("<", lo, em.i64(0)), em.i64(0), lo)
+    n0 = em.i64(outer_extent(x.shape.dims))
+    hi = b.select(b.icmp_signed(">", hi, n0), n0, hi)
+
+    def store(idx):
+      at = tuple(em.add_idx(i, o) for i, o in zip(idx, offset))
+      em.store(out_ptr, em.linear(at, out.dims), out.dtype, em.emit(x, idx))
+    em.push()
+    self._nest(em, x.shape.dims, lo, hi, store, hoist_from=[x])
+    em.pop()
 
   def _tiled_nest(self, em, dims, start, stop, body_fn, a):
     """Loops over `dims` in TILE x TILE blocks of dims (a, minor): the other dims outermost
