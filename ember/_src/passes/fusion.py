@@ -29,6 +29,12 @@ of its consumers or becomes the root of a fusion of its own:
   positions of the same row (softmax's exp(x - max), read by the row sum and the division)
   is computed once per row into a row buffer by the emitter (`row_cached`): it counts once.
   Softmax, logsumexp and layernorm therefore come out as one kernel each.
+* duplication is bounded (`_sites_in`, `_Cones`, `_duplication_pays`): a cheap producer
+  that one fusion would emit at several places (each a different index: 100 slices of one
+  array) joins it only while sites x the code it pulls in stays within MAX_DUPLICATED_CODE,
+  and one used by k fusions is duplicated only while redoing its arithmetic k - 1 times
+  costs less than a buffer round trip; otherwise it is materialized once (the image grid's
+  threefry hash: one kernel writes its bits, the grid kernel copies them);
 * a fusion stops growing at MAX_FUSED_INSTRS instructions (bounded kernel code size);
 * a column reduction over COLUMN_REDUCE_MIN_ROWS+ rows never fuses into a consumer (the
   emitter vectorizes it only as a fusion root).
