@@ -281,6 +281,27 @@ def unit_elements(lay: DotLayout) -> int:
   return lay.rows_per_unit * lay.N
 
 
+def transposed(lay: DotLayout) -> DotLayout:
+  """The layout of C^T = B^T @ A^T for a dot with one vector operand (B = 1 and M = 1 or
+  N = 1): C's memory is the same (one row or one column), its row units become column
+  units and back, and the operands swap places."""
+  return DotLayout(1, lay.N, lay.K, lay.M, (0, *lay.b_strides[:0:-1]),
+                   (0, *lay.a_strides[:0:-1]), lay.dtype, lay.outer, lay.cols_per_unit,
+                   lay.rows_per_unit)
+
+
+def _transposes_better(lay: DotLayout) -> bool:
+  """Whether a dot with one vector operand runs better as its transpose: `G.T @ v` (A
+  contiguous along m, not k) as the vector-matrix `v @ G`, and `v @ G.T` (B contiguous
+  along k, not n) as the matrix-vector `G @ v` (is_gemv)."""
+  if lay.B != 1 or lay.a_strides is None or lay.b_strides is None:
+    return False
+  if lay.N == 1 and lay.rows_per_unit is not None:
+    return lay.a_strides[1] == 1 and lay.a_strides[2] != 1
+  return lay.cols_per_unit is not None and lay.b_strides[1] == 1 and \
+      lay.b_strides[2] != 1 and lay.a_strides[2] == 1
+
+
 def is_gemv(lay: DotLayout) -> bool:
   """A matrix-vector product (one column of C, row units, A's rows and the vector
   contiguous along k): the generated kernel runs it as row dot products (`_define_gemv_body`),
@@ -388,6 +409,8 @@ def _body_caller(module: ir.Module, e: _Emitter, lay: DotLayout, A, Bp):
   b = e.b
   if min(lay.B, lay.M, lay.N) == 0:
     return lambda c, u0, u1, panels=None: None
+  if _transposes_better(lay):
+    lay, A, Bp = transposed(lay), Bp, A
   if is_gemv(lay):
     body = _shared_body(module, _gemv_symbol(lay.dtype), GEMV_TYPE)
     args = [e.i64(v) for v in (lay.M, lay.K, lay.a_strides[0], lay.a_strides[1],
