@@ -23,6 +23,14 @@ kernel:
   while every row block of A streams past it. The accumulators start from the partial sums
   stored in C, so the blocking changes no bits. With at most MR rows (one row block per
   panel) a contiguous full panel is read in place instead;
+* a dot with one vector operand: a matrix-vector product (`G @ v`, one column of C) runs
+  the matrix-vector body (`_define_gemv_body`: per row a vector dot product along k, as the
+  column-panel body would spend a mostly masked panel and a gather per k on it); a
+  vector-matrix product (`v @ G`: C is one row whose dimension 0 is an rhs dimension, units
+  of `cols_per_unit` columns) runs the column-panel body on the block's columns. Either
+  runs as its transpose (`transposed`) when that reads memory better: `G.T @ v` as `v @ G`,
+  `v @ G.T` as `G @ v`. (NumPy's matmul and a DotEpilogueThunk cost ~10-25 us of Python
+  for the 100 x 100 gradient step of bench/cpu_workloads.py's momentum step; the kernel ~1.)
 * the loops live in one body function per dtype (`_define_body`), which takes the sizes
   and strides as arguments; it is compiled once per process (`ensure_shared_bodies`, by
   the first load of code that calls it: ~0.1-0.2 s of LLVM, or ~1 ms to load its object
@@ -49,8 +57,11 @@ only where C is small enough to stay in L2 (COLUMN_SPLIT_EPILOGUE_BYTES).
 [u0, u0 + n) of the BLAS path (executable.DotEpilogueThunk).
 
 Summation order: each C element sums its K products in increasing k with fused multiply-adds
-(BLAS blocks K and may sum in another order), so results differ from NumPy's in the last
-bits, as any two dot implementations do.
+(BLAS blocks K and may sum in another order), except in the matrix-vector body, where lane j
+of a vector sums the products of k = j mod W in increasing k and the W lanes are added in a
+fixed halving tree; either way a result's bits depend on the shapes only, never on the
+blocking or the threads' split. Results differ from NumPy's in the last bits, as any two dot
+implementations do.
 """
 from __future__ import annotations
 
