@@ -174,3 +174,14 @@ def test_split_across_threads_same_bits(f, ref):
 def test_tensor_vector_product():
   """v @ T with T of rank 3: the output's dimension 0 holds runs of columns."""
   check(lambda T, v, xp: xp.tanh(xp.tensordot(v, T, 1)) - 1.0, [data(20, 6, 5), data(20)], 20)
+
+
+@pytest.mark.parametrize("f", [lambda G, v: v @ G, lambda G, v: G.T @ v,
+                               lambda G, v: jnp.tanh(v @ G)])
+def test_large_vector_matrix_products_stay_with_blas(f):
+  """A one-row C over a matrix larger than L2 (4 MB here): the kernel would walk the matrix
+  by column panels at a stride of a row, BLAS streams it (dot_kernels._one_row)."""
+  G, v = data(1024, 1024), data(1024)
+  assert [type(t) for t in executable(f, G, v).thunks] in (
+      [ex.DotThunk], [ex.DotEpilogueThunk])
+  check(lambda G, v, xp: v @ G, [G, v], 1024)
