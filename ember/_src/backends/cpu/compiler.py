@@ -269,12 +269,13 @@ class _ThunkPlan:
     einfo = self.kernels.fusion(epi_name, epi, _noalias(epi_ins, [out], same), same)
     self.kernel_infos.append(einfo)
     if not einfo.splittable or einfo.outer != lay.outer:   # no row blocks: one block
-      lay = lay._replace(rows_per_unit=None)
+      lay = lay._replace(rows_per_unit=None, cols_per_unit=None)
     lhs, rhs = (o.attrs["number"] for o in dot.operands)
-    # a stack tile of C holds a block of rows; without row units (rows_per_unit None) the
+    # a stack tile of C holds a block of units; without units of rows or columns the
     # generated kernel does not apply and BLAS computes the whole dot at once
-    tile = 0 if in_place or lay.rows_per_unit is None else (
-        dot_kernels.block_units(lay) * lay.rows_per_unit * lay.N * lay.dtype.itemsize)
+    units = lay.rows_per_unit is not None or lay.cols_per_unit is not None
+    tile = 0 if in_place or not units else (
+        dot_kernels.block_units(lay) * dot_kernels.unit_elements(lay) * lay.dtype.itemsize)
     cost = cost_model.kernel_cost(instr, epi)   # recomputed on replay, never serialized
     if dot_kernels.generated_kernel_ok(lay, tile, fused=True, gram=dot_kernels.is_gram(dot)):
       if dot_kernels.split_by_columns(lay, epilogue=True, in_place=in_place):

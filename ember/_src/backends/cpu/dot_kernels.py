@@ -23,6 +23,14 @@ kernel:
   while every row block of A streams past it. The accumulators start from the partial sums
   stored in C, so the blocking changes no bits. With at most MR rows (one row block per
   panel) a contiguous full panel is read in place instead;
+* a dot with one vector operand: a matrix-vector product (`G @ v`, one column of C) runs
+  the matrix-vector body (`_define_gemv_body`: per row a vector dot product along k, as the
+  column-panel body would spend a mostly masked panel and a gather per k on it); a
+  vector-matrix product (`v @ G`: C is one row whose dimension 0 is an rhs dimension, units
+  of `cols_per_unit` columns) runs the column-panel body on the block's columns. Either
+  runs as its transpose (`transposed`) when that reads memory better: `G.T @ v` as `v @ G`,
+  `v @ G.T` as `G @ v`. (NumPy's matmul and a DotEpilogueThunk cost ~10-25 us of Python
+  for the 100 x 100 gradient step of bench/cpu_workloads.py's momentum step; the kernel ~1.)
 * the loops live in one body function per dtype (`_define_body`), which takes the sizes
   and strides as arguments; it is compiled once per process (`ensure_shared_bodies`, by
   the first load of code that calls it: ~0.1-0.2 s of LLVM, or ~1 ms to load its object
@@ -49,8 +57,11 @@ only where C is small enough to stay in L2 (COLUMN_SPLIT_EPILOGUE_BYTES).
 [u0, u0 + n) of the BLAS path (executable.DotEpilogueThunk).
 
 Summation order: each C element sums its K products in increasing k with fused multiply-adds
-(BLAS blocks K and may sum in another order), so results differ from NumPy's in the last
-bits, as any two dot implementations do.
+(BLAS blocks K and may sum in another order), except in the matrix-vector body, where lane j
+of a vector sums the products of k = j mod W in increasing k and the W lanes are added in a
+fixed halving tree; either way a result's bits depend on the shapes only, never on the
+blocking or the threads' split. Results differ from NumPy's in the last bits, as any two dot
+implementations do.
 """
 from __future__ import annotations
 
@@ -71,6 +82,7 @@ __all__ = ["DotLayout", "dot_layout", "split_output_fusion", "generated_kernel_o
            "emit_range_shift", "Epilogue"]
 
 BLOCK_ROWS = 64         # rows of C per block (then the epilogue runs on them)
+BLOCK_COLS = 1024       # columns of a one-row C (a vector-matrix product) per block
 PANEL_BYTES = 32 << 10  # a packed KC x (NR*W) slice of B: stays in L1 across row blocks
 MAX_TILE_BYTES = 128 << 10     # a stack tile of C (epilogue whose output dtype differs)
 
@@ -120,6 +132,9 @@ class DotLayout(NamedTuple):
   dtype: np.dtype
   outer: int                   # the output's dimension 0 (the kernel ABI's range)
   rows_per_unit: int | None    # rows of C per unit of `outer`; None: units are not rows
+  # columns of C per unit of `outer` when C is one row whose dimension 0 is an rhs free
+  # dimension (a vector-matrix product `v @ w`, B = M = 1); else None
+  cols_per_unit: int | None = None
 
 
 def _row_major_strides(dims: Sequence[int]) -> list[int]:
@@ -165,8 +180,10 @@ def dot_layout(dot: hlo.Instr) -> DotLayout:
     rpu = rows // outer
   else:                          # dimension 0 is an rhs dimension (or empty): no row units
     rpu = None if outer else 0
+  # no batch or lhs free dimension (B = M = 1): dimension 0's units are runs of columns
+  cpu = N // outer if rpu is None and not row_dims else None
   return DotLayout(B, M, K, N, None if None in sa else sa, None if None in sb else sb,
-                   np.dtype(dot.dtype), outer, rpu)
+                   np.dtype(dot.dtype), outer, rpu, cpu)
 
 
 def split_output_fusion(comp: hlo.Computation):
@@ -222,10 +239,13 @@ def generated_kernel_ok(lay: DotLayout, tile_bytes: int = 0, fused: bool = False
   `tile_bytes` (if the caller needs one) fits on the stack."""
   if lay.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
     return False
-  if lay.a_strides is None or lay.b_strides is None or lay.rows_per_unit is None:
+  if lay.a_strides is None or lay.b_strides is None or \
+      (lay.rows_per_unit is None and lay.cols_per_unit is None):
     return False
   if 0 in (lay.B, lay.M, lay.N, lay.K):
     return True                   # nothing (or only zeros) to compute: no BLAS call needed
+  if _one_row(lay) and lay.K * max(lay.M, lay.N) * lay.dtype.itemsize > MAX_A_BYTES:
+    return False   # the kernel walks the matrix by column panels, BLAS streams its rows
   flops = dot_flops(lay)
   small = min(lay.M, lay.N, lay.K) <= SMALL_DIM and \
       flops <= (MAX_SMALL_FLOPS_FUSED if fused else MAX_SMALL_FLOPS)
@@ -252,16 +272,63 @@ def split_by_columns(lay: DotLayout, epilogue: bool = False, in_place: bool = Tr
   """Whether threads split this dot's C by column panels rather than by rows (see the
   module docstring); with an `epilogue`, only when the dot's value is computed in the
   output (`in_place`) and C stays in L2 for the epilogue's own pass."""
-  if lay.B != 1 or lay.M > COLUMN_SPLIT_ROWS or column_panels(lay) < MIN_SPLIT_PANELS:
+  if lay.B != 1 or lay.M > COLUMN_SPLIT_ROWS or column_panels(lay) < MIN_SPLIT_PANELS \
+      or lay.cols_per_unit is not None:   # (units are columns already)
     return False
   return not epilogue or (in_place and lay.M * lay.N * lay.dtype.itemsize
                           <= COLUMN_SPLIT_EPILOGUE_BYTES)
 
 
 def block_units(lay: DotLayout) -> int:
-  """Units of dimension 0 per block of C (at least one, about BLOCK_ROWS rows; one when
-  units are not rows: C is one block)."""
+  """Units of dimension 0 per block of C (at least one, about BLOCK_ROWS rows or BLOCK_COLS
+  columns of a one-row C; one when units are neither: C is one block)."""
+  if lay.cols_per_unit is not None:
+    return max(1, BLOCK_COLS // max(lay.cols_per_unit, 1))
   return max(1, BLOCK_ROWS // max(lay.rows_per_unit or BLOCK_ROWS, 1))
+
+
+def unit_elements(lay: DotLayout) -> int:
+  """Elements of C per unit of dimension 0 (rows_per_unit rows or cols_per_unit columns)."""
+  if lay.cols_per_unit is not None:
+    return lay.cols_per_unit
+  return lay.rows_per_unit * lay.N
+
+
+def transposed(lay: DotLayout) -> DotLayout:
+  """The layout of C^T = B^T @ A^T for a dot with one vector operand (B = 1 and M = 1 or
+  N = 1): C's memory is the same (one row or one column), its row units become column
+  units and back, and the operands swap places."""
+  return DotLayout(1, lay.N, lay.K, lay.M, (0, *lay.b_strides[:0:-1]),
+                   (0, *lay.a_strides[:0:-1]), lay.dtype, lay.outer, lay.cols_per_unit,
+                   lay.rows_per_unit)
+
+
+def _transposes_better(lay: DotLayout) -> bool:
+  """Whether a dot with one vector operand runs better as its transpose: `G.T @ v` (A
+  contiguous along m, not k) as the vector-matrix `v @ G`, and `v @ G.T` (B contiguous
+  along k, not n) as the matrix-vector `G @ v` (is_gemv)."""
+  if lay.B != 1 or lay.a_strides is None or lay.b_strides is None:
+    return False
+  if lay.N == 1 and lay.rows_per_unit is not None:
+    return lay.a_strides[1] == 1 and lay.a_strides[2] != 1
+  return lay.cols_per_unit is not None and lay.b_strides[1] == 1 and \
+      lay.b_strides[2] != 1 and lay.a_strides[2] == 1
+
+
+def _one_row(lay: DotLayout) -> bool:
+  """Whether the kernel computes this dot as one row of C (a vector-matrix product, or its
+  transpose): the column-panel body then reads the matrix a panel of columns at a time, at
+  a stride of a whole row (measured, f32 on the AVX-512 machine: 512 x 512 28 us against
+  BLAS's 38, 1024 x 1024 630 against 440)."""
+  return lay.cols_per_unit is not None or (lay.N == 1 and _transposes_better(lay))
+
+
+def is_gemv(lay: DotLayout) -> bool:
+  """A matrix-vector product (one column of C, row units, A's rows and the vector
+  contiguous along k): the generated kernel runs it as row dot products (`_define_gemv_body`),
+  not as one masked lane of a column panel."""
+  return lay.N == 1 and lay.rows_per_unit is not None and lay.a_strides is not None \
+      and lay.b_strides is not None and lay.a_strides[2] == 1 and lay.b_strides[1] == 1
 
 
 class Epilogue(NamedTuple):
@@ -302,7 +369,7 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   """Emit `void name(i8** buffers, i64 start, i64 stop)` computing the dot's units
   [start, stop) of dimension 0 (`by_columns`: its column panels [start, stop), every row):
   A at buffers[lhs], B at buffers[rhs], C (or, with an epilogue, the fusion's output) at
-  buffers[out]. The loops live in the dtype's shared body function; this entry gathers the
+  buffers[out]. The loops live in the dtype's shared body functions; this entry gathers the
   pointers and, with an epilogue, runs the blocks: the body on a block, then the epilogue
   kernel on it."""
   assert not (by_columns and epilogue), "an epilogue runs on whole rows"
@@ -313,12 +380,7 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   bufs, start, stop = fn.args
   ptr = lambda k: b.load(b.gep(bufs, [e.i64(k)], inbounds=True, source_etype=PTR), typ=PTR)
   A, Bp, O = ptr(lhs), ptr(rhs), ptr(out)
-  empty = min(lay.B, lay.M, lay.N) == 0
-  body = None if empty else _dot_body(module, lay.dtype)
-  all_panels = (e.i64(0), e.i64(column_panels(lay)))
-  call_body = (lambda c, u0, u1, panels=all_panels: None) if empty else \
-      (lambda c, u0, u1, panels=all_panels: b.call(body, [A, Bp, c, u0, u1, *_body_args(lay),
-                                                          *panels]))
+  call_body = _body_caller(module, e, lay, A, Bp)
   if by_columns:
     call_body(O, e.i64(0), e.i64(lay.outer), (start, stop))
     b.ret_void()
@@ -328,7 +390,7 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
     b.ret_void()
     return codegen.KernelInfo(name, lay.outer, True)
   T = codegen.mem_type(lay.dtype)
-  R, N, U = lay.rows_per_unit, lay.N, block_units(lay)
+  E, U = unit_elements(lay), block_units(lay)
   ptrs = [ptr(k) for k in epilogue.operands]
   # The epilogue's buffer table holds the pointers as i64: llvmlite 0.45's typed IR layer
   # prints an alloca of pointers as `ptr*`, which LLVM rejects.
@@ -339,8 +401,8 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   efn = module.globals.get(epilogue.symbol) or ir.Function(module, KERNEL_TYPE,
                                                             epilogue.symbol)
   tile = None
-  if not epilogue.in_place:                   # C rows r of a block live at tile[(r - r0) * N]
-    tile = b.alloca(T, e.i64(max(U * R * N, 1)))
+  if not epilogue.in_place:          # C elements i of a block live at tile[i - u0 * E]
+    tile = b.alloca(T, e.i64(max(U * E, 1)))
     tile.align = 64
 
   def block(ub, _c):
@@ -349,7 +411,7 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
                   stop)
     C = O
     if tile is not None:
-      C = b.gep(tile, [b.neg(e.mul_idx(e.mul_idx(u0, R), N))], source_etype=T)
+      C = b.gep(tile, [b.neg(e.mul_idx(u0, E))], source_etype=T)
       b.store(b.ptrtoint(C, I64), slot(len(ptrs)))
     call_body(C, u0, u1)
     b.call(efn, [ebufs, u0, u1], attrs=("noinline",))   # its code once, in its own symbol
@@ -360,10 +422,51 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   return codegen.KernelInfo(name, lay.outer, True)
 
 
+def _body_caller(module: ir.Module, e: _Emitter, lay: DotLayout, A, Bp):
+  """`call(C, u0, u1, panels=every panel)`: emit the call of the shared body that computes
+  C's units [u0, u1) (C indexed as the whole output) in column panels `panels`:
+  `_define_gemv_body` for a matrix-vector product (is_gemv), else `_define_body`, on units
+  of rows, or of columns of a one-row C (its B and C shifted to the block's first column)."""
+  b = e.b
+  if min(lay.B, lay.M, lay.N) == 0:
+    return lambda c, u0, u1, panels=None: None
+  if _transposes_better(lay):
+    lay, A, Bp = transposed(lay), Bp, A
+  if is_gemv(lay):
+    body = _shared_body(module, _gemv_symbol(lay.dtype), GEMV_TYPE)
+    args = [e.i64(v) for v in (lay.M, lay.K, lay.a_strides[0], lay.a_strides[1],
+                                 lay.b_strides[0])]
+    R = lay.rows_per_unit
+    return lambda c, u0, u1, panels=None: b.call(
+        body, [A, Bp, c, e.mul_idx(u0, R), e.mul_idx(u1, R), *args])
+  body = _shared_body(module, _body_symbol(lay.dtype), BODY_TYPE)
+  all_panels = (e.i64(0), e.i64(column_panels(lay)))
+  if lay.cols_per_unit is None:
+    return lambda c, u0, u1, panels=all_panels: b.call(
+        body, [A, Bp, c, u0, u1, *_body_args(lay), *panels])
+  T, P = codegen.mem_type(lay.dtype), lay.cols_per_unit
+  sbn = lay.b_strides[2]
+
+  def call(c, u0, u1, panels=all_panels):   # one row of N = (u1 - u0) * P columns
+    c0 = e.mul_idx(u0, P)
+    n = e.mul_idx(b.sub(u1, u0), P)
+    sizes = [e.i64(1), n, e.i64(lay.K), e.i64(1), *map(e.i64, lay.a_strides),
+             *map(e.i64, lay.b_strides)]
+    b.call(body, [A, e.gep(Bp, e.mul_idx(c0, sbn), T), e.gep(c, c0, T), e.i64(0), e.i64(1),
+                  *sizes, *panels])
+  return call
+
+
 # The body's arguments after (A, B, C, u0, u1): the layout's sizes and element strides, then
 # the column panels [p0, p1) to compute.
 _PARAMS = ("M", "N", "K", "R", "sab", "sam", "sak", "sbb", "sbk", "sbn", "p0", "p1")
 BODY_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64] + [I64] * len(_PARAMS))
+
+
+# The matrix-vector body's arguments after (A, x, C, r0, r1): A's rows per batch and the
+# contracting length, then the strides A's batches and rows and x's batches are apart.
+_GEMV_PARAMS = ("M", "K", "sab", "sam", "sxb")
+GEMV_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64] + [I64] * len(_GEMV_PARAMS))
 
 
 def _body_args(lay: DotLayout) -> list:
@@ -378,13 +481,18 @@ def _body_symbol(dtype) -> str:
           f"_a{len(_PARAMS)}")
 
 
-def _dot_body(module: ir.Module, dtype):
-  """The declaration of the dtype's body (`_define_body`) in this module: compiled once per
-  process (`ensure_shared_bodies`), so a module with dots compiles none of its code."""
+def _gemv_symbol(dtype) -> str:
+  """The shared matrix-vector body's symbol (`_define_gemv_body`)."""
+  return f"ember_gemv_body_{np.dtype(dtype).name}_v{host.vector_bytes()}_a{len(_GEMV_PARAMS)}"
+
+
+def _shared_body(module: ir.Module, name: str, fty: ir.FunctionType):
+  """The declaration of a shared body (`_define_body`, `_define_gemv_body`) in this module:
+  compiled once per process (`ensure_shared_bodies`), so a module with dots compiles none
+  of its code."""
   cache = module.__dict__.setdefault("_ember_dot_bodies", {})
-  name = _body_symbol(dtype)
   if name not in cache:
-    cache[name] = ir.Function(module, BODY_TYPE, name)
+    cache[name] = ir.Function(module, fty, name)
   return cache[name]
 
 
@@ -409,24 +517,29 @@ def ensure_shared_bodies(code: bytes) -> None:
   if getattr(_compiling, "active", False):
     return                               # the body's own load
   for dt in (np.float32, np.float64):
-    name = _body_symbol(dt)
-    if name in _shared_bodies or name.encode() not in code:
-      continue
-    with _shared_lock:
-      if name in _shared_bodies:
-        continue
-      def make_ir(dt=dt, name=name):
-        module = ir.Module(name="ember_dot_bodies")
-        _define_body(module, dt, name)
-        return str(module)
-      _compiling.active = True
-      try:   # a private context: a compile on another thread does not wait for this one
-        engine, addr = runtime_cache.load_or_compile(
-            name, make_ir, runtime_cache.generator_digest(codegen.__file__, __file__))
-      finally:
-        _compiling.active = False
-      llvm_jit.add_symbol(name, addr(name))
-      _shared_bodies[name] = engine
+    for name, define in ((_body_symbol(dt), _define_body),
+                         (_gemv_symbol(dt), _define_gemv_body)):
+      if name not in _shared_bodies and name.encode() in code:
+        _compile_shared_body(dt, name, define)
+
+
+def _compile_shared_body(dt, name: str, define) -> None:
+  """Compile (or load) the body `define(module, dt, name)` once and register its symbol."""
+  with _shared_lock:
+    if name in _shared_bodies:
+      return
+    def make_ir():
+      module = ir.Module(name="ember_dot_bodies")
+      define(module, dt, name)
+      return str(module)
+    _compiling.active = True
+    try:   # a private context: a compile on another thread does not wait for this one
+      engine, addr = runtime_cache.load_or_compile(
+          name, make_ir, runtime_cache.generator_digest(codegen.__file__, __file__))
+    finally:
+      _compiling.active = False
+    llvm_jit.add_symbol(name, addr(name))
+    _shared_bodies[name] = engine
 
 
 llvm_jit.symbol_providers.append(lambda obj, undefined: ensure_shared_bodies(obj))
@@ -632,6 +745,82 @@ def _define_body(module: ir.Module, dtype, name: str):
     rows(bi, imax(b.sub(r0, base), e.i64(0)), imin(b.sub(r1, base), M))
     return []
   e.loop(b.udiv(r0, M), b.udiv(b.add(r1, b.sub(M, e.i64(1))), M), [], batch)
+  b.ret_void()
+  return fn
+
+
+def _define_gemv_body(module: ir.Module, dtype, name: str):
+  """`void gemv(A, x, C, r0, r1, M, K, sab, sam, sxb)`: C[r] = sum_k A[r, k] x[k] for the
+  rows [r0, r1) of the whole (batch*M) output, A's rows and x contiguous along k (a
+  matrix-vector product: is_gemv). The column-panel body would compute one masked lane of
+  a panel per row, gathering x; this one is a vector dot product per row: W lanes of k at a
+  time (the last W masked), one fma chain per lane in increasing k, then the lanes summed in
+  a fixed halving tree. Four rows run at a time (four independent chains) and the rest one
+  by one, with the same per-row order, so a row's bits depend on K alone, never on the
+  range or on which thread computes it."""
+  key = np.dtype(dtype)
+  fn = ir.Function(module, GEMV_TYPE, name)
+  fn.attributes.add("nounwind")
+  A, X, C, r0, r1, M, K, sab, sam, sxb = fn.args
+  for a in (A, X, C):
+    a.add_attribute("noalias")
+  T = codegen.mem_type(key)
+  W = host.vector_lanes(key)
+  VT = ir.VectorType(T, W)
+  isz = key.itemsize
+  fma = f"llvm.fmuladd.v{W}{codegen.float_suffix(T)}"
+  vsuf = f"v{W}{codegen.float_suffix(T)}"
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  e = _Emitter(b)
+  mul = lambda x, y: b.mul(x, y, flags=("nsw",))
+  zero = ir.Constant(VT, [0.0] * W)
+  i64v = ir.VectorType(I64, W)
+  full = e.mul_idx(b.udiv(K, e.i64(W)), W)        # k's of whole vectors; then a masked one
+  tail = b.icmp_signed("<", ir.Constant(i64v, list(range(W))), e.splat(b.sub(K, full), i64v))
+
+  def hsum(v):
+    """The lanes' sum: halves added until one lane is left."""
+    w = W
+    while w > 1:
+      h = w // 2
+      undef = ir.Constant(v.type, ir.Undefined)
+      lo = b.shuffle_vector(v, undef, ir.Constant(ir.VectorType(I32, h), list(range(h))))
+      hi = b.shuffle_vector(v, undef, ir.Constant(ir.VectorType(I32, h), list(range(h, w))))
+      v, w = b.fadd(lo, hi), h
+    return b.extract_element(v, ir.Constant(I32, 0))
+
+  def rows(r_first, n):
+    """C's rows r_first .. r_first + n - 1."""
+    operands = []
+    for i in range(n):
+      r = b.add(r_first, e.i64(i))
+      bi = b.udiv(r, M)
+      m = b.sub(r, mul(bi, M))
+      operands.append((e.gep(A, b.add(mul(bi, sab), mul(m, sam)), T), e.gep(X, mul(bi, sxb), T)))
+
+    def step(j, acc):
+      k = e.mul_idx(j, W)
+      return [e.intrinsic(fma, VT, [b.load(e.gep(a, k, T), typ=VT, align=isz),
+                                    b.load(e.gep(x, k, T), typ=VT, align=isz), s])
+              for (a, x), s in zip(operands, acc)]
+    acc = e.loop(e.i64(0), b.udiv(K, e.i64(W)), [zero] * n, step)
+    masked = lambda p: e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT, [
+        e.gep(p, full, T), ir.Constant(I32, isz), tail, zero])
+    for i, ((a, x), s) in enumerate(zip(operands, acc)):
+      total = hsum(e.intrinsic(fma, VT, [masked(a), masked(x), s]))
+      b.store(total, e.gep(C, b.add(r_first, e.i64(i)), T))
+
+  groups = b.udiv(b.sub(r1, r0), e.i64(4))
+
+  def group(q, _c):
+    rows(b.add(r0, e.mul_idx(q, 4)), 4)
+    return []
+  e.loop(e.i64(0), groups, [], group)
+
+  def one(r, _c):
+    rows(r, 1)
+    return []
+  e.loop(b.add(r0, e.mul_idx(groups, 4)), r1, [], one)
   b.ret_void()
   return fn
 
