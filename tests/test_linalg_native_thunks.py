@@ -221,3 +221,12 @@ def test_gp_nll_gradient_matches_finite_differences():
     fd = [(float(nll(p + h * e, X, y)) - float(nll(p - h * e, X, y))) / (2 * h)
           for e in np.eye(3)]
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-7)
+
+
+@needs_lapack
+def test_small_cholesky_uses_the_unblocked_routine():
+  for n, routine in ((64, "potf2"), (65, "potrf")):
+    a = spd(rng_for("routine", n), (n, n), np.float32)
+    ex = ember.jit(jnp.linalg.cholesky).lower(a).compile().runtime_executable()
+    potrf, = [t for t in ex.thunks if type(t).__name__ == "PotrfThunk"]
+    assert potrf.fn is linalg_thunks._lapack()[0]("s" + routine)
