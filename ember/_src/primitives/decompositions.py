@@ -9,7 +9,8 @@ Compilation follows JAX on CPU: each primitive lowers to `custom-call`s of LAPAC
 targets (`lapack_spotrf_ffi`, `lapack_dgesdd_ffi`, ...), plus the HLO ops JAX wraps
 around them (NaN where LAPACK reports a failure through `info`, the triangular masks of
 qr's R). Passes never fuse, fold or CSE a custom call; the CPU backend runs each as a
-thunk (backends/cpu/linalg_thunks.py) calling the NumPy routine of its target, the
+thunk (backends/cpu/linalg_thunks.py: LAPACK itself for potrf, trsm, getrf; else the NumPy
+routine of its target), the
 reference evaluator (hlo_eval) runs the same NumPy function, and so do the impls here:
 reference/lapack.py has each target's routine (`CUSTOM_CALL_TARGETS`).
 """

@@ -100,9 +100,11 @@ def _loads() -> str:
   return "\n".join(lines)
 
 
-def _openblas():
-  """(sgemm address, dgemm address, the process-wide get/set thread-count functions, the
-  BLAS integer's IR type) of the OpenBLAS that NumPy loaded, or None."""
+@functools.cache
+def openblas_library():
+  """(library, symbol prefix, symbol suffix, the BLAS integer's IR type) of the OpenBLAS
+  that NumPy loaded, or None (none found, or `EMBER_BLAS_POOL=0`). NumPy's wheels ship
+  OpenBLAS with LAPACK, under `scipy_` names with a `64_` suffix (64-bit integers)."""
   if os.environ.get("EMBER_BLAS_POOL", "1") == "0":
     return None
   try:
@@ -118,16 +120,36 @@ def _openblas():
       continue
     for prefix, suffix, int_ty in (("scipy_", "64_", "i64"), ("", "64_", "i64"),
                                    ("scipy_", "", "i32"), ("", "", "i32")):
-      try:
-        s, d = (getattr(lib, f"{prefix}cblas_{t}gemm{suffix}") for t in "sd")
-        get, set_ = (getattr(lib, f"{prefix}openblas_{w}_num_threads{suffix}")
-                     for w in ("get", "set"))
-      except AttributeError:
-        continue
-      addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value
-      get.restype, get.argtypes, set_.argtypes = ctypes.c_int, [], [ctypes.c_int]
-      return addr(s), addr(d), get, set_, int_ty
+      if all(hasattr(lib, f"{prefix}{name}{suffix}") for name in
+             ("cblas_sgemm", "cblas_dgemm", "openblas_get_num_threads",
+              "openblas_set_num_threads")):
+        return lib, prefix, suffix, int_ty
   return None
+
+
+@functools.cache
+def thread_count_functions():
+  """OpenBLAS's process-wide (get, set) thread-count functions, or None."""
+  found = openblas_library()
+  if found is None:
+    return None
+  lib, prefix, suffix, _ = found
+  get, set_ = (getattr(lib, f"{prefix}openblas_{w}_num_threads{suffix}")
+               for w in ("get", "set"))
+  get.restype, get.argtypes, set_.argtypes = ctypes.c_int, [], [ctypes.c_int]
+  return get, set_
+
+
+def _openblas():
+  """(sgemm address, dgemm address, the process-wide get/set thread-count functions, the
+  BLAS integer's IR type) of the OpenBLAS that NumPy loaded, or None."""
+  found = openblas_library()
+  if found is None:
+    return None
+  lib, prefix, suffix, int_ty = found
+  addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value
+  s, d = (addr(getattr(lib, f"{prefix}cblas_{t}gemm{suffix}")) for t in "sd")
+  return (s, d, *thread_count_functions(), int_ty)
 
 
 @functools.cache

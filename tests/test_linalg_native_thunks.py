@@ -1,0 +1,232 @@
+"""The LAPACK custom calls that run as native thunks (backends/cpu/linalg_thunks.py:
+potrf, trsm, getrf through OpenBLAS's LAPACK, lu_pivots_to_permutation): values against
+NumPy float64 for sizes around LAPACK's and OpenBLAS's block edges, batched, every trsm
+variant, every dtype, eager and jit; the thunks the executables hold; failures (not
+positive definite, singular) as the reference reports them; the NumPy fallback.
+
+Tolerances: backward-stable factorizations and substitutions have errors ~ n * eps *
+cond; the matrices here are well conditioned (SPD: a a^H / n + I, cond < ~10; triangular:
+2 I plus off-diagonals of size 0.5 / sqrt(n)), so a bound of c * n * eps relative to the
+largest magnitude of the result holds with c = 8 (float32 results: 8 * 200 * 6e-8 = 1e-4
+at n = 200, 5e-6 at n = 7)."""
+import numpy as np
+import pytest
+
+import ember
+import ember.numpy as jnp
+from ember.lax import linalg as L
+from ember.scipy import linalg as sl
+from ember._src.backends.cpu import linalg_thunks
+
+SIZES = (1, 2, 7, 33, 64, 65, 200)
+DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+needs_lapack = pytest.mark.skipif(linalg_thunks._lapack() is None,
+                                  reason="no OpenBLAS with LAPACK loaded")
+
+
+def rng_for(*key):
+  return np.random.default_rng(abs(hash(key)) % 2 ** 32)
+
+
+def rand(rng, shape, dtype):
+  x = rng.standard_normal(shape)
+  if np.dtype(dtype).kind == "c":
+    x = x + 1j * rng.standard_normal(shape)
+  return x
+
+
+def spd(rng, shape, dtype):
+  a = rand(rng, shape, dtype)
+  n = shape[-1]
+  return (a @ np.conj(np.swapaxes(a, -1, -2)) / n + np.eye(n)).astype(dtype)
+
+
+def tri(rng, shape, dtype, lower):
+  n = shape[-1]
+  t = rand(rng, shape, dtype) * (0.5 / np.sqrt(n)) + 2 * np.eye(n)
+  return (np.tril(t) if lower else np.triu(t)).astype(dtype)
+
+
+def close(got, want, dtype, n):
+  got, want = np.asarray(got), np.asarray(want)
+  eps = np.finfo(np.dtype(dtype)).eps
+  scale = max(np.abs(want).max(initial=0), 1.0)
+  assert got.dtype == np.dtype(dtype)
+  np.testing.assert_allclose(got, want, rtol=0, atol=8 * max(n, 4) * eps * scale)
+
+
+def wide(dtype):
+  return np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+
+
+@pytest.fixture(params=DTYPES, ids=lambda d: np.dtype(d).name)
+def dtype(request):
+  if np.dtype(request.param).itemsize * (2 if np.dtype(request.param).kind != "c" else 1) \
+      == 16:     # float64 / complex128 need x64
+    with ember.enable_x64():
+      yield request.param
+  else:
+    yield request.param
+
+
+def thunk_types(f, *args):
+  return [type(t).__name__ for t in ember.jit(f).lower(*args).compile()
+          .runtime_executable().thunks]
+
+
+@needs_lapack
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("jit", [False, True])
+def test_cholesky(n, jit, dtype):
+  a = spd(rng_for("chol", n), (n, n), dtype)
+  f = ember.jit(jnp.linalg.cholesky) if jit else jnp.linalg.cholesky
+  close(f(a), np.linalg.cholesky(a.astype(wide(dtype))), dtype, n)
+
+
+@needs_lapack
+@pytest.mark.parametrize("n", (1, 7, 65))
+def test_cholesky_batched_and_upper(n, dtype):
+  a = spd(rng_for("cholb", n), (3, 2, n, n), dtype)
+  want = np.linalg.cholesky(a.astype(wide(dtype)))
+  close(ember.jit(jnp.linalg.cholesky)(a), want, dtype, n)
+  up = ember.jit(lambda x: jnp.linalg.cholesky(x, upper=True))(a)
+  close(up, np.conj(np.swapaxes(want, -1, -2)), dtype, n)
+
+
+@needs_lapack
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("transpose_a,conjugate_a", [(False, False), (True, False),
+                                                     (True, True), (False, True)])
+@pytest.mark.parametrize("unit_diagonal", [False, True])
+def test_triangular_solve_variants(n, left_side, lower, transpose_a, conjugate_a,
+                                   unit_diagonal, dtype):
+  rng = rng_for("trsm", n, left_side, lower, transpose_a, conjugate_a, unit_diagonal)
+  a = tri(rng, (n, n), dtype, lower)
+  b = rand(rng, (n, 5) if left_side else (5, n), dtype).astype(dtype)
+  kw = dict(left_side=left_side, lower=lower, transpose_a=transpose_a,
+            conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
+  t = a.astype(wide(dtype))
+  if unit_diagonal:
+    t = t - np.diag(np.diag(t)) + np.eye(n)
+  if conjugate_a:
+    t = np.conj(t)
+  if transpose_a:
+    t = t.T
+  want = np.linalg.solve(t, b) if left_side else np.linalg.solve(t.T, b.T).T
+  for f in (lambda a, b: L.triangular_solve(a, b, **kw),
+            ember.jit(lambda a, b: L.triangular_solve(a, b, **kw))):
+    close(f(a, b), want, dtype, n)
+
+
+@needs_lapack
+@pytest.mark.parametrize("n", (2, 33))
+def test_triangular_solve_batched(n):
+  rng = rng_for("trsmb", n)
+  a = tri(rng, (4, n, n), np.float32, True)
+  b = rand(rng, (4, n, 3), np.float32).astype(np.float32)
+  got = ember.jit(lambda a, b: sl.solve_triangular(a, b, lower=True))(a, b)
+  close(got, np.linalg.solve(a.astype(np.float64), b), np.float32, n)
+
+
+@needs_lapack
+@pytest.mark.parametrize("n", SIZES)
+def test_inv_and_lu(n, dtype):
+  rng = rng_for("inv", n)
+  a = (rand(rng, (n, n), dtype) / np.sqrt(n) + 3 * np.eye(n)).astype(dtype)
+  want = np.linalg.inv(a.astype(wide(dtype)))
+  for f in (jnp.linalg.inv, ember.jit(jnp.linalg.inv)):
+    close(f(a), want, dtype, n)
+  lu_, piv, perm = ember.jit(L.lu)(a)
+  lu_ = np.asarray(lu_).astype(wide(dtype))
+  low = np.tril(lu_, -1) + np.eye(n)
+  close((low @ np.triu(lu_)).astype(dtype), a[np.asarray(perm)].astype(wide(dtype)),
+        dtype, n)
+  ref_piv, ref_perm = L.lu(a)[1:]     # eager: the NumPy reference's pivots
+  np.testing.assert_array_equal(np.asarray(piv), np.asarray(ref_piv))
+  np.testing.assert_array_equal(np.asarray(perm), np.asarray(ref_perm))
+
+
+@needs_lapack
+def test_lu_rectangular_and_batched():
+  rng = rng_for("lurect")
+  for shape in ((2, 5, 3), (2, 3, 5)):
+    a = rand(rng, shape, np.float32).astype(np.float32)
+    lu_, piv, perm = ember.jit(L.lu)(a)
+    ref = L.lu(a)
+    np.testing.assert_array_equal(np.asarray(piv), np.asarray(ref[1]))
+    np.testing.assert_array_equal(np.asarray(perm), np.asarray(ref[2]))
+    close(lu_, np.asarray(ref[0]).astype(np.float64), np.float32, 5)
+
+
+@needs_lapack
+def test_failures_read_as_the_reference_reports_them():
+  not_pd = np.array([[[1., 2.], [2., 1.]], [[2., 0.], [0., 2.]]], np.float32)
+  got = np.asarray(ember.jit(jnp.linalg.cholesky)(not_pd))
+  np.testing.assert_array_equal(got, np.asarray(jnp.linalg.cholesky(not_pd)))  # eager
+  assert np.isnan(got[0][np.tril_indices(2)]).all()   # (cholesky zeroes the upper part)
+  close(got[1], np.linalg.cholesky(not_pd[1].astype(np.float64)), np.float32, 2)
+  singular = np.array([[1., 2.], [2., 4.]], np.float32)
+  assert not np.isfinite(np.asarray(ember.jit(jnp.linalg.inv)(singular))).all()
+  zero_diag = np.array([[0., 0.], [1., 1.]], np.float32)
+  x = np.asarray(ember.jit(lambda a, b: L.triangular_solve(a, b, left_side=True,
+                                                           lower=True))(zero_diag,
+                                                                        np.ones((2, 1), np.float32)))
+  assert not np.isfinite(x).all()
+
+
+@needs_lapack
+def test_jitted_linalg_runs_the_native_thunks():
+  a = spd(rng_for("struct"), (64, 64), np.float32)
+  b = np.ones((64, 16), np.float32)
+  assert "PotrfThunk" in thunk_types(jnp.linalg.cholesky, a)
+  kinds = thunk_types(lambda a, b: sl.solve_triangular(a, b, lower=True), a, b)
+  assert kinds == ["TrsmThunk"]
+  kinds = thunk_types(jnp.linalg.inv, a)
+  assert {"GetrfThunk", "PivotsToPermutationThunk", "TrsmThunk"} <= set(kinds)
+  assert "NumpyCustomCallThunk" not in kinds
+
+
+def test_without_lapack_the_numpy_thunks_give_the_same_values(monkeypatch):
+  a = spd(rng_for("fallback"), (2, 33, 33), np.float32)
+  want = [np.asarray(o) for o in ember.jit(lambda x: (jnp.linalg.cholesky(x),
+                                                      jnp.linalg.inv(x)))(a)]
+  monkeypatch.setattr(linalg_thunks, "_lapack", lambda: None)
+  f = lambda x: (jnp.linalg.cholesky(x), jnp.linalg.inv(x)) + (x[0, 0, 0] * 2,)  # new key
+  assert set(thunk_types(f, a)) <= {"NumpyCustomCallThunk", "KernelThunk",
+                                    "PivotsToPermutationThunk", "CopyThunk"}
+  got = ember.jit(f)(a)
+  for g, w in zip(got, want):
+    close(g, w.astype(np.float64), np.float32, 33)
+
+
+@needs_lapack
+def test_gp_nll_gradient_matches_finite_differences():
+  """cholesky + cho_solve and their derivative rules (triangular solves) under jit."""
+  rng = rng_for("gp")
+  X, y = rng.standard_normal((20, 3)), rng.standard_normal(20)
+
+  def nll(p, X, y):
+    d2 = jnp.sum((X[:, None, :] - X[None, :, :]) ** 2, axis=-1)
+    K = jnp.exp(p[1]) * jnp.exp(-0.5 * d2 / jnp.exp(p[0]) ** 2) + \
+        (jnp.exp(p[2]) + 1e-3) * jnp.eye(X.shape[0])
+    Lf = jnp.linalg.cholesky(K)
+    return 0.5 * y @ sl.cho_solve((Lf, True), y) + jnp.sum(jnp.log(jnp.diag(Lf)))
+
+  with ember.enable_x64():
+    p = np.array([0.1, -0.2, -1.0])
+    g = np.asarray(ember.jit(ember.grad(nll))(p, X, y))
+    h = 1e-6
+    fd = [(float(nll(p + h * e, X, y)) - float(nll(p - h * e, X, y))) / (2 * h)
+          for e in np.eye(3)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-7)
+
+
+@needs_lapack
+def test_small_cholesky_uses_the_unblocked_routine():
+  for n, routine in ((64, "potf2"), (65, "potrf")):
+    a = spd(rng_for("routine", n), (n, n), np.float32)
+    ex = ember.jit(jnp.linalg.cholesky).lower(a).compile().runtime_executable()
+    potrf, = [t for t in ex.thunks if type(t).__name__ == "PotrfThunk"]
+    assert potrf.fn is linalg_thunks._lapack()[0]("s" + routine)
