@@ -646,12 +646,16 @@ def main(argv: list[str]) -> int:
   faulthandler.enable(all_threads=True)
   ember.config.update("jax_enable_x64", True)
   only = argv[0] if argv else ""
+  shard, shards = 0, 1   # `--shard=i/n`: every n-th case from the i-th (tests run n at once)
+  if only.startswith("--shard="):
+    shard, shards = map(int, only[len("--shard="):].split("/"))
+    only = ""
   names = [c.name for c in CASES]
   dup = {n for n in names if names.count(n) > 1}
   assert not dup, f"duplicate case names: {sorted(dup)}"
   ran = 0
-  for c in CASES:
-    if only not in c.name:
+  for i, c in enumerate(CASES):
+    if only not in c.name or i % shards != shard:
       continue
     print(f"START {c.name}", flush=True)
     faulthandler.dump_traceback_later(CASE_DEADLINE_S, exit=True)   # a hang: stacks, exit
