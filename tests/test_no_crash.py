@@ -1,7 +1,8 @@
 """No input crashes the process: the whole no-crash table (tests/no_crash_table.py, ~760
 cases over every dtype, 0-size, scalar and rank-8 shapes) runs eagerly and under jit in child
-processes (four shards, so the workers share it), and every case's two results agree. A crash (segfault, abort) or a hang
-fails the test naming the last case started, with the child's fault traceback."""
+processes (four shards, so the pytest workers share it), and every case's two results agree.
+A crash (segfault, abort) or a hang fails the test naming the last case started, with the
+child's fault traceback."""
 import os
 import subprocess
 import sys
