@@ -207,13 +207,14 @@ def assign_program(module: hlo.Module):
   # deferred: the compiler loads at the first compile
   from ember._src.passes.buffer_assignment import assign_buffers
   # deferred: the compiler loads at the first compile, not with `import ember`
-  from ember._src.passes.pipeline import copy_outputs
+  from ember._src.passes.pipeline import copy_outputs, donate_carry
   assignment = assign_buffers(module)
   for instr in module.entry.instrs:
     if instr.opcode in _CONTROL_FLOW:
-      assignment.called[instr.name] = tuple(
-          assign_program(copy_outputs(hlo.module_of(c, f"{instr.name}_{c.name}")))
-          for c in instr.called)
+      programs = [hlo.module_of(c, f"{instr.name}_{c.name}") for c in instr.called]
+      if instr.opcode == "while":
+        donate_carry(programs[1])
+      assignment.called[instr.name] = tuple(assign_program(copy_outputs(p)) for p in programs)
   return assignment
 
 

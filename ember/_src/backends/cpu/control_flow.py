@@ -181,7 +181,10 @@ class _GeneratedLoop:
   bodies keep the thread pool: `build` returns None)."""
 
   def __init__(self, cond_exe, body_exe, state_shapes):
-    self.states = ([_buffer(s) for s in state_shapes], [_buffer(s) for s in state_shapes])
+    a = [_buffer(s) for s in state_shapes]
+    # an element the body computes in place (or returns unchanged) has one buffer
+    self.states = (a, [a[k] if slot.kind == "parameter" else _buffer(s) for k, (s, slot)
+                       in enumerate(zip(state_shapes, body_exe.output_slots))])
     self.pred = _buffer(cond_exe.output_shapes[0])
     self.keep: list = [cond_exe, body_exe]   # what the program points to stays alive
     a, b = self.states
@@ -211,7 +214,8 @@ class _GeneratedLoop:
                                                               and t.nchunks <= 1))
                           for t in e.thunks):
         return None
-      if any(s.kind != "output" or s.index != k for k, s in enumerate(e.output_slots)):
+      if any(s.index != k or s.kind not in ("output", "parameter")
+             for k, s in enumerate(e.output_slots)):
         return None
     return _GeneratedLoop(cond_exe, body_exe, state_shapes)
 
@@ -293,6 +297,9 @@ class ControlFlowThunk(ex.Thunk):
       except Exception as e:  # noqa: BLE001 - the sub-executable loop below is always correct
         self.loop, self.loop_error = None, f"{type(e).__name__}: {e}"
     self._lock = threading.Lock()    # the generated loop's buffers serve one run at a time
+    self.state_modes = _state_modes(self.subs[1]) if self.kind == "while" else None
+    self.used = None                 # which outputs the program reads (add_to_plan)
+    self._second: list | None = None  # the second buffers of double-buffered elements
 
   def run(self, frame: ex.Frame) -> None:
     if self.loop is not None:      # copies the carry in once and the result out once
@@ -300,6 +307,12 @@ class ControlFlowThunk(ex.Thunk):
         self.loop.run([frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)],
                       [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)])
       return
+    if self.kind == "while" and all(self.native) and not _profiler.active:
+      ins = [frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)]
+      outs = [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)]
+      if not _overlaps(ins, outs):
+        self._run_in_place(ins, outs)
+        return
     vals = [frame.view(s, sh).copy() for s, sh in zip(self.in_slots, self.in_shapes)]
     if self.kind == "while":
       cond, body = self.subs
@@ -313,6 +326,103 @@ class ControlFlowThunk(ex.Thunk):
       outs = self.subs[k](vals[1:])
     for s, sh, v in zip(self.out_slots, self.out_shapes, outs):
       np.copyto(frame.view(s, sh), v)
+
+  def _run_in_place(self, ins: list, outs: list) -> None:
+    """The while over state buffers it owns, running the body's thunks straight on them
+    (`Executable.run_into`: no allocation, no copy per iteration). Per element
+    (`state_modes`): `invariant` (the body returns it unchanged: xs, constants) is read
+    where the operand lives; `in_place` (the body computes it into its own buffer: ys by
+    dynamic-update-slice) lives in the output from the start; `double` lives in the output
+    and a second buffer, the body reading one and writing the other, iterations
+    alternating. Copied: each updated element in once, and the result out once when it
+    ended in the second buffer (or, for an invariant the program reads, from the operand)."""
+    cond, body = self.subs[0].exe, self.subs[1].exe
+    modes = self.state_modes
+    second = self._second_buffers() if self._lock.acquire(False) else None
+    try:
+      if second is None:               # another run holds the thunk's own buffers
+        second = [_buffer(sh) if m == "double" else None
+                  for m, sh in zip(modes, self.out_shapes)]
+      cur, nxt = [], []
+      for m, i, o, b in zip(modes, ins, outs, second):
+        if m == "invariant":
+          cur.append(i), nxt.append(i)
+          continue
+        _copy(o, i)
+        cur.append(o), nxt.append(o if b is None else b)
+      ptr = ex._data_ptr
+      cur_p, nxt_p = [ptr(a) for a in cur], [ptr(a) for a in nxt]
+      pred = _buffer(cond.output_shapes[0])
+      pred_p = [ptr(pred)]
+      body_outs = [None if s.kind == "parameter" else 0 for s in body.output_slots]
+
+      def targets(state, state_p):    # the body's outputs: the state not computed in place
+        return ([None if o is None else state[k] for k, o in enumerate(body_outs)],
+                [0 if o is None else state_p[k] for k, o in enumerate(body_outs)])
+      into = (targets(nxt, nxt_p), targets(cur, cur_p))
+      turn = 0
+      while True:
+        state, state_p = (cur, cur_p) if turn == 0 else (nxt, nxt_p)
+        cond.run_into(state, state_p, [pred], pred_p)
+        if not pred.reshape(-1)[0]:
+          break
+        body.run_into(state, state_p, *into[turn])
+        turn ^= 1
+      final = cur if turn == 0 else nxt
+      used = self.used
+      for k, (o, v) in enumerate(zip(outs, final)):
+        if v is not o and (used is None or k in used):
+          _copy(o, v)
+    finally:
+      if second is self._second:
+        self._lock.release()
+
+  def _second_buffers(self) -> list:
+    if self._second is None:
+      self._second = [_buffer(sh) if m == "double" else None
+                      for m, sh in zip(self.state_modes, self.out_shapes)]
+    return self._second
+
+
+def _state_modes(body: _Sub) -> list[str] | None:
+  """How the loop runner keeps each element of a while's state (see `_run_in_place`):
+  from the body program's output slots (donated: `compilation._donate_carry`) and root."""
+  if body.exe is None:
+    return None
+  entry = body.assignment.module.entry
+  root = entry.root
+  results = list(root.operands) if root.opcode == "tuple" else [root]
+  modes = []
+  for k, (slot, r) in enumerate(zip(body.exe.output_slots, results)):
+    if slot.kind == "output":
+      modes.append("double")
+    elif r.opcode == "parameter" and r.attrs["number"] == k:
+      modes.append("invariant")
+    else:
+      modes.append("in_place")
+  return modes
+
+
+def _overlaps(ins: list, outs: list) -> bool:
+  """Whether an output buffer overlaps another element's operand (the runner writes the
+  outputs before the loop has read every operand)."""
+  return any(k != j and np.may_share_memory(o, i)
+             for k, o in enumerate(outs) for j, i in enumerate(ins))
+
+
+def _copy(dst: np.ndarray, src: np.ndarray) -> None:
+  if dst.size and ex._data_ptr(dst) != ex._data_ptr(src):
+    np.copyto(dst, src)
+
+
+def _outputs_read(entry: hlo.Computation, instr: hlo.Instr) -> set[int] | None:
+  """The elements of `instr`'s tuple that `entry` reads (None: all of them)."""
+  if not isinstance(instr.shape, hlo.TupleShape) or entry.root is instr:
+    return None
+  users = [u for u in entry.instrs if instr in u.operands]
+  if any(u.opcode != "get-tuple-element" for u in users):
+    return None
+  return {u.attrs["index"] for u in users}
 
 
 def add_to_plan(plan, instr: hlo.Instr) -> None:
@@ -331,4 +441,5 @@ def add_to_plan(plan, instr: hlo.Instr) -> None:
                            recorded.get(instr.name) if recorded is not None else None)
   if recorded is not None:
     recorded[instr.name] = [s.serialized for s in thunk.subs]
+  thunk.used = _outputs_read(plan.assignment.module.entry, instr)
   plan.pending.append(lambda addr: thunk)
