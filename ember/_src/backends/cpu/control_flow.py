@@ -30,7 +30,7 @@ from ember._src import flags as flags_lib
 from ember._src import hlo, hlo_eval
 from ember._src.backends.cpu import profiled
 from ember._src.backends.cpu import executable as ex
-from ember._src.backends.cpu import runtime_cache
+from ember._src.backends.cpu import runtime_cache, tiering
 from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.profiler import events as _profiler
 
@@ -55,27 +55,36 @@ class _Sub:
   the program the driver made of it (`assignment.module`). `recorded`: the
   sub-executable's bytes from a persistent-cache entry (`compiler.serialize_executable`),
   loaded instead of compiled; `serialized` is what an entry records (None when not
-  compiled)."""
+  compiled; made when first asked for: the optimized code's, after a tier-up). `tiered`:
+  the compile may start at the quick tier when the program pays by itself
+  (`tiering.pays`, as a jitted function: a loop body runs the quick code until the swap)."""
 
-  def __init__(self, comp: hlo.Computation, assignment, flags, recorded: bytes | None = None):
+  def __init__(self, comp: hlo.Computation, assignment, flags, recorded: bytes | None = None,
+               tiered: bool = False):
     self.comp, self.assignment = comp, assignment
     self.exe = None
     self.error = None
-    self.serialized = None
+    self._serialized = None
     module = assignment.module
     try:
       if recorded is not None:
         try:
           self.exe = _deserialize(module, assignment, recorded)
-          self.serialized = recorded
+          self._serialized = recorded
         except Exception:  # noqa: BLE001 - bytes that do not fit this module: compile it
           self.exe = None
       if self.exe is None:
-        self.exe = _compile(module, assignment, flags)
-        self.serialized = _serialize(self.exe)
+        self.exe = _compile(module, assignment, flags, tiered and tiering.pays(module, flags),
+                            tiered)
     except Exception as e:  # noqa: BLE001 - any op the backend lacks: evaluate instead
       self.error = f"{type(e).__name__}: {e}"
       _count_fallback(e, module, comp)
+
+  @property
+  def serialized(self) -> bytes | None:
+    if self._serialized is None and self.exe is not None:
+      self._serialized = _serialize(self.exe)
+    return self._serialized
 
   def __call__(self, args):
     if self.exe is not None:
@@ -278,7 +287,7 @@ class ControlFlowThunk(ex.Thunk):
   `assignments`: those of the called computations' programs (BufferAssignment.called)."""
 
   def __init__(self, instr: hlo.Instr, in_slots, out_slots, assignments, flags=None,
-               recorded=None):
+               recorded=None, tiered: bool = False):
     self.kind = instr.opcode
     self.name = instr.name
     self.in_slots, self.out_slots = tuple(in_slots), tuple(out_slots)
@@ -286,27 +295,44 @@ class ControlFlowThunk(ex.Thunk):
     self.out_shapes = list(instr.shape.elements if isinstance(instr.shape, hlo.TupleShape)
                            else [instr.shape])
     recorded = recorded or [None] * len(instr.called)
-    self.subs = [_Sub(c, a, flags, r)
+    self.subs = [_Sub(c, a, flags, r, tiered)
                  for c, a, r in zip(instr.called, assignments, recorded)]
     self.native = [s.exe is not None for s in self.subs]
     self.loop = None                 # the generated loop, when the while qualifies
     self.loop_error = None           # why building it failed (debugging)
-    if self.kind == "while":
-      try:
-        self.loop = _GeneratedLoop.build(self.subs[0].exe, self.subs[1].exe, self.in_shapes)
-      except Exception as e:  # noqa: BLE001 - the sub-executable loop below is always correct
-        self.loop, self.loop_error = None, f"{type(e).__name__}: {e}"
+    self._build_loop()
     self._lock = threading.Lock()    # the generated loop's buffers serve one run at a time
     self.state_modes = _state_modes(self.subs[1]) if self.kind == "while" else None
     self.used = None                 # which outputs the program reads (add_to_plan)
     self._second: list | None = None  # the second buffers of double-buffered elements
 
+  def _build_loop(self) -> None:
+    """The generated loop of a `while` whose condition and body qualify (_GeneratedLoop),
+    for the sub-executables' current machine code (`built_for`: their thunk lists)."""
+    if self.kind != "while":
+      return
+    cond, body = self.subs[0].exe, self.subs[1].exe
+    self.built_for = (cond and cond.thunks, body and body.thunks)
+    try:
+      self.loop = _GeneratedLoop.build(cond, body, self.in_shapes)
+    except Exception as e:  # noqa: BLE001 - the sub-executable loop below is always correct
+      self.loop, self.loop_error = None, f"{type(e).__name__}: {e}"
+
+  def _loop_current(self) -> bool:
+    """Whether the generated loop points to the sub-executables' current code (a tier-up
+    swaps it: the loop is then built again)."""
+    return all(e is None or e.thunks is t
+               for e, t in zip((self.subs[0].exe, self.subs[1].exe), self.built_for))
+
   def run(self, frame: ex.Frame) -> None:
     if self.loop is not None:      # copies the carry in once and the result out once
       with self._lock:
-        self.loop.run([frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)],
-                      [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)])
-      return
+        if not self._loop_current():
+          self._build_loop()
+        if self.loop is not None:
+          self.loop.run([frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)],
+                        [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)])
+          return
     if self.kind == "while" and all(self.native) and not _profiler.active:
       ins = [frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)]
       outs = [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)]
@@ -415,6 +441,17 @@ def _copy(dst: np.ndarray, src: np.ndarray) -> None:
     np.copyto(dst, src)
 
 
+class _Serialized:
+  """The sub-executables' bytes as a persistent-cache entry records them (None where not
+  compiled), made when the entry is written: a tiered body's once its optimized code is in."""
+
+  def __init__(self, subs: list):
+    self.subs = subs
+
+  def __iter__(self):
+    return (s.serialized for s in self.subs)
+
+
 def _outputs_read(entry: hlo.Computation, instr: hlo.Instr) -> set[int] | None:
   """The elements of `instr`'s tuple that `entry` reads (None: all of them)."""
   if not isinstance(instr.shape, hlo.TupleShape) or entry.root is instr:
@@ -438,8 +475,9 @@ def add_to_plan(plan, instr: hlo.Instr) -> None:
     raise CodegenError(f"%{instr.name} ({instr.opcode}): the buffer assignment has no programs "
                        "for the computations it calls (assign with compilation.assign_program)")
   thunk = ControlFlowThunk(instr, ins, outs, called, flags_lib.get(),
-                           recorded.get(instr.name) if recorded is not None else None)
+                           recorded.get(instr.name) if recorded is not None else None,
+                           getattr(plan, "tier_loops", False))
   if recorded is not None:
-    recorded[instr.name] = [s.serialized for s in thunk.subs]
+    recorded[instr.name] = _Serialized(thunk.subs)
   thunk.used = _outputs_read(plan.assignment.module.entry, instr)
   plan.pending.append(lambda addr: thunk)

@@ -72,6 +72,17 @@ def qualifies(ir_text: str, opt_level: int) -> bool:
   return opt_level >= 2 and "reassoc" not in ir_text
 
 
+def pays(module, flags) -> bool:
+  """Whether `module` (optimized) may start with quick-tier code under `flags`: tiering on,
+  a quick tier below the requested one, and its quick code's run time below the limit
+  (cost_model.quick_module_pays), as a jitted function's or a loop body's."""
+  # deferred: codegen (llvmlite) loads at the first compile
+  from ember._src.backends.cpu import codegen, cost_model
+  if not getattr(flags, "tiered_compilation", False) or flags.opt_level < 2:
+    return False
+  return cost_model.quick_module_pays(module, codegen.vector_transcendentals(module.entry))
+
+
 def submit(exe, job) -> None:
   """Compile `job()` (-> upgrade kwargs) in the background and upgrade `exe` with it."""
   global _worker
