@@ -9,7 +9,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import compilation
+from ember._src import compilation, flags
 from ember._src.backends.cpu import codegen, control_flow, cost_model, tiering
 from ember._src.backends.cpu import executable as ex
 
@@ -228,12 +228,18 @@ def test_tiered_body_gives_the_same_bits_after_its_tier_up():
   """A loop body that pays starts at the quick tier, like the jitted step alone; its
   optimized code (swapped in while or after the loop runs) computes the same values."""
   xs, ys, params = problem()
-  g = ember.jit(epoch_scan)
+  compilation._executables.clear()
+  with cost_model.forced_chunks(1), flags.override(tiered_compilation=True, opt_level=3):
+    g = ember.jit(epoch_scan).lower(params, xs, ys).compile()   # a generated loop
+  [t] = [t for t in g.runtime_executable().thunks
+         if isinstance(t, control_flow.ControlFlowThunk)]
+  assert t.loop is not None and t.subs[1].exe.tier_up_pending is not None
   first = [np.asarray(p) for p in g(params, xs, ys)]
   tiering.wait_idle()
   again = g(params, xs, ys)
   for a, b in zip(first, again):
     np.testing.assert_array_equal(a, np.asarray(b))
+  assert t.built_for[1] is t.subs[1].exe.thunks       # the loop runs the optimized code
 
 
 def test_loop_runs_under_the_profiler(tmp_path):
