@@ -251,3 +251,13 @@ def test_loop_runs_under_the_profiler(tmp_path):
     got = ember.block_until_ready(g(params, xs, ys))
   for a, b in zip(want, got):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_runner_checks_outputs_against_other_elements_operands():
+  from ember._src.passes.buffer_assignment import Slot
+  a, b = Slot("parameter", 0, 0, 64), Slot("parameter", 1, 0, 64)
+  t1, t2 = Slot("temp", -1, 0, 64), Slot("temp", -1, 64, 64)
+  assert not control_flow._overlaps([a, b], [Slot("output", 0, 0, 64), Slot("output", 1, 0, 64)])
+  assert not control_flow._overlaps([a, t1], [a, t2])        # element k in its own operand
+  assert control_flow._overlaps([a, t1], [t1, t2])            # output 0 on operand 1
+  assert control_flow._overlaps([t1, a], [Slot("temp", -1, 32, 64), t2])

@@ -304,6 +304,8 @@ class ControlFlowThunk(ex.Thunk):
     self._lock = threading.Lock()    # the generated loop's buffers serve one run at a time
     self.state_modes = _state_modes(self.subs[1]) if self.kind == "while" else None
     self.used = None                 # which outputs the program reads (add_to_plan)
+    # an output in another element's operand buffer: written before that is read
+    self.clobbers = _overlaps(self.in_slots, self.out_slots)
     self._second: list | None = None  # the second buffers of double-buffered elements
 
   def _build_loop(self) -> None:
@@ -334,10 +336,9 @@ class ControlFlowThunk(ex.Thunk):
                         [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)])
           return
     if self.kind == "while" and all(self.native) and not _profiler.active:
-      ins = [frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)]
-      outs = [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)]
-      if not _overlaps(ins, outs):
-        self._run_in_place(ins, outs)
+      if not self.clobbers:
+        self._run_in_place([frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)],
+                           [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)])
         return
     vals = [frame.view(s, sh).copy() for s, sh in zip(self.in_slots, self.in_shapes)]
     if self.kind == "while":
@@ -429,11 +430,16 @@ def _state_modes(body: _Sub) -> list[str] | None:
   return modes
 
 
-def _overlaps(ins: list, outs: list) -> bool:
-  """Whether an output buffer overlaps another element's operand (the runner writes the
-  outputs before the loop has read every operand)."""
-  return any(k != j and np.may_share_memory(o, i)
-             for k, o in enumerate(outs) for j, i in enumerate(ins))
+def _overlaps(in_slots, out_slots) -> bool:
+  """Whether an output's buffer overlaps another element's operand, or its own elsewhere
+  than exactly (the runner writes the outputs before the loop has read every operand):
+  slots of one buffer whose bytes meet."""
+  buffers: dict = {}
+  for j, s in enumerate(in_slots):
+    buffers.setdefault((s.kind, s.index), []).append((j, s.offset, s.offset + s.size))
+  return any((j != k or lo != o.offset) and lo < o.offset + o.size and o.offset < hi
+             for k, o in enumerate(out_slots) if o.size
+             for j, lo, hi in buffers.get((o.kind, o.index), ()))
 
 
 def _copy(dst: np.ndarray, src: np.ndarray) -> None:
