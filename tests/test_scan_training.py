@@ -261,3 +261,36 @@ def test_runner_checks_outputs_against_other_elements_operands():
   assert not control_flow._overlaps([a, t1], [a, t2])        # element k in its own operand
   assert control_flow._overlaps([a, t1], [t1, t2])            # output 0 on operand 1
   assert control_flow._overlaps([t1, a], [Slot("temp", -1, 32, 64), t2])
+
+
+@pytest.mark.parametrize("chunks", [1, 2], ids=["generated loop", "runner"])
+@pytest.mark.parametrize("reverse,unroll,length", [(False, 1, 5), (True, 1, 5), (False, 2, 5),
+                                                   (True, 3, 7), (False, 1, 0)])
+def test_scan_ys_carry_and_xs_in_every_order(chunks, reverse, unroll, length):
+  """ys rows written in place by the window kernel land where they belong (reverse,
+  unrolled bodies and their remainder), next to an in-place and a double-buffered carry."""
+  xs = RNG.standard_normal((length, 4, 6)).astype(np.float32)
+  w = RNG.standard_normal((6, 6)).astype(np.float32)
+
+  def f(xs, w):
+    def body(c, x):
+      s, m = c
+      h = jnp.tanh(x @ m + s)
+      return (s * 0.5 + 1.0, m * 0.9 + h.T @ h * 0.01), (h, jnp.sum(h))
+    return lax.scan(body, (jnp.zeros((4, 6), jnp.float32), w), xs, reverse=reverse,
+                    unroll=unroll)
+  s, m = np.zeros((4, 6)), w.astype(np.float64)
+  hs, sums = [None] * length, [0.0] * length
+  for i in (range(length - 1, -1, -1) if reverse else range(length)):
+    h = np.tanh(xs[i].astype(np.float64) @ m + s)
+    s, m = s * 0.5 + 1.0, m * 0.9 + h.T @ h * 0.01
+    hs[i], sums[i] = h, h.sum()
+  compilation._executables.clear()
+  with cost_model.forced_chunks(chunks):
+    g = ember.jit(f).lower(xs, w).compile()
+  (gs, gm), (gh, gsum) = g(xs, w)
+  np.testing.assert_allclose(np.asarray(gs), s, rtol=2e-5, atol=2e-6)
+  np.testing.assert_allclose(np.asarray(gm), m, rtol=2e-5, atol=2e-6)
+  np.testing.assert_allclose(np.asarray(gh), np.array(hs).reshape(gh.shape), rtol=2e-5,
+                             atol=2e-6)
+  np.testing.assert_allclose(np.asarray(gsum), np.array(sums), rtol=2e-5, atol=2e-5)
