@@ -294,3 +294,29 @@ def test_scan_ys_carry_and_xs_in_every_order(chunks, reverse, unroll, length):
   np.testing.assert_allclose(np.asarray(gh), np.array(hs).reshape(gh.shape), rtol=2e-5,
                              atol=2e-6)
   np.testing.assert_allclose(np.asarray(gsum), np.array(sums), rtol=2e-5, atol=2e-5)
+
+
+def test_loop_bodies_tier_only_when_the_whole_loop_of_quick_code_pays():
+  """The quick tier's slower code runs once per iteration until the swap: a body tiers when
+  its trip count times its quick run time is under the limit, as a jitted function when
+  it runs once; a trip count not known (a traced bound) never tiers."""
+  x = RNG.standard_normal((256, 256)).astype(np.float32)
+
+  def scan_of(length):
+    return lambda x: lax.scan(lambda c, _: (jnp.tanh(c) * 1.5, None), x, None,
+                              length=length)[0]
+
+  def body_tiered(f, *args) -> tuple:
+    compilation._executables.clear()
+    with flags.override(tiered_compilation=True, opt_level=3):
+      exe = ember.jit(f).lower(*args).compile().runtime_executable()
+    [t] = [t for t in exe.thunks if isinstance(t, control_flow.ControlFlowThunk)]
+    return t.trip_count, t.subs[1].exe.tier_up_pending is not None
+  assert body_tiered(scan_of(1), x) == (1, True)
+  assert body_tiered(scan_of(50), x) == (50, False)
+  assert body_tiered(lambda x: lax.fori_loop(3, 10, lambda i, c: c * 2.0, x), x[0]) == (7, True)
+  traced = lambda x, n: lax.fori_loop(0, n, lambda i, c: c * 2.0, x)
+  assert body_tiered(traced, x[0], 4) == (None, False)
+  np.testing.assert_allclose(np.asarray(ember.jit(scan_of(3))(x)),
+                             np.tanh(np.tanh(np.tanh(x) * 1.5) * 1.5) * 1.5, rtol=2e-6,
+                             atol=2e-6)

@@ -56,11 +56,12 @@ class _Sub:
   sub-executable's bytes from a persistent-cache entry (`compiler.serialize_executable`),
   loaded instead of compiled; `serialized` is what an entry records (None when not
   compiled; made when first asked for: the optimized code's, after a tier-up). `tiered`:
-  the compile may start at the quick tier when the program pays by itself
-  (`tiering.pays`, as a jitted function: a loop body runs the quick code until the swap)."""
+  the compile may start at the quick tier when `runs` calls of the program pay
+  (`tiering.pays`: a loop body runs its quick code once per iteration until the swap;
+  `runs` None: a trip count not known, never)."""
 
   def __init__(self, comp: hlo.Computation, assignment, flags, recorded: bytes | None = None,
-               tiered: bool = False):
+               tiered: bool = False, runs: int | None = 1):
     self.comp, self.assignment = comp, assignment
     self.exe = None
     self.error = None
@@ -74,8 +75,8 @@ class _Sub:
         except Exception:  # noqa: BLE001 - bytes that do not fit this module: compile it
           self.exe = None
       if self.exe is None:
-        self.exe = _compile(module, assignment, flags, tiered and tiering.pays(module, flags),
-                            tiered)
+        self.exe = _compile(module, assignment, flags,
+                            tiered and tiering.pays(module, flags, runs), tiered)
     except Exception as e:  # noqa: BLE001 - any op the backend lacks: evaluate instead
       self.error = f"{type(e).__name__}: {e}"
       _count_fallback(e, module, comp)
@@ -295,7 +296,8 @@ class ControlFlowThunk(ex.Thunk):
     self.out_shapes = list(instr.shape.elements if isinstance(instr.shape, hlo.TupleShape)
                            else [instr.shape])
     recorded = recorded or [None] * len(instr.called)
-    self.subs = [_Sub(c, a, flags, r, tiered)
+    self.trip_count = _trip_count(instr) if self.kind == "while" else 1
+    self.subs = [_Sub(c, a, flags, r, tiered, self.trip_count)
                  for c, a, r in zip(instr.called, assignments, recorded)]
     self.native = [s.exe is not None for s in self.subs]
     self.loop = None                 # the generated loop, when the while qualifies
@@ -445,6 +447,25 @@ def _overlaps(in_slots, out_slots) -> bool:
 def _copy(dst: np.ndarray, src: np.ndarray) -> None:
   if dst.size and ex._data_ptr(dst) != ex._data_ptr(src):
     np.copyto(dst, src)
+
+
+def _trip_count(instr: hlo.Instr) -> int | None:
+  """At most how many times a `while` runs its body, when its condition is `state[k] < N`
+  (N a constant) and state[k] starts at a constant c (a scan's or a constant-bound
+  fori_loop's counter, stepping by 1): N - c; else None (not known)."""
+  root, env = instr.called[0].root, {}
+  if root.opcode == "fusion":          # the condition's compare, wrapped as a kernel
+    env = {id(p): root.operands[p.attrs["number"]] for p in root.called[0].params}
+    root = root.called[0].root
+  if root.opcode != "compare" or root.attrs.get("direction") != "LT":
+    return None
+  counter, limit = (env.get(id(o), o) for o in root.operands)
+  if counter.opcode != "parameter" or limit.opcode != "constant" or limit.shape.dims:
+    return None
+  start = instr.operands[counter.attrs["number"]]
+  if start.opcode != "constant" or start.shape.dims:
+    return None
+  return max(int(np.asarray(limit.attrs["value"])) - int(np.asarray(start.attrs["value"])), 0)
 
 
 class _Serialized:
