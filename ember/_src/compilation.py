@@ -145,12 +145,10 @@ def _estimated_ns(module: hlo.Module) -> float:
 
 
 def _tier_up_pays(module: hlo.Module, flags) -> bool:
-  """Whether quick-tier code may run first (cost_model.quick_module_pays): its slower run
-  must cost less than the optimized compile it saves."""
-  from ember._src.backends.cpu import codegen, cost_model   # deferred: loads at the first compile
-  if not getattr(flags, "tiered_compilation", False) or flags.opt_level < 2:
-    return False
-  return cost_model.quick_module_pays(module, codegen.vector_transcendentals(module.entry))
+  """Whether quick-tier code may run first (tiering.pays): its slower run must cost less
+  than the optimized compile it saves."""
+  from ember._src.backends.cpu import tiering   # deferred: loads at the first compile
+  return tiering.pays(module, flags)
 
 
 def compile_flags():
@@ -207,13 +205,14 @@ def assign_program(module: hlo.Module):
   # deferred: the compiler loads at the first compile
   from ember._src.passes.buffer_assignment import assign_buffers
   # deferred: the compiler loads at the first compile, not with `import ember`
-  from ember._src.passes.pipeline import copy_outputs
+  from ember._src.passes.pipeline import copy_outputs, donate_carry
   assignment = assign_buffers(module)
   for instr in module.entry.instrs:
     if instr.opcode in _CONTROL_FLOW:
-      assignment.called[instr.name] = tuple(
-          assign_program(copy_outputs(hlo.module_of(c, f"{instr.name}_{c.name}")))
-          for c in instr.called)
+      programs = [hlo.module_of(c, f"{instr.name}_{c.name}") for c in instr.called]
+      if instr.opcode == "while":
+        donate_carry(programs[1])
+      assignment.called[instr.name] = tuple(assign_program(copy_outputs(p)) for p in programs)
   return assignment
 
 
@@ -224,14 +223,17 @@ def compile_executable(module: hlo.Module, flags=None, tiered: bool = False):
   return backend_compile(module, assign_program(module), flags or flags_lib.get(), tiered)
 
 
-def backend_compile(module: hlo.Module, assignment, flags, tiered: bool = False):
+def backend_compile(module: hlo.Module, assignment, flags, tiered: bool = False,
+                    tier_loops: bool = False):
   """The backend's executable of the optimized, buffer-assigned `module` (tiered, when
-  `tiered` and the module qualifies: tiering.py); under `--dump_to` (never tiered) its
+  `tiered` and the module qualifies: tiering.py; with `tier_loops`, each loop body or
+  branch that pays by itself is tiered too); under `--dump_to` (never tiered) its
   artifacts (LLVM IR, assembly, buffer assignment) are dumped."""
   from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite, 1st compile
   # deferred: the compiler loads at the first compile, not with `import ember`
   from ember._src.passes import dumps
-  exe = backend.compile_module(module, assignment, flags, tiered and not flags.dump_to)
+  exe = backend.compile_module(module, assignment, flags, tiered and not flags.dump_to,
+                               tier_loops and not flags.dump_to)
   if flags.dump_to:
     for name, suffix, text in backend.artifacts(exe):
       dumps.dump_artifact(name, suffix, text, flags)
@@ -246,7 +248,7 @@ def _native_code(module: hlo.Module, assignment, flags, started: float):
   from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite, 1st compile
   directory = persistent_cache.cache_dir()   # read once: another thread may change it
   if directory is None or flags.dump_to or _calls_host(module):
-    return backend_compile(module, assignment, flags, _tier_up_pays(module, flags))
+    return backend_compile(module, assignment, flags, _tier_up_pays(module, flags), True)
   return persistent_cache.load_or_compile(
       directory, module.name, cache_key(module, flags),
       lambda: backend_compile(module, assignment, flags),

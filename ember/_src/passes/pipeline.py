@@ -98,6 +98,20 @@ def copy_outputs(module: hlo.Module, flags=None) -> hlo.Module:
   return module
 
 
+def donate_carry(body: hlo.Module) -> None:
+  """A while body's state k is donated to its output k (its runner owns the state buffers:
+  backends/cpu/control_flow.py): an element the body returns unchanged (a scan's xs, a loop's
+  constants) needs no copy per iteration, and one the body updates where the buffer
+  assignment can (a scan's ys by dynamic-update-slice, an elementwise carry update) is
+  computed in place; the others keep buffers of their own (the runner double-buffers
+  them)."""
+  root = body.entry.root
+  outs = list(root.operands) if root.opcode == "tuple" else [root]
+  params = {p.attrs["number"]: p for p in body.entry.params}
+  body.input_output_alias = {k: k for k, o in enumerate(outs)
+                             if k in params and params[k].shape == o.shape}
+
+
 _CONTROL_FLOW = ("while", "conditional")
 
 
@@ -115,11 +129,14 @@ def optimize_control_flow(module: hlo.Module, flags=None) -> hlo.Module:
       if instr.opcode not in _CONTROL_FLOW:
         continue
       new = []
-      for c in instr.called:
+      for n, c in enumerate(instr.called):
         if getattr(c, "optimized", False):
           new.append(c)
           continue
-        sub = optimize_program(hlo.module_of(c, c.name), flags)
+        sub = hlo.module_of(c, c.name)
+        if instr.opcode == "while" and n == 1:
+          donate_carry(sub)      # so copy insertion copies no state the body keeps
+        sub = optimize_program(sub, flags)
         body = hlo.adopt(module, sub)
         body.optimized = True
         new.append(body)

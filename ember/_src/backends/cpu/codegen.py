@@ -1951,6 +1951,21 @@ def _transposed_dim(comp: hlo.Computation, roots, dims) -> int | None:
   return found[0] if found else None
 
 
+def in_place_update(comp: hlo.Computation, in_place: dict[int, int] | None
+                    ) -> hlo.Instr | None:
+  """The root dynamic-update-slice of a fused computation whose kernel runs in place (its
+  operand 0 a parameter read nowhere else, in the output's buffer: `in_place`), so the
+  kernel writes only the update window (a scan's ys element per iteration), not the whole
+  output; else None."""
+  root = comp.root
+  if root.opcode != "dynamic-update-slice" or not in_place:
+    return None
+  base = root.operands[0]
+  if base.opcode != "parameter" or in_place != {base.attrs["number"]: 0}:
+    return None
+  return root if comp.users().get(base.id) == [root] else None
+
+
 class KernelBuilder:
   """Emits fusion kernels into one LLVM module."""
 
@@ -2032,8 +2047,19 @@ class KernelBuilder:
     roots = list(root.operands) if root.opcode == "tuple" else [root]
     dims_set = {tuple(s.dims) for s in outs}
     info: KernelInfo
+    window = in_place_update(comp, in_place)
 
-    if len(dims_set) > 1:
+    if window is not None:
+      # computed in place: the output already holds operand 0, only the window changes
+      upd, odims = window.operands[1], outs[0].dims
+
+      def store_window(uidx):
+        starts = _dyn_starts(em, window.operands[2:], odims, upd.shape.dims)
+        oidx = tuple(em.add_idx(st, u) for st, u in zip(starts, uidx))
+        em.store(out_ptrs[0], em.linear(oidx, odims), outs[0].dtype, em.emit(upd, uidx))
+      self._nest(em, upd.shape.dims, start, stop, store_window)
+      info = KernelInfo(name, outer_extent(upd.shape.dims), True)
+    elif len(dims_set) > 1:
       # A tuple root of differently shaped elements: one loop nest per element over its
       # full range, run once (by the call whose range starts at 0).
       with b.if_then(b.icmp_signed("==", start, em.i64(0))):

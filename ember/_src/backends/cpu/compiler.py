@@ -176,6 +176,7 @@ class _ThunkPlan:
     # recorded/replayed, so a persistent-cache hit compiles no loop body)
     self.subs: dict = dict(subs or {})
     self.kernel_infos: list = []                   # every KernelInfo, for serialization
+    self.tier_loops = False     # whether loop bodies and branches may be tiered (compile_module)
 
   def slot(self, instr: hlo.Instr):
     return self.assignment.slot(instr)
@@ -212,6 +213,10 @@ class _ThunkPlan:
     info = self.kernels.fusion(instr.name, comp, _noalias(ins, outs, same), same)
     self.kernel_infos.append(info)
     cost = cost_model.kernel_cost(instr, comp)   # recomputed on replay, never serialized
+    window = codegen.in_place_update(comp, same)
+    if window is not None:     # the kernel moves the update window's bytes only
+      cost = cost._replace(bytes=cost.bytes * window.operands[1].shape.nbytes
+                           / max(window.shape.nbytes, 1))
     self.pending.append(lambda addr: ex.KernelThunk(instr.name, addr(info.name), ins + outs,
                                                     info.outer, info.splittable, cost))
 
@@ -366,13 +371,15 @@ def _check_dtypes(module: hlo.Module) -> None:
 
 
 def compile_module(module: hlo.Module, assignment, flags=None,
-                   tiered: bool = False) -> ex.Executable:
+                   tiered: bool = False, tier_loops: bool = False) -> ex.Executable:
   """Compile an optimized module (see compiler_design.md for the contract) to an
   Executable. `assignment`: its buffer assignment, with those of the programs its loops and
   branches call (`BufferAssignment.called`; the compile driver makes it:
   compilation.assign_program); `flags` default to `ember._src.flags.get()` (opt_level).
   With `tiered` (the caller's run-time estimate allows it), a module that qualifies
-  (tiering.py) starts with quick-tier code and is upgraded in the background."""
+  (tiering.py) starts with quick-tier code and is upgraded in the background; with
+  `tier_loops`, so does each loop body or branch that qualifies by itself (control_flow.py:
+  a loop runs the quick code until the swap)."""
   flags = flags or flags_lib.get()
   _check_dtypes(module)
   opt_level = getattr(flags, "opt_level", 3)
@@ -380,6 +387,7 @@ def compile_module(module: hlo.Module, assignment, flags=None,
   t0 = time.perf_counter()
   llmod = ir.Module(name=module.name)
   plan = _ThunkPlan(assignment, codegen.KernelBuilder(llmod))
+  plan.tier_loops = tier_loops
   for instr in module.entry.instrs:
     plan.add(instr)
   t1 = time.perf_counter()

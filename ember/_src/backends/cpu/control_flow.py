@@ -30,7 +30,7 @@ from ember._src import flags as flags_lib
 from ember._src import hlo, hlo_eval
 from ember._src.backends.cpu import profiled
 from ember._src.backends.cpu import executable as ex
-from ember._src.backends.cpu import runtime_cache
+from ember._src.backends.cpu import runtime_cache, tiering
 from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.profiler import events as _profiler
 
@@ -55,27 +55,37 @@ class _Sub:
   the program the driver made of it (`assignment.module`). `recorded`: the
   sub-executable's bytes from a persistent-cache entry (`compiler.serialize_executable`),
   loaded instead of compiled; `serialized` is what an entry records (None when not
-  compiled)."""
+  compiled; made when first asked for: the optimized code's, after a tier-up). `tiered`:
+  the compile may start at the quick tier when `runs` calls of the program pay
+  (`tiering.pays`: a loop body runs its quick code once per iteration until the swap;
+  `runs` None: a trip count not known, never)."""
 
-  def __init__(self, comp: hlo.Computation, assignment, flags, recorded: bytes | None = None):
+  def __init__(self, comp: hlo.Computation, assignment, flags, recorded: bytes | None = None,
+               tiered: bool = False, runs: int | None = 1):
     self.comp, self.assignment = comp, assignment
     self.exe = None
     self.error = None
-    self.serialized = None
+    self._serialized = None
     module = assignment.module
     try:
       if recorded is not None:
         try:
           self.exe = _deserialize(module, assignment, recorded)
-          self.serialized = recorded
+          self._serialized = recorded
         except Exception:  # noqa: BLE001 - bytes that do not fit this module: compile it
           self.exe = None
       if self.exe is None:
-        self.exe = _compile(module, assignment, flags)
-        self.serialized = _serialize(self.exe)
+        self.exe = _compile(module, assignment, flags,
+                            tiered and tiering.pays(module, flags, runs), tiered)
     except Exception as e:  # noqa: BLE001 - any op the backend lacks: evaluate instead
       self.error = f"{type(e).__name__}: {e}"
       _count_fallback(e, module, comp)
+
+  @property
+  def serialized(self) -> bytes | None:
+    if self._serialized is None and self.exe is not None:
+      self._serialized = _serialize(self.exe)
+    return self._serialized
 
   def __call__(self, args):
     if self.exe is not None:
@@ -181,7 +191,10 @@ class _GeneratedLoop:
   bodies keep the thread pool: `build` returns None)."""
 
   def __init__(self, cond_exe, body_exe, state_shapes):
-    self.states = ([_buffer(s) for s in state_shapes], [_buffer(s) for s in state_shapes])
+    a = [_buffer(s) for s in state_shapes]
+    # an element the body computes in place (or returns unchanged) has one buffer
+    self.states = (a, [a[k] if slot.kind == "parameter" else _buffer(s) for k, (s, slot)
+                       in enumerate(zip(state_shapes, body_exe.output_slots))])
     self.pred = _buffer(cond_exe.output_shapes[0])
     self.keep: list = [cond_exe, body_exe]   # what the program points to stays alive
     a, b = self.states
@@ -211,7 +224,8 @@ class _GeneratedLoop:
                                                               and t.nchunks <= 1))
                           for t in e.thunks):
         return None
-      if any(s.kind != "output" or s.index != k for k, s in enumerate(e.output_slots)):
+      if any(s.index != k or s.kind not in ("output", "parameter")
+             for k, s in enumerate(e.output_slots)):
         return None
     return _GeneratedLoop(cond_exe, body_exe, state_shapes)
 
@@ -274,7 +288,7 @@ class ControlFlowThunk(ex.Thunk):
   `assignments`: those of the called computations' programs (BufferAssignment.called)."""
 
   def __init__(self, instr: hlo.Instr, in_slots, out_slots, assignments, flags=None,
-               recorded=None):
+               recorded=None, tiered: bool = False):
     self.kind = instr.opcode
     self.name = instr.name
     self.in_slots, self.out_slots = tuple(in_slots), tuple(out_slots)
@@ -282,24 +296,52 @@ class ControlFlowThunk(ex.Thunk):
     self.out_shapes = list(instr.shape.elements if isinstance(instr.shape, hlo.TupleShape)
                            else [instr.shape])
     recorded = recorded or [None] * len(instr.called)
-    self.subs = [_Sub(c, a, flags, r)
+    self.trip_count = _trip_count(instr) if self.kind == "while" else 1
+    self.subs = [_Sub(c, a, flags, r, tiered, self.trip_count)
                  for c, a, r in zip(instr.called, assignments, recorded)]
     self.native = [s.exe is not None for s in self.subs]
     self.loop = None                 # the generated loop, when the while qualifies
     self.loop_error = None           # why building it failed (debugging)
-    if self.kind == "while":
-      try:
-        self.loop = _GeneratedLoop.build(self.subs[0].exe, self.subs[1].exe, self.in_shapes)
-      except Exception as e:  # noqa: BLE001 - the sub-executable loop below is always correct
-        self.loop, self.loop_error = None, f"{type(e).__name__}: {e}"
+    self._build_loop()
     self._lock = threading.Lock()    # the generated loop's buffers serve one run at a time
+    self.state_modes = _state_modes(self.subs[1]) if self.kind == "while" else None
+    self.used = None                 # which outputs the program reads (add_to_plan)
+    # an output in another element's operand buffer: written before that is read
+    self.clobbers = _overlaps(self.in_slots, self.out_slots)
+    self._second: list | None = None  # the second buffers of double-buffered elements
+
+  def _build_loop(self) -> None:
+    """The generated loop of a `while` whose condition and body qualify (_GeneratedLoop),
+    for the sub-executables' current machine code (`built_for`: their thunk lists)."""
+    if self.kind != "while":
+      return
+    cond, body = self.subs[0].exe, self.subs[1].exe
+    self.built_for = (cond and cond.thunks, body and body.thunks)
+    try:
+      self.loop = _GeneratedLoop.build(cond, body, self.in_shapes)
+    except Exception as e:  # noqa: BLE001 - the sub-executable loop below is always correct
+      self.loop, self.loop_error = None, f"{type(e).__name__}: {e}"
+
+  def _loop_current(self) -> bool:
+    """Whether the generated loop points to the sub-executables' current code (a tier-up
+    swaps it: the loop is then built again)."""
+    return all(e is None or e.thunks is t
+               for e, t in zip((self.subs[0].exe, self.subs[1].exe), self.built_for))
 
   def run(self, frame: ex.Frame) -> None:
     if self.loop is not None:      # copies the carry in once and the result out once
       with self._lock:
-        self.loop.run([frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)],
-                      [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)])
-      return
+        if not self._loop_current():
+          self._build_loop()
+        if self.loop is not None:
+          self.loop.run([frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)],
+                        [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)])
+          return
+    if self.kind == "while" and all(self.native) and not _profiler.active:
+      if not self.clobbers:
+        self._run_in_place([frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)],
+                           [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)])
+        return
     vals = [frame.view(s, sh).copy() for s, sh in zip(self.in_slots, self.in_shapes)]
     if self.kind == "while":
       cond, body = self.subs
@@ -313,6 +355,138 @@ class ControlFlowThunk(ex.Thunk):
       outs = self.subs[k](vals[1:])
     for s, sh, v in zip(self.out_slots, self.out_shapes, outs):
       np.copyto(frame.view(s, sh), v)
+
+  def _run_in_place(self, ins: list, outs: list) -> None:
+    """The while over state buffers it owns, running the body's thunks straight on them
+    (`Executable.run_into`: no allocation, no copy per iteration). Per element
+    (`state_modes`): `invariant` (the body returns it unchanged: xs, constants) is read
+    where the operand lives; `in_place` (the body computes it into its own buffer: ys by
+    dynamic-update-slice) lives in the output from the start; `double` lives in the output
+    and a second buffer, the body reading one and writing the other, iterations
+    alternating. Copied: each updated element in once, and the result out once when it
+    ended in the second buffer (or, for an invariant the program reads, from the operand)."""
+    cond, body = self.subs[0].exe, self.subs[1].exe
+    modes = self.state_modes
+    second = self._second_buffers() if self._lock.acquire(False) else None
+    try:
+      if second is None:               # another run holds the thunk's own buffers
+        second = [_buffer(sh) if m == "double" else None
+                  for m, sh in zip(modes, self.out_shapes)]
+      cur, nxt = [], []
+      for m, i, o, b in zip(modes, ins, outs, second):
+        if m == "invariant":
+          cur.append(i), nxt.append(i)
+          continue
+        _copy(o, i)
+        cur.append(o), nxt.append(o if b is None else b)
+      ptr = ex._data_ptr
+      cur_p, nxt_p = [ptr(a) for a in cur], [ptr(a) for a in nxt]
+      pred = _buffer(cond.output_shapes[0])
+      pred_p = [ptr(pred)]
+      body_outs = [None if s.kind == "parameter" else 0 for s in body.output_slots]
+
+      def targets(state, state_p):    # the body's outputs: the state not computed in place
+        return ([None if o is None else state[k] for k, o in enumerate(body_outs)],
+                [0 if o is None else state_p[k] for k, o in enumerate(body_outs)])
+      into = (targets(nxt, nxt_p), targets(cur, cur_p))
+      turn = 0
+      while True:
+        state, state_p = (cur, cur_p) if turn == 0 else (nxt, nxt_p)
+        cond.run_into(state, state_p, [pred], pred_p)
+        if not pred.reshape(-1)[0]:
+          break
+        body.run_into(state, state_p, *into[turn])
+        turn ^= 1
+      final = cur if turn == 0 else nxt
+      used = self.used
+      for k, (o, v) in enumerate(zip(outs, final)):
+        if v is not o and (used is None or k in used):
+          _copy(o, v)
+    finally:
+      if second is self._second:
+        self._lock.release()
+
+  def _second_buffers(self) -> list:
+    if self._second is None:
+      self._second = [_buffer(sh) if m == "double" else None
+                      for m, sh in zip(self.state_modes, self.out_shapes)]
+    return self._second
+
+
+def _state_modes(body: _Sub) -> list[str] | None:
+  """How the loop runner keeps each element of a while's state (see `_run_in_place`):
+  from the body program's output slots (donated: `compilation._donate_carry`) and root."""
+  if body.exe is None:
+    return None
+  entry = body.assignment.module.entry
+  root = entry.root
+  results = list(root.operands) if root.opcode == "tuple" else [root]
+  modes = []
+  for k, (slot, r) in enumerate(zip(body.exe.output_slots, results)):
+    if slot.kind == "output":
+      modes.append("double")
+    elif r.opcode == "parameter" and r.attrs["number"] == k:
+      modes.append("invariant")
+    else:
+      modes.append("in_place")
+  return modes
+
+
+def _overlaps(in_slots, out_slots) -> bool:
+  """Whether an output's buffer overlaps another element's operand, or its own elsewhere
+  than exactly (the runner writes the outputs before the loop has read every operand):
+  slots of one buffer whose bytes meet."""
+  buffers: dict = {}
+  for j, s in enumerate(in_slots):
+    buffers.setdefault((s.kind, s.index), []).append((j, s.offset, s.offset + s.size))
+  return any((j != k or lo != o.offset) and lo < o.offset + o.size and o.offset < hi
+             for k, o in enumerate(out_slots) if o.size
+             for j, lo, hi in buffers.get((o.kind, o.index), ()))
+
+
+def _copy(dst: np.ndarray, src: np.ndarray) -> None:
+  if dst.size and ex._data_ptr(dst) != ex._data_ptr(src):
+    np.copyto(dst, src)
+
+
+def _trip_count(instr: hlo.Instr) -> int | None:
+  """At most how many times a `while` runs its body, when its condition is `state[k] < N`
+  (N a constant) and state[k] starts at a constant c (a scan's or a constant-bound
+  fori_loop's counter, stepping by 1): N - c; else None (not known)."""
+  root, env = instr.called[0].root, {}
+  if root.opcode == "fusion":          # the condition's compare, wrapped as a kernel
+    env = {id(p): root.operands[p.attrs["number"]] for p in root.called[0].params}
+    root = root.called[0].root
+  if root.opcode != "compare" or root.attrs.get("direction") != "LT":
+    return None
+  counter, limit = (env.get(id(o), o) for o in root.operands)
+  if counter.opcode != "parameter" or limit.opcode != "constant" or limit.shape.dims:
+    return None
+  start = instr.operands[counter.attrs["number"]]
+  if start.opcode != "constant" or start.shape.dims:
+    return None
+  return max(int(np.asarray(limit.attrs["value"])) - int(np.asarray(start.attrs["value"])), 0)
+
+
+class _Serialized:
+  """The sub-executables' bytes as a persistent-cache entry records them (None where not
+  compiled), made when the entry is written: a tiered body's once its optimized code is in."""
+
+  def __init__(self, subs: list):
+    self.subs = subs
+
+  def __iter__(self):
+    return (s.serialized for s in self.subs)
+
+
+def _outputs_read(entry: hlo.Computation, instr: hlo.Instr) -> set[int] | None:
+  """The elements of `instr`'s tuple that `entry` reads (None: all of them)."""
+  if not isinstance(instr.shape, hlo.TupleShape) or entry.root is instr:
+    return None
+  users = [u for u in entry.instrs if instr in u.operands]
+  if any(u.opcode != "get-tuple-element" for u in users):
+    return None
+  return {u.attrs["index"] for u in users}
 
 
 def add_to_plan(plan, instr: hlo.Instr) -> None:
@@ -328,7 +502,9 @@ def add_to_plan(plan, instr: hlo.Instr) -> None:
     raise CodegenError(f"%{instr.name} ({instr.opcode}): the buffer assignment has no programs "
                        "for the computations it calls (assign with compilation.assign_program)")
   thunk = ControlFlowThunk(instr, ins, outs, called, flags_lib.get(),
-                           recorded.get(instr.name) if recorded is not None else None)
+                           recorded.get(instr.name) if recorded is not None else None,
+                           getattr(plan, "tier_loops", False))
   if recorded is not None:
-    recorded[instr.name] = [s.serialized for s in thunk.subs]
+    recorded[instr.name] = _Serialized(thunk.subs)
+  thunk.used = _outputs_read(plan.assignment.module.entry, instr)
   plan.pending.append(lambda addr: thunk)

@@ -139,14 +139,17 @@ def quick_pays(cost: KernelCost, vector_transcendentals: float = 0.0) -> bool:
   return ns / host.num_threads() < QUICK_MAX_NS
 
 
-def quick_module_pays(module: hlo.Module, vector_transcendentals: float = 0.0) -> bool:
-  """`quick_pays` for the whole module: its cost analysis, sqrt and rsqrt counted as
-  arithmetic. Dots do not count: their loops are compiled once per process
-  (dot_kernels.py) or are BLAS calls, the same code at every tier."""
+def quick_module_pays(module: hlo.Module, vector_transcendentals: float = 0.0,
+                      runs: int = 1) -> bool:
+  """`quick_pays` for `runs` calls of the whole module (a loop body: one per iteration):
+  its cost analysis, sqrt and rsqrt counted as arithmetic. Dots do not count: their loops
+  are compiled once per process (dot_kernels.py) or are BLAS calls, the same code at every
+  tier."""
   flops, trans = analysis.computation_costs(module.entry, QUICK_TRANSCENDENTAL)
   return quick_pays(KernelCost(
-      analysis.cost_analysis(module).get("bytes accessed", 0.0),
-      flops - analysis.dot_flops(module.entry), trans), vector_transcendentals)
+      runs * analysis.cost_analysis(module).get("bytes accessed", 0.0),
+      runs * (flops - analysis.dot_flops(module.entry)), runs * trans),
+      runs * vector_transcendentals)
 
 
 # --------------------------------------------------------------------------------------

@@ -665,6 +665,29 @@ class Executable:
     returns one array per output and the outputs' addresses."""
     arrays, addrs = self._args(args, ptrs)
     outs, out_ptrs = self._outputs()
+    self._run(arrays, addrs, outs, out_ptrs)
+    if self._all_fresh:   # every output in a buffer of its own (no donated parameter)
+      return outs, out_ptrs
+    res, res_ptrs = [], []
+    for is_out, i in self._result_src:
+      if is_out:
+        res.append(outs[i])
+        res_ptrs.append(out_ptrs[i])
+      else:
+        res.append(arrays[i])
+        res_ptrs.append(addrs[i])
+    return res, res_ptrs
+
+  def run_into(self, args: list, addrs: list, outs: list, out_ptrs: list) -> None:
+    """Run on the arrays `args` (C-order, of the parameters' types, at `addrs`; unchecked),
+    writing output k into `outs[k]` (at `out_ptrs[k]`; None and 0 where output k is
+    computed into its donated parameter's array, which this writes in place): a loop body
+    run over buffers its loop owns (control_flow.py), allocating no outputs."""
+    self._run(args, addrs, outs, out_ptrs)
+
+  def _run(self, arrays: list, addrs: list, outs: list, out_ptrs: list) -> None:
+    """Run the thunks over these arguments and outputs, on the cached frame (or, while
+    another call holds it, on a frame of its own)."""
     lock = self._frame_lock
     if not lock.acquire(False):   # another call of this executable is running: own frame
       arena, arena_ptr = buffer_pool.get_pool().empty_bytes(self.temp_size) \
@@ -701,17 +724,6 @@ class Executable:
         if self._lease_arena:
           frame.arena = None
         lock.release()
-    if self._all_fresh:   # every output in a buffer of its own (no donated parameter)
-      return outs, out_ptrs
-    res, res_ptrs = [], []
-    for is_out, i in self._result_src:
-      if is_out:
-        res.append(outs[i])
-        res_ptrs.append(out_ptrs[i])
-      else:
-        res.append(arrays[i])
-        res_ptrs.append(addrs[i])
-    return res, res_ptrs
 
   def execute_direct(self, addrs: list) -> tuple[list, list] | None:
     """execute_ptrs for a jit cache hit, when every kernel runs in one direct call on the

@@ -72,6 +72,21 @@ def qualifies(ir_text: str, opt_level: int) -> bool:
   return opt_level >= 2 and "reassoc" not in ir_text
 
 
+def pays(module, flags, runs: int | None = 1) -> bool:
+  """Whether `module` (optimized) may start with quick-tier code under `flags`: tiering on,
+  a quick tier below the requested one, and the run time of its quick code, `runs` calls
+  of it (a loop body's trip count; None: unknown, never), below the limit
+  (cost_model.quick_module_pays). A scan of a training step runs its quick code until the
+  swap, and the swap waits for a core the loop keeps busy: quick code for the 50 steps of
+  bench/cpu_workloads.py's epoch made its first call 1.0-2.2x the full tier's."""
+  # deferred: codegen (llvmlite) loads at the first compile
+  from ember._src.backends.cpu import codegen, cost_model
+  if not getattr(flags, "tiered_compilation", False) or flags.opt_level < 2 or runs is None:
+    return False
+  return cost_model.quick_module_pays(module, codegen.vector_transcendentals(module.entry),
+                                      runs)
+
+
 def submit(exe, job) -> None:
   """Compile `job()` (-> upgrade kwargs) in the background and upgrade `exe` with it."""
   global _worker
