@@ -43,6 +43,16 @@ CASES = {   # name -> (function, NumPy float64 reference, argument)
                          data((64, 160, 128))),
     "logsumexp": (ember.nn.logsumexp, lambda x: np.log(np.exp(x).sum()), data(BIG)),
     "int column sum": (lambda x: x.sum(0), lambda x: x.sum(0), data(BIG, np.int32)),
+    # rows not a multiple of K: the last R mod K rows are one more partial
+    "odd column sum": (lambda x: x.sum(0), lambda x: x.sum(0), data((3001, 1999))),
+    "odd full sum": (lambda x: x.sum(), lambda x: x.sum(), data((3001, 1999))),
+    "odd column max": (lambda x: x.max(0), lambda x: x.max(0), data((2047, 641))),
+    "odd min over 0 and 2": (lambda x: x.min((0, 2)), lambda x: x.min((0, 2)),
+                             data((67, 160, 129))),
+    "odd int column sum": (lambda x: x.sum(0), lambda x: x.sum(0),
+                           data((2053, 640), np.int32)),
+    "odd logsumexp": (ember.nn.logsumexp, lambda x: np.log(np.exp(x).sum()),
+                      data((2047, 641))),
 }
 
 
@@ -60,7 +70,8 @@ def test_split_reductions_match_numpy_eager_and_jit(name):
       np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("name", ["column sum", "full sum", "logsumexp"])
+@pytest.mark.parametrize("name", ["column sum", "full sum", "logsumexp", "odd column sum",
+                                  "odd full sum"])
 def test_same_bits_for_any_number_of_chunks(name):
   # K is fixed, so the summation order never depends on how the pool splits stage 1
   f, _, x = CASES[name]
@@ -84,7 +95,16 @@ def test_program_has_two_stages_behind_a_fusion_boundary():
   assert len(reduces(module_of(lambda x: x.sum(0), x, disable=("reduction_splitter",)))) == 1
   assert len(reduces(module_of(lambda x: x.sum(0), data((512, 640))))) == 1
   assert len(reduces(module_of(lambda x: x.sum(1), x))) == 1
-  assert len(reduces(module_of(lambda x: x.sum(0), data((2047, 640))))) == 1   # rows % K
+
+
+def test_rows_not_a_multiple_of_k_split_with_a_last_partial_of_the_rest():
+  # 2047 = 8 * 255 + 7: K blocks of 255 rows, the last 7 rows reduced on their own, then
+  # K + 1 partials combined (the first stage still runs on every core)
+  m = module_of(lambda x: x.sum(0), data((2047, 640)))
+  assert sorted(r.shape.dims for r in reduces(m)) == sorted([(640,), (640,), (K, 640)])
+  stage2 = [r for r in reduces(m) if r.operands[0].opcode == "concatenate"]
+  assert len(stage2) == 1 and stage2[0].operands[0].shape.dims == (K + 1, 640)
+  assert "optimization-barrier" in [i.opcode for i in m.entry.instrs]
 
 
 def test_a_sum_with_a_non_identity_init_is_not_split():

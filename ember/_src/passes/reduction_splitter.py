@@ -1,8 +1,11 @@
 """reduction_splitter: large reductions over the leading dimension run in two stages, so
 the first stage runs on every core.
 
-    reduce(x[R, ...], dimensions ⊇ {0})                      R = K * r, x large
-      -> reduce(reduce(reshape(x, [K, r, ...]), dimensions={1} ∪ rest+1), dimensions={0})
+    reduce(x[R, ...], dimensions ⊇ {0})                      R = K * r + q, q < K, x large
+      -> reduce(concatenate(
+             reduce(reshape(x[:K*r], [K, r, ...]), dimensions={1} ∪ rest+1),    # K partials
+             reshape(reduce(x[K*r:], dimensions), [1, ...])),   # the last q rows (q > 0 only)
+           dimensions={0})
 
 The backend splits a kernel only along its outermost output dimension. A column sum
 (`x.sum(0)`) or a full reduction (`logsumexp(x)`) has no outer dimension worth splitting (a
@@ -13,7 +16,10 @@ whole blocks, streaming through memory, and stage 2 combines K partial results.
 K is a constant, not the thread count, so the order of the terms depends on the module and
 the shape only: results are the same run to run and for any EMBER_NUM_THREADS. For float
 add and multiply the order differs from a one-stage reduction (as in XLA's tree reduction
-rewriter): K partial sums instead of one, which if anything lowers the rounding error.
+rewriter): K partial sums (plus, when K does not divide R, one of the last R mod K rows,
+combined last) instead of one, which if anything lowers the rounding error: each partial
+sums at most ceil(R/K) terms in order, then K+1 partials in order, so the error bound of
+an f32 sum of n terms drops from ~n*eps to ~(n/K + K)*eps times the sum of magnitudes.
 max/min/and/or are exact in any order.
 """
 from __future__ import annotations
@@ -51,24 +57,46 @@ def _splittable(r: hlo.Instr) -> bool:
   x, init = r.operands
   dims = x.shape.dims
   return (0 in r.attrs["dimensions"] and x.shape.rank >= 1 and dims[0] >= 2 * K
-          and dims[0] % K == 0 and x.shape.size >= MIN_ELEMENTS
+          and x.shape.size >= MIN_ELEMENTS
           and _init_reusable(r.called[0].root.opcode, init))
 
 
 def _split(comp: hlo.Computation, r: hlo.Instr) -> None:
   x, init = r.operands
   dims, rdims = x.shape.dims, set(r.attrs["dimensions"])
+  rows = dims[0] // K * K          # the first K * (R // K) rows: K equal blocks
   blocks = comp.add(hlo.Instr("reshape", hlo.Shape(x.dtype, (K, dims[0] // K) + dims[1:]),
-                              [x], metadata=r.metadata))
+                              [_leading_rows(comp, x, 0, rows, r)], metadata=r.metadata))
   stage1_dims = (1,) + tuple(d + 1 for d in sorted(rdims - {0}))
   kept = tuple(n for d, n in enumerate(dims) if d not in rdims)
   partial = comp.add(hlo.Instr("reduce", hlo.Shape(r.dtype, (K,) + kept), [blocks, init],
                                {"dimensions": stage1_dims}, list(r.called),
                                metadata=r.metadata))
   partial = _fusion_boundary(comp, partial)
+  if rows < dims[0]:               # the last R mod K rows: one more partial, combined last
+    rest = comp.add(hlo.Instr("reduce", r.shape, [_leading_rows(comp, x, rows, dims[0], r),
+                                                  init],
+                              {"dimensions": tuple(sorted(rdims))}, list(r.called),
+                              metadata=r.metadata))
+    rest = comp.add(hlo.Instr("reshape", hlo.Shape(r.dtype, (1,) + kept), [rest],
+                              metadata=r.metadata))
+    partial = comp.add(hlo.Instr("concatenate", hlo.Shape(r.dtype, (K + 1,) + kept),
+                                 [partial, rest], {"dimension": 0}, metadata=r.metadata))
   total = comp.add(hlo.Instr("reduce", r.shape, [partial, init], {"dimensions": (0,)},
                              list(r.called), metadata=r.metadata))
   comp.replace_all_uses(r, total)
+
+
+def _leading_rows(comp: hlo.Computation, x: hlo.Instr, lo: int, hi: int,
+                  r: hlo.Instr) -> hlo.Instr:
+  """x[lo:hi] (x itself when that is all of it)."""
+  dims = x.shape.dims
+  if (lo, hi) == (0, dims[0]):
+    return x
+  return comp.add(hlo.Instr("slice", hlo.Shape(x.dtype, (hi - lo,) + dims[1:]), [x],
+                            {"start": (lo,) + (0,) * (len(dims) - 1),
+                             "limit": (hi,) + dims[1:], "strides": (1,) * len(dims)},
+                            metadata=r.metadata))
 
 
 def _fusion_boundary(comp: hlo.Computation, x: hlo.Instr) -> hlo.Instr:
