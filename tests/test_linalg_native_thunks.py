@@ -249,3 +249,28 @@ def test_small_cholesky_uses_the_unblocked_routine():
     ex = ember.jit(jnp.linalg.cholesky).lower(a).compile().runtime_executable()
     potrf, = [t for t in ex.thunks if type(t).__name__ == "PotrfThunk"]
     assert potrf.fn is linalg_thunks._lapack()[0]("c" + routine)
+
+
+@pytest.mark.parametrize("rows", (1, 5, 64, 70, 131))
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("lower", [True, False])
+def test_generated_right_side_solves_in_row_blocks(rows, transpose_a, lower):
+  """The generated kernel solves X op(A) = B in transposed blocks of MAX_N rows of X;
+  a left-side solve with one right-hand side sums in a register."""
+  n = 33
+  rng = rng_for("right", rows, transpose_a, lower)
+  a = tri(rng, (2, n, n), np.float32, lower)
+  b = rand(rng, (2, rows, n), np.float32).astype(np.float32)
+  f = ember.jit(lambda a, b: L.triangular_solve(a, b, left_side=False, lower=lower,
+                                                transpose_a=transpose_a))
+  assert [type(t).__name__ for t in f.lower(a, b).compile().runtime_executable().thunks] \
+      == ["KernelThunk"]
+  t = a.astype(np.float64)
+  t = np.swapaxes(t, -1, -2) if transpose_a else t
+  want = np.swapaxes(np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+  close(f(a, b), want, np.float32, n)
+  v = b[:, :, :1][:, :n]
+  g = ember.jit(lambda a, v: L.triangular_solve(a, v, left_side=True, lower=lower,
+                                                transpose_a=transpose_a))
+  if v.shape[1] == n:
+    close(g(a, v), np.linalg.solve(t, v), np.float32, n)

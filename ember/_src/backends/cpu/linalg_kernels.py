@@ -38,6 +38,7 @@ from ember._src.backends.cpu import codegen, dot_kernels, llvm_jit
 from ember._src.backends.cpu.codegen import F32, F64, I1, I32, I64, PTR, KERNEL_TYPE, VOID
 
 MAX_N = 64          # the order up to which a generated kernel runs (LAPACK's above)
+JAM = 4             # rows a triangular solve's inner loop works on at once
 
 _T = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
 # (src, dst, info, n, upper, m0, m1)
@@ -147,6 +148,15 @@ class _E(codegen.IRHelpers):
       return []
     self.loop(lo, hi, [], step)
 
+  def jammed(self, lo, hi, body) -> None:
+    """`body(i, JAM)` for i = lo, lo + JAM, ... while JAM fit in [lo, hi), then
+    `body(i, 1)` for the rest: the caller's inner loop does JAM iterations' work per pass
+    (one loop's overhead and one load and store of what they share, instead of JAM)."""
+    b = self.b
+    blocks = b.sdiv(b.sub(hi, lo), self.i64(JAM))
+    self.each(self.i64(0), blocks, lambda q: body(b.add(lo, b.mul(q, self.i64(JAM))), JAM))
+    self.each(b.add(lo, b.mul(blocks, self.i64(JAM))), hi, lambda i: body(i, 1))
+
   def copy(self, src, dst, count):
     """dst[:count] = src[:count] unless they are the same buffer (else disjoint)."""
     b = self.b
@@ -227,13 +237,13 @@ def _define_trsm(module: ir.Module, dtype, name: str) -> None:
   fwd = b.icmp_signed("!=", forward, e.i64(0))
   has_diag = b.icmp_signed("==", unit, e.i64(0))
   one = e.i64(1)
-  opa = lambda A, i, j: e.ld(A, b.add(b.mul(i, sai), b.mul(j, saj)))
   # the t-th index in solving order of [0, size), and the solved ones before it
   nth = lambda t, size: b.select(fwd, t, b.sub(b.sub(size, one), t))
   before = lambda i, size: (b.select(fwd, e.i64(0), b.add(i, one)), b.select(fwd, i, size))
-  after = lambda i, size: (b.select(fwd, b.add(i, one), e.i64(0)), b.select(fwd, size, i))
 
-  def left_side(A, X):
+  def left_side(A, X, rows, cols, sai, saj):
+    opa = lambda A, i, j: e.ld(A, b.add(b.mul(i, sai), b.mul(j, saj)))
+
     def solve_row(t, _):
       i = nth(t, rows)
       lo, hi = before(i, rows)
@@ -243,12 +253,18 @@ def _define_trsm(module: ir.Module, dtype, name: str) -> None:
           acc = e.loop(lo, hi, [e.ld(xi, e.i64(0))],
                        lambda j, acc: [e.fnma(opa(A, i, j), e.ld(X, j), acc[0])])[0]
           e.st(acc, xi, e.i64(0))
-        with many:
-          def eliminate(j, _):
-            aij, xj = opa(A, i, j), e.at(X, b.mul(j, cols))
-            e.each(e.i64(0), cols, lambda l: e.st(e.fnma(aij, e.ld(xj, l), e.ld(xi, l)), xi, l))
-            return []
-          e.loop(lo, hi, [], eliminate)
+        with many:       # JAM solved rows j per pass over row i (the same order of fmas)
+          def eliminate(j0, count):
+            js = [b.add(j0, e.i64(q)) for q in range(count)]
+            terms = [(opa(A, i, j), e.at(X, b.mul(j, cols))) for j in js]
+
+            def element(l):
+              v = e.ld(xi, l)
+              for aij, xj in terms:
+                v = e.fnma(aij, e.ld(xj, l), v)
+              e.st(v, xi, l)
+            e.each(e.i64(0), cols, element)
+          e.jammed(lo, hi, eliminate)
       with b.if_then(has_diag):
         d = opa(A, i, i)
         e.each(e.i64(0), cols, lambda l: e.st(b.fdiv(e.ld(xi, l), d), xi, l))
@@ -256,20 +272,25 @@ def _define_trsm(module: ir.Module, dtype, name: str) -> None:
     e.loop(e.i64(0), rows, [], solve_row)
 
   def right_side(A, X):
-    def solve_row(r, _):
-      xr = e.at(X, b.mul(r, cols))
+    """X op(A) = B as op(A)^T X^T = B^T: blocks of up to MAX_N rows of X transposed into a
+    stack tile, solved there on the left side, transposed back."""
+    tile = b.alloca(T, e.i64(MAX_N * MAX_N))
+    tile.align = 64
 
-      def solve(t, _):
-        i = nth(t, cols)
-        with b.if_then(has_diag):
-          e.st(b.fdiv(e.ld(xr, i), opa(A, i, i)), xr, i)
-        xi = e.ld(xr, i)
-        lo, hi = after(i, cols)
-        e.each(lo, hi, lambda j: e.st(e.fnma(xi, opa(A, i, j), e.ld(xr, j)), xr, j))
-        return []
-      e.loop(e.i64(0), cols, [], solve)
-      return []
-    e.loop(e.i64(0), rows, [], solve_row)
+    def block(q):
+      r0 = b.mul(q, e.i64(MAX_N))
+      r = b.select(b.icmp_signed("<", b.add(r0, e.i64(MAX_N)), rows), e.i64(MAX_N),
+                   b.sub(rows, r0))
+      xs = e.at(X, b.mul(r0, cols))
+      transpose(xs, tile, r, cols)
+      left_side(A, tile, cols, r, saj, sai)
+      transpose(tile, xs, cols, r)
+    e.each(e.i64(0), b.sdiv(b.add(rows, e.i64(MAX_N - 1)), e.i64(MAX_N)), block)
+
+  def transpose(src, dst, nr, nc):
+    """dst (nc x nr) = src (nr x nc)^T."""
+    e.each(e.i64(0), nc, lambda j: e.each(e.i64(0), nr, lambda i: e.st(
+        e.ld(src, b.add(b.mul(i, nc), j)), dst, b.add(b.mul(j, nr), i))))
 
   def matrix(mi, _):
     A = e.at(a, b.mul(mi, b.mul(k, k)))
@@ -277,7 +298,7 @@ def _define_trsm(module: ir.Module, dtype, name: str) -> None:
     e.copy(B, X, b.mul(rows, cols))
     with b.if_else(b.icmp_signed("!=", left, e.i64(0))) as (is_left, is_right):
       with is_left:
-        left_side(A, X)
+        left_side(A, X, rows, cols, sai, saj)
       with is_right:
         right_side(A, X)
     return []
