@@ -274,3 +274,21 @@ def test_generated_right_side_solves_in_row_blocks(rows, transpose_a, lower):
                                                 transpose_a=transpose_a))
   if v.shape[1] == n:
     close(g(a, v), np.linalg.solve(t, v), np.float32, n)
+
+
+def test_generated_kernels_replay_from_a_serialized_executable():
+  from ember._src.backends.cpu.compiler import (compile_module, deserialize_executable,
+                                                serialize_executable)
+  from ember._src.compilation import clone_module
+  from ember._src.passes.buffer_assignment import assign_buffers
+  from ember._src.passes.pipeline import optimize
+  a = spd(rng_for("replay"), (3, 20, 20), np.float32)
+  b = np.ones((3, 20, 2), np.float32)
+  f = lambda a, b: sl.cho_solve((jnp.linalg.cholesky(a), True), b)
+  module = optimize(clone_module(ember.jit(f).lower(a, b).compiler_ir()))
+  assignment = assign_buffers(module)
+  exe = compile_module(module, assignment)
+  again = deserialize_executable(module, assignment, serialize_executable(exe))
+  assert {type(t).__name__ for t in again.thunks} == {"KernelThunk"}
+  np.testing.assert_array_equal(again.execute([a, b])[0], exe.execute([a, b])[0])
+  close(again.execute([a, b])[0], np.linalg.solve(a.astype(np.float64), b), np.float32, 20)

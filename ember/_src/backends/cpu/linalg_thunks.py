@@ -1,8 +1,9 @@
 """Custom calls of the CPU backend: LAPACK-style decompositions (`lapack_spotrf_ffi`,
 `lapack_dgesdd_ffi`, ...; see reference/lapack.py for each target's semantics).
 
-Cholesky (`potrf`), triangular solves (`trsm`), LU (`getrf`) and `lu_pivots_to_permutation`
-run as native thunks: one call of the LAPACK routine per matrix, found in the OpenBLAS
+Real Cholesky (`potrf`) and triangular solves (`trsm`) of order <= linalg_kernels.MAX_N run
+as generated kernels (linalg_kernels.py: they join their neighbours' native call). Larger
+or complex ones, LU (`getrf`) and `lu_pivots_to_permutation` run as native thunks: one call of the LAPACK routine per matrix, found in the OpenBLAS
 NumPy ships (blas_pool.openblas_library: full LAPACK under `scipy_` names), through ctypes
 with every argument but the buffer addresses built once. LAPACK is column-major and
 ember's buffers row-major, so a row-major matrix is its transpose to LAPACK:
