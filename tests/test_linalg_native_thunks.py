@@ -16,7 +16,7 @@ import ember
 import ember.numpy as jnp
 from ember.lax import linalg as L
 from ember.scipy import linalg as sl
-from ember._src.backends.cpu import linalg_thunks
+from ember._src.backends.cpu import linalg_kernels, linalg_thunks
 
 SIZES = (1, 2, 7, 33, 64, 65, 200)
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
@@ -178,14 +178,32 @@ def test_failures_read_as_the_reference_reports_them():
 
 @needs_lapack
 def test_jitted_linalg_runs_the_native_thunks():
-  a = spd(rng_for("struct"), (64, 64), np.float32)
-  b = np.ones((64, 16), np.float32)
+  """Order > MAX_N (or complex): LAPACK thunks; real order <= MAX_N: generated kernels,
+  so the executable runs as one native call."""
+  n = linalg_kernels.MAX_N + 1
+  a = spd(rng_for("struct"), (n, n), np.float32)
+  b = np.ones((n, 16), np.float32)
   assert "PotrfThunk" in thunk_types(jnp.linalg.cholesky, a)
+  assert "PotrfThunk" in thunk_types(jnp.linalg.cholesky, a[:8, :8].astype(np.complex64))
   kinds = thunk_types(lambda a, b: sl.solve_triangular(a, b, lower=True), a, b)
   assert kinds == ["TrsmThunk"]
   kinds = thunk_types(jnp.linalg.inv, a)
   assert {"GetrfThunk", "PivotsToPermutationThunk", "TrsmThunk"} <= set(kinds)
   assert "NumpyCustomCallThunk" not in kinds
+
+
+@pytest.mark.parametrize("n", (1, 50, linalg_kernels.MAX_N))
+def test_small_real_cholesky_and_solves_are_generated_kernels(n):
+  a = spd(rng_for("gen", n), (n, n), np.float32)
+  b = np.ones((n, 3), np.float32)
+  f = lambda a, b: sl.cho_solve((jnp.linalg.cholesky(a), True), b)
+  ex = ember.jit(f).lower(a, b).compile().runtime_executable()
+  assert {type(t).__name__ for t in ex.thunks} == {"KernelThunk"}
+  names = [t.name for t in ex.thunks]
+  assert sum("custom-call" in s or "triangular_solve" in s for s in names) == 3
+  ex.execute([a, b])
+  assert len(ex._steps) == 1         # one native call for the whole module
+  close(ember.jit(f)(a, b), np.linalg.solve(a.astype(np.float64), b), np.float32, n)
 
 
 def test_without_lapack_the_numpy_thunks_give_the_same_values(monkeypatch):
@@ -225,8 +243,52 @@ def test_gp_nll_gradient_matches_finite_differences():
 
 @needs_lapack
 def test_small_cholesky_uses_the_unblocked_routine():
+  # (complex: real orders <= MAX_N run generated kernels)
   for n, routine in ((64, "potf2"), (65, "potrf")):
-    a = spd(rng_for("routine", n), (n, n), np.float32)
+    a = spd(rng_for("routine", n), (n, n), np.complex64)
     ex = ember.jit(jnp.linalg.cholesky).lower(a).compile().runtime_executable()
     potrf, = [t for t in ex.thunks if type(t).__name__ == "PotrfThunk"]
-    assert potrf.fn is linalg_thunks._lapack()[0]("s" + routine)
+    assert potrf.fn is linalg_thunks._lapack()[0]("c" + routine)
+
+
+@pytest.mark.parametrize("rows", (1, 5, 64, 70, 131))
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("lower", [True, False])
+def test_generated_right_side_solves_in_row_blocks(rows, transpose_a, lower):
+  """The generated kernel solves X op(A) = B in transposed blocks of MAX_N rows of X;
+  a left-side solve with one right-hand side sums in a register."""
+  n = 33
+  rng = rng_for("right", rows, transpose_a, lower)
+  a = tri(rng, (2, n, n), np.float32, lower)
+  b = rand(rng, (2, rows, n), np.float32).astype(np.float32)
+  f = ember.jit(lambda a, b: L.triangular_solve(a, b, left_side=False, lower=lower,
+                                                transpose_a=transpose_a))
+  assert [type(t).__name__ for t in f.lower(a, b).compile().runtime_executable().thunks] \
+      == ["KernelThunk"]
+  t = a.astype(np.float64)
+  t = np.swapaxes(t, -1, -2) if transpose_a else t
+  want = np.swapaxes(np.linalg.solve(np.swapaxes(t, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+  close(f(a, b), want, np.float32, n)
+  v = b[:, :, :1][:, :n]
+  g = ember.jit(lambda a, v: L.triangular_solve(a, v, left_side=True, lower=lower,
+                                                transpose_a=transpose_a))
+  if v.shape[1] == n:
+    close(g(a, v), np.linalg.solve(t, v), np.float32, n)
+
+
+def test_generated_kernels_replay_from_a_serialized_executable():
+  from ember._src.backends.cpu.compiler import (compile_module, deserialize_executable,
+                                                serialize_executable)
+  from ember._src.compilation import clone_module
+  from ember._src.passes.buffer_assignment import assign_buffers
+  from ember._src.passes.pipeline import optimize
+  a = spd(rng_for("replay"), (3, 20, 20), np.float32)
+  b = np.ones((3, 20, 2), np.float32)
+  f = lambda a, b: sl.cho_solve((jnp.linalg.cholesky(a), True), b)
+  module = optimize(clone_module(ember.jit(f).lower(a, b).compiler_ir()))
+  assignment = assign_buffers(module)
+  exe = compile_module(module, assignment)
+  again = deserialize_executable(module, assignment, serialize_executable(exe))
+  assert {type(t).__name__ for t in again.thunks} == {"KernelThunk"}
+  np.testing.assert_array_equal(again.execute([a, b])[0], exe.execute([a, b])[0])
+  close(again.execute([a, b])[0], np.linalg.solve(a.astype(np.float64), b), np.float32, 20)

@@ -514,28 +514,35 @@ def ensure_shared_bodies(code: bytes) -> None:
   file (or IR text) refers to, once per process, and make their symbols resolvable for the
   code about to be loaded (MCJIT links by name, so an object from the persistent cache finds
   them too). Waits for a compile in progress."""
-  if getattr(_compiling, "active", False):
-    return                               # the body's own load
   for dt in (np.float32, np.float64):
     for name, define in ((_body_symbol(dt), _define_body),
                          (_gemv_symbol(dt), _define_gemv_body)):
-      if name not in _shared_bodies and name.encode() in code:
-        _compile_shared_body(dt, name, define)
+      if name.encode() in code:
+        compile_shared_ir(name, _body_ir(define, dt, name))
 
 
-def _compile_shared_body(dt, name: str, define) -> None:
-  """Compile (or load) the body `define(module, dt, name)` once and register its symbol."""
+def _body_ir(define, dt, name: str):
+  def make_ir():
+    module = ir.Module(name="ember_shared_bodies")
+    define(module, dt, name)
+    return str(module)
+  return make_ir
+
+
+def compile_shared_ir(name: str, make_ir, sources: Sequence[str] = ()) -> None:
+  """Compile (or load) the module `make_ir()` that defines the function `name`, once per
+  process, and register its symbol. `sources`: the files of the code generating it besides
+  codegen's and this one (the runtime cache's key). Nothing while this thread compiles one
+  (the body's own load asks the symbol providers too)."""
+  if name in _shared_bodies or getattr(_compiling, "active", False):
+    return
   with _shared_lock:
     if name in _shared_bodies:
       return
-    def make_ir():
-      module = ir.Module(name="ember_dot_bodies")
-      define(module, dt, name)
-      return str(module)
     _compiling.active = True
     try:   # a private context: a compile on another thread does not wait for this one
       engine, addr = runtime_cache.load_or_compile(
-          name, make_ir, runtime_cache.generator_digest(codegen.__file__, __file__))
+          name, make_ir, runtime_cache.generator_digest(codegen.__file__, __file__, *sources))
     finally:
       _compiling.active = False
     llvm_jit.add_symbol(name, addr(name))

@@ -1,8 +1,9 @@
 """Custom calls of the CPU backend: LAPACK-style decompositions (`lapack_spotrf_ffi`,
 `lapack_dgesdd_ffi`, ...; see reference/lapack.py for each target's semantics).
 
-Cholesky (`potrf`), triangular solves (`trsm`), LU (`getrf`) and `lu_pivots_to_permutation`
-run as native thunks: one call of the LAPACK routine per matrix, found in the OpenBLAS
+Real Cholesky (`potrf`) and triangular solves (`trsm`) of order <= linalg_kernels.MAX_N run
+as generated kernels (linalg_kernels.py: they join their neighbours' native call). Larger
+or complex ones, LU (`getrf`) and `lu_pivots_to_permutation` run as native thunks: one call of the LAPACK routine per matrix, found in the OpenBLAS
 NumPy ships (blas_pool.openblas_library: full LAPACK under `scipy_` names), through ctypes
 with every argument but the buffer addresses built once. LAPACK is column-major and
 ember's buffers row-major, so a row-major matrix is its transpose to LAPACK:
@@ -32,8 +33,8 @@ import functools
 import numpy as np
 
 from ember._src import hlo
-from ember._src.backends.cpu import blas_pool
-from ember._src.backends.cpu.executable import Frame, Thunk
+from ember._src.backends.cpu import blas_pool, cost_model, linalg_kernels
+from ember._src.backends.cpu.executable import Frame, KernelThunk, Thunk
 from ember._src.reference import lapack
 
 
@@ -293,11 +294,42 @@ def _overlaps(a, b) -> bool:
   return _overlap(a, b)
 
 
+def _generated_ok(ins: list, outs: list) -> bool:
+  """The generated kernels read the first operand (A) while writing the outputs, and copy
+  the last operand into the first output unless it is that output's buffer: they need
+  the outputs apart from the other operands and from each other."""
+  *reads, copied = ins
+  if any(_overlaps(r, o) for r in reads for o in outs):
+    return False
+  first, *rest = outs
+  if any(_overlaps(copied, o) or _overlaps(first, o) for o in rest):
+    return False
+  return not _overlaps(copied, first) or copied == first
+
+
+def _add_generated(plan, instr: hlo.Instr, kind: str, slots: list) -> None:
+  """A potrf/trsm custom call as a generated kernel (linalg_kernels.py)."""
+  emit = {"potrf": linalg_kernels.emit_potrf_kernel, "trsm": linalg_kernels.emit_trsm_kernel}
+  key = ("linalg", instr.attrs["target"], tuple(sorted(dict(instr.attrs["backend_config"])
+                                                       .items())),
+         tuple(tuple(o.shape.dims) for o in instr.operands))
+  info = plan._dot_kernel(instr.name, lambda m: emit[kind](m, instr.name, instr), key)
+  cost = cost_model.KernelCost(sum(o.shape.nbytes for o in instr.operands) * 2,
+                               linalg_kernels.flops(instr), 0.0)
+  plan.pending.append(lambda addr: KernelThunk(
+      instr.name, addr(info.name), slots, info.outer, info.splittable, cost))
+
+
 def add_to_plan(plan, instr: hlo.Instr) -> None:
-  """Record the thunk of a custom call in the compiler's thunk plan."""
+  """Record the thunk of a custom call in the compiler's thunk plan: a generated kernel
+  (linalg_kernels.kind), else a LAPACK thunk, else the NumPy reference's."""
   ins = [plan.slot(o) for o in instr.operands]
   s = plan.slot(instr)
   outs = list(s) if type(s) is tuple else [s]
+  generated = linalg_kernels.kind(instr)
+  if generated and _generated_ok(ins, outs):
+    _add_generated(plan, instr, generated, ins + outs)
+    return
   kind = _native_kind(instr)
   if kind == "p2p":
     make = lambda: PivotsToPermutationThunk(instr, ins, outs)

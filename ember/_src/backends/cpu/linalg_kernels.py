@@ -1,0 +1,328 @@
+"""Generated kernels for small Cholesky factorizations and triangular solves (custom calls
+`lapack_{s,d}potrf_ffi` and `lapack_{s,d}trsm_ffi` of order <= MAX_N).
+
+Through LAPACK (linalg_thunks.py) each such call is a Python thunk between the module's
+kernels: ~2 us of ctypes and thread-count switching around a few us of arithmetic, and it
+splits the executable's run of kernels into separate native calls. As generated kernels
+(the kernel ABI `void name(i8** buffers, i64 start, i64 stop)` over the batch's matrices)
+they join their neighbours' batched native call (executable._batch_direct_calls), so a
+Gaussian-process gradient runs as one native call.
+
+The loops live in one body function per routine and dtype (sizes, strides and flags are
+arguments), compiled once per process like the dot bodies (dot_kernels.compile_shared_ir:
+the runtime cache on disk keeps the object); a module's kernel only gathers its pointers
+and calls the body. Row-major throughout, inner loops along the contiguous dimension
+(LLVM's loop vectorizer turns them into vector code):
+
+* potrf (right-looking): per step k the pivot's square root, the k-th column (lower) or
+  row (upper) of the factor scaled by it and copied into a contiguous stack vector c, then
+  the trailing triangle updated row by row, `A[i, j] -= c[i] * c[j]` over the row's
+  contiguous stretch (j in (k, i] lower, [i, n) upper). A pivot that is not > 0 (or NaN)
+  stops it: info 1 and a NaN factor, as reference/lapack.potrf; the other triangle is zeroed.
+* trsm, left side, op(A) X = B: row i of X is B's row minus the rows already solved, each
+  scaled by op(A)[i, j] (an axpy along the row), divided by the diagonal; a single
+  right-hand side accumulates in a register instead. Right side, X op(A) = B: per row of X
+  the solved entries are eliminated from the row's later ones (along A's rows for op 'N').
+
+Each multiply-subtract is one fused multiply-add and the diagonal divides (LAPACK
+multiplies by its reciprocal): results equal the reference's up to rounding, within the
+8·n·eps tolerance tests state; bits depend on the shapes only.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+
+from ember._src import hlo
+from ember._src.backends.cpu import codegen, dot_kernels, llvm_jit
+from ember._src.backends.cpu.codegen import F32, F64, I1, I32, I64, PTR, KERNEL_TYPE, VOID
+
+MAX_N = 64          # the order up to which a generated kernel runs (LAPACK's above)
+JAM = 4             # rows a triangular solve's inner loop works on at once
+
+_T = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
+# (src, dst, info, n, upper, m0, m1)
+POTRF_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR] + [I64] * 4)
+# (a, b, x, rows, cols, k, a_row_stride, a_col_stride, left, forward, unit, m0, m1)
+TRSM_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR] + [I64] * 10)
+
+
+def kind(instr: hlo.Instr) -> str | None:
+  """'potrf' or 'trsm' when the custom call runs as a generated kernel: a real float
+  routine whose matrices have order <= MAX_N (and, potrf, an int32 info)."""
+  target = instr.attrs.get("target", "")
+  if not (target.startswith("lapack_") and target.endswith("_ffi")) or target[7] not in "sd":
+    return None
+  name = target[8:-4]
+  a = instr.operands[0].shape
+  if name not in ("potrf", "trsm") or a.rank < 2 or a.dims[-1] > MAX_N:
+    return None
+  if np.dtype(a.dtype) not in _T:
+    return None
+  if name == "potrf" and np.dtype(instr.shape.elements[1].dtype) != np.int32:
+    return None
+  if name == "trsm" and instr.operands[0].shape.dims[:-2] != instr.operands[1].shape.dims[:-2]:
+    return None
+  return name
+
+
+def _symbol(routine: str, dtype) -> str:
+  """A body's symbol: the routine, the dtype, the number of arguments."""
+  args = (POTRF_TYPE if routine == "potrf" else TRSM_TYPE).args
+  return f"ember_{routine}_body_{np.dtype(dtype).name}_a{len(args)}"
+
+
+def _matrices(shape: hlo.Shape) -> int:
+  return int(np.prod(shape.dims[:-2], dtype=np.int64))
+
+
+def _entry(module: ir.Module, name: str, body, args) -> None:
+  """`void name(buffers, start, stop)`: the body on matrices [start, stop) with the buffers'
+  pointers first, then `args` (i64 constants)."""
+  fn = ir.Function(module, KERNEL_TYPE, name)
+  fn.attributes.add("nounwind")
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  bufs, start, stop = fn.args
+  ptrs = [b.load(b.gep(bufs, [ir.Constant(I64, k)], inbounds=True, source_etype=PTR), typ=PTR)
+          for k in range(3)]
+  b.call(body, ptrs + [ir.Constant(I64, int(v)) for v in args] + [start, stop])
+  b.ret_void()
+
+
+def emit_potrf_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> codegen.KernelInfo:
+  """The kernel of a potrf custom call; buffers: the operand, the factor, the info."""
+  a = instr.operands[0].shape
+  lower = dict(instr.attrs.get("backend_config", ())).get("uplo", 76) == 76
+  body = dot_kernels._shared_body(module, _symbol("potrf", a.dtype), POTRF_TYPE)
+  _entry(module, name, body, (a.dims[-1], not lower))
+  return codegen.KernelInfo(name, _matrices(a), True)
+
+
+def trsm_args(instr: hlo.Instr) -> tuple:
+  """The body's (rows, cols, k, a_row_stride, a_col_stride, left, forward, unit) of a trsm
+  custom call: op(A)[i, j] = A[i * a_row_stride + j * a_col_stride]; `forward`: the order
+  that solves op(A) (left: lower-effective; right: upper-effective) first to last."""
+  cfg = dict(instr.attrs["backend_config"])
+  (m, n), k = instr.operands[1].shape.dims[-2:], instr.operands[0].shape.dims[-1]
+  left, lower = cfg["side"] == 76, cfg["uplo"] == 76
+  trans = cfg["trans_x"] != 78
+  strides = (1, k) if trans else (k, 1)
+  lower_op = lower != trans
+  return (m, n, k, *strides, left, lower_op if left else not lower_op, cfg["diag"] == 85)
+
+
+def emit_trsm_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> codegen.KernelInfo:
+  """The kernel of a trsm custom call; buffers: A, B, the result X."""
+  b = instr.operands[1].shape
+  body = dot_kernels._shared_body(module, _symbol("trsm", b.dtype), TRSM_TYPE)
+  _entry(module, name, body, trsm_args(instr))
+  return codegen.KernelInfo(name, _matrices(b), True)
+
+
+# --------------------------------------------------------------------------------------
+# The bodies
+# --------------------------------------------------------------------------------------
+
+class _E(codegen.IRHelpers):
+  def __init__(self, b: ir.IRBuilder, T):
+    self.b, self.T = b, T
+    self._i64_cache = {}
+
+  def at(self, p, idx):
+    return self.b.gep(p, [idx], inbounds=True, source_etype=self.T)
+
+  def ld(self, p, idx):
+    return self.b.load(self.at(p, idx), typ=self.T)
+
+  def st(self, v, p, idx):
+    self.b.store(v, self.at(p, idx))
+
+  def fnma(self, a, x, y):
+    """y - a * x, one rounding."""
+    return self.intrinsic("llvm.fma", self.T, [self.b.fneg(a), x, y])
+
+  def each(self, lo, hi, body) -> None:
+    """`for i in [lo, hi): body(i)`, nothing carried."""
+    def step(i, _):
+      body(i)
+      return []
+    self.loop(lo, hi, [], step)
+
+  def jammed(self, lo, hi, body) -> None:
+    """`body(i, JAM)` for i = lo, lo + JAM, ... while JAM fit in [lo, hi), then
+    `body(i, 1)` for the rest: the caller's inner loop does JAM iterations' work per pass
+    (one loop's overhead and one load and store of what they share, instead of JAM)."""
+    b = self.b
+    blocks = b.sdiv(b.sub(hi, lo), self.i64(JAM))
+    self.each(self.i64(0), blocks, lambda q: body(b.add(lo, b.mul(q, self.i64(JAM))), JAM))
+    self.each(b.add(lo, b.mul(blocks, self.i64(JAM))), hi, lambda i: body(i, 1))
+
+  def copy(self, src, dst, count):
+    """dst[:count] = src[:count] unless they are the same buffer (else disjoint)."""
+    b = self.b
+    with b.if_then(b.icmp_unsigned("!=", src, dst)):
+      self.each(self.i64(0), count, lambda i: self.st(self.ld(src, i), dst, i))
+
+
+def _function(module: ir.Module, name: str, fty: ir.FunctionType, T):
+  fn = ir.Function(module, fty, name)
+  fn.attributes.add("nounwind")
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  return fn, _E(b, T)
+
+
+def _define_potrf(module: ir.Module, dtype, name: str) -> None:
+  T = _T[np.dtype(dtype)]
+  fn, e = _function(module, name, POTRF_TYPE, T)
+  b = e.b
+  src, dst, info, n, upper, m0, m1 = fn.args
+  c = b.alloca(T, e.i64(MAX_N))          # the current column (row) of the factor
+  is_upper = b.icmp_signed("!=", upper, e.i64(0))
+  nn = b.mul(n, n)
+  zero, nan = ir.Constant(T, 0.0), ir.Constant(T, float("nan"))
+
+  def matrix(mi, _):
+    s, d = e.at(src, b.mul(mi, nn)), e.at(dst, b.mul(mi, nn))
+    e.copy(s, d, nn)
+
+    def step(k, carried):
+      kk = b.add(b.mul(k, n), k)
+      akk = e.ld(d, kk)
+      ok = b.and_(carried[0], b.fcmp_ordered(">", akk, zero))
+      with b.if_then(ok):
+        r = e.intrinsic("llvm.sqrt", T, [akk])
+        e.st(r, d, kk)
+        k1 = b.add(k, e.i64(1))
+
+        def scale(j, _):
+          idx = b.select(is_upper, b.add(b.mul(k, n), j), b.add(b.mul(j, n), k))
+          v = b.fdiv(e.ld(d, idx), r)
+          e.st(v, d, idx)
+          e.st(v, c, j)
+          return []
+        e.loop(k1, n, [], scale)
+
+        def update(i, _):
+          ci = e.ld(c, i)
+          lo = b.select(is_upper, i, k1)
+          hi = b.select(is_upper, n, b.add(i, e.i64(1)))
+          row = e.at(d, b.mul(i, n))
+          e.each(lo, hi, lambda j: e.st(e.fnma(ci, e.ld(c, j), e.ld(row, j)), row, j))
+          return []
+        e.loop(k1, n, [], update)
+      return [ok]
+    ok = e.loop(e.i64(0), n, [ir.Constant(I1, 1)], step)[0]
+
+    def zero_other(i, _):
+      lo = b.select(is_upper, e.i64(0), b.add(i, e.i64(1)))
+      hi = b.select(is_upper, i, n)
+      row = e.at(d, b.mul(i, n))
+      e.each(lo, hi, lambda j: e.st(zero, row, j))
+      return []
+    e.loop(e.i64(0), n, [], zero_other)
+    with b.if_then(b.not_(ok)):
+      e.each(e.i64(0), nn, lambda i: e.st(nan, d, i))
+    b.store(b.select(ok, ir.Constant(I32, 0), ir.Constant(I32, 1)),
+            b.gep(info, [mi], inbounds=True, source_etype=I32))
+    return []
+  e.loop(m0, m1, [], matrix)
+  b.ret_void()
+
+
+def _define_trsm(module: ir.Module, dtype, name: str) -> None:
+  T = _T[np.dtype(dtype)]
+  fn, e = _function(module, name, TRSM_TYPE, T)
+  b = e.b
+  a, bb, x, rows, cols, k, sai, saj, left, forward, unit, m0, m1 = fn.args
+  fwd = b.icmp_signed("!=", forward, e.i64(0))
+  has_diag = b.icmp_signed("==", unit, e.i64(0))
+  one = e.i64(1)
+  # the t-th index in solving order of [0, size), and the solved ones before it
+  nth = lambda t, size: b.select(fwd, t, b.sub(b.sub(size, one), t))
+  before = lambda i, size: (b.select(fwd, e.i64(0), b.add(i, one)), b.select(fwd, i, size))
+
+  def left_side(A, X, rows, cols, sai, saj):
+    opa = lambda A, i, j: e.ld(A, b.add(b.mul(i, sai), b.mul(j, saj)))
+
+    def solve_row(t, _):
+      i = nth(t, rows)
+      lo, hi = before(i, rows)
+      xi = e.at(X, b.mul(i, cols))
+      with b.if_else(b.icmp_signed("==", cols, one)) as (single, many):
+        with single:     # one right-hand side: the sum in a register
+          acc = e.loop(lo, hi, [e.ld(xi, e.i64(0))],
+                       lambda j, acc: [e.fnma(opa(A, i, j), e.ld(X, j), acc[0])])[0]
+          e.st(acc, xi, e.i64(0))
+        with many:       # JAM solved rows j per pass over row i (the same order of fmas)
+          def eliminate(j0, count):
+            js = [b.add(j0, e.i64(q)) for q in range(count)]
+            terms = [(opa(A, i, j), e.at(X, b.mul(j, cols))) for j in js]
+
+            def element(l):
+              v = e.ld(xi, l)
+              for aij, xj in terms:
+                v = e.fnma(aij, e.ld(xj, l), v)
+              e.st(v, xi, l)
+            e.each(e.i64(0), cols, element)
+          e.jammed(lo, hi, eliminate)
+      with b.if_then(has_diag):
+        d = opa(A, i, i)
+        e.each(e.i64(0), cols, lambda l: e.st(b.fdiv(e.ld(xi, l), d), xi, l))
+      return []
+    e.loop(e.i64(0), rows, [], solve_row)
+
+  def right_side(A, X):
+    """X op(A) = B as op(A)^T X^T = B^T: blocks of up to MAX_N rows of X transposed into a
+    stack tile, solved there on the left side, transposed back."""
+    tile = b.alloca(T, e.i64(MAX_N * MAX_N))
+    tile.align = 64
+
+    def block(q):
+      r0 = b.mul(q, e.i64(MAX_N))
+      r = b.select(b.icmp_signed("<", b.add(r0, e.i64(MAX_N)), rows), e.i64(MAX_N),
+                   b.sub(rows, r0))
+      xs = e.at(X, b.mul(r0, cols))
+      transpose(xs, tile, r, cols)
+      left_side(A, tile, cols, r, saj, sai)
+      transpose(tile, xs, cols, r)
+    e.each(e.i64(0), b.sdiv(b.add(rows, e.i64(MAX_N - 1)), e.i64(MAX_N)), block)
+
+  def transpose(src, dst, nr, nc):
+    """dst (nc x nr) = src (nr x nc)^T."""
+    e.each(e.i64(0), nc, lambda j: e.each(e.i64(0), nr, lambda i: e.st(
+        e.ld(src, b.add(b.mul(i, nc), j)), dst, b.add(b.mul(j, nr), i))))
+
+  def matrix(mi, _):
+    A = e.at(a, b.mul(mi, b.mul(k, k)))
+    B, X = (e.at(p, b.mul(mi, b.mul(rows, cols))) for p in (bb, x))
+    e.copy(B, X, b.mul(rows, cols))
+    with b.if_else(b.icmp_signed("!=", left, e.i64(0))) as (is_left, is_right):
+      with is_left:
+        left_side(A, X, rows, cols, sai, saj)
+      with is_right:
+        right_side(A, X)
+    return []
+  e.loop(m0, m1, [], matrix)
+  b.ret_void()
+
+
+def _ensure_bodies(code: bytes) -> None:
+  """Compile (or load) the bodies an object file (or IR) refers to, once per process."""
+  for dt in _T:
+    for routine, define in (("potrf", _define_potrf), ("trsm", _define_trsm)):
+      name = _symbol(routine, dt)
+      if name.encode() in code:
+        dot_kernels.compile_shared_ir(name, dot_kernels._body_ir(define, dt, name), (__file__,))
+
+
+llvm_jit.symbol_providers.append(lambda obj, undefined: _ensure_bodies(obj))
+
+
+def flops(instr: hlo.Instr) -> float:
+  """Multiply-adds and divides of the whole call (the cost model's estimate)."""
+  a = instr.operands[0].shape
+  n = a.dims[-1]
+  if instr.attrs["target"].endswith("potrf_ffi"):
+    return _matrices(a) * (n ** 3 / 3 + n * n)
+  m, c, k = trsm_args(instr)[:3]
+  return _matrices(a) * m * c * k
