@@ -56,6 +56,14 @@ class Slot(NamedTuple):
   offset: int     # byte offset in the temp arena (temp only; else 0)
   size: int       # bytes
 
+  def overlaps(self, other: "Slot") -> bool:
+    """Whether the two slots share any byte (same buffer; in the temp arena, ranges meet)."""
+    if self.size == 0 or other.size == 0 or self.kind != other.kind:
+      return False
+    if self.kind == "temp":
+      return self.offset < other.offset + other.size and other.offset < self.offset + self.size
+    return self.index == other.index
+
 
 def _elements(shape) -> tuple:
   return shape.elements if isinstance(shape, hlo.TupleShape) else (shape,)

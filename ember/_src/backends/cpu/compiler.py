@@ -58,14 +58,6 @@ def _slots(assignment, instr: hlo.Instr) -> list:
   return list(s) if type(s) is tuple else [s]
 
 
-def _overlap(a, b) -> bool:
-  if a.size == 0 or b.size == 0 or a.kind != b.kind:
-    return False
-  if a.kind == "temp":
-    return a.offset < b.offset + b.size and b.offset < a.offset + a.size
-  return a.index == b.index
-
-
 def _in_place(in_slots: list, out_slots: list) -> dict[int, int]:
   """Operands whose buffer IS an output's (the buffer assignment computes in place): the
   kernel reads them through the output pointer, so LLVM sees one pointer read then written
@@ -93,11 +85,11 @@ def _noalias(in_slots: list, out_slots: list, in_place: dict[int, int] | None = 
   in_place = in_place or {}
   used_in = [s for k, s in enumerate(in_slots) if k not in in_place]
   many = len(in_slots) > _MAX_NOALIAS_INPUTS
-  flags = [not many and k not in in_place and not any(_overlap(s, o) for o in out_slots)
+  flags = [not many and k not in in_place and not any(s.overlaps(o) for o in out_slots)
            for k, s in enumerate(in_slots)]
   for k, s in enumerate(out_slots):
     others = used_in + out_slots[:k] + out_slots[k + 1:]
-    flags.append(not any(_overlap(s, o) for o in others))
+    flags.append(not any(s.overlaps(o) for o in others))
   return flags
 
 

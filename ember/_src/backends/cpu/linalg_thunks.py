@@ -289,22 +289,17 @@ def supported(instr: hlo.Instr) -> bool:
   return instr.attrs.get("target") in lapack.CUSTOM_CALL_TARGETS
 
 
-def _overlaps(a, b) -> bool:
-  from ember._src.backends.cpu.compiler import _overlap
-  return _overlap(a, b)
-
-
 def _generated_ok(ins: list, outs: list) -> bool:
   """The generated kernels read the first operand (A) while writing the outputs, and copy
   the last operand into the first output unless it is that output's buffer: they need
   the outputs apart from the other operands and from each other."""
   *reads, copied = ins
-  if any(_overlaps(r, o) for r in reads for o in outs):
+  if any(r.overlaps(o) for r in reads for o in outs):
     return False
   first, *rest = outs
-  if any(_overlaps(copied, o) or _overlaps(first, o) for o in rest):
+  if any(copied.overlaps(o) or first.overlaps(o) for o in rest):
     return False
-  return not _overlaps(copied, first) or copied == first
+  return not copied.overlaps(first) or copied == first
 
 
 def _add_generated(plan, instr: hlo.Instr, kind: str, slots: list) -> None:
@@ -334,7 +329,7 @@ def add_to_plan(plan, instr: hlo.Instr) -> None:
   if kind == "p2p":
     make = lambda: PivotsToPermutationThunk(instr, ins, outs)
   elif kind == "trsm":
-    overlap = _overlaps(ins[0], outs[0])
+    overlap = ins[0].overlaps(outs[0])
     make = lambda: TrsmThunk(instr, ins, outs, overlap)
   elif kind is not None:
     make = lambda: _NATIVE[kind](instr, ins, outs)
