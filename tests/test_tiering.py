@@ -289,3 +289,34 @@ def test_the_tier_up_worker_runs_at_a_lower_priority(start_nice):
     nice = int(f.read().rsplit(")", 1)[1].split()[16])
   assert nice == tiering.WORKER_NICE
   assert os.getpriority(os.PRIO_PROCESS, 0) == start_nice   # the rest of the process
+
+
+def test_quick_code_calls_the_library_copies_of_math_functions():
+  """Tiered quick code calls math functions compiled once per process at the full tier
+  (compiler._quick_math): no unoptimized inlined copy, none of sin's out-of-line huge path
+  (a quick module of a fifth of the IR), and no second library compile of the same IR."""
+  from llvmlite import binding as llvm
+  from ember._src.backends.cpu import compiler, llvm_jit
+  x = _unary_input(np.float32)
+  exe = _executable(lambda v: jnp.sin(v) * 2 + jnp.exp(v), x)
+  ir = exe.llvm_ir
+  assert "ember.sin.huge.v" in ir and "ember.sin.huge.v" in "".join(
+      compiler._closure(compiler._functions(ir), ["fusion"]))   # vector variants followed
+  quick = compiler._quick_math(ir)
+  fns = compiler._functions(quick)
+  assert set(fns) == {"fusion", "fusion.body", "ember.sin.f32", "ember.exp.f32"}
+  symbols = []
+  for name in ("ember.sin.f32", "ember.exp.f32"):
+    body = fns[name][0]
+    assert body.count("\n") == 6 and f'call float @"{name}.lib.' in body   # one call
+    symbols.append(body.split('@"')[2].split('"')[0])
+  assert all(s in llvm_jit._library and llvm.address_of_symbol(s) for s in symbols)
+  assert len(quick) * 4 < len(ir)
+  n = len(llvm_jit._library)
+  assert compiler._quick_math(ir) == quick and len(llvm_jit._library) == n
+  # what may be stored (opt level 0, the persistent cache) keeps its own copies
+  with flags.override(opt_level=0):
+    plain = _executable(lambda v: jnp.sin(v) * 2 + jnp.exp(v), x)
+  assert ".lib." not in plain.llvm_ir_optimized
+  exe.tier_up_pending.wait()
+  np.testing.assert_array_equal(_bits(plain.execute([x])[0]), _bits(exe.execute([x])[0]))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import json
 import re
 import time
@@ -396,7 +397,7 @@ def compile_module(module: hlo.Module, assignment, flags=None,
   times["codegen"] = t1 - t0
   quick = _quick_kernels(ir_text, opt_level) if tiered else []
   if quick is None:          # every kernel starts at the quick tier
-    native = _native_code(plan, ir_text, 0, times)
+    native = _native_code(plan, ir_text, 0, times, quick_math=True)
   else:                      # the listed ones do (a mixed compile), the others are final
     native = _native_code(plan, ir_text, opt_level, times, quick=quick)
   exe = ex.Executable(module, assignment, native.pop("thunks"), native.pop("engine"), ir_text,
@@ -425,10 +426,13 @@ def artifacts(exe: ex.Executable) -> Iterator[tuple[str, str, str]]:
 
 
 def _native_code(plan: _ThunkPlan, ir_text: str, opt_level: int, times: dict,
-                 private: bool = False, quick: Sequence[str] = ()) -> dict:
-  """Machine code for the plan's IR at `opt_level` (the kernels `quick` at the quick tier)
-  and the plan's thunks bound to it: the fields `Executable.upgrade` takes."""
-  engine, addr, code_size, opt_ir, obj = _jit(ir_text, opt_level, times, private, quick)
+                 private: bool = False, quick: Sequence[str] = (),
+                 quick_math: bool = False) -> dict:
+  """Machine code for the plan's IR at `opt_level` (the kernels `quick` at the quick tier;
+  `quick_math`: see `_jit`) and the plan's thunks bound to it: the fields
+  `Executable.upgrade` takes."""
+  engine, addr, code_size, opt_ir, obj = _jit(ir_text, opt_level, times, private, quick,
+                                              quick_math)
   # what serialize_executable needs to rebuild the executable without LLVM's passes
   payload = dict(obj=obj, kernels={k.name: (k.outer, k.splittable) for k in plan.kernel_infos},
                  aliases=plan.kernels.aliases, sort_keys=plan.sort_keys, subs=plan.subs,
@@ -441,26 +445,33 @@ def _native_code(plan: _ThunkPlan, ir_text: str, opt_level: int, times: dict,
 
 
 def _jit(ir_text: str, opt_level: int, times: dict | None = None, private: bool = False,
-         quick: Sequence[str] = ()):
+         quick: Sequence[str] = (), quick_math: bool = False):
   """Optimize and compile the module at `llvm_jit.LLVM_TIERS[opt_level]`, the kernels `quick`
   at the quick tier (opt 0), and load it (llvm_jit.load): (engine, symbol -> address, code
   size in bytes, the optimized IR text, the object code). Records seconds per stage in
   `times` (llvm_parse, llvm_optimize, llvm_ir_text, llvm_emit_object, llvm_load). A
   `private` compile is the tier-up worker's (llvm_jit.compile_ir). A large foreground module
   with several kernels is compiled in parts on two threads (`_parallel_parts`), as is a
-  mixed-tier one."""
+  mixed-tier one. Tiered quick code (`quick`, or opt 0 with `quick_math`) calls the
+  process's optimized copies of the math functions (`_quick_math`); never code that may be
+  stored (the persistent cache, `jax_disable_most_optimizations`): another process lacks
+  those symbols."""
   tier = llvm_jit.LLVM_TIERS[opt_level]
   times = {} if times is None else times
   if quick:
     rest = [k for k in _kernel_closures(ir_text) if k not in quick]
+    text, quick_tier, internal = _part_job(ir_text, quick, rest, llvm_jit.LLVM_TIERS[0])
     compiled = llvm_jit.compile_parts(
-        [_part_job(ir_text, quick, rest, llvm_jit.LLVM_TIERS[0]),
-         _part_job(ir_text, rest, quick, tier)], times)
-  elif (parts := None if private else _parallel_parts(ir_text)):
-    compiled = llvm_jit.compile_parts(
-        [_part_job(ir_text, parts[k], parts[1 - k], tier) for k in range(2)], times)
+        [(_quick_math(text), quick_tier, internal), _part_job(ir_text, rest, quick, tier)],
+        times)
   else:
-    compiled = llvm_jit.compile_whole(ir_text, opt_level, times, private)
+    if quick_math:          # tiered quick code: its math calls the library's copies
+      ir_text = _quick_math(ir_text)
+    if parts := None if private else _parallel_parts(ir_text):
+      compiled = llvm_jit.compile_parts(
+          [_part_job(ir_text, parts[k], parts[1 - k], tier) for k in range(2)], times)
+    else:
+      compiled = llvm_jit.compile_whole(ir_text, opt_level, times, private)
   return llvm_jit.load(compiled, opt_level, times)
 
 
@@ -492,6 +503,25 @@ def _parallel_parts(ir_text: str) -> list[list[str]] | None:
 
 _FUNCTION = re.compile(r'^define (internal )?[^@\n]*@"?([^"(\n]+)"?\(.*?^}(?:\n|\Z)', re.M | re.S)
 _REFERENCE = re.compile(r'@"?([\w.$-]+)"?')
+# a call's masked vector variants (mathlib._call_if), named only in its attribute
+_VARIANT = re.compile(r'_ZGV[^(,"]*\(([\w.$-]+)\)')
+
+
+def _references(text: str) -> list[str]:
+  """The global names a function's text refers to."""
+  return _REFERENCE.findall(text) + _VARIANT.findall(text)
+
+
+def _closure(fns: dict, roots) -> set[str]:
+  """The functions of `fns` (name -> (text, exported)) that `roots` are made of: themselves
+  and what they call or name as a call's vector variant, transitively."""
+  seen, todo = set(roots), list(roots)
+  while todo:
+    for ref in _references(fns[todo.pop()][0]):
+      if ref in fns and ref not in seen:
+        seen.add(ref)
+        todo.append(ref)
+  return seen
 
 
 @functools.lru_cache(maxsize=4)   # one module's: deciding and building its parts read it
@@ -505,17 +535,7 @@ def _kernel_closures(ir_text: str) -> dict[str, set[str]]:
   """Each exported function (kernel) -> the functions it is made of: itself and what it
   calls, transitively."""
   fns = _functions(ir_text)
-  out = {}
-  for name, (_, exported) in fns.items():
-    if exported:
-      seen, todo = {name}, [name]
-      while todo:
-        for ref in _REFERENCE.findall(fns[todo.pop()][0]):
-          if ref in fns and ref not in seen:
-            seen.add(ref)
-            todo.append(ref)
-      out[name] = seen
-  return out
+  return {name: _closure(fns, [name]) for name, (_, exported) in fns.items() if exported}
 
 
 def _quick_kernels(ir_text: str, opt_level: int) -> list[str] | None:
@@ -543,6 +563,68 @@ def _part_job(ir_text: str, kernels: Sequence[str], others: Sequence[str],
   pruned = _FUNCTION.sub("", ir_text) + "".join(
       text for name, (text, _) in _functions(ir_text).items() if name in names)
   return pruned, tier, [k for k in others if k in names]
+
+
+# --- the quick tier's math: calls into optimized copies compiled once per process
+
+# mathlib's scalar functions (ember.<f>.f32/f64): internal and alwaysinline, inlined into
+# each kernel. Not its vector ones (fixed-order reductions' prologues, already vector speed):
+# how a 512-bit vector argument is passed depends on the caller's "prefer-vector-width"
+_MATH_NAME = re.compile(r"ember\.\w+\.f(?:32|64)")
+_MATH_DEFINE = re.compile(r'define internal (.+?) @"([^"]+)"\(([^)]*)\) alwaysinline nounwind\n')
+_PARAM_NAME = re.compile(r' %"?[^,"]*"?')
+# the tier of the library copies (llvm_jit.library): the full tier's code, values (tiering.py)
+LIBRARY_OPT_LEVEL = 3
+
+
+def _quick_math(ir_text: str) -> str:
+  """The module the quick tier compiles: each math-library function's body replaced by a
+  call to its copy in the process's library, compiled at the full tier once per process
+  (`_library_copy`), and the functions nothing calls any more (sin's huge-argument path and
+  its vector variants) dropped. Unoptimized inlined math ran ~12 ns an element, most of a
+  quick kernel's time (cost_model.QUICK_NS_PER_TRANSCENDENTAL); the library's optimized
+  scalar code computes the same bits (the same IR, no fast-math flags: tiering.py)."""
+  fns = _functions(ir_text)
+  bodies, declares = {}, []
+  for name, (text, exported) in fns.items():
+    define = _MATH_DEFINE.match(text)
+    if exported or define is None or not _MATH_NAME.fullmatch(name):
+      continue
+    ret, params = define.group(1), define.group(3)
+    symbol = _library_copy(ir_text, fns, name, define)
+    bodies[name] = (f'{define.group(0)}{{\nentry:\n  %"r" = call {ret} @"{symbol}"({params})\n'
+                    f'  ret {ret} %"r"\n}}\n', False)
+    declares.append(f'declare {ret} @"{symbol}"({_PARAM_NAME.sub("", params)})\n')
+  if not bodies:
+    return ir_text
+  fns = {**fns, **bodies}
+  # the kernels: mathlib's exported functions (ember.*: weak_odr, out of line) are not
+  keep = _closure(fns, [n for n, (_, exported) in fns.items()
+                        if exported and not n.startswith("ember.")])
+  return _FUNCTION.sub("", ir_text) + "".join(declares) + "".join(
+      text for name, (text, _) in fns.items() if name in keep)
+
+
+def _library_copy(ir_text: str, fns: dict, name: str, define: re.Match) -> str:
+  """The symbol of math function `name`'s copy in the process's library (llvm_jit.library),
+  compiled on first use: a module of the function (exported under the symbol, which names
+  its IR, the CPU and the tier) and the functions it calls, with the declarations and
+  globals they use."""
+  closure = sorted(_closure(fns, [name]))
+  texts = "".join(fns[n][0] for n in closure)
+  digest = hashlib.sha1(f"{host.cpu()}\0{LIBRARY_OPT_LEVEL}\0{texts}".encode()).hexdigest()
+  symbol = f"{name}.lib.{digest[:16]}"
+
+  def module_text() -> str:
+    refs = set(_references(texts))
+    head = [line for line in _FUNCTION.sub("", ir_text).splitlines(True)
+            if line.startswith(("declare", "@")) and _REFERENCE.search(line).group(1) in refs]
+    ret, params = define.group(1), define.group(3)
+    own = fns[name][0].replace(define.group(0), f'define {ret} @"{symbol}"({params}) nounwind\n',
+                               1)
+    return "".join(head) + own + "".join(fns[n][0] for n in closure if n != name)
+  llvm_jit.library(symbol, module_text, LIBRARY_OPT_LEVEL)
+  return symbol
 
 
 # --------------------------------------------------------------------------------------

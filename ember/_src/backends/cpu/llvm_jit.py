@@ -302,6 +302,27 @@ def jit(ir_text: str, opt_level: int, times: dict | None = None, private: bool =
 
 
 # --------------------------------------------------------------------------------------
+# The process's library: functions compiled once, called by quick-tier code
+# --------------------------------------------------------------------------------------
+
+_library: dict[str, object] = {}   # symbol -> the engine holding it (kept for the process)
+
+
+def library(symbol: str, make_ir: Callable[[], str], opt_level: int) -> None:
+  """Compile the module `make_ir()`, which defines the exported function `symbol`, at
+  `LLVM_TIERS[opt_level]` into an engine kept for the life of the process and make
+  `symbol` resolvable for every object loaded from now on (`add_symbol`); nothing when it
+  already is (the symbol names its IR: compiler._quick_math)."""
+  with jit_lock:
+    if symbol in _library:
+      return
+    compiled = compile_whole(make_ir(), opt_level, {})
+    engine, addr = load_object(compiled[2], opt_level)
+    add_symbol(symbol, addr(symbol))
+    _library[symbol] = engine
+
+
+# --------------------------------------------------------------------------------------
 # Symbols: defined at run time, needed by an object
 # --------------------------------------------------------------------------------------
 
