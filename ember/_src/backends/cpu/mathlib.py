@@ -1594,6 +1594,22 @@ def _function(module: ir.Module, short: str, impl, arity: int, ty) -> ir.Functio
   return fn
 
 
+def function(module: ir.Module, short: str, ty) -> ir.Function:
+  """The function ember.<short>.<type> that `emit` calls (short: exp, log, sin, pow, ...),
+  defined in `module` on first use: for copies compiled outside the kernels
+  (compiler._library_math)."""
+  for table, arity in ((_UNARY, 1), (_BINARY, 2)):
+    for name, impl in table.values():
+      if name == short:
+        return _function(module, short, impl, arity, ty)
+  raise ValueError(f"mathlib.function: no math function {short!r}")
+
+
+def vector_widths(ty) -> tuple:
+  """The vector widths (lanes) of float type `ty` the host's loop vectorizer can choose."""
+  return _vfabi_widths(64 if isinstance(ty, ir.DoubleType) else 32)
+
+
 def emit(builder: ir.IRBuilder, opcode: str, args, ty) -> ir.Value:
   """Emit `opcode` (an HLO transcendental, or exp2/log2/log10) applied to `args` of type `ty`."""
   if opcode in _UNARY:
