@@ -596,6 +596,8 @@ def _library_math(ir_text: str, vector_calls: bool = False) -> str:
   width, `_vector_copies`) as its vector variants, so the loop vectorizer widens the loop
   into calls of them; LLVM then optimizes and emits a loop of calls instead of three inlined
   copies of each function (vector body, vector epilogue, scalar remainder)."""
+  if not _has_math(ir_text):
+    return ir_text
   fns = _functions(ir_text)
   bodies, declares = {}, []
   for name, (text, exported) in fns.items():
@@ -633,7 +635,8 @@ def _library_math(ir_text: str, vector_calls: bool = False) -> str:
 
 def _has_math(ir_text: str) -> bool:
   """Whether the module defines a math-library function `_library_math` replaces."""
-  return any(_MATH_NAME.fullmatch(d.group(2)) for d in _MATH_DEFINE.finditer(ir_text))
+  return ('float @"ember.' in ir_text or 'double @"ember.' in ir_text) and any(
+      _MATH_NAME.fullmatch(d.group(2)) for d in _MATH_DEFINE.finditer(ir_text))
 
 
 @functools.lru_cache(maxsize=None)
