@@ -19,7 +19,11 @@ module at the requested tier, whose code for the reductions is the same as the f
 
 Run time also decides (cost_model.quick_module_pays): a module whose quick code would run
 longer than `cost_model.QUICK_MAX_NS` (the cost model with quick-code rates, dots left out:
-their loops are the same code at every tier) compiles at the full tier at once.
+their loops are the same code at every tier) compiles at the full tier at once, unless it
+computes transcendentals: then it starts at the vector-call tier (VECTOR_CALLS: vectorized
+loops calling optimized vector copies of the math functions, compiled once per process;
+compiler._library_math), whose code runs nearly as fast for a third of the LLVM time. Quick
+code calls the scalar copies. Both give the bits the full tier's inlined math gives.
 `--tiered_compilation=false` (EMBER_FLAGS) turns tiering off; the persistent cache, dumps
 and `jax_disable_most_optimizations` never tier.
 
