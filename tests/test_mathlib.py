@@ -535,3 +535,18 @@ def test_loop_vectorizes(opcode, dtype):
   cpu = llvm.get_host_cpu_features()
   if llvm.get_process_triple().startswith("x86_64") and cpu.get("avx") and cpu.get("fma"):
     assert _X86_PACKED.search(asm), "no packed ymm/zmm arithmetic in the kernel"
+
+
+def test_functions_are_built_once_per_process_and_copied_as_text():
+  """mathlib._function builds a function's IR once (sin: its huge-argument path and vector
+  variants too) and copies the text into each module: the same module text as building it."""
+  from llvmlite import ir
+  from ember._src.backends.cpu import mathlib
+  for ty in (ir.FloatType(), ir.VectorType(ir.DoubleType(), 4)):
+    first, second, built = ir.Module(), ir.Module(), ir.Module()
+    mathlib.function(first, "sin", ty)
+    mathlib.function(second, "sin", ty)
+    mathlib._define(built, "sin", mathlib._UNARY["sine"][1], 1, ty)
+    assert str(second) == str(built) == str(first)
+    assert isinstance(second.globals[f"ember.sin.{mathlib._suffix(ty)}"],
+                      mathlib._RenderedFunction)

@@ -296,10 +296,20 @@ def test_scan_ys_carry_and_xs_in_every_order(chunks, reverse, unroll, length):
   np.testing.assert_allclose(np.asarray(gsum), np.array(sums), rtol=2e-5, atol=2e-5)
 
 
+def _loop(f, *args) -> control_flow.ControlFlowThunk:
+  """The thunk of jit(f)'s only loop, compiled with tiering on."""
+  compilation._executables.clear()
+  with flags.override(tiered_compilation=True, opt_level=3):
+    exe = ember.jit(f).lower(*args).compile().runtime_executable()
+  [t] = [t for t in exe.thunks if isinstance(t, control_flow.ControlFlowThunk)]
+  return t
+
+
 def test_loop_bodies_tier_only_when_the_whole_loop_of_quick_code_pays():
   """The quick tier's slower code runs once per iteration until the swap: a body tiers when
   its trip count times its quick run time is under the limit, as a jitted function when
-  it runs once; a trip count not known (a traced bound) never tiers."""
+  it runs once; a trip count not known (a traced bound) never tiers. A body with math whose
+  quick code would run too long starts at the vector-call tier (tiering.pays)."""
   x = RNG.standard_normal((256, 256)).astype(np.float32)
 
   def scan_of(length):
@@ -307,13 +317,14 @@ def test_loop_bodies_tier_only_when_the_whole_loop_of_quick_code_pays():
                               length=length)[0]
 
   def body_tiered(f, *args) -> tuple:
-    compilation._executables.clear()
-    with flags.override(tiered_compilation=True, opt_level=3):
-      exe = ember.jit(f).lower(*args).compile().runtime_executable()
-    [t] = [t for t in exe.thunks if isinstance(t, control_flow.ControlFlowThunk)]
+    t = _loop(f, *args)
     return t.trip_count, t.subs[1].exe.tier_up_pending is not None
   assert body_tiered(scan_of(1), x) == (1, True)
-  assert body_tiered(scan_of(50), x) == (50, False)
+  assert body_tiered(scan_of(50), x) == (50, True)
+  assert _loop(scan_of(1), x).subs[1].exe.first_tier == tiering.QUICK
+  assert _loop(scan_of(50), x).subs[1].exe.first_tier == tiering.VECTOR_CALLS
+  assert body_tiered(lambda x: lax.scan(lambda c, _: (c * 1.5 + 1.0, None), x, None,
+                                        length=1000)[0], x) == (1000, False)
   assert body_tiered(lambda x: lax.fori_loop(3, 10, lambda i, c: c * 2.0, x), x[0]) == (7, True)
   traced = lambda x, n: lax.fori_loop(0, n, lambda i, c: c * 2.0, x)
   assert body_tiered(traced, x[0], 4) == (None, False)

@@ -114,6 +114,10 @@ def test_machine_code_attributes_describe_the_optimized_code():
   assert "vector.body" in exe.llvm_ir_optimized
 
 
+def _polynomial(v):
+  return ((((((v * 2 + 1) * v + 3) * v + 4) * v + 5) * v + 6) * v + 7) * v
+
+
 @pytest.mark.parametrize("case", ["reduction", "flag_off", "disable_most_optimizations",
                                   "large"])
 def test_modules_that_compile_at_the_full_tier_at_once(case):
@@ -121,8 +125,9 @@ def test_modules_that_compile_at_the_full_tier_at_once(case):
   f = lambda v: jnp.exp(v) + 1
   if case == "reduction":     # a reassociated float sum: its order depends on the tier
     f = _reassociated_sum
-  elif case == "large":       # quick code would run longer than the compile it saves
-    x = np.ones((3000, 3000), np.float32)
+  elif case == "large":       # quick code would run longer than the compile it saves, and
+    x = np.ones((3000, 3000), np.float32)   # without math the vector-call tier saves nothing
+    f = _polynomial
   if case == "flag_off":
     with flags.override(tiered_compilation=False):
       exe = _executable(f, x)
@@ -134,7 +139,7 @@ def test_modules_that_compile_at_the_full_tier_at_once(case):
       ember.config.update("jax_disable_most_optimizations", False)
   else:
     exe = _executable(f, x)
-  assert exe.tier_up_pending is None
+  assert exe.tier_up_pending is None and exe.first_tier is None
 
 
 def _reassociated_sum(v):
@@ -289,3 +294,71 @@ def test_the_tier_up_worker_runs_at_a_lower_priority(start_nice):
     nice = int(f.read().rsplit(")", 1)[1].split()[16])
   assert nice == tiering.WORKER_NICE
   assert os.getpriority(os.PRIO_PROCESS, 0) == start_nice   # the rest of the process
+
+
+def test_quick_code_calls_the_library_copies_of_math_functions():
+  """Tiered quick code calls math functions compiled once per process at the full tier
+  (compiler._library_math): no unoptimized inlined copy, none of sin's out-of-line huge path
+  (a quick module of a fifth of the IR), and no second library compile of the same IR."""
+  from llvmlite import binding as llvm
+  from ember._src.backends.cpu import compiler, llvm_jit
+  x = _unary_input(np.float32)
+  exe = _executable(lambda v: jnp.sin(v) * 2 + jnp.exp(v), x)
+  ir = exe.llvm_ir
+  assert "ember.sin.huge.v" in ir and "ember.sin.huge.v" in "".join(
+      compiler._closure(compiler._functions(ir), ["fusion"]))   # vector variants followed
+  quick = compiler._library_math(ir)
+  fns = compiler._functions(quick)
+  assert set(fns) == {"fusion", "fusion.body", "ember.sin.f32", "ember.exp.f32"}
+  symbols = []
+  for name in ("ember.sin.f32", "ember.exp.f32"):
+    body = fns[name][0]
+    assert body.count("\n") == 6 and f'call float @"{name}.lib.' in body   # one call
+    symbols.append(body.split('@"')[2].split('"')[0])
+  assert all(s in llvm_jit._library and llvm.address_of_symbol(s) for s in symbols)
+  assert len(quick) * 4 < len(ir)
+  n = len(llvm_jit._library)
+  assert compiler._library_math(ir) == quick and len(llvm_jit._library) == n
+  # what may be stored (opt level 0, the persistent cache) keeps its own copies
+  with flags.override(opt_level=0):
+    plain = _executable(lambda v: jnp.sin(v) * 2 + jnp.exp(v), x)
+  assert ".lib." not in plain.llvm_ir_optimized
+  exe.tier_up_pending.wait()
+  np.testing.assert_array_equal(_bits(plain.execute([x])[0]), _bits(exe.execute([x])[0]))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_large_math_starts_vectorized_with_library_calls_and_gives_the_same_bits(dt):
+  """Math whose quick code would run too long starts at the vector-call tier: the loop
+  vectorizer widens calls of the library's vector copies (llvm_jit.VECTOR_CALL_TIER), no
+  inlined copy of a math function; the tier-up's code gives the same bits."""
+  from ember._src.backends.cpu import tiering
+  with ember.enable_x64(dt == np.float64):
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(-30, 30, 1_500_000), _unary_input(dt)]).astype(dt)
+    y = np.abs(x) + 0.5
+    with np.errstate(all="ignore"):
+      f = lambda a, b: jnp.exp(jnp.log(b) + a) + jnp.sin(a) * jnp.tanh(b) - a ** 2.5
+      exe = _executable(f, x, y)
+      assert exe.first_tier == tiering.VECTOR_CALLS and exe.tier_up_pending is not None
+      first = exe.execute([x, y])[0].copy()
+      exe.tier_up_pending.wait()
+      np.testing.assert_array_equal(_bits(first), _bits(exe.execute([x, y])[0]))
+      with flags.override(tiered_compilation=False):
+        plain = _executable(f, x, y)
+      np.testing.assert_array_equal(_bits(plain.execute([x, y])[0]), _bits(first))
+
+
+def test_vector_call_module_holds_calls_and_the_variants_they_name():
+  from ember._src.backends.cpu import compiler
+  x = np.ones((8, 40), np.float32)
+  ir = _executable(lambda v: jnp.tanh(v) + jnp.sin(v), x).llvm_ir
+  text = compiler._library_math(ir, vector_calls=True)
+  fns = compiler._functions(text)
+  assert set(fns) == {"fusion", "fusion.body", "ember.tanh.f32", "ember.sin.f32"}
+  for name in ("ember.tanh.f32", "ember.sin.f32"):
+    body = fns[name][0]
+    assert body.count("\n") == 6 and '"vector-function-abi-variant"="_ZGV_LLVM_N' in body
+    for variant in compiler._VARIANT.findall(body):    # declared and kept for the vectorizer
+      assert f'declare <' in text and f'ptr @"{variant}"' in text
+  assert len(text) * 3 < len(ir)

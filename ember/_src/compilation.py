@@ -144,8 +144,8 @@ def _estimated_ns(module: hlo.Module) -> float:
   return cost_model.module_ns(module)
 
 
-def _tier_up_pays(module: hlo.Module, flags) -> bool:
-  """Whether quick-tier code may run first (tiering.pays): its slower run must cost less
+def _tier_up_pays(module: hlo.Module, flags) -> bool | str:
+  """The tier below the requested one that may run first, or False (tiering.pays): its slower run must cost less
   than the optimized compile it saves."""
   from ember._src.backends.cpu import tiering   # deferred: loads at the first compile
   return tiering.pays(module, flags)
@@ -223,7 +223,7 @@ def compile_executable(module: hlo.Module, flags=None, tiered: bool = False):
   return backend_compile(module, assign_program(module), flags or flags_lib.get(), tiered)
 
 
-def backend_compile(module: hlo.Module, assignment, flags, tiered: bool = False,
+def backend_compile(module: hlo.Module, assignment, flags, tiered: bool | str = False,
                     tier_loops: bool = False):
   """The backend's executable of the optimized, buffer-assigned `module` (tiered, when
   `tiered` and the module qualifies: tiering.py; with `tier_loops`, each loop body or
@@ -232,7 +232,7 @@ def backend_compile(module: hlo.Module, assignment, flags, tiered: bool = False,
   from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite, 1st compile
   # deferred: the compiler loads at the first compile, not with `import ember`
   from ember._src.passes import dumps
-  exe = backend.compile_module(module, assignment, flags, tiered and not flags.dump_to,
+  exe = backend.compile_module(module, assignment, flags, not flags.dump_to and tiered,
                                tier_loops and not flags.dump_to)
   if flags.dump_to:
     for name, suffix, text in backend.artifacts(exe):

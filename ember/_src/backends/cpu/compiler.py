@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import json
 import re
 import time
@@ -33,7 +34,7 @@ from ember._src.backends.cpu import codegen, dot_kernels
 from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.backends.cpu import executable as ex
 from ember._src.backends.cpu import (control_flow, cost_model, fft_thunks, host, linalg_thunks,
-                                     llvm_jit)
+                                     llvm_jit, mathlib)
 from ember._src.backends.cpu import libcalls  # noqa: F401 -- its float16 helpers, for llvm_jit
 from ember._src.backends.cpu import runtime_cache, tiering
 from ember._src.passes.buffer_assignment import Slot
@@ -363,15 +364,16 @@ def _check_dtypes(module: hlo.Module) -> None:
 
 
 def compile_module(module: hlo.Module, assignment, flags=None,
-                   tiered: bool = False, tier_loops: bool = False) -> ex.Executable:
+                   tiered: bool | str = False, tier_loops: bool = False) -> ex.Executable:
   """Compile an optimized module (see compiler_design.md for the contract) to an
   Executable. `assignment`: its buffer assignment, with those of the programs its loops and
   branches call (`BufferAssignment.called`; the compile driver makes it:
   compilation.assign_program); `flags` default to `ember._src.flags.get()` (opt_level).
-  With `tiered` (the caller's run-time estimate allows it), a module that qualifies
-  (tiering.py) starts with quick-tier code and is upgraded in the background; with
-  `tier_loops`, so does each loop body or branch that qualifies by itself (control_flow.py:
-  a loop runs the quick code until the swap)."""
+  `tiered`: the tier the caller's run-time estimate lets it start at (tiering.pays:
+  tiering.QUICK, or True; tiering.VECTOR_CALLS); a module that qualifies (tiering.py)
+  starts there and is upgraded in the background (`exe.first_tier` says where it started,
+  None: at the requested tier); with `tier_loops`, so does each loop body or branch that
+  qualifies by itself (control_flow.py: a loop runs the first code until the swap)."""
   flags = flags or flags_lib.get()
   _check_dtypes(module)
   opt_level = getattr(flags, "opt_level", 3)
@@ -386,9 +388,13 @@ def compile_module(module: hlo.Module, assignment, flags=None,
   ir_text = str(llmod)
   times["llvm_ir"] = time.perf_counter() - t1
   times["codegen"] = t1 - t0
-  quick = _quick_kernels(ir_text, opt_level) if tiered else []
-  if quick is None:          # every kernel starts at the quick tier
-    native = _native_code(plan, ir_text, 0, times)
+  start = tiering.QUICK if tiered is True else tiered
+  quick = _quick_kernels(ir_text, opt_level) if start else []
+  if start == tiering.VECTOR_CALLS and (quick is not None or not _has_math(ir_text)):
+    quick = []               # every kernel must qualify, and only math gains
+  if quick is None:          # every kernel starts below the requested tier
+    native = _native_code(plan, ir_text, 0 if start == tiering.QUICK else opt_level, times,
+                          start=start)
   else:                      # the listed ones do (a mixed compile), the others are final
     native = _native_code(plan, ir_text, opt_level, times, quick=quick)
   exe = ex.Executable(module, assignment, native.pop("thunks"), native.pop("engine"), ir_text,
@@ -396,6 +402,7 @@ def compile_module(module: hlo.Module, assignment, flags=None,
                       optimized_ir=native.pop("optimized_ir"))
   exe.compile_times = times     # seconds per backend stage (see _jit)
   exe.cache_payload = native["cache_payload"]
+  exe.first_tier = start if quick is None else tiering.QUICK if quick else None
   if quick is None or quick:
     tiering.submit(exe, lambda: _native_code(plan, ir_text, opt_level, {}, private=True))
   return exe
@@ -417,10 +424,12 @@ def artifacts(exe: ex.Executable) -> Iterator[tuple[str, str, str]]:
 
 
 def _native_code(plan: _ThunkPlan, ir_text: str, opt_level: int, times: dict,
-                 private: bool = False, quick: Sequence[str] = ()) -> dict:
-  """Machine code for the plan's IR at `opt_level` (the kernels `quick` at the quick tier)
-  and the plan's thunks bound to it: the fields `Executable.upgrade` takes."""
-  engine, addr, code_size, opt_ir, obj = _jit(ir_text, opt_level, times, private, quick)
+                 private: bool = False, quick: Sequence[str] = (),
+                 start: str | None = None) -> dict:
+  """Machine code for the plan's IR at `opt_level` (the kernels `quick` at the quick tier;
+  `start`: see `_jit`) and the plan's thunks bound to it: the fields `Executable.upgrade`
+  takes."""
+  engine, addr, code_size, opt_ir, obj = _jit(ir_text, opt_level, times, private, quick, start)
   # what serialize_executable needs to rebuild the executable without LLVM's passes
   payload = dict(obj=obj, kernels={k.name: (k.outer, k.splittable) for k in plan.kernel_infos},
                  aliases=plan.kernels.aliases, sort_keys=plan.sort_keys, subs=plan.subs,
@@ -433,26 +442,36 @@ def _native_code(plan: _ThunkPlan, ir_text: str, opt_level: int, times: dict,
 
 
 def _jit(ir_text: str, opt_level: int, times: dict | None = None, private: bool = False,
-         quick: Sequence[str] = ()):
+         quick: Sequence[str] = (), start: str | None = None):
   """Optimize and compile the module at `llvm_jit.LLVM_TIERS[opt_level]`, the kernels `quick`
   at the quick tier (opt 0), and load it (llvm_jit.load): (engine, symbol -> address, code
   size in bytes, the optimized IR text, the object code). Records seconds per stage in
   `times` (llvm_parse, llvm_optimize, llvm_ir_text, llvm_emit_object, llvm_load). A
   `private` compile is the tier-up worker's (llvm_jit.compile_ir). A large foreground module
   with several kernels is compiled in parts on two threads (`_parallel_parts`), as is a
-  mixed-tier one."""
+  mixed-tier one. Tiered first code (`quick`; `start`: tiering.QUICK at opt 0,
+  tiering.VECTOR_CALLS at llvm_jit.VECTOR_CALL_TIER) calls the process's optimized copies of
+  the math functions (`_library_math`); never code that may be stored (the persistent cache,
+  `jax_disable_most_optimizations`): another process lacks those symbols."""
   tier = llvm_jit.LLVM_TIERS[opt_level]
   times = {} if times is None else times
   if quick:
     rest = [k for k in _kernel_closures(ir_text) if k not in quick]
+    text, quick_tier, internal = _part_job(ir_text, quick, rest, llvm_jit.LLVM_TIERS[0])
     compiled = llvm_jit.compile_parts(
-        [_part_job(ir_text, quick, rest, llvm_jit.LLVM_TIERS[0]),
-         _part_job(ir_text, rest, quick, tier)], times)
-  elif (parts := None if private else _parallel_parts(ir_text)):
-    compiled = llvm_jit.compile_parts(
-        [_part_job(ir_text, parts[k], parts[1 - k], tier) for k in range(2)], times)
+        [(_library_math(text), quick_tier, internal), _part_job(ir_text, rest, quick, tier)],
+        times)
+  elif start == tiering.VECTOR_CALLS:
+    compiled = llvm_jit.compile_whole(_library_math(ir_text, vector_calls=True), opt_level,
+                                      times, private, tier=llvm_jit.VECTOR_CALL_TIER)
   else:
-    compiled = llvm_jit.compile_whole(ir_text, opt_level, times, private)
+    if start == tiering.QUICK:   # its math calls the library's copies
+      ir_text = _library_math(ir_text)
+    if parts := None if private else _parallel_parts(ir_text):
+      compiled = llvm_jit.compile_parts(
+          [_part_job(ir_text, parts[k], parts[1 - k], tier) for k in range(2)], times)
+    else:
+      compiled = llvm_jit.compile_whole(ir_text, opt_level, times, private)
   return llvm_jit.load(compiled, opt_level, times)
 
 
@@ -484,6 +503,25 @@ def _parallel_parts(ir_text: str) -> list[list[str]] | None:
 
 _FUNCTION = re.compile(r'^define (internal )?[^@\n]*@"?([^"(\n]+)"?\(.*?^}(?:\n|\Z)', re.M | re.S)
 _REFERENCE = re.compile(r'@"?([\w.$-]+)"?')
+# a call's masked vector variants (mathlib._call_if), named only in its attribute
+_VARIANT = re.compile(r'_ZGV[^(,"]*\(([\w.$-]+)\)')
+
+
+def _references(text: str) -> list[str]:
+  """The global names a function's text refers to."""
+  return _REFERENCE.findall(text) + _VARIANT.findall(text)
+
+
+def _closure(fns: dict, roots) -> set[str]:
+  """The functions of `fns` (name -> (text, exported)) that `roots` are made of: themselves
+  and what they call or name as a call's vector variant, transitively."""
+  seen, todo = set(roots), list(roots)
+  while todo:
+    for ref in _references(fns[todo.pop()][0]):
+      if ref in fns and ref not in seen:
+        seen.add(ref)
+        todo.append(ref)
+  return seen
 
 
 @functools.lru_cache(maxsize=4)   # one module's: deciding and building its parts read it
@@ -497,17 +535,7 @@ def _kernel_closures(ir_text: str) -> dict[str, set[str]]:
   """Each exported function (kernel) -> the functions it is made of: itself and what it
   calls, transitively."""
   fns = _functions(ir_text)
-  out = {}
-  for name, (_, exported) in fns.items():
-    if exported:
-      seen, todo = {name}, [name]
-      while todo:
-        for ref in _REFERENCE.findall(fns[todo.pop()][0]):
-          if ref in fns and ref not in seen:
-            seen.add(ref)
-            todo.append(ref)
-      out[name] = seen
-  return out
+  return {name: _closure(fns, [name]) for name, (_, exported) in fns.items() if exported}
 
 
 def _quick_kernels(ir_text: str, opt_level: int) -> list[str] | None:
@@ -535,6 +563,118 @@ def _part_job(ir_text: str, kernels: Sequence[str], others: Sequence[str],
   pruned = _FUNCTION.sub("", ir_text) + "".join(
       text for name, (text, _) in _functions(ir_text).items() if name in names)
   return pruned, tier, [k for k in others if k in names]
+
+
+# --- math in library calls: copies compiled once per process (quick and vector-call tiers)
+
+# mathlib's scalar functions (ember.<f>.f32/f64): internal and alwaysinline, inlined into
+# each kernel. Not its vector ones (fixed-order reductions' prologues, already vector code)
+_MATH_NAME = re.compile(r"ember\.\w+\.f(?:32|64)")
+_MATH_DEFINE = re.compile(r'define internal (.+?) @"([^"]+)"\(([^)]*)\) alwaysinline nounwind\n')
+_PARAM_NAME = re.compile(r' %"?[^,"]*"?')
+# the tier of the library copies (llvm_jit.library): the full tier's code, values (tiering.py)
+LIBRARY_OPT_LEVEL = 3
+
+
+def _library_math(ir_text: str, vector_calls: bool = False) -> str:
+  """The module with each math-library function's body replaced by a call to its copy in
+  the process's library, compiled at the full tier once per process (`_library_copy`), and
+  the functions nothing calls any more (sin's huge-argument path and its vector variants)
+  dropped. The copies compute the same bits (the same IR, no fast-math flags: tiering.py).
+
+  Quick tier (opt 0): unoptimized inlined math ran ~12 ns an element, most of a quick
+  kernel's time; the library's optimized scalar code runs 1.1-3x faster. `vector_calls` (the
+  vector-call tier, opt 3): each call names the library's vector copies (one per host vector
+  width, `_vector_copies`) as its vector variants, so the loop vectorizer widens the loop
+  into calls of them; LLVM then optimizes and emits a loop of calls instead of three inlined
+  copies of each function (vector body, vector epilogue, scalar remainder)."""
+  if not _has_math(ir_text):
+    return ir_text
+  fns = _functions(ir_text)
+  bodies, declares = {}, []
+  for name, (text, exported) in fns.items():
+    define = _MATH_DEFINE.match(text)
+    if exported or define is None or not _MATH_NAME.fullmatch(name):
+      continue
+    ret, params = define.group(1), define.group(3)
+    symbol = _library_copy(ir_text, fns, name, define)
+    declares.append(f'declare {ret} @"{symbol}"({_PARAM_NAME.sub("", params)}) nounwind '
+                    'readnone willreturn\n')
+    attribute = ""
+    if vector_calls:
+      arity = params.count(",") + 1
+      variants = _vector_copies(name, symbol)
+      attribute = ' "vector-function-abi-variant"="%s"' % ",".join(
+          f"_ZGV_LLVM_N{w}{'v' * arity}_{symbol}({v})" for w, v in variants)
+      for w, v in variants:
+        vt = f"<{w} x {ret}>"
+        declares.append(f'declare {vt} @"{v}"({", ".join([vt] * arity)}) nounwind readnone willreturn\n')
+    bodies[name] = (f'{define.group(0)}{{\nentry:\n  %"r" = call {ret} @"{symbol}"({params})'
+                    f'{attribute}\n  ret {ret} %"r"\n}}\n', False)
+  if not bodies:
+    return ir_text
+  variants = [d.split('@"')[1].split('"')[0] for d in declares if d.startswith("declare <")]
+  if variants:   # kept until the vectorizer looks them up (GlobalDCE drops unused ones)
+    declares.append(f"@llvm.compiler.used = appending global [{len(variants)} x ptr] ["
+                    + ", ".join(f'ptr @"{v}"' for v in variants) + '], section "llvm.metadata"\n')
+  fns = {**fns, **bodies}
+  # the kernels: mathlib's exported functions (ember.*: weak_odr, out of line) are not
+  keep = _closure(fns, [n for n, (_, exported) in fns.items()
+                        if exported and not n.startswith("ember.")])
+  return _FUNCTION.sub("", ir_text) + "".join(declares) + "".join(
+      text for name, (text, _) in fns.items() if name in keep)
+
+
+def _has_math(ir_text: str) -> bool:
+  """Whether the module defines a math-library function `_library_math` replaces."""
+  return ('float @"ember.' in ir_text or 'double @"ember.' in ir_text) and any(
+      _MATH_NAME.fullmatch(d.group(2)) for d in _MATH_DEFINE.finditer(ir_text))
+
+
+@functools.lru_cache(maxsize=None)
+def _vector_copies(name: str, symbol: str) -> tuple[tuple[int, str], ...]:
+  """(lanes, symbol) of the library's vector copies of math function `name` (mathlib's
+  ember.<f>.v<lanes><type>, lane for lane the scalar function's values), one per vector width
+  the host's loop vectorizer can choose, compiled on first use. `symbol`, the scalar copy's,
+  names the IR, CPU and tier, and so theirs."""
+  _, short, suffix = name.split(".")
+  element = ir.FloatType() if suffix == "f32" else ir.DoubleType()
+  out = []
+  for lanes in mathlib.vector_widths(element):
+    vsymbol = f"{symbol}.v{lanes}"
+
+    def module_text(vty=ir.VectorType(element, lanes), vsymbol=vsymbol) -> str:
+      scratch = ir.Module()
+      fn = mathlib.function(scratch, short, vty)
+      text = str(scratch)
+      define = next(d for d in _MATH_DEFINE.finditer(text) if d.group(2) == fn.name)
+      return text.replace(define.group(0), f'define {define.group(1)} @"{vsymbol}"('
+                          f'{define.group(3)}) nounwind\n', 1)
+    llvm_jit.library(vsymbol, module_text, LIBRARY_OPT_LEVEL)
+    out.append((lanes, vsymbol))
+  return tuple(out)
+
+
+def _library_copy(ir_text: str, fns: dict, name: str, define: re.Match) -> str:
+  """The symbol of math function `name`'s copy in the process's library (llvm_jit.library),
+  compiled on first use: a module of the function (exported under the symbol, which names
+  its IR, the CPU and the tier) and the functions it calls, with the declarations and
+  globals they use."""
+  closure = sorted(_closure(fns, [name]))
+  texts = "".join(fns[n][0] for n in closure)
+  digest = hashlib.sha1(f"{host.cpu()}\0{LIBRARY_OPT_LEVEL}\0{texts}".encode()).hexdigest()
+  symbol = f"{name}.lib.{digest[:16]}"
+
+  def module_text() -> str:
+    refs = set(_references(texts))
+    head = [line for line in _FUNCTION.sub("", ir_text).splitlines(True)
+            if line.startswith(("declare", "@")) and _REFERENCE.search(line).group(1) in refs]
+    ret, params = define.group(1), define.group(3)
+    own = fns[name][0].replace(define.group(0), f'define {ret} @"{symbol}"({params}) nounwind\n',
+                               1)
+    return "".join(head) + own + "".join(fns[n][0] for n in closure if n != name)
+  llvm_jit.library(symbol, module_text, LIBRARY_OPT_LEVEL)
+  return symbol
 
 
 # --------------------------------------------------------------------------------------

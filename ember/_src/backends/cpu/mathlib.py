@@ -1579,12 +1579,67 @@ _BINARY = {"power": ("pow", _power), "atan2": ("atan2", _atan2)}
 OPCODES = frozenset(_UNARY) | frozenset(_BINARY)
 
 
+class _RenderedFunction(ir.Function):
+  """A function of the library whose text was rendered once per process (`_rendered`)."""
+
+  def __init__(self, module, fty, name, text):
+    super().__init__(module, fty, name)
+    self.text = text
+
+  def __str__(self):
+    return self.text
+
+
+class _RenderedGlobal(ir.GlobalVariable):
+  """A global variable of the library (a reduction table) rendered once per process."""
+
+  def __init__(self, module, ty, name, text):
+    super().__init__(module, ty, name)
+    self.text = text
+
+  def __str__(self):
+    return self.text
+
+
+# (function name, host CPU) -> what defining it adds to a module: (name, function type or
+# None for a variable, its value type, its text or None for a declaration) per global
+_RENDERED: dict = {}
+
+
 def _function(module: ir.Module, short: str, impl, arity: int, ty) -> ir.Function:
-  """The internal alwaysinline function ember.<short>.<type>, defined on first use."""
+  """The internal alwaysinline function ember.<short>.<type>, defined on first use: built
+  once per process (`_define`, in a module of its own) and copied as text into every module
+  that uses it, with the functions, declarations and tables it needs. Building sin's IR
+  (its huge-argument path and vector variants included) and printing it took ~3-5 ms of
+  Python per compile."""
   name = f"ember.{short}.{_suffix(ty)}"
   fn = module.globals.get(name)
   if fn is not None:
     return fn
+  key = (name, host.cpu())
+  parts = _RENDERED.get(key)
+  if parts is None:
+    scratch = ir.Module()
+    _define(scratch, short, impl, arity, ty)
+    parts = _RENDERED[key] = [
+        (g.name, g.function_type, None, None if g.is_declaration else str(g))
+        if isinstance(g, ir.Function) else (g.name, None, g.value_type, str(g))
+        for g in scratch.globals.values()]
+  for gname, fty, vty, text in parts:
+    if gname in module.globals:
+      continue
+    if fty is None:
+      _RenderedGlobal(module, vty, gname, text)
+    elif text is None:
+      ir.Function(module, fty, gname)
+    else:
+      _RenderedFunction(module, fty, gname, text)
+  return module.globals[name]
+
+
+def _define(module: ir.Module, short: str, impl, arity: int, ty) -> ir.Function:
+  """Build ember.<short>.<type> (internal, alwaysinline) in `module`."""
+  name = f"ember.{short}.{_suffix(ty)}"
   fn = ir.Function(module, ir.FunctionType(ty, [ty] * arity), name)
   fn.linkage = "internal"
   fn.attributes.add("alwaysinline")
@@ -1592,6 +1647,22 @@ def _function(module: ir.Module, short: str, impl, arity: int, ty) -> ir.Functio
   builder = ir.IRBuilder(fn.append_basic_block("entry"))
   builder.ret(impl(_E(builder, ty), *fn.args))
   return fn
+
+
+def function(module: ir.Module, short: str, ty) -> ir.Function:
+  """The function ember.<short>.<type> that `emit` calls (short: exp, log, sin, pow, ...),
+  defined in `module` on first use: for copies compiled outside the kernels
+  (compiler._library_math)."""
+  for table, arity in ((_UNARY, 1), (_BINARY, 2)):
+    for name, impl in table.values():
+      if name == short:
+        return _function(module, short, impl, arity, ty)
+  raise ValueError(f"mathlib.function: no math function {short!r}")
+
+
+def vector_widths(ty) -> tuple:
+  """The vector widths (lanes) of float type `ty` the host's loop vectorizer can choose."""
+  return _vfabi_widths(64 if isinstance(ty, ir.DoubleType) else 32)
 
 
 def emit(builder: ir.IRBuilder, opcode: str, args, ty) -> ir.Value:

@@ -19,7 +19,11 @@ module at the requested tier, whose code for the reductions is the same as the f
 
 Run time also decides (cost_model.quick_module_pays): a module whose quick code would run
 longer than `cost_model.QUICK_MAX_NS` (the cost model with quick-code rates, dots left out:
-their loops are the same code at every tier) compiles at the full tier at once.
+their loops are the same code at every tier) compiles at the full tier at once, unless it
+computes transcendentals: then it starts at the vector-call tier (VECTOR_CALLS: vectorized
+loops calling optimized vector copies of the math functions, compiled once per process;
+compiler._library_math), whose code runs nearly as fast for a third of the LLVM time. Quick
+code calls the scalar copies. Both give the bits the full tier's inlined math gives.
 `--tiered_compilation=false` (EMBER_FLAGS) turns tiering off; the persistent cache, dumps
 and `jax_disable_most_optimizations` never tier.
 
@@ -72,19 +76,30 @@ def qualifies(ir_text: str, opt_level: int) -> bool:
   return opt_level >= 2 and "reassoc" not in ir_text
 
 
-def pays(module, flags, runs: int | None = 1) -> bool:
-  """Whether `module` (optimized) may start with quick-tier code under `flags`: tiering on,
-  a quick tier below the requested one, and the run time of its quick code, `runs` calls
-  of it (a loop body's trip count; None: unknown, never), below the limit
-  (cost_model.quick_module_pays). A scan of a training step runs its quick code until the
-  swap, and the swap waits for a core the loop keeps busy: quick code for the 50 steps of
-  bench/cpu_workloads.py's epoch made its first call 1.0-2.2x the full tier's."""
+# The tiers a module may start at (`pays`), below the requested one
+QUICK = "quick"                 # opt 0: scalar code, no IR optimization, fast isel
+VECTOR_CALLS = "vector calls"   # vectorized code, the math in calls (compiler._library_math)
+
+
+def pays(module, flags, runs: int | None = 1) -> str | bool:
+  """The tier `module` (optimized) may start at under `flags`, False for the requested one
+  at once: tiering on, a tier below the requested one, and `runs` calls of its code (a loop
+  body's trip count; None: unknown, never). QUICK when the run time of its quick code stays
+  below the limit (cost_model.quick_module_pays). A scan of a training step runs its quick
+  code until the swap, and the swap waits for a core the loop keeps busy: quick code for the
+  50 steps of bench/cpu_workloads.py's epoch made its first call 1.0-2.2x the full tier's.
+  Else VECTOR_CALLS when it computes transcendentals: that code runs 1.0-1.25x the optimized
+  code's time and compiles in a third of it (the compiler starts there only when every
+  kernel qualifies, else at the requested tier)."""
   # deferred: codegen (llvmlite) loads at the first compile
+  from ember._src import analysis
   from ember._src.backends.cpu import codegen, cost_model
   if not getattr(flags, "tiered_compilation", False) or flags.opt_level < 2 or runs is None:
     return False
-  return cost_model.quick_module_pays(module, codegen.vector_transcendentals(module.entry),
-                                      runs)
+  if cost_model.quick_module_pays(module, codegen.vector_transcendentals(module.entry), runs):
+    return QUICK
+  _, transcendentals = analysis.computation_costs(module.entry, cost_model.QUICK_TRANSCENDENTAL)
+  return VECTOR_CALLS if transcendentals else False
 
 
 def submit(exe, job) -> None:
