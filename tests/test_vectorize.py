@@ -293,6 +293,47 @@ def test_max_and_min_reductions_take_vector_lanes_and_keep_nans_and_signed_zeros
   assert f"llvm.{op}imum.v16f32" in ir_text
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [64, 67, 129, 1000])
+def test_vector_lane_max_and_min_match_numpy_with_nans_in_any_lane(n, dtype):
+  """The fixed-order max/min lanes (on AVX-512DQ: vrange per vector, NaNs tracked in lanes
+  of their own): every row holds one NaN at another position (each accumulator and lane,
+  the tail), or signed zeros in both orders, or infinities; values equal NumPy's."""
+  with ember.enable_x64(dtype == np.float64):
+    x = rng_data(n + 8, n, seed=n, lo=-3.0, hi=-1.0).astype(dtype)
+    for r in range(n):
+      x[r, r] = np.nan                    # row r: NaN at position r
+    x[n] = 0.0
+    x[n, ::2] = -0.0
+    x[n + 1] = -0.0
+    x[n + 1, -1] = 0.0                    # the one +0 last (in the tail when there is one)
+    x[n + 2, 3] = np.inf
+    x[n + 3, n // 2] = -np.inf
+    x[n + 4] = np.nan                     # all NaN
+    for op in ("max", "min"):
+      got = np.asarray(ember.jit(lambda v: getattr(v, op)(axis=1))(x))
+      want = getattr(np, op)(x, axis=1)
+      np.testing.assert_array_equal(got, want)
+      assert got.dtype == dtype
+      zeros = got[n:n + 2]
+      assert list(np.signbit(zeros)) == ([False, False] if op == "max" else [True, True])
+      np.testing.assert_array_equal(np.asarray(ember.jit(lambda v: getattr(v, op)())(x[n:])),
+                                    getattr(np, op)(x[n:]))
+
+
+def test_vector_lane_max_uses_vrange_on_avx512dq():
+  """Structure: on hosts with AVX-512DQ the lanes' max is one vrange per vector
+  (codegen.range_lanes_ok), elsewhere llvm.maximum only."""
+  from ember._src.backends.cpu import host
+  x = rng_data(8, 256)
+  ir_text = ember.jit(lambda v: v.max(axis=1)).lower(x).compile().runtime_executable().llvm_ir
+  fast = host.is_x86() and host.has("avx512dq")
+  assert ("llvm.x86.avx512.mask.range.ps.512" in ir_text) == fast
+  if fast:
+    body = kernel_asm(lambda v: v.max(axis=1), x)
+    assert any(re.search(r"\bvrangeps\s+\$5,[^\n]*%zmm", a) for a in body.values())
+
+
 def test_fixed_order_sums_keep_signed_zeros_infinities_and_nans():
   x = np.full((4, 200), -0.0, np.float32)
   x[1, 7] = np.inf
