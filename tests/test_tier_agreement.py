@@ -99,7 +99,8 @@ def _other_programs():
       rows = np.resize(x, (7, 131))
       yield f"{n} vector lanes", lambda v: (
           v.max(1), v.min(1), v.max(), jnp.exp(v - 1.0).sum(1),
-          jnp.exp(v - jnp.max(v, 1, keepdims=True)).sum(1)), (rows,)
+          jnp.exp(v - jnp.max(v, 1, keepdims=True)).sum(1),
+          ember.nn.softmax(v, axis=1)), (rows,)
   for dt in (np.complex64, np.complex128):
     g = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5])
     z = np.empty(g.size ** 2, dt)

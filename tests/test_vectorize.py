@@ -334,6 +334,31 @@ def test_vector_lane_max_uses_vrange_on_avx512dq():
     assert any(re.search(r"\bvrangeps\s+\$5,[^\n]*%zmm", a) for a in body.values())
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [7, 16, 17, 100, 1001])
+def test_softmax_row_buffer_filled_in_vectors_matches_numpy(n, dtype):
+  """softmax's exp(x - max) row buffer is filled in 64-byte vectors (explicit vector IR,
+  the math library's vector forms) then the tail element by element; values as NumPy's
+  float64 softmax within float32/float64 rounding, -inf and NaN rows included."""
+  def softmax(v):
+    e = jnp.exp(v - v.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+  with ember.enable_x64(dtype == np.float64):
+    x = (rng_data(6, n, seed=n, lo=-20.0, hi=20.0)).astype(dtype)
+    x[1, n // 2] = -np.inf
+    x[2, n - 1] = np.nan
+    got = np.asarray(ember.jit(softmax)(x))
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(-1, keepdims=True))
+    want = e / e.sum(-1, keepdims=True)
+    tol = 4e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 1e-3)
+    lanes = 64 // np.dtype(dtype).itemsize
+    ir_text = ember.jit(softmax).lower(x).compile().runtime_executable().llvm_ir
+    vec = "<16 x float>" if dtype == np.float32 else "<8 x double>"
+    assert (f"store {vec}" in ir_text) == (n >= lanes)
+
+
 def test_fixed_order_sums_keep_signed_zeros_infinities_and_nans():
   x = np.full((4, 200), -0.0, np.float32)
   x[1, 7] = np.inf

@@ -470,8 +470,37 @@ class ElementalEmitter(IRHelpers):
         b.store(self.emit(p, outer + (j,)), b.gep(buf, [j], inbounds=True, source_etype=t))
         self.pop()
         return []
-      self.loop(self.i64(0), self.i64(m), [], body)
+      n_vec = self._fill_row_vectors(p, outer, buf, t)
+      self.loop(self.i64(n_vec), self.i64(m), [], body)
       self.row_cache[p.id] = (outer, buf, t)
+
+  def _fill_row_vectors(self, p: hlo.Instr, outer: tuple, buf, t) -> int:
+    """Fill the row buffer of `p` in 64-byte vectors where p is a vector prologue
+    (`vector_prologue`: softmax's exp(x - max)), so the math library runs on explicit
+    vectors (its zmm forms; the quick tier's code is vector code too) with the same values
+    as element by element; returns how many leading elements it filled (the rest: the
+    scalar loop)."""
+    m = p.shape.dims[-1]
+    if self.param_address is None or t not in (F32, F64):
+      return 0
+    lanes_n = FIXED_LANES_BYTES // np.dtype(p.dtype).itemsize
+    if m < lanes_n or vector_prologue(
+        p, lambda i: self.cached_row(i, outer + (None,)) is not None) is None:
+      return 0
+    b, vt = self.b, ir.VectorType(t, lanes_n)
+
+    def body(jb, _c):
+      j = self.mul_idx(jb, lanes_n)
+      self.push()
+      v = _vector_value(self, p, outer + (j,), vt)
+      ptr = b.gep(buf, [j], inbounds=True, source_etype=t)
+      st = b.store(v, b.bitcast(ptr, vt.as_pointer()) if not getattr(
+          ptr.type, "is_opaque", True) else ptr)
+      st.align = FIXED_LANES_BYTES
+      self.pop()
+      return []
+    self.loop(self.i64(0), self.i64(m // lanes_n), [], body)
+    return m // lanes_n * lanes_n
 
   # --- scalar computations (reduce's to_apply, scatter's combiner) ----------------------
   def apply(self, comp: hlo.Computation, args: Sequence, reassoc: bool = False) -> list:
