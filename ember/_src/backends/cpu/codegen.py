@@ -1660,7 +1660,9 @@ def _reduce(em, instr, idx):
     lane from the identity), the prologue computed on vectors (`_vector_value`); then the
     accumulators and the halves of the vector combine pairwise, then the tail in order.
     Explicit vector IR without fast-math flags: quick and optimized code add in this order
-    (max and min, exact in any order, take this path for the quick tier's speed)."""
+    (max and min, exact in any order, take this path for the quick tier's speed, and run
+    their tail as vectors too, the last one overlapping: softmax's 1000-wide rows had 40
+    scalar steps of a dependent chain there)."""
     b, n = em.b, in_dims[d]
 
     def op(x, y):
@@ -1676,21 +1678,34 @@ def _reduce(em, instr, idx):
     ranged = kind_ in ("maximum", "minimum") and range_lanes_ok(vt)
     inits = [first] + [splat] * (FIXED_LANES - 1)
 
-    def block(jb, accs):
-      base = em.mul_idx(jb, step_n)
-      out, nans = [], []
-      for u, acc in enumerate(accs[:FIXED_LANES]):
-        full[d] = em.add_idx(base, em.i64(u * lanes_n))
+    def add_vectors(base, accs, count, first=0):
+      """Vectors k < count at base + k * lanes_n into accumulators first + k (and their
+      NaNs')."""
+      out, nans = list(accs[:FIXED_LANES]), list(accs[FIXED_LANES:])
+      for u in range(first, first + count):
+        full[d] = em.add_idx(base, em.i64((u - first) * lanes_n))
         em.push()
         x = _vector_value(em, inputs[0], tuple(full), vt)
         if ranged:
-          out.append(em.fmax_number(acc, x, kind_ == "maximum"))
-          nans.append(b.select(b.fcmp_unordered("uno", x, x), x, accs[FIXED_LANES + u]))
+          out[u] = em.fmax_number(out[u], x, kind_ == "maximum")
+          nans[u] = b.select(b.fcmp_unordered("uno", x, x), x, nans[u])
         else:
-          out.append(op(acc, x))
+          out[u] = op(out[u], x)
         em.pop()
       return out + nans
+
+    def block(jb, accs):
+      return add_vectors(em.mul_idx(jb, step_n), accs, FIXED_LANES)
     accs = em.loop(em.i64(0), em.i64(n // step_n), inits + (inits if ranged else []), block)
+    done = n // step_n * step_n
+    if kind_ in ("maximum", "minimum") and done < n:
+      # exact in any order and idempotent: the tail's whole vectors, then one vector ending
+      # at n (overlapping elements seen already) instead of a scalar tail
+      whole = (n - done) // lanes_n
+      accs = add_vectors(em.i64(done), accs, whole)
+      if done + whole * lanes_n < n:
+        accs = add_vectors(em.i64(n - lanes_n), accs, 1, whole)
+      done = n
     if ranged:
       accs = [b.select(b.fcmp_unordered("uno", q, q), q, v)
               for v, q in zip(accs[:FIXED_LANES], accs[FIXED_LANES:])]
@@ -1705,13 +1720,13 @@ def _reduce(em, instr, idx):
       v = op(v, b.shuffle_vector(v, ir.Constant(vt, None), upper))
 
     acc = [b.extract_element(v, ir.Constant(I32, 0))]
-    if n % step_n == 0:       # no tail: no scalar copy of the prologue (its math) to compile
+    if done == n:             # no tail: no scalar copy of the prologue (its math) to compile
       return acc
 
     def tail(j, c):
       full[d] = j
       return step(c)
-    return em.loop(em.i64(n // step_n * step_n), em.i64(n), acc, tail)
+    return em.loop(em.i64(done), em.i64(n), acc, tail)
 
   def nest(level, carried):
     if level == len(rdims):
