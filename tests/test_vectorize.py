@@ -334,6 +334,25 @@ def test_vector_lane_max_uses_vrange_on_avx512dq():
     assert any(re.search(r"\bvrangeps\s+\$5,[^\n]*%zmm", a) for a in body.values())
 
 
+@pytest.mark.parametrize("n", [1000, 1001, 2000, 2047])
+def test_fixed_order_sums_end_in_vectors_without_a_scalar_tail(n):
+  """A row's tail (after the blocks of 4 x 16 lanes) adds its whole vectors, then one vector
+  ending at the row's end with the lanes already counted masked to -0: no scalar add is
+  left in the kernel; sums within float32 rounding of NumPy's float64 sum (also eager)."""
+  x = rng_data(9, n, seed=n)
+  f = lambda v: v.sum(axis=1)
+  ir_text = ember.jit(f).lower(x).compile().runtime_executable().llvm_ir
+  assert "fadd float " not in ir_text and "fadd <16 x float>" in ir_text
+  want = x.astype(np.float64).sum(1)
+  rtol = 4e-6 * np.sqrt(n)
+  np.testing.assert_allclose(np.asarray(ember.jit(f)(x)), want, rtol=rtol,
+                             atol=rtol * np.abs(want).max())
+  x[3, n - 1] = np.nan                   # in the overlapping vector's own lanes
+  x[4, n - 14] = np.inf                  # in a lane that vector masks (for 1000, 1001)
+  got = np.asarray(ember.jit(f)(x))
+  assert np.isnan(got[3]) and got[4] == np.inf and np.isfinite(np.delete(got, [3, 4])).all()
+
+
 @pytest.mark.parametrize("op", ["max", "min"])
 def test_vector_lane_max_and_min_have_no_scalar_tail(op):
   """max/min are exact in any order and idempotent: a row of 1000 (15 blocks of 4 x 16

@@ -1658,11 +1658,13 @@ def _reduce(em, instr, idx):
     """The minor dim in blocks of FIXED_LANES vectors of `lanes_n` elements, vector u of a
     block into accumulator u (lane 0 of the first starts from the carried value, every other
     lane from the identity), the prologue computed on vectors (`_vector_value`); then the
-    accumulators and the halves of the vector combine pairwise, then the tail in order.
-    Explicit vector IR without fast-math flags: quick and optimized code add in this order
-    (max and min, exact in any order, take this path for the quick tier's speed, and run
-    their tail as vectors too, the last one overlapping: softmax's 1000-wide rows had 40
-    scalar steps of a dependent chain there)."""
+    accumulators u < FIXED_LANES. The tail: its whole vectors into accumulators 0, 1, ..,
+    then one vector ending at n (its lanes before the tail as the identity) into the next;
+    then the accumulators and the halves of the vector combine pairwise. Explicit vector IR
+    without fast-math flags: quick and optimized code add in this order (max and min, exact
+    in any order, take this path for the quick tier's speed). A scalar tail was a chain of
+    dependent steps (softmax's 1000-wide rows: 40 of them, a row max took twice the time of
+    a 1024-wide one)."""
     b, n = em.b, in_dims[d]
 
     def op(x, y):
@@ -1678,14 +1680,17 @@ def _reduce(em, instr, idx):
     ranged = kind_ in ("maximum", "minimum") and range_lanes_ok(vt)
     inits = [first] + [splat] * (FIXED_LANES - 1)
 
-    def add_vectors(base, accs, count, first=0):
+    def add_vectors(base, accs, count, first=0, keep_from=0):
       """Vectors k < count at base + k * lanes_n into accumulators first + k (and their
-      NaNs')."""
+      NaNs'); lanes below `keep_from` (elements counted already) as the identity."""
       out, nans = list(accs[:FIXED_LANES]), list(accs[FIXED_LANES:])
       for u in range(first, first + count):
         full[d] = em.add_idx(base, em.i64((u - first) * lanes_n))
         em.push()
         x = _vector_value(em, inputs[0], tuple(full), vt)
+        if keep_from:
+          keep = ir.Constant(ir.VectorType(I1, lanes_n), [k >= keep_from for k in range(lanes_n)])
+          x = b.select(keep, x, splat)
         if ranged:
           out[u] = em.fmax_number(out[u], x, kind_ == "maximum")
           nans[u] = b.select(b.fcmp_unordered("uno", x, x), x, nans[u])
@@ -1698,14 +1703,16 @@ def _reduce(em, instr, idx):
       return add_vectors(em.mul_idx(jb, step_n), accs, FIXED_LANES)
     accs = em.loop(em.i64(0), em.i64(n // step_n), inits + (inits if ranged else []), block)
     done = n // step_n * step_n
-    if kind_ in ("maximum", "minimum") and done < n:
-      # exact in any order and idempotent: the tail's whole vectors, then one vector ending
-      # at n (overlapping elements seen already) instead of a scalar tail
+    if done < n:
+      # the tail's whole vectors, then one vector ending at n whose lanes seen already count
+      # as the identity (max/min: exact in any order and idempotent, so they count twice),
+      # into the next accumulators: no scalar loop (a dependent chain of up to 63 steps)
       whole = (n - done) // lanes_n
       accs = add_vectors(em.i64(done), accs, whole)
-      if done + whole * lanes_n < n:
-        accs = add_vectors(em.i64(n - lanes_n), accs, 1, whole)
-      done = n
+      rest = n - done - whole * lanes_n
+      if rest:
+        accs = add_vectors(em.i64(n - lanes_n), accs, 1, whole,
+                           0 if kind_ in ("maximum", "minimum") else lanes_n - rest)
     if ranged:
       accs = [b.select(b.fcmp_unordered("uno", q, q), q, v)
               for v, q in zip(accs[:FIXED_LANES], accs[FIXED_LANES:])]
@@ -1719,14 +1726,7 @@ def _reduce(em, instr, idx):
                           [width + k if k < width else 0 for k in range(lanes_n)])
       v = op(v, b.shuffle_vector(v, ir.Constant(vt, None), upper))
 
-    acc = [b.extract_element(v, ir.Constant(I32, 0))]
-    if done == n:             # no tail: no scalar copy of the prologue (its math) to compile
-      return acc
-
-    def tail(j, c):
-      full[d] = j
-      return step(c)
-    return em.loop(em.i64(done), em.i64(n), acc, tail)
+    return [b.extract_element(v, ir.Constant(I32, 0))]
 
   def nest(level, carried):
     if level == len(rdims):
