@@ -95,6 +95,12 @@ def _other_programs():
     yield f"{n} reductions", lambda v: (v.sum(0), v.sum(1), v.max(0), v.min(1), v.prod(1),
                                         jnp.argmax(v, 1), jnp.cumsum(v, 0)), (m,)
     yield f"{n} dots", lambda v, u: (v @ u, jnp.tanh(v @ u), v[0] @ u, v @ u[:, 0]), (m, w)
+    if dt in (np.float32, np.float64):   # rows long enough for the fixed-order vector lanes
+      rows = np.resize(x, (7, 131))
+      yield f"{n} vector lanes", lambda v: (
+          v.max(1), v.min(1), v.max(), jnp.exp(v - 1.0).sum(1),
+          jnp.exp(v - jnp.max(v, 1, keepdims=True)).sum(1),
+          ember.nn.softmax(v, axis=1)), (rows,)
   for dt in (np.complex64, np.complex128):
     g = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 0.5])
     z = np.empty(g.size ** 2, dt)

@@ -293,6 +293,103 @@ def test_max_and_min_reductions_take_vector_lanes_and_keep_nans_and_signed_zeros
   assert f"llvm.{op}imum.v16f32" in ir_text
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [64, 67, 129, 1000])
+def test_vector_lane_max_and_min_match_numpy_with_nans_in_any_lane(n, dtype):
+  """The fixed-order max/min lanes (on AVX-512DQ: vrange per vector, NaNs tracked in lanes
+  of their own): every row holds one NaN at another position (each accumulator and lane,
+  the tail), or signed zeros in both orders, or infinities; values equal NumPy's."""
+  with ember.enable_x64(dtype == np.float64):
+    x = rng_data(n + 8, n, seed=n, lo=-3.0, hi=-1.0).astype(dtype)
+    for r in range(n):
+      x[r, r] = np.nan                    # row r: NaN at position r
+    x[n] = 0.0
+    x[n, ::2] = -0.0
+    x[n + 1] = -0.0
+    x[n + 1, -1] = 0.0                    # the one +0 last (in the tail when there is one)
+    x[n + 2, 3] = np.inf
+    x[n + 3, n // 2] = -np.inf
+    x[n + 4] = np.nan                     # all NaN
+    for op in ("max", "min"):
+      got = np.asarray(ember.jit(lambda v: getattr(v, op)(axis=1))(x))
+      want = getattr(np, op)(x, axis=1)
+      np.testing.assert_array_equal(got, want)
+      assert got.dtype == dtype
+      zeros = got[n:n + 2]
+      assert list(np.signbit(zeros)) == ([False, False] if op == "max" else [True, True])
+      np.testing.assert_array_equal(np.asarray(ember.jit(lambda v: getattr(v, op)())(x[n:])),
+                                    getattr(np, op)(x[n:]))
+
+
+def test_vector_lane_max_uses_vrange_on_avx512dq():
+  """Structure: on hosts with AVX-512DQ the lanes' max is one vrange per vector
+  (codegen.range_lanes_ok), elsewhere llvm.maximum only."""
+  from ember._src.backends.cpu import host
+  x = rng_data(8, 256)
+  ir_text = ember.jit(lambda v: v.max(axis=1)).lower(x).compile().runtime_executable().llvm_ir
+  fast = host.is_x86() and host.has("avx512dq")
+  assert ("llvm.x86.avx512.mask.range.ps.512" in ir_text) == fast
+  if fast:
+    body = kernel_asm(lambda v: v.max(axis=1), x)
+    assert any(re.search(r"\bvrangeps\s+\$5,[^\n]*%zmm", a) for a in body.values())
+
+
+@pytest.mark.parametrize("n", [1000, 1001, 2000, 2047])
+def test_fixed_order_sums_end_in_vectors_without_a_scalar_tail(n):
+  """A row's tail (after the blocks of 4 x 16 lanes) adds its whole vectors, then one vector
+  ending at the row's end with the lanes already counted masked to -0: no scalar add is
+  left in the kernel; sums within float32 rounding of NumPy's float64 sum (also eager)."""
+  x = rng_data(9, n, seed=n)
+  f = lambda v: v.sum(axis=1)
+  ir_text = ember.jit(f).lower(x).compile().runtime_executable().llvm_ir
+  assert "fadd float " not in ir_text and "fadd <16 x float>" in ir_text
+  want = x.astype(np.float64).sum(1)
+  rtol = 4e-6 * np.sqrt(n)
+  np.testing.assert_allclose(np.asarray(ember.jit(f)(x)), want, rtol=rtol,
+                             atol=rtol * np.abs(want).max())
+  x[3, n - 1] = np.nan                   # in the overlapping vector's own lanes
+  x[4, n - 14] = np.inf                  # in a lane that vector masks (for 1000, 1001)
+  got = np.asarray(ember.jit(f)(x))
+  assert np.isnan(got[3]) and got[4] == np.inf and np.isfinite(np.delete(got, [3, 4])).all()
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_vector_lane_max_and_min_have_no_scalar_tail(op):
+  """max/min are exact in any order and idempotent: a row of 1000 (15 blocks of 4 x 16
+  lanes, then 40) ends in whole vectors and one vector overlapping the last block, no
+  scalar loop (40 dependent steps per row doubled a row max's time)."""
+  x = rng_data(8, 1000)
+  f = lambda v: getattr(v, op)(axis=1)
+  ir_text = ember.jit(f).lower(x).compile().runtime_executable().llvm_ir
+  assert f"llvm.{op}imum.f32" not in ir_text and f"llvm.{op}imum.v16f32" in ir_text
+  np.testing.assert_array_equal(np.asarray(ember.jit(f)(x)), getattr(np, op)(x, axis=1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [7, 16, 17, 100, 1001])
+def test_softmax_row_buffer_filled_in_vectors_matches_numpy(n, dtype):
+  """softmax's exp(x - max) row buffer is filled in 64-byte vectors (explicit vector IR,
+  the math library's vector forms) then the tail element by element; values as NumPy's
+  float64 softmax within float32/float64 rounding, -inf and NaN rows included."""
+  def softmax(v):
+    e = jnp.exp(v - v.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+  with ember.enable_x64(dtype == np.float64):
+    x = (rng_data(6, n, seed=n, lo=-20.0, hi=20.0)).astype(dtype)
+    x[1, n // 2] = -np.inf
+    x[2, n - 1] = np.nan
+    got = np.asarray(ember.jit(softmax)(x))
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(-1, keepdims=True))
+    want = e / e.sum(-1, keepdims=True)
+    tol = 4e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * 1e-3)
+    lanes = 64 // np.dtype(dtype).itemsize
+    ir_text = ember.jit(softmax).lower(x).compile().runtime_executable().llvm_ir
+    vec = "<16 x float>" if dtype == np.float32 else "<8 x double>"
+    assert (f"store {vec}" in ir_text) == (n >= lanes)
+
+
 def test_fixed_order_sums_keep_signed_zeros_infinities_and_nans():
   x = np.full((4, 200), -0.0, np.float32)
   x[1, 7] = np.inf

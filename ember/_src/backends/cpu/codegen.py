@@ -76,6 +76,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src import dtypes, hlo
+from ember._src.backends.cpu import host
 from ember._src.dtypes import dtype_kind
 from ember._src.passes.fusion import (INDEX_MAPS, column_reduce_root, is_expensive,
                                       operand_index, row_cached)
@@ -469,8 +470,37 @@ class ElementalEmitter(IRHelpers):
         b.store(self.emit(p, outer + (j,)), b.gep(buf, [j], inbounds=True, source_etype=t))
         self.pop()
         return []
-      self.loop(self.i64(0), self.i64(m), [], body)
+      n_vec = self._fill_row_vectors(p, outer, buf, t)
+      self.loop(self.i64(n_vec), self.i64(m), [], body)
       self.row_cache[p.id] = (outer, buf, t)
+
+  def _fill_row_vectors(self, p: hlo.Instr, outer: tuple, buf, t) -> int:
+    """Fill the row buffer of `p` in 64-byte vectors where p is a vector prologue
+    (`vector_prologue`: softmax's exp(x - max)), so the math library runs on explicit
+    vectors (its zmm forms; the quick tier's code is vector code too) with the same values
+    as element by element; returns how many leading elements it filled (the rest: the
+    scalar loop)."""
+    m = p.shape.dims[-1]
+    if self.param_address is None or t not in (F32, F64):
+      return 0
+    lanes_n = FIXED_LANES_BYTES // np.dtype(p.dtype).itemsize
+    if m < lanes_n or vector_prologue(
+        p, lambda i: self.cached_row(i, outer + (None,)) is not None) is None:
+      return 0
+    b, vt = self.b, ir.VectorType(t, lanes_n)
+
+    def body(jb, _c):
+      j = self.mul_idx(jb, lanes_n)
+      self.push()
+      v = _vector_value(self, p, outer + (j,), vt)
+      ptr = b.gep(buf, [j], inbounds=True, source_etype=t)
+      st = b.store(v, b.bitcast(ptr, vt.as_pointer()) if not getattr(
+          ptr.type, "is_opaque", True) else ptr)
+      st.align = FIXED_LANES_BYTES
+      self.pop()
+      return []
+    self.loop(self.i64(0), self.i64(m // lanes_n), [], body)
+    return m // lanes_n * lanes_n
 
   # --- scalar computations (reduce's to_apply, scatter's combiner) ----------------------
   def apply(self, comp: hlo.Computation, args: Sequence, reassoc: bool = False) -> list:
@@ -650,6 +680,18 @@ class ElementalEmitter(IRHelpers):
     """XLA max/min of floats: NaN-propagating, max(-0, +0) = +0 (llvm.maximum)."""
     name = "maximum" if is_max else "minimum"
     return self.intrinsic(f"llvm.{name}.{float_suffix(a.type)}", a.type, [a, b])
+
+  def fmax_number(self, a, b, is_max: bool):
+    """max/min of two zmm vectors (`range_lanes_ok`) that drops a quiet NaN (IEEE maxNum:
+    the other operand) but orders -0 < +0: one `vrangeps`/`vrangepd` (imm 5: max, 4: min),
+    bit-equal to `fmax` wherever neither lane is NaN (llvm.maximum is a six-instruction
+    sequence on AVX-512). Callers track NaNs themselves (`_reduce`'s fixed_lanes)."""
+    t = a.type
+    f64 = t.element == F64
+    mask = ir.Constant(ir.IntType(t.count), -1)
+    name = f"llvm.x86.avx512.mask.range.{'pd' if f64 else 'ps'}.512"
+    return self.intrinsic(name, t, [a, b, ir.Constant(I32, 5 if is_max else 4),
+                                    ir.Constant(t, None), mask, ir.Constant(I32, 4)])
 
 
 # --------------------------------------------------------------------------------------
@@ -1616,30 +1658,64 @@ def _reduce(em, instr, idx):
     """The minor dim in blocks of FIXED_LANES vectors of `lanes_n` elements, vector u of a
     block into accumulator u (lane 0 of the first starts from the carried value, every other
     lane from the identity), the prologue computed on vectors (`_vector_value`); then the
-    accumulators and the halves of the vector combine pairwise, then the tail in order.
-    Explicit vector IR without fast-math flags: quick and optimized code add in this order
-    (max and min, exact in any order, take this path for the quick tier's speed)."""
+    accumulators u < FIXED_LANES. The tail: its whole vectors into accumulators 0, 1, ..,
+    then one vector ending at n (its lanes before the tail as the identity) into the next;
+    then the accumulators and the halves of the vector combine pairwise. Explicit vector IR
+    without fast-math flags: quick and optimized code add in this order (max and min, exact
+    in any order, take this path for the quick tier's speed). A scalar tail was a chain of
+    dependent steps (softmax's 1000-wide rows: 40 of them, a row max took twice the time of
+    a 1024-wide one)."""
     b, n = em.b, in_dims[d]
 
     def op(x, y):
       return em.apply(comp, [x, y])[0]
     vt = ir.VectorType(carried[0].type, lanes_n)
     step_n = lanes_n * FIXED_LANES
-    ident = const_of(inputs[0].dtype, _IDENTITY[combiner_kind(comp)])
+    kind_ = combiner_kind(comp)
+    ident = const_of(inputs[0].dtype, _IDENTITY[kind_])
     splat = ir.Constant(vt, [ident.constant] * lanes_n)
     first = b.insert_element(splat, carried[0], ir.Constant(I32, 0))
+    # max/min on zmm: one vrange per vector, the NaNs in accumulators of their own (the
+    # last NaN of each lane), merged back before the lanes combine: same bits, 3 not 6 ops
+    ranged = kind_ in ("maximum", "minimum") and range_lanes_ok(vt)
+    inits = [first] + [splat] * (FIXED_LANES - 1)
+
+    def add_vectors(base, accs, count, first=0, keep_from=0):
+      """Vectors k < count at base + k * lanes_n into accumulators first + k (and their
+      NaNs'); lanes below `keep_from` (elements counted already) as the identity."""
+      out, nans = list(accs[:FIXED_LANES]), list(accs[FIXED_LANES:])
+      for u in range(first, first + count):
+        full[d] = em.add_idx(base, em.i64((u - first) * lanes_n))
+        em.push()
+        x = _vector_value(em, inputs[0], tuple(full), vt)
+        if keep_from:
+          keep = ir.Constant(ir.VectorType(I1, lanes_n), [k >= keep_from for k in range(lanes_n)])
+          x = b.select(keep, x, splat)
+        if ranged:
+          out[u] = em.fmax_number(out[u], x, kind_ == "maximum")
+          nans[u] = b.select(b.fcmp_unordered("uno", x, x), x, nans[u])
+        else:
+          out[u] = op(out[u], x)
+        em.pop()
+      return out + nans
 
     def block(jb, accs):
-      base = em.mul_idx(jb, step_n)
-      out = []
-      for u, acc in enumerate(accs):
-        full[d] = em.add_idx(base, em.i64(u * lanes_n))
-        em.push()
-        out.append(op(acc, _vector_value(em, inputs[0], tuple(full), vt)))
-        em.pop()
-      return out
-    accs = em.loop(em.i64(0), em.i64(n // step_n), [first] + [splat] * (FIXED_LANES - 1),
-                   block)
+      return add_vectors(em.mul_idx(jb, step_n), accs, FIXED_LANES)
+    accs = em.loop(em.i64(0), em.i64(n // step_n), inits + (inits if ranged else []), block)
+    done = n // step_n * step_n
+    if done < n:
+      # the tail's whole vectors, then one vector ending at n whose lanes seen already count
+      # as the identity (max/min: exact in any order and idempotent, so they count twice),
+      # into the next accumulators: no scalar loop (a dependent chain of up to 63 steps)
+      whole = (n - done) // lanes_n
+      accs = add_vectors(em.i64(done), accs, whole)
+      rest = n - done - whole * lanes_n
+      if rest:
+        accs = add_vectors(em.i64(n - lanes_n), accs, 1, whole,
+                           0 if kind_ in ("maximum", "minimum") else lanes_n - rest)
+    if ranged:
+      accs = [b.select(b.fcmp_unordered("uno", q, q), q, v)
+              for v, q in zip(accs[:FIXED_LANES], accs[FIXED_LANES:])]
     while len(accs) > 1:
       half = len(accs) // 2
       accs = [op(accs[k], accs[k + half]) for k in range(half)]
@@ -1650,14 +1726,7 @@ def _reduce(em, instr, idx):
                           [width + k if k < width else 0 for k in range(lanes_n)])
       v = op(v, b.shuffle_vector(v, ir.Constant(vt, None), upper))
 
-    acc = [b.extract_element(v, ir.Constant(I32, 0))]
-    if n % step_n == 0:       # no tail: no scalar copy of the prologue (its math) to compile
-      return acc
-
-    def tail(j, c):
-      full[d] = j
-      return step(c)
-    return em.loop(em.i64(n // step_n * step_n), em.i64(n), acc, tail)
+    return [b.extract_element(v, ir.Constant(I32, 0))]
 
   def nest(level, carried):
     if level == len(rdims):
@@ -1769,6 +1838,14 @@ FIXED_LANES_BYTES = 64
 FIXED_LANES_MAX_OPS = 6
 SEQUENTIAL_MAX = 16     # float sums of at most this many terms per output: in order
 _VECTOR_OPS = {"add", "subtract", "multiply", "divide", "negate"}
+
+
+def range_lanes_ok(vt: ir.VectorType) -> bool:
+  """Whether fixed-lanes max/min may use `fmax_number` (vrange: AVX-512DQ) on vectors of
+  type `vt`: one zmm of float32 or float64."""
+  el = vt.element
+  return host.is_x86() and host.has("avx512dq") and \
+      (el == F32 and vt.count == 16 or el == F64 and vt.count == 8)
 
 
 def fixed_lanes_prologue(x: hlo.Instr, in_dims: Sequence[int], rdims: Sequence[int],

@@ -160,6 +160,10 @@ class _E:
   def clamp(self, a, lo, hi):                         # NaN -> lo (minnum/maxnum drop NaN)
     return self.min(self.max(a, lo), hi)
 
+  def clamp_keep_nan(self, a, lo, hi):                # NaN -> NaN (x86 maxps/minps)
+    a = self.sel(self.lt(a, lo), lo, a)
+    return self.sel(self.gt(a, hi), hi, a)
+
   # comparisons (ordered: false on NaN) and select
   def cmp(self, op, a, b):
     return self.b.fcmp_ordered(op, self.c(a), self.c(b))
@@ -260,6 +264,23 @@ class _E:
       return self.b.call(fn, [self.c(a), kk])
     k1 = self.iashr(k, 1)
     return self.mul(self.mul(a, self.pow2i(k1)), self.pow2i(self.isub(k, k1)))
+
+  def has_scalef(self) -> bool:
+    """A zmm vector on AVX-512 (where `scale` is vscalef): `scalef` may be used."""
+    return bool(self.n) and self.n * self.w == 512 and _vector_ldexp()
+
+  def scalef(self, a, kf):
+    """`scale(a, toint(kf))` for an integer-valued float kf with |kf| <= 2*bias
+    (`has_scalef` only): one vscalef of kf itself, the instruction `scale` ends in, without
+    LLVM's round trip of kf through an integer vector (same bits, two ops less); a NaN in
+    a or kf gives NaN."""
+    name = f"llvm.x86.avx512.mask.scalef.{'pd' if self.f64 else 'ps'}.512"
+    mask = ir.IntType(self.n)
+    mod = self.b.module
+    fn = mod.globals.get(name) or ir.Function(
+        mod, ir.FunctionType(self.ty, [self.ty, self.ty, self.ty, mask, ir.IntType(32)]), name)
+    return self.b.call(fn, [self.c(a), kf, ir.Constant(self.ty, None), ir.Constant(mask, -1),
+                            ir.Constant(ir.IntType(32), 4)])
 
   def select_coeffs(self, conds, tables):
     """Per-element coefficients: tables[i] where conds[i] holds (first match), else last."""
@@ -390,6 +411,9 @@ def _exp(e, x):
     k, m = _exp_core(e, x)
   else:     # float32: r's rounding error (<= 2**-27 relative) costs ~0.1 ulp; not worth 4 ops
     lim = _exp_limit(e)
+    if e.has_scalef():     # zmm: a NaN flows through every op (no select of x at the end)
+      k, r, _ = _exp_reduce(e, e.clamp_keep_nan(x, -lim, lim))
+      return e.scalef(e.add(1.0, e.add(r, _expm1_poly(e, r))), k)
     k, r, _ = _exp_reduce(e, e.clamp(x, -lim, lim))
     m = e.add(1.0, e.add(r, _expm1_poly(e, r)))
     k = e.toint(k)
