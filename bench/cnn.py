@@ -31,7 +31,8 @@ NHWC = ("NHWC", "HWIO", "NHWC")
 
 
 def cnn(lib):
-  """The model and its jitted SGD step, written against the JAX API of `lib`."""
+  """The model's SGD step (params, x, labels) -> (params, loss), written against the JAX
+  API of `lib` (bench/cpu_workloads.py jits it too)."""
   lax, jnp = lib.lax, lib.numpy
 
   def forward(params, x):
@@ -46,7 +47,6 @@ def cnn(lib):
                                     keepdims=True)) - logits.max(-1, keepdims=True)
     return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
 
-  @lib.jit
   def step(params, x, labels):
     value, grads = lib.value_and_grad(loss)(params, x, labels)
     return [p - 0.05 * g for p, g in zip(params, grads)], value
@@ -90,7 +90,7 @@ def worker(name: str, rounds: int) -> dict:
   x, w = (lib.device_put(a) for a in conv_inputs())
   conv = lib.jit(lambda x, w: lib.lax.conv_general_dilated(x, w, (1, 1), "SAME",
                                                            dimension_numbers=NHWC))
-  step = cnn(lib)
+  step = lib.jit(cnn(lib))
   params, images, labels = cnn_inputs()
   params = [lib.device_put(p) for p in params]
   images, labels = lib.device_put(images), lib.device_put(labels)

@@ -218,24 +218,11 @@ def training_workloads(lib, mlp_sgd, mlp_flops):
 
 
 def cnn_sgd_step(lib):
-  """bench/cnn.py's small CNN: conv3x3-relu-conv3x3/2-relu-mean-dense, one SGD step."""
-  lax, np_ = lib.lax, lib.np
-  nhwc = ("NHWC", "HWIO", "NHWC")
-
-  def forward(params, x):
-    w1, w2, wd, bd = params
-    h = np_.maximum(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=nhwc), 0)
-    h = np_.maximum(lax.conv_general_dilated(h, w2, (2, 2), "SAME", dimension_numbers=nhwc), 0)
-    return np_.mean(h, axis=(1, 2)) @ wd + bd
-
-  def loss(params, x, labels):
-    logp = lib.nn.log_softmax(forward(params, x))
-    return -np_.mean(np_.take_along_axis(logp, labels[:, None], axis=1))
-
-  def step(w1, w2, wd, bd, x, labels):
-    grads = lib.grad(loss)((w1, w2, wd, bd), x, labels)
-    return [p - 0.05 * g for p, g in zip((w1, w2, wd, bd), grads)]
-  return step
+  """bench/cnn.py's small CNN (conv3x3-relu-conv3x3/2-relu-mean-dense): one SGD step with
+  the parameters as separate arguments."""
+  from cnn import cnn   # bench/ is this script's directory, first on sys.path
+  step = cnn(lib.module)
+  return lambda w1, w2, wd, bd, x, labels: step([w1, w2, wd, bd], x, labels)
 
 
 def minimal_bytes(fn_np, args) -> int:
@@ -323,7 +310,7 @@ def namespace(lib: str) -> SimpleNamespace:
     return SimpleNamespace(np=np, nn=None, grad=None, jit=None, lax=None)
   j = ember if lib == "ember" else real_jax
   import importlib
-  return SimpleNamespace(np=j.numpy, nn=j.nn, grad=j.grad, jit=j.jit, lax=j.lax,
+  return SimpleNamespace(module=j, np=j.numpy, nn=j.nn, grad=j.grad, jit=j.jit, lax=j.lax,
                          random=j.random, linalg=importlib.import_module(
                              j.__name__ + ".scipy.linalg"))
 

@@ -365,20 +365,22 @@ def _column_reduce(i: hlo.Instr) -> bool:
   return int(np.prod([dims[d] for d in i.attrs["dimensions"]])) >= COLUMN_REDUCE_MIN_ROWS
 
 
+def _reads_in(group: _Group, p: hlo.Instr, users: list[hlo.Instr]) -> list:
+  """(reader, operand position) of every read of `p` inside the fusion."""
+  return [(u, k) for u in users if u.id in group.members
+          for k, o in enumerate(u.operands) if o is p]
+
+
 def _count_in(group: _Group, p: hlo.Instr, users: list[hlo.Instr]) -> float:
   """How many times the fusion evaluates each element of `p`: same-index reads share one
   evaluation (max), other reads add up."""
   same, other = 0.0, 0.0
-  for u in users:
-    if u.id not in group.members:
-      continue
-    for k, o in enumerate(u.operands):
-      if o is p:
-        f, ident = read_factor(u, k)
-        if ident:
-          same = max(same, group.count[u.id] * f)
-        else:
-          other += group.count[u.id] * f
+  for u, k in _reads_in(group, p, users):
+    f, ident = read_factor(u, k)
+    if ident:
+      same = max(same, group.count[u.id] * f)
+    else:
+      other += group.count[u.id] * f
   return same + other
 
 
@@ -388,15 +390,11 @@ def _sites_in(group: _Group, p: hlo.Instr, users: list[hlo.Instr]) -> int:
   same shape) share one site per site of theirs; every other read (a slice, a transpose,
   one operand position of a concatenate, a reduce's input) is a site of its own."""
   same, other = 0, 0
-  for u in users:
-    if u.id not in group.members:
-      continue
-    for k, o in enumerate(u.operands):
-      if o is p:
-        if read_factor(u, k)[1]:
-          same = max(same, group.sites[u.id])
-        else:
-          other += group.sites[u.id]
+  for u, k in _reads_in(group, p, users):
+    if read_factor(u, k)[1]:
+      same = max(same, group.sites[u.id])
+    else:
+      other += group.sites[u.id]
   return same + other
 
 
