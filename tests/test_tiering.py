@@ -362,3 +362,32 @@ def test_vector_call_module_holds_calls_and_the_variants_they_name():
     for variant in compiler._VARIANT.findall(body):    # declared and kept for the vectorizer
       assert f'declare <' in text and f'ptr @"{variant}"' in text
   assert len(text) * 3 < len(ir)
+
+
+def test_exit_waits_for_the_tier_up_in_progress(tmp_path):
+  """A tier-up still compiling when the program ends is waited for, however long it takes
+  (here 6 s, past the 5 s exit used to wait): LLVM's static destructors run at exit, and a
+  compile running under them aborted the process after the program's last line."""
+  import subprocess
+  import sys
+  done = tmp_path / "done"
+  script = (
+      "import threading, time\n"
+      "from ember._src.backends.cpu import tiering\n"
+      "class Exe:\n"
+      "  module_name = 'slow'\n"
+      "  def upgrade(self):\n"
+      f"    open({str(done)!r}, 'w').write('upgraded')\n"
+      "def job():\n"
+      "  time.sleep(6)\n"
+      "  return {}\n"
+      "tiering.submit(Exe(), job)\n"
+      "time.sleep(0.2)\n"
+      "print('program done', flush=True)\n")
+  env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(
+      __file__))))
+  r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                     timeout=120, env=env)
+  assert r.returncode == 0, r.stderr
+  assert r.stdout == "program done\n"
+  assert done.read_text() == "upgraded"

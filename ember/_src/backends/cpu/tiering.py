@@ -155,14 +155,26 @@ def _run() -> None:
 
 @atexit.register
 def _stop() -> None:
-  """At exit, let a compile in progress finish (LLVM must not be torn down under it) and
-  drop the rest."""
+  """At exit, let a compile in progress finish, however long it takes, and drop the rest:
+  the C++ static destructors that run at exit tear LLVM down, and a compile still running
+  then aborts the process (`DAG root value is not a chain!` or a segfault after the
+  program's last line: on a loaded machine the niced tier-up of an optimizer step outlived
+  the 5 s this used to wait)."""
   global _stopping
   _stopping = True
   w = _worker
   if w is not None and w.is_alive():
     _jobs.put((None, None))
-    w.join(timeout=5.0)
+    _full_priority(w)
+    w.join()
+
+
+def _full_priority(thread: threading.Thread) -> None:
+  """Undo WORKER_NICE for the exiting process's last compile (where this process may)."""
+  try:
+    os.setpriority(os.PRIO_PROCESS, thread.native_id, 0)
+  except (AttributeError, OSError, TypeError):   # no permission to lower a nice value
+    pass
 
 
 def _after_fork_in_child() -> None:
