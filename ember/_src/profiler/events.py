@@ -25,7 +25,8 @@ class LazyArgs:
   __slots__ = ()
 
   def resolve(self) -> dict:
-    raise NotImplementedError
+    raise NotImplementedError(f"{type(self).__name__} must define resolve() -> dict: the "
+                              "span's args, computed when the trace is exported")
 
 
 def tid() -> int:
