@@ -3,7 +3,7 @@
 `import ember as jax; import ember.numpy as jnp` runs JAX code unchanged.
 """
 from ember._src.config import (  # noqa: F401
-    config, disable_jit, enable_x64, numpy_dtype_promotion, numpy_rank_promotion)
+    config, default_device, disable_jit, enable_x64, numpy_dtype_promotion, numpy_rank_promotion)
 from ember._src import numpy as _np_impl  # noqa: F401  (attaches Array methods)
 from ember._src.numpy import array_methods as _array_methods  # noqa: F401
 from ember._src.basearray import Array  # noqa: F401 (abstract: arrays, tracers, keys)

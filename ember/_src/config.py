@@ -32,6 +32,10 @@ class Config:
                                                           "standard"),
       "jax_default_matmul_precision": lambda: None,
       "jax_platforms": lambda: os.environ.get("JAX_PLATFORMS", "cpu"),
+      # the device jitted calls without committed arguments run on, and device_put(x)
+      # puts on: a Device (ember.devices('tpu')[0]), a backend name ('tpu'), or None
+      # (ember's native CPU)
+      "jax_default_device": lambda: None,
       "jax_disable_jit": lambda: _env_bool("JAX_DISABLE_JIT", False),
       # what traceback_util.api_boundary does to an exception's traceback: "off", "auto",
       # "tracebackhide", "remove_frames", "quiet_remove_frames" (JAX's modes)
@@ -94,6 +98,11 @@ class Config:
     if name == "jax_traceback_filtering" and value not in _TRACEBACK_FILTERING_MODES:
       raise ValueError(f"jax_traceback_filtering must be one of {_TRACEBACK_FILTERING_MODES}, "
                        f"got {value!r}")
+    if name == "jax_default_device" and not (value is None or isinstance(value, str)
+                                             or hasattr(value, "platform")):
+      raise ValueError("jax.default_device must be passed either a Device object (e.g. "
+                       "`jax.devices('tpu')[0]`) or a platform name string like 'cpu' or "
+                       f"'tpu', got: {value!r}")
     self._values[name] = value
 
   def read(self, name: str):
@@ -132,6 +141,12 @@ def enable_x64(new_val: bool = True):
 def disable_x64():
   """Context manager that turns 64-bit mode off inside its block."""
   return enable_x64(False)
+
+
+def default_device(device):
+  """Context manager: jitted calls without committed arguments, and device_put(x), use
+  `device` (a Device or a backend name) inside the block (`jax.default_device`)."""
+  return config._override("jax_default_device", device)
 
 
 def disable_jit(disable: bool = True):

@@ -22,7 +22,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ember._src import cache_miss, compilation, core, tree_util
+from ember._src import cache_miss, compilation, core, pjrt_dispatch, tree_util
 from ember._src.api_util import ShapeDtypeStruct
 from ember._src.config import config
 from ember._src.compilation import Lowered, Staged, Traced
@@ -223,7 +223,7 @@ class _Entry:
   """One cache entry: the staged signature, its compiled computation once a top-level call
   needed it, which flat leaves are donated, and the leaves' names (miss explanations)."""
   __slots__ = ("staged", "compiled", "donated_leaves", "leaf_names", "donate_pos", "cached",
-               "hit")
+               "hit", "pjrt")
 
   def __init__(self, staged, donated_leaves, leaf_names):
     self.staged, self.compiled, self.cached = staged, None, False
@@ -231,6 +231,7 @@ class _Entry:
     n_consts = len(staged.consts)
     self.donate_pos = tuple(i + n_consts for i in donated_leaves)  # in the computation's args
     self.hit = None   # flat leaves -> the call's result, once compiled (hit_runner)
+    self.pjrt: dict = {}   # PjrtDevice -> its pjrt_dispatch.PjrtComputation
 
   def hit_runner(self) -> Callable:
     staged = self.staged
@@ -392,7 +393,8 @@ class JitWrapped:
     if cv["jax_disable_jit"]:
       return self.fun(*args, **kwargs)
     key = None
-    if cv["ember_jit_backend"] == "cpu" and core.cur_level_is_eval():
+    if cv["ember_jit_backend"] == "cpu" and cv["jax_default_device"] is None and \
+        core.cur_level_is_eval():
       # the hit path: flatten, build the key, look up, dispatch
       if self._has_static:
         dyn_args, dyn_kwargs, statics = _split_static(args, kwargs, self.static_argnums,
@@ -410,6 +412,14 @@ class JitWrapped:
         return hit(leaves)
     entry, leaves = self._lookup(args, kwargs)
     if cv["ember_jit_backend"] == "cpu" and _top_level(leaves):
+      if pjrt_dispatch.in_play(cv):
+        device, committed = pjrt_dispatch.placement(leaves, entry.leaf_names, self.__name__)
+        if device is not None:   # a PJRT device: compiled and run by its client
+          comp = entry.pjrt.get(device)
+          if comp is None:
+            with _lock:
+              comp = pjrt_dispatch.compiled_for(entry, device)
+          return entry.staged.out_tree.unflatten(comp.run(leaves, committed))
       # the fast path: run the compiled computation directly (the key fixed the arguments'
       # types; donated Arrays are deleted by run, their buffers reused when unshared)
       if entry.compiled is None:

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember._src import core, tree_util
+from ember._src.backends.pjrt import client as pjrt_client
 
 
 class Device:
@@ -51,10 +52,55 @@ class CpuDevice(Device):
 _DEVICES = [CpuDevice(0)]
 
 
-def devices(backend: str | None = None) -> list[CpuDevice]:
-  if backend not in (None, "cpu"):
-    raise RuntimeError(f"Unknown backend {backend!r}: ember runs on 'cpu' here.")
-  return list(_DEVICES)
+class PjrtDevice(Device):
+  """A device of a PJRT client (backends/pjrt): `platform` is ember's backend name ("tpu",
+  "pjrt_cpu", a plug-in's name), `device_kind` the client's ("TPU v5 lite", "cpu")."""
+
+  def __init__(self, platform: str, jax_device):
+    self.platform, self.jax_device = platform, jax_device
+    self.id = jax_device.id
+    self.device_kind = jax_device.device_kind
+    self.process_index = jax_device.process_index
+
+  client = property(lambda self: self.jax_device.client)
+
+  def __repr__(self):
+    if self.platform == pjrt_client.CPU:   # not CpuDevice(...): that is ember's native one
+      return f"PjrtCpuDevice(id={self.id})"
+    return repr(self.jax_device)
+
+  def __str__(self):
+    return f"{self.platform}:{self.id}"
+
+  def __eq__(self, other):
+    return isinstance(other, PjrtDevice) and (other.platform, other.id) == (self.platform,
+                                                                            self.id)
+
+  def __hash__(self):
+    return hash((self.platform, self.id))
+
+
+_pjrt_devices: dict[str, list[PjrtDevice]] = {}   # platform -> its devices, made once
+
+
+def devices(backend: str | None = None) -> list[Device]:
+  """The devices of `backend`: ember's native "cpu" (the default), or a PJRT platform
+  (backends/pjrt/client.py: "pjrt_cpu", "tpu", ...)."""
+  if backend in (None, "cpu"):
+    return list(_DEVICES)
+  if backend == "gpu":   # JAX's generic name: whichever GPU plug-in is installed
+    backend = next((p for p in pjrt_client.available_platforms() if p in ("cuda", "rocm")),
+                   backend)
+  devs = _pjrt_devices.get(backend)
+  if devs is None:
+    if backend not in pjrt_client.available_platforms():
+      raise RuntimeError(f"Unknown backend {backend}. Available backends are "
+                         f"{['cpu'] + pjrt_client.available_platforms()} (PJRT backends "
+                         "need jaxlib, and libtpu for 'tpu': pip install ember[tpu]).")
+    client = pjrt_client.client(backend)
+    devs = _pjrt_devices.setdefault(backend, [PjrtDevice(backend, d)
+                                              for d in client.local_devices()])
+  return list(devs)
 
 
 def default_backend() -> str:
@@ -463,7 +509,7 @@ def check_placeable(sharding: Any, what: str) -> None:
   if devs is None:
     raise TypeError(f"{what}: expected a device from ember.devices() or a "
                     f"jax.sharding.Sharding, got {sharding!r}")
-  missing = devs - set(_DEVICES)
+  missing = {d for d in devs if not isinstance(d, PjrtDevice)} - set(_DEVICES)
   if missing:
     raise ValueError(f"{what}: {sorted(map(str, missing))} are not devices of this process "
                      f"({_DEVICES})")

@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ember._src import basearray, core, dtypes
+from ember._src.config import config
 from ember._src.runtime import buffer_pool
 from ember._src import tree_util
 from ember._src.sharding import (  # noqa: F401 (devices are re-exported from here)
@@ -120,7 +121,7 @@ class Array:
   set, is the address of `_buf`, which is then ready and C-contiguous (kernels may read it
   as is: a jit cache hit checks only `_deleted` and `_ptr`)."""
   __slots__ = ("_buf", "_fut", "_idx", "_ptr", "_shape", "_dtype", "_weak_type", "_deleted",
-               "_stack", "__weakref__")
+               "_stack", "_committed", "__weakref__")   # _committed: set by device_put only
   __array_priority__ = 100
 
   def __init__(self, value, weak_type: bool = False):
@@ -253,7 +254,7 @@ class Array:
   def device(self):
     return _DEVICES[0]
 
-  committed = property(lambda self: False)
+  committed = property(lambda self: getattr(self, "_committed", False))
 
   def to_device(self, device, *, stream=None):
     """The array on `device` (the array API's spelling of device_put): ember has one CPU
@@ -446,19 +447,52 @@ def _reconstruct(value, weak_type):
   return Array(value, weak_type)
 
 
+# Device type -> put(leaf, device, committed) for the devices of other backends than the
+# native CPU (runtime/pjrt_array.py registers PjrtDevice's): device_put hands leaves to it.
+device_placers: dict = {}
+placements_made = [False]   # True once an array was committed or put on another backend
+
+
+def target_device(device):
+  """The Device a placement names: a Device, a SingleDeviceSharding's device, or None (the
+  default device, config jax_default_device, a Device or a backend name such as 'tpu' for
+  its first device; None when unset: ember's native CPU)."""
+  if device is None:
+    device = config._values["jax_default_device"]
+    if device is None:
+      return None
+    if isinstance(device, str):   # jax.default_device('tpu'); device_put takes no names
+      return devices(device)[0]
+  if isinstance(device, SingleDeviceSharding):
+    return device._device
+  return device
+
+
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-  """Put each leaf of a pytree on the (CPU) device as an Array."""
+  """Put each leaf of a pytree on `device` (default: the default device) as an Array; an
+  explicit device commits the result to it (jit runs where committed arguments live)."""
+  committed = device is not None
+  target = target_device(device)
+  placer = device_placers.get(type(target))
+  if placer is not None:
+    return tree_util.tree_map(lambda leaf: placer(leaf, target, committed), x)
   if device is not None:  # one device: every placement puts the whole array on it
     check_placeable(device, "device_put")
 
   def put(leaf):
-    if isinstance(leaf, Array):
-      leaf._check_alive()
-      return leaf
     if isinstance(leaf, core.Tracer):
       return leaf
-    aval = core.get_aval(leaf)
-    return Array(np.array(leaf, dtype=aval.dtype), aval.weak_type)
+    if isinstance(leaf, Array):
+      leaf._check_alive()
+      if type(leaf) is Array and leaf.committed == committed:
+        return leaf
+      out = Array(leaf._value, leaf._weak_type)   # from another backend, or (un)committed
+    else:
+      aval = core.get_aval(leaf)
+      out = Array(np.array(leaf, dtype=aval.dtype), aval.weak_type)
+    if committed:
+      out._committed = placements_made[0] = True
+    return out
   return tree_util.tree_map(put, x)
 
 
