@@ -26,6 +26,8 @@ from ember import lax
 
 pytest.importorskip("jaxlib", minversion="0.10.2",
                     reason="the PJRT backend needs jaxlib: pip install -e .[test] (or ember[tpu])")
+pytest.importorskip("llvmlite", reason="compares with ember's native CPU backend, which needs "
+                    "llvmlite (on a TPU host without it, run tests/test_tpu.py)")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("pjrt_seed", ROOT / "bench" / "pjrt_seed.py")
