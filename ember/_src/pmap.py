@@ -1,21 +1,25 @@
 """pmap and shard_map: run a function once per device, over slices of its inputs.
 
-shard_map (end of this file) runs on a one-device mesh the same way: its axes have size 1.
+With several devices (ember.devices(), see sharding.py) a top-level call runs one compiled
+program per device, concurrently on the devices' executors, with the collectives
+(`lax.psum(x, axis_name)`, all_gather, ppermute, ...) exchanged between the devices
+(spmd.py, runtime/collectives.py); the results are arrays split over the devices.
 
-ember has one device (ember.devices()), so `pmap(f)` runs on a one-device mesh as JAX does
-there: a mapped axis of size 1 (the number of devices in use), with `axis_name` bound for
-collectives (`lax.psum(x, axis_name)`, `lax.axis_index`), compiled once per signature. It
-is `jit(vmap(f, in_axes, out_axes, axis_name))` plus the device-count check: an axis longer
-than the devices available is an error, as in JAX.
+On one device, and inside a trace (jit of a pmap), `pmap(f)` is
+`jit(vmap(f, in_axes, out_axes, axis_name))`: the same values, computed on one device.
+Either way a mapped axis longer than the devices available is an error, as in JAX.
 """
 from __future__ import annotations
 
 import functools
 from typing import Callable, Sequence
 
-from ember._src import tree_util
+import numpy as np
+
+from ember._src import core, spmd, tree_util
 from ember._src.jit import jit
-from ember._src.sharding import AbstractMesh, Mesh, PartitionSpec, context_mesh
+from ember._src.runtime.array import from_shards
+from ember._src.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec, context_mesh
 from ember._src.sharding import devices as all_devices
 from ember._src.transforms.batching import flatten_axes, shape_of, vmap
 
@@ -54,7 +58,8 @@ def _check_devices(name: str, dyn: tuple, kwargs: dict, in_axes, axis_size, ndev
   if n > ndev:
     raise ValueError(f"compiling computation `{name}` that requires {n} logical devices, "
                      f"but only {ndev} XLA devices are available (num_replicas={n}); "
-                     "ember has one device: use vmap to map over more slices.")
+                     "ask for more with EMBER_NUM_CPU_DEVICES=N (or XLA_FLAGS="
+                     "--xla_force_host_platform_device_count=N), or use vmap.")
 
 
 def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
@@ -73,7 +78,8 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
   static_nums = _as_tuple(static_broadcasted_argnums)
-  ndev = len(devices) if devices is not None else len(all_devices(backend))
+  devs = list(devices) if devices is not None else all_devices(backend)
+  ndev = len(devs)
   name = getattr(fun, "__name__", "pmap_fun")
 
   def dyn_in_axes(static: tuple):
@@ -89,16 +95,84 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     return vmap(per_slice, axes, out_axes, axis_name, axis_size)(*dyn, **kwargs)
 
   compiled = {}  # the jit of `mapped`, per donated positions (they depend on len(args))
+  programs = {}  # multi-device: (static args, tree, axes, size) -> its SpmdFunction
+
+  def on_devices(static, dyn, kwargs):
+    """The multi-device run: one program per device, collectives between them."""
+    axes = dyn_in_axes(static)
+    _check_devices(f"pmap_{name}", dyn, kwargs, axes, axis_size, ndev)
+    leaves, tree = tree_util.tree_flatten((dyn, kwargs))
+    dims = flatten_axes("pmap in_axes", tree, (axes, 0), kws=True)
+    sizes = {shape_of(x)[d] for x, d in zip(leaves, dims) if d is not None}
+    n = axis_size if axis_size is not None else sizes.pop()
+    if sizes - {n}:
+      raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: "
+                       f"{sorted(sizes | {n})}")
+    key = (static, tree, tuple(dims), n)
+    prog = programs.get(key)
+    if prog is None:
+      def per_device(*flat):
+        d_args, d_kwargs = tree_util.tree_unflatten(tree, list(flat))
+        return fun(*_rebuild(static, d_args), **d_kwargs)
+      prog = programs[key] = spmd.SpmdFunction(per_device, {axis_name: n}, f"pmap_{name}")
+    grid = np.empty(n, dtype=object)
+    grid[:] = devs[:n]
+    per_device_args = {dev: spmd.host_args([_slice(x, d, i, dev) for x, d in zip(leaves, dims)])
+                       for i, dev in enumerate(grid)}
+    outs, out_tree = prog.run(grid, (axis_name,), per_device_args)
+    out_dims = flatten_axes("pmap out_axes", out_tree, out_axes)
+    mesh = Mesh(grid, (_mesh_name(axis_name),))
+    results = [_stack(mesh, [outs[dev][k] for dev in grid], d)
+               for k, d in enumerate(out_dims)]
+    return tree_util.tree_unflatten(out_tree, results)
 
   @functools.wraps(fun, updated=())
   def pmap_f(*args, **kwargs):
     static, dyn = _split_static(args, static_nums)
+    if ndev > 1 and core.cur_level_is_eval() and not any(
+        isinstance(x, core.Tracer) for x in tree_util.tree_leaves((dyn, kwargs))):
+      return on_devices(static, dyn, kwargs)
     donate = _donated_positions(len(args), static, _as_tuple(donate_argnums))
     if donate not in compiled:
       compiled[donate] = jit(mapped, static_argnums=0, donate_argnums=donate)
     return compiled[donate](static, *dyn, **kwargs)
 
   return pmap_f
+
+
+def _mesh_name(axis_name) -> str:
+  return "_pmap" if axis_name is None else axis_name
+
+
+def _slice(x, d, i: int, dev):
+  """Device `dev`'s argument: slice `i` of `x` along its mapped axis `d` (all of `x` when
+  `d` is None); the array's own piece when it is already split that way over the devices."""
+  if d is None:
+    return x
+  nd = len(shape_of(x))
+  d %= nd
+  index = tuple(slice(i, i + 1) if k == d else slice(None) for k in range(nd))
+  piece = spmd.device_piece(x, index, dev)
+  if isinstance(piece, np.ndarray):
+    return piece.reshape(piece.shape[:d] + piece.shape[d + 1:])
+  want = tuple(s for k, s in enumerate(shape_of(x)) if k != d)
+  return piece if tuple(piece.shape) == want else np.asarray(piece).reshape(want)
+
+
+def _stack(mesh: Mesh, per_device: list, d):
+  """One pmap output from each device's: stacked along `d` (an array split over the mesh's
+  one axis, each device's piece its own output), or, `d` None, replicated."""
+  first = per_device[0]
+  if d is None:
+    return from_shards(first.shape, first.dtype, first.weak_type,
+                       NamedSharding(mesh, PartitionSpec()), dict(zip(mesh.devices.flat,
+                                                                      per_device)))
+  shape = list(first.shape)
+  d %= len(shape) + 1
+  shape.insert(d, len(per_device))
+  spec = PartitionSpec(*([None] * d), mesh.axis_names[0])
+  return from_shards(tuple(shape), first.dtype, first.weak_type, NamedSharding(mesh, spec),
+                     dict(zip(mesh.devices.flat, per_device)))
 
 
 def _donated_positions(nargs: int, static: tuple, donate_argnums: tuple) -> tuple:

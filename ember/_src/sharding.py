@@ -1,9 +1,12 @@
 """Devices and shardings (`jax.sharding`): where an array's pieces live.
 
-ember runs on one CPU device. `Mesh`, `NamedSharding` and `PartitionSpec` are real objects
-with JAX's attributes, equality, hashing and printing, so code that builds them (to pass to
-`device_put` or `jit(in_shardings=...)`) runs; with one device every
-sharding places the whole array on it. Multi-device semantics come later.
+ember runs on one CPU device unless asked for more: `EMBER_NUM_CPU_DEVICES=N`, or JAX's
+spelling `XLA_FLAGS=--xla_force_host_platform_device_count=N`, read when ember is imported,
+gives N CPU devices, each with its own executor (runtime/executor.py). `Mesh`,
+`NamedSharding` and `PartitionSpec` are real objects with JAX's attributes, equality, hashing
+and printing; `device_put` with a sharding splits an array over the devices
+(runtime/array.py's PlacedArray), and pmap/shard_map run one program per device with
+collectives between them (pmap.py, runtime/collectives.py).
 """
 from __future__ import annotations
 
@@ -48,7 +51,27 @@ class CpuDevice(Device):
     return hash(("cpu", self.id))
 
 
-_DEVICES = [CpuDevice(0)]
+def num_cpu_devices() -> int:
+  """How many CPU devices this process has: EMBER_NUM_CPU_DEVICES, else XLA_FLAGS'
+  --xla_force_host_platform_device_count, else 1."""
+  import os
+  import re
+  raw = os.environ.get("EMBER_NUM_CPU_DEVICES", "").strip()
+  what = f"EMBER_NUM_CPU_DEVICES={raw!r}"
+  if not raw:
+    m = re.search(r"--xla_force_host_platform_device_count=(\S*)",
+                  os.environ.get("XLA_FLAGS", ""))
+    raw, what = (m.group(1), f"XLA_FLAGS' {m.group(0)}") if m else ("1", "")
+  try:
+    n = int(raw)
+  except ValueError:
+    n = 0
+  if n < 1:
+    raise ValueError(f"{what}: the number of CPU devices must be an integer >= 1")
+  return n
+
+
+_DEVICES = [CpuDevice(i) for i in range(num_cpu_devices())]
 
 
 def devices(backend: str | None = None) -> list[CpuDevice]:
