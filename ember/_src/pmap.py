@@ -205,6 +205,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=None, mesh=No
                                axis_names=axis_names, check_vma=check_vma)
   if not callable(f):
     raise TypeError(f"shard_map requires a callable for its first argument, got {f!r}")
+  programs: dict = {}   # multi-device: (mesh, tree, specs) -> its SpmdFunction
 
   @functools.wraps(f)
   def shard_mapped(*args, **kwargs):
@@ -215,11 +216,14 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=None, mesh=No
     m = _shard_map_mesh(mesh)
     manual = tuple(n for n in m.axis_names if not axis_names or n in axis_names)
     leaves, tree = tree_util.tree_flatten(args)
+    specs = [None] * len(leaves)   # without in_specs: every device gets the whole input
     if in_specs is not None:
       specs = flatten_axes("shard_map in_specs", tree, tuple(in_specs) if isinstance(
           in_specs, list) else in_specs)
       for x, spec in zip(leaves, specs):
         _check_spec(spec, shape_of(x), manual, "in_specs", m)
+    if m.size > 1:
+      return _shard_map_on_devices(f, m, manual, leaves, tree, specs, out_specs, programs)
     run = f
     for name in reversed(manual):
       run = vmap(run, in_axes=None, out_axes=0, axis_name=name, axis_size=1)
@@ -244,12 +248,50 @@ def _shard_map_mesh(mesh) -> Mesh | AbstractMesh:
   if not isinstance(m, (Mesh, AbstractMesh)):
     raise TypeError(f"shard_map requires a jax.sharding.Mesh or AbstractMesh for mesh, "
                     f"got {m!r}")
-  if m.size > 1:
-    raise NotImplementedError(
-        f"shard_map over {m} (mesh axes of sizes {m.axis_sizes}): ember runs on one device, "
-        "so a mesh must have every axis of size 1. Multi-device shard_map comes with "
-        "multi-device support; on one device, vmap with axis_name maps over the blocks.")
+  if m.size > 1 and not isinstance(m, Mesh):
+    raise NotImplementedError(f"shard_map over the abstract mesh {m}: pass a Mesh of "
+                              "devices (jax.make_mesh) to run on several devices")
   return m
+
+
+def _shard_map_on_devices(f, m: Mesh, manual: tuple, leaves, tree, specs, out_specs,
+                          programs: dict):
+  """shard_map over a mesh of several devices: each device runs `f` on its blocks (one
+  compiled program, collectives over the mesh axes between the devices); the outputs are
+  arrays split over the mesh as `out_specs` say."""
+  if not core.cur_level_is_eval() or any(isinstance(x, core.Tracer) for x in leaves):
+    raise NotImplementedError(
+        f"shard_map over {m} inside jit (or another transformation): ember runs a "
+        "multi-device shard_map only at top level so far; call it outside jit")
+  if manual != m.axis_names:
+    raise NotImplementedError(f"shard_map with axis_names={set(manual)} (a part of the mesh "
+                              f"axes {m.axis_names}): ember maps over all of them")
+  key = (m, tree, tuple(specs))
+  prog = programs.get(key)
+  if prog is None:
+    def per_device(*flat):
+      return f(*tree_util.tree_unflatten(tree, list(flat)))
+    prog = programs[key] = spmd.SpmdFunction(per_device, dict(m.shape), _fun_name(f))
+  in_maps = [NamedSharding(m, spec or PartitionSpec()).devices_indices_map(shape_of(x))
+             for x, spec in zip(leaves, specs)]
+  per_device_args = {dev: spmd.host_args([spmd.device_piece(x, im[dev], dev)
+                                          for x, im in zip(leaves, in_maps)])
+                     for dev in m.devices.flat}
+  outs, out_tree = prog.run(m.devices, m.axis_names, per_device_args)
+  first = outs[m.devices.flat[0]]
+  results = []
+  for k, spec in enumerate(flatten_axes("shard_map out_specs", out_tree, out_specs)):
+    y = first[k]
+    _check_spec(spec, y.shape, manual, "out_specs", m)
+    spec = spec or PartitionSpec()
+    shape = list(y.shape)
+    for dim, entry in enumerate(spec):
+      for a in (entry if isinstance(entry, tuple) else (entry,)):
+        if a is not None and a is not PartitionSpec.UNCONSTRAINED:
+          shape[dim] *= m.shape[a]
+    results.append(from_shards(tuple(shape), y.dtype, y.weak_type, NamedSharding(m, spec),
+                               {dev: outs[dev][k] for dev in m.devices.flat}))
+  return tree_util.tree_unflatten(out_tree, results)
 
 
 def _check_spec(spec, shape: tuple, manual: tuple, what: str, mesh) -> None:
