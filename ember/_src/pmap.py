@@ -19,7 +19,8 @@ import numpy as np
 from ember._src import core, spmd, tree_util
 from ember._src.jit import jit
 from ember._src.runtime.array import from_shards
-from ember._src.sharding import AbstractMesh, Mesh, NamedSharding, PartitionSpec, context_mesh
+from ember._src.sharding import (AbstractMesh, Mesh, NamedSharding, PartitionSpec,
+                                 check_placeable, context_mesh)
 from ember._src.sharding import devices as all_devices
 from ember._src.transforms.batching import flatten_axes, shape_of, vmap
 
@@ -263,6 +264,7 @@ def _shard_map_on_devices(f, m: Mesh, manual: tuple, leaves, tree, specs, out_sp
     raise NotImplementedError(
         f"shard_map over {m} inside jit (or another transformation): ember runs a "
         "multi-device shard_map only at top level so far; call it outside jit")
+  check_placeable(NamedSharding(m, PartitionSpec()), f"shard_map over {m}")
   if manual != m.axis_names:
     raise NotImplementedError(f"shard_map with axis_names={set(manual)} (a part of the mesh "
                               f"axes {m.axis_names}): ember maps over all of them")
