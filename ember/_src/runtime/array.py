@@ -479,7 +479,7 @@ class _Gather:
   def wait(self) -> list:
     out = np.empty(self.shape, self.dtype)
     for dev, index in self.indices.items():
-      piece = out[index]
+      piece = out[index + (...,)]   # a view also of a 0-d array
       piece[...] = np.asarray(self.shards[dev]._value).reshape(piece.shape)
     out.flags.writeable = False
     return [out]
