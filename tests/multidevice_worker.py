@@ -1,6 +1,7 @@
 """Run by tests/test_multidevice.py in a subprocess with N CPU devices (EMBER_NUM_CPU_DEVICES):
-checks the collectives against NumPy and prints a data-parallel MLP step's parameters
-(pmap and shard_map forms) as JSON."""
+checks the collectives, jit over committed and split arrays, and shard_map/pmap inside jit
+against NumPy, and prints a data-parallel MLP step's parameters (pmap, shard_map, jit with
+NamedShardings, jit with a sharding constraint) as JSON."""
 import json
 import sys
 
@@ -94,11 +95,132 @@ def shard_map_steps(steps=3):
   return params
 
 
+def check_jit_committed():
+  """All committed arguments on one device: runs there, outputs committed there; on two
+  devices: JAX's incompatible-devices error naming both arguments."""
+  d = jax.devices()
+  x = rng.standard_normal((4, 3)).astype(np.float32)
+  f = jax.jit(lambda a, b: (a * 2 + b).sum(0))
+  r = f(jax.device_put(x, d[-1]), 1.0)
+  assert r.committed and r.sharding == jax.sharding.SingleDeviceSharding(d[-1]), r.sharding
+  np.testing.assert_allclose(np.asarray(r), (x.astype(np.float64) * 2 + 1).sum(0), 1e-6)
+  if n > 1:
+    try:
+      f(jax.device_put(x, d[0]), jax.device_put(x, d[1]))
+    except ValueError as e:
+      msg = str(e)
+      assert msg.startswith("Received incompatible devices for jitted computation.") and \
+          "argument a of <lambda> with shape float32[4,3] and with device ids [0]" in msg and \
+          "argument b of <lambda> with shape float32[4,3] and with device ids [1]" in msg, msg
+    else:
+      raise AssertionError("no incompatible-devices error")
+
+
+# Split contractions and reductions add per-device partial sums, then the partials in rank
+# order: f32 rounding differs from one sum over the whole axis by a few ulps.
+TOL = dict(rtol=2e-6, atol=1e-6)
+
+
+def check_jit_partitioned():
+  """Ops of a jit over split arguments (and with in/out_shardings) against NumPy, and the
+  outputs' shardings."""
+  mesh = jax.make_mesh((n,), ("data",))
+  data, repl = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+  x = rng.standard_normal((8, 4)).astype(np.float32)
+  w = rng.standard_normal((4, 3)).astype(np.float32)
+  xs = jax.device_put(x, data)
+  outs = jax.jit(lambda x, w: (jnp.tanh(x @ w) + 1.0, (x @ w).sum(), x.T @ x, x.max(0),
+                               jnp.cumsum(x, 0), (x.reshape(8, 2, 2) * 3).T))(xs, w)
+  x64, w64 = x.astype(np.float64), w.astype(np.float64)
+  want = [np.tanh(x64 @ w64) + 1, (x64 @ w64).sum(), x64.T @ x64, x.max(0),
+          np.cumsum(x64, 0), (x64.reshape(8, 2, 2) * 3).T]
+  for got, ref in zip(outs, want):
+    np.testing.assert_allclose(np.asarray(got), ref, **TOL)
+  if n > 1:   # (on one device the arguments are committed to it: SingleDeviceShardings)
+    specs = [o.sharding.spec for o in outs]
+    # batch-sharded activations; replicated after the all-reduce; cumsum is computed whole
+    assert specs == [P("data"), P(), P(), P(), P(), P(None, None, "data")], specs
+  y = jax.jit(lambda a: a * 2, in_shardings=repl, out_shardings=data)(x)
+  assert y.sharding == data and [s.data.shape for s in y.addressable_shards] == \
+      [(8 // n, 4)] * n
+  np.testing.assert_array_equal(np.asarray(y), x * 2)
+  z = jax.jit(lambda a: jax.sharding.reshard(a * 2, P("data")) + 1)
+  with jax.set_mesh(mesh):
+    zz = z(x)
+  np.testing.assert_array_equal(np.asarray(zz), x * 2 + 1)
+  assert n == 1 or zz.sharding.spec == P("data"), zz.sharding
+  if n == 4:   # a 2-D mesh: contraction over the 'y'-split dim of both operands
+    m2 = jax.make_mesh((2, 2), ("x", "y"))
+    a = jax.device_put(x, NamedSharding(m2, P("x", "y")))
+    b = jax.device_put(rng.standard_normal((4, 6)).astype(np.float32),
+                       NamedSharding(m2, P("y", None)))
+    c = jax.jit(lambda a, b: a @ b)(a, b)
+    np.testing.assert_allclose(np.asarray(c), x64 @ np.asarray(b, np.float64), **TOL)
+    assert c.sharding.spec == P("x"), c.sharding
+
+
+def check_maps_inside_jit():
+  """shard_map and pmap inside jit: the values of the top-level per-device runs (and of
+  NumPy)."""
+  shape = (2, n // 2) if n % 2 == 0 else (n, 1)
+  mesh = jax.make_mesh(shape, ("x", "y"))
+  x = rng.standard_normal((8, 6)).astype(np.float32)
+
+  def body(b):
+    return (lax.psum(b.sum(0, keepdims=True), "x"), b * 2,
+            lax.all_gather(b, "x", axis=0, tiled=True))
+  sm = jax.shard_map(body, mesh=mesh, in_specs=P("x", "y"),
+                     out_specs=(P(None, "y"), P("x", "y"), P(None, "y")))
+  top, inside = sm(x), jax.jit(sm)(x)
+  want = [x.astype(np.float64).sum(0, keepdims=True), x * 2, x]
+  for t, i, ref in zip(top, inside, want):
+    np.testing.assert_allclose(np.asarray(t), ref, **TOL)
+    np.testing.assert_allclose(np.asarray(i), ref, **TOL)
+  pm = jax.pmap(lambda v: lax.psum(v, "i") * v, "i")
+  v = rng.standard_normal((n, 3)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(jax.jit(pm)(v)), v.sum(0) * v, **TOL)
+
+
+def jit_steps(steps=3):
+  """The step as one jit over the mesh: the batch split over 'data', the params
+  replicated; propagation makes the weight grads local dots + psum."""
+  mesh = jax.make_mesh((n,), ("data",))
+  data, repl = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+  x, y = batch()
+  step = jax.jit(lambda p, xb, yb: sgd(p, jax.grad(loss)(p, xb, yb)),
+                 in_shardings=(repl, data, data), out_shardings=repl)
+  params = init()
+  for _ in range(steps):
+    params = step(params, x, y)
+  assert all(p.sharding == repl for p in jax.tree.leaves(params))
+  return params
+
+
+def constrained_steps(steps=3):
+  """The same step with the split asked for inside (with_sharding_constraint) and the
+  params' sharding left to propagation (replicated after the psum)."""
+  mesh = jax.make_mesh((n,), ("data",))
+  data = NamedSharding(mesh, P("data"))
+  x, y = batch()
+  step = jax.jit(lambda p, xb, yb: sgd(p, jax.grad(loss)(
+      p, lax.with_sharding_constraint(xb, data), lax.with_sharding_constraint(yb, data))))
+  params = init()
+  for _ in range(steps):
+    params = step(params, x, y)
+  if n > 1:
+    assert all(p.sharding.spec == P() for p in jax.tree.leaves(params))
+  return params
+
+
 def flat(ps):
   return [np.asarray(a, np.float64).ravel().tolist() for a in jax.tree.leaves(ps)]
 
 
 if __name__ == "__main__":
   check_collectives()
-  json.dump({"n": n, "pmap": flat(pmap_steps()), "shard_map": flat(shard_map_steps())},
+  check_jit_committed()
+  check_jit_partitioned()
+  check_maps_inside_jit()
+  json.dump({"n": n, "pmap": flat(pmap_steps()), "shard_map": flat(shard_map_steps()),
+             "jit": flat(jit_steps()), "jit_constraint": flat(constrained_steps())},
             sys.stdout)

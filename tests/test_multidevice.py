@@ -1,5 +1,6 @@
-"""Many CPU devices in one process (EMBER_NUM_CPU_DEVICES): pmap/shard_map collectives against
-NumPy, and a data-parallel MLP step on 1, 2 and 4 devices against one full-batch jit step.
+"""Many CPU devices in one process (EMBER_NUM_CPU_DEVICES): pmap/shard_map collectives, jit over
+committed and split arrays (sharding propagation), shard_map/pmap inside jit against NumPy,
+and a data-parallel MLP step on 1, 2 and 4 devices against one full-batch jit step.
 Each device count runs in a subprocess (tests/multidevice_worker.py) so the rest of the suite
 keeps one device."""
 import json
@@ -49,7 +50,7 @@ def test_data_parallel_mlp_matches_one_device(n, env_var, reference):
   assert res["n"] == n
   # The devices' gradients are summed in another order than one device's batch reduction
   # (per-shard sums, then a rank-order all-reduce): f32 rounding differs by ~1 ulp per add.
-  for form in ("pmap", "shard_map"):
+  for form in ("pmap", "shard_map", "jit", "jit_constraint"):
     for got, want in zip(res[form], reference):
       np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6, err_msg=form)
 

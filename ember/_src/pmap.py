@@ -12,12 +12,14 @@ Either way a mapped axis longer than the devices available is an error, as in JA
 from __future__ import annotations
 
 import functools
+import math
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ember._src import core, spmd, tree_util
 from ember._src.jit import jit
+from ember._src.primitives import structural
 from ember._src.runtime.array import from_shards
 from ember._src.sharding import (AbstractMesh, Mesh, NamedSharding, PartitionSpec,
                                  check_placeable, context_mesh)
@@ -260,14 +262,12 @@ def _shard_map_on_devices(f, m: Mesh, manual: tuple, leaves, tree, specs, out_sp
   """shard_map over a mesh of several devices: each device runs `f` on its blocks (one
   compiled program, collectives over the mesh axes between the devices); the outputs are
   arrays split over the mesh as `out_specs` say."""
-  if not core.cur_level_is_eval() or any(isinstance(x, core.Tracer) for x in leaves):
-    raise NotImplementedError(
-        f"shard_map over {m} inside jit (or another transformation): ember runs a "
-        "multi-device shard_map only at top level so far; call it outside jit")
   check_placeable(NamedSharding(m, PartitionSpec()), f"shard_map over {m}")
   if manual != m.axis_names:
     raise NotImplementedError(f"shard_map with axis_names={set(manual)} (a part of the mesh "
                               f"axes {m.axis_names}): ember maps over all of them")
+  if not core.cur_level_is_eval() or any(isinstance(x, core.Tracer) for x in leaves):
+    return _shard_map_vmapped(f, m, leaves, tree, specs, out_specs)
   key = (m, tree, tuple(specs))
   prog = programs.get(key)
   if prog is None:
@@ -294,6 +294,77 @@ def _shard_map_on_devices(f, m: Mesh, manual: tuple, leaves, tree, specs, out_sp
     results.append(from_shards(tuple(shape), y.dtype, y.weak_type, NamedSharding(m, spec),
                                {dev: outs[dev][k] for dev in m.devices.flat}))
   return tree_util.tree_unflatten(out_tree, results)
+
+
+def _shard_map_vmapped(f, m: Mesh, leaves, tree, specs, out_specs):
+  """shard_map over several devices inside jit (or another transformation): each input's
+  blocks stacked along new leading axes, one per mesh axis it is split over, and `f`
+  vmapped over every mesh axis with that axis's name (so its collectives are reductions
+  over the stacked blocks); the outputs reassembled from their blocks as `out_specs` say.
+  The same values as the per-device run, computed in the one traced program (which jit
+  may partition in its turn)."""
+  names, sizes = m.axis_names, dict(m.shape)
+  blocked = [_to_blocks(x, spec, names, sizes) for x, spec in zip(leaves, specs)]
+  run = lambda *flat: f(*tree_util.tree_unflatten(tree, list(flat)))
+  for name in reversed(names):
+    axes = [0 if name in used else None for _, used in blocked]
+    run = vmap(run, in_axes=tuple(axes), out_axes=0, axis_name=name, axis_size=sizes[name])
+  out_leaves, out_tree = tree_util.tree_flatten(run(*[b for b, _ in blocked]))
+  results = []
+  for y, spec in zip(out_leaves, flatten_axes("shard_map out_specs", out_tree, out_specs)):
+    _check_spec(spec, shape_of(y)[len(names):], names, "out_specs", m)
+    results.append(_from_blocks(y, spec, names, sizes))
+  return tree_util.tree_unflatten(out_tree, results)
+
+
+def _spec_axes(spec, ndim: int) -> list:
+  """Per dim of a value, the mesh axes `spec` splits it over (major first)."""
+  out = []
+  for d in range(ndim):
+    entry = spec[d] if spec is not None and d < len(spec) else None
+    if entry is None or entry is PartitionSpec.UNCONSTRAINED:
+      out.append(())
+    else:
+      out.append(entry if isinstance(entry, tuple) else (entry,))
+  return out
+
+
+def _to_blocks(x, spec, names: tuple, sizes: dict) -> tuple:
+  """(x with each split dim cut into (axis sizes..., block) and the mesh axes moved to the
+  front in mesh order, the names of those axes)."""
+  shape = shape_of(x)
+  split, pos, local = [], {}, []
+  for d, axes in enumerate(_spec_axes(spec, len(shape))):
+    for a in axes:
+      pos[a] = len(split)
+      split.append(sizes[a])
+    local.append(len(split))
+    split.append(shape[d] // math.prod(sizes[a] for a in axes))
+  used = tuple(a for a in names if a in pos)
+  if not used:
+    return x, used
+  x = structural.reshape(x, tuple(split))
+  return structural.transpose(x, tuple(pos[a] for a in used) + tuple(local)), used
+
+
+def _from_blocks(y, spec, names: tuple, sizes: dict):
+  """The output from `y` (one block per mesh position along leading axes in mesh order):
+  blocks joined along the dims `spec` splits, the first block taken along the other
+  axes."""
+  local = shape_of(y)[len(names):]
+  dims = _spec_axes(spec, len(local))
+  used = [a for axes in dims for a in axes]
+  unused = [k for k, a in enumerate(names) if a not in used]
+  lead = [k for k, a in enumerate(names) if a in used]
+  y = structural.transpose(y, tuple(unused + lead + list(range(len(names), len(names) +
+                                                               len(local)))))
+  for _ in unused:
+    y = structural.index_in_dim(y, 0, 0, keepdims=False)
+  at = {names[k]: i for i, k in enumerate(lead)}
+  perm = [p for d, axes in enumerate(dims) for p in [at[a] for a in axes] + [len(lead) + d]]
+  y = structural.transpose(y, tuple(perm))
+  return structural.reshape(y, tuple(n * math.prod(sizes[a] for a in axes)
+                                     for n, axes in zip(local, dims)))
 
 
 def _check_spec(spec, shape: tuple, manual: tuple, what: str, mesh) -> None:

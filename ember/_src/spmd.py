@@ -117,8 +117,12 @@ def call_placed(wrapped: JitWrapped, entry, leaves: list, shardings) -> object:
       return None
     device = single.pop()
   comp = entry.compiled or _compile_locked(entry)
-  outs = comp.run([*staged.consts, *leaves], device=device.id)
-  return staged.out_tree.unflatten([place(o, device) for o in outs])
+  outs = [place(o, device) for o in comp.run([*staged.consts, *leaves], device=device.id)]
+  for k, s in enumerate(out_sh or []):   # one device's out_shardings: reported as given
+    if s is not None:
+      outs[k] = from_shards(outs[k].shape, outs[k].dtype, outs[k].weak_type, s,
+                            {device: outs[k]})
+  return staged.out_tree.unflatten(outs)
 
 
 def _flat_shardings(what: str, tree_prefix, tree, kws: bool = False) -> list:
