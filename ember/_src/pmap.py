@@ -6,7 +6,8 @@ program per device, concurrently on the devices' executors, with the collectives
 (spmd.py, runtime/collectives.py); the results are arrays split over the devices.
 
 On one device, and inside a trace (jit of a pmap), `pmap(f)` is
-`jit(vmap(f, in_axes, out_axes, axis_name))`: the same values, computed on one device.
+`jit(vmap(f, in_axes, out_axes, axis_name))`: the same values, computed on one device; a
+multi-device shard_map inside a trace is likewise a vmap over the mesh axes.
 Either way a mapped axis longer than the devices available is an error, as in JAX.
 """
 from __future__ import annotations
@@ -196,10 +197,10 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=None, mesh=No
   axes for collectives (`lax.psum(x, 'x')`, `lax.axis_index`); `out_specs` says how the
   per-device results make the outputs (`jax.shard_map`; a decorator when `f` is omitted).
 
-  ember has one device: on a mesh whose axes all have size 1 the block is the whole array,
-  so `f` runs once on its inputs with each of the mesh axes (or just `axis_names`) bound at
-  size 1, as vmap binds them (compiled inside jit like any other code). A mesh of more
-  devices is an error until ember runs on several. `mesh` defaults to the one `jax.set_mesh`
+  On a mesh whose axes all have size 1 the block is the whole array, so `f` runs once on
+  its inputs with each of the mesh axes (or just `axis_names`) bound at size 1, as vmap
+  binds them. On a mesh of several devices a top-level call runs `f` per device
+  (spmd.py); inside jit `f` is vmapped over the mesh axes on the stacked blocks. `mesh` defaults to the one `jax.set_mesh`
   put in context. `check_vma` is accepted; ember does not infer which values vary over the
   mesh axes, so it does not reject an `out_specs` of P() for a varying value as JAX does.
   """
