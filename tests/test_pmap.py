@@ -142,8 +142,7 @@ class _OtherDevice(ember._src.sharding.Device):
     self.id = id
 
 
-def test_shard_map_over_more_devices_names_multi_device_support():
+def test_shard_map_over_devices_of_another_process_is_an_error():
   mesh = Mesh(np.array([_OtherDevice(0), _OtherDevice(1)], dtype=object), ("x",))
-  with pytest.raises(NotImplementedError, match=r"mesh axes of sizes \(2,\).*one device.*"
-                     r"Multi-device shard_map"):
+  with pytest.raises(ValueError, match=r"shard_map over Mesh.*not devices of this process"):
     ember.shard_map(lambda a: a, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(XS)

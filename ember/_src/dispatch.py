@@ -39,14 +39,16 @@ class CompiledComputation:
       self._text = hlo.to_text(self.module)
     return self._text
 
-  def run(self, args: Sequence, donate: Sequence[int] = (), trusted: bool = False) -> list:
+  def run(self, args: Sequence, donate: Sequence[int] = (), trusted: bool = False,
+          device: int = 0) -> list:
     """Dispatch the executable on `args` (asynchronous dispatch: see runtime/executor.py);
     arguments that are pending Arrays are resolved on the executor thread.
 
     `donate`: positions of donated arguments. They are deleted (Arrays) and, where the
     executable computes an output into that parameter, an Array's buffer is handed over
     without a copy when nothing else can reach it (else, and for NumPy arguments, a copy).
-    `trusted`: the caller's signature key already fixes every argument's shape and dtype."""
+    `trusted`: the caller's signature key already fixes every argument's shape and dtype.
+    `device`: the id of the device to run on (its executor's queue)."""
     plan = self._plan
     if plan is None or plan.executable is not self.executable:
       plan = self._plan = _RunPlan(self)
@@ -89,7 +91,7 @@ class CompiledComputation:
       # checked mode reports a mismatch at the call
       return executor.dispatch(plan.checked_call, host, plan.out_specs, ptrs=ptrs, sync=True)
     return executor.dispatch(plan.call, host, plan.out_specs, ptrs=ptrs, small=plan.small,
-                             user_arrays=user)
+                             user_arrays=user, device=device)
 
   def hit_runner(self, consts: Sequence, donate: Sequence[int],
                  finish: Callable[[list], Any]) -> Callable[[Sequence], Any]:

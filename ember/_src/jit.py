@@ -29,7 +29,7 @@ from ember._src.compilation import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
 from ember._src.primitives import indexing
 from ember._src.profiler import events as _profiler
-from ember._src.runtime.array import Array
+from ember._src.runtime.array import Array, PlacedArray
 from ember._src.transforms import ad
 from ember._src.transforms import batching
 
@@ -223,7 +223,7 @@ class _Entry:
   """One cache entry: the staged signature, its compiled computation once a top-level call
   needed it, which flat leaves are donated, and the leaves' names (miss explanations)."""
   __slots__ = ("staged", "compiled", "donated_leaves", "leaf_names", "donate_pos", "cached",
-               "hit", "pjrt")
+               "hit", "pjrt", "placed", "programs")
 
   def __init__(self, staged, donated_leaves, leaf_names):
     self.staged, self.compiled, self.cached = staged, None, False
@@ -232,6 +232,10 @@ class _Entry:
     self.donate_pos = tuple(i + n_consts for i in donated_leaves)  # in the computation's args
     self.hit = None   # flat leaves -> the call's result, once compiled (hit_runner)
     self.pjrt: dict = {}   # PjrtDevice -> its pjrt_dispatch.PjrtComputation
+    # whether the body constrains a value over several devices (then calls are partitioned,
+    # spmd.call_placed), and the partitioned programs by (mesh, input and output splits)
+    self.placed = _constrains(staged.jaxpr)
+    self.programs = None
 
   def hit_runner(self) -> Callable:
     staged = self.staged
@@ -285,6 +289,11 @@ def _donated_leaves(args, kwargs, donate_argnums, donate_argnames, static_argnum
   return tuple(i for i, d in enumerate(leaves) if d)
 
 
+def _constrains(jaxpr) -> bool:
+  from ember._src.passes import sharding_propagation   # passes import primitives
+  return sharding_propagation.constraint_sharding(jaxpr) is not None
+
+
 def _compile(entry: _Entry) -> Any:
   """Lower and compile a cache entry (a real compilation, logged: compilation.compile_staged),
   unless `jit(f).lower(...).compile()` already compiled it with the same flags."""
@@ -296,7 +305,8 @@ class JitWrapped:
   """The object `ember.jit(f)` returns: callable like `f`, plus `.trace(...)`."""
 
   def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
-               donate_argnames=(), keep_unused=False, inline=False):
+               donate_argnames=(), keep_unused=False, inline=False, in_shardings=None,
+               out_shardings=None):
     if not callable(fun):
       raise TypeError(f"jit expects a callable, got {type(fun).__name__}: {fun!r}")
     self.fun = fun
@@ -307,6 +317,10 @@ class JitWrapped:
       raise ValueError(f"jit: arguments {sorted(overlap)} of {getattr(fun, '__name__', fun)} "
                        "are both static and donated; static arguments cannot be donated.")
     self.keep_unused, self.inline = keep_unused, inline
+    # (in_shardings, out_shardings), None when neither is given: calls then run where
+    # their committed arguments are (spmd.call_placed), never through the hit path
+    self._shardings = (None if in_shardings is None and out_shardings is None
+                       else (in_shardings, out_shardings))
     self._donate = (self.donate_argnums, self.donate_argnames, keep_unused, inline)
     self._cache: dict[CacheKey, _Entry] = _cache_for(fun)
     # The hit path's cache: a flat tuple of the arguments' structure, leaf types and trace
@@ -420,12 +434,17 @@ class JitWrapped:
             with _lock:
               comp = pjrt_dispatch.compiled_for(entry, device)
           return entry.staged.out_tree.unflatten(comp.run(leaves, committed))
+      if self._shardings is not None or entry.placed or _any_placed(leaves):
+        from ember._src import spmd   # spmd builds on jit
+        out = spmd.call_placed(self, entry, leaves, self._shardings)
+        if out is not None:
+          return out
       # the fast path: run the compiled computation directly (the key fixed the arguments'
       # types; donated Arrays are deleted by run, their buffers reused when unshared)
       if entry.compiled is None:
         _compile_locked(entry)
       hit = entry.hit or entry.hit_runner()
-      if key is not None and entry.cached:
+      if key is not None and entry.cached and self._shardings is None and not entry.placed:
         self._fast[key] = hit
       return hit(leaves)
     staged = entry.staged
@@ -579,6 +598,14 @@ def _top_level(leaves) -> bool:
   return True
 
 
+def _any_placed(leaves) -> bool:
+  """Whether an argument is committed to devices (device_put to a device or sharding)."""
+  for x in leaves:
+    if type(x) is PlacedArray:
+      return True
+  return False
+
+
 def _compile_locked(entry: _Entry):
   with _lock:
     return entry.compiled or _compile(entry)
@@ -594,7 +621,8 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
       raise TypeError(f"jit() got an unexpected keyword argument {k!r}")
   opts = dict(static_argnums=static_argnums, static_argnames=static_argnames,
               donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-              keep_unused=keep_unused, inline=inline)
+              keep_unused=keep_unused, inline=inline,
+              in_shardings=kwargs.get("in_shardings"), out_shardings=kwargs.get("out_shardings"))
   if fun is None:
     return lambda f: JitWrapped(f, **opts)
   return JitWrapped(fun, **opts)

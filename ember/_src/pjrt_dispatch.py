@@ -36,10 +36,12 @@ def placement(leaves, arg_names, fname: str) -> tuple[PjrtDevice | None, bool]:
   first = None   # (index, device) of the first committed argument
   for i, x in enumerate(leaves):
     if isinstance(x, Array) and x.committed:
-      dev = x.device
+      devs = x.devices()
+      dev = next(iter(devs)) if len(devs) == 1 else None   # None: split over CPU devices
       if first is None:
         first = (i, dev)
-      elif dev != first[1]:
+      elif dev != first[1] and PjrtDevice in (type(dev), type(first[1])):
+        # (between ember's own CPU devices, spmd.call_placed checks and says the same)
         raise ValueError(_mismatch(leaves, arg_names, fname, first[0], i))
   dev = first[1] if first else array_lib.target_device(None)
   return (dev if isinstance(dev, PjrtDevice) else None), first is not None
@@ -49,8 +51,9 @@ def _mismatch(leaves, arg_names, fname: str, i: int, j: int) -> str:
   def arg(k):
     x = leaves[k]
     name = arg_names[k] if arg_names and k < len(arg_names) else ""
+    devs = sorted(x.devices(), key=lambda d: d.id)
     return (f"argument {name} of {fname} with shape {x.aval.str_short()} and with device "
-            f"ids [{x.device.id}] on platform {x.device.platform.upper()}")
+            f"ids {[d.id for d in devs]} on platform {devs[0].platform.upper()}")
   return f"Received incompatible devices for jitted computation. Got {arg(i)} and {arg(j)}"
 
 

@@ -1,9 +1,12 @@
 """Devices and shardings (`jax.sharding`): where an array's pieces live.
 
-ember runs on one CPU device. `Mesh`, `NamedSharding` and `PartitionSpec` are real objects
-with JAX's attributes, equality, hashing and printing, so code that builds them (to pass to
-`device_put` or `jit(in_shardings=...)`) runs; with one device every
-sharding places the whole array on it. Multi-device semantics come later.
+ember runs on one CPU device unless asked for more: `EMBER_NUM_CPU_DEVICES=N`, or JAX's
+spelling `XLA_FLAGS=--xla_force_host_platform_device_count=N`, read when ember is imported,
+gives N CPU devices, each with its own executor (runtime/executor.py). `Mesh`,
+`NamedSharding` and `PartitionSpec` are real objects with JAX's attributes, equality, hashing
+and printing; `device_put` with a sharding splits an array over the devices
+(runtime/array.py's PlacedArray), and pmap/shard_map run one program per device with
+collectives between them (pmap.py, runtime/collectives.py).
 """
 from __future__ import annotations
 
@@ -49,7 +52,27 @@ class CpuDevice(Device):
     return hash(("cpu", self.id))
 
 
-_DEVICES = [CpuDevice(0)]
+def num_cpu_devices() -> int:
+  """How many CPU devices this process has: EMBER_NUM_CPU_DEVICES, else XLA_FLAGS'
+  --xla_force_host_platform_device_count, else 1."""
+  import os
+  import re
+  raw = os.environ.get("EMBER_NUM_CPU_DEVICES", "").strip()
+  what = f"EMBER_NUM_CPU_DEVICES={raw!r}"
+  if not raw:
+    m = re.search(r"--xla_force_host_platform_device_count=(\S*)",
+                  os.environ.get("XLA_FLAGS", ""))
+    raw, what = (m.group(1), f"XLA_FLAGS' {m.group(0)}") if m else ("1", "")
+  try:
+    n = int(raw)
+  except ValueError:
+    n = 0
+  if n < 1:
+    raise ValueError(f"{what}: the number of CPU devices must be an integer >= 1")
+  return n
+
+
+_DEVICES = [CpuDevice(i) for i in range(num_cpu_devices())]
 
 
 class PjrtDevice(Device):
@@ -548,37 +571,61 @@ def _check_rank(sharding: Sharding, aval, what: str) -> None:
 def _check_shardings(what: str, x, shardings) -> None:
   """`shardings` (one, or a pytree with one per leaf of `x`; None skips a leaf) fit `x`."""
   leaves = tree_util.tree_leaves(x)
-  if isinstance(shardings, (Sharding, PartitionSpec)):
-    per_leaf = [shardings] * len(leaves)
-  else:
-    per_leaf = tree_util.tree_flatten(
-        shardings, is_leaf=lambda s: s is None or isinstance(s, (Sharding, PartitionSpec)))[0]
-    if len(per_leaf) != len(leaves):
-      raise ValueError(f"{what}: shardings must be one sharding or a pytree with one per "
-                       f"array of x ({len(leaves)}), got {len(per_leaf)}: {shardings!r}")
+  per_leaf = _per_leaf(x, shardings)
+  if len(per_leaf) != len(leaves):
+    raise ValueError(f"{what}: shardings must be one sharding or a pytree with one per "
+                     f"array of x ({len(leaves)}), got {len(per_leaf)}: {shardings!r}")
   for leaf, s in zip(leaves, per_leaf):
     if s is not None:
       _check_rank(_as_sharding(s, what), core.get_aval(leaf), what)
 
 
+def _per_leaf(x, shardings) -> list:
+  """One sharding (or None) per leaf of `x`."""
+  leaves = tree_util.tree_leaves(x)
+  if isinstance(shardings, (Sharding, PartitionSpec)):
+    return [shardings] * len(leaves)
+  return tree_util.tree_flatten(
+      shardings, is_leaf=lambda s: s is None or isinstance(s, (Sharding, PartitionSpec)))[0]
+
+
+def _constrain(what: str, x, shardings):
+  """`x` laid out as `shardings` say, over several devices: inside jit a
+  `sharding_constraint` equation per leaf (where sharding propagation lays it out), at top
+  level the leaf put there (device_put). One-device shardings change nothing."""
+  from ember._src.primitives.parallel import sharding_constraint_p   # primitives import us
+  from ember._src.runtime.array import device_put
+  leaves, tree = tree_util.tree_flatten(x)
+  out = []
+  for leaf, s in zip(leaves, _per_leaf(x, shardings)):
+    s = None if s is None else _as_sharding(s, what)
+    if s is None or len(s.device_set) == 1:
+      out.append(leaf)
+    elif isinstance(leaf, core.Tracer):
+      out.append(sharding_constraint_p.bind(leaf, sharding=s))
+    else:
+      out.append(device_put(leaf, s))
+  return tree_util.tree_unflatten(tree, out)
+
+
 def with_sharding_constraint(x, shardings):
   """Ask for `x` (a pytree of arrays) to be laid out as `shardings` says
   (`jax.lax.with_sharding_constraint`): one sharding (or PartitionSpec, over the mesh in
-  context) for all leaves or a matching pytree of them. ember has one device, where every
-  layout is the whole array: the shardings are checked against the leaves' ranks and `x`
-  comes back unchanged (no equation in the jaxpr; JAX stages a `sharding_constraint` that
-  is the identity on one device)."""
+  context) for all leaves or a matching pytree of them. The shardings are checked against
+  the leaves' ranks. Inside jit a sharding over several devices stages a
+  `sharding_constraint` (the identity on values; jit's sharding propagation lays the
+  value out so); one over a single device, where every layout is the whole array, stages
+  nothing, and at top level the leaves are put on the devices."""
   _check_shardings("with_sharding_constraint", x, shardings)
-  return x
+  return _constrain("with_sharding_constraint", x, shardings)
 
 
 def reshard(xs, out_shardings):
   """`xs` (a pytree of arrays) laid out as `out_shardings` says (`jax.sharding.reshard`):
-  checked as with_sharding_constraint (no spec longer than its array's rank) and, on
-  ember's one device, returned unchanged. JAX also records an explicit sharding in the
-  result's type (`f32[4@x]`); ember's types carry no sharding yet."""
+  checked and applied as with_sharding_constraint. JAX also records an explicit sharding
+  in the result's type (`f32[4@x]`); ember's types carry no sharding yet."""
   _check_shardings("reshard", xs, out_shardings)
-  return xs
+  return _constrain("reshard", xs, out_shardings)
 
 
 def auto_axes(f=None, /, *, axes=None, out_sharding=None):

@@ -26,13 +26,38 @@ from ember._src.transforms import ad
 from ember._src.primitives.structural import iota
 from ember._src.primitives.structural import expand_dims, reshape, squeeze
 from ember._src.primitives.elementwise import convert_element_type
+from ember._src.runtime import collectives
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
-           "pswapaxes", "axis_index", "axis_size"]
+           "pswapaxes", "ppermute", "axis_index", "axis_size"]
 
 
 def _as_tuple(axis_name) -> tuple:
   return tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+
+
+def _named(axes) -> tuple:
+  return tuple(a for a in axes if not isinstance(a, (int, np.integer)))
+
+
+# --- collectives between devices ------------------------------------------------------------
+# In the program of one device of a multi-device pmap/shard_map (traced under
+# batching.spmd_axes), a collective over device axes stays in the jaxpr and lowers to a host
+# call that runs it through the run's communicator (runtime/collectives.py) on this device's
+# buffer. Marked as having side effects: every device must reach every collective.
+
+def _host_collective(ctx, args, body):
+  """Lower a collective to a host call of `body(device context, device id, *arrays)`."""
+  from ember._src.primitives import callbacks   # a layer above: imported when lowering
+
+  def run(*arrays):
+    dctx, dev = collectives.current()
+    return [body(dctx, dev, *arrays)]
+  return callbacks.emit_host_call(ctx, run, list(args), ctx.avals_out, True)[0]
+
+
+def _out_dtype(ctx):
+  return ctx.avals_out[0].dtype
 
 
 # --- psum / pmax / pmin -------------------------------------------------------------------
@@ -46,14 +71,28 @@ def _allreduce_abstract_eval(x, *, axes, axis_index_groups):
   return x.update(shape=tuple(d for i, d in enumerate(x.shape) if i not in pos))
 
 
-def _allreduce(name, reduce_p, if_unmapped):
-  """A collective reduction: impl/lowering of its positional form are `reduce_p`'s."""
+def _allreduce(name, reduce_p, if_unmapped, op):
+  """A collective reduction: impl/lowering of its positional form are `reduce_p`'s; over
+  device axes it is an all-reduce between the devices (`op` names it for Communicator)."""
   def impl(x, *, axes, axis_index_groups):
     return reduce_p.impl(x, axes=tuple(axes))
 
+  def lower(ctx, x, *, axes, axis_index_groups):
+    names = _named(axes)
+    if not names:
+      return reduce_p.lower(ctx, x, axes=tuple(axes))
+    pos = tuple(int(a) for a in axes if isinstance(a, (int, np.integer)))
+    dt = _out_dtype(ctx)
+
+    def body(dctx, dev, v):
+      if pos:
+        v = collectives._REDUCE[op].reduce(v, axis=pos, dtype=v.dtype)
+      comm, rank = dctx.group(dev, names, axis_index_groups)
+      return np.asarray(comm.all_reduce(rank, np.ascontiguousarray(v), op), dt)
+    return _host_collective(ctx, [x], body)
+
   prim = declare(name, _allreduce_abstract_eval, impl)
-  prim.lower = lambda ctx, x, *, axes, axis_index_groups: reduce_p.lower(ctx, x,
-                                                                         axes=tuple(axes))
+  prim.lower = lower
   prim.named_trace = lambda trace, params: batching.named_axis_trace(
       params["axes"], name, trace)
   prim.batch = _reduction_batcher(prim, if_unmapped)
@@ -87,22 +126,39 @@ def _reduction_batcher(prim, if_unmapped):
   return rule
 
 
-psum_p = _allreduce("psum", reductions.reduce_sum_p, lambda v, size: v * size)
-pmax_p = _allreduce("pmax", reductions.reduce_max_p, lambda v, size: v)
-pmin_p = _allreduce("pmin", reductions.reduce_min_p, lambda v, size: v)
+psum_p = _allreduce("psum", reductions.reduce_sum_p, lambda v, size: v * size, "sum")
+pmax_p = _allreduce("pmax", reductions.reduce_max_p, lambda v, size: v, "max")
+pmin_p = _allreduce("pmin", reductions.reduce_min_p, lambda v, size: v, "min")
 
 
-def _check_groups(axis_index_groups):
-  if axis_index_groups is not None:
+def _check_groups(axis_index_groups, names=()):
+  """axis_index_groups (a partition of one device axis into equal groups) as a tuple of
+  tuples; only collectives between devices (pmap, shard_map over several devices) take them."""
+  if axis_index_groups is None:
+    return None
+  named = _named(_as_tuple(names))
+  sizes = [batching.spmd_axis_size(n) for n in named]
+  if not named or None in sizes:
     raise NotImplementedError("axis_index_groups not supported in vmap collectives. "
                               "Please open a feature request!")
+  groups = tuple(tuple(int(i) for i in g) for g in axis_index_groups)
+  n = math.prod(sizes)
+  if sorted(i for g in groups for i in g) != list(range(n)) or \
+      len({len(g) for g in groups}) != 1:
+    raise ValueError(f"axis_index_groups must partition the {n} indices of axis {named} into "
+                     f"groups of equal size, got {axis_index_groups}")
+  return groups
+
+
+def _group_size(names, groups) -> int:
+  return len(groups[0]) if groups is not None else _axis_size(names)
 
 
 def psum(x, axis_name, *, axis_index_groups=None):
   """The sum of `x` (a pytree) over the mapped axis `axis_name` (or a tuple of names;
   int entries are positional axes). Bool inputs are summed as int32."""
-  _check_groups(axis_index_groups)
   axes = _as_tuple(axis_name)
+  groups = _check_groups(axis_index_groups, axes)
   if not axes:
     return x
 
@@ -112,11 +168,11 @@ def psum(x, axis_name, *, axis_index_groups=None):
     if not isinstance(v, core.Tracer):  # a constant: size * value, computed here
       named = [a for a in axes if not isinstance(a, int)]
       pos = [a for a in axes if isinstance(a, int)]
-      size = math.prod(batching.axis_size(n) for n in named)
+      size = len(groups[0]) if groups else math.prod(batching.axis_size(n) for n in named)
       if pos:
         v = reductions.reduce_sum(v, [a % np.ndim(v) for a in pos])
       return size * v
-    return psum_p.bind(v, axes=axes, axis_index_groups=None)
+    return psum_p.bind(v, axes=axes, axis_index_groups=groups)
   return tree_util.tree_map(leaf, x)
 
 
@@ -132,17 +188,17 @@ def axis_size(axis_name) -> int:
 def pmean(x, axis_name, *, axis_index_groups=None):
   """The mean of `x` (a pytree) over the mapped axis `axis_name`."""
   x = psum(x, axis_name, axis_index_groups=axis_index_groups)
-  n = _axis_size(axis_name)
+  n = _group_size(_as_tuple(axis_name), _check_groups(axis_index_groups, axis_name))
   return tree_util.tree_map(lambda v: v / n, x)
 
 
 def _pminmax(prim):
   def fn(x, axis_name, *, axis_index_groups=None):
-    _check_groups(axis_index_groups)
     axes = _as_tuple(axis_name)
+    groups = _check_groups(axis_index_groups, axes)
     if not axes:
       return x
-    return tree_util.tree_map(lambda v: prim.bind(v, axes=axes, axis_index_groups=None), x)
+    return tree_util.tree_map(lambda v: prim.bind(v, axes=axes, axis_index_groups=groups), x)
   fn.__name__ = fn.__qualname__ = prim.name
   fn.__doc__ = f"The {prim.name[1:]}imum of `x` (a pytree) over the mapped axis `axis_name`."
   return fn
@@ -199,7 +255,18 @@ def _all_gather_batch(axis_data, vals, dims, *, all_gather_dimension, axis_name,
   return (_foldaxis(all_gather_dimension, y) if tiled else y), None
 
 
+def _all_gather_lower(ctx, x, *, all_gather_dimension, axis_name, axis_index_groups,
+                      axis_size, tiled):
+  def body(dctx, dev, v):
+    comm, rank = dctx.group(dev, axis_name, axis_index_groups)
+    g = comm.all_gather(rank, np.ascontiguousarray(v))
+    return (np.concatenate(list(g), axis=all_gather_dimension) if tiled
+            else np.moveaxis(g, 0, all_gather_dimension))
+  return _host_collective(ctx, [x], body)
+
+
 all_gather_p = declare("all_gather", _all_gather_abstract_eval)
+all_gather_p.lower = _all_gather_lower
 all_gather_p.batch = _all_gather_batch
 all_gather_p.named_trace = lambda trace, params: batching.named_axis_trace(
     params["axis_name"], "all_gather", trace)
@@ -208,11 +275,11 @@ all_gather_p.named_trace = lambda trace, params: batching.named_axis_trace(
 def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bool = False):
   """The values of `x` (a pytree) from every index of the mapped axis `axis_name`,
   stacked along a new `axis` (or concatenated along `axis` when `tiled`)."""
-  _check_groups(axis_index_groups)
   names = _as_tuple(axis_name)
+  groups = _check_groups(axis_index_groups, names)
   if not names:
     return x
-  size = _axis_size(names)
+  size = _group_size(names, groups)
 
   def leaf(v):
     nd = np.ndim(v) if not isinstance(v, core.Tracer) else v.ndim
@@ -223,7 +290,7 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bo
     if tiled and nd == 0:
       raise ValueError("all_gather with tiled=True requires an operand of rank >= 1")
     return all_gather_p.bind(v, all_gather_dimension=ax % rank, axis_name=names,
-                             axis_index_groups=None, axis_size=size, tiled=bool(tiled))
+                             axis_index_groups=groups, axis_size=size, tiled=bool(tiled))
   return tree_util.tree_map(leaf, x)
 
 
@@ -274,7 +341,22 @@ def _reduce_scatter_batch(axis_data, vals, dims, *, scatter_dimension, axis_name
   return y, scatter_dimension
 
 
+def _reduce_scatter_lower(ctx, x, *, scatter_dimension, axis_name, axis_index_groups,
+                          axis_size, tiled):
+  dt = _out_dtype(ctx)
+
+  def body(dctx, dev, v):
+    comm, rank = dctx.group(dev, axis_name, axis_index_groups)
+    v = np.moveaxis(v, scatter_dimension, 0)
+    if tiled:
+      v = v.reshape(axis_size, v.shape[0] // axis_size, *v.shape[1:])
+    r = comm.reduce_scatter(rank, np.ascontiguousarray(v), "sum")
+    return np.asarray(np.moveaxis(r, 0, scatter_dimension) if tiled else r, dt)
+  return _host_collective(ctx, [x], body)
+
+
 reduce_scatter_p = declare("reduce_scatter", _reduce_scatter_abstract_eval)
+reduce_scatter_p.lower = _reduce_scatter_lower
 reduce_scatter_p.batch = _reduce_scatter_batch
 reduce_scatter_p.named_trace = lambda trace, params: batching.named_axis_trace(
     params["axis_name"], "reduce_scatter", trace)
@@ -284,11 +366,11 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=
                  tiled: bool = False):
   """psum(x, axis_name)[axis_index(axis_name)] along `scatter_dimension` (a pytree `x`):
   each example keeps its slice of the sum (its block of it, `tiled`)."""
-  _check_groups(axis_index_groups)
   names = _as_tuple(axis_name)
+  groups = _check_groups(axis_index_groups, names)
   if not names:
     return x
-  size = _axis_size(names)
+  size = _group_size(names, groups)
 
   def leaf(v):
     nd = np.ndim(v) if not isinstance(v, core.Tracer) else v.ndim
@@ -296,7 +378,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension: int = 0, axis_index_groups=
     if not -nd <= ax < nd:
       raise ValueError(f"scatter_dimension {ax} is out of bounds for array of dimension {nd}")
     return reduce_scatter_p.bind(v, scatter_dimension=ax % nd, axis_name=names,
-                                 axis_index_groups=None, axis_size=size, tiled=bool(tiled))
+                                 axis_index_groups=groups, axis_size=size, tiled=bool(tiled))
   return tree_util.tree_map(leaf, x)
 
 
@@ -349,7 +431,17 @@ def _all_to_all_batch(axis_data, vals, dims, *, split_axis, concat_axis, axis_na
   return _exchange_chunks(x, split_axis, concat_axis, axis_size), 0
 
 
+def _all_to_all_lower(ctx, x, *, split_axis, concat_axis, axis_name, axis_index_groups,
+                      axis_size, tiled):
+  def body(dctx, dev, v):
+    comm, rank = dctx.group(dev, axis_name, axis_index_groups)
+    chunks = np.stack(np.split(v, axis_size, axis=split_axis))
+    return np.concatenate(list(comm.all_to_all(rank, chunks)), axis=concat_axis)
+  return _host_collective(ctx, [x], body)
+
+
 all_to_all_p = declare("all_to_all", _all_to_all_abstract_eval)
+all_to_all_p.lower = _all_to_all_lower
 all_to_all_p.batch = _all_to_all_batch
 all_to_all_p.named_trace = lambda trace, params: batching.named_axis_trace(
     params["axis_name"], "all_to_all", trace)
@@ -376,9 +468,9 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_gr
   into one chunk per example and sends chunk j to example j; the received chunks are
   stacked along a new axis at `concat_axis` (concatenated along `concat_axis` when
   `tiled`), and, untiled, the split axis is removed."""
-  _check_groups(axis_index_groups)
   names = _as_tuple(axis_name)
-  size = _axis_size(names)
+  groups = _check_groups(axis_index_groups, names)
+  size = _group_size(names, groups)
 
   def leaf(v):
     shape = core.get_aval(v).shape
@@ -390,7 +482,7 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_gr
       split += concat <= split
       v = expand_dims(v, (concat,))
     out = all_to_all_p.bind(v, split_axis=split, concat_axis=concat, axis_name=names,
-                            axis_index_groups=None, axis_size=size, tiled=bool(tiled))
+                            axis_index_groups=groups, axis_size=size, tiled=bool(tiled))
     return squeeze(out, (split,)) if not tiled and split != concat else out
   return tree_util.tree_map(leaf, x)
 
@@ -415,6 +507,72 @@ def _axis_index_batch(axis_data, vals, dims, *, axis_name):
 
 
 axis_index_p.batch = _axis_index_batch
+
+
+def _axis_index_lower(ctx, *, axis_name):
+  return _host_collective(ctx, [], lambda dctx, dev: np.int32(
+      dctx.axis_index(dev, _as_tuple(axis_name))))
+
+
+axis_index_p.lower = _axis_index_lower
+
+
+# --- ppermute -------------------------------------------------------------------------------
+
+ppermute_p = declare("ppermute", lambda x, *, axis_name, perm: x)
+ppermute_p.named_trace = lambda trace, params: batching.named_axis_trace(
+    params["axis_name"], "ppermute", trace)
+
+
+def _ppermute_batch(axis_data, vals, dims, *, axis_name, perm):
+  """Over this vmap's axis: example dst gets example src's value (zeros where no pair
+  sends to it), a gather of the batched value along the batch dim."""
+  (x,), (d,) = vals, dims
+  if axis_data.name not in axis_name:
+    return ppermute_p.bind(x, axis_name=axis_name, perm=perm), d
+  if len(axis_name) > 1:
+    raise NotImplementedError("ppermute over several axis names inside vmap is not "
+                              "supported; permute over one name at a time.")
+  x = batching.bdim_at_front(x, d, axis_data.size)
+  src = dict((dst, s) for s, dst in perm)
+  zero = None
+  rows = []
+  for j in range(axis_data.size):
+    if j in src:
+      rows.append(structural.slice_in_dim(x, src[j], src[j] + 1, axis=0))
+    else:
+      if zero is None:
+        zero = structural.slice_in_dim(x, 0, 1, axis=0) * 0
+      rows.append(zero)
+  return structural.concatenate(rows, 0), 0
+
+
+ppermute_p.batch = _ppermute_batch
+
+
+def _ppermute_lower(ctx, x, *, axis_name, perm):
+  def body(dctx, dev, v):
+    comm, rank = dctx.group(dev, axis_name)
+    return comm.permute(rank, np.ascontiguousarray(v), list(perm))
+  return _host_collective(ctx, [x], body)
+
+
+ppermute_p.lower = _ppermute_lower
+
+
+def ppermute(x, axis_name, perm):
+  """Send `x` (a pytree) from index src to index dst of the mapped axis `axis_name` for
+  each (src, dst) pair of `perm`; an index no pair sends to gets zeros."""
+  names = _as_tuple(axis_name)
+  size = _axis_size(names)
+  perm = tuple((int(s), int(d)) for s, d in perm)
+  srcs, dsts = [s for s, _ in perm], [d for _, d in perm]
+  if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
+    raise ValueError(f"ppermute sources and destinations must be unique, got {perm}.")
+  if any(not 0 <= i < size for i in srcs + dsts):
+    raise ValueError(f"ppermute perm {perm} has indices outside the axis {names} of size "
+                     f"{size}")
+  return tree_util.tree_map(lambda v: ppermute_p.bind(v, axis_name=names, perm=perm), x)
 
 
 def axis_index(axis_name):
@@ -452,6 +610,8 @@ def _install_ad_rules():
   ad.deflinear2(all_gather_p, all_gather_transpose)
   ad.deflinear2(all_to_all_p, all_to_all_transpose)
   ad.deflinear2(reduce_scatter_p, reduce_scatter_transpose)
+  ad.deflinear2(ppermute_p, lambda ct, x, *, axis_name, perm: [ppermute_p.bind(
+      ad.instantiate_zeros(ct), axis_name=axis_name, perm=tuple((d, s) for s, d in perm))])
 
   def transpose(ct, x, *, axes, axis_index_groups):
     named = tuple(a for a in axes if not isinstance(a, int))
@@ -465,3 +625,19 @@ def _install_ad_rules():
 
 
 _install_ad_rules()
+
+
+# --- sharding_constraint ----------------------------------------------------------------
+# with_sharding_constraint / reshard inside jit over a mesh of several devices: the identity
+# on values, a point where sharding propagation (passes/sharding_propagation.py) lays the
+# value out as `sharding` says. Staged only for multi-device shardings (on one device JAX's
+# constraint is the identity, and ember stages nothing).
+
+sharding_constraint_p = declare("sharding_constraint", lambda x, *, sharding: x,
+                                lambda x, *, sharding: x)
+sharding_constraint_p.lower = lambda ctx, x, *, sharding: x
+# under vmap the constraint is dropped (the batched value has one more dim it does not
+# describe): the values are the same
+sharding_constraint_p.batch = lambda axis_data, vals, dims, *, sharding: (vals[0], dims[0])
+ad.deflinear(sharding_constraint_p, lambda ct, *, sharding: [
+    sharding_constraint_p.bind(ad.instantiate_zeros(ct), sharding=sharding)])

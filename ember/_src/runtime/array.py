@@ -18,8 +18,8 @@ from ember._src.config import config
 from ember._src.runtime import buffer_pool
 from ember._src import tree_util
 from ember._src.sharding import (  # noqa: F401 (devices are re-exported from here)
-    CpuDevice, Device, Sharding, SingleDeviceSharding, _DEVICES, check_placeable,
-    default_backend, devices)
+    CpuDevice, Device, NamedSharding, Sharding, SingleDeviceSharding, _DEVICES,
+    check_placeable, default_backend, devices)
 
 _REPR_VALUES_LIMIT = 1 << 20  # arrays of 1 MiB and more print only shape and dtype
 
@@ -256,16 +256,22 @@ class Array:
 
   committed = property(lambda self: getattr(self, "_committed", False))
 
+  @property
+  def addressable_shards(self) -> list:
+    return [Shard(_DEVICES[0], (slice(None),) * self.ndim, self)]
+
+  is_fully_replicated = property(lambda self: True)
+
   def to_device(self, device, *, stream=None):
     """The array on `device` (the array API's spelling of device_put): ember has one CPU
     device, so this array itself."""
     if stream is not None:
       raise ValueError("to_device: ember's CPU device has no streams; pass stream=None.")
     if device is not None and device not in _DEVICES and \
-       getattr(device, "device_set", None) != {_DEVICES[0]}:
+       not (getattr(device, "device_set", None) or {None}) <= set(_DEVICES):
       raise ValueError(f"to_device: unknown device {device!r}; ember's devices are "
                        f"{_DEVICES} (ember.devices()).")
-    return self
+    return self if device is None else device_put(self, device)
 
   # --- DLPack (the array API's interchange): through NumPy's, on the host buffer -------
   def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -468,31 +474,192 @@ def target_device(device):
   return device
 
 
+# --- arrays placed on devices -----------------------------------------------------------------
+
+class Shard:
+  """One device's piece of an array (`jax.Shard`): `device`, `index` (the slices of the
+  global array it holds), `data` (an Array on that device), `replica_id`."""
+  __slots__ = ("device", "index", "data", "replica_id")
+
+  def __init__(self, device, index, data, replica_id: int = 0):
+    self.device, self.index, self.data, self.replica_id = device, index, data, replica_id
+
+  def __repr__(self):
+    return (f"Shard(device={self.device!r}, index={self.index}, replica_id={self.replica_id}, "
+            f"data={self.data!r})")
+
+
+class _Gather:
+  """The value of an array split over devices, gathered from its shards on first read (it
+  stands where an Array's `executor.Pending` does: see Array._value)."""
+  __slots__ = ("shards", "indices", "shape", "dtype", "ptrs")
+
+  def __init__(self, shards: dict, indices: dict, shape, dtype):
+    self.shards, self.indices, self.shape, self.dtype = shards, indices, shape, dtype
+    self.ptrs = None
+
+  def wait(self) -> list:
+    out = np.empty(self.shape, self.dtype)
+    for dev, index in self.indices.items():
+      piece = out[index + (...,)]   # a view also of a 0-d array
+      piece[...] = np.asarray(self.shards[dev]._value).reshape(piece.shape)
+    out.flags.writeable = False
+    return [out]
+
+  def done(self) -> bool:
+    return all(a.is_ready() for a in self.shards.values())
+
+
+class PlacedArray(Array):
+  """An Array committed to devices (`device_put(x, device_or_sharding)`, pmap and shard_map
+  results): on one device, or split over several as its `sharding` says, each device's
+  piece a PlacedArray of its own (`addressable_shards`) and the whole value gathered from
+  them when read. jit runs on the device its committed arguments are on."""
+  __slots__ = ("_sharding", "_shards")
+
+  sharding = property(lambda self: self._sharding)
+  committed = property(lambda self: True)
+  is_fully_replicated = property(lambda self: self._sharding.is_fully_replicated)
+
+  def devices(self):
+    return set(self._sharding.device_set)
+
+  @property
+  def device(self):
+    devs = self._sharding.device_set
+    if len(devs) != 1:
+      raise ValueError("Length of devices is greater than 1. Please use `.devices()`.")
+    return next(iter(devs))
+
+  @property
+  def addressable_shards(self) -> list:
+    if self._shards is None:   # on one device: the array itself
+      return [Shard(self.device, (slice(None),) * self.ndim, self)]
+    seen: dict = {}
+    out = []
+    for dev, index in self._sharding.devices_indices_map(self._shape).items():
+      key = tuple((s.start, s.stop) for s in index)
+      out.append(Shard(dev, index, self._shards[dev], seen.get(key, 0)))
+      seen[key] = seen.get(key, 0) + 1
+    return out
+
+  def copy(self) -> "PlacedArray":
+    return _placed_value(self._value.copy(), self._weak_type, self._sharding)
+
+  __copy__ = copy
+
+
+def place(a: Array, device) -> PlacedArray:
+  """`a` (an Array this call owns: it is consumed) as committed to `device`."""
+  p = object.__new__(PlacedArray)
+  p._buf, p._fut, p._ptr = a._buf, a._fut, a._ptr
+  if a._fut is not None:
+    p._idx = a._idx
+  p._shape, p._dtype, p._weak_type = a._shape, a._dtype, a._weak_type
+  p._deleted, p._stack = a._deleted, a._stack
+  p._sharding, p._shards = SingleDeviceSharding(device), None
+  placements_made[0] = True
+  return p
+
+
+def from_shards(shape, dtype, weak_type: bool, sharding: Sharding, shards: dict
+                ) -> PlacedArray:
+  """The array of global `shape` split as `sharding` says, device d's piece `shards[d]`
+  (an Array on d, of the shard shape or that shape without its size-1 dims)."""
+  p = object.__new__(PlacedArray)
+  indices = sharding.devices_indices_map(tuple(shape))
+  p._buf, p._ptr, p._idx = None, None, 0
+  p._fut = _Gather(shards, indices, tuple(shape), np.dtype(dtype))
+  p._shape, p._dtype, p._weak_type = tuple(shape), np.dtype(dtype), weak_type
+  p._deleted, p._stack = False, _alloc_stack(0)
+  p._sharding, p._shards = sharding, dict(shards)
+  return p
+
+
+def _placed_value(value: np.ndarray, weak_type: bool, sharding: Sharding) -> PlacedArray:
+  """`value` put on the devices of `sharding`: one copy of its piece per device."""
+  devs = sharding.device_set
+  if len(devs) == 1:
+    return place(Array(value, weak_type), next(iter(devs)))
+  sharding.shard_shape(value.shape)   # the error when a dimension does not split evenly
+  shards = {d: place(Array(np.ascontiguousarray(value[index]), weak_type), d)
+            for d, index in sharding.devices_indices_map(value.shape).items()}
+  return from_shards(value.shape, value.dtype, weak_type, sharding, shards)
+
+
+def _as_sharding(device) -> Sharding:
+  return SingleDeviceSharding(device) if isinstance(device, Device) else device
+
+
+def make_array_from_callback(shape, sharding: Sharding, data_callback) -> PlacedArray:
+  """The array of `shape` split as `sharding` says, device d's piece
+  `data_callback(index of d's piece)` (`jax.make_array_from_callback`)."""
+  check_placeable(sharding, "make_array_from_callback")
+  shape = tuple(shape)
+  want = sharding.shard_shape(shape)
+  shards, dtype, weak = {}, None, False
+  for dev, index in sharding.devices_indices_map(shape).items():
+    piece = data_callback(index)
+    aval = core.get_aval(piece)
+    if aval.shape != want:
+      raise ValueError(f"make_array_from_callback: the callback returned shape {aval.shape} "
+                       f"for index {index}, expected the shard shape {want}")
+    dtype, weak = aval.dtype, aval.weak_type
+    shards[dev] = place(Array(np.array(np.asarray(piece), dtype=aval.dtype)), dev)
+  return from_shards(shape, dtype, weak, sharding, shards)
+
+
+def make_array_from_single_device_arrays(shape, sharding: Sharding, arrays) -> PlacedArray:
+  """The array of `shape` split as `sharding` says from one array per device (each placed
+  on its device, `jax.make_array_from_single_device_arrays`)."""
+  check_placeable(sharding, "make_array_from_single_device_arrays")
+  shape, arrays = tuple(shape), list(arrays)
+  want = sharding.shard_shape(shape)
+  shards = {}
+  for a in arrays:
+    dev = a.device if isinstance(a, Array) else None
+    if dev not in sharding.device_set:
+      raise ValueError(f"make_array_from_single_device_arrays: array on {dev} is not on a "
+                       f"device of {sharding}")
+    if tuple(a.shape) != want:
+      raise ValueError(f"make_array_from_single_device_arrays: array of shape {a.shape} "
+                       f"on {dev}, expected the shard shape {want}")
+    shards[dev] = a if isinstance(a, PlacedArray) else place(Array(a._value), dev)
+  missing = sharding.device_set - set(shards)
+  if missing:
+    raise ValueError(f"make_array_from_single_device_arrays: no array for devices "
+                     f"{sorted(map(str, missing))} of {sharding}")
+  return from_shards(shape, arrays[0].dtype, arrays[0].weak_type, sharding, shards)
+
+
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
-  """Put each leaf of a pytree on `device` (default: the default device) as an Array; an
-  explicit device commits the result to it (jit runs where committed arguments live)."""
-  committed = device is not None
+  """Put each leaf of a pytree on a device as an Array: with `device` None, on the default
+  device (uncommitted; an Array stays where it is); with a device or a Sharding, committed
+  to it (split over its devices as a NamedSharding says). Devices of other backends (PJRT)
+  go through their `device_placers`."""
   target = target_device(device)
   placer = device_placers.get(type(target))
   if placer is not None:
+    committed = device is not None
     return tree_util.tree_map(lambda leaf: placer(leaf, target, committed), x)
-  if device is not None:  # one device: every placement puts the whole array on it
+  sharding = None
+  if device is not None:
     check_placeable(device, "device_put")
+    sharding = _as_sharding(device)
 
   def put(leaf):
     if isinstance(leaf, core.Tracer):
       return leaf
     if isinstance(leaf, Array):
       leaf._check_alive()
-      if type(leaf) is Array and leaf.committed == committed:
+      if sharding is None or (type(leaf) is PlacedArray and leaf._sharding == sharding):
         return leaf
-      out = Array(leaf._value, leaf._weak_type)   # from another backend, or (un)committed
-    else:
-      aval = core.get_aval(leaf)
-      out = Array(np.array(leaf, dtype=aval.dtype), aval.weak_type)
-    if committed:
-      out._committed = placements_made[0] = True
-    return out
+      return _placed_value(leaf._value, leaf._weak_type, sharding)
+    aval = core.get_aval(leaf)
+    value = np.array(leaf, dtype=aval.dtype)
+    if sharding is None:
+      return Array(value, aval.weak_type)
+    return _placed_value(value, aval.weak_type, sharding)
   return tree_util.tree_map(put, x)
 
 

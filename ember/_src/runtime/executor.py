@@ -273,7 +273,8 @@ def _snapshot(a: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def dispatch(call: Callable, args: list, out_specs: Sequence[tuple], *, ptrs=None,
-             small: bool = False, user_arrays: Sequence[int] = (), sync: bool = False) -> list:
+             small: bool = False, user_arrays: Sequence[int] = (), sync: bool = False,
+             device: int = 0) -> list:
   """Run `call(np_args, ptrs) -> (outputs, their addresses or None)` on `args` and return one
   Array per `out_specs` entry (shape, dtype, weak_type): pending ones under asynchronous
   dispatch, ready ones when the call ran now.
@@ -283,12 +284,12 @@ def dispatch(call: Callable, args: list, out_specs: Sequence[tuple], *, ptrs=Non
   idle executor with every argument ready it runs inline, with the same deferred-error
   semantics. `user_arrays` are positions of the caller's own NumPy arrays: copied before an
   asynchronous run, so mutating them after the call cannot change what the kernels read
-  (JAX copies at dispatch too)."""
+  (JAX copies at dispatch too). `device`: the id of the device whose executor runs it."""
   if sync or threading.get_ident() in _executor_threads \
       or not config._values["jax_cpu_enable_async_dispatch"]:
     outs, optrs = call(_resolve(args), ptrs)
     return _ready_arrays(outs, optrs, out_specs)
-  ex = _executors.get(0) or get_executor()
+  ex = _executors.get(device) or get_executor(device)
   if small and ex._submitted == ex._completed:
     for a in args:
       if type(a) is not np.ndarray:

@@ -156,9 +156,30 @@ class _AxisEnv(threading.local):
 
   def __init__(self):
     self.stack: list[tuple[Any, core.MainTrace]] = []   # (name, main), innermost last
+    self.spmd: dict = {}   # device axes of the per-device program being traced: name -> size
 
 
 _axis_env = _AxisEnv()
+
+
+@contextlib.contextmanager
+def spmd_axes(sizes: dict):
+  """Trace the block as the program of one device of a multi-device pmap/shard_map: the
+  names in `sizes` are bound to device axes of those sizes, so a collective over them stays
+  a collective (run between the devices) instead of being vmapped away."""
+  prev = _axis_env.spmd
+  _axis_env.spmd = {**prev, **sizes}
+  try:
+    yield
+  finally:
+    _axis_env.spmd = prev
+
+
+def spmd_axis_size(name) -> int | None:
+  """The size of `name` when it is a device axis (see spmd_axes) not shadowed by a vmap."""
+  if axis_main(name) is not None:
+    return None
+  return _axis_env.spmd.get(name)
 
 
 def axis_main(name) -> core.MainTrace | None:
@@ -171,6 +192,9 @@ def axis_main(name) -> core.MainTrace | None:
 def axis_size(name) -> int:
   main = axis_main(name)
   if main is None:
+    size = _axis_env.spmd.get(name)
+    if size is not None:
+      return size
     raise unbound_axis_error(name)
   return main.global_data.size
 
@@ -193,6 +217,8 @@ def named_axis_trace(axis_names, prim_name: str, trace: core.Trace) -> core.Trac
       continue
     main = axis_main(name)
     if main is None:
+      if name in _axis_env.spmd:   # a device axis: the collective runs between devices
+        continue
       raise unbound_axis_error(name, prim_name)
     if main.level > trace.main.level:
       trace = main.trace_type(main)

@@ -1,0 +1,275 @@
+"""Running one program on several devices: the runner under multi-device pmap and shard_map.
+
+The per-device function is traced once (per signature) with the mesh axes bound as device
+axes (batching.spmd_axes), so its collectives stay collectives; it is compiled once, and
+each device's executor runs the same executable on that device's arguments, concurrently,
+inside a `collectives.DeviceContext` that tells each collective which device it runs for.
+The calls of one run are queued on all the devices' executors under one lock, so every
+executor sees the multi-device runs in the same order and their collectives always meet.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ember._src import core, tree_util
+from ember._src.jit import JitWrapped, _compile_locked
+from ember._src.runtime import collectives, executor
+from ember._src.runtime.array import Array, PlacedArray, from_shards, place
+from ember._src.sharding import _DEVICES
+from ember._src.transforms import batching
+
+_submit_lock = threading.Lock()
+
+
+class SpmdFunction:
+  """`fun(*flat per-device arguments) -> pytree`, compiled as one device's program of a
+  mesh with `axis_sizes` (name -> size), run on every device of a device grid."""
+
+  def __init__(self, fun: Callable, axis_sizes: dict, name: str):
+    self.axis_sizes = dict(axis_sizes)
+    self.jitted = JitWrapped(fun)
+    self.jitted.__name__ = name
+
+  def run(self, device_grid: np.ndarray, axis_names: Sequence, per_device: dict
+          ) -> tuple[dict, object]:
+    """Run on each device d of `device_grid` (an array of Devices, one axis per name of
+    `axis_names`) with flat arguments `per_device[d]`; returns ({device: [output Arrays
+    committed to it]}, the outputs' tree)."""
+    devices = list(device_grid.flat)
+    with batching.spmd_axes(self.axis_sizes):
+      entry, _ = self.jitted._lookup(tuple(per_device[devices[0]]), {})
+      comp = entry.compiled or _compile_locked(entry)
+    consts = list(entry.staged.consts)
+    out_specs = [(a.shape, a.dtype, a.weak_type) for a in comp.out_avals]
+    ids = np.vectorize(lambda d: d.id, otypes=[int])(device_grid)
+    ctx = collectives.DeviceContext(ids, axis_names, frozenset(d.id for d in _DEVICES))
+    outs = {}
+    with _submit_lock:
+      for dev in devices:
+        pending = executor.Pending()
+        executor.get_executor(dev.id).submit(
+            _device_call(comp, ctx, dev.id, [*consts, *per_device[dev]]), pending)
+        outs[dev] = [place(Array._pending(sh, dt, w, pending, k), dev)
+                     for k, (sh, dt, w) in enumerate(out_specs)]
+    return outs, entry.staged.out_tree
+
+
+def _device_call(comp, ctx, device_id: int, args: list) -> Callable[[], list]:
+  def call():
+    with collectives.on_device(ctx, device_id):
+      res = comp.run(args, device=device_id)   # on the executor thread: runs now
+      return [np.asarray(r._value) for r in res]
+  return call
+
+
+def host_args(leaves: Sequence) -> list:
+  """Arguments for a device call: an Array committed to one device as itself (its own
+  device's executor runs it in order), anything else as its host value."""
+  out = []
+  for x in leaves:
+    if type(x) is PlacedArray and x._shards is None:
+      out.append(x)
+    elif isinstance(x, Array):
+      out.append(x._value)
+    else:
+      out.append(x)
+  return out
+
+
+def device_piece(x, index: tuple, device) -> object:
+  """The piece `index` of `x` for `device`: its shard when `x` is split so that device
+  holds exactly that piece, else a slice of its host value."""
+  if type(x) is PlacedArray and x._shards is not None and device in x._shards:
+    if x._sharding.devices_indices_map(x.shape).get(device) == index:
+      return x._shards[device]
+  return np.ascontiguousarray(np.asarray(x)[index])
+
+
+def unflatten_outputs(tree, outs: list):
+  return tree_util.tree_unflatten(tree, outs)
+
+
+# --- jit over committed and split arrays --------------------------------------------------
+# A top-level jit call whose arguments are committed (device_put to a device or a sharding),
+# or whose jit names in_shardings/out_shardings or constrains values inside over several
+# devices, runs where those say: on the one device all its committed arguments are on, or
+# partitioned over a mesh (passes/sharding_propagation.py) and run on every device of it.
+
+def call_placed(wrapped: JitWrapped, entry, leaves: list, shardings) -> object:
+  """The result of the jitted call `entry` on flat `leaves`, run where they are placed
+  (`shardings`: the jit's (in_shardings, out_shardings) or None); None when nothing places
+  the call (the caller runs it as usual)."""
+  staged = entry.staged
+  in_sh = out_sh = None
+  if shardings is not None:
+    in_sh = _flat_shardings("in_shardings", shardings[0], staged.in_tree, kws=True)
+    out_sh = _flat_shardings("out_shardings", shardings[1], staged.out_tree)
+  mesh = _call_mesh(wrapped, staged, leaves, in_sh, out_sh)
+  if mesh is not None:
+    return _run_partitioned(wrapped, entry, leaves, mesh, in_sh, out_sh)
+  device = _committed_device(wrapped, staged, leaves)
+  if device is None:
+    single = {next(iter(s.device_set)) for s in (in_sh or []) + (out_sh or []) if s is not None}
+    if len(single) != 1:
+      return None
+    device = single.pop()
+  comp = entry.compiled or _compile_locked(entry)
+  outs = [place(o, device) for o in comp.run([*staged.consts, *leaves], device=device.id)]
+  for k, s in enumerate(out_sh or []):   # one device's out_shardings: reported as given
+    if s is not None:
+      outs[k] = from_shards(outs[k].shape, outs[k].dtype, outs[k].weak_type, s,
+                            {device: outs[k]})
+  return staged.out_tree.unflatten(outs)
+
+
+def _flat_shardings(what: str, tree_prefix, tree, kws: bool = False) -> list:
+  """One Sharding (or None) per flat leaf of `tree`, from a jit's in_/out_shardings (one
+  sharding for all, or a tree prefix; PartitionSpecs over the mesh in context)."""
+  from ember._src.sharding import _as_sharding
+  if tree_prefix is None:
+    return [None] * tree.num_leaves
+  if isinstance(tree_prefix, list):
+    tree_prefix = tuple(tree_prefix)
+  flat = batching.flatten_axes(f"jit {what}", tree, (tree_prefix, None) if kws else
+                               tree_prefix, kws=kws)
+  return [None if s is None else _as_sharding(s, f"jit {what}") for s in flat]
+
+
+def _arg_desc(staged, leaves, k: int) -> str:
+  names = staged.arg_names[len(staged.consts):]
+  aval = core.get_aval(leaves[k])
+  name = names[k] if k < len(names) else f"args[{k}]"
+  return f"argument {name} of {staged.name} with shape {aval.str_short()}"
+
+
+def _ids(devs) -> str:
+  return f"with device ids {sorted(d.id for d in devs)} on platform CPU"
+
+
+def _incompatible(first: str, second: str) -> ValueError:
+  return ValueError(f"Received incompatible devices for jitted computation. Got {first} and "
+                    f"{second}")
+
+
+def _committed_device(wrapped, staged, leaves):
+  """The one device the committed (single-device) arguments are on, None without any; JAX's
+  incompatible-devices error when they are on different devices."""
+  device, first = None, None
+  for k, x in enumerate(leaves):
+    if type(x) is PlacedArray and x._shards is None:
+      d = x.device
+      if device is None:
+        device, first = d, k
+      elif d != device:
+        raise _incompatible(f"{_arg_desc(staged, leaves, first)} and {_ids([device])}",
+                            f"{_arg_desc(staged, leaves, k)} and {_ids([d])}")
+  return device
+
+
+def _call_mesh(wrapped, staged, leaves, in_sh, out_sh):
+  """The mesh of several devices the call is partitioned over (from in_/out_shardings, the
+  arguments split over devices, the sharding constraints inside), or None."""
+  from ember._src.passes import sharding_propagation
+  from ember._src.sharding import NamedSharding
+  found = []   # (what, mesh)
+  for k, s in enumerate(in_sh or []):
+    if s is not None and len(s.device_set) > 1:
+      found.append((f"in_shardings of {_arg_desc(staged, leaves, k)}", s))
+  for k, x in enumerate(leaves):
+    if type(x) is PlacedArray and len(x._sharding.device_set) > 1:
+      found.append((_arg_desc(staged, leaves, k), x._sharding))
+  found += [("out_shardings", s) for s in out_sh or [] if s is not None
+            and len(s.device_set) > 1]
+  inner = sharding_propagation.constraint_sharding(staged.jaxpr)
+  if inner is not None:
+    found.append(("a sharding constraint inside", inner))
+  if not found:
+    return None
+  what, s0 = found[0]
+  for what_k, s in found[1:]:
+    if not (isinstance(s, NamedSharding) and isinstance(s0, NamedSharding)
+            and s.mesh == s0.mesh):
+      raise _incompatible(f"{what} {_ids(s0.device_set)}", f"{what_k} {_ids(s.device_set)}")
+  if not isinstance(s0, NamedSharding):
+    raise NotImplementedError(f"jit over {s0}: ember partitions jit over NamedShardings")
+  for k, x in enumerate(leaves):   # a committed argument must be on the mesh too
+    if type(x) is PlacedArray and x._shards is None:
+      raise _incompatible(f"{_arg_desc(staged, leaves, k)} and {_ids([x.device])}",
+                          f"{what} {_ids(s0.device_set)}")
+  return s0.mesh
+
+
+def _spec_of(x, s, mesh, ndim: int, sizes: dict) -> tuple:
+  """The split of a flat argument: its in_sharding's, else its own (split over the mesh),
+  else whole."""
+  from ember._src.passes.sharding_propagation import replicated, spec_of
+  if s is None and type(x) is PlacedArray and x._shards is not None:
+    s = x._sharding
+  return replicated(ndim) if s is None else spec_of(s, ndim, sizes)
+
+
+def _pspec(spec: tuple):
+  """A partition spec of the propagation's Spec (trailing whole dims dropped)."""
+  from ember._src.sharding import PartitionSpec
+  entries = [None if not a else a[0] if len(a) == 1 else a for a in spec]
+  while entries and entries[-1] is None:
+    entries.pop()
+  return PartitionSpec(*entries)
+
+
+def _run_partitioned(wrapped, entry, leaves, mesh, in_sh, out_sh):
+  """Partition the call over `mesh` (sharding propagation) and run it on every device."""
+  from ember._src.passes.sharding_propagation import replicated
+  from ember._src.sharding import NamedSharding
+  staged = entry.staged
+  sizes = dict(mesh.shape)
+  in_avals = [core.get_aval(c) for c in staged.consts] + [core.get_aval(x) for x in leaves]
+  in_sh = in_sh or [None] * len(leaves)
+  specs = tuple([replicated(a.ndim) for a in in_avals[:len(staged.consts)]] +
+                [_spec_of(x, s, mesh, a.ndim, sizes)
+                 for x, s, a in zip(leaves, in_sh, in_avals[len(staged.consts):])])
+  out_avals = staged.jaxpr.out_avals
+  wants = tuple(None if s is None else _spec_of(None, s, mesh, a.ndim, sizes)
+                for s, a in zip(out_sh or [None] * len(out_avals), out_avals))
+  key = (mesh, specs, wants)
+  programs = entry.programs if entry.programs is not None else {}
+  entry.programs = programs
+  prog = programs.get(key)
+  if prog is None:
+    prog = programs[key] = _partitioned_program(staged, sizes, specs, wants, wrapped.__name__)
+  fun, out_specs = prog
+  args = [*staged.consts, *leaves]
+  per_device = {}
+  for dev in mesh.devices.flat:
+    pieces = []
+    for x, spec, a in zip(args, specs, in_avals):
+      index = NamedSharding(mesh, _pspec(spec)).devices_indices_map(a.shape)[dev]
+      pieces.append(device_piece(x, index, dev))
+    per_device[dev] = host_args(pieces)
+  outs, _ = fun.run(mesh.devices, mesh.axis_names, per_device)
+  results = []
+  for k, (aval, spec) in enumerate(zip(out_avals, out_specs)):
+    s = (out_sh[k] if out_sh and out_sh[k] is not None
+         else NamedSharding(mesh, _pspec(spec)))
+    results.append(from_shards(aval.shape, aval.dtype, aval.weak_type, s,
+                               {dev: outs[dev][k] for dev in mesh.devices.flat}))
+  return staged.out_tree.unflatten(results)
+
+
+def _partitioned_program(staged, sizes, specs, wants, name):
+  """(the SpmdFunction of one device's program of `staged` split as `specs`, the outputs'
+  specs: `wants` where given, else what propagation gives; filled when it is traced)."""
+  from ember._src.passes.sharding_propagation import Partitioner
+  out_specs: list = []
+
+  def per_device(*flat):
+    p = Partitioner(sizes)
+    outs, got = p.run(staged.jaxpr, (), flat, specs)
+    final = [g if w is None else w for g, w in zip(got, wants)]
+    outs = [p.reshard(o, g, f) for o, g, f in zip(outs, got, final)]
+    out_specs[:] = final
+    return outs
+  return SpmdFunction(per_device, sizes, name), out_specs

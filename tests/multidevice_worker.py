@@ -1,0 +1,226 @@
+"""Run by tests/test_multidevice.py in a subprocess with N CPU devices (EMBER_NUM_CPU_DEVICES):
+checks the collectives, jit over committed and split arrays, and shard_map/pmap inside jit
+against NumPy, and prints a data-parallel MLP step's parameters (pmap, shard_map, jit with
+NamedShardings, jit with a sharding constraint) as JSON."""
+import json
+import sys
+
+import numpy as np
+
+import ember as jax
+import ember.numpy as jnp
+from ember import lax
+from ember.sharding import NamedSharding, PartitionSpec as P
+
+n = len(jax.devices())
+rng = np.random.default_rng(0)
+
+
+def check_collectives():
+  x = rng.standard_normal((n, 2, 3)).astype(np.float32)
+  outs = jax.pmap(lambda v: (lax.psum(v, "i"), lax.pmean(v, "i"), lax.pmax(v, "i"),
+                             lax.pmin(v, "i"), lax.axis_index("i"), lax.all_gather(v, "i"),
+                             lax.ppermute(v, "i", [(k, (k + 1) % n) for k in range(n)])),
+                  "i")(x)
+  s, m, mx, mn, ai, ag, pp = map(np.asarray, outs)
+  np.testing.assert_allclose(s, np.broadcast_to(x.astype(np.float64).sum(0), x.shape), 1e-6)
+  np.testing.assert_allclose(m, np.broadcast_to(x.astype(np.float64).mean(0), x.shape), 1e-6)
+  np.testing.assert_array_equal(mx, np.broadcast_to(x.max(0), x.shape))
+  np.testing.assert_array_equal(mn, np.broadcast_to(x.min(0), x.shape))
+  np.testing.assert_array_equal(ai, np.arange(n))
+  np.testing.assert_array_equal(ag, np.broadcast_to(x, (n,) + x.shape))
+  np.testing.assert_array_equal(pp, np.roll(x, 1, 0))
+  z = rng.standard_normal((n, 2 * n)).astype(np.float32)
+  rs = jax.pmap(lambda v: lax.psum_scatter(v, "i", tiled=True), "i")(z)
+  np.testing.assert_allclose(np.asarray(rs), z.astype(np.float64).sum(0).reshape(n, 2), 1e-6)
+  w = rng.standard_normal((n, n)).astype(np.float32)
+  np.testing.assert_array_equal(np.asarray(jax.pmap(lambda v: lax.all_to_all(v, "i", 0, 0),
+                                                    "i")(w)), w.T)
+  assert y_sharding_ok(jax.pmap(lambda v: v * 2, "i")(x))
+  if n % 2 == 0:   # replica groups: pairs of neighbours
+    groups = [[2 * k, 2 * k + 1] for k in range(n // 2)]
+    g = np.asarray(jax.pmap(lambda v: lax.psum(v, "i", axis_index_groups=groups), "i")(w))
+    np.testing.assert_allclose(g, np.repeat(w.reshape(n // 2, 2, n).sum(1), 2, 0), 1e-6)
+
+
+def y_sharding_ok(y):
+  shards = y.addressable_shards
+  return len(shards) == n and [s.device for s in shards] == jax.devices()[:n]
+
+
+def loss(params, x, y):
+  (w1, b1), (w2, b2) = params
+  h = jnp.tanh(x @ w1 + b1)
+  return jnp.mean((h @ w2 + b2 - y) ** 2)
+
+
+def init():
+  r = np.random.default_rng(1)
+  return [(r.standard_normal((8, 16)).astype(np.float32) * 0.3, np.zeros(16, np.float32)),
+          (r.standard_normal((16, 1)).astype(np.float32) * 0.3, np.zeros(1, np.float32))]
+
+
+def batch():
+  r = np.random.default_rng(2)
+  x = r.standard_normal((32, 8)).astype(np.float32)
+  return x, np.sin(x.sum(1, keepdims=True)).astype(np.float32)
+
+
+def sgd(params, grads):
+  return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
+
+
+def pmap_steps(steps=3):
+  """Each device: its 32/n examples; grads averaged with pmean (equal shards: the mean of
+  the shard means is the full batch's mean)."""
+  x, y = batch()
+  step = jax.pmap(lambda p, xb, yb: sgd(p, lax.pmean(jax.grad(loss)(p, xb, yb), "d")), "d",
+                  in_axes=(None, 0, 0), out_axes=None)
+  params = init()
+  xs, ys = x.reshape(n, -1, 8), y.reshape(n, -1, 1)
+  for _ in range(steps):
+    params = step(params, xs, ys)
+  return params
+
+
+def shard_map_steps(steps=3):
+  mesh = jax.make_mesh((n,), ("d",))
+  x, y = batch()
+  step = jax.shard_map(lambda p, xb, yb: sgd(p, lax.pmean(jax.grad(loss)(p, xb, yb), "d")),
+                       mesh=mesh, in_specs=(P(), P("d"), P("d")), out_specs=P())
+  params = init()
+  xs = jax.device_put(x, NamedSharding(mesh, P("d")))
+  for _ in range(steps):
+    params = step(params, xs, y)
+  return params
+
+
+def check_jit_committed():
+  """All committed arguments on one device: runs there, outputs committed there; on two
+  devices: JAX's incompatible-devices error naming both arguments."""
+  d = jax.devices()
+  x = rng.standard_normal((4, 3)).astype(np.float32)
+  f = jax.jit(lambda a, b: (a * 2 + b).sum(0))
+  r = f(jax.device_put(x, d[-1]), 1.0)
+  assert r.committed and r.sharding == jax.sharding.SingleDeviceSharding(d[-1]), r.sharding
+  np.testing.assert_allclose(np.asarray(r), (x.astype(np.float64) * 2 + 1).sum(0), 1e-6)
+  if n > 1:
+    try:
+      f(jax.device_put(x, d[0]), jax.device_put(x, d[1]))
+    except ValueError as e:
+      msg = str(e)
+      assert msg.startswith("Received incompatible devices for jitted computation.") and \
+          "argument a of <lambda> with shape float32[4,3] and with device ids [0]" in msg and \
+          "argument b of <lambda> with shape float32[4,3] and with device ids [1]" in msg, msg
+    else:
+      raise AssertionError("no incompatible-devices error")
+
+
+# Split contractions and reductions add per-device partial sums, then the partials in rank
+# order: f32 rounding differs from one sum over the whole axis by a few ulps.
+TOL = dict(rtol=2e-6, atol=1e-6)
+
+
+def check_jit_partitioned():
+  """Ops of a jit over split arguments (and with in/out_shardings) against NumPy, and the
+  outputs' shardings."""
+  mesh = jax.make_mesh((n,), ("data",))
+  data, repl = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+  x = rng.standard_normal((8, 4)).astype(np.float32)
+  w = rng.standard_normal((4, 3)).astype(np.float32)
+  xs = jax.device_put(x, data)
+  outs = jax.jit(lambda x, w: (jnp.tanh(x @ w) + 1.0, (x @ w).sum(), x.T @ x, x.max(0),
+                               jnp.cumsum(x, 0), (x.reshape(8, 2, 2) * 3).T))(xs, w)
+  x64, w64 = x.astype(np.float64), w.astype(np.float64)
+  want = [np.tanh(x64 @ w64) + 1, (x64 @ w64).sum(), x64.T @ x64, x.max(0),
+          np.cumsum(x64, 0), (x64.reshape(8, 2, 2) * 3).T]
+  for got, ref in zip(outs, want):
+    np.testing.assert_allclose(np.asarray(got), ref, **TOL)
+  if n > 1:   # (on one device the arguments are committed to it: SingleDeviceShardings)
+    specs = [o.sharding.spec for o in outs]
+    # batch-sharded activations; replicated after the all-reduce; cumsum is computed whole
+    assert specs == [P("data"), P(), P(), P(), P(), P(None, None, "data")], specs
+  y = jax.jit(lambda a: a * 2, in_shardings=repl, out_shardings=data)(x)
+  assert y.sharding == data and [s.data.shape for s in y.addressable_shards] == \
+      [(8 // n, 4)] * n
+  np.testing.assert_array_equal(np.asarray(y), x * 2)
+  z = jax.jit(lambda a: jax.sharding.reshard(a * 2, P("data")) + 1)
+  with jax.set_mesh(mesh):
+    zz = z(x)
+  np.testing.assert_array_equal(np.asarray(zz), x * 2 + 1)
+  assert n == 1 or zz.sharding.spec == P("data"), zz.sharding
+  if n == 4:   # a 2-D mesh: contraction over the 'y'-split dim of both operands
+    m2 = jax.make_mesh((2, 2), ("x", "y"))
+    a = jax.device_put(x, NamedSharding(m2, P("x", "y")))
+    b = jax.device_put(rng.standard_normal((4, 6)).astype(np.float32),
+                       NamedSharding(m2, P("y", None)))
+    c = jax.jit(lambda a, b: a @ b)(a, b)
+    np.testing.assert_allclose(np.asarray(c), x64 @ np.asarray(b, np.float64), **TOL)
+    assert c.sharding.spec == P("x"), c.sharding
+
+
+def check_maps_inside_jit():
+  """shard_map and pmap inside jit: the values of the top-level per-device runs (and of
+  NumPy)."""
+  shape = (2, n // 2) if n % 2 == 0 else (n, 1)
+  mesh = jax.make_mesh(shape, ("x", "y"))
+  x = rng.standard_normal((8, 6)).astype(np.float32)
+
+  def body(b):
+    return (lax.psum(b.sum(0, keepdims=True), "x"), b * 2,
+            lax.all_gather(b, "x", axis=0, tiled=True))
+  sm = jax.shard_map(body, mesh=mesh, in_specs=P("x", "y"),
+                     out_specs=(P(None, "y"), P("x", "y"), P(None, "y")))
+  top, inside = sm(x), jax.jit(sm)(x)
+  want = [x.astype(np.float64).sum(0, keepdims=True), x * 2, x]
+  for t, i, ref in zip(top, inside, want):
+    np.testing.assert_allclose(np.asarray(t), ref, **TOL)
+    np.testing.assert_allclose(np.asarray(i), ref, **TOL)
+  pm = jax.pmap(lambda v: lax.psum(v, "i") * v, "i")
+  v = rng.standard_normal((n, 3)).astype(np.float32)
+  np.testing.assert_allclose(np.asarray(jax.jit(pm)(v)), v.sum(0) * v, **TOL)
+
+
+def jit_steps(steps=3):
+  """The step as one jit over the mesh: the batch split over 'data', the params
+  replicated; propagation makes the weight grads local dots + psum."""
+  mesh = jax.make_mesh((n,), ("data",))
+  data, repl = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+  x, y = batch()
+  step = jax.jit(lambda p, xb, yb: sgd(p, jax.grad(loss)(p, xb, yb)),
+                 in_shardings=(repl, data, data), out_shardings=repl)
+  params = init()
+  for _ in range(steps):
+    params = step(params, x, y)
+  assert all(p.sharding == repl for p in jax.tree.leaves(params))
+  return params
+
+
+def constrained_steps(steps=3):
+  """The same step with the split asked for inside (with_sharding_constraint) and the
+  params' sharding left to propagation (replicated after the psum)."""
+  mesh = jax.make_mesh((n,), ("data",))
+  data = NamedSharding(mesh, P("data"))
+  x, y = batch()
+  step = jax.jit(lambda p, xb, yb: sgd(p, jax.grad(loss)(
+      p, lax.with_sharding_constraint(xb, data), lax.with_sharding_constraint(yb, data))))
+  params = init()
+  for _ in range(steps):
+    params = step(params, x, y)
+  if n > 1:
+    assert all(p.sharding.spec == P() for p in jax.tree.leaves(params))
+  return params
+
+
+def flat(ps):
+  return [np.asarray(a, np.float64).ravel().tolist() for a in jax.tree.leaves(ps)]
+
+
+if __name__ == "__main__":
+  check_collectives()
+  check_jit_committed()
+  check_jit_partitioned()
+  check_maps_inside_jit()
+  json.dump({"n": n, "pmap": flat(pmap_steps()), "shard_map": flat(shard_map_steps()),
+             "jit": flat(jit_steps()), "jit_constraint": flat(constrained_steps())},
+            sys.stdout)
