@@ -181,8 +181,9 @@ class MpiCommunicator:
   # --- the MPI calls ----------------------------------------------------------------------
 
   def _reduce(self, x: np.ndarray, op: str) -> np.ndarray:
+    """Allreduce of the processes' partial results into a fresh array (x: _local_reduce's)."""
     if len(self._procs) == 1:
-      return x
+      return x.copy() if len(self._local) == 1 else x
     out = np.empty_like(x)
     self._comm.Allreduce(x, out, _mpi_op(op))
     return out
@@ -260,7 +261,10 @@ class MpiCommunicator:
   # --- helpers ----------------------------------------------------------------------------
 
   def _local_reduce(self, xs: dict, wire: np.dtype, op: str) -> np.ndarray:
-    """This process's ranks reduced in rank order (a fresh contiguous array)."""
+    """This process's ranks reduced in rank order, contiguous: the input itself when this
+    process holds one rank (MPI only reads it), else a fresh array."""
+    if len(self._local) == 1:
+      return _to_wire(xs[self._local[0]], wire)
     ufunc = _UFUNCS[op]
     acc = _to_wire(xs[self._local[0]], wire).copy()
     for r in self._local[1:]:
