@@ -52,23 +52,18 @@ def typeof(x):
   return get_aval(x) if hitype is None else hitype
 
 
-def local_devices(process_index=None, backend=None):
-  return devices(backend)
-
-
 def device_count(backend=None) -> int:
+  """All processes' devices (`local_device_count()` for this process's)."""
   return len(devices(backend))
 
 
-local_device_count = device_count
+def local_device_count(backend=None) -> int:
+  return len(local_devices(backend=backend))
 
 
-def process_index() -> int:
-  return 0
-
-
-def process_count() -> int:
-  return 1
+from ember._src.sharding import local_devices  # noqa: E402,F401
+from ember._src.distributed import process_count, process_index  # noqa: E402,F401
+from ember import distributed  # noqa: E402,F401
 
 
 from ember import random  # noqa: E402,F401

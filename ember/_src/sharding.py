@@ -35,8 +35,9 @@ class CpuDevice(Device):
   platform = "cpu"
   device_kind = "cpu"
 
-  def __init__(self, id: int = 0):
+  def __init__(self, id: int = 0, process_index: int = 0):
     self.id = id
+    self.process_index = process_index  # the process that owns it (ember.distributed)
 
   def __repr__(self):
     return f"CpuDevice(id={self.id})"
@@ -72,12 +73,23 @@ def num_cpu_devices() -> int:
 
 
 _DEVICES = [CpuDevice(i) for i in range(num_cpu_devices())]
+# every process's devices, in global id order, after ember.distributed.initialize(); empty when
+# this process runs alone (then they are _DEVICES)
+_GLOBAL_DEVICES: list[CpuDevice] = []
 
 
 def devices(backend: str | None = None) -> list[CpuDevice]:
   if backend not in (None, "cpu"):
     raise RuntimeError(f"Unknown backend {backend!r}: ember runs on 'cpu' here.")
-  return list(_DEVICES)
+  return list(_GLOBAL_DEVICES or _DEVICES)
+
+
+def local_devices(process_index: int | None = None, backend: str | None = None):
+  """The devices of process `process_index` (this process when None)."""
+  devs = devices(backend)
+  if process_index is None:
+    return list(_DEVICES)
+  return [d for d in devs if d.process_index == process_index]
 
 
 def default_backend() -> str:
