@@ -9,7 +9,8 @@ from ember._src.numpy import array_methods as _array_methods  # noqa: F401
 from ember._src.basearray import Array  # noqa: F401 (abstract: arrays, tracers, keys)
 from ember._src.runtime.array import (  # noqa: F401
     Device, block_until_ready, default_backend, device_get, device_put, devices,
-    make_array_from_callback, make_array_from_single_device_arrays)
+    make_array_from_callback, make_array_from_process_local_data,
+    make_array_from_single_device_arrays)
 from ember._src.core import ensure_compile_time_eval, named_call, named_scope  # noqa: F401
 from ember._src.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from ember._src.transforms.batching import vmap  # noqa: F401

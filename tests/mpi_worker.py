@@ -15,9 +15,11 @@ import numpy as np
 
 import ember as jax
 import ember.numpy as jnp
+from ember import lax
 from ember._src import distributed as dist
 from ember._src.runtime.mpi_collectives import MpiCommunicator
 from ember.experimental import multihost_utils
+from ember.sharding import NamedSharding, PartitionSpec as P
 
 # MPI sums the ranks' float32 values in its algorithm's order, NumPy (float64) in its own: they
 # differ by rounding only, at most (n-1) ulps of the sum's magnitude for n ranks.
@@ -33,15 +35,17 @@ def inputs(rank: int, shape, dtype=np.float32) -> np.ndarray:
   return rng.standard_normal(shape).astype(dtype)
 
 
-def check_process_api(n: int, me: int):
+def check_process_api(n: int, me: int, k: int):
+  """n processes of k devices each."""
   assert jax.process_count() == n and jax.process_index() == me
   assert jax.distributed.is_initialized()
   devs = jax.devices()
-  assert [d.id for d in devs] == list(range(n)), devs
-  assert [d.process_index for d in devs] == list(range(n))
-  assert jax.local_devices() == [devs[me]] and jax.local_device_count() == 1
-  assert jax.device_count() == n
-  assert jax.local_devices(process_index=(me + 1) % n) == [devs[(me + 1) % n]]
+  assert [d.id for d in devs] == list(range(n * k)), devs
+  assert [d.process_index for d in devs] == [p for p in range(n) for _ in range(k)]
+  assert jax.local_devices() == devs[me * k:(me + 1) * k] and jax.local_device_count() == k
+  assert jax.device_count() == n * k
+  other = (me + 1) % n
+  assert jax.local_devices(process_index=other) == devs[other * k:(other + 1) * k]
   try:
     jax.distributed.initialize()
   except RuntimeError as e:
@@ -234,18 +238,119 @@ def check_training(n: int, me: int):
   multihost_utils.assert_equal(jax.tree_util.tree_map(np.asarray, dp), "params diverged")
 
 
+# --- pmap and shard_map across processes ---------------------------------------------------
+
+def local_rows(x: np.ndarray, me: int, n: int) -> np.ndarray:
+  """This process's contiguous block of rows of the global `x` (n equal blocks)."""
+  b = len(x) // n
+  return x[me * b:(me + 1) * b]
+
+
+def check_pmap_collectives(n: int, me: int, k: int):
+  """pmap over every process's k devices: each process maps its own k rows of the global
+  x (n*k rows, the same on every process); the collectives see all n*k devices."""
+  g = n * k
+  x = inputs(7, (g, 5, 3))
+  cycle = [(i, (i + 1) % g) for i in range(g)]
+  outs = jax.pmap(lambda v: (lax.psum(v, "i"), lax.pmax(v, "i"), lax.axis_index("i"),
+                             lax.psum(1, "i"), lax.all_gather(v, "i"),
+                             lax.ppermute(v, "i", cycle)), "i")(local_rows(x, me, n))
+  s, mx, ai, size, ag, pp = map(np.asarray, outs)   # this process's k rows of each
+  np.testing.assert_allclose(s, np.broadcast_to(x.astype(np.float64).sum(0), s.shape),
+                             **F32_TOL)
+  np.testing.assert_array_equal(mx, np.broadcast_to(x.max(0), mx.shape))
+  np.testing.assert_array_equal(ai, np.arange(me * k, (me + 1) * k))
+  np.testing.assert_array_equal(size, [g] * k)
+  np.testing.assert_array_equal(ag, np.broadcast_to(x, (k,) + x.shape))
+  np.testing.assert_array_equal(pp, local_rows(np.roll(x, 1, 0), me, n))
+  assert [sh.device for sh in outs[0].addressable_shards] == jax.local_devices()
+  check_same_bits_everywhere(s[0])
+
+
+def check_shard_map_collectives(n: int, me: int, k: int):
+  """shard_map over a global 2 x (n*k/2) mesh; the input is built from each process's own
+  rows (make_array_from_process_local_data), so with several processes no process holds it
+  all. Groups along 'x', 'y' and both span processes (for 2 x 2 local devices, the 'x'
+  groups {0, 2} and {1, 3} run at once over the same two processes)."""
+  g = n * k
+  mesh = jax.make_mesh((2, g // 2), ("x", "y"))
+  assert list(mesh.devices.flat) == jax.devices()
+  x = inputs(8, (2 * g, 3))   # device (a, b) holds rows block a * g/2 + b
+  xs = jax.make_array_from_process_local_data(NamedSharding(mesh, P(("x", "y"))),
+                                              local_rows(x, me, n))
+  assert xs.shape == x.shape and xs.is_fully_addressable == (n == 1)
+  if n > 1:
+    try:
+      np.asarray(xs)
+    except RuntimeError as e:
+      assert "other processes" in str(e), e
+    else:
+      raise AssertionError("reading an array spanning other processes did not raise")
+  cycle = [(i, (i + 1) % (g // 2)) for i in range(g // 2)]
+  f = jax.shard_map(lambda v: (lax.psum(v, "x"), lax.psum(v, "y"), lax.psum(v, ("x", "y")),
+                               lax.all_gather(v, ("x", "y"), tiled=True),
+                               lax.ppermute(v, "y", cycle)),
+                    mesh=mesh, in_specs=P(("x", "y")),
+                    out_specs=(P("y"), P("x"), P(), P(), P(("x", "y"))))
+  sx, sy, sxy, ag, pp = f(xs)
+  blocks = x.astype(np.float64).reshape(2, g // 2, 2, 3)   # [x, y, rows, 3]
+  np.testing.assert_allclose(np.asarray(sxy), blocks.sum((0, 1)), **F32_TOL)
+  np.testing.assert_array_equal(np.asarray(ag), x)
+  expect = {"sx": blocks.sum(0).reshape(-1, 3), "sy": blocks.sum(1).reshape(-1, 3),
+            "pp": np.roll(blocks, 1, 1).reshape(-1, 3)}
+  for name, out in (("sx", sx), ("sy", sy), ("pp", pp)):
+    assert len(out.addressable_shards) == k
+    for shard in out.addressable_shards:   # each local piece against NumPy's
+      np.testing.assert_allclose(np.asarray(shard.data), expect[name][shard.index],
+                                 err_msg=name, **F32_TOL)
+
+
+def check_pmap_training(n: int, me: int, k: int):
+  """The data-parallel step over n processes x k devices (pmap, lax.pmean of the grads; and
+  shard_map over the global mesh) against the full-batch step on one device."""
+  rng = np.random.default_rng(1)
+  x = rng.standard_normal((32, 8)).astype(np.float32)
+  y = rng.standard_normal((32, 2)).astype(np.float32)
+
+  def step(p, xb, yb, axis):
+    return sgd(p, lax.pmean(jax.grad(loss)(p, xb, yb), axis))
+  pstep = jax.pmap(lambda p, xb, yb: step(p, xb, yb, "i"), "i", in_axes=(None, 0, 0),
+                   out_axes=None)
+  mesh = jax.make_mesh((n * k,), ("d",))
+  sstep = jax.shard_map(lambda p, xb, yb: step(p, xb, yb, "d"), mesh=mesh,
+                        in_specs=(P(), P("d"), P("d")), out_specs=P())
+  split = NamedSharding(mesh, P("d"))
+  xs, ys = (jax.make_array_from_process_local_data(split, local_rows(v, me, n)) for v in (x, y))
+  full, dp, sm = init_params(), init_params(), init_params()
+  for _ in range(3):
+    full = sgd(full, grad_fn(full, x, y))
+    dp = pstep(dp, local_rows(x, me, n).reshape(k, -1, 8), local_rows(y, me, n).reshape(k, -1, 2))
+    sm = sstep(sm, xs, ys)
+  for k_ in full:
+    # pmean of n*k equal shards' mean grads is the full batch's mean, summed in another
+    # order (each shard's mean, then MPI's and the local devices' order): f32 rounding only
+    np.testing.assert_allclose(np.asarray(dp[k_]), np.asarray(full[k_]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(sm[k_]), np.asarray(full[k_]), rtol=1e-5, atol=1e-6)
+  multihost_utils.assert_equal(jax.tree_util.tree_map(np.asarray, dp), "pmap params diverged")
+
+
 def main():
   jax.distributed.initialize()
   n, me = jax.process_count(), jax.process_index()
-  check_process_api(n, me)
-  check_groups(n, me)
-  check_errors(n, me)
+  k = jax.local_device_count()
+  check_process_api(n, me, k)
+  if k == 1:   # the communicator itself, with device ids = process ranks
+    check_groups(n, me)
+    check_errors(n, me)
+    check_training(n, me)
   check_multihost_utils(n, me)
-  check_training(n, me)
+  check_pmap_collectives(n, me, k)
+  check_shard_map_collectives(n, me, k)
+  check_pmap_training(n, me, k)
   h = np.uint32(zlib.crc32(b"done"))
   multihost_utils.assert_equal(h)
   jax.distributed.shutdown()
-  assert jax.process_count() == 1 and len(jax.devices()) == 1
+  assert jax.process_count() == 1 and len(jax.devices()) == k
   print(f"OK {me}", flush=True)
 
 

@@ -1,7 +1,8 @@
 """ember.distributed over MPI: `mpirun -n 2` and `-n 4` on this machine (shared memory between
-the processes, no network) run tests/mpi_worker.py, which checks the process API, every
-collective against NumPy (one rank per process, sub-groups, several ranks per process),
-multihost_utils, and a data-parallel MLP training step against the full-batch step."""
+the processes, no network), and `-n 2` with 2 devices per process, run tests/mpi_worker.py,
+which checks the process API, every collective against NumPy (one rank per process, sub-groups,
+several ranks per process), multihost_utils, pmap and shard_map collectives across processes,
+and a data-parallel MLP training step (pmap + pmean, shard_map) against the full-batch step."""
 from __future__ import annotations
 
 import importlib.util
@@ -32,10 +33,13 @@ def mpirun_command(n: int) -> list[str]:
           "--mca", "btl", "self,sm", sys.executable, WORKER]
 
 
-@pytest.mark.parametrize("n", [2, 4])
-def test_mpirun(n):
+@pytest.mark.parametrize("n,local", [(2, 1), (4, 1), (2, 2)])
+def test_mpirun(n, local):
+  """n processes of `local` CPU devices each (EMBER_NUM_CPU_DEVICES)."""
   env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+             EMBER_NUM_CPU_DEVICES=str(local),
              PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+  env.pop("XLA_FLAGS", None)
   proc = subprocess.Popen(mpirun_command(n), env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
   try:

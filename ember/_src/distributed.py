@@ -5,8 +5,8 @@ and the count, and carries the collectives; there is no coordinator service of e
 `initialize()` numbers every process's devices with global ids (process 0's first, then process
 1's, ...), so `ember.devices()` lists all of them, each with its `process_index`, and
 `ember.local_devices()` this process's. It hands `runtime.collectives` the factory of
-cross-process communicators (`runtime.mpi_collectives`), which pmap uses for device groups that
-span processes.
+cross-process communicators (`runtime.mpi_collectives`), which pmap and shard_map use for device
+groups that span processes.
 """
 from __future__ import annotations
 
@@ -115,6 +115,8 @@ def shutdown() -> None:
   global _STATE
   if _STATE is None:
     return
+  from ember._src.runtime import executor
+  executor.effects_barrier()   # this process's device programs (and their collectives) ran
   state, _STATE = _STATE, None
   _set_collectives_hook(None)
   state.comm.Barrier()

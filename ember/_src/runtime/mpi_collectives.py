@@ -314,13 +314,20 @@ def _unpermute(rows: np.ndarray, order: list[int]) -> np.ndarray:
 
 
 class CommunicatorFactory:
-  """`cross_process_communicator`: a device group -> its MpiCommunicator, cached, with one MPI
-  communicator per tuple of processes (`world` itself when the tuple is all of them in order)."""
+  """`cross_process_communicator`: a device group -> its MpiCommunicator, cached, each over an
+  MPI communicator of its own (`Comm.Create_group` of its processes).
+
+  Own communicators, not one per tuple of processes: with several devices per process, two
+  groups over the same processes (the columns {0, 2} and {1, 3} of a 2 x 2 mesh over two
+  processes) run their collectives at once on different device threads, and MPI matches
+  collectives on one communicator by call order only. Making one is collective over the group's
+  processes; collectives.DeviceContext.prepare makes a run's groups in the same order on every
+  process."""
 
   def __init__(self, world, device_process: dict[int, int]):
     self._world = world
     self._device_process = device_process
-    self._comms: dict[tuple[int, ...], object] = {}
+    self._comms: list = []
     self._groups: dict[tuple[int, ...], MpiCommunicator] = {}
     self._lock = threading.Lock()
 
@@ -343,25 +350,30 @@ class CommunicatorFactory:
     if me not in owners:
       raise ValueError(f"cross_process_communicator: process {me} holds none of the devices "
                        f"{list(ids)}; only the processes of a group build its communicator")
-    procs = tuple(dict.fromkeys(owners))
-    if procs not in self._comms:
-      self._comms[procs] = self._sub_comm(procs)
-    return MpiCommunicator(self._comms[procs], ids, owners, me)
+    comm = self._new_comm(tuple(dict.fromkeys(owners)))
+    self._comms.append(comm)
+    return MpiCommunicator(comm, ids, owners, me)
 
-  def _sub_comm(self, procs: tuple[int, ...]):
-    if procs == tuple(range(self._world.Get_size())):
-      return self._world
+  def _new_comm(self, procs: tuple[int, ...]):
+    """A fresh MPI communicator whose rank i is process procs[i] (collective over them)."""
     group = self._world.Get_group().Incl(list(procs))
     try:
       return self._world.Create_group(group)
     finally:
       group.Free()
 
+  def _sub_comm(self, procs: tuple[int, ...]):
+    """`world` when `procs` is all processes in order, else a new communicator of them."""
+    if procs == tuple(range(self._world.Get_size())):
+      return self._world
+    comm = self._new_comm(procs)
+    self._comms.append(comm)
+    return comm
+
   def free(self):
-    """Free the sub-communicators (not `world`, which its owner frees)."""
+    """Free the communicators made here (not `world`, which its owner frees)."""
     with self._lock:
-      for comm in self._comms.values():
-        if comm is not self._world:
-          comm.Free()
+      for comm in self._comms:
+        comm.Free()
       self._comms.clear()
       self._groups.clear()
