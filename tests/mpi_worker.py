@@ -265,6 +265,12 @@ def check_pmap_collectives(n: int, me: int, k: int):
   np.testing.assert_array_equal(pp, local_rows(np.roll(x, 1, 0), me, n))
   assert [sh.device for sh in outs[0].addressable_shards] == jax.local_devices()
   check_same_bits_everywhere(s[0])
+  try:   # under jit pmap would be vmap over this process's slices: not the global psum
+    jax.jit(jax.pmap(lambda v: lax.psum(v, "i"), "i"))(local_rows(x, me, n))
+  except NotImplementedError as e:
+    assert "only at top level" in str(e), e
+  else:
+    raise AssertionError("pmap across processes inside jit did not raise")
 
 
 def check_shard_map_collectives(n: int, me: int, k: int):

@@ -29,6 +29,7 @@ from ember._src.sharding import (AbstractMesh, Mesh, NamedSharding, PartitionSpe
                                  check_placeable, context_mesh)
 from ember._src.sharding import devices as all_devices
 from ember._src.sharding import local_devices
+from ember._src.distributed import process_count
 from ember._src.transforms.batching import flatten_axes, shape_of, vmap
 
 
@@ -147,6 +148,11 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     if (ndev > 1 or multi_process) and core.cur_level_is_eval() and not any(
         isinstance(x, core.Tracer) for x in tree_util.tree_leaves((dyn, kwargs))):
       return on_devices(static, dyn, kwargs)
+    if multi_process:   # vmap on one device would reduce over this process's slices only
+      raise NotImplementedError(
+          f"pmap of {name} over the devices of {process_count()} processes inside jit (or "
+          "another transformation): ember runs a pmap spanning processes only at top level; "
+          "call it outside jit")
     donate = _donated_positions(len(args), static, _as_tuple(donate_argnums))
     if donate not in compiled:
       compiled[donate] = jit(mapped, static_argnums=0, donate_argnums=donate)
