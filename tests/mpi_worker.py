@@ -246,6 +246,10 @@ def local_rows(x: np.ndarray, me: int, n: int) -> np.ndarray:
   return x[me * b:(me + 1) * b]
 
 
+# made before initialize(): pmap reads the devices when called, as JAX does
+psum_over_all = jax.pmap(lambda v: lax.psum(v, "i"), "i")
+
+
 def check_pmap_collectives(n: int, me: int, k: int):
   """pmap over every process's k devices: each process maps its own k rows of the global
   x (n*k rows, the same on every process); the collectives see all n*k devices."""
@@ -265,6 +269,7 @@ def check_pmap_collectives(n: int, me: int, k: int):
   np.testing.assert_array_equal(pp, local_rows(np.roll(x, 1, 0), me, n))
   assert [sh.device for sh in outs[0].addressable_shards] == jax.local_devices()
   check_same_bits_everywhere(s[0])
+  np.testing.assert_array_equal(np.asarray(psum_over_all(local_rows(x, me, n))), s)
   try:   # under jit pmap would be vmap over this process's slices: not the global psum
     jax.jit(jax.pmap(lambda v: lax.psum(v, "i"), "i"))(local_rows(x, me, n))
   except NotImplementedError as e:

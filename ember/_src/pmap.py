@@ -87,10 +87,8 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
   static_nums = _as_tuple(static_broadcasted_argnums)
-  devs = list(devices) if devices is not None else all_devices(backend)
-  mine = set(local_devices())
-  ndev = sum(d in mine for d in devs)   # the mapped axis is at most this process's devices
-  multi_process = len(devs) > ndev
+  if devices is None:
+    all_devices(backend)   # the error for an unknown backend, now
   name = getattr(fun, "__name__", "pmap_fun")
 
   def dyn_in_axes(static: tuple):
@@ -99,16 +97,24 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     skip = {i for i, _ in static}
     return tuple(a for i, a in enumerate(in_axes) if i not in skip)
 
+  def layout():
+    """(the devices, this process's, how many of them, whether others' are among them), read
+    at each call: ember.distributed.initialize() may come after pmap()."""
+    devs = list(devices) if devices is not None else all_devices(backend)
+    mine = set(local_devices())
+    ndev = sum(d in mine for d in devs)   # the mapped axis is at most this process's devices
+    return devs, mine, ndev, len(devs) > ndev
+
   def mapped(static, *dyn, **kwargs):
     axes = dyn_in_axes(static)
-    _check_devices(f"pmap_{name}", dyn, kwargs, axes, axis_size, ndev)
+    _check_devices(f"pmap_{name}", dyn, kwargs, axes, axis_size, layout()[2])
     per_slice = lambda *d, **kw: fun(*_rebuild(static, d), **kw)
     return vmap(per_slice, axes, out_axes, axis_name, axis_size)(*dyn, **kwargs)
 
   compiled = {}  # the jit of `mapped`, per donated positions (they depend on len(args))
   programs = {}  # multi-device: (static args, tree, axes, size) -> its SpmdFunction
 
-  def on_devices(static, dyn, kwargs):
+  def on_devices(static, dyn, kwargs, devs, mine, ndev, multi_process):
     """The multi-device run: one program per device, collectives between them."""
     axes = dyn_in_axes(static)
     _check_devices(f"pmap_{name}", dyn, kwargs, axes, axis_size, ndev)
@@ -120,7 +126,7 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
       raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: "
                        f"{sorted(sizes | {n})}")
     grid = _device_grid(devs, n, devices is not None) if multi_process else devs[:n]
-    key = (static, tree, tuple(dims), n)
+    key = (static, tree, tuple(dims), len(grid))
     prog = programs.get(key)
     if prog is None:
       def per_device(*flat):
@@ -145,9 +151,10 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
   @functools.wraps(fun, updated=())
   def pmap_f(*args, **kwargs):
     static, dyn = _split_static(args, static_nums)
+    devs, mine, ndev, multi_process = layout()
     if (ndev > 1 or multi_process) and core.cur_level_is_eval() and not any(
         isinstance(x, core.Tracer) for x in tree_util.tree_leaves((dyn, kwargs))):
-      return on_devices(static, dyn, kwargs)
+      return on_devices(static, dyn, kwargs, devs, mine, ndev, multi_process)
     if multi_process:   # vmap on one device would reduce over this process's slices only
       raise NotImplementedError(
           f"pmap of {name} over the devices of {process_count()} processes inside jit (or "
