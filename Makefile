@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml requirements-ecosystem.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,mpi]'
 	$(PY) -m pip install -q --no-deps --ignore-requires-python -r requirements-ecosystem.txt
 	touch $(STAMP)
 

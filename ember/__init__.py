@@ -9,7 +9,8 @@ from ember._src.numpy import array_methods as _array_methods  # noqa: F401
 from ember._src.basearray import Array  # noqa: F401 (abstract: arrays, tracers, keys)
 from ember._src.runtime.array import (  # noqa: F401
     Device, block_until_ready, default_backend, device_get, device_put, devices,
-    make_array_from_callback, make_array_from_single_device_arrays)
+    make_array_from_callback, make_array_from_process_local_data,
+    make_array_from_single_device_arrays)
 from ember._src.core import ensure_compile_time_eval, named_call, named_scope  # noqa: F401
 from ember._src.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from ember._src.transforms.batching import vmap  # noqa: F401
@@ -52,23 +53,18 @@ def typeof(x):
   return get_aval(x) if hitype is None else hitype
 
 
-def local_devices(process_index=None, backend=None):
-  return devices(backend)
-
-
 def device_count(backend=None) -> int:
+  """All processes' devices (`local_device_count()` for this process's)."""
   return len(devices(backend))
 
 
-local_device_count = device_count
+def local_device_count(backend=None) -> int:
+  return len(local_devices(backend=backend))
 
 
-def process_index() -> int:
-  return 0
-
-
-def process_count() -> int:
-  return 1
+from ember._src.sharding import local_devices  # noqa: E402,F401
+from ember._src.distributed import process_count, process_index  # noqa: E402,F401
+from ember import distributed  # noqa: E402,F401
 
 
 from ember import random  # noqa: E402,F401

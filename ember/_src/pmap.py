@@ -9,6 +9,12 @@ On one device, and inside a trace (jit of a pmap), `pmap(f)` is
 `jit(vmap(f, in_axes, out_axes, axis_name))`: the same values, computed on one device; a
 multi-device shard_map inside a trace is likewise a vmap over the mesh axes.
 Either way a mapped axis longer than the devices available is an error, as in JAX.
+
+After ember.distributed.initialize() (many processes) pmap works as JAX's multi-process pmap:
+each process passes the leading axis of its own devices (local_device_count(), or fewer), the
+mapped axis spans every process's devices (`psum(x, 'i')` sums over all of them), and the
+outputs are this process's part. shard_map takes a mesh over all processes' devices
+(jax.make_mesh's default), each process passing arrays whose pieces on its devices it holds.
 """
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ from ember._src.runtime.array import from_shards
 from ember._src.sharding import (AbstractMesh, Mesh, NamedSharding, PartitionSpec,
                                  check_placeable, context_mesh)
 from ember._src.sharding import devices as all_devices
+from ember._src.sharding import local_devices
+from ember._src.distributed import process_count
 from ember._src.transforms.batching import flatten_axes, shape_of, vmap
 
 
@@ -82,8 +90,8 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
   static_nums = _as_tuple(static_broadcasted_argnums)
-  devs = list(devices) if devices is not None else all_devices(backend)
-  ndev = len(devs)
+  if devices is None:
+    all_devices(backend)   # the error for an unknown backend, now
   name = getattr(fun, "__name__", "pmap_fun")
 
   def dyn_in_axes(static: tuple):
@@ -92,16 +100,24 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     skip = {i for i, _ in static}
     return tuple(a for i, a in enumerate(in_axes) if i not in skip)
 
+  def layout():
+    """(the devices, this process's, how many of them, whether others' are among them), read
+    at each call: ember.distributed.initialize() may come after pmap()."""
+    devs = list(devices) if devices is not None else all_devices(backend)
+    mine = set(local_devices())
+    ndev = sum(d in mine for d in devs)   # the mapped axis is at most this process's devices
+    return devs, mine, ndev, len(devs) > ndev
+
   def mapped(static, *dyn, **kwargs):
     axes = dyn_in_axes(static)
-    _check_devices(f"pmap_{name}", dyn, kwargs, axes, axis_size, ndev)
+    _check_devices(f"pmap_{name}", dyn, kwargs, axes, axis_size, layout()[2])
     per_slice = lambda *d, **kw: fun(*_rebuild(static, d), **kw)
     return vmap(per_slice, axes, out_axes, axis_name, axis_size)(*dyn, **kwargs)
 
   compiled = {}  # the jit of `mapped`, per donated positions (they depend on len(args))
   programs = {}  # multi-device: (static args, tree, axes, size) -> its SpmdFunction
 
-  def on_devices(static, dyn, kwargs):
+  def on_devices(static, dyn, kwargs, devs, mine, ndev, multi_process):
     """The multi-device run: one program per device, collectives between them."""
     axes = dyn_in_axes(static)
     _check_devices(f"pmap_{name}", dyn, kwargs, axes, axis_size, ndev)
@@ -112,36 +128,70 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
     if sizes - {n}:
       raise ValueError(f"pmap got inconsistent sizes for array axes to be mapped: "
                        f"{sorted(sizes | {n})}")
-    key = (static, tree, tuple(dims), n)
+    grid = _device_grid(devs, n, devices is not None) if multi_process else devs[:n]
+    key = (static, tree, tuple(dims), len(grid))
     prog = programs.get(key)
     if prog is None:
       def per_device(*flat):
         d_args, d_kwargs = tree_util.tree_unflatten(tree, list(flat))
         return fun(*_rebuild(static, d_args), **d_kwargs)
-      prog = programs[key] = spmd.SpmdFunction(per_device, {axis_name: n}, f"pmap_{name}")
-    grid = np.empty(n, dtype=object)
-    grid[:] = devs[:n]
+      prog = programs[key] = spmd.SpmdFunction(per_device, {axis_name: len(grid)},
+                                               f"pmap_{name}")
+    here = [dev for dev in grid if dev in mine]   # this process's, in grid order
+    if len(here) != n:
+      raise ValueError(f"pmap over devices={devs} of several processes: each process maps "
+                       f"an axis of its own devices among them ({len(here)} here), got {n}")
+    grid = _object_array(grid)
     per_device_args = {dev: spmd.host_args([_slice(x, d, i, dev) for x, d in zip(leaves, dims)])
-                       for i, dev in enumerate(grid)}
+                       for i, dev in enumerate(here)}
     outs, out_tree = prog.run(grid, (axis_name,), per_device_args)
     out_dims = flatten_axes("pmap out_axes", out_tree, out_axes)
-    mesh = Mesh(grid, (_mesh_name(axis_name),))
-    results = [_stack(mesh, [outs[dev][k] for dev in grid], d)
+    mesh = Mesh(_object_array(here), (_mesh_name(axis_name),))
+    results = [_stack(mesh, [outs[dev][k] for dev in here], d)
                for k, d in enumerate(out_dims)]
     return tree_util.tree_unflatten(out_tree, results)
 
   @functools.wraps(fun, updated=())
   def pmap_f(*args, **kwargs):
     static, dyn = _split_static(args, static_nums)
-    if ndev > 1 and core.cur_level_is_eval() and not any(
+    devs, mine, ndev, multi_process = layout()
+    if (ndev > 1 or multi_process) and core.cur_level_is_eval() and not any(
         isinstance(x, core.Tracer) for x in tree_util.tree_leaves((dyn, kwargs))):
-      return on_devices(static, dyn, kwargs)
+      return on_devices(static, dyn, kwargs, devs, mine, ndev, multi_process)
+    if multi_process:   # vmap on one device would reduce over this process's slices only
+      raise NotImplementedError(
+          f"pmap of {name} over the devices of {process_count()} processes inside jit (or "
+          "another transformation): ember runs a pmap spanning processes only at top level; "
+          "call it outside jit")
     donate = _donated_positions(len(args), static, _as_tuple(donate_argnums))
     if donate not in compiled:
       compiled[donate] = jit(mapped, static_argnums=0, donate_argnums=donate)
     return compiled[donate](static, *dyn, **kwargs)
 
   return pmap_f
+
+
+def _device_grid(devs: list, n: int, given: bool) -> list:
+  """The devices of a pmap spanning processes: `devs` itself when the user gave them (this
+  process's among them take the `n` slices), else the first `n` devices of every process, in
+  process order (every process passes `n` slices, as in JAX)."""
+  if given:
+    return devs
+  grid = []
+  for p in sorted({d.process_index for d in devs}):
+    theirs = [d for d in devs if d.process_index == p]
+    if len(theirs) < n:
+      raise ValueError(f"pmap over {n} devices of each process: process {p} has only "
+                       f"{len(theirs)} ({theirs}); every process passes the same leading "
+                       "axis size, at most its local_device_count()")
+    grid += theirs[:n]
+  return grid
+
+
+def _object_array(devs: list) -> np.ndarray:
+  out = np.empty(len(devs), dtype=object)
+  out[:] = devs
+  return out
 
 
 def _mesh_name(axis_name) -> str:
@@ -277,11 +327,12 @@ def _shard_map_on_devices(f, m: Mesh, manual: tuple, leaves, tree, specs, out_sp
     prog = programs[key] = spmd.SpmdFunction(per_device, dict(m.shape), _fun_name(f))
   in_maps = [NamedSharding(m, spec or PartitionSpec()).devices_indices_map(shape_of(x))
              for x, spec in zip(leaves, specs)]
+  mine = set(local_devices())   # the mesh may span processes: this process runs its own
   per_device_args = {dev: spmd.host_args([spmd.device_piece(x, im[dev], dev)
                                           for x, im in zip(leaves, in_maps)])
-                     for dev in m.devices.flat}
+                     for dev in m.devices.flat if dev in mine}
   outs, out_tree = prog.run(m.devices, m.axis_names, per_device_args)
-  first = outs[m.devices.flat[0]]
+  first = next(iter(outs.values()))
   results = []
   for k, spec in enumerate(flatten_axes("shard_map out_specs", out_tree, out_specs)):
     y = first[k]
@@ -293,7 +344,7 @@ def _shard_map_on_devices(f, m: Mesh, manual: tuple, leaves, tree, specs, out_sp
         if a is not None and a is not PartitionSpec.UNCONSTRAINED:
           shape[dim] *= m.shape[a]
     results.append(from_shards(tuple(shape), y.dtype, y.weak_type, NamedSharding(m, spec),
-                               {dev: outs[dev][k] for dev in m.devices.flat}))
+                               {dev: out[k] for dev, out in outs.items()}))
   return tree_util.tree_unflatten(out_tree, results)
 
 

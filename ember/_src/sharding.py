@@ -36,8 +36,9 @@ class CpuDevice(Device):
   platform = "cpu"
   device_kind = "cpu"
 
-  def __init__(self, id: int = 0):
+  def __init__(self, id: int = 0, process_index: int = 0):
     self.id = id
+    self.process_index = process_index  # the process that owns it (ember.distributed)
 
   def __repr__(self):
     return f"CpuDevice(id={self.id})"
@@ -73,6 +74,9 @@ def num_cpu_devices() -> int:
 
 
 _DEVICES = [CpuDevice(i) for i in range(num_cpu_devices())]
+# every process's devices, in global id order, after ember.distributed.initialize(); empty when
+# this process runs alone (then they are _DEVICES)
+_GLOBAL_DEVICES: list[CpuDevice] = []
 
 
 class PjrtDevice(Device):
@@ -110,7 +114,7 @@ def devices(backend: str | None = None) -> list[Device]:
   """The devices of `backend`: ember's native "cpu" (the default), or a PJRT platform
   (backends/pjrt/client.py: "pjrt_cpu", "tpu", ...)."""
   if backend in (None, "cpu"):
-    return list(_DEVICES)
+    return _all_devices()
   if backend == "gpu":   # JAX's generic name: whichever GPU plug-in is installed
     backend = next((p for p in pjrt_client.available_platforms() if p in ("cuda", "rocm")),
                    backend)
@@ -124,6 +128,19 @@ def devices(backend: str | None = None) -> list[Device]:
     devs = _pjrt_devices.setdefault(backend, [PjrtDevice(backend, d)
                                               for d in client.local_devices()])
   return list(devs)
+
+
+def _all_devices() -> list[CpuDevice]:
+  """Every process's devices (this process's when it runs alone)."""
+  return list(_GLOBAL_DEVICES or _DEVICES)
+
+
+def local_devices(process_index: int | None = None, backend: str | None = None):
+  """The devices of process `process_index` (this process when None)."""
+  devs = devices(backend)
+  if process_index is None:
+    return list(_DEVICES)
+  return [d for d in devs if d.process_index == process_index]
 
 
 def default_backend() -> str:
@@ -354,10 +371,11 @@ def _types_str(types) -> str:
 def make_mesh(axis_sizes: Sequence[int], axis_names: Sequence[str],
               axis_types: tuple[AxisType, ...] | None = None, *,
               devices: Sequence[Device] | None = None) -> Mesh:
-  """A mesh of `axis_sizes` over the first devices (`jax.make_mesh`); axes are `Explicit`
-  unless `axis_types` says otherwise, as in JAX 0.12."""
+  """A mesh of `axis_sizes` over the first devices (`jax.make_mesh`; by default all
+  processes' devices, `devices()`); axes are `Explicit` unless `axis_types` says otherwise, as
+  in JAX 0.12."""
   axis_sizes = tuple(axis_sizes)
-  devs = list(_DEVICES if devices is None else devices)
+  devs = _all_devices() if devices is None else list(devices)
   if len(devs) < math.prod(axis_sizes):
     raise ValueError(f"Number of devices {len(devs)} must be >= the product of mesh_shape "
                      f"{axis_sizes}")
@@ -389,15 +407,17 @@ class Sharding:
     self._abstract("shard_shape")
 
   num_devices = property(lambda self: len(self.device_set))
-  addressable_devices = property(lambda self: self.device_set)
-  is_fully_addressable = property(lambda self: True)
+  # this process's devices among them (all of them unless ember.distributed joined processes)
+  addressable_devices = property(lambda self: self.device_set & set(_DEVICES))
+  is_fully_addressable = property(lambda self: self.device_set <= set(_DEVICES))
 
   @property
   def is_fully_replicated(self) -> bool:
     return True
 
   def addressable_devices_indices_map(self, global_shape: tuple) -> dict:
-    return self.devices_indices_map(global_shape)
+    local = set(_DEVICES)
+    return {d: i for d, i in self.devices_indices_map(global_shape).items() if d in local}
 
   def is_equivalent_to(self, other: "Sharding", ndim: int) -> bool:
     shape = (1,) * ndim  # any shape works with one device: every piece is the whole array
@@ -526,16 +546,20 @@ def _check_spec(mesh: Mesh, spec: PartitionSpec) -> None:
 
 
 def check_placeable(sharding: Any, what: str) -> None:
-  """Raise unless `sharding` (a device or Sharding) names only devices ember has."""
-  devs = {sharding} if isinstance(sharding, Device) else (
-      sharding.device_set if isinstance(sharding, Sharding) else None)
-  if devs is None:
+  """Raise unless `sharding` names only devices ember has: a device of this process, or a
+  Sharding over any processes' devices (each process then holds its own devices' pieces)."""
+  if isinstance(sharding, Device):
+    devs, have, whose = {sharding}, set(_DEVICES), "this process"
+  elif isinstance(sharding, Sharding):
+    devs, have = sharding.device_set, set(_all_devices())
+    whose = "any process" if _GLOBAL_DEVICES else "this process"
+  else:
     raise TypeError(f"{what}: expected a device from ember.devices() or a "
                     f"jax.sharding.Sharding, got {sharding!r}")
-  missing = {d for d in devs if not isinstance(d, PjrtDevice)} - set(_DEVICES)
+  missing = {d for d in devs if not isinstance(d, PjrtDevice)} - have
   if missing:
-    raise ValueError(f"{what}: {sorted(map(str, missing))} are not devices of this process "
-                     f"({_DEVICES})")
+    raise ValueError(f"{what}: {sorted(map(str, missing))} are not devices of {whose} "
+                     f"({sorted(have, key=lambda d: d.id)})")
 
 
 # --- with_sharding_constraint ---------------------------------------------------------------

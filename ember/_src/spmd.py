@@ -6,6 +6,12 @@ each device's executor runs the same executable on that device's arguments, conc
 inside a `collectives.DeviceContext` that tells each collective which device it runs for.
 The calls of one run are queued on all the devices' executors under one lock, so every
 executor sees the multi-device runs in the same order and their collectives always meet.
+
+After ember.distributed.initialize() the grid may hold other processes' devices: each process
+runs the program on its own devices of the grid (every process makes the same calls, as in
+JAX's multi-controller model), and a collective whose group spans processes goes through
+`collectives.cross_process_communicator`; those groups' communicators are made before the
+devices start (DeviceContext.prepare), in the same order on every process.
 """
 from __future__ import annotations
 
@@ -36,18 +42,23 @@ class SpmdFunction:
   def run(self, device_grid: np.ndarray, axis_names: Sequence, per_device: dict
           ) -> tuple[dict, object]:
     """Run on each device d of `device_grid` (an array of Devices, one axis per name of
-    `axis_names`) with flat arguments `per_device[d]`; returns ({device: [output Arrays
-    committed to it]}, the outputs' tree)."""
-    devices = list(device_grid.flat)
+    `axis_names`) that is this process's, with flat arguments `per_device[d]`; returns
+    ({device: [output Arrays committed to it]} for those devices, the outputs' tree)."""
+    local_ids = frozenset(d.id for d in _DEVICES)
+    devices = [d for d in device_grid.flat if d.id in local_ids]
+    if not devices:
+      raise ValueError(f"{self.jitted.__name__}: none of the devices {list(device_grid.flat)} "
+                       f"is this process's ({list(_DEVICES)})")
     with batching.spmd_axes(self.axis_sizes):
       entry, _ = self.jitted._lookup(tuple(per_device[devices[0]]), {})
       comp = entry.compiled or _compile_locked(entry)
     consts = list(entry.staged.consts)
     out_specs = [(a.shape, a.dtype, a.weak_type) for a in comp.out_avals]
     ids = np.vectorize(lambda d: d.id, otypes=[int])(device_grid)
-    ctx = collectives.DeviceContext(ids, axis_names, frozenset(d.id for d in _DEVICES))
+    ctx = collectives.DeviceContext(ids, axis_names, local_ids)
     outs = {}
     with _submit_lock:
+      ctx.prepare(collective_uses(entry.staged.jaxpr, axis_names))
       for dev in devices:
         pending = executor.Pending()
         executor.get_executor(dev.id).submit(
@@ -63,6 +74,30 @@ def _device_call(comp, ctx, device_id: int, args: list) -> Callable[[], list]:
       res = comp.run(args, device=device_id)   # on the executor thread: runs now
       return [np.asarray(r._value) for r in res]
   return call
+
+
+# the collectives a device program runs through a communicator, and where their axes are
+_COLLECTIVE_AXES = {"psum": "axes", "pmax": "axes", "pmin": "axes", "all_gather": "axis_name",
+                    "reduce_scatter": "axis_name", "all_to_all": "axis_name",
+                    "ppermute": "axis_name"}
+
+
+def collective_uses(jaxpr: core.Jaxpr, axis_names: Sequence) -> list[tuple]:
+  """The (mesh axis names, axis_index_groups) of each distinct collective over device axes in
+  `jaxpr` and its sub-jaxprs, in program order."""
+  uses = []
+  for j in (jaxpr, *core.subjaxprs(jaxpr)):
+    for eqn in j.eqns:
+      key = _COLLECTIVE_AXES.get(eqn.primitive.name)
+      if key is None:
+        continue
+      axes = eqn.params[key]
+      names = tuple(a for a in (axes if isinstance(axes, tuple) else (axes,))
+                    if a in axis_names)
+      use = (names, eqn.params.get("axis_index_groups"))
+      if names and use not in uses:
+        uses.append(use)
+  return uses
 
 
 def host_args(leaves: Sequence) -> list:

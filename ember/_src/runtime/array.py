@@ -19,7 +19,7 @@ from ember._src.runtime import buffer_pool
 from ember._src import tree_util
 from ember._src.sharding import (  # noqa: F401 (devices are re-exported from here)
     CpuDevice, Device, NamedSharding, Sharding, SingleDeviceSharding, _DEVICES,
-    check_placeable, default_backend, devices)
+    _entry_axes, check_placeable, default_backend, devices)
 
 _REPR_VALUES_LIMIT = 1 << 20  # arrays of 1 MiB and more print only shape and dtype
 
@@ -491,14 +491,24 @@ class Shard:
 
 class _Gather:
   """The value of an array split over devices, gathered from its shards on first read (it
-  stands where an Array's `executor.Pending` does: see Array._value)."""
-  __slots__ = ("shards", "indices", "shape", "dtype", "ptrs")
+  stands where an Array's `executor.Pending` does: see Array._value). `shards` holds this
+  process's devices' pieces; when they do not cover the array (the rest lives in other
+  processes) reading it is an error."""
+  __slots__ = ("shards", "indices", "shape", "dtype", "ptrs", "covered")
 
   def __init__(self, shards: dict, indices: dict, shape, dtype):
-    self.shards, self.indices, self.shape, self.dtype = shards, indices, shape, dtype
+    self.shards, self.shape, self.dtype = shards, shape, dtype
+    self.indices = {d: i for d, i in indices.items() if d in shards}
     self.ptrs = None
+    self.covered = _covers(self.indices.values(), shape)
 
   def wait(self) -> list:
+    if not self.covered:
+      raise RuntimeError(
+          f"Fetching the value of an array of shape {self.shape} that spans devices of other "
+          f"processes is not possible: this process holds the pieces "
+          f"{sorted(set(map(_index_key, self.indices.values())))}. Read its "
+          "`addressable_shards`, or gather it first (multihost_utils.process_allgather).")
     out = np.empty(self.shape, self.dtype)
     for dev, index in self.indices.items():
       piece = out[index + (...,)]   # a view also of a 0-d array
@@ -508,6 +518,20 @@ class _Gather:
 
   def done(self) -> bool:
     return all(a.is_ready() for a in self.shards.values())
+
+
+def _index_key(index) -> tuple:
+  return tuple((s.start, s.stop) for s in index)
+
+
+def _covers(indices, shape) -> bool:
+  """Whether the pieces `indices` (slices of a sharding's grid: distinct ones never overlap)
+  make up the whole array of `shape`."""
+  size = 0
+  for key in set(map(_index_key, indices)):
+    size += math.prod((stop if stop is not None else n) - (start or 0)
+                      for (start, stop), n in zip(key, shape))
+  return size == math.prod(shape)
 
 
 class PlacedArray(Array):
@@ -538,10 +562,15 @@ class PlacedArray(Array):
     seen: dict = {}
     out = []
     for dev, index in self._sharding.devices_indices_map(self._shape).items():
-      key = tuple((s.start, s.stop) for s in index)
-      out.append(Shard(dev, index, self._shards[dev], seen.get(key, 0)))
+      key = _index_key(index)   # replica ids count every process's devices, as in JAX
+      if dev in self._shards:
+        out.append(Shard(dev, index, self._shards[dev], seen.get(key, 0)))
       seen[key] = seen.get(key, 0) + 1
     return out
+
+  @property
+  def is_fully_addressable(self) -> bool:
+    return self._shards is None or self._sharding.is_fully_addressable
 
   def copy(self) -> "PlacedArray":
     return _placed_value(self._value.copy(), self._weak_type, self._sharding)
@@ -577,13 +606,14 @@ def from_shards(shape, dtype, weak_type: bool, sharding: Sharding, shards: dict
 
 
 def _placed_value(value: np.ndarray, weak_type: bool, sharding: Sharding) -> PlacedArray:
-  """`value` put on the devices of `sharding`: one copy of its piece per device."""
+  """`value` put on the devices of `sharding`: one copy of its piece per device (of this
+  process: every process holds the whole `value` and keeps its devices' pieces)."""
   devs = sharding.device_set
   if len(devs) == 1:
     return place(Array(value, weak_type), next(iter(devs)))
   sharding.shard_shape(value.shape)   # the error when a dimension does not split evenly
   shards = {d: place(Array(np.ascontiguousarray(value[index]), weak_type), d)
-            for d, index in sharding.devices_indices_map(value.shape).items()}
+            for d, index in sharding.addressable_devices_indices_map(value.shape).items()}
   return from_shards(value.shape, value.dtype, weak_type, sharding, shards)
 
 
@@ -593,12 +623,13 @@ def _as_sharding(device) -> Sharding:
 
 def make_array_from_callback(shape, sharding: Sharding, data_callback) -> PlacedArray:
   """The array of `shape` split as `sharding` says, device d's piece
-  `data_callback(index of d's piece)` (`jax.make_array_from_callback`)."""
+  `data_callback(index of d's piece)` (`jax.make_array_from_callback`; called for this
+  process's devices only)."""
   check_placeable(sharding, "make_array_from_callback")
   shape = tuple(shape)
   want = sharding.shard_shape(shape)
   shards, dtype, weak = {}, None, False
-  for dev, index in sharding.devices_indices_map(shape).items():
+  for dev, index in sharding.addressable_devices_indices_map(shape).items():
     piece = data_callback(index)
     aval = core.get_aval(piece)
     if aval.shape != want:
@@ -610,8 +641,8 @@ def make_array_from_callback(shape, sharding: Sharding, data_callback) -> Placed
 
 
 def make_array_from_single_device_arrays(shape, sharding: Sharding, arrays) -> PlacedArray:
-  """The array of `shape` split as `sharding` says from one array per device (each placed
-  on its device, `jax.make_array_from_single_device_arrays`)."""
+  """The array of `shape` split as `sharding` says from one array per device of this process
+  (each placed on its device, `jax.make_array_from_single_device_arrays`)."""
   check_placeable(sharding, "make_array_from_single_device_arrays")
   shape, arrays = tuple(shape), list(arrays)
   want = sharding.shard_shape(shape)
@@ -625,11 +656,61 @@ def make_array_from_single_device_arrays(shape, sharding: Sharding, arrays) -> P
       raise ValueError(f"make_array_from_single_device_arrays: array of shape {a.shape} "
                        f"on {dev}, expected the shard shape {want}")
     shards[dev] = a if isinstance(a, PlacedArray) else place(Array(a._value), dev)
-  missing = sharding.device_set - set(shards)
+  missing = sharding.addressable_devices - set(shards)
   if missing:
     raise ValueError(f"make_array_from_single_device_arrays: no array for devices "
                      f"{sorted(map(str, missing))} of {sharding}")
   return from_shards(shape, arrays[0].dtype, arrays[0].weak_type, sharding, shards)
+
+
+def make_array_from_process_local_data(sharding: Sharding, local_data, global_shape=None
+                                       ) -> PlacedArray:
+  """The array split as `sharding` says from this process's part of it
+  (`jax.make_array_from_process_local_data`): `local_data` is the block of the global array
+  that this process's devices hold (with one process, all of it). `global_shape` defaults to
+  `local_data`'s shape scaled, along each dimension, by how many of the sharding's pieces
+  along it lie in other processes."""
+  check_placeable(sharding, "make_array_from_process_local_data")
+  data = np.asarray(local_data, dtype=core.get_aval(local_data).dtype)
+  if global_shape is None:
+    global_shape = _global_shape(sharding, data.shape)
+  global_shape = tuple(global_shape)
+  imap = sharding.addressable_devices_indices_map(global_shape)
+  if not imap:
+    raise ValueError(f"make_array_from_process_local_data: {sharding} has no device of this "
+                     "process")
+  starts = [min(ix[k].indices(n)[0] for ix in imap.values()) for k, n in enumerate(global_shape)]
+  stops = [max(ix[k].indices(n)[1] for ix in imap.values()) for k, n in enumerate(global_shape)]
+  box = tuple(b - a for a, b in zip(starts, stops))
+
+  def in_box(index):   # a piece's slices of the global array -> of this process's block
+    return tuple(slice(i.indices(n)[0] - a, i.indices(n)[1] - a)
+                 for i, n, a in zip(index, global_shape, starts))
+  if box != data.shape or not _covers([in_box(ix) for ix in imap.values()], box):
+    raise ValueError(f"make_array_from_process_local_data: local_data of shape {data.shape} "
+                     f"is not the block of the global shape {global_shape} that this "
+                     f"process's devices hold under {sharding} (that block has shape {box})")
+
+  return make_array_from_callback(global_shape, sharding, lambda index: data[in_box(index)])
+
+
+def _global_shape(sharding: Sharding, local_shape: tuple) -> tuple:
+  """`local_shape` times, per dimension, (pieces along it) / (this process's pieces)."""
+  spec = getattr(sharding, "spec", ())
+  mesh_shape = sharding.mesh.shape if hasattr(sharding, "mesh") else {}
+  pieces = [math.prod(mesh_shape[a] for a in _entry_axes(spec[k]))
+            if k < len(spec) else 1 for k in range(len(local_shape))]
+  # each piece of size 1: this process's distinct positions along each dimension
+  probe = sharding.addressable_devices_indices_map(tuple(pieces))
+  out = []
+  for k, n in enumerate(local_shape):
+    mine = len({ix[k].indices(pieces[k])[0] for ix in probe.values()}) or 1
+    if n % mine:
+      raise ValueError(f"make_array_from_process_local_data: dimension {k} of local_data "
+                       f"(size {n}) does not split into this process's {mine} pieces of "
+                       f"{sharding}; pass global_shape")
+    out.append(n // mine * pieces[k])
+  return tuple(out)
 
 
 def device_put(x, device=None, *, src=None, donate=False, may_alias=None):

@@ -180,9 +180,9 @@ class DeviceContext:
       index = index * self.device_ids.shape[k] + coords[k]
     return index
 
-  def group(self, device_id: int, names: Sequence, axis_index_groups=None
-            ) -> tuple[Communicator, int]:
-    """(communicator, rank) of the group of `device_id` for a collective over `names`."""
+  def members(self, device_id: int, names: Sequence, axis_index_groups=None) -> list[int]:
+    """The global ids of the group of `device_id` for a collective over `names`, in rank
+    order."""
     coords = list(self.coords(device_id))
     axes = [self.axis_names.index(n) for n in names]
     members = []
@@ -195,9 +195,34 @@ class DeviceContext:
       mine = members.index(device_id)
       grp = next(g for g in axis_index_groups if mine in g)
       members = [members[i] for i in grp]
+    return members
+
+  def group(self, device_id: int, names: Sequence, axis_index_groups=None
+            ) -> tuple[Communicator, int]:
+    """(communicator, rank) of the group of `device_id` for a collective over `names`."""
+    members = self.members(device_id, names, axis_index_groups)
     comm = communicator(members, self.local_ids)
     self.used.add(comm)
     return comm, members.index(device_id)
+
+  def prepare(self, uses: Sequence[tuple]) -> None:
+    """Make, now and on this thread, the communicators of the groups holding this process's
+    devices for each collective in `uses` ((axis names, axis_index_groups) pairs).
+
+    A group spanning processes gets its cross-process communicator here rather than on the
+    device threads when the collective first runs: making one is a collective call of the
+    group's processes, so every process must make them in the same order. Each process walks
+    the same uses and the same grid in the same order and makes the groups it belongs to, so
+    the first group not yet made has all its processes at it (none can wait elsewhere)."""
+    if self.local_ids >= set(int(d) for d in self.device_ids.flat):
+      return   # all devices are this process's: thread rendezvous, made on first use
+    seen = set()
+    for names, groups in uses:
+      for d in self.device_ids.flat:
+        members = tuple(self.members(int(d), names, groups))
+        if members not in seen and not self.local_ids.isdisjoint(members):
+          seen.add(members)
+          communicator(members, self.local_ids)
 
   def abort(self) -> None:
     for comm in self.used:
