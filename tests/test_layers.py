@@ -31,11 +31,11 @@ LAYERS = [
     ("transforms", ["transforms", "transforms.*"]),
     ("lower", ["lower", "lower.*"]),
     ("primitives", ["primitives", "primitives.*"]),
-    ("driver", ["compilation", "check_compiled", "dispatch", "jit", "cache_miss",
-                "pjrt_dispatch"]),
+    ("driver", ["compilation", "check_compiled", "dispatch", "sharding_propagation", "jit",
+                "cache_miss", "pjrt_dispatch", "spmd"]),
     ("library", ["numpy", "numpy.*", "prng", "prng_keys", "prng_math", "prng_distributions",
                  "lax_api", "lax_linalg", "linalg_derivatives", "lax_expansions", "jacobians",
-                 "flatten_util", "test_util", "scipy_linalg", "checkify", "pmap", "state",
+                 "flatten_util", "test_util", "scipy_linalg", "checkify", "pmap", "distributed", "state",
                  "hijax", "debugger"]),
 ]
 # Modules of one layer that may import each other in a circle.

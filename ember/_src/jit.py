@@ -30,6 +30,7 @@ from ember._src.core import Jaxpr
 from ember._src.primitives import indexing
 from ember._src.profiler import events as _profiler
 from ember._src.runtime.array import Array, PlacedArray
+from ember._src.sharding_propagation import constraint_sharding
 from ember._src.transforms import ad
 from ember._src.transforms import batching
 
@@ -290,8 +291,7 @@ def _donated_leaves(args, kwargs, donate_argnums, donate_argnames, static_argnum
 
 
 def _constrains(jaxpr) -> bool:
-  from ember._src.passes import sharding_propagation   # passes import primitives
-  return sharding_propagation.constraint_sharding(jaxpr) is not None
+  return constraint_sharding(jaxpr) is not None
 
 
 def _compile(entry: _Entry) -> Any:
@@ -435,8 +435,7 @@ class JitWrapped:
               comp = pjrt_dispatch.compiled_for(entry, device)
           return entry.staged.out_tree.unflatten(comp.run(leaves, committed))
       if self._shardings is not None or entry.placed or _any_placed(leaves):
-        from ember._src import spmd   # spmd builds on jit
-        out = spmd.call_placed(self, entry, leaves, self._shardings)
+        out = call_placed[0](self, entry, leaves, self._shardings)
         if out is not None:
           return out
       # the fast path: run the compiled computation directly (the key fixed the arguments'
@@ -456,6 +455,10 @@ class JitWrapped:
   def __repr__(self):
     return f"<ember.jit({self.__name__})>"
 
+
+# spmd.call_placed (spmd builds on jit and fills this at import; pmap imports spmd, and
+# ember imports pmap): runs a call over committed or split arguments where they live
+call_placed: list = [None]
 
 _LEAF_TYPES = {Array, np.ndarray, float, int, bool, complex}
 _trees_by_shape: dict = {}   # _structure(...) of arguments -> their PyTreeDef

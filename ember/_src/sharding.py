@@ -14,6 +14,8 @@ import collections
 import enum
 import functools
 import math
+import os
+import re
 import threading
 from typing import Any, Sequence
 
@@ -56,8 +58,6 @@ class CpuDevice(Device):
 def num_cpu_devices() -> int:
   """How many CPU devices this process has: EMBER_NUM_CPU_DEVICES, else XLA_FLAGS'
   --xla_force_host_platform_device_count, else 1."""
-  import os
-  import re
   raw = os.environ.get("EMBER_NUM_CPU_DEVICES", "").strip()
   what = f"EMBER_NUM_CPU_DEVICES={raw!r}"
   if not raw:
@@ -613,12 +613,16 @@ def _per_leaf(x, shardings) -> list:
       shardings, is_leaf=lambda s: s is None or isinstance(s, (Sharding, PartitionSpec)))[0]
 
 
+# sharding_constraint_p.bind, filled by primitives/parallel.py (primitives sit above this layer),
+# and runtime/array.py's device_put (arrays import this module), filled there
+stage_constraint: list = [None]
+put_on_devices: list = [None]
+
+
 def _constrain(what: str, x, shardings):
   """`x` laid out as `shardings` say, over several devices: inside jit a
   `sharding_constraint` equation per leaf (where sharding propagation lays it out), at top
   level the leaf put there (device_put). One-device shardings change nothing."""
-  from ember._src.primitives.parallel import sharding_constraint_p   # primitives import us
-  from ember._src.runtime.array import device_put
   leaves, tree = tree_util.tree_flatten(x)
   out = []
   for leaf, s in zip(leaves, _per_leaf(x, shardings)):
@@ -626,9 +630,9 @@ def _constrain(what: str, x, shardings):
     if s is None or len(s.device_set) == 1:
       out.append(leaf)
     elif isinstance(leaf, core.Tracer):
-      out.append(sharding_constraint_p.bind(leaf, sharding=s))
+      out.append(stage_constraint[0](leaf, sharding=s))
     else:
-      out.append(device_put(leaf, s))
+      out.append(put_on_devices[0](leaf, s))
   return tree_util.tree_unflatten(tree, out)
 
 

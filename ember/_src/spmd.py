@@ -21,10 +21,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ember._src import core, tree_util
+from ember._src import jit as jit_lib
 from ember._src.jit import JitWrapped, _compile_locked
 from ember._src.runtime import collectives, executor
 from ember._src.runtime.array import Array, PlacedArray, from_shards, place
-from ember._src.sharding import _DEVICES
+from ember._src.sharding import _DEVICES, NamedSharding, PartitionSpec, _as_sharding
+from ember._src.sharding_propagation import Partitioner, constraint_sharding, replicated, spec_of
 from ember._src.transforms import batching
 
 _submit_lock = threading.Lock()
@@ -131,7 +133,7 @@ def unflatten_outputs(tree, outs: list):
 # A top-level jit call whose arguments are committed (device_put to a device or a sharding),
 # or whose jit names in_shardings/out_shardings or constrains values inside over several
 # devices, runs where those say: on the one device all its committed arguments are on, or
-# partitioned over a mesh (passes/sharding_propagation.py) and run on every device of it.
+# partitioned over a mesh (sharding_propagation.py) and run on every device of it.
 
 def call_placed(wrapped: JitWrapped, entry, leaves: list, shardings) -> object:
   """The result of the jitted call `entry` on flat `leaves`, run where they are placed
@@ -163,7 +165,6 @@ def call_placed(wrapped: JitWrapped, entry, leaves: list, shardings) -> object:
 def _flat_shardings(what: str, tree_prefix, tree, kws: bool = False) -> list:
   """One Sharding (or None) per flat leaf of `tree`, from a jit's in_/out_shardings (one
   sharding for all, or a tree prefix; PartitionSpecs over the mesh in context)."""
-  from ember._src.sharding import _as_sharding
   if tree_prefix is None:
     return [None] * tree.num_leaves
   if isinstance(tree_prefix, list):
@@ -207,8 +208,6 @@ def _committed_device(wrapped, staged, leaves):
 def _call_mesh(wrapped, staged, leaves, in_sh, out_sh):
   """The mesh of several devices the call is partitioned over (from in_/out_shardings, the
   arguments split over devices, the sharding constraints inside), or None."""
-  from ember._src.passes import sharding_propagation
-  from ember._src.sharding import NamedSharding
   found = []   # (what, mesh)
   for k, s in enumerate(in_sh or []):
     if s is not None and len(s.device_set) > 1:
@@ -218,7 +217,7 @@ def _call_mesh(wrapped, staged, leaves, in_sh, out_sh):
       found.append((_arg_desc(staged, leaves, k), x._sharding))
   found += [("out_shardings", s) for s in out_sh or [] if s is not None
             and len(s.device_set) > 1]
-  inner = sharding_propagation.constraint_sharding(staged.jaxpr)
+  inner = constraint_sharding(staged.jaxpr)
   if inner is not None:
     found.append(("a sharding constraint inside", inner))
   if not found:
@@ -240,7 +239,6 @@ def _call_mesh(wrapped, staged, leaves, in_sh, out_sh):
 def _spec_of(x, s, mesh, ndim: int, sizes: dict) -> tuple:
   """The split of a flat argument: its in_sharding's, else its own (split over the mesh),
   else whole."""
-  from ember._src.passes.sharding_propagation import replicated, spec_of
   if s is None and type(x) is PlacedArray and x._shards is not None:
     s = x._sharding
   return replicated(ndim) if s is None else spec_of(s, ndim, sizes)
@@ -248,7 +246,6 @@ def _spec_of(x, s, mesh, ndim: int, sizes: dict) -> tuple:
 
 def _pspec(spec: tuple):
   """A partition spec of the propagation's Spec (trailing whole dims dropped)."""
-  from ember._src.sharding import PartitionSpec
   entries = [None if not a else a[0] if len(a) == 1 else a for a in spec]
   while entries and entries[-1] is None:
     entries.pop()
@@ -257,8 +254,6 @@ def _pspec(spec: tuple):
 
 def _run_partitioned(wrapped, entry, leaves, mesh, in_sh, out_sh):
   """Partition the call over `mesh` (sharding propagation) and run it on every device."""
-  from ember._src.passes.sharding_propagation import replicated
-  from ember._src.sharding import NamedSharding
   staged = entry.staged
   sizes = dict(mesh.shape)
   in_avals = [core.get_aval(c) for c in staged.consts] + [core.get_aval(x) for x in leaves]
@@ -297,7 +292,6 @@ def _run_partitioned(wrapped, entry, leaves, mesh, in_sh, out_sh):
 def _partitioned_program(staged, sizes, specs, wants, name):
   """(the SpmdFunction of one device's program of `staged` split as `specs`, the outputs'
   specs: `wants` where given, else what propagation gives; filled when it is traced)."""
-  from ember._src.passes.sharding_propagation import Partitioner
   out_specs: list = []
 
   def per_device(*flat):
@@ -308,3 +302,6 @@ def _partitioned_program(staged, sizes, specs, wants, name):
     out_specs[:] = final
     return outs
   return SpmdFunction(per_device, sizes, name), out_specs
+
+
+jit_lib.call_placed[0] = call_placed

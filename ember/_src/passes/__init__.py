@@ -1,3 +1,2 @@
-"""Optimization passes: one file per pass (module -> module), and the pipeline; and
-sharding_propagation.py, which partitions a jit's jaxpr over a device mesh before lowering
-(one device's program, run on every device by spmd.py)."""
+"""Optimization passes: one file per pass (module -> module), and the pipeline. (Partitioning
+a jit's jaxpr over a device mesh happens before lowering: ember/_src/sharding_propagation.py.)"""

@@ -18,6 +18,7 @@ import operator
 import numpy as np
 
 from ember._src import core, tree_util
+from ember._src import sharding as sharding_lib
 from ember._src.core import ShapedArray
 from ember._src.primitives import declare
 from ember._src.primitives import reductions, structural
@@ -629,13 +630,14 @@ _install_ad_rules()
 
 # --- sharding_constraint ----------------------------------------------------------------
 # with_sharding_constraint / reshard inside jit over a mesh of several devices: the identity
-# on values, a point where sharding propagation (passes/sharding_propagation.py) lays the
+# on values, a point where sharding propagation (sharding_propagation.py) lays the
 # value out as `sharding` says. Staged only for multi-device shardings (on one device JAX's
 # constraint is the identity, and ember stages nothing).
 
 sharding_constraint_p = declare("sharding_constraint", lambda x, *, sharding: x,
                                 lambda x, *, sharding: x)
 sharding_constraint_p.lower = lambda ctx, x, *, sharding: x
+sharding_lib.stage_constraint[0] = sharding_constraint_p.bind
 # under vmap the constraint is dropped (the batched value has one more dim it does not
 # describe): the values are the same
 sharding_constraint_p.batch = lambda axis_data, vals, dims, *, sharding: (vals[0], dims[0])

@@ -16,6 +16,7 @@ import numpy as np
 from ember._src import basearray, core, dtypes
 from ember._src.config import config
 from ember._src.runtime import buffer_pool
+from ember._src import sharding as sharding_lib
 from ember._src import tree_util
 from ember._src.sharding import (  # noqa: F401 (devices are re-exported from here)
     CpuDevice, Device, NamedSharding, Sharding, SingleDeviceSharding, _DEVICES,
@@ -743,6 +744,9 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
     return _placed_value(value, aval.weak_type, sharding)
   return tree_util.tree_map(put, x)
 
+
+
+sharding_lib.put_on_devices[0] = device_put
 
 def device_get(x):
   """Fetch each Array leaf of a pytree to a NumPy array (other leaves pass through)."""

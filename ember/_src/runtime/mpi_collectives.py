@@ -37,7 +37,7 @@ _MPI_NATIVE = frozenset("bBhHiIlLqQfdFD")  # NumPy type chars mpi4py maps onto M
 
 
 def _mpi():
-  from mpi4py import MPI
+  from mpi4py import MPI   # the optional extra ember[mpi]: imported when a communicator runs
   return MPI
 
 
