@@ -1,5 +1,6 @@
-"""Generated kernels for small Cholesky factorizations and triangular solves (custom calls
-`lapack_{s,d}potrf_ffi` and `lapack_{s,d}trsm_ffi` of order <= MAX_N).
+"""Generated kernels for small Cholesky and LU factorizations and triangular solves (custom
+calls `lapack_{s,d}potrf_ffi`, `lapack_{s,d}getrf_ffi` and `lapack_{s,d}trsm_ffi` of order
+<= MAX_N), and for `lu_pivots_to_permutation`.
 
 Through LAPACK (linalg_thunks.py) each such call is a Python thunk between the module's
 kernels: ~2 us of ctypes and thread-count switching around a few us of arithmetic, and it
@@ -38,28 +39,42 @@ from ember._src.backends.cpu import codegen, dot_kernels, llvm_jit
 from ember._src.backends.cpu.codegen import F32, F64, I1, I32, I64, PTR, KERNEL_TYPE, VOID
 
 MAX_N = 64          # the order up to which a generated kernel runs (LAPACK's above)
-JAM = 4             # rows a triangular solve's inner loop works on at once
+JAM = 4             # rows a triangular solve's (getrf's update's) inner loop works on at once
 
 _T = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
 # (src, dst, info, n, upper, m0, m1)
 POTRF_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR] + [I64] * 4)
 # (a, b, x, rows, cols, k, a_row_stride, a_col_stride, left, forward, unit, m0, m1)
 TRSM_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR] + [I64] * 10)
+# (src, lu, pivots, info, m, n, m0, m1)
+GETRF_TYPE = ir.FunctionType(VOID, [PTR] * 4 + [I64] * 4)
+# (pivots, permutation, k, size, m0, m1)
+P2P_TYPE = ir.FunctionType(VOID, [PTR] * 2 + [I64] * 4)
+_TYPES = {"potrf": POTRF_TYPE, "trsm": TRSM_TYPE, "getrf": GETRF_TYPE, "p2p": P2P_TYPE}
+
+
+def _int32(*shapes) -> bool:
+  return all(np.dtype(s.dtype) == np.int32 for s in shapes)
 
 
 def kind(instr: hlo.Instr) -> str | None:
-  """'potrf' or 'trsm' when the custom call runs as a generated kernel: a real float
-  routine whose matrices have order <= MAX_N (and, potrf, an int32 info)."""
+  """'potrf', 'getrf' or 'trsm' when the custom call runs as a generated kernel: a real
+  float routine whose matrices have order <= MAX_N (and int32 info, pivots); 'p2p' for
+  lu_pivots_to_permutation on int32 pivots."""
   target = instr.attrs.get("target", "")
+  if target == "lu_pivots_to_permutation":
+    return "p2p" if _int32(instr.operands[0].shape, instr.shape) else None
   if not (target.startswith("lapack_") and target.endswith("_ffi")) or target[7] not in "sd":
     return None
   name = target[8:-4]
   a = instr.operands[0].shape
-  if name not in ("potrf", "trsm") or a.rank < 2 or a.dims[-1] > MAX_N:
+  if name not in ("potrf", "trsm", "getrf") or a.rank < 2 or max(a.dims[-2:]) > MAX_N:
     return None
   if np.dtype(a.dtype) not in _T:
     return None
-  if name == "potrf" and np.dtype(instr.shape.elements[1].dtype) != np.int32:
+  if name == "potrf" and not _int32(instr.shape.elements[1]):
+    return None
+  if name == "getrf" and not _int32(*instr.shape.elements[1:]):
     return None
   if name == "trsm" and instr.operands[0].shape.dims[:-2] != instr.operands[1].shape.dims[:-2]:
     return None
@@ -68,15 +83,14 @@ def kind(instr: hlo.Instr) -> str | None:
 
 def _symbol(routine: str, dtype) -> str:
   """A body's symbol: the routine, the dtype, the number of arguments."""
-  args = (POTRF_TYPE if routine == "potrf" else TRSM_TYPE).args
-  return f"ember_{routine}_body_{np.dtype(dtype).name}_a{len(args)}"
+  return f"ember_{routine}_body_{np.dtype(dtype).name}_a{len(_TYPES[routine].args)}"
 
 
 def _matrices(shape: hlo.Shape) -> int:
   return int(np.prod(shape.dims[:-2], dtype=np.int64))
 
 
-def _entry(module: ir.Module, name: str, body, args) -> None:
+def _entry(module: ir.Module, name: str, body, args, buffers: int = 3) -> None:
   """`void name(buffers, start, stop)`: the body on matrices [start, stop) with the buffers'
   pointers first, then `args` (i64 constants)."""
   fn = ir.Function(module, KERNEL_TYPE, name)
@@ -84,7 +98,7 @@ def _entry(module: ir.Module, name: str, body, args) -> None:
   b = ir.IRBuilder(fn.append_basic_block("entry"))
   bufs, start, stop = fn.args
   ptrs = [b.load(b.gep(bufs, [ir.Constant(I64, k)], inbounds=True, source_etype=PTR), typ=PTR)
-          for k in range(3)]
+          for k in range(buffers)]
   b.call(body, ptrs + [ir.Constant(I64, int(v)) for v in args] + [start, stop])
   b.ret_void()
 
@@ -117,6 +131,22 @@ def emit_trsm_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> codegen.
   body = dot_kernels._shared_body(module, _symbol("trsm", b.dtype), TRSM_TYPE)
   _entry(module, name, body, trsm_args(instr))
   return codegen.KernelInfo(name, _matrices(b), True)
+
+
+def emit_getrf_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> codegen.KernelInfo:
+  """The kernel of a getrf custom call; buffers: the operand, LU, the pivots, the info."""
+  a = instr.operands[0].shape
+  body = dot_kernels._shared_body(module, _symbol("getrf", a.dtype), GETRF_TYPE)
+  _entry(module, name, body, a.dims[-2:], buffers=4)
+  return codegen.KernelInfo(name, _matrices(a), True)
+
+
+def emit_p2p_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> codegen.KernelInfo:
+  """The kernel of lu_pivots_to_permutation; buffers: the pivots, the permutation."""
+  piv, perm = instr.operands[0].shape, instr.shape
+  body = dot_kernels._shared_body(module, _symbol("p2p", np.int32), P2P_TYPE)
+  _entry(module, name, body, (piv.dims[-1], perm.dims[-1]), buffers=2)
+  return codegen.KernelInfo(name, int(np.prod(piv.dims[:-1], dtype=np.int64)), True)
 
 
 # --------------------------------------------------------------------------------------
@@ -306,13 +336,110 @@ def _define_trsm(module: ir.Module, dtype, name: str) -> None:
   b.ret_void()
 
 
+def _bodies():
+  """(routine, dtype, define) of every body."""
+  for dt in _T:
+    for routine, define in (("potrf", _define_potrf), ("trsm", _define_trsm),
+                            ("getrf", _define_getrf)):
+      yield routine, dt, define
+  yield "p2p", np.dtype(np.int32), _define_p2p
+
+
 def _ensure_bodies(code: bytes) -> None:
   """Compile (or load) the bodies an object file (or IR) refers to, once per process."""
-  for dt in _T:
-    for routine, define in (("potrf", _define_potrf), ("trsm", _define_trsm)):
-      name = _symbol(routine, dt)
-      if name.encode() in code:
-        dot_kernels.compile_shared_ir(name, dot_kernels._body_ir(define, dt, name), (__file__,))
+  for routine, dt, define in _bodies():
+    name = _symbol(routine, dt)
+    if name.encode() in code:
+      dot_kernels.compile_shared_ir(name, dot_kernels._body_ir(define, dt, name), (__file__,))
+
+
+def _define_getrf(module: ir.Module, dtype, name: str) -> None:
+  T = _T[np.dtype(dtype)]
+  fn, e = _function(module, name, GETRF_TYPE, T)
+  b = e.b
+  src, lu, piv, info, m, n, m0, m1 = fn.args
+  k = b.select(b.icmp_signed("<", m, n), m, n)
+  mn = b.mul(m, n)
+  zero, inf = ir.Constant(T, 0.0), ir.Constant(T, float("inf"))
+  i32 = lambda v: b.trunc(v, I32)
+  one = e.i64(1)
+
+  def pivot_row(d, j):
+    """The first row i >= j of largest |d[i, j]| (NaN as infinity)."""
+    def better(i, best):
+      v = e.intrinsic("llvm.fabs", T, [e.ld(d, b.add(b.mul(i, n), j))])
+      v = b.select(b.fcmp_unordered("uno", v, v), inf, v)
+      gt = b.fcmp_ordered(">", v, best[0])
+      return [b.select(gt, v, best[0]), b.select(gt, i, best[1])]
+    return e.loop(j, m, [ir.Constant(T, -1.0), j], better)[1]
+
+  def swap_rows(d, j, p):
+    rj, rp = e.at(d, b.mul(j, n)), e.at(d, b.mul(p, n))
+
+    def swap(c):
+      x, y = e.ld(rj, c), e.ld(rp, c)
+      e.st(y, rj, c)
+      e.st(x, rp, c)
+    with b.if_then(b.icmp_signed("!=", p, j)):
+      e.each(e.i64(0), n, swap)
+
+  def matrix(mi, _):
+    s, d = e.at(src, b.mul(mi, mn)), e.at(lu, b.mul(mi, mn))
+    pv = b.gep(piv, [b.mul(mi, k)], inbounds=True, source_etype=I32)
+    e.copy(s, d, mn)
+
+    def column(j, carried):
+      p = pivot_row(d, j)
+      b.store(i32(b.add(p, one)), b.gep(pv, [j], inbounds=True, source_etype=I32))
+      swap_rows(d, j, p)
+      pivot = e.ld(d, b.add(b.mul(j, n), j))
+      is_zero = b.fcmp_ordered("==", pivot, zero)
+      j1 = b.add(j, one)
+      with b.if_then(b.not_(is_zero)):
+        e.each(j1, m, lambda i: e.st(b.fdiv(e.ld(d, b.add(b.mul(i, n), j)), pivot),
+                                     d, b.add(b.mul(i, n), j)))
+      row_j = e.at(d, b.mul(j, n))
+
+      def update(i0, count):
+        rows = [e.at(d, b.mul(b.add(i0, e.i64(q)), n)) for q in range(count)]
+        ls = [e.ld(r, j) for r in rows]
+
+        def element(c):
+          u = e.ld(row_j, c)
+          for r, l in zip(rows, ls):
+            e.st(e.fnma(l, u, e.ld(r, c)), r, c)
+        e.each(j1, n, element)
+      e.jammed(j1, m, update)
+      first = b.and_(is_zero, b.icmp_signed("==", carried[0], ir.Constant(I32, 0)))
+      return [b.select(first, i32(j1), carried[0])]
+    status = e.loop(e.i64(0), k, [ir.Constant(I32, 0)], column)[0]
+    b.store(status, b.gep(info, [mi], inbounds=True, source_etype=I32))
+    return []
+  e.loop(m0, m1, [], matrix)
+  b.ret_void()
+
+
+def _define_p2p(module: ir.Module, dtype, name: str) -> None:
+  fn, e = _function(module, name, P2P_TYPE, I32)
+  b = e.b
+  piv, perm, k, size, m0, m1 = fn.args
+
+  def row(r, _):
+    pv, out = e.at(piv, b.mul(r, k)), e.at(perm, b.mul(r, size))
+    e.each(e.i64(0), size, lambda i: e.st(b.trunc(i, I32), out, i))
+
+    def swap(j):
+      p = b.sext(e.ld(pv, j), I64)
+      inside = b.and_(b.icmp_signed(">=", p, e.i64(0)),
+                      b.and_(b.icmp_signed("<", p, size), b.icmp_signed("<", j, size)))
+      with b.if_then(inside):
+        x, y = e.ld(out, j), e.ld(out, p)
+        e.st(y, out, j)
+        e.st(x, out, p)
+    e.each(e.i64(0), k, swap)
+    return []
+  e.loop(m0, m1, [], row)
+  b.ret_void()
 
 
 llvm_jit.symbol_providers.append(lambda obj, undefined: _ensure_bodies(obj))
@@ -322,7 +449,12 @@ def flops(instr: hlo.Instr) -> float:
   """Multiply-adds and divides of the whole call (the cost model's estimate)."""
   a = instr.operands[0].shape
   n = a.dims[-1]
+  if instr.attrs["target"] == "lu_pivots_to_permutation":
+    return 0.0
   if instr.attrs["target"].endswith("potrf_ffi"):
     return _matrices(a) * (n ** 3 / 3 + n * n)
+  if instr.attrs["target"].endswith("getrf_ffi"):
+    m, k = a.dims[-2], min(a.dims[-2:])
+    return _matrices(a) * (m * n * k - (m + n) * k * k / 2 + k ** 3 / 3)
   m, c, k = trsm_args(instr)[:3]
   return _matrices(a) * m * c * k
