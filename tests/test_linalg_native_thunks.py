@@ -1,5 +1,6 @@
 """The LAPACK custom calls that run as native thunks (backends/cpu/linalg_thunks.py:
-potrf, trsm, getrf through OpenBLAS's LAPACK, lu_pivots_to_permutation): values against
+potrf, trsm, getrf through OpenBLAS's LAPACK) or generated kernels (linalg_kernels.py:
+real orders <= MAX_N, lu_pivots_to_permutation): values against
 NumPy float64 for sizes around LAPACK's and OpenBLAS's block edges, batched, every trsm
 variant, every dtype, eager and jit; the thunks the executables hold; failures (not
 positive definite, singular) as the reference reports them; the NumPy fallback.
@@ -188,8 +189,8 @@ def test_jitted_linalg_runs_the_native_thunks():
   kinds = thunk_types(lambda a, b: sl.solve_triangular(a, b, lower=True), a, b)
   assert kinds == ["TrsmThunk"]
   kinds = thunk_types(jnp.linalg.inv, a)
-  assert {"GetrfThunk", "PivotsToPermutationThunk", "TrsmThunk"} <= set(kinds)
-  assert "NumpyCustomCallThunk" not in kinds
+  assert {"GetrfThunk", "TrsmThunk"} <= set(kinds)     # (the permutation: generated)
+  assert not {"NumpyCustomCallThunk", "PivotsToPermutationThunk"} & set(kinds)
 
 
 @pytest.mark.parametrize("n", (1, 50, linalg_kernels.MAX_N))
@@ -292,3 +293,62 @@ def test_generated_kernels_replay_from_a_serialized_executable():
   assert {type(t).__name__ for t in again.thunks} == {"KernelThunk"}
   np.testing.assert_array_equal(again.execute([a, b])[0], exe.execute([a, b])[0])
   close(again.execute([a, b])[0], np.linalg.solve(a.astype(np.float64), b), np.float32, 20)
+
+
+GETRF_SIZES = (1, 2, 3, 7, 16, 33, 64)
+
+
+@pytest.mark.parametrize("dt", (np.float32, np.float64), ids=("f32", "f64"))
+def test_generated_lu_matches_lapack_and_inv_solve_det_match_numpy(dt):
+  """Real LU of order <= MAX_N runs generated kernels (getrf and the permutation): pivots
+  exactly LAPACK's (scipy's getrf) on random matrices, LU to rounding; inv, solve and det
+  against NumPy float64, batched, eager and jit."""
+  import scipy.linalg
+  with ember.enable_x64(dt == np.float64):
+    for n in GETRF_SIZES:
+      rng = rng_for("getrf", n, np.dtype(dt).name)
+      a = rand(rng, (n, n), dt).astype(dt)
+      lu_, piv, perm = ember.jit(L.lu)(a)
+      want_lu, want_piv = scipy.linalg.lu_factor(a.astype(np.float64))
+      np.testing.assert_array_equal(np.asarray(piv), want_piv)
+      assert np.asarray(piv).dtype == np.int32 and np.asarray(perm).dtype == np.int32
+      np.testing.assert_array_equal(np.asarray(perm), np.asarray(L.lu(a)[2]))
+      close(lu_, want_lu, dt, n)
+      batch = (rand(rng, (2, 3, n, n), dt) / np.sqrt(n) + 3 * np.eye(n)).astype(dt)
+      wide_b = batch.astype(np.float64)
+      rhs = rand(rng, (2, 3, n, 2), dt).astype(dt)
+      for f in (lambda x: x, ember.jit):
+        close(f(jnp.linalg.inv)(batch), np.linalg.inv(wide_b), dt, n)
+        close(f(jnp.linalg.solve)(batch, rhs), np.linalg.solve(wide_b, rhs), dt, n)
+        close(f(jnp.linalg.det)(batch), np.linalg.det(wide_b), dt, n)
+      assert thunk_types(jnp.linalg.inv, batch) == ["KernelThunk"] * 7
+
+
+def test_generated_lu_ties_and_singular_matrices_read_as_lapack():
+  """Ties: the first row of largest |a| is the pivot; a zero pivot: info names its column,
+  the factor goes on unscaled, inv gives inf/NaN as NumPy's LAPACK does."""
+  ties = np.array([[1., 2., 0.], [-2., 1., 1.], [2., 3., 1.]], np.float32)
+  _, piv, perm = ember.jit(L.lu)(ties)
+  np.testing.assert_array_equal(np.asarray(piv), [1, 2, 2])
+  np.testing.assert_array_equal(np.asarray(perm), np.asarray(L.lu(ties)[2]))
+  import scipy.linalg
+  np.testing.assert_array_equal(np.asarray(piv), scipy.linalg.lu_factor(ties)[1])
+  singular = np.array([[[1., 2., 3.], [2., 4., 6.], [1., 0., 1.]],
+                       [[0., 1., 2.], [0., 3., 4.], [0., 5., 7.]]], np.float32)
+  getrf = lambda x: ember.lax.linalg.lu(x)
+  lu_, piv, _ = ember.jit(getrf)(singular)
+  ref = getrf(singular)    # eager: the NumPy reference
+  np.testing.assert_array_equal(np.asarray(piv), np.asarray(ref[1]))
+  np.testing.assert_allclose(np.asarray(lu_), np.asarray(ref[0]), rtol=1e-6)
+  with np.errstate(all="ignore"):
+    assert not np.isfinite(np.asarray(ember.jit(jnp.linalg.inv)(singular))).all(axis=(1, 2)).any()
+
+
+def test_small_inv_is_one_native_call():
+  """inv of order MAX_N: no Python LU or pivot thunk; the executable is one native call."""
+  a = spd(rng_for("inv1"), (linalg_kernels.MAX_N,) * 2, np.float32)
+  ex = ember.jit(jnp.linalg.inv).lower(a).compile().runtime_executable()
+  assert {type(t).__name__ for t in ex.thunks} == {"KernelThunk"}
+  out = ex.execute([a])
+  assert len(ex._steps) == 1
+  close(out[0], np.linalg.inv(a.astype(np.float64)), np.float32, linalg_kernels.MAX_N)

@@ -35,7 +35,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src import hlo
-from ember._src.backends.cpu import codegen, dot_kernels, llvm_jit
+from ember._src.backends.cpu import codegen, dot_kernels, host, llvm_jit
 from ember._src.backends.cpu.codegen import F32, F64, I1, I32, I64, PTR, KERNEL_TYPE, VOID
 
 MAX_N = 64          # the order up to which a generated kernel runs (LAPACK's above)
@@ -153,10 +153,10 @@ def emit_p2p_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> codegen.K
 # The bodies
 # --------------------------------------------------------------------------------------
 
-class _E(codegen.IRHelpers):
+class _E(dot_kernels._Emitter):
   def __init__(self, b: ir.IRBuilder, T):
-    self.b, self.T = b, T
-    self._i64_cache = {}
+    super().__init__(b)
+    self.T = T
 
   def at(self, p, idx):
     return self.b.gep(p, [idx], inbounds=True, source_etype=self.T)
@@ -363,15 +363,20 @@ def _define_getrf(module: ir.Module, dtype, name: str) -> None:
   zero, inf = ir.Constant(T, 0.0), ir.Constant(T, float("inf"))
   i32 = lambda v: b.trunc(v, I32)
   one = e.i64(1)
+  W = host.vector_lanes(dtype)
+  VT = ir.VectorType(T, W)
+  i64v = ir.VectorType(I64, W)
+  iota = ir.Constant(i64v, list(range(W)))
+  vsuf = f"v{W}{codegen.float_suffix(T)}"
+  align = ir.Constant(I32, np.dtype(dtype).itemsize)
 
-  def pivot_row(d, j):
-    """The first row i >= j of largest |d[i, j]| (NaN as infinity)."""
-    def better(i, best):
-      v = e.intrinsic("llvm.fabs", T, [e.ld(d, b.add(b.mul(i, n), j))])
-      v = b.select(b.fcmp_unordered("uno", v, v), inf, v)
-      gt = b.fcmp_ordered(">", v, best[0])
-      return [b.select(gt, v, best[0]), b.select(gt, i, best[1])]
-    return e.loop(j, m, [ir.Constant(T, -1.0), j], better)[1]
+  def better(x, i, best):
+    """(largest magnitude, its first row) with x of row i considered (NaN as infinity:
+    LAPACK's pivot search stops at a NaN)."""
+    v = e.intrinsic("llvm.fabs", T, [x])
+    v = b.select(b.fcmp_unordered("uno", v, v), inf, v)
+    gt = b.fcmp_ordered(">", v, best[0])
+    return [b.select(gt, v, best[0]), b.select(gt, i, best[1])]
 
   def swap_rows(d, j, p):
     rj, rp = e.at(d, b.mul(j, n)), e.at(d, b.mul(p, n))
@@ -383,36 +388,52 @@ def _define_getrf(module: ir.Module, dtype, name: str) -> None:
     with b.if_then(b.icmp_signed("!=", p, j)):
       e.each(e.i64(0), n, swap)
 
+  def axpy(row, l, u, lo):
+    """row[lo:n] -= l * u[lo:n], W lanes at a time, masked at the end; returns the new
+    row[lo] (whatever when lo >= n), from the register: a scalar load right after the
+    masked vector store would wait for the store to finish."""
+    nl = e.splat(b.fneg(l), VT)
+
+    def chunk(c):
+      mask = b.icmp_signed("<", b.add(e.splat(c, i64v), iota), e.splat(n, i64v))
+      load = lambda p: e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT,
+                                   [e.at(p, c), align, mask, ir.Constant(VT, [0.0] * W)])
+      v = e.intrinsic(f"llvm.fma.{vsuf}", VT, [nl, load(u), load(row)])
+      e.intrinsic(f"llvm.masked.store.{vsuf}.p0", VOID, [v, e.at(row, c), align, mask])
+      return v
+    first = b.extract_element(chunk(lo), ir.Constant(I32, 0))
+    rest = b.sdiv(b.add(b.sub(n, lo), e.i64(W - 1)), e.i64(W))
+    e.each(one, rest, lambda q: chunk(b.add(lo, b.mul(q, e.i64(W)))))
+    return first
+
   def matrix(mi, _):
     s, d = e.at(src, b.mul(mi, mn)), e.at(lu, b.mul(mi, mn))
     pv = b.gep(piv, [b.mul(mi, k)], inbounds=True, source_etype=I32)
     e.copy(s, d, mn)
+    first_pivot = e.loop(e.i64(0), m, [ir.Constant(T, -1.0), e.i64(0)],
+                         lambda i, best: better(e.ld(d, b.mul(i, n)), i, best))[1]
 
     def column(j, carried):
-      p = pivot_row(d, j)
+      """Step j with its pivot row p: the swap, the scaled column, the trailing update,
+      and (in the same pass over the rows) the next column's pivot search."""
+      status, p = carried
       b.store(i32(b.add(p, one)), b.gep(pv, [j], inbounds=True, source_etype=I32))
       swap_rows(d, j, p)
       pivot = e.ld(d, b.add(b.mul(j, n), j))
-      is_zero = b.fcmp_ordered("==", pivot, zero)
+      nonzero = b.fcmp_unordered("!=", pivot, zero)
       j1 = b.add(j, one)
-      with b.if_then(b.not_(is_zero)):
-        e.each(j1, m, lambda i: e.st(b.fdiv(e.ld(d, b.add(b.mul(i, n), j)), pivot),
-                                     d, b.add(b.mul(i, n), j)))
-      row_j = e.at(d, b.mul(j, n))
+      u = e.at(d, b.mul(j, n))
 
-      def update(i0, count):
-        rows = [e.at(d, b.mul(b.add(i0, e.i64(q)), n)) for q in range(count)]
-        ls = [e.ld(r, j) for r in rows]
-
-        def element(c):
-          u = e.ld(row_j, c)
-          for r, l in zip(rows, ls):
-            e.st(e.fnma(l, u, e.ld(r, c)), r, c)
-        e.each(j1, n, element)
-      e.jammed(j1, m, update)
-      first = b.and_(is_zero, b.icmp_signed("==", carried[0], ir.Constant(I32, 0)))
-      return [b.select(first, i32(j1), carried[0])]
-    status = e.loop(e.i64(0), k, [ir.Constant(I32, 0)], column)[0]
+      def row(i, best):
+        r = e.at(d, b.mul(i, n))
+        l = e.ld(r, j)
+        l = b.select(nonzero, b.fdiv(l, b.select(nonzero, pivot, ir.Constant(T, 1.0))), l)
+        e.st(l, r, j)
+        return better(axpy(r, l, u, j1), i, best)
+      p_next = e.loop(j1, m, [ir.Constant(T, -1.0), j1], row)[1]
+      first = b.and_(b.not_(nonzero), b.icmp_signed("==", status, ir.Constant(I32, 0)))
+      return [b.select(first, i32(j1), status), p_next]
+    status = e.loop(e.i64(0), k, [ir.Constant(I32, 0), first_pivot], column)[0]
     b.store(status, b.gep(info, [mi], inbounds=True, source_etype=I32))
     return []
   e.loop(m0, m1, [], matrix)
