@@ -24,6 +24,14 @@ and calls the body. Row-major throughout, inner loops along the contiguous dimen
   scaled by op(A)[i, j] (an axpy along the row), divided by the diagonal; a single
   right-hand side accumulates in a register instead. Right side, X op(A) = B: per row of X
   the solved entries are eliminated from the row's later ones (along A's rows for op 'N').
+* getrf (right-looking, unblocked): per column j the first row of largest |a[i, j]| (NaN
+  counting as infinity, as reference/lapack.getrf) is the pivot; the rows are swapped
+  whole (contiguous, row-major), the column below divided by the pivot (not when it is 0:
+  info names the first such column, the factor goes on as LAPACK's), and the trailing rows
+  updated, `A[i, j+1:] -= A[i, j] * A[j, j+1:]` in masked vectors, the next column's pivot
+  search in the same pass (the rows are short: the per-row work dominates).
+* lu_pivots_to_permutation: the identity permuted by the row swaps, one row per pivot
+  vector; a swap whose pivot lies outside [0, size) is skipped (never a wild write).
 
 Each multiply-subtract is one fused multiply-add and the diagonal divides (LAPACK
 multiplies by its reciprocal): results equal the reference's up to rounding, within the
@@ -39,7 +47,7 @@ from ember._src.backends.cpu import codegen, dot_kernels, host, llvm_jit
 from ember._src.backends.cpu.codegen import F32, F64, I1, I32, I64, PTR, KERNEL_TYPE, VOID
 
 MAX_N = 64          # the order up to which a generated kernel runs (LAPACK's above)
-JAM = 4             # rows a triangular solve's (getrf's update's) inner loop works on at once
+JAM = 4             # rows a triangular solve's inner loop works on at once
 
 _T = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
 # (src, dst, info, n, upper, m0, m1)
@@ -410,7 +418,8 @@ def _define_getrf(module: ir.Module, dtype, name: str) -> None:
     s, d = e.at(src, b.mul(mi, mn)), e.at(lu, b.mul(mi, mn))
     pv = b.gep(piv, [b.mul(mi, k)], inbounds=True, source_etype=I32)
     e.copy(s, d, mn)
-    first_pivot = e.loop(e.i64(0), m, [ir.Constant(T, -1.0), e.i64(0)],
+    rows = b.select(b.icmp_signed(">", k, e.i64(0)), m, e.i64(0))    # (no column: none)
+    first_pivot = e.loop(e.i64(0), rows, [ir.Constant(T, -1.0), e.i64(0)],
                          lambda i, best: better(e.ld(d, b.mul(i, n)), i, best))[1]
 
     def column(j, carried):
