@@ -24,12 +24,17 @@ and calls the body. Row-major throughout, inner loops along the contiguous dimen
   scaled by op(A)[i, j] (an axpy along the row), divided by the diagonal; a single
   right-hand side accumulates in a register instead. Right side, X op(A) = B: per row of X
   the solved entries are eliminated from the row's later ones (along A's rows for op 'N').
-* getrf (right-looking, unblocked): per column j the first row of largest |a[i, j]| (NaN
-  counting as infinity, as reference/lapack.getrf) is the pivot; the rows are swapped
-  whole (contiguous, row-major), the column below divided by the pivot (not when it is 0:
-  info names the first such column, the factor goes on as LAPACK's), and the trailing rows
-  updated, `A[i, j+1:] -= A[i, j] * A[j, j+1:]` in masked vectors, the next column's pivot
-  search in the same pass (the rows are short: the per-row work dominates).
+* getrf (right-looking, in panels of GETRF_PANEL columns): per column j the first row of
+  largest |a[i, j]| (NaN counting as infinity, as reference/lapack.getrf) is the pivot; the
+  rows are swapped whole (contiguous, row-major), the pivot row brought up to date by the
+  panel's earlier columns (it is U's row now), the column below divided by the pivot (not
+  when it is 0: info names the first such column, the factor goes on as LAPACK's) and, in
+  the same pass over the rows, the next column updated by the panel's columns so far and
+  searched for its pivot (left-looking inside the panel). Then one pass over the trailing
+  rows applies the panel's GETRF_PANEL rank-1 updates, `A[i, c] -= A[i, j] * A[j, c]`
+  for j in the panel in order, W columns at a time in masked vectors with U's chunks in
+  registers, the next panel's pivot search in the same pass. Every element sees the
+  unblocked algorithm's fmas in its order: the same bits, a fraction of the passes.
 * lu_pivots_to_permutation: the identity permuted by the row swaps, one row per pivot
   vector; a swap whose pivot lies outside [0, size) is skipped (never a wild write).
 
@@ -48,6 +53,7 @@ from ember._src.backends.cpu.codegen import F32, F64, I1, I32, I64, PTR, KERNEL_
 
 MAX_N = 64          # the order up to which a generated kernel runs (LAPACK's above)
 JAM = 4             # rows a triangular solve's inner loop works on at once
+GETRF_PANEL = 8     # columns per getrf panel (one pass of the trailing rows each)
 
 _T = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
 # (src, dst, info, n, upper, m0, m1)
@@ -368,7 +374,7 @@ def _define_getrf(module: ir.Module, dtype, name: str) -> None:
   src, lu, piv, info, m, n, m0, m1 = fn.args
   k = b.select(b.icmp_signed("<", m, n), m, n)
   mn = b.mul(m, n)
-  zero, inf = ir.Constant(T, 0.0), ir.Constant(T, float("inf"))
+  zero, one_t, inf = ir.Constant(T, 0.0), ir.Constant(T, 1.0), ir.Constant(T, float("inf"))
   i32 = lambda v: b.trunc(v, I32)
   one = e.i64(1)
   W = host.vector_lanes(dtype)
@@ -377,6 +383,8 @@ def _define_getrf(module: ir.Module, dtype, name: str) -> None:
   iota = ir.Constant(i64v, list(range(W)))
   vsuf = f"v{W}{codegen.float_suffix(T)}"
   align = ir.Constant(I32, np.dtype(dtype).itemsize)
+  # the status (info) and the next column's pivot row, across the panel's guarded steps
+  status_slot, pivot_slot = b.alloca(I32), b.alloca(I64)
 
   def better(x, i, best):
     """(largest magnitude, its first row) with x of row i considered (NaN as infinity:
@@ -396,54 +404,94 @@ def _define_getrf(module: ir.Module, dtype, name: str) -> None:
     with b.if_then(b.icmp_signed("!=", p, j)):
       e.each(e.i64(0), n, swap)
 
-  def axpy(row, l, u, lo):
-    """row[lo:n] -= l * u[lo:n], W lanes at a time, masked at the end; returns the new
-    row[lo] (whatever when lo >= n), from the register: a scalar load right after the
-    masked vector store would wait for the store to finish."""
-    nl = e.splat(b.fneg(l), VT)
-
-    def chunk(c):
+  def update(d, lo, hi, c0, j0, nu, search):
+    """Rows [lo, hi), columns [c0, n): row[c] -= row[j0 + s] * U[j0 + s, c] for s < nu in
+    order (one fma each: the unblocked order, so the same bits), W columns at a time with
+    U's chunks in registers across the rows. `search`: returns the row of largest
+    |row[c0]| (the next pivot, from the register: no reload after a masked store)."""
+    def chunk(c, best):
       mask = b.icmp_signed("<", b.add(e.splat(c, i64v), iota), e.splat(n, i64v))
       load = lambda p: e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT,
                                    [e.at(p, c), align, mask, ir.Constant(VT, [0.0] * W)])
-      v = e.intrinsic(f"llvm.fma.{vsuf}", VT, [nl, load(u), load(row)])
-      e.intrinsic(f"llvm.masked.store.{vsuf}.p0", VOID, [v, e.at(row, c), align, mask])
-      return v
-    first = b.extract_element(chunk(lo), ir.Constant(I32, 0))
-    rest = b.sdiv(b.add(b.sub(n, lo), e.i64(W - 1)), e.i64(W))
-    e.each(one, rest, lambda q: chunk(b.add(lo, b.mul(q, e.i64(W)))))
-    return first
+      us = [load(e.at(d, b.mul(b.add(j0, e.i64(s)), n))) for s in range(nu)]
+
+      def row(i, carried):
+        r = e.at(d, b.mul(i, n))
+        v = load(r)
+        for s, u in enumerate(us):
+          v = e.intrinsic(f"llvm.fma.{vsuf}", VT,
+                          [e.splat(b.fneg(e.ld(r, b.add(j0, e.i64(s)))), VT), u, v])
+        e.intrinsic(f"llvm.masked.store.{vsuf}.p0", VOID, [v, e.at(r, c), align, mask])
+        return better(b.extract_element(v, ir.Constant(I32, 0)), i, carried) if carried else []
+      return e.loop(lo, hi, best, row)
+    start = c0
+    if search:
+      found = chunk(c0, [ir.Constant(T, -1.0), lo])[1]
+      start = b.add(c0, e.i64(W))
+    chunks = b.sdiv(b.add(b.sub(n, start), e.i64(W - 1)), e.i64(W))
+    e.each(e.i64(0), chunks, lambda q: chunk(b.add(start, b.mul(q, e.i64(W))), []))
+    return found if search else None
+
+  def step(d, pv, j0, t):
+    """Column j = j0 + t of the panel [j0, j0 + GETRF_PANEL): the swap, the pivot row
+    brought up to date (it becomes U's row), the column below divided by the pivot and
+    (unless the panel's last) the next column of the rows below updated by the panel's
+    columns so far, with its pivot search (left-looking within the panel)."""
+    j = b.add(j0, e.i64(t))
+    j1 = b.add(j, one)
+    p = b.load(pivot_slot, typ=I64)
+    b.store(i32(b.add(p, one)), b.gep(pv, [j], inbounds=True, source_etype=I32))
+    swap_rows(d, j, p)
+    if t:
+      update(d, j, j1, j1, j0, t, False)
+    pivot = e.ld(d, b.add(b.mul(j, n), j))
+    nonzero = b.fcmp_unordered("!=", pivot, zero)
+    status = b.load(status_slot, typ=I32)
+    first = b.and_(b.not_(nonzero), b.icmp_signed("==", status, ir.Constant(I32, 0)))
+    b.store(b.select(first, i32(j1), status), status_slot)
+    has_next = b.icmp_signed("<", j1, n)
+    nxt = b.select(has_next, j1, j)           # (an index inside the row when there is none)
+    us = [e.ld(d, b.add(b.mul(b.add(j0, e.i64(s)), n), nxt)) for s in range(t + 1)]
+
+    def row(i, best):
+      r = e.at(d, b.mul(i, n))
+      l = e.ld(r, j)
+      l = b.select(nonzero, b.fdiv(l, b.select(nonzero, pivot, one_t)), l)
+      e.st(l, r, j)
+      if t == GETRF_PANEL - 1:
+        return []
+      x = e.ld(r, nxt)
+      for s in range(t):
+        x = e.fnma(e.ld(r, b.add(j0, e.i64(s))), us[s], x)
+      x = e.fnma(l, us[t], x)
+      with b.if_then(has_next):
+        e.st(x, r, nxt)
+      return better(x, i, best)
+    best = e.loop(j1, m, [] if t == GETRF_PANEL - 1 else [ir.Constant(T, -1.0), j1], row)
+    if best:
+      b.store(best[1], pivot_slot)
 
   def matrix(mi, _):
     s, d = e.at(src, b.mul(mi, mn)), e.at(lu, b.mul(mi, mn))
     pv = b.gep(piv, [b.mul(mi, k)], inbounds=True, source_etype=I32)
     e.copy(s, d, mn)
     rows = b.select(b.icmp_signed(">", k, e.i64(0)), m, e.i64(0))    # (no column: none)
-    first_pivot = e.loop(e.i64(0), rows, [ir.Constant(T, -1.0), e.i64(0)],
-                         lambda i, best: better(e.ld(d, b.mul(i, n)), i, best))[1]
+    b.store(e.loop(e.i64(0), rows, [ir.Constant(T, -1.0), e.i64(0)],
+                   lambda i, best: better(e.ld(d, b.mul(i, n)), i, best))[1], pivot_slot)
+    b.store(ir.Constant(I32, 0), status_slot)
 
-    def column(j, carried):
-      """Step j with its pivot row p: the swap, the scaled column, the trailing update,
-      and (in the same pass over the rows) the next column's pivot search."""
-      status, p = carried
-      b.store(i32(b.add(p, one)), b.gep(pv, [j], inbounds=True, source_etype=I32))
-      swap_rows(d, j, p)
-      pivot = e.ld(d, b.add(b.mul(j, n), j))
-      nonzero = b.fcmp_unordered("!=", pivot, zero)
-      j1 = b.add(j, one)
-      u = e.at(d, b.mul(j, n))
-
-      def row(i, best):
-        r = e.at(d, b.mul(i, n))
-        l = e.ld(r, j)
-        l = b.select(nonzero, b.fdiv(l, b.select(nonzero, pivot, ir.Constant(T, 1.0))), l)
-        e.st(l, r, j)
-        return better(axpy(r, l, u, j1), i, best)
-      p_next = e.loop(j1, m, [ir.Constant(T, -1.0), j1], row)[1]
-      first = b.and_(b.not_(nonzero), b.icmp_signed("==", status, ir.Constant(I32, 0)))
-      return [b.select(first, i32(j1), status), p_next]
-    status = e.loop(e.i64(0), k, [ir.Constant(I32, 0), first_pivot], column)[0]
-    b.store(status, b.gep(info, [mi], inbounds=True, source_etype=I32))
+    def panel(q):
+      j0 = b.mul(q, e.i64(GETRF_PANEL))
+      for t in range(GETRF_PANEL):
+        with b.if_then(b.icmp_signed("<", b.add(j0, e.i64(t)), k)):
+          step(d, pv, j0, t)
+      # the trailing rows and columns (none after a partial panel, the last), with the
+      # next panel's first pivot search
+      jn = b.add(j0, e.i64(GETRF_PANEL))
+      with b.if_then(b.icmp_signed("<=", jn, k)):
+        b.store(update(d, jn, m, jn, j0, GETRF_PANEL, True), pivot_slot)
+    e.each(e.i64(0), b.sdiv(b.add(k, e.i64(GETRF_PANEL - 1)), e.i64(GETRF_PANEL)), panel)
+    b.store(b.load(status_slot, typ=I32), b.gep(info, [mi], inbounds=True, source_etype=I32))
     return []
   e.loop(m0, m1, [], matrix)
   b.ret_void()
