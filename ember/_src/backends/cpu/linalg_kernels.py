@@ -20,10 +20,13 @@ and calls the body. Row-major throughout, inner loops along the contiguous dimen
   the trailing triangle updated row by row, `A[i, j] -= c[i] * c[j]` over the row's
   contiguous stretch (j in (k, i] lower, [i, n) upper). A pivot that is not > 0 (or NaN)
   stops it: info 1 and a NaN factor, as reference/lapack.potrf; the other triangle is zeroed.
-* trsm, left side, op(A) X = B: row i of X is B's row minus the rows already solved, each
-  scaled by op(A)[i, j] (an axpy along the row), divided by the diagonal; a single
-  right-hand side accumulates in a register instead. Right side, X op(A) = B: per row of X
-  the solved entries are eliminated from the row's later ones (along A's rows for op 'N').
+* trsm, left side, op(A) X = B: JAM rows of X at a time in solving order, each row's
+  columns in vector registers (groups of 4 W-lane chunks, masked at the end): the rows
+  solved before them subtracted in solving order (each solved chunk loaded once for the
+  JAM rows: JAM independent fma chains), then each row of the block from the earlier ones
+  and divided by the diagonal, stored once; a single right-hand side accumulates in a
+  scalar register. Right side, X op(A) = B: blocks of X's rows transposed into a stack
+  tile and solved there on the left side.
 * getrf (right-looking, in panels of GETRF_PANEL columns): per column j the first row of
   largest |a[i, j]| (NaN counting as infinity, as reference/lapack.getrf) is the pivot; the
   rows are swapped whole (contiguous, row-major), the pivot row brought up to date by the
@@ -52,7 +55,7 @@ from ember._src.backends.cpu import codegen, dot_kernels, host, llvm_jit
 from ember._src.backends.cpu.codegen import F32, F64, I1, I32, I64, PTR, KERNEL_TYPE, VOID
 
 MAX_N = 64          # the order up to which a generated kernel runs (LAPACK's above)
-JAM = 4             # rows a triangular solve's inner loop works on at once
+JAM = 4             # rows a triangular solve solves at once (independent fma chains)
 GETRF_PANEL = 8     # columns per getrf panel (one pass of the trailing rows each)
 
 _T = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
@@ -185,21 +188,46 @@ class _E(dot_kernels._Emitter):
     """y - a * x, one rounding."""
     return self.intrinsic("llvm.fma", self.T, [self.b.fneg(a), x, y])
 
+  # W-lane vectors of T (the host's widest), masked to a row's first n elements
+  @property
+  def W(self) -> int:
+    return host.vector_lanes(np.float32 if self.T == F32 else np.float64)
+
+  @property
+  def VT(self):
+    return ir.VectorType(self.T, self.W)
+
+  def _vsuf(self) -> str:
+    return f"v{self.W}{codegen.float_suffix(self.T)}"
+
+  def lanes_below(self, c, n):
+    """The mask of lanes c, c + 1, ... that are < n."""
+    i64v = ir.VectorType(I64, self.W)
+    return self.b.icmp_signed("<", self.b.add(self.splat(c, i64v),
+                                              ir.Constant(i64v, list(range(self.W)))),
+                              self.splat(n, i64v))
+
+  def vload(self, p, c, mask):
+    """p[c:c + W] where mask (no access elsewhere: a masked load does not fault)."""
+    align = ir.Constant(I32, 4 if self.T == F32 else 8)
+    return self.intrinsic(f"llvm.masked.load.{self._vsuf()}.p0", self.VT,
+                          [self.at(p, c), align, mask, ir.Constant(self.VT, [0.0] * self.W)])
+
+  def vstore(self, v, p, c, mask):
+    align = ir.Constant(I32, 4 if self.T == F32 else 8)
+    self.intrinsic(f"llvm.masked.store.{self._vsuf()}.p0", VOID, [v, self.at(p, c), align, mask])
+
+  def vfnma(self, a, x, y):
+    """y - splat(a) * x, one rounding per lane."""
+    return self.intrinsic(f"llvm.fma.{self._vsuf()}", self.VT,
+                          [self.splat(self.b.fneg(a), self.VT), x, y])
+
   def each(self, lo, hi, body) -> None:
     """`for i in [lo, hi): body(i)`, nothing carried."""
     def step(i, _):
       body(i)
       return []
     self.loop(lo, hi, [], step)
-
-  def jammed(self, lo, hi, body) -> None:
-    """`body(i, JAM)` for i = lo, lo + JAM, ... while JAM fit in [lo, hi), then
-    `body(i, 1)` for the rest: the caller's inner loop does JAM iterations' work per pass
-    (one loop's overhead and one load and store of what they share, instead of JAM)."""
-    b = self.b
-    blocks = b.sdiv(b.sub(hi, lo), self.i64(JAM))
-    self.each(self.i64(0), blocks, lambda q: body(b.add(lo, b.mul(q, self.i64(JAM))), JAM))
-    self.each(b.add(lo, b.mul(blocks, self.i64(JAM))), hi, lambda i: body(i, 1))
 
   def copy(self, src, dst, count):
     """dst[:count] = src[:count] unless they are the same buffer (else disjoint)."""
@@ -287,33 +315,62 @@ def _define_trsm(module: ir.Module, dtype, name: str) -> None:
 
   def left_side(A, X, rows, cols, sai, saj):
     opa = lambda A, i, j: e.ld(A, b.add(b.mul(i, sai), b.mul(j, saj)))
+    diag = lambda A, i: b.select(has_diag, opa(A, i, i), ir.Constant(T, 1.0))  # (x / 1 is x)
 
-    def solve_row(t, _):
+    def solve_single(t):
+      """One right-hand side: the sum in a register."""
       i = nth(t, rows)
       lo, hi = before(i, rows)
-      xi = e.at(X, b.mul(i, cols))
-      with b.if_else(b.icmp_signed("==", cols, one)) as (single, many):
-        with single:     # one right-hand side: the sum in a register
-          acc = e.loop(lo, hi, [e.ld(xi, e.i64(0))],
-                       lambda j, acc: [e.fnma(opa(A, i, j), e.ld(X, j), acc[0])])[0]
-          e.st(acc, xi, e.i64(0))
-        with many:       # JAM solved rows j per pass over row i (the same order of fmas)
-          def eliminate(j0, count):
-            js = [b.add(j0, e.i64(q)) for q in range(count)]
-            terms = [(opa(A, i, j), e.at(X, b.mul(j, cols))) for j in js]
+      acc = e.loop(lo, hi, [e.ld(X, i)],
+                   lambda j, acc: [e.fnma(opa(A, i, j), e.ld(X, j), acc[0])])[0]
+      e.st(b.fdiv(acc, diag(A, i)), X, i)
 
-            def element(l):
-              v = e.ld(xi, l)
-              for aij, xj in terms:
-                v = e.fnma(aij, e.ld(xj, l), v)
-              e.st(v, xi, l)
-            e.each(e.i64(0), cols, element)
-          e.jammed(lo, hi, eliminate)
-      with b.if_then(has_diag):
-        d = opa(A, i, i)
-        e.each(e.i64(0), cols, lambda l: e.st(b.fdiv(e.ld(xi, l), d), xi, l))
-      return []
-    e.loop(e.i64(0), rows, [], solve_row)
+    with b.if_else(b.icmp_signed("==", cols, one)) as (single, many):
+      with single:
+        e.each(e.i64(0), rows, solve_single)
+      with many:
+        blocks = b.sdiv(rows, e.i64(JAM))
+        e.each(e.i64(0), blocks,
+               lambda q: solve_rows(A, X, b.mul(q, e.i64(JAM)), JAM, rows, cols, opa, diag))
+        e.each(b.mul(blocks, e.i64(JAM)), rows,
+               lambda t: solve_rows(A, X, t, 1, rows, cols, opa, diag))
+
+  def solve_rows(A, X, t0, R, rows, cols, opa, diag):
+    """The R rows t0, t0 + 1, ... in solving order, G * W columns at a time in R * G
+    vector registers: the rows solved before them subtracted in solving order (one load
+    of each solved row's chunks for all R, and R independent fma chains: the latency
+    overlaps), then each row of the block from the later ones, divided by the diagonal,
+    stored once. Groups of 4 chunks, then single ones for the rest."""
+    rs = [nth(b.add(t0, e.i64(r)), rows) for r in range(R)]
+    xrs = [e.at(X, b.mul(i, cols)) for i in rs]
+    ds = [e.splat(diag(A, i), e.VT) for i in rs]
+
+    def group(c0, G):
+      cs = [b.add(c0, e.i64(g * e.W)) for g in range(G)]
+      masks = [e.lanes_below(c, cols) for c in cs]
+
+      def eliminate(t, acc):
+        xj = e.at(X, b.mul(nth(t, rows), cols))
+        xs = [e.vload(xj, c, mk) for c, mk in zip(cs, masks)]
+        aij = [opa(A, i, nth(t, rows)) for i in rs]
+        return [e.vfnma(aij[r], xs[g], acc[r * G + g]) for r in range(R) for g in range(G)]
+      acc = e.loop(e.i64(0), t0, [e.vload(xr, c, mk) for xr in xrs
+                                  for c, mk in zip(cs, masks)], eliminate)
+      solved = []
+      for r in range(R):
+        v = acc[r * G:(r + 1) * G]
+        for q in range(r):
+          aiq = opa(A, rs[r], rs[q])
+          v = [e.vfnma(aiq, x, y) for x, y in zip(solved[q], v)]
+        solved.append([b.fdiv(y, ds[r]) for y in v])
+        for c, mk, y in zip(cs, masks, solved[r]):
+          e.vstore(y, xrs[r], c, mk)
+    wide = e.i64(4 * e.W)
+    full = b.sdiv(cols, wide)
+    e.each(e.i64(0), full, lambda q: group(b.mul(q, wide), 4))
+    rest0 = b.mul(full, wide)
+    e.each(e.i64(0), b.sdiv(b.add(b.sub(cols, rest0), e.i64(e.W - 1)), e.i64(e.W)),
+           lambda q: group(b.add(rest0, b.mul(q, e.i64(e.W))), 1))
 
   def right_side(A, X):
     """X op(A) = B as op(A)^T X^T = B^T: blocks of up to MAX_N rows of X transposed into a
