@@ -85,7 +85,7 @@ def test_cholesky(n, jit, dtype):
 
 
 @needs_lapack
-@pytest.mark.parametrize("n", (1, 7, 65))
+@pytest.mark.parametrize("n", (1, 33, 65))    # 33: full potrf panels and a partial one
 def test_cholesky_batched_and_upper(n, dtype):
   a = spd(rng_for("cholb", n), (3, 2, n, n), dtype)
   want = np.linalg.cholesky(a.astype(wide(dtype)))
@@ -169,6 +169,13 @@ def test_failures_read_as_the_reference_reports_them():
   np.testing.assert_array_equal(got, np.asarray(jnp.linalg.cholesky(not_pd)))  # eager
   assert np.isnan(got[0][np.tril_indices(2)]).all()   # (cholesky zeroes the upper part)
   close(got[1], np.linalg.cholesky(not_pd[1].astype(np.float64)), np.float32, 2)
+  late = spd(rng_for("late"), (20, 20), np.float32)
+  late[13, 13] = -1.0       # a pivot in the generated kernel's second panel
+  for upper in (False, True):
+    f = lambda x: jnp.linalg.cholesky(x, upper=upper)
+    got = np.asarray(ember.jit(f)(late))
+    np.testing.assert_array_equal(got, np.asarray(f(late)))       # eager
+    assert np.isnan(got[(np.triu_indices if upper else np.tril_indices)(20)]).all()
   singular = np.array([[1., 2.], [2., 4.]], np.float32)
   assert not np.isfinite(np.asarray(ember.jit(jnp.linalg.inv)(singular))).all()
   zero_diag = np.array([[0., 0.], [1., 1.]], np.float32)

@@ -15,11 +15,17 @@ the runtime cache on disk keeps the object); a module's kernel only gathers its 
 and calls the body. Row-major throughout, inner loops along the contiguous dimension
 (LLVM's loop vectorizer turns them into vector code):
 
-* potrf (right-looking): per step k the pivot's square root, the k-th column (lower) or
-  row (upper) of the factor scaled by it and copied into a contiguous stack vector c, then
-  the trailing triangle updated row by row, `A[i, j] -= c[i] * c[j]` over the row's
-  contiguous stretch (j in (k, i] lower, [i, n) upper). A pivot that is not > 0 (or NaN)
-  stops it: info 1 and a NaN factor, as reference/lapack.potrf; the other triangle is zeroed.
+* potrf (right-looking, in panels of POTRF_PANEL columns (lower) or rows (upper)): the
+  input's triangle copied, the other zeroed, in one masked-vector pass; per panel its
+  vectors of the factor made contiguous (upper: the factor's own rows; lower: the
+  columns transposed into a stack buffer and back), per step k the pivot and the elements
+  below (right of) it brought up to date by the panel's earlier vectors, the pivot's
+  square root, the elements divided by it, W at a time (left-looking inside the panel);
+  then one pass over the trailing triangle applies the panel's POTRF_PANEL rank-1 terms
+  `A[i, j] -= c[i] * c[j]` in order, W columns at a time with the panel's chunks in
+  registers. Every element sees the unblocked algorithm's fmas in its order: the same
+  bits as one pass per column. A pivot that is not > 0 (or NaN) stops it: info 1 and a
+  NaN factor, as reference/lapack.potrf.
 * trsm, left side, op(A) X = B: JAM rows of X at a time in solving order, each row's
   columns in vector registers (groups of 4 W-lane chunks, masked at the end): the rows
   solved before them subtracted in solving order (each solved chunk loaded once for the
@@ -57,6 +63,7 @@ from ember._src.backends.cpu.codegen import F32, F64, I1, I32, I64, PTR, KERNEL_
 MAX_N = 64          # the order up to which a generated kernel runs (LAPACK's above)
 JAM = 4             # rows a triangular solve solves at once (independent fma chains)
 GETRF_PANEL = 8     # columns per getrf panel (one pass of the trailing rows each)
+POTRF_PANEL = 8     # columns (rows) per potrf panel (one pass of the trailing triangle each)
 
 _T = {np.dtype(np.float32): F32, np.dtype(np.float64): F64}
 # (src, dst, info, n, upper, m0, m1)
@@ -197,25 +204,29 @@ class _E(dot_kernels._Emitter):
   def VT(self):
     return ir.VectorType(self.T, self.W)
 
-  def _vsuf(self) -> str:
-    return f"v{self.W}{codegen.float_suffix(self.T)}"
+  def _vsuf(self, lanes: int | None = None) -> str:
+    return f"v{lanes or self.W}{codegen.float_suffix(self.T)}"
 
-  def lanes_below(self, c, n):
-    """The mask of lanes c, c + 1, ... that are < n."""
-    i64v = ir.VectorType(I64, self.W)
+  def lanes_below(self, c, n, lanes: int | None = None):
+    """The mask of lanes c, c + 1, ... that are < n (W lanes unless `lanes`)."""
+    i64v = ir.VectorType(I64, lanes or self.W)
     return self.b.icmp_signed("<", self.b.add(self.splat(c, i64v),
-                                              ir.Constant(i64v, list(range(self.W)))),
+                                              ir.Constant(i64v, list(range(i64v.count)))),
                               self.splat(n, i64v))
 
   def vload(self, p, c, mask):
-    """p[c:c + W] where mask (no access elsewhere: a masked load does not fault)."""
+    """p[c:c + lanes] where mask (zero elsewhere, no access there: a masked load does not
+    fault); as many lanes as the mask."""
+    w = mask.type.count
+    vt = ir.VectorType(self.T, w)
     align = ir.Constant(I32, 4 if self.T == F32 else 8)
-    return self.intrinsic(f"llvm.masked.load.{self._vsuf()}.p0", self.VT,
-                          [self.at(p, c), align, mask, ir.Constant(self.VT, [0.0] * self.W)])
+    return self.intrinsic(f"llvm.masked.load.{self._vsuf(w)}.p0", vt,
+                          [self.at(p, c), align, mask, ir.Constant(vt, [0.0] * w)])
 
   def vstore(self, v, p, c, mask):
     align = ir.Constant(I32, 4 if self.T == F32 else 8)
-    self.intrinsic(f"llvm.masked.store.{self._vsuf()}.p0", VOID, [v, self.at(p, c), align, mask])
+    self.intrinsic(f"llvm.masked.store.{self._vsuf(mask.type.count)}.p0", VOID,
+                   [v, self.at(p, c), align, mask])
 
   def vfnma(self, a, x, y):
     """y - splat(a) * x, one rounding per lane."""
@@ -248,50 +259,130 @@ def _define_potrf(module: ir.Module, dtype, name: str) -> None:
   fn, e = _function(module, name, POTRF_TYPE, T)
   b = e.b
   src, dst, info, n, upper, m0, m1 = fn.args
-  c = b.alloca(T, e.i64(MAX_N))          # the current column (row) of the factor
+  P, W = POTRF_PANEL, e.W
+  # lower: the panel's columns of the factor, contiguous (the s-th at s * MAX_N, indexed
+  # by the row); upper: the panel's rows are contiguous already (the factor's own)
+  columns = b.alloca(T, e.i64(P * MAX_N))
+  columns.align = 64
+  ok_slot = b.alloca(I1)
   is_upper = b.icmp_signed("!=", upper, e.i64(0))
   nn = b.mul(n, n)
   zero, nan = ir.Constant(T, 0.0), ir.Constant(T, float("nan"))
+  one = e.i64(1)
+  i64v = ir.VectorType(I64, W)
+  iota = ir.Constant(i64v, list(range(W)))
+
+  def chunks(lo, hi, body):
+    """body(c) for c = lo, lo + W, ... < hi."""
+    e.each(e.i64(0), b.sdiv(b.add(b.sub(hi, lo), e.i64(W - 1)), e.i64(W)),
+           lambda q: body(b.add(lo, b.mul(q, e.i64(W)))))
+
+  def triangle(c, i):
+    """The lanes of columns c, c + 1, ... in row i's part of the triangle: lower [0, i],
+    upper [i, n)."""
+    cols = b.add(e.splat(c, i64v), iota)
+    lo = e.splat(b.select(is_upper, i, e.i64(0)), i64v)
+    hi = e.splat(b.select(is_upper, n, b.add(i, one)), i64v)
+    return b.and_(b.icmp_signed(">=", cols, lo), b.icmp_signed("<", cols, hi))
+
+  def copy_triangle(s, d):
+    """d = the triangle of s, zero in the other (s may be d)."""
+    def row(i):
+      rs, rd = e.at(s, b.mul(i, n)), e.at(d, b.mul(i, n))
+      chunks(e.i64(0), n, lambda c: e.vstore(e.vload(rs, c, triangle(c, i)), rd, c,
+                                            e.lanes_below(c, n)))
+    e.each(e.i64(0), n, row)
+
+  def move_columns(d, j0, count, load):
+    """Lower: columns[s][i] = d[i, j0 + s] for s < count, i >= j0 (the other way when
+    not `load`; above the diagonal: the zeros there, unchanged)."""
+    mask = e.lanes_below(e.i64(0), count, P)
+
+    def row(i):
+      r = e.at(d, b.mul(i, n))
+      at = lambda s: e.at(columns, b.add(e.i64(s * MAX_N), i))
+      if load:
+        v = e.vload(r, j0, mask)
+        for s in range(P):
+          b.store(b.extract_element(v, ir.Constant(I32, s)), at(s))
+      else:
+        v = ir.Constant(ir.VectorType(T, P), ir.Undefined)
+        for s in range(P):
+          v = b.insert_element(v, b.load(at(s), typ=T), ir.Constant(I32, s))
+        e.vstore(v, r, j0, mask)
+    e.each(j0, n, row)
+
+  def step(vec, k, t):
+    """Column (row) k, the panel's t-th: its pivot brought up to date by the panel's
+    earlier ones, its square root; the elements below (right of) it brought up to date
+    the same way and divided by it, W at a time. A pivot not > 0 (or NaN) stops it."""
+    pk = vec(t)
+    us = [e.ld(vec(s), k) for s in range(t)]
+    akk = e.ld(pk, k)
+    for u in us:
+      akk = e.fnma(u, u, akk)
+    good = b.fcmp_ordered(">", akk, zero)
+    b.store(good, ok_slot)
+    with b.if_then(good):
+      r = e.intrinsic("llvm.sqrt", T, [akk])
+      e.st(r, pk, k)
+      rv = e.splat(r, e.VT)
+
+      def chunk(i):
+        mask = e.lanes_below(i, n)
+        v = e.vload(pk, i, mask)
+        for s, u in enumerate(us):
+          v = e.vfnma(u, e.vload(vec(s), i, mask), v)
+        e.vstore(b.fdiv(v, rv), pk, i, mask)
+      chunks(b.add(k, one), n, chunk)
+
+  def trailing(d, vec, jn):
+    """The trailing triangle (rows and columns >= jn) minus the panel's P rank-1 terms in
+    order (one fma each: the unblocked order), W columns at a time with the panel's
+    chunks in registers across the rows."""
+    def chunk(c):
+      us = [e.vload(vec(s), c, e.lanes_below(c, n)) for s in range(P)]
+
+      def row(i):
+        r, mask = e.at(d, b.mul(i, n)), triangle(c, i)
+        v = e.vload(r, c, mask)
+        for s, u in enumerate(us):
+          v = e.vfnma(e.ld(vec(s), i), u, v)
+        e.vstore(v, r, c, mask)
+      end = b.add(c, e.i64(W))                 # upper: the rows [jn, c + W), lower [c, n)
+      e.each(b.select(is_upper, jn, c),
+             b.select(b.and_(is_upper, b.icmp_signed("<", end, n)), end, n), row)
+    chunks(jn, n, chunk)
+
+  def panel(d, q):
+    j0 = b.mul(q, e.i64(P))
+    left = b.sub(n, j0)
+    count = b.select(b.icmp_signed("<", left, e.i64(P)), left, e.i64(P))
+    base = b.select(is_upper, e.at(d, b.mul(j0, n)), columns)
+    stride = b.select(is_upper, n, e.i64(MAX_N))
+    vec = lambda s: e.at(base, b.mul(e.i64(s), stride))
+    with b.if_then(b.not_(is_upper)):
+      move_columns(d, j0, count, True)
+    for t in range(P):
+      k = b.add(j0, e.i64(t))
+      with b.if_then(b.and_(b.load(ok_slot, typ=I1), b.icmp_signed("<", k, n))):
+        step(vec, k, t)
+    with b.if_then(b.not_(is_upper)):
+      move_columns(d, j0, count, False)
+    jn = b.add(j0, e.i64(P))
+    with b.if_then(b.and_(b.load(ok_slot, typ=I1), b.icmp_signed("<", jn, n))):
+      trailing(d, vec, jn)
 
   def matrix(mi, _):
-    s, d = e.at(src, b.mul(mi, nn)), e.at(dst, b.mul(mi, nn))
-    e.copy(s, d, nn)
+    d = e.at(dst, b.mul(mi, nn))
+    copy_triangle(e.at(src, b.mul(mi, nn)), d)
+    b.store(ir.Constant(I1, 1), ok_slot)
 
-    def step(k, carried):
-      kk = b.add(b.mul(k, n), k)
-      akk = e.ld(d, kk)
-      ok = b.and_(carried[0], b.fcmp_ordered(">", akk, zero))
-      with b.if_then(ok):
-        r = e.intrinsic("llvm.sqrt", T, [akk])
-        e.st(r, d, kk)
-        k1 = b.add(k, e.i64(1))
-
-        def scale(j, _):
-          idx = b.select(is_upper, b.add(b.mul(k, n), j), b.add(b.mul(j, n), k))
-          v = b.fdiv(e.ld(d, idx), r)
-          e.st(v, d, idx)
-          e.st(v, c, j)
-          return []
-        e.loop(k1, n, [], scale)
-
-        def update(i, _):
-          ci = e.ld(c, i)
-          lo = b.select(is_upper, i, k1)
-          hi = b.select(is_upper, n, b.add(i, e.i64(1)))
-          row = e.at(d, b.mul(i, n))
-          e.each(lo, hi, lambda j: e.st(e.fnma(ci, e.ld(c, j), e.ld(row, j)), row, j))
-          return []
-        e.loop(k1, n, [], update)
-      return [ok]
-    ok = e.loop(e.i64(0), n, [ir.Constant(I1, 1)], step)[0]
-
-    def zero_other(i, _):
-      lo = b.select(is_upper, e.i64(0), b.add(i, e.i64(1)))
-      hi = b.select(is_upper, i, n)
-      row = e.at(d, b.mul(i, n))
-      e.each(lo, hi, lambda j: e.st(zero, row, j))
-      return []
-    e.loop(e.i64(0), n, [], zero_other)
+    def next_panel(q):
+      with b.if_then(b.load(ok_slot, typ=I1)):
+        panel(d, q)
+    e.each(e.i64(0), b.sdiv(b.add(n, e.i64(P - 1)), e.i64(P)), next_panel)
+    ok = b.load(ok_slot, typ=I1)
     with b.if_then(b.not_(ok)):
       e.each(e.i64(0), nn, lambda i: e.st(nan, d, i))
     b.store(b.select(ok, ir.Constant(I32, 0), ir.Constant(I32, 1)),
