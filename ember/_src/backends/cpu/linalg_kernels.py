@@ -295,22 +295,29 @@ def _define_potrf(module: ir.Module, dtype, name: str) -> None:
 
   def move_columns(d, j0, count, load):
     """Lower: columns[s][i] = d[i, j0 + s] for s < count, i >= j0 (the other way when
-    not `load`; above the diagonal: the zeros there, unchanged)."""
-    mask = e.lanes_below(e.i64(0), count, P)
+    not `load`; above the diagonal: the zeros there, unchanged), P x P blocks transposed
+    in registers."""
+    in_panel = e.lanes_below(e.i64(0), count, P)
+    none = ir.Constant(in_panel.type, [0] * P)
 
-    def row(i):
-      r = e.at(d, b.mul(i, n))
-      at = lambda s: e.at(columns, b.add(e.i64(s * MAX_N), i))
+    def block(q):
+      i0 = b.add(j0, b.mul(q, e.i64(P)))
+      below_n = e.lanes_below(i0, n, P)
+      rows, masks = [], []
+      for r in range(P):          # (a row past the last: none of its lanes)
+        valid = b.icmp_signed("<", b.add(i0, e.i64(r)), n)
+        rows.append(e.at(d, b.mul(b.select(valid, b.add(i0, e.i64(r)), i0), n)))
+        masks.append(b.select(valid, in_panel, none))
+      vecs = [e.at(columns, e.i64(s * MAX_N)) for s in range(P)]
       if load:
-        v = e.vload(r, j0, mask)
-        for s in range(P):
-          b.store(b.extract_element(v, ir.Constant(I32, s)), at(s))
+        t = codegen._transpose_lanes(b, [e.vload(r, j0, m) for r, m in zip(rows, masks)])
+        for v, p in zip(t, vecs):
+          e.vstore(v, p, i0, below_n)
       else:
-        v = ir.Constant(ir.VectorType(T, P), ir.Undefined)
-        for s in range(P):
-          v = b.insert_element(v, b.load(at(s), typ=T), ir.Constant(I32, s))
-        e.vstore(v, r, j0, mask)
-    e.each(j0, n, row)
+        t = codegen._transpose_lanes(b, [e.vload(p, i0, below_n) for p in vecs])
+        for v, r, m in zip(t, rows, masks):
+          e.vstore(v, r, j0, m)
+    e.each(e.i64(0), b.sdiv(b.add(b.sub(n, j0), e.i64(P - 1)), e.i64(P)), block)
 
   def step(vec, k, t):
     """Column (row) k, the panel's t-th: its pivot brought up to date by the panel's
