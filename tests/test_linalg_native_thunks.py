@@ -265,7 +265,8 @@ def test_small_cholesky_uses_the_unblocked_routine():
 @pytest.mark.parametrize("lower", [True, False])
 def test_generated_right_side_solves_in_row_blocks(rows, transpose_a, lower):
   """The generated kernel solves X op(A) = B in transposed blocks of MAX_N rows of X;
-  a left-side solve with one right-hand side sums in a register."""
+  a left-side solve with one right-hand side runs in blocks of scalar chains
+  with the bits of a column of a many-column solve."""
   n = 33
   rng = rng_for("right", rows, transpose_a, lower)
   a = tri(rng, (2, n, n), np.float32, lower)
@@ -283,6 +284,8 @@ def test_generated_right_side_solves_in_row_blocks(rows, transpose_a, lower):
                                                 transpose_a=transpose_a))
   if v.shape[1] == n:
     close(g(a, v), np.linalg.solve(t, v), np.float32, n)
+    two = np.concatenate([v, v[:, ::-1]], axis=-1)
+    np.testing.assert_array_equal(g(a, v), g(a, two)[..., :1])
 
 
 def test_generated_kernels_replay_from_a_serialized_executable():

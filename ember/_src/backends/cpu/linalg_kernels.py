@@ -30,9 +30,10 @@ and calls the body. Row-major throughout, inner loops along the contiguous dimen
   columns in vector registers (groups of 4 W-lane chunks, masked at the end): the rows
   solved before them subtracted in solving order (each solved chunk loaded once for the
   JAM rows: JAM independent fma chains), then each row of the block from the earlier ones
-  and divided by the diagonal, stored once; a single right-hand side accumulates in a
-  scalar register. Right side, X op(A) = B: blocks of X's rows transposed into a stack
-  tile and solved there on the left side.
+  and divided by the diagonal, stored once; a single right-hand side the same way,
+  SINGLE_JAM rows at a time in scalar registers (a column of a many-column solve has the
+  same bits). Right side, X op(A) = B: blocks of X's rows transposed into a stack tile
+  and solved there on the left side.
 * getrf (right-looking, in panels of GETRF_PANEL columns): per column j the first row of
   largest |a[i, j]| (NaN counting as infinity, as reference/lapack.getrf) is the pivot; the
   rows are swapped whole (contiguous, row-major), the pivot row brought up to date by the
@@ -62,6 +63,7 @@ from ember._src.backends.cpu.codegen import F32, F64, I1, I32, I64, PTR, KERNEL_
 
 MAX_N = 64          # the order up to which a generated kernel runs (LAPACK's above)
 JAM = 4             # rows a triangular solve solves at once (independent fma chains)
+SINGLE_JAM = 8      # the same with one right-hand side (scalar chains)
 GETRF_PANEL = 8     # columns per getrf panel (one pass of the trailing rows each)
 POTRF_PANEL = 8     # columns (rows) per potrf panel (one pass of the trailing triangle each)
 
@@ -407,31 +409,42 @@ def _define_trsm(module: ir.Module, dtype, name: str) -> None:
   fwd = b.icmp_signed("!=", forward, e.i64(0))
   has_diag = b.icmp_signed("==", unit, e.i64(0))
   one = e.i64(1)
-  # the t-th index in solving order of [0, size), and the solved ones before it
+  # the t-th index in solving order of [0, size)
   nth = lambda t, size: b.select(fwd, t, b.sub(b.sub(size, one), t))
-  before = lambda i, size: (b.select(fwd, e.i64(0), b.add(i, one)), b.select(fwd, i, size))
 
   def left_side(A, X, rows, cols, sai, saj):
     opa = lambda A, i, j: e.ld(A, b.add(b.mul(i, sai), b.mul(j, saj)))
     diag = lambda A, i: b.select(has_diag, opa(A, i, i), ir.Constant(T, 1.0))  # (x / 1 is x)
 
-    def solve_single(t):
-      """One right-hand side: the sum in a register."""
-      i = nth(t, rows)
-      lo, hi = before(i, rows)
-      acc = e.loop(lo, hi, [e.ld(X, i)],
-                   lambda j, acc: [e.fnma(opa(A, i, j), e.ld(X, j), acc[0])])[0]
-      e.st(b.fdiv(acc, diag(A, i)), X, i)
+    def solve_single(t0, R):
+      """One right-hand side, the R rows t0, t0 + 1, ... in solving order: R independent
+      fma chains in scalar registers over the rows solved before them (in solving order),
+      then each row of the block from the earlier ones, divided by the diagonal."""
+      rs = [nth(b.add(t0, e.i64(r)), rows) for r in range(R)]
+
+      def eliminate(t, acc):
+        j = nth(t, rows)
+        xj = e.ld(X, j)
+        return [e.fnma(opa(A, i, j), xj, a) for i, a in zip(rs, acc)]
+      acc = e.loop(e.i64(0), t0, [e.ld(X, i) for i in rs], eliminate)
+      solved = []
+      for r, v in enumerate(acc):
+        for q in range(r):
+          v = e.fnma(opa(A, rs[r], rs[q]), solved[q], v)
+        solved.append(b.fdiv(v, diag(A, rs[r])))
+        e.st(solved[r], X, rs[r])
+
+    def in_blocks(R, solve):
+      """solve(t0, R) for the blocks of R rows in solving order, then solve(t, 1)."""
+      blocks = b.sdiv(rows, e.i64(R))
+      e.each(e.i64(0), blocks, lambda q: solve(b.mul(q, e.i64(R)), R))
+      e.each(b.mul(blocks, e.i64(R)), rows, lambda t: solve(t, 1))
 
     with b.if_else(b.icmp_signed("==", cols, one)) as (single, many):
       with single:
-        e.each(e.i64(0), rows, solve_single)
+        in_blocks(SINGLE_JAM, solve_single)
       with many:
-        blocks = b.sdiv(rows, e.i64(JAM))
-        e.each(e.i64(0), blocks,
-               lambda q: solve_rows(A, X, b.mul(q, e.i64(JAM)), JAM, rows, cols, opa, diag))
-        e.each(b.mul(blocks, e.i64(JAM)), rows,
-               lambda t: solve_rows(A, X, t, 1, rows, cols, opa, diag))
+        in_blocks(JAM, lambda t0, R: solve_rows(A, X, t0, R, rows, cols, opa, diag))
 
   def solve_rows(A, X, t0, R, rows, cols, opa, diag):
     """The R rows t0, t0 + 1, ... in solving order, G * W columns at a time in R * G
