@@ -528,7 +528,8 @@ def test_persistent_cache_roundtrip(tmp_path):
   for o1, o2 in zip(first(a), second(a)):
     np.testing.assert_array_equal(np.asarray(o1), np.asarray(o2))
   kinds = [t.kind for t in second.runtime_executable().thunks]
-  assert kinds.count("custom-call") >= 6
+  assert kinds == [t.kind for t in first.runtime_executable().thunks]
+  assert kinds.count("custom-call") >= 4   # (small real LU and its permutation: kernels)
 
 
 def test_cost_analysis_counts_no_flops_for_custom_calls():

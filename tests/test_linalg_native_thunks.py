@@ -1,5 +1,6 @@
 """The LAPACK custom calls that run as native thunks (backends/cpu/linalg_thunks.py:
-potrf, trsm, getrf through OpenBLAS's LAPACK, lu_pivots_to_permutation): values against
+potrf, trsm, getrf through OpenBLAS's LAPACK) or generated kernels (linalg_kernels.py:
+real orders <= MAX_N, lu_pivots_to_permutation): values against
 NumPy float64 for sizes around LAPACK's and OpenBLAS's block edges, batched, every trsm
 variant, every dtype, eager and jit; the thunks the executables hold; failures (not
 positive definite, singular) as the reference reports them; the NumPy fallback.
@@ -84,7 +85,7 @@ def test_cholesky(n, jit, dtype):
 
 
 @needs_lapack
-@pytest.mark.parametrize("n", (1, 7, 65))
+@pytest.mark.parametrize("n", (1, 33, 65))    # 33: full potrf panels and a partial one
 def test_cholesky_batched_and_upper(n, dtype):
   a = spd(rng_for("cholb", n), (3, 2, n, n), dtype)
   want = np.linalg.cholesky(a.astype(wide(dtype)))
@@ -125,7 +126,8 @@ def test_triangular_solve_variants(n, left_side, lower, transpose_a, conjugate_a
 def test_triangular_solve_batched(n):
   rng = rng_for("trsmb", n)
   a = tri(rng, (4, n, n), np.float32, True)
-  b = rand(rng, (4, n, 3), np.float32).astype(np.float32)
+  cols = 3 if n == 2 else 70      # 70: a group of 4 vector chunks and a masked one
+  b = rand(rng, (4, n, cols), np.float32).astype(np.float32)
   got = ember.jit(lambda a, b: sl.solve_triangular(a, b, lower=True))(a, b)
   close(got, np.linalg.solve(a.astype(np.float64), b), np.float32, n)
 
@@ -151,13 +153,13 @@ def test_inv_and_lu(n, dtype):
 @needs_lapack
 def test_lu_rectangular_and_batched():
   rng = rng_for("lurect")
-  for shape in ((2, 5, 3), (2, 3, 5)):
+  for shape in ((2, 5, 3), (2, 3, 5), (2, 40, 19), (19, 40)):   # (full getrf panels too)
     a = rand(rng, shape, np.float32).astype(np.float32)
     lu_, piv, perm = ember.jit(L.lu)(a)
     ref = L.lu(a)
     np.testing.assert_array_equal(np.asarray(piv), np.asarray(ref[1]))
     np.testing.assert_array_equal(np.asarray(perm), np.asarray(ref[2]))
-    close(lu_, np.asarray(ref[0]).astype(np.float64), np.float32, 5)
+    close(lu_, np.asarray(ref[0]).astype(np.float64), np.float32, max(shape[-2:]))
 
 
 @needs_lapack
@@ -167,6 +169,13 @@ def test_failures_read_as_the_reference_reports_them():
   np.testing.assert_array_equal(got, np.asarray(jnp.linalg.cholesky(not_pd)))  # eager
   assert np.isnan(got[0][np.tril_indices(2)]).all()   # (cholesky zeroes the upper part)
   close(got[1], np.linalg.cholesky(not_pd[1].astype(np.float64)), np.float32, 2)
+  late = spd(rng_for("late"), (20, 20), np.float32)
+  late[13, 13] = -1.0       # a pivot in the generated kernel's second panel
+  for upper in (False, True):
+    f = lambda x: jnp.linalg.cholesky(x, upper=upper)
+    got = np.asarray(ember.jit(f)(late))
+    np.testing.assert_array_equal(got, np.asarray(f(late)))       # eager
+    assert np.isnan(got[(np.triu_indices if upper else np.tril_indices)(20)]).all()
   singular = np.array([[1., 2.], [2., 4.]], np.float32)
   assert not np.isfinite(np.asarray(ember.jit(jnp.linalg.inv)(singular))).all()
   zero_diag = np.array([[0., 0.], [1., 1.]], np.float32)
@@ -188,8 +197,8 @@ def test_jitted_linalg_runs_the_native_thunks():
   kinds = thunk_types(lambda a, b: sl.solve_triangular(a, b, lower=True), a, b)
   assert kinds == ["TrsmThunk"]
   kinds = thunk_types(jnp.linalg.inv, a)
-  assert {"GetrfThunk", "PivotsToPermutationThunk", "TrsmThunk"} <= set(kinds)
-  assert "NumpyCustomCallThunk" not in kinds
+  assert {"GetrfThunk", "TrsmThunk"} <= set(kinds)     # (the permutation: generated)
+  assert not {"NumpyCustomCallThunk", "PivotsToPermutationThunk"} & set(kinds)
 
 
 @pytest.mark.parametrize("n", (1, 50, linalg_kernels.MAX_N))
@@ -256,7 +265,8 @@ def test_small_cholesky_uses_the_unblocked_routine():
 @pytest.mark.parametrize("lower", [True, False])
 def test_generated_right_side_solves_in_row_blocks(rows, transpose_a, lower):
   """The generated kernel solves X op(A) = B in transposed blocks of MAX_N rows of X;
-  a left-side solve with one right-hand side sums in a register."""
+  a left-side solve with one right-hand side runs in blocks of scalar chains
+  with the bits of a column of a many-column solve."""
   n = 33
   rng = rng_for("right", rows, transpose_a, lower)
   a = tri(rng, (2, n, n), np.float32, lower)
@@ -274,6 +284,8 @@ def test_generated_right_side_solves_in_row_blocks(rows, transpose_a, lower):
                                                 transpose_a=transpose_a))
   if v.shape[1] == n:
     close(g(a, v), np.linalg.solve(t, v), np.float32, n)
+    two = np.concatenate([v, v[:, ::-1]], axis=-1)
+    np.testing.assert_array_equal(g(a, v), g(a, two)[..., :1])
 
 
 def test_generated_kernels_replay_from_a_serialized_executable():
@@ -292,3 +304,65 @@ def test_generated_kernels_replay_from_a_serialized_executable():
   assert {type(t).__name__ for t in again.thunks} == {"KernelThunk"}
   np.testing.assert_array_equal(again.execute([a, b])[0], exe.execute([a, b])[0])
   close(again.execute([a, b])[0], np.linalg.solve(a.astype(np.float64), b), np.float32, 20)
+
+
+GETRF_SIZES = (1, 2, 3, 7, 16, 33, 64)
+
+
+@pytest.mark.parametrize("dt", (np.float32, np.float64), ids=("f32", "f64"))
+def test_generated_lu_matches_lapack_and_inv_solve_det_match_numpy(dt):
+  """Real LU of order <= MAX_N runs generated kernels (getrf and the permutation): pivots
+  exactly LAPACK's (scipy's getrf) on random matrices, LU to rounding; inv, solve and det
+  against NumPy float64, batched, eager and jit."""
+  import scipy.linalg
+  with ember.enable_x64(dt == np.float64):
+    for n in GETRF_SIZES:
+      rng = rng_for("getrf", n, np.dtype(dt).name)
+      a = rand(rng, (n, n), dt).astype(dt)
+      lu_, piv, perm = ember.jit(L.lu)(a)
+      want_lu, want_piv = scipy.linalg.lu_factor(a.astype(np.float64))
+      np.testing.assert_array_equal(np.asarray(piv), want_piv)
+      assert np.asarray(piv).dtype == np.int32 and np.asarray(perm).dtype == np.int32
+      np.testing.assert_array_equal(np.asarray(perm), np.asarray(L.lu(a)[2]))
+      close(lu_, want_lu, dt, n)
+      batch = (rand(rng, (2, 3, n, n), dt) / np.sqrt(n) + 3 * np.eye(n)).astype(dt)
+      wide_b = batch.astype(np.float64)
+      rhs = rand(rng, (2, 3, n, 2), dt).astype(dt)
+      for f in (lambda x: x, ember.jit):
+        close(f(jnp.linalg.inv)(batch), np.linalg.inv(wide_b), dt, n)
+        close(f(jnp.linalg.solve)(batch, rhs), np.linalg.solve(wide_b, rhs), dt, n)
+        close(f(jnp.linalg.det)(batch), np.linalg.det(wide_b), dt, n)
+      assert thunk_types(jnp.linalg.inv, batch) == ["KernelThunk"] * 7
+
+
+def test_generated_lu_ties_and_singular_matrices_read_as_lapack():
+  """Ties: the first row of largest |a| is the pivot; a zero pivot: info names its column,
+  the factor goes on unscaled, inv gives inf/NaN as NumPy's LAPACK does."""
+  ties = np.array([[1., 2., 0.], [-2., 1., 1.], [2., 3., 1.]], np.float32)
+  _, piv, perm = ember.jit(L.lu)(ties)
+  np.testing.assert_array_equal(np.asarray(piv), [1, 2, 2])
+  np.testing.assert_array_equal(np.asarray(perm), np.asarray(L.lu(ties)[2]))
+  import scipy.linalg
+  np.testing.assert_array_equal(np.asarray(piv), scipy.linalg.lu_factor(ties)[1])
+  singular = np.array([[[1., 2., 3.], [2., 4., 6.], [1., 0., 1.]],
+                       [[0., 1., 2.], [0., 3., 4.], [0., 5., 7.]]], np.float32)
+  zero_columns = rand(rng_for("zero columns"), (21, 21), np.float32).astype(np.float32)
+  zero_columns[:, [8, 11]] = 0     # zero pivots at a getrf panel's start and inside one
+  getrf = lambda x: ember.lax.linalg.lu(x)
+  for a in (singular, zero_columns):
+    lu_, piv, _ = ember.jit(getrf)(a)
+    ref = getrf(a)    # eager: the NumPy reference
+    np.testing.assert_array_equal(np.asarray(piv), np.asarray(ref[1]))
+    close(lu_, np.asarray(ref[0]).astype(np.float64), np.float32, a.shape[-1])
+  with np.errstate(all="ignore"):
+    assert not np.isfinite(np.asarray(ember.jit(jnp.linalg.inv)(singular))).all(axis=(1, 2)).any()
+
+
+def test_small_inv_is_one_native_call():
+  """inv of order MAX_N: no Python LU or pivot thunk; the executable is one native call."""
+  a = spd(rng_for("inv1"), (linalg_kernels.MAX_N,) * 2, np.float32)
+  ex = ember.jit(jnp.linalg.inv).lower(a).compile().runtime_executable()
+  assert {type(t).__name__ for t in ex.thunks} == {"KernelThunk"}
+  out = ex.execute([a])
+  assert len(ex._steps) == 1
+  close(out[0], np.linalg.inv(a.astype(np.float64)), np.float32, linalg_kernels.MAX_N)

@@ -1,9 +1,10 @@
 """Custom calls of the CPU backend: LAPACK-style decompositions (`lapack_spotrf_ffi`,
 `lapack_dgesdd_ffi`, ...; see reference/lapack.py for each target's semantics).
 
-Real Cholesky (`potrf`) and triangular solves (`trsm`) of order <= linalg_kernels.MAX_N run
-as generated kernels (linalg_kernels.py: they join their neighbours' native call). Larger
-or complex ones, LU (`getrf`) and `lu_pivots_to_permutation` run as native thunks: one call of the LAPACK routine per matrix, found in the OpenBLAS
+Real Cholesky (`potrf`), LU (`getrf`) and triangular solves (`trsm`) of order <=
+linalg_kernels.MAX_N, and `lu_pivots_to_permutation` on int32 pivots, run as generated
+kernels (linalg_kernels.py: they join their neighbours' native call). Larger or complex
+ones run as native thunks: one call of the LAPACK routine per matrix, found in the OpenBLAS
 NumPy ships (blas_pool.openblas_library: full LAPACK under `scipy_` names), through ctypes
 with every argument but the buffer addresses built once. LAPACK is column-major and
 ember's buffers row-major, so a row-major matrix is its transpose to LAPACK:
@@ -289,10 +290,13 @@ def supported(instr: hlo.Instr) -> bool:
   return instr.attrs.get("target") in lapack.CUSTOM_CALL_TARGETS
 
 
-def _generated_ok(ins: list, outs: list) -> bool:
+def _generated_ok(kind: str, ins: list, outs: list) -> bool:
   """The generated kernels read the first operand (A) while writing the outputs, and copy
   the last operand into the first output unless it is that output's buffer: they need
-  the outputs apart from the other operands and from each other."""
+  the outputs apart from the other operands and from each other. The permutation's
+  kernel reads the pivots while writing: they must be apart."""
+  if kind == "p2p":
+    return not ins[0].overlaps(outs[0])
   *reads, copied = ins
   if any(r.overlaps(o) for r in reads for o in outs):
     return False
@@ -303,9 +307,10 @@ def _generated_ok(ins: list, outs: list) -> bool:
 
 
 def _add_generated(plan, instr: hlo.Instr, kind: str, slots: list) -> None:
-  """A potrf/trsm custom call as a generated kernel (linalg_kernels.py)."""
-  emit = {"potrf": linalg_kernels.emit_potrf_kernel, "trsm": linalg_kernels.emit_trsm_kernel}
-  key = ("linalg", instr.attrs["target"], tuple(sorted(dict(instr.attrs["backend_config"])
+  """A potrf/getrf/trsm/p2p custom call as a generated kernel (linalg_kernels.py)."""
+  emit = {"potrf": linalg_kernels.emit_potrf_kernel, "trsm": linalg_kernels.emit_trsm_kernel,
+          "getrf": linalg_kernels.emit_getrf_kernel, "p2p": linalg_kernels.emit_p2p_kernel}
+  key = ("linalg", instr.attrs["target"], tuple(sorted(dict(instr.attrs.get("backend_config", ()))
                                                        .items())),
          tuple(tuple(o.shape.dims) for o in instr.operands))
   info = plan._dot_kernel(instr.name, lambda m: emit[kind](m, instr.name, instr), key)
@@ -322,7 +327,7 @@ def add_to_plan(plan, instr: hlo.Instr) -> None:
   s = plan.slot(instr)
   outs = list(s) if type(s) is tuple else [s]
   generated = linalg_kernels.kind(instr)
-  if generated and _generated_ok(ins, outs):
+  if generated and _generated_ok(generated, ins, outs):
     _add_generated(plan, instr, generated, ins + outs)
     return
   kind = _native_kind(instr)
