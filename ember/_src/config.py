@@ -21,7 +21,16 @@ _TRACEBACK_FILTERING_MODES = ("off", "auto", "tracebackhide", "remove_frames",
                               "quiet_remove_frames")
 
 
+# The flags that change what tracing produces: part of every jit cache key.
+TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision")
+
+
 class Config:
+  """The flags (`_values`: name -> value), and what a jitted call reads of them on every
+  call, derived whenever a flag changes (each read of `_values` costs ~0.05 us there):
+  `_jit_trace_key`, the TRACE_CONFIG values when jitted calls compile for the CPU backend
+  (None when jit is disabled or runs on the interpreter); `_jit_inline`, whether a small
+  call may run inline (asynchronous dispatch on, checked mode off)."""
   _defaults = {
       "jax_enable_x64": lambda: _env_bool("JAX_ENABLE_X64", False),
       "jax_log_compiles": lambda: _env_bool("JAX_LOG_COMPILES", False),
@@ -77,6 +86,19 @@ class Config:
 
   def __init__(self):
     object.__setattr__(self, "_values", {k: f() for k, f in self._defaults.items()})
+    self._derive()
+
+  def _set(self, name: str, value) -> None:
+    self._values[name] = value
+    self._derive()
+
+  def _derive(self) -> None:
+    v = self._values
+    plain = not v["jax_disable_jit"] and v["ember_jit_backend"] == "cpu"
+    object.__setattr__(self, "_jit_trace_key",
+                       tuple(v[k] for k in TRACE_CONFIG) if plain else None)
+    object.__setattr__(self, "_jit_inline", bool(v["jax_cpu_enable_async_dispatch"])
+                       and not v["ember_check_compiled"])
 
   def update(self, name: str, value) -> None:
     if name not in self._values:
@@ -94,7 +116,7 @@ class Config:
     if name == "jax_traceback_filtering" and value not in _TRACEBACK_FILTERING_MODES:
       raise ValueError(f"jax_traceback_filtering must be one of {_TRACEBACK_FILTERING_MODES}, "
                        f"got {value!r}")
-    self._values[name] = value
+    self._set(name, value)
 
   def read(self, name: str):
     return self._values[name]
@@ -118,7 +140,7 @@ class Config:
     try:
       yield
     finally:
-      self._values[name] = old
+      self._set(name, old)
 
 
 config = Config()

@@ -114,12 +114,12 @@ class CompiledComputation:
     direct, execute_ptrs = ex.execute_direct, ex.execute_ptrs
     out_specs, name = plan.out_specs, plan.name
     weak_types = [w for _, _, w in out_specs]
-    cv, inline_ok, ready_all = config._values, executor.inline_ok, Array._ready_all
+    idle, ready_all = executor.idle, Array._ready_all
 
     def runner(leaves):
       args = [*consts, *leaves] if consts else leaves
-      if inline_ok() and not cv["ember_check_compiled"] and not _profiler.active \
-          and self.executable is ex:
+      # (config._jit_inline: asynchronous dispatch on, checked mode off)
+      if config._jit_inline and not _profiler.active and self.executable is ex and idle():
         bufs = []
         for a in args:
           if type(a) is not Array or a._deleted:
