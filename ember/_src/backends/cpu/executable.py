@@ -32,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import sys
 import threading
 import weakref
 from typing import Callable, Sequence
@@ -203,7 +204,8 @@ _ARRAY_DATA = 16   # offsetof(PyArrayObject_fields, data): after the 16-byte obj
 def _hit_prologue():
   """(engine, the prologue taking its descriptor's address), or None where this process's
   object layouts are not the ones it reads (checked once on a real list and array)."""
-  if ctypes.sizeof(ctypes.c_void_p) != 8:
+  if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8 or \
+      object.__basicsize__ != 16 or list.__basicsize__ != 40:   # the offsets' premises
     return None
   ir = _HIT_PROLOGUE_IR.replace("LIST_ITEMS", str(_LIST_ITEMS)).replace(
       "ARRAY_DATA", str(_ARRAY_DATA))
