@@ -157,7 +157,7 @@ def stage_breakdown(jf, args, calls: int, batch: int) -> list[tuple[str, float]]
                   and (not core._open_traces or core.cur_level_is_eval())))),
       ("argument flattening + signature key", t(jit_mod._fast_key, args, {}, tk)),
       ("signature cache lookup", t(jf._fast.get, key)),
-      ("argument checks (config, executor idle, buffers)",
+      ("argument checks (flags, executor, buffers)",
        t(lambda: (config._jit_inline and executor.idle(),
                   [a._buf for a in leaves if type(a) is Array and a._ptr is not None]))),
   ]
