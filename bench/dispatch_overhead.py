@@ -10,8 +10,11 @@ Two tables:
    transposed form (`v @ G`) and a 128x128 matmul.
 2. ember's call path stage by stage for a few cases: each stage timed in isolation by
    calling the internal function it runs in a loop (argument flattening and the signature
-   key, the cache lookup, argument checks, output allocation, the native step (pointer
-   patches and the kernels), output wrapping, result unflattening), their sum against the
+   key, the cache lookup, argument checks, output allocation, the native prologue (it reads
+   the arguments' and outputs' addresses from the array objects, patches them into the
+   kernels' pointer tables and makes the direct kernel call, if the executable is one
+   kernel; other steps run after it), output wrapping, result unflattening), their sum
+   against the
    whole call (the rest: Python call frames between the stages), and, beside them, the
    asynchronous path a small call skips (hand-off to the executor thread and the wait).
 
@@ -132,38 +135,49 @@ def stage_breakdown(jf, args, calls: int, batch: int) -> list[tuple[str, float]]
   from ember._src.profiler import events as profiler
   from ember._src.runtime import executor
   from ember._src.runtime.array import Array
-  cv = config._values
+  tk = config._jit_trace_key
   for _ in range(5):
     ember.block_until_ready(jf(*args))
   tiering.wait_idle(60)
   whole = per_call_us(jf, args, calls, batch, ember.block_until_ready)
-  key, leaves = jit_mod._fast_key(args, {}, cv)
+  key, leaves = jit_mod._fast_key(args, {}, tk)
   hit = jf._fast[key]
   entry = next(e for e in jf._cache.values() if e.hit is hit)
   comp, finish = entry.compiled, jit_mod._unflattener(entry.staged.out_tree)
   ex = comp.executable
+  bufs = [a._buf for a in leaves]
   ptrs = [a._ptr for a in leaves]
-  outs, out_ptrs = ex.execute_direct(ptrs) or ex.execute_ptrs([a._buf for a in leaves], ptrs)
+  outs, out_ptrs = ex.execute_direct(bufs) or ex.execute_ptrs(bufs, ptrs)
   weak = [w for _, _, w in comp._plan.out_specs]
   direct = ex._direct
   t = lambda fn, *a: per_call_us(fn, a, calls, batch)
   stages = [
       ("call prelude (profiler, config, trace level)",
-       t(lambda: (profiler.active, cv["jax_disable_jit"],
-                  cv["ember_jit_backend"] == "cpu" and core.cur_level_is_eval()))),
-      ("argument flattening + signature key", t(jit_mod._fast_key, args, {}, cv)),
+       t(lambda: (profiler.active, config._jit_trace_key is not None
+                  and (not core._open_traces or core.cur_level_is_eval())))),
+      ("argument flattening + signature key", t(jit_mod._fast_key, args, {}, tk)),
       ("signature cache lookup", t(jf._fast.get, key)),
-      ("argument checks (executor idle, pointers)",
-       t(lambda: (executor.inline_ok(), [a._ptr for a in leaves if type(a) is Array]))),
-      ("output allocation", t(ex._outputs)),
+      ("argument checks (flags, executor, buffers)",
+       t(lambda: (config._jit_inline and executor.idle(),
+                  [a._buf for a in leaves if type(a) is Array and a._ptr is not None]))),
   ]
   if direct is not None and direct[1] is not None:
-    stages.append(("pointer patches + native step (kernels)",
-                   t(ex.execute_direct, ptrs) - stages[-1][1]))
-    stages.append(("  of which the native step alone", t(direct[1], direct[2])))
+    _, prologue, desc_addr, desc, specs, _, steps = direct
+    empty = np.empty
+    stages.append(("output allocation", t(lambda: [empty(d, dt) for d, dt in specs])
+                   if specs is not None else t(ex._outputs)))
+    stages.append(("native prologue (pointers) + kernels" + (" + steps" if steps else ""),
+                   t(ex.execute_direct, bufs) - stages[-1][1]))
+    live = bufs + list(outs)
+    desc[3] = id(live)
+
+    def native():
+      prologue(desc_addr)
+    stages.append(("  of which the native call alone", t(native)))
   else:
+    stages.append(("output allocation", t(ex._outputs)))
     stages.append(("thunks (execute_ptrs, outputs included)",
-                   t(ex.execute_ptrs, [a._buf for a in leaves], ptrs) - stages[-1][1]))
+                   t(ex.execute_ptrs, bufs, ptrs) - stages[-1][1]))
   stages.append(("output wrapping (Arrays)",
                  t(Array._ready_all, outs, out_ptrs, weak, 0, True)))   # (constructor 0:
   # a depth of its own, so the hit path's remembered depth stays as it is)
@@ -172,10 +186,9 @@ def stage_breakdown(jf, args, calls: int, batch: int) -> list[tuple[str, float]]
   stages += [("sum of the stages", total), ("whole call", whole),
              ("rest (Python frames between stages)", whole - total)]
   plan = comp._plan
-  host = [a._buf for a in leaves]
 
   def handed_off():   # what a call that is not small runs: the executor thread, then a wait
-    ember.block_until_ready(executor.dispatch(plan.call, host, plan.out_specs, ptrs=ptrs))
+    ember.block_until_ready(executor.dispatch(plan.call, bufs, plan.out_specs, ptrs=ptrs))
   stages.append(("(not inline: executor hand-off + wait)", t(handed_off)))
   return stages
 

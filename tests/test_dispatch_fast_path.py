@@ -308,3 +308,112 @@ def test_argument_structures_with_equal_leaves_are_different_signatures():
       assert ember.tree_util.tree_structure(got) == ember.tree_util.tree_structure(tree)
       for g, v in zip(ember.tree_util.tree_leaves(got), ember.tree_util.tree_leaves(tree)):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(v) * 2)
+
+
+def _executable(f, *args):
+  return f.lower(*args).compile()._computation.executable
+
+
+def test_multi_step_executables_take_the_native_prologue(direct):
+  # a sort (a NumPy thunk reading the frame) between two kernels: the prologue patches the
+  # kernels' pointer arrays, the steps then run on the frame it filled
+  f = ember.jit(lambda x, y: (jnp.sort(x * 2) + y, x - y))
+  xs = [np.array([3, -1, 2, 0, 5], np.float32) * k for k in (1, 2, 3)]
+  y = _arr(np.arange(5, dtype=np.float32))
+  f(_arr(xs[0]), y)
+  ex = _executable(f, _arr(xs[0]), y)
+  for x in xs * 2:
+    s, d = f(_arr(x), y)
+    np.testing.assert_array_equal(np.asarray(s), np.sort(x * 2) + np.arange(5))
+    np.testing.assert_array_equal(np.asarray(d), x - np.arange(5))
+  assert ex._direct[1] is not None and ex._direct[6]   # the prologue, then steps
+  assert sum(direct) >= 5
+  chained = _arr(xs[0])
+  for _ in range(4):   # outputs as the next arguments: their recorded addresses are right
+    chained, _ = f(chained, y)
+  want = xs[0]
+  for _ in range(4):
+    want = np.sort(want * 2) + np.arange(5)
+  np.testing.assert_array_equal(np.asarray(chained), want)
+
+
+def test_without_the_prologue_the_hit_falls_back(monkeypatch, direct):
+  # (where the process's object layouts are not the ones the prologue reads)
+  monkeypatch.setattr(exe_mod, "_hit_prologue", lambda: None)
+  f = ember.jit(lambda x: x * 4 - 1)
+  x = _arr(np.arange(3, dtype=np.float32))
+  for _ in range(3):
+    np.testing.assert_array_equal(np.asarray(f(x)), np.arange(3) * 4 - 1)
+  assert direct and not any(direct)
+  monkeypatch.undo()
+  assert exe_mod._hit_prologue() is not None   # this process's layouts pass its check
+
+
+def test_a_changed_signature_misses_the_hit_cache():
+  traced = []
+  f = ember.jit(lambda x: (traced.append(1), x * 2)[1])
+  base = _arr(np.arange(3, dtype=np.float32))
+  calls = [base, _arr(np.arange(3, dtype=np.int32)), _arr(np.arange(4, dtype=np.float32)),
+           _arr(np.arange(3, dtype=np.float32).reshape(3, 1)), 2.0, np.float32(2.0), 2]
+  for _ in range(2):
+    for x in calls:
+      r = f(x)
+      assert r.dtype == (np.asarray(x).dtype if not isinstance(x, (float, int)) else
+                         (np.float32 if isinstance(x, float) else np.int32))
+      assert r.shape == np.shape(x) and r.weak_type == isinstance(x, (float, int))
+      np.testing.assert_array_equal(np.asarray(r), np.asarray(x) * 2)
+  assert len(traced) == len(calls) == f._cache_size()
+
+
+def test_flag_changes_reach_the_hit_path():
+  from ember._src.config import config
+  f = ember.jit(lambda x: x + 1)
+  x = _arr(np.arange(3, dtype=np.float32))
+  f(x), f(x)
+  assert config._jit_trace_key is not None and config._jit_inline
+  for name, value, derived in [("jax_disable_jit", True, "_jit_trace_key"),
+                               ("ember_jit_backend", "interpreter", "_jit_trace_key"),
+                               ("ember_check_compiled", True, "_jit_inline"),
+                               ("jax_cpu_enable_async_dispatch", False, "_jit_inline")]:
+    with config._override(name, value):
+      assert not getattr(config, derived)
+      np.testing.assert_array_equal(np.asarray(f(x)), np.arange(3) + 1)
+    assert getattr(config, derived)
+    config.update(name, value)
+    try:
+      assert not getattr(config, derived)
+    finally:
+      config.update(name, config._defaults[name]() if name != "jax_disable_jit" else False)
+    assert getattr(config, derived)
+  with ember.enable_x64():
+    assert config._jit_trace_key[0] is True
+  assert config._jit_trace_key[0] is False
+
+
+def test_open_traces_are_counted_across_threads_and_errors():
+  from ember._src import core
+  f = ember.jit(lambda x: x * 3)
+  x = _arr(np.arange(3, dtype=np.float32))
+  f(x)
+  assert core._open_traces == 0
+  with pytest.raises(ZeroDivisionError):
+    ember.jit(lambda x: x + 1 // 0)(x)   # raises while tracing
+  assert core._open_traces == 0
+  inside, release = threading.Event(), threading.Event()
+
+  def trace_and_wait(v):   # holds a trace open in another thread
+    inside.set()
+    release.wait(30)
+    return v + 1
+  t = threading.Thread(target=lambda: ember.make_jaxpr(trace_and_wait)(1.0))
+  t.start()
+  inside.wait(30)
+  try:
+    assert core._open_traces > 0 and core.cur_level_is_eval()   # this thread: eval
+    r = f(x)   # runs here, not staged into the other thread's trace
+    assert isinstance(r, Array)
+    np.testing.assert_array_equal(np.asarray(r), np.arange(3) * 3)
+  finally:
+    release.set()
+    t.join()
+  assert core._open_traces == 0

@@ -21,7 +21,17 @@ _TRACEBACK_FILTERING_MODES = ("off", "auto", "tracebackhide", "remove_frames",
                               "quiet_remove_frames")
 
 
+# The flags that change what tracing produces: part of every jit cache key.
+TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision")
+
+
 class Config:
+  """The flags (`_values`: name -> value), and what a jitted call reads of them on every
+  call, derived whenever a flag changes (each read of `_values` costs ~0.05 us there):
+  `_jit_trace_key`, the TRACE_CONFIG values when jitted calls compile for the CPU backend
+  (None when jit is disabled, runs on the interpreter, or a default device is set);
+  `_jit_inline`, whether a small call may run inline (asynchronous dispatch on, checked mode
+  off)."""
   _defaults = {
       "jax_enable_x64": lambda: _env_bool("JAX_ENABLE_X64", False),
       "jax_log_compiles": lambda: _env_bool("JAX_LOG_COMPILES", False),
@@ -81,6 +91,20 @@ class Config:
 
   def __init__(self):
     object.__setattr__(self, "_values", {k: f() for k, f in self._defaults.items()})
+    self._derive()
+
+  def _set(self, name: str, value) -> None:
+    self._values[name] = value
+    self._derive()
+
+  def _derive(self) -> None:
+    v = self._values
+    plain = (not v["jax_disable_jit"] and v["ember_jit_backend"] == "cpu"
+             and v["jax_default_device"] is None)   # a default device: calls may go to PJRT
+    object.__setattr__(self, "_jit_trace_key",
+                       tuple(v[k] for k in TRACE_CONFIG) if plain else None)
+    object.__setattr__(self, "_jit_inline", bool(v["jax_cpu_enable_async_dispatch"])
+                       and not v["ember_check_compiled"])
 
   def update(self, name: str, value) -> None:
     if name not in self._values:
@@ -103,7 +127,7 @@ class Config:
       raise ValueError("jax.default_device must be passed either a Device object (e.g. "
                        "`jax.devices('tpu')[0]`) or a platform name string like 'cpu' or "
                        f"'tpu', got: {value!r}")
-    self._values[name] = value
+    self._set(name, value)
 
   def read(self, name: str):
     return self._values[name]
@@ -127,7 +151,7 @@ class Config:
     try:
       yield
     finally:
-      self._values[name] = old
+      self._set(name, old)
 
 
 config = Config()

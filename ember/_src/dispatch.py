@@ -116,26 +116,25 @@ class CompiledComputation:
     direct, execute_ptrs = ex.execute_direct, ex.execute_ptrs
     out_specs, name = plan.out_specs, plan.name
     weak_types = [w for _, _, w in out_specs]
-    cv, inline_ok, ready_all = config._values, executor.inline_ok, Array._ready_all
+    idle, ready_all = executor.idle, Array._ready_all
 
     def runner(leaves):
       args = [*consts, *leaves] if consts else leaves
-      if inline_ok() and not cv["ember_check_compiled"] and not _profiler.active \
-          and self.executable is ex:
-        ptrs = []
+      # (config._jit_inline: asynchronous dispatch on, checked mode off)
+      if config._jit_inline and not _profiler.active and self.executable is ex and idle():
+        bufs = []
         for a in args:
           if type(a) is not Array or a._deleted:
             break
-          p = a._ptr
-          if p is None:   # not asked yet (a new Array), pending, or not C-contiguous
-            buf = a._buf
+          buf = a._buf
+          if buf is None or a._ptr is None:   # pending, or a new or non-C-contiguous one
             if buf is None or (p := contiguous_ptr(buf)) is None:
               break
             a._ptr = p
-          ptrs.append(p)
+          bufs.append(buf)
         else:
           try:
-            r = direct(ptrs) or execute_ptrs([a._buf for a in args], ptrs)
+            r = direct(bufs) or execute_ptrs(bufs, [a._ptr for a in args])
           except Exception as e:  # noqa: BLE001 -- deferred to the wait, as dispatch does
             return finish(executor.failed(_runtime_error(e, name), out_specs))
           # (allocation stacks: constructor 3, whose user frame is 4 up: _alloc_stack,

@@ -24,7 +24,7 @@ import numpy as np
 
 from ember._src import cache_miss, compilation, core, pjrt_dispatch, tree_util
 from ember._src.api_util import ShapeDtypeStruct
-from ember._src.config import config
+from ember._src.config import TRACE_CONFIG, config
 from ember._src.compilation import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
 from ember._src.primitives import indexing
@@ -216,8 +216,7 @@ class CacheKey(NamedTuple):
 
 TraceKey = CacheKey  # the old name
 
-_TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision")
-_trace_config = operator.itemgetter(*_TRACE_CONFIG)   # config._values -> their values
+_trace_config = operator.itemgetter(*TRACE_CONFIG)   # config._values -> their values
 
 
 class _Entry:
@@ -403,27 +402,27 @@ class JitWrapped:
   def __call__(self, *args, **kwargs):
     if _profiler.active and _profiler.wrap_call():   # a `PjitFunction(f)` span
       return _profiler.dispatch(self, args, kwargs)
-    cv = config._values
-    if cv["jax_disable_jit"]:
-      return self.fun(*args, **kwargs)
     key = None
-    if cv["ember_jit_backend"] == "cpu" and cv["jax_default_device"] is None and \
-        core.cur_level_is_eval():
+    trace_key = config._jit_trace_key   # None: jit disabled, or not the CPU backend
+    if trace_key is not None and (not core._open_traces or core.cur_level_is_eval()):
       # the hit path: flatten, build the key, look up, dispatch
       if self._has_static:
         dyn_args, dyn_kwargs, statics = _split_static(args, kwargs, self.static_argnums,
                                                       self.static_argnames)
-        key, leaves = _fast_key(dyn_args, dyn_kwargs, cv)
+        key, leaves = _fast_key(dyn_args, dyn_kwargs, trace_key)
         if key is not None:
           key += statics          # compared by == and hash, as CacheKey.statics are
       else:
-        key, leaves = _fast_key(args, kwargs, cv)
+        key, leaves = _fast_key(args, kwargs, trace_key)
       try:
         hit = self._fast.get(key) if key is not None else None
       except TypeError:         # an unhashable static argument: _lookup says so
         hit = key = None
       if hit is not None:
         return hit(leaves)
+    cv = config._values
+    if cv["jax_disable_jit"]:
+      return self.fun(*args, **kwargs)
     entry, leaves = self._lookup(args, kwargs)
     if cv["ember_jit_backend"] == "cpu" and _top_level(leaves):
       if pjrt_dispatch.in_play(cv):
@@ -516,13 +515,14 @@ def _flatten_args(args, kwargs) -> tuple[list, Any]:
   return leaves, in_tree
 
 
-def _fast_key(args, kwargs, cv) -> tuple:
+def _fast_key(args, kwargs, trace_key: tuple) -> tuple:
   """(key, flat leaves) for the hit path's cache, key None when the arguments are not plain
   (Arrays, NumPy arrays, Python scalars in tuples, lists and dicts). The key holds what
   determines the CacheKey: the container structure, each leaf's shape, dtype and weak type
   (NumPy dtypes and scalar types uncanonicalized: the x64 flag is in the key too) and the
-  trace config. Its first item says which form the rest has: the number of positional
-  leaves, "tree" (positional containers) or "kw" (keyword arguments)."""
+  trace config (`trace_key`: config._jit_trace_key). Its first item says which form the
+  rest has: the number of positional leaves, "tree" (positional containers) or "kw"
+  (keyword arguments)."""
   if not kwargs:   # the common call: positional leaves only, no structure to describe
     key = [len(args)]
     for a in args:
@@ -536,7 +536,7 @@ def _fast_key(args, kwargs, cv) -> tuple:
       else:
         break
     else:
-      key += _trace_config(cv)
+      key += trace_key
       return tuple(key), args
   leaves: list = []
   try:
@@ -552,7 +552,7 @@ def _fast_key(args, kwargs, cv) -> tuple:
       key += (a.shape, a.dtype, None)
     else:
       key += (t, None, None)
-  key += _trace_config(cv)
+  key += trace_key
   return tuple(key), leaves
 
 

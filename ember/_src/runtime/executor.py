@@ -255,13 +255,11 @@ def failed(e: Exception, out_specs) -> list:
   return _pending_arrays(pending, out_specs)
 
 
-def inline_ok() -> bool:
-  """Whether a small call whose arguments are all ready may run inline now: asynchronous
-  dispatch is on and the device's executor is idle (nothing queued must run first, and
-  this is not its thread: a call running there keeps it busy)."""
+def idle() -> bool:
+  """Whether the device's executor is idle: nothing queued must run before a small call
+  that runs inline, and this is not its thread (a call running there keeps it busy)."""
   ex = _executors.get(0)
-  return (ex is None or ex._submitted == ex._completed) and \
-      config._values["jax_cpu_enable_async_dispatch"]
+  return ex is None or ex._submitted == ex._completed
 
 
 def _snapshot(a: np.ndarray) -> tuple[np.ndarray, int]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import sys
 import threading
 import weakref
 from typing import Callable, Sequence
@@ -139,31 +140,85 @@ def _batch_direct_calls(steps: list) -> list:
   return out
 
 
-# One direct step called through its descriptor [function, buffer pointer array, outer] in
-# memory: ctypes converts one argument (~0.15 us) instead of three (~0.4 us; a jit cache
-# hit of a small function costs a few us in all).
-_CALL_DESC_IR = """
-define void @ember_call_desc(i64* %d) {
+# A jit cache hit's prologue in one native call (Executable.execute_direct): it reads the
+# data address of each argument and fresh output out of the NumPy array objects themselves
+# (the items of a Python list whose address the descriptor holds), stores each where a
+# table entry says (the kernels' pointer arrays, and a table the caller reads the outputs'
+# addresses back from), then makes the executable's one direct kernel call, if any.
+# Descriptor: [function or 0, its buffer table, its outer range, id(list), n entries,
+# (destination address, list index) * n]. In Python each pointer-array entry cost ~0.1 us
+# and each output's address ~0.3 us (ctypes' buffer protocol).
+_HIT_PROLOGUE_IR = """
+define void @ember_hit_prologue(i64* %d) {
 entry:
+  %lp = getelementptr i64, i64* %d, i64 3
+  %lst = load i64, i64* %lp
+  %itemsa = add i64 %lst, LIST_ITEMS
+  %itemsp = inttoptr i64 %itemsa to i64**
+  %items = load i64*, i64** %itemsp
+  %np = getelementptr i64, i64* %d, i64 4
+  %n = load i64, i64* %np
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i1, %body]
+  %done = icmp eq i64 %i, %n
+  br i1 %done, label %tail, label %body
+body:
+  %k = shl i64 %i, 1
+  %dpos = add i64 %k, 5
+  %dp = getelementptr i64, i64* %d, i64 %dpos
+  %dest = load i64, i64* %dp
+  %ipos = add i64 %k, 6
+  %ip = getelementptr i64, i64* %d, i64 %ipos
+  %idx = load i64, i64* %ip
+  %itp = getelementptr i64, i64* %items, i64 %idx
+  %item = load i64, i64* %itp
+  %dataa = add i64 %item, ARRAY_DATA
+  %datap = inttoptr i64 %dataa to i64*
+  %data = load i64, i64* %datap
+  %destp = inttoptr i64 %dest to i64*
+  store i64 %data, i64* %destp
+  %i1 = add i64 %i, 1
+  br label %loop
+tail:
   %f = load i64, i64* %d
+  %has = icmp ne i64 %f, 0
+  br i1 %has, label %call, label %exit
+call:
   %pb = getelementptr i64, i64* %d, i64 1
   %bufs = load i64, i64* %pb
   %pn = getelementptr i64, i64* %d, i64 2
-  %n = load i64, i64* %pn
+  %outer = load i64, i64* %pn
   %fn = inttoptr i64 %f to void (i64, i64, i64)*
-  call void %fn(i64 %bufs, i64 0, i64 %n)
+  call void %fn(i64 %bufs, i64 0, i64 %outer)
+  br label %exit
+exit:
   ret void
 }
 """
+_LIST_ITEMS = 24   # offsetof(PyListObject, ob_item) on 64-bit CPython builds
+_ARRAY_DATA = 16   # offsetof(PyArrayObject_fields, data): after the 16-byte object header
 
 
 @functools.cache
-def _desc_caller():
-  """(engine, the descriptor caller taking the descriptor's address), compiled once per
-  process."""
-  engine, addr = runtime_cache.load_or_compile("ember_call_desc", lambda: _CALL_DESC_IR,
-                                               _CALL_DESC_IR, 2)
-  return engine, ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr("ember_call_desc"))
+def _hit_prologue():
+  """(engine, the prologue taking its descriptor's address), or None where this process's
+  object layouts are not the ones it reads (checked once on a real list and array)."""
+  if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8 or \
+      object.__basicsize__ != 16 or list.__basicsize__ != 40:   # the offsets' premises
+    return None
+  ir = _HIT_PROLOGUE_IR.replace("LIST_ITEMS", str(_LIST_ITEMS)).replace(
+      "ARRAY_DATA", str(_ARRAY_DATA))
+  engine, addr = runtime_cache.load_or_compile("ember_hit_prologue", lambda: ir, ir, 2)
+  fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(addr("ember_hit_prologue"))
+  probe = [np.empty(3, np.float32), np.empty((2, 2))[1:]]
+  got = (ctypes.c_int64 * 2)()
+  desc = (ctypes.c_int64 * 9)(0, 0, 0, id(probe), 2, ctypes.addressof(got), 0,
+                              ctypes.addressof(got) + 8, 1)
+  fn(ctypes.addressof(desc))
+  if list(got) != [a.ctypes.data for a in probe]:
+    return None
+  return engine, fn
 
 
 class Thunk:
@@ -725,11 +780,14 @@ class Executable:
           frame.arena = None
         lock.release()
 
-  def execute_direct(self, addrs: list) -> tuple[list, list] | None:
-    """execute_ptrs for a jit cache hit, when every kernel runs in one direct call on the
-    cached frame (`_direct`): only patch the pointers and call. `addrs`: the addresses of
-    C-order arguments of the parameters' types, none donated (unchecked). None (nothing
-    ran) when this executable has no such call or another call holds the cached frame."""
+  def execute_direct(self, bufs: list) -> tuple[list, list] | None:
+    """execute_ptrs for a jit cache hit, on the cached frame: `bufs` are the arguments'
+    arrays, C-order, of the parameters' types, none donated (unchecked). One native call
+    (_hit_prologue) patches the arguments' and the fresh outputs' addresses into the
+    kernels' pointer arrays and makes the one direct kernel call when the executable is
+    one; other steps run here after it. None (nothing ran) when this executable cannot run
+    so (a leased arena, an output computed into a parameter, no prologue) or another call
+    holds the cached frame."""
     direct = self._direct
     if direct is not None and direct[1] is None and direct[0] is self._cached:
       return None
@@ -739,36 +797,70 @@ class Executable:
     try:
       if direct is None or direct[0] is not self._cached:   # first call, or a tier-up
         direct = self._direct = self._direct_init()
-      call = direct[1]
-      if call is None:
+      frame, prologue, desc_addr, desc, specs, got, steps = direct
+      if prologue is None:
         return None
-      outs, out_ptrs = self._outputs()
-      for k, arr, pos in self._param_patch:
-        arr[pos] = addrs[k]
-      for k, arr, pos in self._out_patch:
-        arr[pos] = out_ptrs[k]
-      call(direct[2])
+      if specs is not None:   # the common case: every output a small np.empty
+        outs = []
+        for dims, dt in specs:
+          outs.append(_empty(dims, dt))
+      else:
+        outs = self._outputs()[0]
+      objs = bufs + outs
+      desc[3] = id(objs)   # (objs lives until the call returns)
+      prologue(desc_addr)
+      n = len(outs)
+      out_ptrs = [got[0]] if n == 1 else got[:n]   # (the slice: a fresh list)
+      if steps:
+        frame.args, frame.outs, frame.out_ptrs = bufs, outs, out_ptrs
+        frame.arg_ptrs = got[n:]
+        try:
+          for t in steps:
+            if type(t) is tuple:
+              t[0](t[1], 0, t[2])
+            else:
+              t.run(frame)
+        finally:  # the cached frame must not keep the call's arrays alive
+          frame.args = frame.outs = frame.arg_ptrs = frame.out_ptrs = ()
       return outs, out_ptrs
     finally:
       lock.release()
 
-  # (the cached frame it was made for, the descriptor caller or None, the address of the
-  # descriptor of its one step, the descriptor)
+  # (the cached frame it was made for, the prologue or None, its descriptor's address, the
+  # descriptor, the outputs' (dims, dtype), the table the prologue writes the outputs' then
+  # (when steps run here) the arguments' addresses into, the steps run after the prologue)
   _direct = None
 
   def _direct_init(self) -> tuple:
-    """The direct call of the cached frame (built now if needed; under the frame lock): its
-    only step when that is a kernel call (or the step runner's) and the call needs nothing
-    else (no leased arena, every output a fresh buffer), as a descriptor for _desc_caller."""
+    """The hit path's descriptor for the cached frame (built now if needed; under the frame
+    lock), when the call needs nothing else (no leased arena; every output a fresh buffer):
+    its pointer-array entries, and its only step when that is a kernel call (or the step
+    runner's), else the steps run after the prologue."""
     frame = self._cached or self._cached_frame()
+    prologue = _hit_prologue()
+    if prologue is None or self._lease_arena or not self._all_fresh:
+      return frame, None, 0, None, (), None, ()
     steps = self._steps
-    if len(steps) != 1 or type(steps[0]) is not tuple or self._lease_arena \
-        or not self._all_fresh:
-      return frame, None, 0, None
-    fn, bufs, n = steps[0][:3]
-    desc = (ctypes.c_int64 * 3)(ctypes.cast(fn, ctypes.c_void_p).value,
-                                bufs if type(bufs) is int else ctypes.addressof(bufs), n)
-    return frame, _desc_caller()[1], ctypes.addressof(desc), desc
+    single = len(steps) == 1 and type(steps[0]) is tuple
+    n_in, n_out = len(self._param_specs), len(self._out_allocs)
+    got = (ctypes.c_int64 * (n_out + (0 if single else n_in) or 1))()
+    word, at = ctypes.sizeof(ctypes.c_void_p), ctypes.addressof
+    entries = [(at(arr) + pos * word, k) for k, arr, pos in self._param_patch]
+    entries += [(at(arr) + pos * word, n_in + k) for k, arr, pos in self._out_patch]
+    entries += [(at(got) + k * word, n_in + k) for k in range(n_out)]
+    if not single:
+      entries += [(at(got) + (n_out + k) * word, k) for k in range(n_in)]
+    head = [0, 0, 0, 0, len(entries)]
+    if single:
+      fn, bufs, n = steps[0][:3]
+      head[:3] = (ctypes.cast(fn, ctypes.c_void_p).value,
+                  bufs if type(bufs) is int else at(bufs), n)
+    desc = (ctypes.c_int64 * (5 + 2 * len(entries)))(
+        *head, *[v for e in entries for v in e])
+    allocs = self._out_allocs   # small ones: np.empty here; else from the pool
+    specs = [a[:2] for a in allocs] \
+        if all(a[2] < buffer_pool.POOL_MIN_BYTES for a in allocs) else None
+    return frame, prologue[1], at(desc), desc, specs, got, () if single else steps
 
   def execute(self, args: Sequence) -> list[np.ndarray]:
     """Run on one array per parameter; returns one array per output."""
