@@ -2,7 +2,10 @@
 beside the machine's own JAX, same results and side-by-side times (issue 19, step 3).
 
 Programs: selu on 2^20 floats, one SGD step of a 784-512-10 MLP (value_and_grad of a
-softmax cross-entropy, batch 128), pairwise Euclidean distances of 1000 points in 64-d.
+softmax cross-entropy, batch 128), pairwise Euclidean distances of 1000 points in 64-d; and
+two calls whose time is all per-call overhead: `jit(lambda x: x + 1)` on 16 floats
+("add_one") and the un-jitted `x + 1` on the device array ("eager_add": one op run on the
+device, as JAX's eager mode runs it).
 Each library runs in a worker process of its own (`--worker ember|jax`; a TPU chip takes one
 client at a time, so the two never hold it together), on the same inputs; the parent
 prints the largest difference between their results and the median time per call (after a
@@ -31,7 +34,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FALLBACK_JAX_PYTHON = "/work/jaxvenv312/bin/python"
-NAMES = ("selu", "mlp_step", "pairwise_distances")
+NAMES = ("selu", "mlp_step", "pairwise_distances", "add_one", "eager_add")
 
 
 def seed_programs(jax, jnp):
@@ -68,6 +71,7 @@ def seed_programs(jax, jnp):
       "selu": (selu, (r.normal(size=1 << 20).astype(f32),)),
       "mlp_step": (mlp_step, (params, x, y)),
       "pairwise_distances": (pairwise_distances, (r.normal(size=(1000, 64)).astype(f32),)),
+      "add_one": (lambda x: x + 1, (np.arange(16, dtype=f32),)),
   }
 
 
@@ -97,13 +101,16 @@ def worker(lib: str, platform: str, repeats: int, out_dir: str) -> None:
     import jax.scipy.special  # noqa: F401
     device = jax.devices(platform)[0]
   times, results = {}, {}
-  for name, (fn, args) in seed_programs(jax, jnp).items():
+  programs = seed_programs(jax, jnp)
+  programs["eager_add"] = programs["add_one"]
+  for name, (fn, args) in programs.items():
     on_dev = jax.device_put(args, device)
-    f = jax.jit(fn)
-    times[name], out = _time(lambda: f(*on_dev), jax.block_until_ready, repeats)
+    f = fn if name.startswith("eager") else jax.jit(fn)
+    n = repeats * 10 if name in ("add_one", "eager_add") else repeats   # microseconds: more
+    times[name], out = _time(lambda: f(*on_dev), jax.block_until_ready, n)
     leaves = jax.tree_util.tree_leaves(out)
     where = {str(d) for leaf in leaves for d in leaf.devices()}
-    times[name]["devices"] = sorted(where)
+    times[name]["devices"] = sorted(where)   # eager_add's too: it stays on the device
     for i, leaf in enumerate(leaves):
       results[f"{name}.{i}"] = np.asarray(leaf)
   np.savez(os.path.join(out_dir, f"{lib}.npz"), **results)
@@ -158,9 +165,9 @@ def main() -> None:
       scale = max(float(np.max(np.abs(theirs[k]))) for k in keys)
     j = jax_row["times"][name] if jax_row else None
     print(f"{name:20s} {diff:16.3g} {scale:10.3g} {e['first'] * 1e3:10.1f}ms "
-          + (f"{j['first'] * 1e3:8.1f}ms {e['steady'] * 1e3:9.3f} {j['steady'] * 1e3:8.3f} "
+          + (f"{j['first'] * 1e3:8.1f}ms {e['steady'] * 1e3:9.4f} {j['steady'] * 1e3:8.4f} "
              f"{e['steady'] / j['steady']:6.2f}" if j else
-             f"{'-':>10s} {e['steady'] * 1e3:9.3f} {'-':>8s} {'-':>6s}"))
+             f"{'-':>10s} {e['steady'] * 1e3:9.4f} {'-':>8s} {'-':>6s}"))
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ def test_device_put_round_trips(dev):
   assert out.dtype == np.float16 and out.devices() == {dev}
   x = ember.device_put(np.ones(3, np.float32), dev)
   assert ember.device_put(x, dev) is x
-  assert float(jnp.sum(x)) == 3.0                    # eager ops read the host copy
+  assert float(jnp.sum(x)) == 3.0                    # an eager op, run on the device
   assert repr(x) == "Array([1., 1., 1.], dtype=float32)"
   x.delete()
   with pytest.raises(RuntimeError, match="deleted"):
@@ -142,6 +142,79 @@ def test_pjrt_compile_is_cached_per_signature_and_device(dev):
   assert len(calls) == 1
   jf(ember.device_put(np.ones(5, np.float32), dev))
   assert len(calls) == 2
+
+
+def test_repeated_calls_take_the_fast_path(dev, monkeypatch):
+  """After the first call, a call with PJRT arguments of the same types, device and
+  commitment skips the signature lookup (jit's fast path) and still runs on the device."""
+  jf = ember.jit(lambda a, b: (a * b + 1, [a]))
+  x = ember.device_put(np.arange(4, dtype=np.float32), dev)
+  jf(x, 2.0)
+  lookups = []
+  real_lookup = jf._lookup
+  monkeypatch.setattr(jf, "_lookup", lambda *a: lookups.append(1) or real_lookup(*a))
+  for v in (1.0, 3.0):
+    out, (same,) = jf(x, v)
+    assert out.devices() == {dev} and out.committed and type(out).__name__ == "PjrtArray"
+    np.testing.assert_array_equal(np.asarray(out), np.arange(4) * v + 1)
+    np.testing.assert_array_equal(np.asarray(same), np.arange(4))
+  assert lookups == []
+  with ember.default_device(dev):    # uncommitted: a different key, then its own fast entry
+    u = ember.device_put(np.arange(4, dtype=np.float32))
+    assert not jf(u, 1.0)[0].committed and not jf(u, 1.0)[0].committed
+  assert len(lookups) == 1 and len(jf._fast) == 2
+  y = ember.device_put(np.ones(4, np.float32), dev)
+  y.delete()
+  with pytest.raises(RuntimeError, match="deleted"):
+    jf(y, 1.0)
+
+
+def test_eager_ops_run_on_the_device(dev):
+  v = np.random.default_rng(2).normal(size=(3, 4)).astype(np.float32)
+  x = ember.device_put(v, dev)
+  outs = {"sin_matmul": (jnp.sin(x) @ x.T, np.sin(v) @ v.T),
+          "sum": (x.sum(axis=0), v.sum(axis=0)),
+          "index": (x[1, 1:3], v[1, 1:3]),
+          "host_follows": (x * np.arange(4, dtype=np.float32) - 1, v * np.arange(4) - 1),
+          "sort2": (lax.sort((x[0], x[1]), num_keys=1)[1], v[1][np.argsort(v[0])]),
+          "argmax": (jnp.argmax(x, axis=1), np.argmax(v, axis=1))}
+  for name, (got, want) in outs.items():
+    assert type(got).__name__ == "PjrtArray" and got.devices() == {dev}, name
+    assert got.committed and got.dtype == np.asarray(want).dtype.name.replace("64", "32"), name
+    np.testing.assert_allclose(np.asarray(got), want, rtol=2e-6, atol=1e-6, err_msg=name)
+  host = ember.device_put(v, ember.devices()[0])            # committed to ember's CPU
+  with pytest.raises(ValueError, match="Received incompatible devices"):
+    x + host
+  uncommitted = ember.device_put(x, ember.devices()[0]) + 0  # on ember's CPU, uncommitted
+  assert (x + uncommitted).devices() == {dev}
+
+
+def test_donation_deletes_the_donated_argument(dev):
+  step = ember.jit(lambda p, g: (p - 0.5 * g, jnp.sum(g)), donate_argnums=0)
+  p = ember.device_put(np.ones(5, np.float32), dev)
+  g = ember.device_put(np.arange(5, dtype=np.float32), dev)
+  for _ in range(3):          # the first call, then the fast path's
+    new, s = step(p, g)
+    assert p.is_deleted() and not g.is_deleted() and new.devices() == {dev}
+    with pytest.raises(RuntimeError, match="donated"):
+      np.asarray(p)
+    np.testing.assert_allclose(np.asarray(new), np.ones(5) - 0.5 * np.arange(5))
+    p = ember.device_put(np.ones(5, np.float32), dev)
+  assert float(s) == 10.0
+
+
+def test_profiler_shows_pjrt_calls(dev, tmp_path):
+  import gzip
+  f = ember.jit(lambda a: a * 3)
+  x = ember.device_put(np.ones(3, np.float32), dev)
+  f(x)
+  with ember.profiler.trace(str(tmp_path)):
+    f(x).block_until_ready()
+  (path,) = tmp_path.rglob("*.trace.json.gz")
+  with gzip.open(path, "rt") as fh:
+    names = [e["name"] for e in json.load(fh)["traceEvents"] if e["ph"] == "X"]
+  assert names.count("PjitFunction(<lambda>)") == 1
+  assert names.count("pjrt execute jit(<lambda>)") == 1
 
 
 def test_errors_users_hit(dev):

@@ -28,8 +28,9 @@ TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmu
 class Config:
   """The flags (`_values`: name -> value), and what a jitted call reads of them on every
   call, derived whenever a flag changes (each read of `_values` costs ~0.05 us there):
-  `_jit_trace_key`, the TRACE_CONFIG values when jitted calls compile for the CPU backend
-  (None when jit is disabled, runs on the interpreter, or a default device is set);
+  `_jit_trace_key`, the TRACE_CONFIG values (and the default device when one is set) when
+  jitted calls compile for the CPU backend (None when jit is disabled or runs on the
+  interpreter);
   `_jit_inline`, whether a small call may run inline (asynchronous dispatch on, checked mode
   off)."""
   _defaults = {
@@ -99,10 +100,11 @@ class Config:
 
   def _derive(self) -> None:
     v = self._values
-    plain = (not v["jax_disable_jit"] and v["ember_jit_backend"] == "cpu"
-             and v["jax_default_device"] is None)   # a default device: calls may go to PJRT
+    plain = not v["jax_disable_jit"] and v["ember_jit_backend"] == "cpu"
+    # the default device decides where a call runs (PJRT or native): part of the key when set
+    device = () if v["jax_default_device"] is None else (v["jax_default_device"],)
     object.__setattr__(self, "_jit_trace_key",
-                       tuple(v[k] for k in TRACE_CONFIG) if plain else None)
+                       tuple(v[k] for k in TRACE_CONFIG) + device if plain else None)
     object.__setattr__(self, "_jit_inline", bool(v["jax_cpu_enable_async_dispatch"])
                        and not v["ember_check_compiled"])
 

@@ -871,6 +871,12 @@ def _concretization_message(tracer: Tracer, err_cls, what: str) -> str:
   return "\n".join(p for p in (head, origin, fix) if p)
 
 
+# The driver's runner of eager primitives on accelerator arrays (pjrt_dispatch fills it when
+# the first PJRT array is made): `(primitive, values, params) -> outputs`, None for an
+# application that runs here.
+eager_on_device: list = [None]
+
+
 class EvalTrace(Trace):
   """Level 0: run each primitive eagerly through its NumPy implementation."""
 
@@ -880,6 +886,11 @@ class EvalTrace(Trace):
   lift = pure
 
   def process_primitive(self, primitive, vals, params):
+    on_device = eager_on_device[0]
+    if on_device is not None:
+      outs = on_device(primitive, vals, params)
+      if outs is not None:
+        return outs
     if primitive.eval_rule is not None:
       out = primitive.eval_rule(*vals, **params)
       outs = out if primitive.multiple_results else [out]

@@ -30,6 +30,7 @@ from ember._src.core import Jaxpr
 from ember._src.primitives import indexing
 from ember._src.profiler import events as _profiler
 from ember._src.runtime.array import Array, PlacedArray
+from ember._src.runtime.pjrt_array import PjrtArray
 from ember._src.sharding_propagation import constraint_sharding
 from ember._src.transforms import ad
 from ember._src.transforms import batching
@@ -432,7 +433,11 @@ class JitWrapped:
           if comp is None:
             with _lock:
               comp = pjrt_dispatch.compiled_for(entry, device)
-          return entry.staged.out_tree.unflatten(comp.run(leaves, committed))
+          if key is not None and entry.cached and self._shardings is None and not entry.placed:
+            self._fast[key] = comp.hit_runner(committed, entry.donated_leaves,
+                                              _unflattener(entry.staged.out_tree))
+          return entry.staged.out_tree.unflatten(comp.run(leaves, committed,
+                                                          entry.donated_leaves))
       if self._shardings is not None or entry.placed or _any_placed(leaves):
         out = call_placed[0](self, entry, leaves, self._shardings)
         if out is not None:
@@ -459,7 +464,7 @@ class JitWrapped:
 # ember imports pmap): runs a call over committed or split arguments where they live
 call_placed: list = [None]
 
-_LEAF_TYPES = {Array, np.ndarray, float, int, bool, complex}
+_LEAF_TYPES = {Array, PjrtArray, np.ndarray, float, int, bool, complex}
 _trees_by_shape: dict = {}   # _structure(...) of arguments -> their PyTreeDef
 
 
@@ -517,10 +522,11 @@ def _flatten_args(args, kwargs) -> tuple[list, Any]:
 
 def _fast_key(args, kwargs, trace_key: tuple) -> tuple:
   """(key, flat leaves) for the hit path's cache, key None when the arguments are not plain
-  (Arrays, NumPy arrays, Python scalars in tuples, lists and dicts). The key holds what
-  determines the CacheKey: the container structure, each leaf's shape, dtype and weak type
-  (NumPy dtypes and scalar types uncanonicalized: the x64 flag is in the key too) and the
-  trace config (`trace_key`: config._jit_trace_key). Its first item says which form the
+  (Arrays, PjrtArrays, NumPy arrays, Python scalars in tuples, lists and dicts). The key
+  holds what determines the CacheKey and where the call runs: the container structure, each
+  leaf's shape, dtype and weak type (NumPy dtypes and scalar types uncanonicalized: the x64
+  flag is in the key too; a PjrtArray's device and commitment with its weak type), the
+  trace config and the default device when one is set. Its first item says which form the
   rest has: the number of positional leaves, "tree" (positional containers) or "kw"
   (keyword arguments)."""
   if not kwargs:   # the common call: positional leaves only, no structure to describe
@@ -531,6 +537,8 @@ def _fast_key(args, kwargs, trace_key: tuple) -> tuple:
         key += (a._shape, a._dtype, a._weak_type)
       elif t is np.ndarray:
         key += (a.shape, a.dtype, None)
+      elif t is PjrtArray:
+        key += (a._shape, a._dtype, (a._weak_type, a._device, a._committed))
       elif t in _LEAF_TYPES:
         key += (t, None, None)
       else:
@@ -550,6 +558,8 @@ def _fast_key(args, kwargs, trace_key: tuple) -> tuple:
       key += (a._shape, a._dtype, a._weak_type)
     elif t is np.ndarray:
       key += (a.shape, a.dtype, None)
+    elif t is PjrtArray:
+      key += (a._shape, a._dtype, (a._weak_type, a._device, a._committed))
     else:
       key += (t, None, None)
   key += trace_key
@@ -632,6 +642,7 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
 
 
 indexing.jit = jit   # lax.dynamic_index_in_dim & co. are jitted, as in JAX
+pjrt_dispatch.jit_of[0] = jit   # eager primitives on PJRT arrays run as one-op jits
 
 
 # --- lowering: a nested jit is a `call` (one computation per sub-jaxpr; the inline pass

@@ -6,14 +6,20 @@ native CPU, as JAX decides. On a PJRT device the traced signature (jit's cache e
 the same trace and cache key as ember's native compile) is lowered to StableHLO text,
 compiled by the device's PJRT client once per (entry, device) and executed there; the
 outputs are PjrtArrays. Committed arguments on two devices raise JAX's error.
+
+Eager (un-jitted) primitives applied to PjrtArrays run on the device too, as JAX's eager
+mode runs them: each (primitive, params) is a cached one-equation jitted function, so it
+is placed, compiled and dispatched like any jitted call (`eager`, core's eager hook).
 """
 from __future__ import annotations
 
+import threading
 import time
+from typing import Callable
 
 import numpy as np
 
-from ember._src import cache_miss
+from ember._src import cache_miss, core
 from ember._src.backends.pjrt import client as pjrt_client
 from ember._src.backends.pjrt import executable as pjrt_exe
 from ember._src.compilation import lower_staged
@@ -90,17 +96,56 @@ class PjrtComputation:
       return x._pjrt
     return pjrt_exe.put(np.asarray(x, dtype=aval.dtype), self.device.jax_device)
 
-  def run(self, leaves, committed: bool) -> list[PjrtArray]:
-    """Dispatch on the device (PJRT's asynchronous execute): the outputs at once."""
+  def run(self, leaves, committed: bool, donate: tuple = ()) -> list[PjrtArray]:
+    """Dispatch on the device (PJRT's asynchronous execute): the outputs at once. The
+    leaves at positions `donate` are deleted (their buffers given to the computation)."""
     t0 = _profiler.clock() if _profiler.active else 0
     bufs = self.consts + [self._buffer(x, a) for x, a in zip(leaves, self.in_avals)]
     outs = self.executable.execute(bufs)
+    _consume(leaves, donate)
     if t0:
       _profiler.record(f"pjrt execute jit({self.name})", t0, _profiler.clock(),
                        {"device": str(self.device)})
     dev = self.device
     return [PjrtArray._wrap(o, dev, a.shape, a.dtype, a.weak_type, committed)
             for o, a in zip(outs, self.out_avals)]
+
+  def hit_runner(self, committed: bool, donate: tuple, finish: Callable) -> Callable:
+    """`finish(run(leaves, committed, donate))` for jit's fast path, whose key fixed every
+    leaf's type and device: the leaves' buffers go straight to execute and the outputs are
+    wrapped as they come back."""
+    execute, consts, dev, name = self.executable.execute, self.consts, self.device, self.name
+    in_dtypes = [a.dtype for a in self.in_avals]
+    out_types = [(a.shape, a.dtype, a.weak_type) for a in self.out_avals]
+    wrap, put, jax_device = PjrtArray._wrap, pjrt_exe.put, dev.jax_device
+
+    def runner(leaves):
+      t0 = _profiler.clock() if _profiler.active else 0
+      bufs = list(consts)
+      for x, dtype in zip(leaves, in_dtypes):
+        if type(x) is PjrtArray and x._device == dev:
+          if x._deleted:
+            x._check_alive()
+          bufs.append(x._pjrt)
+        else:    # a host value, or an uncommitted array of another device: copied here
+          bufs.append(put(np.asarray(x, dtype=dtype), jax_device))
+      outs = execute(bufs)
+      if donate:
+        _consume(leaves, donate)
+      if t0:
+        _profiler.record(f"pjrt execute jit({name})", t0, _profiler.clock(),
+                         {"device": str(dev)})
+      return finish([wrap(o, dev, s, d, w, committed) for o, (s, d, w) in zip(outs, out_types)])
+    return runner
+
+
+def _consume(leaves, donate: tuple) -> None:
+  """Delete the donated arguments once the call is dispatched, as jit does natively (their
+  buffers, when the module aliases them to outputs, now belong to the computation)."""
+  for i in donate:
+    x = leaves[i]
+    if isinstance(x, Array):
+      x.delete()
 
 
 def compiled_for(entry, device: PjrtDevice) -> PjrtComputation:
@@ -110,3 +155,59 @@ def compiled_for(entry, device: PjrtDevice) -> PjrtComputation:
   if comp is None:
     comp = entry.pjrt[device] = PjrtComputation(entry.staged, device)
   return comp
+
+
+# --- eager primitives on PJRT arrays ---------------------------------------------------------
+
+jit_of: list = [None]     # jit.jit (jit builds on this module and fills it at import)
+_one_op_fns: dict = {}    # (primitive, params) -> its jitted one-equation function
+_ONE_OP_LIMIT = 4096      # distinct (primitive, params) kept; past it the cache starts over
+_eager_state = threading.local()
+
+
+def eager(prim, vals, params) -> list | None:
+  """`prim` applied to `vals` on the PJRT device the call is placed on (committed arguments'
+  device, else the default device), as a cached one-op computation; None when no argument
+  is a PjrtArray or the call is placed on ember's native CPU (the host path then runs it)."""
+  if not array_lib.placements_made[0]:
+    return None
+  for v in vals:
+    if type(v) is PjrtArray:
+      break
+  else:
+    return None
+  if prim.effects_rule is not None or getattr(_eager_state, "busy", False) or \
+      not core.cur_level_is_eval():
+    return None   # callbacks run on the host; no re-entry (disable_jit binds again)
+  device, _ = placement(vals, None, prim.name)
+  if device is None:
+    return None
+  fn = _one_op(prim, params)
+  _eager_state.busy = True
+  try:
+    out = fn(*vals)
+  finally:
+    _eager_state.busy = False
+  return list(out) if prim.multiple_results else [out]
+
+
+def _one_op(prim, params):
+  """The jitted `prim.bind(*xs, **params)`, cached per primitive and params when they hash."""
+  try:
+    key = (prim, tuple(sorted(params.items())))
+    fn = _one_op_fns.get(key)
+  except TypeError:   # an unhashable parameter: traced and compiled for this call only
+    key = fn = None
+  if fn is None:
+    def bind(*xs):
+      return prim.bind(*xs, **params)
+    bind.__name__ = prim.name
+    fn = jit_of[0](bind)
+    if key is not None:
+      if len(_one_op_fns) >= _ONE_OP_LIMIT:
+        _one_op_fns.clear()
+      _one_op_fns[key] = fn
+  return fn
+
+
+core.eager_on_device[0] = eager
