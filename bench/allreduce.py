@@ -82,7 +82,8 @@ def _max():
   return MPI.MAX
 
 
-def launch(nprocs: int) -> int:
+def launch(nprocs: int, script: str = __file__, args: tuple = ()) -> int:
+  """Run `script --worker *args` under `mpirun -n nprocs` on this machine."""
   path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
   mpirun = shutil.which("mpirun", path=path)
   if mpirun is None:
@@ -91,7 +92,8 @@ def launch(nprocs: int) -> int:
   env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
              PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
   cmd = [mpirun, "-n", str(nprocs), "--oversubscribe", "--bind-to", "none",
-         "--mca", "btl", "self,sm", sys.executable, os.path.abspath(__file__), "--worker"]
+         "--mca", "btl", "self,sm", sys.executable, os.path.abspath(script), "--worker",
+         *args]
   return subprocess.call(cmd, env=env)
 
 

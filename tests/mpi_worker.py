@@ -345,6 +345,56 @@ def check_pmap_training(n: int, me: int, k: int):
   multihost_utils.assert_equal(jax.tree_util.tree_map(np.asarray, dp), "pmap params diverged")
 
 
+def check_jit_training(n: int, me: int, k: int):
+  """The data-parallel step as `jit(step, in_shardings=(P(), P('data'), P('data')))` over a
+  mesh of every process's devices: each process runs the partitioned program on its own
+  devices, the gradient psums (grouped into one all-reduce, and not) go through MPI. Params
+  (replicated outputs) equal the one-device full-batch step's and are readable everywhere;
+  a batch-split output holds this process's rows."""
+  rng = np.random.default_rng(1)
+  x = rng.standard_normal((32, 8)).astype(np.float32)
+  y = rng.standard_normal((32, 2)).astype(np.float32)
+  mesh = jax.make_mesh((jax.device_count(),), ("data",))
+  split, rep = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+
+  def step(p, xb, yb):
+    preds = jnp.tanh(xb @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+    return sgd(p, jax.grad(loss)(p, xb, yb)), preds
+  jstep = jax.jit(step, in_shardings=(P(), P("data"), P("data")), out_shardings=(P(), P("data")))
+  xs, ys = (jax.make_array_from_process_local_data(split, local_rows(v, me, n)) for v in (x, y))
+  xd, yd = jax.device_put(x, split), jax.device_put(y, split)   # every process passes all rows
+  full, params = init_params(), {}
+  for group in (True, False):   # the gradient psums as one all-reduce, and one per weight
+    jax.config.update("ember_group_all_reduces", group)
+    params[group] = jax.device_put(init_params(), rep)   # one compiled program per setting
+    with jax.set_mesh(mesh):
+      for i in range(3):
+        params[group], preds = jstep(params[group], *((xs, ys) if i % 2 else (xd, yd)))
+  jax.config.update("ember_group_all_reduces", True)
+  for _ in range(3):
+    expect_preds = np.asarray(jnp.tanh(x @ full["w1"] + full["b1"]) @ full["w2"] + full["b2"])
+    full = sgd(full, grad_fn(full, x, y))
+  for group, got in params.items():
+    for name in full:
+      assert got[name].sharding == rep, got[name].sharding
+      assert [s.device for s in got[name].addressable_shards] == jax.local_devices()
+      # per-device mean grads summed by MPI and the local devices, not in one pass as the
+      # full batch is: f32 rounding only, a few ulps of each weight
+      np.testing.assert_allclose(np.asarray(got[name]), np.asarray(full[name]), rtol=1e-5,
+                                 atol=1e-6, err_msg=f"{name} group={group}")
+    multihost_utils.assert_equal(jax.tree_util.tree_map(np.asarray, got), "jit params diverged")
+  assert preds.sharding == split and preds.is_fully_addressable == (n == 1)
+  assert [s.device for s in preds.addressable_shards] == jax.local_devices()
+  for shard in preds.addressable_shards:   # the last step's predictions, this process's rows
+    np.testing.assert_allclose(np.asarray(shard.data), expect_preds[shard.index], rtol=1e-5,
+                               atol=1e-6)
+  # a split argument whose in_sharding asks for it whole (gathered inside, across processes)
+  # and a NumPy one (the whole value in every process) asked for split
+  rev = np.ascontiguousarray(x[::-1])
+  out = jax.jit(lambda a, b: 2 * a + b, in_shardings=(rep, split), out_shardings=rep)(xs, rev)
+  np.testing.assert_array_equal(np.asarray(out), 2 * x + rev)   # exact: no sum across devices
+
+
 def main():
   jax.distributed.initialize()
   n, me = jax.process_count(), jax.process_index()
@@ -358,6 +408,7 @@ def main():
   check_pmap_collectives(n, me, k)
   check_shard_map_collectives(n, me, k)
   check_pmap_training(n, me, k)
+  check_jit_training(n, me, k)
   h = np.uint32(zlib.crc32(b"done"))
   multihost_utils.assert_equal(h)
   jax.distributed.shutdown()

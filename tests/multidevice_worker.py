@@ -159,6 +159,46 @@ def check_jit_partitioned():
     assert c.sharding.spec == P("x"), c.sharding
 
 
+def device_program_collectives(jitted, group: bool) -> list:
+  """(primitive, operand count) of each collective of the partitioned per-device program of
+  `jitted`'s one cached signature (all-reduces grouped or not), in program order."""
+  (entry,) = jitted._cache.values()
+  (fun,) = [f for key, (f, _) in entry.programs.items() if key[-1] == group]
+  (prog,) = fun.jitted._cache.values()
+  return [(e.primitive.name, len(e.invars)) for e in prog.staged.jaxpr.eqns
+          if e.primitive.name in ("psum", "pmax", "all_reduce_group")]
+
+
+def check_all_reduce_grouping():
+  """A partitioned jit's independent all-reduces run as one per (level, op, dtype): the sums
+  of two f32 values go together, the max and the int32 sum apart, and a sum reading the
+  first sum after them; values equal NumPy's, bit for bit those of one collective each."""
+  mesh = jax.make_mesh((n,), ("data",))
+  data = NamedSharding(mesh, P("data"))
+  x = rng.standard_normal((8, 4)).astype(np.float32)
+  k = rng.integers(-9, 9, (8, 3)).astype(np.int32)
+
+  def f(x, k):
+    s1 = x.sum(0)
+    return s1 + (x * x).sum(0), x.max(0), k.sum(0), (x * s1).sum(0)
+  outs = {}
+  for group in (True, False):
+    jax.config.update("ember_group_all_reduces", group)
+    jf = jax.jit(f, in_shardings=(data, data))
+    outs[group] = [np.asarray(o) for o in jf(x, k)]
+    if n > 1:
+      got = device_program_collectives(jf, group)
+      want = ([("all_reduce_group", 2), ("pmax", 1), ("psum", 1), ("psum", 1)] if group
+              else [("psum", 1), ("psum", 1), ("pmax", 1), ("psum", 1), ("psum", 1)])
+      assert sorted(got[:-1]) == sorted(want[:-1]) and got[-1] == ("psum", 1), (group, got)
+  jax.config.update("ember_group_all_reduces", True)
+  x64 = x.astype(np.float64)
+  want = [x64.sum(0) + (x64 * x64).sum(0), x.max(0), k.sum(0), (x64 * x64.sum(0)).sum(0)]
+  for got, ref, same in zip(outs[True], want, outs[False]):
+    np.testing.assert_allclose(got, ref, **TOL)
+    np.testing.assert_array_equal(got, same)   # each element summed in the same order
+
+
 def check_maps_inside_jit():
   """shard_map and pmap inside jit: the values of the top-level per-device runs (and of
   NumPy)."""
@@ -220,6 +260,7 @@ if __name__ == "__main__":
   check_collectives()
   check_jit_committed()
   check_jit_partitioned()
+  check_all_reduce_grouping()
   check_maps_inside_jit()
   json.dump({"n": n, "pmap": flat(pmap_steps()), "shard_map": flat(shard_map_steps()),
              "jit": flat(jit_steps()), "jit_constraint": flat(constrained_steps())},

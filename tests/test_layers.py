@@ -32,7 +32,7 @@ LAYERS = [
     ("lower", ["lower", "lower.*"]),
     ("primitives", ["primitives", "primitives.*"]),
     ("driver", ["compilation", "check_compiled", "dispatch", "sharding_propagation", "jit",
-                "cache_miss", "pjrt_dispatch", "spmd"]),
+                "cache_miss", "pjrt_dispatch", "spmd", "all_reduce_grouping"]),
     ("library", ["numpy", "numpy.*", "prng", "prng_keys", "prng_math", "prng_distributions",
                  "lax_api", "lax_linalg", "linalg_derivatives", "lax_expansions", "jacobians",
                  "flatten_util", "test_util", "scipy_linalg", "checkify", "pmap", "distributed", "state",

@@ -21,7 +21,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ember._src import core, tree_util
+from ember._src.all_reduce_grouping import group_all_reduces
 from ember._src import jit as jit_lib
+from ember._src.config import config
 from ember._src.jit import JitWrapped, _compile_locked
 from ember._src.runtime import collectives, executor
 from ember._src.runtime.array import Array, PlacedArray, from_shards, place
@@ -79,7 +81,8 @@ def _device_call(comp, ctx, device_id: int, args: list) -> Callable[[], list]:
 
 
 # the collectives a device program runs through a communicator, and where their axes are
-_COLLECTIVE_AXES = {"psum": "axes", "pmax": "axes", "pmin": "axes", "all_gather": "axis_name",
+_COLLECTIVE_AXES = {"psum": "axes", "pmax": "axes", "pmin": "axes", "all_reduce_group": "axes",
+                    "all_gather": "axis_name",
                     "reduce_scatter": "axis_name", "all_to_all": "axis_name",
                     "ppermute": "axis_name"}
 
@@ -236,12 +239,19 @@ def _call_mesh(wrapped, staged, leaves, in_sh, out_sh):
   return s0.mesh
 
 
-def _spec_of(x, s, mesh, ndim: int, sizes: dict) -> tuple:
-  """The split of a flat argument: its in_sharding's, else its own (split over the mesh),
-  else whole."""
-  if s is None and type(x) is PlacedArray and x._shards is not None:
-    s = x._sharding
-  return replicated(ndim) if s is None else spec_of(s, ndim, sizes)
+def _arg_spec(x, mesh, ndim: int, sizes: dict) -> tuple:
+  """How a flat argument arrives: split as its own sharding when it is split over `mesh`
+  (each device takes its own piece as it is, also of an array spanning processes), else
+  whole (every process passes the whole value; each device slices its piece)."""
+  if type(x) is PlacedArray and x._shards is not None and \
+      getattr(x._sharding, "mesh", None) == mesh:
+    return spec_of(x._sharding, ndim, sizes)
+  return replicated(ndim)
+
+
+def _want_spec(x, s, mesh, ndim: int, sizes: dict) -> tuple:
+  """How the program takes a flat argument: its in_sharding's split, else as it arrives."""
+  return _arg_spec(x, mesh, ndim, sizes) if s is None else spec_of(s, ndim, sizes)
 
 
 def _pspec(spec: tuple):
@@ -253,29 +263,35 @@ def _pspec(spec: tuple):
 
 
 def _run_partitioned(wrapped, entry, leaves, mesh, in_sh, out_sh):
-  """Partition the call over `mesh` (sharding propagation) and run it on every device."""
+  """Partition the call over `mesh` (sharding propagation) and run it on this process's
+  devices of it (the mesh may span processes: each runs its own, collectives between)."""
   staged = entry.staged
   sizes = dict(mesh.shape)
   in_avals = [core.get_aval(c) for c in staged.consts] + [core.get_aval(x) for x in leaves]
-  in_sh = in_sh or [None] * len(leaves)
-  specs = tuple([replicated(a.ndim) for a in in_avals[:len(staged.consts)]] +
-                [_spec_of(x, s, mesh, a.ndim, sizes)
-                 for x, s, a in zip(leaves, in_sh, in_avals[len(staged.consts):])])
+  in_sh = [None] * len(staged.consts) + list(in_sh or [None] * len(leaves))
+  args = [*staged.consts, *leaves]
+  arrives = tuple(_arg_spec(x, mesh, a.ndim, sizes) for x, a in zip(args, in_avals))
+  specs = tuple(_want_spec(x, s, mesh, a.ndim, sizes)
+                for x, s, a in zip(args, in_sh, in_avals))
   out_avals = staged.jaxpr.out_avals
-  wants = tuple(None if s is None else _spec_of(None, s, mesh, a.ndim, sizes)
+  wants = tuple(None if s is None else spec_of(s, a.ndim, sizes)
                 for s, a in zip(out_sh or [None] * len(out_avals), out_avals))
-  key = (mesh, specs, wants)
+  group = bool(config.read("ember_group_all_reduces"))
+  key = (mesh, arrives, specs, wants, group)
   programs = entry.programs if entry.programs is not None else {}
   entry.programs = programs
   prog = programs.get(key)
   if prog is None:
-    prog = programs[key] = _partitioned_program(staged, sizes, specs, wants, wrapped.__name__)
+    prog = programs[key] = _partitioned_program(staged, sizes, arrives, specs, wants, group,
+                                                wrapped.__name__)
   fun, out_specs = prog
-  args = [*staged.consts, *leaves]
+  mine = frozenset(d.id for d in _DEVICES)
   per_device = {}
   for dev in mesh.devices.flat:
+    if dev.id not in mine:
+      continue
     pieces = []
-    for x, spec, a in zip(args, specs, in_avals):
+    for x, spec, a in zip(args, arrives, in_avals):
       index = NamedSharding(mesh, _pspec(spec)).devices_indices_map(a.shape)[dev]
       pieces.append(device_piece(x, index, dev))
     per_device[dev] = host_args(pieces)
@@ -285,23 +301,30 @@ def _run_partitioned(wrapped, entry, leaves, mesh, in_sh, out_sh):
     s = (out_sh[k] if out_sh and out_sh[k] is not None
          else NamedSharding(mesh, _pspec(spec)))
     results.append(from_shards(aval.shape, aval.dtype, aval.weak_type, s,
-                               {dev: outs[dev][k] for dev in mesh.devices.flat}))
+                               {dev: o[k] for dev, o in outs.items()}))
   return staged.out_tree.unflatten(results)
 
 
-def _partitioned_program(staged, sizes, specs, wants, name):
-  """(the SpmdFunction of one device's program of `staged` split as `specs`, the outputs'
-  specs: `wants` where given, else what propagation gives; filled when it is traced)."""
+def _partitioned_program(staged, sizes, arrives, specs, wants, group, name):
+  """(the SpmdFunction of one device's program of `staged`, its arguments' pieces split as
+  `arrives` and brought to `specs`; the outputs' specs: `wants` where given, else what
+  propagation gives, filled when it is traced). `group`: independent all-reduces grouped."""
   out_specs: list = []
 
-  def per_device(*flat):
+  def partitioned(*flat):
     p = Partitioner(sizes)
+    flat = [p.reshard(x, a, s) for x, a, s in zip(flat, arrives, specs)]
     outs, got = p.run(staged.jaxpr, (), flat, specs)
     final = [g if w is None else w for g, w in zip(got, wants)]
     outs = [p.reshard(o, g, f) for o, g, f in zip(outs, got, final)]
     out_specs[:] = final
     return outs
-  return SpmdFunction(per_device, sizes, name), out_specs
+
+  def per_device(*flat):   # traced once more, to group its all-reduces
+    jaxpr, _ = core.trace_to_jaxpr(lambda *xs: (partitioned(*xs), None),
+                                   [core.get_aval(x) for x in flat])
+    return core.eval_jaxpr(group_all_reduces(jaxpr), jaxpr.consts, *flat)
+  return SpmdFunction(per_device if group else partitioned, sizes, name), out_specs
 
 
 jit_lib.call_placed[0] = call_placed

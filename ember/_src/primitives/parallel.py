@@ -209,6 +209,58 @@ pmax = _pminmax(pmax_p)
 pmin = _pminmax(pmin_p)
 
 
+# --- grouped all-reduce --------------------------------------------------------------------
+# Several independent all-reduces over the same device axes, with the same op and dtype, run as
+# one: their operands flattened into one buffer, one communicator call, the result split back.
+# One message instead of many (each a rendezvous of the devices, an MPI call across processes):
+# sharding_propagation.py issues the gradient psums of a partitioned jit this way. Only in
+# the programs of devices (its axes are device axes); it has no vmap or AD rules.
+
+_GROUP_OPS = {"sum": psum_p, "max": pmax_p, "min": pmin_p}
+
+
+def _all_reduce_group_abstract_eval(*xs, op, axes, axis_index_groups):
+  if op not in _GROUP_OPS:
+    raise ValueError(f"all_reduce_group: op must be one of {sorted(_GROUP_OPS)}, got {op!r}")
+  if len({x.dtype for x in xs}) > 1:
+    raise TypeError(f"all_reduce_group: operands must share one dtype, got "
+                    f"{[str(x.dtype) for x in xs]}")
+  return list(xs)
+
+
+def _all_reduce_group_impl(*xs, op, axes, axis_index_groups):
+  return [_GROUP_OPS[op].impl(x, axes=axes, axis_index_groups=axis_index_groups) for x in xs]
+
+
+def _all_reduce_group_lower(ctx, *xs, op, axes, axis_index_groups):
+  from ember._src.primitives import callbacks   # a layer above: imported when lowering
+  avals = ctx.avals_out
+  sizes = [math.prod(a.shape) for a in avals]
+  ends = np.cumsum(sizes)[:-1]
+
+  def run(*arrays):
+    dctx, dev = collectives.current()
+    comm, rank = dctx.group(dev, axes, axis_index_groups)
+    flat = np.concatenate([np.ravel(a) for a in arrays]) if len(arrays) > 1 else \
+        np.ravel(arrays[0])
+    out = comm.all_reduce(rank, np.ascontiguousarray(flat, avals[0].dtype), op)
+    return [piece.reshape(a.shape) for piece, a in zip(np.split(out, ends), avals)]
+  return callbacks.emit_host_call(ctx, run, list(xs), avals, True)
+
+
+all_reduce_group_p = declare("all_reduce_group", _all_reduce_group_abstract_eval,
+                             _all_reduce_group_impl, multiple_results=True)
+all_reduce_group_p.lower = _all_reduce_group_lower
+all_reduce_group_p.named_trace = lambda trace, params: batching.named_axis_trace(
+    params["axes"], "all_reduce_group", trace)
+
+
+def all_reduce_group(xs: list, op: str, axes: tuple, axis_index_groups=None) -> list:
+  """[op over the device axes `axes` of x for x in xs] as one collective (xs: one dtype)."""
+  return all_reduce_group_p.bind(*xs, op=op, axes=tuple(axes),
+                                 axis_index_groups=axis_index_groups)
+
+
 # --- all_gather ---------------------------------------------------------------------------
 
 def _all_gather_abstract_eval(x, *, all_gather_dimension, axis_name, axis_index_groups,

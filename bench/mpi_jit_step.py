@@ -1,0 +1,102 @@
+"""A data-parallel MLP training step as `jit(step, in_shardings=(P(), P('data'), P('data')))`
+over every process's devices, with the gradient all-reduces grouped into one collective
+(`ember_group_all_reduces`, the default) and one per weight, timed interleaved in the same
+processes (grouped, per-weight, grouped, ...; median of the slowest process's step time).
+
+    python bench/mpi_jit_step.py                   # mpirun -n 2 and -n 4 (1 device each)
+    python bench/mpi_jit_step.py --nprocs 2 --devices 2   # 2 processes x 2 devices
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+from allreduce import launch
+
+# (name, layer widths, global batch)
+MODELS = [("mlp 8-16-2, batch 32", (8, 16, 2), 32),
+          ("mlp 64-128x4-10, batch 256", (64, 128, 128, 128, 128, 10), 256),
+          ("mlp 256-512x3-10, batch 512", (256, 512, 512, 512, 10), 512)]
+REPS = 30
+
+
+def worker() -> None:
+  import ember as jax
+  import ember.numpy as jnp
+  from ember._src import distributed
+  from ember.sharding import NamedSharding, PartitionSpec as P
+  jax.distributed.initialize()
+  n, me = jax.process_count(), jax.process_index()
+  raw = distributed._STATE.comm
+  mesh = jax.make_mesh((jax.device_count(),), ("data",))
+  split, rep = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+
+  def loss(params, x, y):
+    h = x
+    for w, b in params[:-1]:
+      h = jnp.tanh(h @ w + b)
+    w, b = params[-1]
+    return jnp.mean((h @ w + b - y) ** 2)
+
+  def step(params, x, y):
+    grads = jax.grad(loss)(params, x, y)
+    return jax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)
+
+  rows = []
+  for name, widths, batch in MODELS:
+    rng = np.random.default_rng(0)
+    params = [(rng.standard_normal((a, b)).astype(np.float32) / np.sqrt(a),
+               np.zeros(b, np.float32)) for a, b in zip(widths[:-1], widths[1:])]
+    x = rng.standard_normal((batch, widths[0])).astype(np.float32)
+    y = rng.standard_normal((batch, widths[-1])).astype(np.float32)
+    lo, hi = me * batch // n, (me + 1) * batch // n
+    xs = jax.make_array_from_process_local_data(split, x[lo:hi])
+    ys = jax.make_array_from_process_local_data(split, y[lo:hi])
+    jstep = jax.jit(step, in_shardings=(rep, split, split), out_shardings=rep)
+    p0 = jax.device_put(params, rep)
+    times = {True: [], False: []}
+    for i in range(REPS + 2):
+      for group in (True, False):
+        jax.config.update("ember_group_all_reduces", group)
+        raw.Barrier()
+        t0 = time.perf_counter()
+        jax.block_until_ready(jstep(p0, xs, ys))
+        dt = raw.allreduce(time.perf_counter() - t0, op=_max())
+        if i >= 2:   # warm-up: compiles
+          times[group].append(dt)
+    rows.append((name, np.median(times[True]), np.median(times[False])))
+  if me == 0:
+    print(f"\njit data-parallel step, {n} processes x {jax.local_device_count()} devices "
+          f"(median of {REPS}, slowest process)")
+    print(f"{'model':>28} {'grouped ms':>11} {'per-weight ms':>14} {'speedup':>8}")
+    for name, g, u in rows:
+      print(f"{name:>28} {g * 1e3:11.2f} {u * 1e3:14.2f} {u / g:8.2f}", flush=True)
+  jax.distributed.shutdown()
+
+
+def _max():
+  from mpi4py import MPI
+  return MPI.MAX
+
+
+def main() -> None:
+  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  ap.add_argument("--worker", action="store_true", help="run as one of mpirun's processes")
+  ap.add_argument("--nprocs", type=int, action="append", help="process counts (2 and 4)")
+  ap.add_argument("--devices", type=int, default=1, help="CPU devices per process")
+  args = ap.parse_args()
+  if args.worker:
+    worker()
+    return
+  os.environ["EMBER_NUM_CPU_DEVICES"] = str(args.devices)
+  for n in args.nprocs or [2, 4]:
+    if launch(n, __file__):
+      sys.exit(f"mpirun -n {n} failed")
+
+
+if __name__ == "__main__":
+  main()
