@@ -251,6 +251,10 @@ def _all_reduce_group_lower(ctx, *xs, op, axes, axis_index_groups):
 all_reduce_group_p = declare("all_reduce_group", _all_reduce_group_abstract_eval,
                              _all_reduce_group_impl, multiple_results=True)
 all_reduce_group_p.lower = _all_reduce_group_lower
+# (made by all_reduce_grouping over device axes only, so a vmap over a positional axis sees
+# per-operand elementwise all-reduces: each operand keeps its batch dim)
+all_reduce_group_p.batch = lambda axis_data, vals, dims, **params: (
+    all_reduce_group_p.bind(*vals, **params), list(dims))
 all_reduce_group_p.named_trace = lambda trace, params: batching.named_axis_trace(
     params["axes"], "all_reduce_group", trace)
 

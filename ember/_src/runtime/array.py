@@ -264,8 +264,8 @@ class Array:
   is_fully_replicated = property(lambda self: True)
 
   def to_device(self, device, *, stream=None):
-    """The array on `device` (the array API's spelling of device_put): ember has one CPU
-    device, so this array itself."""
+    """The array on `device` (the array API's spelling of device_put): committed there, as a
+    new array; `None` is this array itself."""
     if stream is not None:
       raise ValueError("to_device: ember's CPU device has no streams; pass stream=None.")
     if device is not None and device not in _DEVICES and \
