@@ -159,6 +159,27 @@ def check_jit_partitioned():
     assert c.sharding.spec == P("x"), c.sharding
 
 
+def check_cached_plan():
+  """A partitioned jit's second call with the same placements takes the plan the first made
+  (no new plan: no checks, index maps or program lookups again), and gives the same values;
+  a new placement of an argument makes a plan of its own."""
+  from ember._src import spmd
+  mesh = jax.make_mesh((n,), ("data",))
+  data, repl = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+  a = jax.device_put(rng.standard_normal((8, 4)).astype(np.float32), data)
+  b = rng.standard_normal((4, 3)).astype(np.float32)
+  f = jax.jit(lambda a, b: a @ b)
+  made = spmd.plans_made[0]
+  first = np.asarray(f(a, b))
+  assert spmd.plans_made[0] == made + 1
+  second = f(a, b)
+  assert spmd.plans_made[0] == made + 1, "the second call made a new plan"
+  np.testing.assert_array_equal(np.asarray(second), first)
+  assert n == 1 or second.sharding.spec == P("data"), second.sharding
+  f(a, jax.device_put(b, repl))   # b split (replicated) over the mesh: another placement
+  assert spmd.plans_made[0] == made + 2
+
+
 def device_program_collectives(jitted, group: bool) -> list:
   """(primitive, operand count) of each collective of the partitioned per-device program of
   `jitted`'s one cached signature (all-reduces grouped or not), in program order."""
@@ -260,6 +281,7 @@ if __name__ == "__main__":
   check_collectives()
   check_jit_committed()
   check_jit_partitioned()
+  check_cached_plan()
   check_all_reduce_grouping()
   check_maps_inside_jit()
   json.dump({"n": n, "pmap": flat(pmap_steps()), "shard_map": flat(shard_map_steps()),

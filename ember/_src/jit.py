@@ -224,7 +224,7 @@ class _Entry:
   """One cache entry: the staged signature, its compiled computation once a top-level call
   needed it, which flat leaves are donated, and the leaves' names (miss explanations)."""
   __slots__ = ("staged", "compiled", "donated_leaves", "leaf_names", "donate_pos", "cached",
-               "hit", "pjrt", "placed", "programs")
+               "hit", "pjrt", "placed", "programs", "plans")
 
   def __init__(self, staged, donated_leaves, leaf_names):
     self.staged, self.compiled, self.cached = staged, None, False
@@ -237,6 +237,9 @@ class _Entry:
     # spmd.call_placed), and the partitioned programs by (mesh, input and output splits)
     self.placed = _constrains(staged.jaxpr)
     self.programs = None
+    # placement of the arguments (and mesh in context, config) -> how such calls run
+    # (spmd.call_placed's plans)
+    self.plans = None
 
   def hit_runner(self) -> Callable:
     staged = self.staged

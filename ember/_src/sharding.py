@@ -242,6 +242,8 @@ class Mesh:
     self.devices = devs
     self.axis_names = axis_names
     self.axis_types = axis_types
+    # what equality and hashing compare (meshes key the partitioned jit calls' plans)
+    self._key_cached = (tuple(d.id for d in devs.flat), devs.shape, axis_names, axis_types)
 
   shape = property(lambda self: collections.OrderedDict(zip(self.axis_names, self.devices.shape)))
   axis_sizes = property(lambda self: tuple(self.devices.shape))
@@ -253,8 +255,7 @@ class Mesh:
   _flat_devices_tuple = property(lambda self: tuple(self.devices.flat))
 
   def _key(self):
-    return (tuple(d.id for d in self.devices.flat), self.devices.shape, self.axis_names,
-            self.axis_types)
+    return self._key_cached
 
   def __eq__(self, other):
     return isinstance(other, Mesh) and other._key() == self._key()

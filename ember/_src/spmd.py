@@ -16,6 +16,7 @@ devices start (DeviceContext.prepare), in the same order on every process.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Callable, Sequence
 
 import numpy as np
@@ -27,7 +28,7 @@ from ember._src.config import config
 from ember._src.jit import JitWrapped, _compile_locked
 from ember._src.runtime import collectives, executor
 from ember._src.runtime.array import Array, PlacedArray, from_shards, place
-from ember._src.sharding import _DEVICES, NamedSharding, PartitionSpec, _as_sharding
+from ember._src.sharding import _DEVICES, NamedSharding, PartitionSpec, _as_sharding, _context
 from ember._src.sharding_propagation import Partitioner, constraint_sharding, replicated, spec_of
 from ember._src.transforms import batching
 
@@ -48,6 +49,12 @@ class SpmdFunction:
     """Run on each device d of `device_grid` (an array of Devices, one axis per name of
     `axis_names`) that is this process's, with flat arguments `per_device[d]`; returns
     ({device: [output Arrays committed to it]} for those devices, the outputs' tree)."""
+    launch = self.launch(device_grid, axis_names, per_device)
+    return launch(per_device), launch.out_tree
+
+  def launch(self, device_grid: np.ndarray, axis_names: Sequence, per_device: dict
+             ) -> "DeviceLaunch":
+    """The compiled program for arguments like `per_device`'s, ready to run on the grid."""
     local_ids = frozenset(d.id for d in _DEVICES)
     devices = [d for d in device_grid.flat if d.id in local_ids]
     if not devices:
@@ -56,20 +63,38 @@ class SpmdFunction:
     with batching.spmd_axes(self.axis_sizes):
       entry, _ = self.jitted._lookup(tuple(per_device[devices[0]]), {})
       comp = entry.compiled or _compile_locked(entry)
-    consts = list(entry.staged.consts)
-    out_specs = [(a.shape, a.dtype, a.weak_type) for a in comp.out_avals]
-    ids = np.vectorize(lambda d: d.id, otypes=[int])(device_grid)
-    ctx = collectives.DeviceContext(ids, axis_names, local_ids)
+    return DeviceLaunch(entry, comp, device_grid, axis_names, local_ids, devices)
+
+
+class DeviceLaunch:
+  """One compiled per-device program on a device grid, with what each run needs worked out
+  once: its constants, output avals, this process's devices, the collectives' groups."""
+  __slots__ = ("comp", "consts", "out_specs", "ids", "axis_names", "local_ids", "devices",
+               "uses", "out_tree")
+
+  def __init__(self, entry, comp, device_grid, axis_names, local_ids, devices):
+    self.comp, self.consts = comp, list(entry.staged.consts)
+    self.out_specs = [(a.shape, a.dtype, a.weak_type) for a in comp.out_avals]
+    self.ids = np.vectorize(lambda d: d.id, otypes=[int])(device_grid)
+    self.axis_names, self.local_ids, self.devices = axis_names, local_ids, devices
+    self.uses = collective_uses(entry.staged.jaxpr, axis_names)
+    self.out_tree = entry.staged.out_tree
+
+  def __call__(self, per_device: dict) -> dict:
+    """{device: [output Arrays committed to it]} of a run on flat arguments `per_device[d]`
+    (the types and shapes the program was compiled for)."""
+    ctx = collectives.DeviceContext(self.ids, self.axis_names, self.local_ids)
+    comp, consts, out_specs = self.comp, self.consts, self.out_specs
     outs = {}
     with _submit_lock:
-      ctx.prepare(collective_uses(entry.staged.jaxpr, axis_names))
-      for dev in devices:
+      ctx.prepare(self.uses)
+      for dev in self.devices:
         pending = executor.Pending()
         executor.get_executor(dev.id).submit(
             _device_call(comp, ctx, dev.id, [*consts, *per_device[dev]]), pending)
         outs[dev] = [place(Array._pending(sh, dt, w, pending, k), dev)
                      for k, (sh, dt, w) in enumerate(out_specs)]
-    return outs, entry.staged.out_tree
+    return outs
 
 
 def _device_call(comp, ctx, device_id: int, args: list) -> Callable[[], list]:
@@ -108,15 +133,15 @@ def collective_uses(jaxpr: core.Jaxpr, axis_names: Sequence) -> list[tuple]:
 def host_args(leaves: Sequence) -> list:
   """Arguments for a device call: an Array committed to one device as itself (its own
   device's executor runs it in order), anything else as its host value."""
-  out = []
-  for x in leaves:
-    if type(x) is PlacedArray and x._shards is None:
-      out.append(x)
-    elif isinstance(x, Array):
-      out.append(x._value)
-    else:
-      out.append(x)
-  return out
+  return [_host_arg(x) for x in leaves]
+
+
+def _host_arg(x):
+  if type(x) is PlacedArray and x._shards is None:
+    return x
+  if isinstance(x, Array):
+    return x._value
+  return x
 
 
 def device_piece(x, index: tuple, device) -> object:
@@ -141,7 +166,37 @@ def unflatten_outputs(tree, outs: list):
 def call_placed(wrapped: JitWrapped, entry, leaves: list, shardings) -> object:
   """The result of the jitted call `entry` on flat `leaves`, run where they are placed
   (`shardings`: the jit's (in_shardings, out_shardings) or None); None when nothing places
-  the call (the caller runs it as usual)."""
+  the call (the caller runs it as usual).
+
+  Where a call runs depends only on its arguments' placements (and the mesh in context,
+  which in/out_shardings' PartitionSpecs name, and the all-reduce grouping), so that is
+  worked out once per placement (`_plan`: the checks, the mesh, how each device takes its
+  pieces, the compiled program, the outputs' shardings) and later calls only run it."""
+  key = (id(wrapped), tuple([x._sharding if type(x) is PlacedArray else None for x in leaves]),
+         None if shardings is None else _context.mesh, config._values["ember_group_all_reduces"])
+  plans = entry.plans
+  if plans is None:
+    plans = entry.plans = {}
+  plan = plans.get(key)
+  if plan is not None and plan[0]() is wrapped:   # (not a dead jit's plan of the same id)
+    return plan[1](leaves)
+  run, first = _plan(wrapped, entry, leaves, shardings)
+  plans[key] = (weakref.ref(wrapped), run)
+  plans_made[0] += 1
+  return first
+
+
+# how many placement plans call_placed has made (tests: later calls take the cached one)
+plans_made = [0]
+
+
+def _no_placement(leaves):
+  return None
+
+
+def _plan(wrapped, entry, leaves, shardings) -> tuple[Callable, object]:
+  """(how calls placed like `leaves` run: flat leaves -> the result, or None when nothing
+  places them; the result of this call)."""
   staged = entry.staged
   in_sh = out_sh = None
   if shardings is not None:
@@ -149,20 +204,30 @@ def call_placed(wrapped: JitWrapped, entry, leaves: list, shardings) -> object:
     out_sh = _flat_shardings("out_shardings", shardings[1], staged.out_tree)
   mesh = _call_mesh(wrapped, staged, leaves, in_sh, out_sh)
   if mesh is not None:
-    return _run_partitioned(wrapped, entry, leaves, mesh, in_sh, out_sh)
+    return _partitioned_plan(wrapped, entry, leaves, mesh, in_sh, out_sh)
   device = _committed_device(wrapped, staged, leaves)
   if device is None:
     single = {next(iter(s.device_set)) for s in (in_sh or []) + (out_sh or []) if s is not None}
     if len(single) != 1:
-      return None
+      return _no_placement, None
     device = single.pop()
-  comp = entry.compiled or _compile_locked(entry)
-  outs = [place(o, device) for o in comp.run([*staged.consts, *leaves], device=device.id)]
-  for k, s in enumerate(out_sh or []):   # one device's out_shardings: reported as given
-    if s is not None:
+  run = _one_device_plan(staged, entry.compiled or _compile_locked(entry), device, out_sh)
+  return run, run(leaves)
+
+
+def _one_device_plan(staged, comp, device, out_sh) -> Callable:
+  """Calls run on `device`, their outputs committed to it (one device's out_shardings
+  reported as given)."""
+  consts, dev_id, out_tree = staged.consts, device.id, staged.out_tree
+  given = [(k, s) for k, s in enumerate(out_sh or []) if s is not None]
+
+  def run(leaves):
+    outs = [place(o, device) for o in comp.run([*consts, *leaves], device=dev_id)]
+    for k, s in given:
       outs[k] = from_shards(outs[k].shape, outs[k].dtype, outs[k].weak_type, s,
                             {device: outs[k]})
-  return staged.out_tree.unflatten(outs)
+    return out_tree.unflatten(outs)
+  return run
 
 
 def _flat_shardings(what: str, tree_prefix, tree, kws: bool = False) -> list:
@@ -262,9 +327,10 @@ def _pspec(spec: tuple):
   return PartitionSpec(*entries)
 
 
-def _run_partitioned(wrapped, entry, leaves, mesh, in_sh, out_sh):
-  """Partition the call over `mesh` (sharding propagation) and run it on this process's
-  devices of it (the mesh may span processes: each runs its own, collectives between)."""
+def _partitioned_plan(wrapped, entry, leaves, mesh, in_sh, out_sh) -> tuple[Callable, object]:
+  """Calls partitioned over `mesh` (sharding propagation), run on this process's devices of
+  it (the mesh may span processes: each runs its own, collectives between): (the runner,
+  this call's result)."""
   staged = entry.staged
   sizes = dict(mesh.shape)
   in_avals = [core.get_aval(c) for c in staged.consts] + [core.get_aval(x) for x in leaves]
@@ -286,23 +352,55 @@ def _run_partitioned(wrapped, entry, leaves, mesh, in_sh, out_sh):
                                                 wrapped.__name__)
   fun, out_specs = prog
   mine = frozenset(d.id for d in _DEVICES)
-  per_device = {}
-  for dev in mesh.devices.flat:
-    if dev.id not in mine:
-      continue
-    pieces = []
-    for x, spec, a in zip(args, arrives, in_avals):
-      index = NamedSharding(mesh, _pspec(spec)).devices_indices_map(a.shape)[dev]
-      pieces.append(device_piece(x, index, dev))
-    per_device[dev] = host_args(pieces)
-  outs, _ = fun.run(mesh.devices, mesh.axis_names, per_device)
-  results = []
+  devices = [dev for dev in mesh.devices.flat if dev.id in mine]
+  takes = [_piece_takes(x, NamedSharding(mesh, _pspec(spec)).devices_indices_map(a.shape),
+                        devices)
+           for x, spec, a in zip(args, arrives, in_avals)]
+  n_consts = len(staged.consts)
+  const_pieces = [[_host_arg(device_piece(c, take[i][0], dev))
+                   for c, take in zip(staged.consts, takes)] for i, dev in enumerate(devices)]
+  leaf_takes = takes[n_consts:]
+
+  def pieces(leaves) -> dict:
+    """Each device's flat arguments: the constants' pieces, then each leaf's: the shard it
+    holds when split as the program takes it, else a slice of its host value."""
+    per_device = {}
+    for i, dev in enumerate(devices):
+      args = list(const_pieces[i])
+      for x, take in zip(leaves, leaf_takes):
+        index, own = take[i]
+        shard = x._shards.get(dev) if own else None
+        args.append(_host_arg(shard) if shard is not None
+                    else np.ascontiguousarray(np.asarray(x)[index]))
+      per_device[dev] = args
+    return per_device
+
+  first = pieces(leaves)
+  launch = fun.launch(mesh.devices, mesh.axis_names, first)   # traced on the first call:
+  outs_as = []                                                 # out_specs known from here
   for k, (aval, spec) in enumerate(zip(out_avals, out_specs)):
     s = (out_sh[k] if out_sh and out_sh[k] is not None
          else NamedSharding(mesh, _pspec(spec)))
-    results.append(from_shards(aval.shape, aval.dtype, aval.weak_type, s,
-                               {dev: o[k] for dev, o in outs.items()}))
-  return staged.out_tree.unflatten(results)
+    outs_as.append((aval.shape, aval.dtype, aval.weak_type, s,
+                    s.devices_indices_map(tuple(aval.shape))))
+  out_tree = staged.out_tree
+
+  def assemble(outs: dict):
+    return out_tree.unflatten([from_shards(shape, dtype, weak, s,
+                                           {dev: o[k] for dev, o in outs.items()}, indices)
+                               for k, (shape, dtype, weak, s, indices) in enumerate(outs_as)])
+
+  def run(leaves):
+    return assemble(launch(pieces(leaves)))
+  return run, assemble(launch(first))
+
+
+def _piece_takes(x, index_map: dict, devices: list) -> list[tuple]:
+  """For each device: (the index of its piece of `x`, whether `x` is split so that the
+  device's own shard is exactly that piece)."""
+  own = (x._sharding.devices_indices_map(x.shape)
+         if type(x) is PlacedArray and x._shards is not None else {})
+  return [(index_map[dev], own.get(dev) == index_map[dev]) for dev in devices]
 
 
 def _partitioned_program(staged, sizes, arrives, specs, wants, group, name):

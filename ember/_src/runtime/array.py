@@ -592,12 +592,14 @@ def place(a: Array, device) -> PlacedArray:
   return p
 
 
-def from_shards(shape, dtype, weak_type: bool, sharding: Sharding, shards: dict
-                ) -> PlacedArray:
+def from_shards(shape, dtype, weak_type: bool, sharding: Sharding, shards: dict,
+                indices: dict | None = None) -> PlacedArray:
   """The array of global `shape` split as `sharding` says, device d's piece `shards[d]`
-  (an Array on d, of the shard shape or that shape without its size-1 dims)."""
+  (an Array on d, of the shard shape or that shape without its size-1 dims); `indices`:
+  `sharding.devices_indices_map(shape)` when the caller has it."""
   p = object.__new__(PlacedArray)
-  indices = sharding.devices_indices_map(tuple(shape))
+  if indices is None:
+    indices = sharding.devices_indices_map(tuple(shape))
   p._buf, p._ptr, p._idx = None, None, 0
   p._fut = _Gather(shards, indices, tuple(shape), np.dtype(dtype))
   p._shape, p._dtype, p._weak_type = tuple(shape), np.dtype(dtype), weak_type
