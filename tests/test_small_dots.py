@@ -10,7 +10,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src.backends.cpu import cost_model, dot_kernels, executable as ex
+from ember._src.backends.cpu import cost_model, dot_kernels, executable as ex, host
 from ember._src.backends.cpu.compiler import compile_module
 from ember._src.compilation import clone_module
 from ember._src.passes.buffer_assignment import assign_buffers
@@ -81,6 +81,20 @@ def test_vector_dots_f64(name):
 @pytest.mark.parametrize("n", SIZES)
 def test_square_matmuls(n):
   check(lambda a, b, xp: a @ b, [data(n, n), data(n, n)], n)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_b_rows_one_panel_apart(dtype):
+  """B with exactly one column panel per row (N = NR vectors: 64 float32 on AVX-512) is read
+  in place rather than packed: more rows than one micro-tile, several K blocks, batched,
+  with a fused epilogue."""
+  nrw = dot_kernels.micro_tile()[1] * host.vector_lanes(dtype)
+  kc = dot_kernels.PANEL_BYTES // (nrw * np.dtype(dtype).itemsize)
+  k = 2 * kc + 3
+  a, b = data(2, 20, k, dtype=dtype), data(2, k, nrw, dtype=dtype)
+  with ember.enable_x64(dtype == F64):
+    check(lambda a, b, xp: xp.tanh(a @ b) + 0.1, [a, b], k, dtype=dtype)
+    check(lambda a, b, xp: a[0] @ b[1], [a, b], k, dtype=dtype)
 
 
 @pytest.mark.parametrize("b, m, k", [(3, 5, 7), (4, 33, 20), (2, 1, 9)])

@@ -22,7 +22,8 @@ kernel:
   slice is packed contiguously (zero-padded past N) into a stack panel that stays in L1
   while every row block of A streams past it. The accumulators start from the partial sums
   stored in C, so the blocking changes no bits. With at most MR rows (one row block per
-  panel) a contiguous full panel is read in place instead;
+  panel), or B's rows NRW apart (its panel would be a copy of it), a contiguous full panel
+  is read in place instead;
 * a dot with one vector operand: a matrix-vector product (`G @ v`, one column of C) runs
   the matrix-vector body (`_define_gemv_body`: per row a vector dot product along k, as the
   column-panel body would spend a mostly masked panel and a gather per k on it); a
@@ -559,8 +560,8 @@ def _define_body(module: ir.Module, dtype, name: str):
 
   Loops: column panels of NR vectors (the last one partial: masked loads and stores); in
   each, blocks of KC values of k (the panel's KC x NRW slice of B packed contiguously, so
-  it stays in L1 for every row block; with at most MR rows of A and contiguous columns a
-  full panel is read in place instead); in each, the rows MR at a time, then 4, then one
+  it stays in L1 for every row block; with at most MR rows of A, or rows NRW apart, and
+  contiguous columns a full panel is read in place instead); in each, the rows MR at a time, then 4, then one
   at a time. A row block's accumulators start from zero at the first k block and from the
   partial sums stored in C at the next ones, so each element still sums its products in
   increasing k with one fma chain: the blocking changes no bits."""
@@ -714,8 +715,11 @@ def _define_body(module: ir.Module, dtype, name: str):
 
   def rows(bi, m_lo, m_hi):
     """C rows of batch bi, A rows [m_lo, m_hi): every column panel, every K block."""
-    # B read in place: a panel would serve only one row block (at most MR rows of A)
-    in_place = b.and_(contiguous_b, b.icmp_signed("<=", M, e.i64(MR)))
+    # B read in place: a panel would serve only one row block (at most MR rows of A), or
+    # B's rows are NRW apart already (N = NRW, a 64 x 64 float32 on AVX-512), so its packed
+    # panel would be a copy of it: the same loads in the same order, the same bits
+    in_place = b.and_(contiguous_b, b.or_(b.icmp_signed("<=", M, e.i64(MR)),
+                                          b.icmp_signed("==", sbk, e.i64(NRW))))
     npanels = b.udiv(b.add(N, e.i64(NRW - 1)), e.i64(NRW))
     nkb = imax(b.udiv(b.add(K, e.i64(KC - 1)), e.i64(KC)), e.i64(1))   # K = 0: stores zeros
 

@@ -374,10 +374,11 @@ def _exp_reduce(e, x, xl=None):
   return k, r, rl
 
 
-def _exp_core(e, x, xl=None):
-  """(k, m) with exp(x + xl) = m * 2**k, m in [0.7, 1.42] (x clamped: NaN -> finite)."""
+def _exp_core(e, x, xl=None, in_range=False):
+  """(k, m) with exp(x + xl) = m * 2**k, m in [0.7, 1.42] (x clamped: NaN -> finite;
+  `in_range`: the caller's x is finite and within the limits already, no clamp to emit)."""
   lim = _exp_limit(e)
-  k, r, rl = _exp_reduce(e, e.clamp(x, -lim, lim), xl)
+  k, r, rl = _exp_reduce(e, x if in_range else e.clamp(x, -lim, lim), xl)
   q = _expm1_poly(e, r)                               # exp(r + rl) = (1 + r + q)(1 + rl)
   m = e.add(1.0, e.add(r, e.add(q, e.fma(rl, e.add(r, q), rl))))
   return e.toint(k), m
@@ -1012,7 +1013,7 @@ def _tanh32(e, x):
   ax = e.abs(x)
   z = e.mul(ax, ax)
   small = e.fma(e.mul(z, ax), e.poly(z, COEFFS[("tanh32", 32)]), ax)
-  k, m = _exp_core(e, e.mul(e.min(ax, 9.5), 2.0))
+  k, m = _exp_core(e, e.mul(e.min(ax, 9.5), 2.0), in_range=True)   # in [0, 19]; NaN -> 19
   big = e.sub(1.0, e.div(2.0, e.add(e.scale(m, k), 1.0)))
   res = e.sel(e.lt(ax, 0.8), small, big)
   return e.sel(e.isnan(x), x, e.copysign(res, x))
