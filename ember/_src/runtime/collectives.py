@@ -36,23 +36,23 @@ class Communicator:
 
   def all_reduce(self, rank: int, x: np.ndarray, op: str) -> np.ndarray:
     """op(x_0, ..., x_{size-1}) elementwise; op in "sum", "max", "min", "prod"."""
-    raise NotImplementedError
+    raise NotImplementedError(f"{type(self).__name__} must define all_reduce")
 
   def all_gather(self, rank: int, x: np.ndarray) -> np.ndarray:
     """The ranks' x stacked along a new axis 0, in rank order."""
-    raise NotImplementedError
+    raise NotImplementedError(f"{type(self).__name__} must define all_gather")
 
   def reduce_scatter(self, rank: int, x: np.ndarray, op: str) -> np.ndarray:
     """x.shape[0] == size: returns op(x_0, ..., x_{size-1})[rank]."""
-    raise NotImplementedError
+    raise NotImplementedError(f"{type(self).__name__} must define reduce_scatter")
 
   def permute(self, rank: int, x: np.ndarray, pairs: list[tuple[int, int]]) -> np.ndarray:
     """(src, dst) pairs: rank dst receives src's x; zeros where no pair sends to it."""
-    raise NotImplementedError
+    raise NotImplementedError(f"{type(self).__name__} must define permute")
 
   def all_to_all(self, rank: int, x: np.ndarray) -> np.ndarray:
     """x.shape[0] == size: out[j] = x_j[rank]."""
-    raise NotImplementedError
+    raise NotImplementedError(f"{type(self).__name__} must define all_to_all")
 
 
 def _reduce(xs: Sequence[np.ndarray], op: str) -> np.ndarray:
