@@ -235,7 +235,7 @@ class _Entry:
     self.pjrt: dict = {}   # PjrtDevice -> its pjrt_dispatch.PjrtComputation
     # whether the body constrains a value over several devices (then calls are partitioned,
     # spmd.call_placed), and the partitioned programs by (mesh, input and output splits)
-    self.placed = _constrains(staged.jaxpr)
+    self.placed = constraint_sharding(staged.jaxpr) is not None
     self.programs = None
     # placement of the arguments (and mesh in context, config) -> how such calls run
     # (spmd.call_placed's plans)
@@ -291,10 +291,6 @@ def _donated_leaves(args, kwargs, donate_argnums, donate_argnames, static_argnum
   kw = {k: tree_util.tree_map(lambda _: k in donate_argnames, v) for k, v in kwargs.items()}
   leaves = tree_util.tree_leaves((flags, kw))
   return tuple(i for i, d in enumerate(leaves) if d)
-
-
-def _constrains(jaxpr) -> bool:
-  return constraint_sharding(jaxpr) is not None
 
 
 def _compile(entry: _Entry) -> Any:
