@@ -13,7 +13,7 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember._src import compilation
-from ember._src.backends.cpu import blas_pool, control_flow, dot_kernels
+from ember._src.backends.cpu import blas_pool, control_flow, dot_kernels, host
 from ember._src.backends.cpu import executable as ex
 
 RNG = np.random.default_rng(6)
@@ -88,13 +88,57 @@ def test_pooled_dots_leave_numpys_blas_thread_count_alone():
   assert get() == before
 
 
-def test_gram_products_keep_numpys_syrk():
-  m = data((300, 200))
+def test_small_gram_products_keep_numpys_syrk():
+  m = data((blas_pool.GRAM_ROWS, 200))     # one row block: nothing to split
   for f in (lambda x: x @ x.T, lambda x: x.T @ x):
     dots = [t for t in thunks(f, m) if isinstance(t, ex.DotThunk)]
     assert dots and all(t.gemm is None for t in dots)
     np.testing.assert_allclose(np.asarray(ember.jit(f)(m)), f(m.astype(np.float64)),
                                rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.usefixtures("blas_dots")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(300, 200), (1000, 77), (2 * 256 + 1, 40)])
+def test_gram_products_split_over_the_pool(shape, dtype):
+  """m @ m.T and m.T @ m above one row block: blocks of C's lower part on the pool, each
+  mirrored, so C is exactly symmetric."""
+  if blas_pool._gram_native() is None or host.num_threads() <= 1:
+    pytest.skip("no OpenBLAS omatcopy, or one thread")
+  m = data(shape, dtype)
+  with ember.enable_x64(dtype == np.float64):
+    for f, n in ((lambda x: x @ x.T, shape[0]), (lambda x: x.T @ x, shape[1])):
+      if n <= blas_pool.GRAM_ROWS:
+        continue
+      out = np.asarray(ember.jit(f)(m))
+      m64 = m.astype(np.float64)
+      K = m.size // n
+      bound = 4 * np.finfo(dtype).eps * np.sqrt(K) * f(np.abs(m64))
+      assert out.dtype == dtype and np.all(np.abs(out - f(m64)) <= bound)
+      assert np.array_equal(out, out.T)
+      dots = [t for t in thunks(f, m) if isinstance(t, ex.DotThunk)]
+      assert dots and all(isinstance(t.gemm, blas_pool.Gram) for t in dots)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+@pytest.mark.parametrize("columns", [False, True])
+def test_gram_chunks(threads, columns):
+  """Any chunk count computes the same bits (a unit is the same calls whoever runs it)."""
+  native = blas_pool._gram_native()
+  if native is None:
+    pytest.skip("NumPy is not linked to an OpenBLAS with omatcopy")
+  n, K = 5 * blas_pool.GRAM_ROWS - 7, 33
+  a = data((K, n) if columns else (n, K))
+  outs = []
+  for t in (1, threads):
+    g = blas_pool.Gram(native, False, columns, n, K, a.shape[1], 4, threads=t)
+    c = np.full((n, n), np.nan, np.float32)
+    g.run(a.ctypes.data, 0, c.ctypes.data)
+    outs.append(c)
+  A = (a.T if columns else a).astype(np.float64)
+  bound = 2e-7 * np.sqrt(K) * (np.abs(A) @ np.abs(A.T)) + 1e-7
+  assert np.all(np.abs(outs[1] - A @ A.T) <= bound)
+  assert np.array_equal(outs[0], outs[1])
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 5])
@@ -198,7 +242,7 @@ def test_numpy_matmul_dots_run_openblas_on_one_thread(monkeypatch):
     seen.append(get())
     return matmul(*args, **kw)
   before = get()
-  a, b, m = data((3, 140, 150)), data((3, 150, 160)), data((300, 200))
+  a, b, m = data((3, 140, 150)), data((3, 150, 160)), data((200, 300))   # a Gram of one block
   batched = ember.jit(lambda a, b: jnp.einsum("bij,bjk->bik", a, b))
   gram = ember.jit(lambda m: m @ m.T)
   batched(a, b).block_until_ready(), gram(m).block_until_ready()   # compiled outside

@@ -11,8 +11,10 @@ and chunks setting and restoring it concurrently left NumPy's own matmuls single
 afterwards; the first dot to start saves the count and the last to end restores it), and
 the chunks go through `threadpool.run`: the caller
 takes part and claims whatever chunks the workers have not started, so a busy machine
-degrades to one core instead of stalling. A dot it does not take (batched, a Gram
-product, complex, an operand that is no matrix without a copy) runs NumPy's matmul with
+degrades to one core instead of stalling. A Gram product `m @ m.T` / `m.T @ m` is split
+the same way into row blocks of its lower triangle, each mirrored (`Gram`: half a gemm's
+flops, as BLAS's syrk, on every core). A dot it does not take (batched, a Gram product of
+one row block, complex, an operand that is no matrix without a copy) runs NumPy's matmul with
 the same count of 1 (`numpy_matmul`), so no ember dot waits on OpenBLAS's own threads.
 
 The native part is one small LLVM function compiled once per process (like the pool's):
@@ -48,6 +50,8 @@ entry:
   %draw = load i8*, i8** %dp
   %d = bitcast i8* %draw to i64*
 $LOADS
+  %f64 = icmp ne i64 %isf64, 0
+  %cols = icmp ne i64 %split, 0
   %s0 = mul i64 %start, %unit
   %s1 = mul i64 %stop, %unit
   %lim = select i1 %cols, i64 %n, i64 %m
@@ -90,13 +94,11 @@ _NAMES = ("isf64", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "spli
           "unit", "astep", "bstep", "cstep")
 
 
-def _loads() -> str:
+def _loads(names=_NAMES) -> str:
   lines = []
-  for j, name in enumerate(_NAMES):
+  for j, name in enumerate(names):
     lines.append(f"  %p{j} = getelementptr i64, i64* %d, i64 {j}")
     lines.append(f"  %{name} = load i64, i64* %p{j}")
-  lines.append("  %f64 = icmp ne i64 %isf64, 0")
-  lines.append("  %cols = icmp ne i64 %split, 0")
   return "\n".join(lines)
 
 
@@ -191,7 +193,7 @@ def _restore_blas_threads() -> None:
 
 
 def numpy_matmul(l: np.ndarray, r: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-  """np.matmul for the dots `gemm_for` does not take (batched, Gram, complex, a layout
+  """np.matmul for the dots `gemm_for` does not take (batched, small Gram, complex, a layout
   that needs a copy, a row block of a dot output fusion), with OpenBLAS on one thread
   while it runs: its own threads stall on a loaded machine just the same."""
   native = _native()
@@ -252,6 +254,174 @@ class Gemm:
       self.fn(bufs, 0, self.outer)
 
 
+# A Gram product C = A A^T (or A^T A) on the pool: unit b is the row block
+# [b*W, min((b+1)*W, n)) of C's lower part, one gemm against the rows above it (its diagonal
+# square whole), then omatcopy mirrors the block left of the square above the diagonal and
+# a loop the square's lower triangle.
+# Descriptor words: is_f64, columns (0: C = A A^T, the vectors are A's rows; 1: C = A^T A),
+# n, K, lda, W, itemsize, then the units' order.
+_GRAM_IR = """
+define void @ember_gram_chunk(i8** %b, i64 %start, i64 %stop) {
+entry:
+  %a = load i8*, i8** %b
+  %cp = getelementptr i8*, i8** %b, i64 1
+  %c = load i8*, i8** %cp
+  %dp = getelementptr i8*, i8** %b, i64 2
+  %draw = load i8*, i8** %dp
+  %d = bitcast i8* %draw to i64*
+$LOADS
+  %f64 = icmp ne i64 %isf64, 0
+  %tr = icmp ne i64 %columns, 0
+  %ta = select i1 %tr, i32 112, i32 111
+  %tb = select i1 %tr, i32 111, i32 112
+  %arow = mul i64 %lda, %size
+  %astep = select i1 %tr, i64 %size, i64 %arow
+  %crow = mul i64 %n, %size
+  %ki = $CONV i64 %k to $INT
+  %ldai = $CONV i64 %lda to $INT
+  %ldci = $CONV i64 %n to $INT
+  br label %head
+head:
+  %u = phi i64 [%start, %entry], [%u1, %next]
+  %more = icmp slt i64 %u, %stop
+  br i1 %more, label %body, label %done
+body:
+  %oi = add i64 %u, 7
+  %op = getelementptr i64, i64* %d, i64 %oi
+  %blk = load i64, i64* %op
+  %s0 = mul i64 %blk, %w
+  %e = add i64 %s0, %w
+  %lt = icmp slt i64 %e, %n
+  %s1 = select i1 %lt, i64 %e, i64 %n
+  %h = sub i64 %s1, %s0
+  %ao = mul i64 %s0, %astep
+  %ab = getelementptr i8, i8* %a, i64 %ao
+  %co = mul i64 %s0, %crow
+  %cb = getelementptr i8, i8* %c, i64 %co
+  %cs = mul i64 %s0, %size
+  %ct = getelementptr i8, i8* %c, i64 %cs
+  %hi = $CONV i64 %h to $INT
+  %s1i = $CONV i64 %s1 to $INT
+  %s0i = $CONV i64 %s0 to $INT
+  %mirror = icmp sgt i64 %s0, 0
+  br i1 %f64, label %dgemm, label %sgemm
+sgemm:
+  call void inttoptr (i64 $SGEMM to void (i32, i32, i32, $INT, $INT, $INT, float, i8*, $INT, i8*, $INT, float, i8*, $INT)*)(i32 101, i32 %ta, i32 %tb, $INT %hi, $INT %s1i, $INT %ki, float 1.0, i8* %ab, $INT %ldai, i8* %a, $INT %ldai, float 0.0, i8* %cb, $INT %ldci)
+  br i1 %mirror, label %scopy, label %square
+scopy:
+  call void inttoptr (i64 $SOMATCOPY to void (i32, i32, $INT, $INT, float, i8*, $INT, i8*, $INT)*)(i32 101, i32 112, $INT %hi, $INT %s0i, float 1.0, i8* %cb, $INT %ldci, i8* %ct, $INT %ldci)
+  br label %square
+dgemm:
+  call void inttoptr (i64 $DGEMM to void (i32, i32, i32, $INT, $INT, $INT, double, i8*, $INT, i8*, $INT, double, i8*, $INT)*)(i32 101, i32 %ta, i32 %tb, $INT %hi, $INT %s1i, $INT %ki, double 1.0, i8* %ab, $INT %ldai, i8* %a, $INT %ldai, double 0.0, i8* %cb, $INT %ldci)
+  br i1 %mirror, label %dcopy, label %square
+dcopy:
+  call void inttoptr (i64 $DOMATCOPY to void (i32, i32, $INT, $INT, double, i8*, $INT, i8*, $INT)*)(i32 101, i32 112, $INT %hi, $INT %s0i, double 1.0, i8* %cb, $INT %ldci, i8* %ct, $INT %ldci)
+  br label %square
+square:                 ; the diagonal square's lower triangle copied above it: exactly
+  br label %rows        ; symmetric (gemm's kernel need not give C[i,j] == C[j,i] bitwise)
+rows:
+  %i = phi i64 [1, %square], [%i1, %rowdone]
+  %imore = icmp slt i64 %i, %h
+  br i1 %imore, label %rowstart, label %next
+rowstart:
+  %ri = add i64 %s0, %i
+  %rin = mul i64 %ri, %n
+  br label %cols
+cols:
+  %j = phi i64 [0, %rowstart], [%j1, %moved]
+  %jmore = icmp slt i64 %j, %i
+  br i1 %jmore, label %move, label %rowdone
+move:
+  %cj = add i64 %s0, %j
+  %src = add i64 %rin, %cj
+  %cjn = mul i64 %cj, %n
+  %dst = add i64 %cjn, %ri
+  br i1 %f64, label %move8, label %move4
+move4:
+  %c4 = bitcast i8* %c to i32*
+  %src4 = getelementptr i32, i32* %c4, i64 %src
+  %dst4 = getelementptr i32, i32* %c4, i64 %dst
+  %v4 = load i32, i32* %src4
+  store i32 %v4, i32* %dst4
+  br label %moved
+move8:
+  %c8 = bitcast i8* %c to i64*
+  %src8 = getelementptr i64, i64* %c8, i64 %src
+  %dst8 = getelementptr i64, i64* %c8, i64 %dst
+  %v8 = load i64, i64* %src8
+  store i64 %v8, i64* %dst8
+  br label %moved
+moved:
+  %j1 = add i64 %j, 1
+  br label %cols
+rowdone:
+  %i1 = add i64 %i, 1
+  br label %rows
+next:
+  %u1 = add i64 %u, 1
+  br label %head
+done:
+  ret void
+}
+"""
+_GRAM_NAMES = ("isf64", "columns", "n", "k", "lda", "w", "size")
+GRAM_ROWS = 256      # rows of C per unit: the gemm's packing of A's rows above is amortized
+
+
+@functools.cache
+def _gram_native():
+  """(engine, address of ember_gram_chunk) when OpenBLAS has omatcopy too, else None."""
+  found, gemms = openblas_library(), _openblas()
+  if found is None or gemms is None:
+    return None
+  lib, prefix, suffix, int_ty = found
+  names = [f"{prefix}cblas_{t}omatcopy{suffix}" for t in "sd"]
+  if not all(hasattr(lib, n) for n in names):
+    return None
+  s, d = (ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in names)
+  text = string.Template(_GRAM_IR).substitute(
+      LOADS=_loads(_GRAM_NAMES), SGEMM=gemms[0], DGEMM=gemms[1], SOMATCOPY=s, DOMATCOPY=d,
+      INT=int_ty, CONV="trunc" if int_ty == "i32" else "bitcast")
+  engine, addr, *_ = llvm_jit.jit(text, 2)
+  return engine, addr("ember_gram_chunk")
+
+
+class Gram:
+  """C[n, n] = A A^T (`columns` False: A is n x K, leading dimension lda) or A^T A (A is
+  K x n) on the pool, `run(a, _, c)` like Gemm's: half a gemm's flops, as BLAS's syrk,
+  split into row blocks of C's lower triangle (GRAM_ROWS each, ordered first, last, second,
+  second to last, ... so that equal runs of units are equal work), each mirrored above the
+  diagonal. A unit is computed the same way whatever the chunk count; C is exactly
+  symmetric."""
+
+  def __init__(self, native, is_f64: bool, columns: bool, n: int, K: int, lda: int,
+               itemsize: int, threads: int | None = None):
+    self.engine, self.address = native
+    threads = host.num_threads() if threads is None else threads
+    units = -(-n // GRAM_ROWS)
+    order = [b for i in range(units // 2) for b in (i, units - 1 - i)]
+    order += [units // 2] if units % 2 else []
+    self.outer, self.nchunks = units, max(1, min(threads, units))
+    self.desc = np.array([int(is_f64), int(columns), n, K, lda, GRAM_ROWS, itemsize, *order],
+                         np.int64)
+    self._desc = self.desc.ctypes.data
+    self._array = ctypes.c_void_p * 3
+    self.fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
+        self.address)
+    self._global = _native()[2]
+
+  def run(self, a: int, b: int, c: int) -> None:
+    bufs = self._array(a, c, self._desc)
+    _single_threaded_blas(*self._global)
+    try:
+      if self.nchunks > 1:
+        threadpool.run(self.address, bufs, self.outer, self.nchunks)
+      else:
+        self.fn(bufs, 0, self.outer)
+    finally:
+      _restore_blas_threads()
+
+
 def _matrix_view(dims: tuple, contracting: tuple, contracting_first: bool):
   """(transposed, free size, contracting size, leading dimension) of an operand read as a
   row-major matrix without a copy: its contracting dimensions (in `contracting`'s order)
@@ -289,10 +459,14 @@ def gemm_for(instr, out_dtype) -> Gemm | None:
   right = _matrix_view(tuple(rhs.shape.dims), rc, contracting_first=True)
   if left is None or right is None:
     return None
-  if dot_kernels.is_gram(instr):   # NumPy's matmul calls syrk: half the flops of a gemm
-    return None
   native = _native()
   if native is None:
     return None
   (trans_a, M, K, lda), (trans_b, N, _, ldb) = left, right
+  if dot_kernels.is_gram(instr):   # half a gemm's flops (NumPy's matmul calls syrk)
+    gram = _gram_native()
+    if gram is None or M <= GRAM_ROWS or host.num_threads() <= 1 or \
+        M * M * K < MIN_SPLIT_FLOPS:
+      return None                  # one block, or one thread: NumPy's syrk
+    return Gram(gram, dt == np.float64, trans_a, M, K, lda, dt.itemsize)
   return Gemm(native, dt == np.float64, trans_a, trans_b, M, N, K, lda, ldb, dt.itemsize)

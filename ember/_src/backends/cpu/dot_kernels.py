@@ -216,7 +216,7 @@ def split_output_fusion(comp: hlo.Computation):
 
 
 def is_gram(dot: hlo.Instr) -> bool:
-  """`m @ m.T` or `m.T @ m`: BLAS computes it by syrk, with half the flops of a gemm."""
+  """`m @ m.T` or `m.T @ m`: half the flops of a gemm (blas_pool.Gram, or BLAS's syrk)."""
   a = dot.attrs
   lhs, rhs = dot.operands
   return lhs is rhs and a.get("lhs_contracting_dims") == a.get("rhs_contracting_dims")
