@@ -14,9 +14,11 @@ bandwidth and sgemm rate (NumPy's np.copyto and float32 matmul, measured at star
     PYTHONPATH=. /path/to/jax-venv/bin/python bench/cpu_workloads.py \
         --markdown bench/results.md --png docs/bench.png
 
-Each library runs in a worker process of its own (`--worker ember|jax|numpy`), one after
-the other: ember's and JAX's thread pools would otherwise compete for the cores and slow each
-other down. The machine is shared and noisy: read ratios and medians, never a single time.
+Each library runs in a worker process of its own (`--worker ember|jax|numpy`), one measuring
+at a time (ember's and JAX's thread pools would otherwise compete for the cores), taking turns
+workload by workload: first calls alternate, then ROUNDS steady-state rounds alternate, so a
+drift of the machine's speed (seconds long on this shared VM) hits both libraries alike. The
+machine is shared and noisy: read ratios and medians, never a single time.
 """
 from __future__ import annotations
 
@@ -333,59 +335,119 @@ def settle(lib: str) -> None:
     tiering.wait_idle(60)
 
 
-def measure(lib: str, selected, budget_s: float) -> dict:
-  """name -> {"steady": s, "first": s (jit libraries), "bytes": minimal bytes (numpy)}."""
+class Worker:
+  """One library in a process of its own (`--worker LIB`), kept alive for the whole run and
+  asked for one measurement at a time (JSON lines on its stdin and stdout), so that the
+  driver can interleave the libraries workload by workload."""
+
+  def __init__(self, lib: str, selected):
+    self.lib = lib
+    self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", lib,
+                                  *selected], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True)
+
+  def ask(self, **request):
+    self.proc.stdin.write(json.dumps(request) + "\n")
+    self.proc.stdin.flush()
+    return self.answer()
+
+  def answer(self):
+    while True:        # a library may print to stdout too: answers start with the marker
+      line = self.proc.stdout.readline()
+      if not line:
+        raise RuntimeError(f"the {self.lib} worker ended (see its stderr above)")
+      if line.startswith(ANSWER):
+        return json.loads(line[len(ANSWER):])
+
+  def close(self):
+    self.proc.stdin.close()
+    self.proc.wait()
+
+
+ANSWER = "@bench "
+
+
+def serve(lib: str, selected) -> None:
+  """The worker's loop: prepare each selected workload's arguments, then answer the
+  driver's requests {"name", "what": "first" | "steady" | "bytes", "budget"}."""
   jit, asarray, table = _library(lib)
   if jit is not None:   # pay the one-time start-up (backend, LLVM, math library imports:
     # without .pyc files, e.g. under PYTHONDONTWRITEBYTECODE, those cost ~20 ms) first
     _wait(jit(lambda v: jax_like_exp(lib)(v) * 3 - 1)(np.arange(7, dtype=np.float32)))
     settle(lib)
-  out = {}
+  prepared = {}
   for name, (f, specs, _, opts) in table.items():
     if selected and not any(sel in name for sel in selected):
       continue
     rng = np.random.default_rng(zlib.crc32(name.encode()))   # same data in every worker
     args = [spec(rng) if callable(spec) else
             (np.abs(rng.standard_normal(spec)) + 0.1).astype(np.float32) for spec in specs]
-    r = {}
-    if jit is None:
-      r["bytes"] = minimal_bytes(f, args)
-    else:
+    jitted = opts.get("jit", True)
+    if jit is not None:
       args = [asarray(x) for x in args]
-      jitted = opts.get("jit", True)
-      r["first"] = first_call(lib, f, args, jitted)
-      f = jit(f) if jitted else f
-    r["steady"] = steady_median(f, args, budget_s)
-    out[name] = r
-  return out
+    prepared[name] = [f, args, jitted, None]
+  print(ANSWER + json.dumps(sorted(prepared)), flush=True)
+  for line in sys.stdin:
+    req = json.loads(line)
+    f, args, jitted, compiled = entry = prepared[req["name"]]
+    if req["what"] == "bytes":
+      out = minimal_bytes(f, args)
+    elif req["what"] == "first":
+      out = first_call(lib, f, args, jitted)
+    else:
+      if jit is not None and compiled is None:
+        entry[3] = compiled = jit(f) if jitted else f
+      out = steady_median(compiled or f, args, req["budget"])
+      settle(lib)
+    print(ANSWER + json.dumps(out), flush=True)
+
+
+ROUNDS = 3   # steady-state rounds per workload, the libraries taking turns
+
+
+def measure_workload(name: str, workers: dict, budget_s: float) -> dict:
+  """One row: first calls and steady-state rounds of the jit libraries taking turns (the
+  machine's speed drifts over seconds: each library sees the same drift), medians of each;
+  NumPy once, with the whole budget."""
+  jits = [w for lib, w in workers.items() if lib != "numpy"]
+  row = {}
+  firsts = {w.lib: [] for w in jits}
+  for _ in range(FIRST_CALLS):
+    for w in jits:
+      firsts[w.lib].append(w.ask(name=name, what="first"))
+  steady = {w.lib: [] for w in jits}
+  for _ in range(ROUNDS):
+    for w in jits:
+      steady[w.lib].append(w.ask(name=name, what="steady", budget=budget_s / ROUNDS))
+  for lib in firsts:
+    row[lib + "_first"] = statistics.median(firsts[lib])
+    row[lib] = statistics.median(steady[lib])
+  if "numpy" in workers:
+    row["bytes"] = workers["numpy"].ask(name=name, what="bytes")
+    row["numpy"] = workers["numpy"].ask(name=name, what="steady", budget=budget_s)
+  return row
 
 
 def run(selected, budget_s: float) -> tuple[list[dict], float, float]:
-  """Each library in a worker process of its own (this Python), then one row per workload."""
+  """Every library's worker started at once (each idle while another measures), then one
+  row per workload, printed as it is measured."""
   copy_gbs, sgemm = machine_rates()
   libs = ["ember"] + (["jax"] if real_jax else []) + ["numpy"]
-  results = {}
-  for lib in libs:
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, "--budget",
-           str(budget_s), *selected]
-    results[lib] = json.loads(subprocess.run(cmd, check=True, capture_output=True,
-                                             text=True).stdout.splitlines()[-1])
+  workers = {lib: Worker(lib, selected) for lib in libs}
+  ready = {lib: set(w.answer()) for lib, w in workers.items()}    # the workloads it has
   flops = {n: spec[2] for n, spec in workloads(namespace("ember")).items()}
-  names = list(flops)                                 # every workload, in table order
   rows = []
-  for name in names:
-    row = {"name": name, "flops": flops[name]}
-    for lib, key in (("ember", "ember"), ("jax", "jax"), ("numpy", "numpy")):
-      r = results.get(lib, {}).get(name)
-      if r:
-        row[key] = r["steady"]
-        if "first" in r:
-          row[key + "_first"] = r["first"]
-        if "bytes" in r:
-          row["bytes"] = r["bytes"]
-    if any(k in row for k in ("ember", "jax", "numpy")):
+  try:
+    for name in flops:                                 # every workload, in table order
+      present = {lib: w for lib, w in workers.items() if name in ready[lib]}
+      if not present:
+        continue
+      row = {"name": name, "flops": flops[name], **measure_workload(name, present, budget_s)}
       rows.append(row)
       print(format_row(row, copy_gbs, sgemm), flush=True)
+  finally:
+    for w in workers.values():
+      w.close()
   return rows, copy_gbs, sgemm
 
 
@@ -483,7 +545,7 @@ def main():
                  help="(internal) measure one library and print its results as JSON")
   a = p.parse_args()
   if a.worker:
-    print(json.dumps(measure(a.worker, a.names, a.budget)))
+    serve(a.worker, a.names)
     return
   print(" ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
                  enumerate(zip(COLUMNS, (18, 10, 10, 10, 9, 12, 12, 8, 28)))))
