@@ -273,6 +273,33 @@ def constrained_steps(steps=3):
   return params
 
 
+def check_device_pools():
+  """Each device's executor runs split kernels on its own pool, of its share of the threads
+  (the test sets EMBER_NUM_THREADS=4: one device 4, two 2 each, four 1 each)."""
+  from ember._src.backends.cpu import threadpool
+  x = np.arange(1 << 20, dtype=np.float32)
+  f = jax.jit(lambda v: v * 2 + 1)
+  for d in jax.devices():
+    out = f(jax.device_put(x, d))
+    assert out.devices() == {d}
+    np.testing.assert_array_equal(np.asarray(out), x * 2 + 1)
+  pools = {0: threadpool._pool, **threadpool._device_pools}
+  sizes = [len(pools[i].threads) + 1 if isinstance(pools[i], threadpool._Pool) else 1
+           for i in range(n)]
+  assert sizes == [threadpool.share(i) for i in range(n)] == [max(1, 4 // n)] * n, sizes
+  # an executable's cached step table (two split kernels in one native call) is built by the
+  # device that runs it first, and pointed at the pool of whichever device runs it next
+  g = jax.jit(lambda v: jnp.exp(-v * 1e-6) + v.sum())
+  exe = g.lower(x).compile().runtime_executable()
+  for i, d in reversed(list(enumerate(jax.devices()))):
+    out = g(jax.device_put(x, d))
+    np.testing.assert_allclose(np.asarray(out), np.exp(-x * 1e-6) + x.astype(np.float64).sum(),
+                               rtol=1e-6)
+    pool = threadpool._device_pools[i] if i else threadpool._pool
+    tables = [t[3] for t in exe._steps if type(t) is tuple and len(t) == 4]
+    assert tables and all(t[0, 0] == pool.state for t in tables)
+
+
 def flat(ps):
   return [np.asarray(a, np.float64).ravel().tolist() for a in jax.tree.leaves(ps)]
 
@@ -284,6 +311,7 @@ if __name__ == "__main__":
   check_cached_plan()
   check_all_reduce_grouping()
   check_maps_inside_jit()
+  check_device_pools()
   json.dump({"n": n, "pmap": flat(pmap_steps()), "shard_map": flat(shard_map_steps()),
              "jit": flat(jit_steps()), "jit_constraint": flat(constrained_steps())},
             sys.stdout)

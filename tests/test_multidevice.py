@@ -27,6 +27,7 @@ def _run(n: int, env_var: str) -> dict:
   else:
     env["EMBER_NUM_CPU_DEVICES"] = str(n)
   env["PYTHONPATH"] = os.path.dirname(HERE) + os.pathsep + env.get("PYTHONPATH", "")
+  env["EMBER_NUM_THREADS"] = "4"      # the devices' shares of the pool: 4, 2 + 2, 1 x 4
   out = subprocess.run([sys.executable, os.path.join(HERE, "multidevice_worker.py")],
                        env=env, capture_output=True, text=True, timeout=600)
   assert out.returncode == 0, out.stderr[-3000:]

@@ -578,3 +578,12 @@ def test_clean_exit_while_kernels_run():
   print("ok")
   """, EMBER_NUM_THREADS="3")
   assert r.returncode == 0 and r.stdout.strip() == "ok" and not r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("threads,devices,shares", [
+    (13, 4, [4, 3, 3, 3]), (2, 4, [1, 1, 1, 1]), (4, 1, [4]), (5, 2, [3, 2])])
+def test_devices_share_the_threads(monkeypatch, threads, devices, shares):
+  """Several CPU devices split the kernel threads as evenly as it goes, one at least each
+  (tests/multidevice_worker.py checks the pools the devices' executors really use)."""
+  monkeypatch.setattr(host, "num_threads", lambda: threads)
+  assert [threadpool.share(i, devices) for i in range(devices)] == shares

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 from typing import Iterator, NamedTuple
 
@@ -190,3 +191,21 @@ def enabled(name: str, record: Flags | None = None) -> bool:
 
 __all__ = ["Flags", "PASS_NAMES", "XLA_PASS_NAMES", "parse", "from_environ", "get",
            "override", "enabled"]
+
+
+def num_cpu_devices() -> int:
+  """How many CPU devices this process has: EMBER_NUM_CPU_DEVICES, else XLA_FLAGS'
+  --xla_force_host_platform_device_count, else 1."""
+  raw = os.environ.get("EMBER_NUM_CPU_DEVICES", "").strip()
+  what = f"EMBER_NUM_CPU_DEVICES={raw!r}"
+  if not raw:
+    m = re.search(r"--xla_force_host_platform_device_count=(\S*)",
+                  os.environ.get("XLA_FLAGS", ""))
+    raw, what = (m.group(1), f"XLA_FLAGS' {m.group(0)}") if m else ("1", "")
+  try:
+    n = int(raw)
+  except ValueError:
+    n = 0
+  if n < 1:
+    raise ValueError(f"{what}: the number of CPU devices must be an integer >= 1")
+  return n

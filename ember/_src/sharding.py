@@ -14,14 +14,13 @@ import collections
 import enum
 import functools
 import math
-import os
-import re
 import threading
 from typing import Any, Sequence
 
 import numpy as np
 
 from ember._src import core, tree_util
+from ember._src import flags as flags_lib
 from ember._src.backends.pjrt import client as pjrt_client
 
 
@@ -55,22 +54,7 @@ class CpuDevice(Device):
     return hash(("cpu", self.id))
 
 
-def num_cpu_devices() -> int:
-  """How many CPU devices this process has: EMBER_NUM_CPU_DEVICES, else XLA_FLAGS'
-  --xla_force_host_platform_device_count, else 1."""
-  raw = os.environ.get("EMBER_NUM_CPU_DEVICES", "").strip()
-  what = f"EMBER_NUM_CPU_DEVICES={raw!r}"
-  if not raw:
-    m = re.search(r"--xla_force_host_platform_device_count=(\S*)",
-                  os.environ.get("XLA_FLAGS", ""))
-    raw, what = (m.group(1), f"XLA_FLAGS' {m.group(0)}") if m else ("1", "")
-  try:
-    n = int(raw)
-  except ValueError:
-    n = 0
-  if n < 1:
-    raise ValueError(f"{what}: the number of CPU devices must be an integer >= 1")
-  return n
+num_cpu_devices = flags_lib.num_cpu_devices
 
 
 _DEVICES = [CpuDevice(i) for i in range(num_cpu_devices())]

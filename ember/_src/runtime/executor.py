@@ -31,6 +31,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ember._src import sharding
 from ember._src.config import config
 from ember._src.runtime import buffer_pool
 from ember._src.runtime.array import Array
@@ -79,8 +80,9 @@ class Pending:
 class Executor:
   """One device's FIFO queue and worker thread (started on first use)."""
 
-  def __init__(self, name: str = "cpu:0", max_in_flight: int = MAX_IN_FLIGHT):
-    self.name, self.max_in_flight = name, max_in_flight
+  def __init__(self, name: str = "cpu:0", max_in_flight: int = MAX_IN_FLIGHT,
+               device_id: int | None = None):
+    self.name, self.max_in_flight, self.device_id = name, max_in_flight, device_id
     self._queue: queue.SimpleQueue = queue.SimpleQueue()
     self._slots = threading.BoundedSemaphore(max_in_flight)
     self._lock = threading.Lock()
@@ -89,6 +91,16 @@ class Executor:
     self._completed = 0   # written by the worker only
     self._unfinished: dict[int, Pending] = {}   # id -> Pending of calls queued or running
     self._closed = False  # after shutdown (interpreter exit): calls run in the caller
+
+  def pool_index(self) -> int:
+    """Which kernel pool this device's split kernels run on: its index among this process's
+    CPU devices (threadpool.share: each device has its share of the cores)."""
+    if self._pool_index is None:
+      local = [d.id for d in sharding.local_devices()]
+      self._pool_index = local.index(self.device_id) if self.device_id in local else 0
+    return self._pool_index
+
+  _pool_index = None
 
   def in_flight(self) -> int:
     """Calls queued or running now."""
@@ -116,6 +128,8 @@ class Executor:
   def _work(self) -> None:
     ident = threading.get_ident()
     _executor_threads.add(ident)
+    if self.device_id:
+      _bind_pool(self.pool_index())
     try:
       self._serve()
     finally:   # idents are reused by later threads
@@ -165,6 +179,25 @@ class Executor:
       p.set_error(err)
 
 
+def _bind_pool(index: int) -> int:
+  """Run this thread's split kernels on kernel pool `index` from now on; the index before."""
+  # deferred: the CPU backend loads llvmlite, which `import ember` does not
+  from ember._src.backends.cpu import threadpool
+  return threadpool.bind_thread(index)
+
+
+def _inline(ex: Executor, call, args, ptrs):
+  """call(args, ptrs) on this thread for `ex`'s device, on that device's kernel pool."""
+  index = ex.pool_index() if ex.device_id else 0
+  if not index:
+    return call(args, ptrs)
+  before = _bind_pool(index)
+  try:
+    return call(args, ptrs)
+  finally:
+    _bind_pool(before)
+
+
 def _run_into(fn: Callable[[], Sequence[np.ndarray]], pending: Pending) -> None:
   try:
     pending.set_result(fn())
@@ -181,7 +214,8 @@ def get_executor(device_id: int = 0) -> Executor:
   ex = _executors.get(device_id)
   if ex is None:
     with _executors_lock:
-      ex = _executors.setdefault(device_id, Executor(f"cpu:{device_id}"))
+      ex = _executors.setdefault(device_id, Executor(f"cpu:{device_id}",
+                                                     device_id=device_id))
   return ex
 
 
@@ -294,7 +328,7 @@ def dispatch(call: Callable, args: list, out_specs: Sequence[tuple], *, ptrs=Non
         break                    # a pending input: keep FIFO order behind its producer
     else:
       try:
-        outs, optrs = call(args, ptrs)
+        outs, optrs = _inline(ex, call, args, ptrs)
       except Exception as e:  # noqa: BLE001 -- same semantics as the executor: at the wait
         return failed(e, out_specs)
       return _ready_arrays(outs, optrs, out_specs)

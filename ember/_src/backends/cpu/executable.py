@@ -40,6 +40,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ember._src import dtypes, hlo
+from ember._src import flags as flags_lib
 from ember._src.backends.cpu import blas_pool, cost_model, runtime_cache, threadpool
 from ember._src.reference import sorting
 from ember._src.runtime import buffer_pool
@@ -110,6 +111,11 @@ class Frame:
         return base
       raw = _bytes_of(base)[:shape.nbytes]
     return raw.view(shape.dtype).reshape(shape.dims)
+
+
+# the cached frame's step tables name the pool of the device that built them; with several
+# devices, `_run` points them at the running device's pool (threadpool.retarget)
+_SEVERAL_DEVICES = flags_lib.num_cpu_devices() > 1
 
 
 def _batch_direct_calls(steps: list) -> list:
@@ -771,6 +777,8 @@ class Executable:
           arr[pos] = out_ptrs[k]
         for t in self._steps:
           if type(t) is tuple:
+            if len(t) == 4 and _SEVERAL_DEVICES:   # a step table, maybe another device's
+              threadpool.retarget(t[3])
             t[0](t[1], 0, t[2])
           else:
             t.run(frame)

@@ -36,6 +36,10 @@ Concurrency: one job at a time. A second thread calling `run` while the pool is 
 its kernel on its own core, whole (a try-lock in `ember_pool_run`), so callers never wait
 for each other and nested or concurrent calls cannot deadlock.
 
+Devices: with several CPU devices (flags.num_cpu_devices) each has a pool of its own, of its
+`share` of the threads; a device's executor thread is bound to it (`bind_thread`), and step
+tables built on another device's thread are pointed at it before they run (`retarget`).
+
 Lifetime: the pool starts at the first split kernel. At interpreter exit (atexit) the
 workers are stopped and joined; a job running then finishes on its caller's thread. After
 os.fork the child forgets the parent's pool (its threads do not exist there) and starts
@@ -59,9 +63,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ember._src import flags
 from ember._src.backends.cpu import host, runtime_cache
 
-__all__ = ["run", "spin_us", "noop_kernel_address", "step_table", "stats", "shutdown"]
+__all__ = ["run", "spin_us", "noop_kernel_address", "step_table", "stats", "shutdown", "share",
+           "bind_thread", "retarget"]
 
 # --------------------------------------------------------------------------------------
 # Configuration
@@ -286,7 +292,9 @@ exit:
 define void @ember_pool_run(ptr %s, ptr %fn, ptr %bufs, i64 %outer, i64 %n) {
 entry:
   %small = icmp ule i64 %n, 1
-  br i1 %small, label %serial, label %check
+  %nopool = icmp eq ptr %s, null       ; a device whose share is one core
+  %whole = or i1 %small, %nopool
+  br i1 %whole, label %serial, label %check
 check:
   %stp = call ptr @f(ptr %s, i64 $STOP)
   %stop = load atomic i32, ptr %stp acquire, align 4
@@ -359,8 +367,8 @@ define void @ember_pool_noop(ptr %bufs, i64 %start, i64 %stop) {
 }
 
 ; a kernel-ABI function running rows [start, stop) of a table: row 0 holds the pool's state
-; (null when no row splits), rows 1.. (kernel, buffers, outer, nchunks), each run by
-; ember_pool_run (whole on this thread when nchunks <= 1): a chain of kernels in one call
+; (null when no row splits, or no pool), rows 1.. (kernel, buffers, outer, nchunks), each run
+; by ember_pool_run (whole on this thread when nchunks <= 1): a chain of kernels in one call
 define void @ember_pool_run_steps(ptr %table, i64 %start, i64 %stop) {
 entry:
   %s = load ptr, ptr %table
@@ -429,7 +437,7 @@ def noop_kernel_address() -> int:
 
 
 class _Pool:
-  """The state block and the worker threads of one process."""
+  """The state block and the worker threads of one device's pool."""
 
   def __init__(self, threads: int, spin: int):
     nat = _native()
@@ -458,13 +466,20 @@ class _Pool:
       _leaked.append(self)     # a worker still inside a kernel keeps the state alive
 
 
-_pool = None          # the process's _Pool (or _OneCore), started at the first split kernel
+# Several CPU devices (flags.num_cpu_devices) share the cores: device k's executor thread is
+# bound to pool k (`bind_thread`), of `share(k)` threads; unbound threads (the caller's, for
+# eager ops and inline calls) use pool 0. One device: pool 0 has every thread.
+_pool = None          # pool 0: a _Pool (or _OneCore), started at the first split kernel
+_device_pools: dict[int, object] = {}    # pools 1.. (devices after the first)
 _pool_lock = threading.Lock()
 _leaked: list = []
+_bound = threading.local()   # .index: the local device whose executor this thread is
 
 
 class _OneCore:
-  """Stands in for a pool that could not start: every kernel runs whole on its caller."""
+  """Stands in for a pool that could not start, or a device with one core: every kernel
+  runs whole on its caller."""
+  state = 0
 
   def run(self, fn, buffers, outer, nchunks):
     _KERNEL(fn)(buffers, 0, outer)
@@ -476,25 +491,71 @@ class _OneCore:
 _KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
+def share(index: int, devices: int | None = None) -> int:
+  """Threads of local CPU device `index` (caller included): host.num_threads() split as
+  evenly as it goes over the devices, at least one each."""
+  devices = flags.num_cpu_devices() if devices is None else devices
+  total = host.num_threads()
+  return max(1, total // devices + (index < total % devices))
+
+
+def bind_thread(index: int) -> int:
+  """Make this thread (a device's executor, or a caller running a device's call inline) run
+  split kernels on local device `index`'s pool; returns the index it had."""
+  before = getattr(_bound, "index", 0)
+  _bound.index = index
+  return before
+
+
+def _new_pool(threads: int):
+  if threads <= 1 or not host.threads_supported():
+    return _OneCore()
+  try:
+    return _Pool(threads, spin_us())
+  except (OSError, RuntimeError, AttributeError) as e:   # no libc symbol, no threads
+    warnings.warn(f"ember: the kernel thread pool could not start ({e}); kernels run "
+                  "on one core", RuntimeWarning, stacklevel=3)
+    return _OneCore()
+
+
 def _get_pool():
+  """This thread's pool (started now if it has not been)."""
   global _pool
-  with _pool_lock:
-    if _pool is None:
-      try:
-        _pool = _Pool(host.num_threads(), spin_us()) if host.threads_supported() \
-            else _OneCore()
-      except (OSError, RuntimeError, AttributeError) as e:   # no libc symbol, no threads
-        warnings.warn(f"ember: the kernel thread pool could not start ({e}); kernels run "
-                      "on one core", RuntimeWarning, stacklevel=2)
-        _pool = _OneCore()
+  index = getattr(_bound, "index", 0)
+  if index == 0 and _pool is not None:
     return _pool
+  with _pool_lock:
+    if index == 0:
+      if _pool is None:
+        _pool = _new_pool(share(0))
+      return _pool
+    p = _device_pools.get(index)
+    if p is None:
+      p = _device_pools[index] = _new_pool(share(index))
+    return p
 
 
 def run(fn: int, buffers, outer: int, nchunks: int) -> None:
-  """Run kernel `fn` (address) over [0, outer) in `nchunks` chunks on the pool (the calling
-  thread takes part); on one core when the pool is busy with another caller's kernel."""
-  p = _pool or _get_pool()
+  """Run kernel `fn` (address) over [0, outer) in `nchunks` chunks on this thread's pool (the
+  calling thread takes part); on one core when the pool is busy with another caller's
+  kernel."""
+  p = _pool if _pool is not None and getattr(_bound, "index", 0) == 0 else _get_pool()
   p.run(fn, buffers, outer, nchunks)
+
+
+def current_state() -> int:
+  """The address of this thread's pool state (0: kernels run whole here), for a step table
+  built on another device's thread (`retarget`)."""
+  return _get_pool().state
+
+
+def retarget(table: np.ndarray) -> None:
+  """Point a step table (`step_table`) at this thread's pool before running it: an
+  executable's cached step tables serve every device that runs it."""
+  if table[0, 0]:
+    state = current_state()
+    if table[0, 0] != state:
+      table[0, 0] = state
 
 
 def step_table(rows) -> tuple | None:
@@ -507,8 +568,8 @@ def step_table(rows) -> tuple | None:
   a forked child builds its own); where kernels cannot be split, or none asks to, every
   kernel runs whole on the caller (ember_pool_run never reads the state then). None if the
   pool's module cannot be built here."""
-  p = (_pool or _get_pool()) if any(r[3] > 1 for r in rows) else None
-  state = p.state if isinstance(p, _Pool) else 0
+  p = _get_pool() if any(r[3] > 1 for r in rows) else None
+  state = p.state if p is not None else 0
   if not state:
     rows = [(fn, bufs, outer, 1) for fn, bufs, outer, _ in rows]
   try:
@@ -519,30 +580,34 @@ def step_table(rows) -> tuple | None:
 
 
 def stats() -> tuple[int, int]:
-  """(split jobs run by the pool, chunks of them the workers ran) since the pool started:
-  how much the workers take part (on a busy machine the caller may run most chunks)."""
-  p = _pool
-  if not isinstance(p, _Pool):
-    return 0, 0
-  read = lambda off: ctypes.c_int64.from_address(p.state + off).value
-  return read(_JOBS), read(_WORKER_CHUNKS)
+  """(split jobs run by the pools, chunks of them the workers ran) since they started: how
+  much the workers take part (on a busy machine the caller may run most chunks)."""
+  jobs = chunks = 0
+  for p in _all_pools():
+    if isinstance(p, _Pool):
+      read = lambda off: ctypes.c_int64.from_address(p.state + off).value
+      jobs, chunks = jobs + read(_JOBS), chunks + read(_WORKER_CHUNKS)
+  return jobs, chunks
+
+
+def _all_pools() -> list:
+  return [p for p in (_pool, *_device_pools.values()) if p is not None]
 
 
 def shutdown() -> None:
-  """Stop and join the workers (atexit). The stopped pool stays installed: split kernels
+  """Stop and join the workers (atexit). The stopped pools stay installed: split kernels
   run later (say, by the executor draining its queue at exit) run on their caller's core."""
   with _pool_lock:
-    p = _pool
-  if p is not None:
+    pools = _all_pools()
+  for p in pools:
     p.stop()
 
 
 def _after_fork_in_child() -> None:
   # The parent's workers do not exist in the child: never touch them or their state.
-  global _pool, _pool_lock
-  if _pool is not None:
-    _leaked.append(_pool)
-  _pool, _pool_lock = None, threading.Lock()
+  global _pool, _pool_lock, _device_pools
+  _leaked.extend(_all_pools())
+  _pool, _device_pools, _pool_lock = None, {}, threading.Lock()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
