@@ -178,6 +178,25 @@ def check_cached_plan():
   assert n == 1 or second.sharding.spec == P("data"), second.sharding
   f(a, jax.device_put(b, repl))   # b split (replicated) over the mesh: another placement
   assert spmd.plans_made[0] == made + 2
+  # the later calls take jit's fast path straight to the plan (no signature lookup): one
+  # entry per placement, the same values; a changed all-reduce grouping flag is honored
+  assert len(f._fast) == 2
+  third = f(a, b)
+  assert len(f._fast) == 2
+  np.testing.assert_array_equal(np.asarray(third), first)
+  g = jax.jit(lambda a: (a * a).sum(axis=0))
+  ref = (np.asarray(a).astype(np.float64) ** 2).sum(axis=0)
+  for grouped in (True, True, False, False, True):
+    jax.config.update("ember_group_all_reduces", grouped)
+    np.testing.assert_allclose(np.asarray(g(a)), ref, rtol=1e-6)
+  for dev in jax.devices():   # arrays committed to one device: a fast entry per device
+    x = jax.device_put(np.arange(4, dtype=np.float32), dev)
+    h = jax.jit(lambda v: v * 3)
+    for _ in range(2):
+      out = h(x)
+      assert out.devices() == {dev}
+      np.testing.assert_array_equal(np.asarray(out), np.arange(4) * 3)
+    assert len(h._fast) == 1
 
 
 def device_program_collectives(jitted, group: bool) -> list:

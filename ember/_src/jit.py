@@ -440,6 +440,13 @@ class JitWrapped:
       if self._shardings is not None or entry.placed or _any_placed(leaves):
         out = call_placed[0](self, entry, leaves, self._shardings)
         if out is not None:
+          # later calls placed alike run the same plan (the key holds the shardings); with
+          # in/out_shardings or a constraint in the function the mesh in context counts too
+          if key is not None and entry.cached and self._shardings is None \
+              and not entry.placed:
+            run = placed_runner[0](self, entry, leaves)
+            if run is not None:
+              self._fast[key] = run
           return out
       # the fast path: run the compiled computation directly (the key fixed the arguments'
       # types; donated Arrays are deleted by run, their buffers reused when unshared)
@@ -462,6 +469,8 @@ class JitWrapped:
 # spmd.call_placed (spmd builds on jit and fills this at import; pmap imports spmd, and
 # ember imports pmap): runs a call over committed or split arguments where they live
 call_placed: list = [None]
+# spmd.placed_runner (filled alike): the cached plan's runner of a call placed like `leaves`
+placed_runner: list = [None]
 
 _LEAF_TYPES = {Array, PjrtArray, np.ndarray, float, int, bool, complex}
 _trees_by_shape: dict = {}   # _structure(...) of arguments -> their PyTreeDef
@@ -524,7 +533,8 @@ def _fast_key(args, kwargs, trace_key: tuple) -> tuple:
   (Arrays, PjrtArrays, NumPy arrays, Python scalars in tuples, lists and dicts). The key
   holds what determines the CacheKey and where the call runs: the container structure, each
   leaf's shape, dtype and weak type (NumPy dtypes and scalar types uncanonicalized: the x64
-  flag is in the key too; a PjrtArray's device and commitment with its weak type), the
+  flag is in the key too; a PjrtArray's device and commitment, a committed or split Array's
+  sharding, with its weak type), the
   trace config and the default device when one is set. Its first item says which form the
   rest has: the number of positional leaves, "tree" (positional containers) or "kw"
   (keyword arguments)."""
@@ -538,6 +548,8 @@ def _fast_key(args, kwargs, trace_key: tuple) -> tuple:
         key += (a.shape, a.dtype, None)
       elif t is PjrtArray:
         key += (a._shape, a._dtype, (a._weak_type, a._device, a._committed))
+      elif t is PlacedArray:
+        key += (a._shape, a._dtype, (a._weak_type, a._sharding))
       elif t in _LEAF_TYPES:
         key += (t, None, None)
       else:
@@ -559,6 +571,8 @@ def _fast_key(args, kwargs, trace_key: tuple) -> tuple:
       key += (a.shape, a.dtype, None)
     elif t is PjrtArray:
       key += (a._shape, a._dtype, (a._weak_type, a._device, a._committed))
+    elif t is PlacedArray:
+      key += (a._shape, a._dtype, (a._weak_type, a._sharding))
     else:
       key += (t, None, None)
   key += trace_key

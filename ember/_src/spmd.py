@@ -163,6 +163,30 @@ def unflatten_outputs(tree, outs: list):
 # devices, runs where those say: on the one device all its committed arguments are on, or
 # partitioned over a mesh (sharding_propagation.py) and run on every device of it.
 
+def _plan_key(wrapped: JitWrapped, leaves: list, shardings) -> tuple:
+  return (id(wrapped), tuple([x._sharding if type(x) is PlacedArray else None for x in leaves]),
+          None if shardings is None else _context.mesh,
+          config._values["ember_group_all_reduces"])
+
+
+def placed_runner(wrapped: JitWrapped, entry, leaves: list) -> Callable | None:
+  """For jit's fast path: flat leaves -> the result, by the plan call_placed made for calls
+  placed like `leaves` (without in/out_shardings) under the all-reduce grouping flag of now
+  (another setting takes call_placed's way); None if there is no such plan."""
+  values = config._values
+  grouped = values["ember_group_all_reduces"]
+  plan = (entry.plans or {}).get(_plan_key(wrapped, leaves, None))
+  if plan is None or plan[0]() is not wrapped:
+    return None
+  run = plan[1]
+
+  def runner(leaves):
+    if values["ember_group_all_reduces"] == grouped:
+      return run(leaves)
+    return call_placed(wrapped, entry, leaves, None)
+  return runner
+
+
 def call_placed(wrapped: JitWrapped, entry, leaves: list, shardings) -> object:
   """The result of the jitted call `entry` on flat `leaves`, run where they are placed
   (`shardings`: the jit's (in_shardings, out_shardings) or None); None when nothing places
@@ -172,8 +196,7 @@ def call_placed(wrapped: JitWrapped, entry, leaves: list, shardings) -> object:
   which in/out_shardings' PartitionSpecs name, and the all-reduce grouping), so that is
   worked out once per placement (`_plan`: the checks, the mesh, how each device takes its
   pieces, the compiled program, the outputs' shardings) and later calls only run it."""
-  key = (id(wrapped), tuple([x._sharding if type(x) is PlacedArray else None for x in leaves]),
-         None if shardings is None else _context.mesh, config._values["ember_group_all_reduces"])
+  key = _plan_key(wrapped, leaves, shardings)
   plans = entry.plans
   if plans is None:
     plans = entry.plans = {}
@@ -426,3 +449,4 @@ def _partitioned_program(staged, sizes, arrives, specs, wants, group, name):
 
 
 jit_lib.call_placed[0] = call_placed
+jit_lib.placed_runner[0] = placed_runner
