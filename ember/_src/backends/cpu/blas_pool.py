@@ -337,20 +337,7 @@ move:
   %cjn = mul i64 %cj, %n
   %dst = add i64 %cjn, %ri
   br i1 %f64, label %move8, label %move4
-move4:
-  %c4 = bitcast i8* %c to i32*
-  %src4 = getelementptr i32, i32* %c4, i64 %src
-  %dst4 = getelementptr i32, i32* %c4, i64 %dst
-  %v4 = load i32, i32* %src4
-  store i32 %v4, i32* %dst4
-  br label %moved
-move8:
-  %c8 = bitcast i8* %c to i64*
-  %src8 = getelementptr i64, i64* %c8, i64 %src
-  %dst8 = getelementptr i64, i64* %c8, i64 %dst
-  %v8 = load i64, i64* %src8
-  store i64 %v8, i64* %dst8
-  br label %moved
+$MOVES
 moved:
   %j1 = add i64 %j, 1
   br label %cols
@@ -365,6 +352,14 @@ done:
 }
 """
 _GRAM_NAMES = ("isf64", "columns", "n", "k", "lda", "w", "size")
+# one element of the square moved above the diagonal, as an integer of its width
+_GRAM_MOVE = """move{w}:
+  %c{w} = bitcast i8* %c to i{b}*
+  %src{w} = getelementptr i{b}, i{b}* %c{w}, i64 %src
+  %dst{w} = getelementptr i{b}, i{b}* %c{w}, i64 %dst
+  %v{w} = load i{b}, i{b}* %src{w}
+  store i{b} %v{w}, i{b}* %dst{w}
+  br label %moved"""
 GRAM_ROWS = 256      # rows of C per unit: the gemm's packing of A's rows above is amortized
 
 
@@ -381,6 +376,7 @@ def _gram_native():
   s, d = (ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in names)
   text = string.Template(_GRAM_IR).substitute(
       LOADS=_loads(_GRAM_NAMES), SGEMM=gemms[0], DGEMM=gemms[1], SOMATCOPY=s, DOMATCOPY=d,
+      MOVES="\n".join(_GRAM_MOVE.format(w=w, b=8 * w) for w in (4, 8)),
       INT=int_ty, CONV="trunc" if int_ty == "i32" else "bitcast")
   engine, addr, *_ = llvm_jit.jit(text, 2)
   return engine, addr("ember_gram_chunk")
