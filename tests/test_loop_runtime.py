@@ -120,6 +120,20 @@ def test_gram_products_split_over_the_pool(shape, dtype):
       assert dots and all(isinstance(t.gemm, blas_pool.Gram) for t in dots)
 
 
+@pytest.mark.usefixtures("blas_dots")
+def test_gram_product_with_an_epilogue():
+  """A Gram product feeding a fused epilogue (a dot output fusion) on the pooled path."""
+  if blas_pool._gram_native() is None or host.num_threads() <= 1:
+    pytest.skip("no OpenBLAS omatcopy, or one thread")
+  m = data((600, 300))
+  f = lambda m: jnp.tanh(m @ m.T * 0.01) + 1
+  m64 = m.astype(np.float64)
+  np.testing.assert_allclose(np.asarray(ember.jit(f)(m)), np.tanh(m64 @ m64.T * 0.01) + 1,
+                             **TOL[np.float32])
+  fused = [t for t in thunks(f, m) if type(t).__name__ == "DotEpilogueThunk"]
+  assert fused and all(isinstance(t.dot.gemm, blas_pool.Gram) for t in fused)
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3, 5])
 @pytest.mark.parametrize("columns", [False, True])
 def test_gram_chunks(threads, columns):
