@@ -258,3 +258,28 @@ def test_import_and_pjrt_jit_without_llvmlite(tmp_path):
   got, devs, loaded = json.loads(proc.stdout.strip().splitlines()[-1])
   np.testing.assert_allclose(got, want, rtol=1e-6)
   assert devs == ["pjrt_cpu:0"] and loaded is False
+
+
+def test_lower_compile_targets_the_arguments_device(dev):
+  """jit(f).lower(x on a PJRT device).compile() is that device's client's compile (the same
+  computation the signature's jitted calls run there), with XLA's text, costs and memory."""
+  x = ember.device_put(np.arange(6, dtype=np.float32).reshape(2, 3), dev)
+  f = ember.jit(lambda x, s: jnp.sin(x) @ x.T * s + 1)
+  compiled = f.lower(x, 2.0).compile()
+  assert compiled.as_text().startswith("HloModule")        # XLA's optimized HLO
+  assert compiled.cost_analysis()["flops"] > 0
+  mem = compiled.memory_analysis()
+  assert (mem.argument_size_in_bytes, mem.output_size_in_bytes) == (24 + 4, 16)
+  assert set(compiled.compile_times) == {"lower", "backend"}
+  x64 = np.arange(6, dtype=np.float64).reshape(2, 3)
+  want = np.sin(x64) @ x64.T * 2 + 1
+  for out in (compiled(x, 2.0), f(x, 2.0)):
+    assert out.devices() == {dev}
+    np.testing.assert_allclose(np.asarray(out), want, rtol=2e-6)
+  (entry,) = f._cache.values()
+  assert list(entry.pjrt) == [dev]                           # compiled once, for dev
+  with pytest.raises(TypeError, match=r"has type float32\[3, 3\], but it was compiled for "
+                                      r"float32\[2, 3\]"):
+    compiled(np.ones((3, 3), np.float32), 2.0)
+  host = f.lower(np.ones((2, 3), np.float32), 2.0).compile()   # host arguments: ember's CPU
+  assert "PjrtCompiled" not in type(host).__name__ and host.runtime_executable() is not None

@@ -19,7 +19,7 @@ import logging
 import re
 import time
 import weakref
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -52,10 +52,12 @@ class Staged(NamedTuple):
 
 
 class Traced:
-  """`jit(f).trace(*args)`: the traced jaxpr of one call signature."""
+  """`jit(f).trace(*args)`: the traced jaxpr of one call signature. `compile_on`: for
+  arguments placed on a PJRT device, a function making the Compiled of that device's
+  client (jit.py), which `Lowered.compile` uses instead of ember's CPU compiler."""
 
-  def __init__(self, staged: Staged):
-    self._staged = staged
+  def __init__(self, staged: Staged, compile_on: Callable[[], Any] | None = None):
+    self._staged, self._compile_on = staged, compile_on
 
   @property
   def jaxpr(self) -> core.Jaxpr:
@@ -74,7 +76,7 @@ class Traced:
   def lower(self) -> "Lowered":
     t0 = time.perf_counter()
     module = lower_staged(self._staged)
-    return Lowered(module, self._staged, time.perf_counter() - t0)
+    return Lowered(module, self._staged, time.perf_counter() - t0, self._compile_on)
 
 
 def lower_staged(staged: Staged) -> hlo.Module:
@@ -94,8 +96,10 @@ def _result_names(out_tree) -> list[str]:
 class Lowered:
   """The lowered (unoptimized) module of one call signature."""
 
-  def __init__(self, module: hlo.Module, staged: Staged, lower_secs: float | None = None):
+  def __init__(self, module: hlo.Module, staged: Staged, lower_secs: float | None = None,
+               compile_on: Callable[[], Any] | None = None):
     self._module, self._staged, self._lower_secs = module, staged, lower_secs
+    self._compile_on = compile_on     # see Traced
     self._compiled: Compiled | None = None
 
   def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
@@ -129,10 +133,15 @@ class Lowered:
   def compile(self) -> "Compiled":
     """The compiled signature: a real compilation, logged under `jax_log_compiles` as
     `Compiling jit(f) ...` (once per Lowered). Later calls of the jitted function with this
-    signature and the same compiler flags run it instead of compiling again."""
+    signature and the same compiler flags run it instead of compiling again. Arguments on a
+    PJRT device: compiled by that device's client (pjrt_dispatch.PjrtCompiled), the
+    computation the signature's jitted calls there run."""
     if self._compiled is None:
-      comp = compile_staged(self._staged, self._module, self._lower_secs, reuse=False)
-      self._compiled = Compiled(comp, self._staged)
+      if self._compile_on is not None:
+        self._compiled = self._compile_on()
+      else:
+        comp = compile_staged(self._staged, self._module, self._lower_secs, reuse=False)
+        self._compiled = Compiled(comp, self._staged)
     return self._compiled
 
 

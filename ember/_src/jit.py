@@ -391,7 +391,25 @@ class JitWrapped:
     return entry.staged, leaves
 
   def trace(self, *args, **kwargs) -> Traced:
-    return Traced(self._staged(args, kwargs)[0])
+    entry, leaves = self._lookup(args, kwargs)
+    return Traced(entry.staged, self._pjrt_compile(entry, leaves))
+
+  def _pjrt_compile(self, entry, leaves) -> Callable | None:
+    """For arguments that place the call on a PJRT device (committed there, or the default
+    device): a function making that device's Compiled of the signature; else None."""
+    cv = config._values
+    if cv["ember_jit_backend"] != "cpu" or not _top_level(leaves) or \
+        not pjrt_dispatch.in_play(cv):
+      return None
+    device, committed = pjrt_dispatch.placement(leaves, entry.leaf_names, self.__name__)
+    if device is None:
+      return None
+
+    def compile_on():
+      with _lock:
+        comp = pjrt_dispatch.compiled_for(entry, device)
+      return pjrt_dispatch.PjrtCompiled(comp, entry.staged, committed, entry.donated_leaves)
+    return compile_on
 
   def lower(self, *args, **kwargs) -> Lowered:
     return self.trace(*args, **kwargs).lower()

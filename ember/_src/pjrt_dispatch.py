@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from ember._src import cache_miss, core
+from ember._src import cache_miss, core, tree_util
 from ember._src.backends.pjrt import client as pjrt_client
 from ember._src.backends.pjrt import executable as pjrt_exe
 from ember._src.compilation import lower_staged
@@ -137,6 +137,48 @@ class PjrtComputation:
                          {"device": str(dev)})
       return finish([wrap(o, dev, s, d, w, committed) for o, (s, d, w) in zip(outs, out_types)])
     return runner
+
+
+class PjrtCompiled:
+  """`jit(f).lower(*args).compile()` for arguments on a PJRT device: the signature compiled
+  by the device's client (the computation jitted calls of it run there), with JAX's
+  Compiled methods: XLA's optimized HLO text, XLA's cost and memory analysis, and a call."""
+
+  def __init__(self, comp: PjrtComputation, staged, committed: bool, donate: tuple):
+    self._comp, self._staged = comp, staged
+    self._committed, self._donate = committed, donate
+
+  def as_text(self) -> str:
+    return self._comp.executable.hlo_text()
+
+  def cost_analysis(self) -> dict:
+    return dict(self._comp.executable.loaded.cost_analysis())
+
+  def memory_analysis(self):
+    return self._comp.executable.loaded.get_compiled_memory_stats()
+
+  def runtime_executable(self):
+    return self._comp.executable
+
+  @property
+  def compile_times(self) -> dict[str, float]:
+    """Seconds of `lower` (to StableHLO text) and `backend` (the PJRT client's compile)."""
+    return dict(self._comp.compile_times)
+
+  def __call__(self, *args, **kwargs):
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    if in_tree != self._staged.in_tree:
+      raise TypeError(f"Compiled function {self._staged.name} called with a different "
+                      f"argument structure: expected {self._staged.in_tree}, got {in_tree}")
+    for i, (x, aval) in enumerate(zip(leaves, self._comp.in_avals)):   # as dispatch.py says
+      # (a Python scalar's dtype is its weak type's: only its shape is checked)
+      shape, dtype = tuple(np.shape(x)), np.dtype(getattr(x, "dtype", aval.dtype))
+      if shape != tuple(aval.shape) or dtype != aval.dtype:
+        raise TypeError(f"argument {i} of {self._staged.name} has type {dtype.name}"
+                        f"{list(shape)}, but it was compiled for {np.dtype(aval.dtype).name}"
+                        f"{list(aval.shape)}")
+    return self._staged.out_tree.unflatten(self._comp.run(leaves, self._committed,
+                                                          self._donate))
 
 
 def _consume(leaves, donate: tuple) -> None:
