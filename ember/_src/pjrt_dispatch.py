@@ -9,7 +9,9 @@ outputs are PjrtArrays. Committed arguments on two devices raise JAX's error.
 
 Eager (un-jitted) primitives applied to PjrtArrays run on the device too, as JAX's eager
 mode runs them: each (primitive, params) is a cached one-equation jitted function, so it
-is placed, compiled and dispatched like any jitted call (`eager`, core's eager hook).
+is placed, compiled and dispatched like any jitted call (`eager`, core's eager hook). So does
+costly float math (tanh, erf, ...) on a large array of ember's CPU, whose NumPy reference
+would evaluate it in float64 on one core (`_costly_native_math`).
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from ember._src import cache_miss, core, tree_util
+from ember._src.config import config
 from ember._src.backends.pjrt import client as pjrt_client
 from ember._src.backends.pjrt import executable as pjrt_exe
 from ember._src.compilation import lower_staged
@@ -207,22 +210,54 @@ _ONE_OP_LIMIT = 4096      # distinct (primitive, params) kept; past it the cache
 _eager_state = threading.local()
 
 
-def eager(prim, vals, params) -> list | None:
-  """`prim` applied to `vals` on the PJRT device the call is placed on (committed arguments'
-  device, else the default device), as a cached one-op computation; None when no argument
-  is a PjrtArray or the call is placed on ember's native CPU (the host path then runs it)."""
-  if not array_lib.placements_made[0]:
-    return None
+# Float math whose eager NumPy reference evaluates in float64 on one core
+# (reference/elementwise.py `_math`): on a large native array it runs compiled instead, as
+# JAX's eager mode runs every op (eager tanh of 2048x2048 float32: ~25 ms by NumPy, ~2 ms
+# compiled; erf ~600 ms vs ~10), with the values of jit (ember's math library, <= 2 ulp).
+COMPILED_EAGER_MATH = frozenset({
+    "exp", "exp2", "log", "log2", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
+    "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "rsqrt",
+    "cbrt", "pow", "erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e"})
+EAGER_COMPILE_ELEMENTS = 1 << 16     # below: NumPy's pass costs less than a dispatch
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _costly_native_math(prim, vals) -> bool:
+  """Whether `prim` on `vals` is float math on ember's CPU worth compiling: a primitive of
+  COMPILED_EAGER_MATH, native arrays (or Python scalars) of float32/float64, one at least
+  EAGER_COMPILE_ELEMENTS long, and no default device elsewhere."""
+  if prim.name not in COMPILED_EAGER_MATH or \
+      config._values["jax_default_device"] is not None:
+    return False
+  big = False
   for v in vals:
-    if type(v) is PjrtArray:
-      break
-  else:
+    t = type(v)
+    if t is Array or t is np.ndarray:
+      if v.dtype not in _FLOATS:
+        return False
+      big = big or v.size >= EAGER_COMPILE_ELEMENTS
+    elif t not in (float, int):
+      return False
+  return big
+
+
+def eager(prim, vals, params) -> list | None:
+  """`prim` applied to `vals` as a cached one-op computation: on the PJRT device the call is
+  placed on (committed arguments' device, else the default device) when an argument is a
+  PjrtArray, or on ember's CPU for costly math on a large array (`_costly_native_math`);
+  None otherwise (the host path then runs the NumPy implementation)."""
+  pjrt = False
+  if array_lib.placements_made[0]:
+    for v in vals:
+      if type(v) is PjrtArray:
+        pjrt = True
+        break
+  if not pjrt and not _costly_native_math(prim, vals):
     return None
   if prim.effects_rule is not None or getattr(_eager_state, "busy", False) or \
       not core.cur_level_is_eval():
     return None   # callbacks run on the host; no re-entry (disable_jit binds again)
-  device, _ = placement(vals, None, prim.name)
-  if device is None:
+  if pjrt and placement(vals, None, prim.name)[0] is None:
     return None
   fn = _one_op(prim, params)
   _eager_state.busy = True
