@@ -386,10 +386,6 @@ class JitWrapped:
       entry.cached = True
     return entry
 
-  def _staged(self, args, kwargs) -> tuple[Staged, list]:
-    entry, leaves = self._lookup(args, kwargs)
-    return entry.staged, leaves
-
   def trace(self, *args, **kwargs) -> Traced:
     entry, leaves = self._lookup(args, kwargs)
     return Traced(entry.staged, self._pjrt_compile(entry, leaves))
