@@ -465,6 +465,16 @@ def compiled_for_jaxpr(jaxpr: core.Jaxpr, name: str, arg_names=None,
   return comp
 
 
+def call_leaves(staged: Staged, args, kwargs) -> list:
+  """The flat arguments of a call of a compiled signature (a Compiled's), which must have
+  the structure it was traced with."""
+  leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+  if in_tree != staged.in_tree:
+    raise TypeError(f"Compiled function {staged.name} called with a different argument "
+                    f"structure: expected {staged.in_tree}, got {in_tree}")
+  return leaves
+
+
 class Compiled:
   """A compiled call signature: optimized HLO text, costs, memory, and callable."""
 
@@ -494,10 +504,7 @@ class Compiled:
     return dict(self._computation.compile_times)
 
   def __call__(self, *args, **kwargs):
-    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
-    if in_tree != self._staged.in_tree:
-      raise TypeError(f"Compiled function {self._staged.name} called with a different "
-                      f"argument structure: expected {self._staged.in_tree}, got {in_tree}")
+    leaves = call_leaves(self._staged, args, kwargs)
     staged = self._staged
     donate = tuple(i for i, d in enumerate(staged.donated) if d)
     outs = self._computation.run([*staged.consts, *leaves], donate)

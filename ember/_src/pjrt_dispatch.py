@@ -21,11 +21,11 @@ from typing import Callable
 
 import numpy as np
 
-from ember._src import cache_miss, core, tree_util
+from ember._src import cache_miss, core
 from ember._src.config import config
 from ember._src.backends.pjrt import client as pjrt_client
 from ember._src.backends.pjrt import executable as pjrt_exe
-from ember._src.compilation import lower_staged
+from ember._src.compilation import call_leaves, lower_staged
 from ember._src.profiler import events as _profiler
 from ember._src.runtime import array as array_lib
 from ember._src.runtime.array import Array
@@ -169,10 +169,7 @@ class PjrtCompiled:
     return dict(self._comp.compile_times)
 
   def __call__(self, *args, **kwargs):
-    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
-    if in_tree != self._staged.in_tree:
-      raise TypeError(f"Compiled function {self._staged.name} called with a different "
-                      f"argument structure: expected {self._staged.in_tree}, got {in_tree}")
+    leaves = call_leaves(self._staged, args, kwargs)
     for i, (x, aval) in enumerate(zip(leaves, self._comp.in_avals)):   # as dispatch.py says
       # (a Python scalar's dtype is its weak type's: only its shape is checked)
       shape, dtype = tuple(np.shape(x)), np.dtype(getattr(x, "dtype", aval.dtype))
