@@ -38,6 +38,11 @@ def test_large_eager_math_equals_jit(name, fn, ref, dom, dtype):
                                rtol=4 * np.finfo(dtype).eps, atol=np.finfo(dtype).tiny)
 
 
+def test_eager_compiled_math_is_synchronous():
+  z = jnp.tanh(jnp.asarray(_data(-1, 1, BIG, np.float32)))
+  assert z.is_ready()          # as every eager op (tests/test_async_dispatch.py)
+
+
 def test_compiled_once_per_shape():
   x = jnp.asarray(_data(-1, 1, BIG, np.float32))
   jnp.tanh(x)

@@ -262,7 +262,11 @@ def eager(prim, vals, params) -> list | None:
     out = fn(*vals)
   finally:
     _eager_state.busy = False
-  return list(out) if prim.multiple_results else [out]
+  outs = list(out) if prim.multiple_results else [out]
+  if not pjrt:       # ember's eager ops are synchronous: the result is ready when returned
+    for o in outs:
+      o.block_until_ready()
+  return outs
 
 
 def _one_op(prim, params):
