@@ -212,46 +212,55 @@ MIN_SPLIT_FLOPS = 4_000_000
 ALIGN = 16
 
 
-class Gemm:
+class _PooledChunks:
+  """A native chunk function `fn(i8** {pointers..., descriptor}, start, stop)` run over
+  [0, outer) in `nchunks` chunks on the thread pool (whole here with one chunk), with
+  OpenBLAS on one thread while it runs (`_single_threaded_blas`)."""
+
+  def _setup(self, address: int, thread_counts, desc: np.ndarray, pointers: int,
+             outer: int, nchunks: int) -> None:
+    self.address, self._global, self.desc = address, thread_counts, desc
+    self.outer, self.nchunks = outer, nchunks
+    self._desc = desc.ctypes.data
+    self._array = ctypes.c_void_p * (pointers + 1)
+    self.fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(address)
+
+  def _run(self, *pointers: int) -> None:
+    bufs = self._array(*pointers, self._desc)      # per call: concurrent calls may run
+    _single_threaded_blas(*self._global)
+    try:
+      if self.nchunks > 1:
+        threadpool.run(self.address, bufs, self.outer, self.nchunks)
+      else:
+        self.fn(bufs, 0, self.outer)
+    finally:
+      _restore_blas_threads()
+
+
+class Gemm(_PooledChunks):
   """One 2-D float dot's BLAS call, split across the thread pool: `run(a, b, c)` with the
   operands' and the result's addresses."""
 
   def __init__(self, native, is_f64: bool, trans_a: bool, trans_b: bool, M: int, N: int,
                K: int, lda: int, ldb: int, itemsize: int, threads: int | None = None):
-    self.engine, self.address, self._global = native
+    self.engine, address, thread_counts = native
     threads = host.num_threads() if threads is None else threads
     cols = N > M                       # split the larger side: its operand is packed once
     dim = N if cols else M
     chunks = 1 if 2 * M * N * K < MIN_SPLIT_FLOPS or threads <= 1 else threads
     unit = max(1, -(-dim // chunks))
     unit = -(-unit // ALIGN) * ALIGN if unit > ALIGN else unit
-    self.outer = -(-dim // unit)
-    self.nchunks = min(chunks, self.outer)
+    outer = -(-dim // unit)
     if cols:     # column c of op(B): row c of a transposed B
       steps = (0, (ldb if trans_b else 1) * unit * itemsize, unit * itemsize)
     else:        # row r of op(A): column r of a transposed A
       steps = ((1 if trans_a else lda) * unit * itemsize, 0, N * unit * itemsize)
-    self.desc = np.array([int(is_f64), 112 if trans_a else 111, 112 if trans_b else 111,
-                          M, N, K, lda, ldb, N, int(cols), unit, *steps], np.int64)
-    self._desc = self.desc.ctypes.data
-    self._array = ctypes.c_void_p * 4
-    self.fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
-        self.address)
-    self._pool_run = threadpool.run
+    desc = np.array([int(is_f64), 112 if trans_a else 111, 112 if trans_b else 111,
+                     M, N, K, lda, ldb, N, int(cols), unit, *steps], np.int64)
+    self._setup(address, thread_counts, desc, 3, outer, min(chunks, outer))
 
   def run(self, a: int, b: int, c: int) -> None:
-    bufs = self._array(a, b, c, self._desc)      # per call: concurrent calls may run
-    _single_threaded_blas(*self._global)
-    try:
-      self._split(bufs)
-    finally:
-      _restore_blas_threads()
-
-  def _split(self, bufs) -> None:
-    if self.nchunks > 1:
-      self._pool_run(self.address, bufs, self.outer, self.nchunks)
-    else:
-      self.fn(bufs, 0, self.outer)
+    self._run(a, b, c)
 
 
 # A Gram product C = A A^T (or A^T A) on the pool: unit b is the row block
@@ -382,7 +391,7 @@ def _gram_native():
   return engine, addr("ember_gram_chunk")
 
 
-class Gram:
+class Gram(_PooledChunks):
   """C[n, n] = A A^T (`columns` False: A is n x K, leading dimension lda) or A^T A (A is
   K x n) on the pool, `run(a, _, c)` like Gemm's: half a gemm's flops, as BLAS's syrk,
   split into row blocks of C's lower triangle (GRAM_ROWS each, ordered first, last, second,
@@ -392,30 +401,17 @@ class Gram:
 
   def __init__(self, native, is_f64: bool, columns: bool, n: int, K: int, lda: int,
                itemsize: int, threads: int | None = None):
-    self.engine, self.address = native
+    self.engine, address = native
     threads = host.num_threads() if threads is None else threads
     units = -(-n // GRAM_ROWS)
     order = [b for i in range(units // 2) for b in (i, units - 1 - i)]
     order += [units // 2] if units % 2 else []
-    self.outer, self.nchunks = units, max(1, min(threads, units))
-    self.desc = np.array([int(is_f64), int(columns), n, K, lda, GRAM_ROWS, itemsize, *order],
-                         np.int64)
-    self._desc = self.desc.ctypes.data
-    self._array = ctypes.c_void_p * 3
-    self.fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
-        self.address)
-    self._global = _native()[2]
+    desc = np.array([int(is_f64), int(columns), n, K, lda, GRAM_ROWS, itemsize, *order],
+                    np.int64)
+    self._setup(address, _native()[2], desc, 2, units, max(1, min(threads, units)))
 
   def run(self, a: int, b: int, c: int) -> None:
-    bufs = self._array(a, c, self._desc)
-    _single_threaded_blas(*self._global)
-    try:
-      if self.nchunks > 1:
-        threadpool.run(self.address, bufs, self.outer, self.nchunks)
-      else:
-        self.fn(bufs, 0, self.outer)
-    finally:
-      _restore_blas_threads()
+    self._run(a, c)          # (b is a: the same matrix)
 
 
 def _matrix_view(dims: tuple, contracting: tuple, contracting_first: bool):
