@@ -1,7 +1,13 @@
 """A data-parallel MLP training step as `jit(step, in_shardings=(P(), P('data'), P('data')))`
-over every process's devices, with the gradient all-reduces grouped into one collective
-(`ember_group_all_reduces`, the default) and one per weight, timed interleaved in the same
-processes (grouped, per-weight, grouped, ...; median of the slowest process's step time).
+over every process's devices, in three variants timed interleaved in the same processes
+(median of the slowest process's step time):
+
+  per-weight  one blocking all-reduce per gradient (`ember_group_all_reduces` off);
+  one group   the gradients' all-reduces grouped into one blocking collective at the end of
+              the backward pass (the grouping of before: no buckets, no overlap);
+  overlapped  the default: buckets of all_reduce_grouping.BUCKET_BYTES, each started as
+              soon as its gradients are made and waited for where the update reads them
+              (passes/async_collectives.py), so they fly while the backward pass computes.
 
     python bench/mpi_jit_step.py                   # mpirun -n 2 and -n 4 (1 device each)
     python bench/mpi_jit_step.py --nprocs 2 --devices 2   # 2 processes x 2 devices
@@ -9,6 +15,7 @@ processes (grouped, per-weight, grouped, ...; median of the slowest process's st
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -20,14 +27,16 @@ from allreduce import launch
 # (name, layer widths, global batch)
 MODELS = [("mlp 8-16-2, batch 32", (8, 16, 2), 32),
           ("mlp 64-128x4-10, batch 256", (64, 128, 128, 128, 128, 10), 256),
-          ("mlp 256-512x3-10, batch 512", (256, 512, 512, 512, 10), 512)]
+          ("mlp 256-512x3-10, batch 512", (256, 512, 512, 512, 10), 512),
+          ("mlp 1024-1024x3-10, batch 256", (1024, 1024, 1024, 1024, 10), 256)]
+VARIANTS = ("per-weight", "one group", "overlapped")
 REPS = 30
 
 
 def worker() -> None:
   import ember as jax
   import ember.numpy as jnp
-  from ember._src import distributed
+  from ember._src import all_reduce_grouping, distributed, flags
   from ember.sharding import NamedSharding, PartitionSpec as P
   jax.distributed.initialize()
   n, me = jax.process_count(), jax.process_index()
@@ -56,25 +65,44 @@ def worker() -> None:
     lo, hi = me * batch // n, (me + 1) * batch // n
     xs = jax.make_array_from_process_local_data(split, x[lo:hi])
     ys = jax.make_array_from_process_local_data(split, y[lo:hi])
-    jstep = jax.jit(step, in_shardings=(rep, split, split), out_shardings=rep)
     p0 = jax.device_put(params, rep)
-    times = {True: [], False: []}
+
+    @contextlib.contextmanager
+    def variant(name):   # the settings a variant's first call (its compile) runs under
+      jax.config.update("ember_group_all_reduces", name != "per-weight")
+      saved = all_reduce_grouping.BUCKET_BYTES
+      if name == "one group":
+        all_reduce_grouping.BUCKET_BYTES = 1 << 62
+      with flags.override(disable_passes=() if name == "overlapped" else
+                          ("async_collectives",)):
+        yield
+      all_reduce_grouping.BUCKET_BYTES = saved
+    steps = {v: jax.jit(step, in_shardings=(rep, split, split), out_shardings=rep)
+             for v in VARIANTS}
+    times = {v: [] for v in VARIANTS}
+    outs = {}
     for i in range(REPS + 2):
-      for group in (True, False):
-        jax.config.update("ember_group_all_reduces", group)
-        raw.Barrier()
-        t0 = time.perf_counter()
-        jax.block_until_ready(jstep(p0, xs, ys))
-        dt = raw.allreduce(time.perf_counter() - t0, op=_max())
+      for v in VARIANTS:
+        with variant(v) if i == 0 else contextlib.nullcontext():
+          jax.config.update("ember_group_all_reduces", v != "per-weight")
+          raw.Barrier()
+          t0 = time.perf_counter()
+          outs[v] = jax.block_until_ready(steps[v](p0, xs, ys))
+          dt = raw.allreduce(time.perf_counter() - t0, op=_max())
         if i >= 2:   # warm-up: compiles
-          times[group].append(dt)
-    rows.append((name, np.median(times[True]), np.median(times[False])))
+          times[v].append(dt)
+    for v in VARIANTS[1:]:   # same values: the variants only change when data moves
+      for a, b in zip(jax.tree_util.tree_leaves(outs[v]),
+                      jax.tree_util.tree_leaves(outs[VARIANTS[0]])):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    rows.append((name, *(np.median(times[v]) for v in VARIANTS)))
   if me == 0:
     print(f"\njit data-parallel step, {n} processes x {jax.local_device_count()} devices "
-          f"(median of {REPS}, slowest process)")
-    print(f"{'model':>28} {'grouped ms':>11} {'per-weight ms':>14} {'speedup':>8}")
-    for name, g, u in rows:
-      print(f"{name:>28} {g * 1e3:11.2f} {u * 1e3:14.2f} {u / g:8.2f}", flush=True)
+          f"(ms, median of {REPS}, slowest process)")
+    print(f"{'model':>31} " + " ".join(f"{v:>11}" for v in VARIANTS) + "  one group/overlapped")
+    for name, *ts in rows:
+      print(f"{name:>31} " + " ".join(f"{t * 1e3:11.2f}" for t in ts) +
+            f"  {ts[1] / ts[2]:20.2f}", flush=True)
   jax.distributed.shutdown()
 
 

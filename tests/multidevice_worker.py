@@ -239,6 +239,45 @@ def check_all_reduce_grouping():
     np.testing.assert_array_equal(got, same)   # each element summed in the same order
 
 
+def check_async_collectives():
+  """A partitioned step's gradient all-reduces go in buckets (all_reduce_grouping's
+  bucket_bytes) as start/done pairs (passes/async_collectives.py): the first bucket starts
+  before the backward pass has made the first layer's gradient, each done waits where the
+  update reads it; the values are those of blocking collectives, bit for bit."""
+  from ember._src import all_reduce_grouping, flags
+  if n == 1:
+    return
+  mesh = jax.make_mesh((n,), ("data",))
+  data, repl = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+  x, y = batch()
+  params = init()
+  outs = {}
+  saved = all_reduce_grouping.BUCKET_BYTES
+  all_reduce_grouping.BUCKET_BYTES = 100
+  try:
+    for overlap in (True, False):
+      with flags.override(disable_passes=() if overlap else ("async_collectives",)):
+        step = jax.jit(lambda p, xb, yb: sgd(p, jax.grad(loss)(p, xb, yb)),
+                       in_shardings=(repl, data, data), out_shardings=repl)
+        outs[overlap] = flat(step(params, x, y))
+      (entry,) = step._cache.values()
+      ((fun, _),) = entry.programs.values()
+      (prog,) = fun.jitted._cache.values()
+      # the small gradients (b2, w2, b1: 132 bytes) go as one bucket, w1 alone
+      assert device_program_collectives(step, True) == [("all_reduce_group", 3),
+                                                        ("psum", 1)]
+      instrs = prog.compiled.module.entry.instrs
+      names = [i.name for i in instrs]
+      if overlap:   # w1's gradient is computed while the first bucket is in flight
+        start, done = names.index("all-reduce-start"), names.index("all-reduce-done")
+        assert any(i.opcode == "dot" for i in instrs[start:done]), names
+      else:
+        assert not any(name.startswith("all-reduce-start") for name in names), names
+  finally:
+    all_reduce_grouping.BUCKET_BYTES = saved
+  assert outs[True] == outs[False]
+
+
 def check_maps_inside_jit():
   """shard_map and pmap inside jit: the values of the top-level per-device runs (and of
   NumPy)."""
@@ -329,6 +368,7 @@ if __name__ == "__main__":
   check_jit_partitioned()
   check_cached_plan()
   check_all_reduce_grouping()
+  check_async_collectives()
   check_maps_inside_jit()
   check_device_pools()
   json.dump({"n": n, "pmap": flat(pmap_steps()), "shard_map": flat(shard_map_steps()),

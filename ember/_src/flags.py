@@ -22,7 +22,7 @@ from typing import Iterator, NamedTuple
 
 # The passes of `passes/pipeline.py`, by the names `--disable_passes` takes.
 PASS_NAMES = ("inline", "algsimp", "constant_folding", "dot_transpose", "cse", "dce",
-              "reduction_splitter", "fusion", "dot_epilogue")
+              "reduction_splitter", "fusion", "dot_epilogue", "async_collectives")
 
 # XLA's pass names (`--xla_disable_hlo_passes`) -> ember's. Other XLA names are accepted and
 # ignored: XLA has many passes ember has no counterpart for.
@@ -34,6 +34,7 @@ XLA_PASS_NAMES = {
     "cse": "cse",
     "dce": "dce",
     "fusion": "fusion",
+    "async-collective-creator": "async_collectives",
 }
 # Names `--disable_passes` accepts: ember's plus XLA's aliases of them.
 _EMBER_PASS_ALIASES = {**{n: n for n in PASS_NAMES}, "call-inliner": "inline",

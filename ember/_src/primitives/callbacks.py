@@ -143,10 +143,13 @@ def _declare_callback(name: str, host_fn: Callable, effects: Callable) -> core.P
   return p
 
 
-def emit_host_call(ctx, fn: Callable, args, out_avals, side_effect: bool) -> list:
-  """A custom call of the host function `fn` (registered for the module's lifetime)."""
+def emit_host_call(ctx, fn: Callable, args, out_avals, side_effect: bool,
+                   collective: str | None = None) -> list:
+  """A custom call of the host function `fn` (registered for the module's lifetime);
+  `collective`: the kind of collective it runs between devices, if it is one."""
   attrs = {"target": host_callbacks.TARGET,
-           "backend_config": host_callbacks.backend_config(host_callbacks.register(fn))}
+           "backend_config": host_callbacks.backend_config(host_callbacks.register(fn),
+                                                           collective)}
   if side_effect:
     attrs["has_side_effect"] = True
   shape = TupleShape(tuple(Shape.of(a) for a in out_avals))

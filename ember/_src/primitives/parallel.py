@@ -45,16 +45,21 @@ def _named(axes) -> tuple:
 # In the program of one device of a multi-device pmap/shard_map (traced under
 # batching.spmd_axes), a collective over device axes stays in the jaxpr and lowers to a host
 # call that runs it through the run's communicator (runtime/collectives.py) on this device's
-# buffer. Marked as having side effects: every device must reach every collective.
+# buffer. One that communicates is marked as having side effects (every device must reach
+# every collective) and `collective` (its kind), so passes/async_collectives.py can split it
+# into a start and a done that overlap the computation between them; axis_index only reads
+# which device runs it.
 
-def _host_collective(ctx, args, body):
-  """Lower a collective to a host call of `body(device context, device id, *arrays)`."""
+def _host_collective(ctx, args, body, collective: str | None):
+  """Lower a collective to a host call of `body(device context, device id, *arrays)`;
+  `collective`: its kind ("all-reduce", ...), None for one that does not communicate."""
   from ember._src.primitives import callbacks   # a layer above: imported when lowering
 
   def run(*arrays):
     dctx, dev = collectives.current()
     return [body(dctx, dev, *arrays)]
-  return callbacks.emit_host_call(ctx, run, list(args), ctx.avals_out, True)[0]
+  return callbacks.emit_host_call(ctx, run, list(args), ctx.avals_out,
+                                  collective is not None, collective=collective)[0]
 
 
 def _out_dtype(ctx):
@@ -90,7 +95,7 @@ def _allreduce(name, reduce_p, if_unmapped, op):
         v = collectives._REDUCE[op].reduce(v, axis=pos, dtype=v.dtype)
       comm, rank = dctx.group(dev, names, axis_index_groups)
       return np.asarray(comm.all_reduce(rank, np.ascontiguousarray(v), op), dt)
-    return _host_collective(ctx, [x], body)
+    return _host_collective(ctx, [x], body, "all-reduce")
 
   prim = declare(name, _allreduce_abstract_eval, impl)
   prim.lower = lower
@@ -245,7 +250,7 @@ def _all_reduce_group_lower(ctx, *xs, op, axes, axis_index_groups):
         np.ravel(arrays[0])
     out = comm.all_reduce(rank, np.ascontiguousarray(flat, avals[0].dtype), op)
     return [piece.reshape(a.shape) for piece, a in zip(np.split(out, ends), avals)]
-  return callbacks.emit_host_call(ctx, run, list(xs), avals, True)
+  return callbacks.emit_host_call(ctx, run, list(xs), avals, True, collective="all-reduce")
 
 
 all_reduce_group_p = declare("all_reduce_group", _all_reduce_group_abstract_eval,
@@ -319,7 +324,7 @@ def _all_gather_lower(ctx, x, *, all_gather_dimension, axis_name, axis_index_gro
     g = comm.all_gather(rank, np.ascontiguousarray(v))
     return (np.concatenate(list(g), axis=all_gather_dimension) if tiled
             else np.moveaxis(g, 0, all_gather_dimension))
-  return _host_collective(ctx, [x], body)
+  return _host_collective(ctx, [x], body, "all-gather")
 
 
 all_gather_p = declare("all_gather", _all_gather_abstract_eval)
@@ -409,7 +414,7 @@ def _reduce_scatter_lower(ctx, x, *, scatter_dimension, axis_name, axis_index_gr
       v = v.reshape(axis_size, v.shape[0] // axis_size, *v.shape[1:])
     r = comm.reduce_scatter(rank, np.ascontiguousarray(v), "sum")
     return np.asarray(np.moveaxis(r, 0, scatter_dimension) if tiled else r, dt)
-  return _host_collective(ctx, [x], body)
+  return _host_collective(ctx, [x], body, "reduce-scatter")
 
 
 reduce_scatter_p = declare("reduce_scatter", _reduce_scatter_abstract_eval)
@@ -494,7 +499,7 @@ def _all_to_all_lower(ctx, x, *, split_axis, concat_axis, axis_name, axis_index_
     comm, rank = dctx.group(dev, axis_name, axis_index_groups)
     chunks = np.stack(np.split(v, axis_size, axis=split_axis))
     return np.concatenate(list(comm.all_to_all(rank, chunks)), axis=concat_axis)
-  return _host_collective(ctx, [x], body)
+  return _host_collective(ctx, [x], body, "all-to-all")
 
 
 all_to_all_p = declare("all_to_all", _all_to_all_abstract_eval)
@@ -568,7 +573,7 @@ axis_index_p.batch = _axis_index_batch
 
 def _axis_index_lower(ctx, *, axis_name):
   return _host_collective(ctx, [], lambda dctx, dev: np.int32(
-      dctx.axis_index(dev, _as_tuple(axis_name))))
+      dctx.axis_index(dev, _as_tuple(axis_name))), None)
 
 
 axis_index_p.lower = _axis_index_lower
@@ -611,7 +616,7 @@ def _ppermute_lower(ctx, x, *, axis_name, perm):
   def body(dctx, dev, v):
     comm, rank = dctx.group(dev, axis_name)
     return comm.permute(rank, np.ascontiguousarray(v), list(perm))
-  return _host_collective(ctx, [x], body)
+  return _host_collective(ctx, [x], body, "collective-permute")
 
 
 ppermute_p.lower = _ppermute_lower

@@ -28,8 +28,23 @@ def register(fn: Callable) -> int:
   return i
 
 
-def backend_config(callback_id: int) -> tuple:
-  return (("callback_id", callback_id),)
+def function(callback_id: int) -> Callable:
+  return _functions[callback_id]
+
+
+def backend_config(callback_id: int, collective: str | None = None) -> tuple:
+  """The custom call's config: the function's id, and for a call that runs a collective
+  between devices its kind ("all-reduce", "all-gather", ...; passes/async_collectives.py
+  splits those calls into a start and a done, and marks the kind "all-reduce-start" ...)."""
+  config = (("callback_id", callback_id),)
+  return config + ((("collective", collective),) if collective else ())
+
+
+def collective_kind(instr) -> str | None:
+  """The collective a host-callback custom call runs, None if it is not one."""
+  if instr.opcode != "custom-call" or instr.attrs.get("target") != TARGET:
+    return None
+  return dict(instr.attrs.get("backend_config", ())).get("collective")
 
 
 def run(config, *arrays) -> list:

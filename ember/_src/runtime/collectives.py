@@ -12,12 +12,18 @@ communicator for a group that spans devices of other processes.
 
 In a compiled program a collective is a host call (primitives/parallel.py lowers it) that
 reads `current()`: the `DeviceContext` the pmap/shard_map runner set on the executor thread
-before it ran the program for one device.
+before it ran the program for one device. The optimized program splits it into `start` and
+`done` (passes/async_collectives.py): the call then runs on the device's communication
+thread, as that device, while the program computes on.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import itertools
 import math
+import os
+import queue
 import threading
 from typing import Callable, Sequence
 
@@ -266,3 +272,77 @@ def group_size(names: Sequence, sizes: dict, axis_index_groups=None) -> int:
   if axis_index_groups is not None:
     return len(axis_index_groups[0])
   return math.prod(sizes[n] for n in names)
+
+
+# --- collectives in flight ------------------------------------------------------------------
+# passes/async_collectives.py splits a collective's host call into a start, which hands the
+# call to its device's communication thread and returns a ticket, and a done, which waits for
+# the ticket's result; the device's program runs on between the two. One thread per device
+# runs that device's collectives one after the other in the order they were started, which is
+# program order on every device: the groups still meet in the same order everywhere.
+
+class _CommThread:
+  """A daemon thread running one device's collectives in the order they were handed over
+  (daemon: one waiting at a rendezvous of a failed run does not hold up the exit)."""
+
+  def __init__(self, device_id: int):
+    self.queue: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=self._loop, name=f"ember-collectives-{device_id}",
+                     daemon=True).start()
+
+  def _loop(self) -> None:
+    while True:
+      future, fn = self.queue.get()
+      try:
+        future.set_result(fn())
+      except BaseException as e:   # surfaces at the done that waits for it
+        future.set_exception(e)
+
+  def submit(self, fn: Callable) -> concurrent.futures.Future:
+    future: concurrent.futures.Future = concurrent.futures.Future()
+    self.queue.put((future, fn))
+    return future
+
+
+_comm_threads: dict[int, _CommThread] = {}
+_in_flight: dict[int, concurrent.futures.Future] = {}
+_tickets = itertools.count(1)
+_async_lock = threading.Lock()
+
+
+def _comm_thread(device_id: int) -> _CommThread:
+  thread = _comm_threads.get(device_id)
+  if thread is None:
+    with _async_lock:
+      thread = _comm_threads.get(device_id)
+      if thread is None:
+        thread = _comm_threads[device_id] = _CommThread(device_id)
+  return thread
+
+
+def _forget_threads_after_fork() -> None:   # a forked child has none of its parent's threads
+  global _async_lock
+  _comm_threads.clear()
+  _in_flight.clear()
+  _async_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_threads_after_fork)
+
+
+def start(run: Callable, arrays: Sequence[np.ndarray]) -> int:
+  """Start the collective host call `run(*arrays)` (arrays of its own: the caller's copies)
+  on this device's communication thread, as this device of this run; its ticket."""
+  ctx, device_id = current()
+
+  def on_comm_thread():
+    with on_device(ctx, device_id):   # aborts the run's groups if the collective fails
+      return run(*arrays)
+  ticket = next(_tickets)
+  _in_flight[ticket] = _comm_thread(device_id).submit(on_comm_thread)
+  return ticket
+
+
+def done(ticket: int) -> list:
+  """Wait for the collective `ticket` names and return its results."""
+  return _in_flight.pop(ticket).result(timeout=RENDEZVOUS_TIMEOUT_S)
