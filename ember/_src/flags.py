@@ -22,7 +22,8 @@ from typing import Iterator, NamedTuple
 
 # The passes of `passes/pipeline.py`, by the names `--disable_passes` takes.
 PASS_NAMES = ("inline", "algsimp", "constant_folding", "dot_transpose", "cse", "dce",
-              "reduction_splitter", "fusion", "dot_epilogue", "async_collectives")
+              "reduction_splitter", "dot_split_k", "fusion", "dot_epilogue",
+              "async_collectives")
 
 # XLA's pass names (`--xla_disable_hlo_passes`) -> ember's. Other XLA names are accepted and
 # ignored: XLA has many passes ember has no counterpart for.

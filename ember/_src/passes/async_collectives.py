@@ -10,6 +10,9 @@ all-reduce-done pairs:
          communication thread (runtime/collectives.py `start`) and returns at once;
   done:  the ticket -> the collective's results; waits for them.
 
+(host functions the collective's lowering registered beside its own: the call's config names
+them).
+
 and the schedule (the entry's instruction order, which the backend runs) puts each start as
 early as its operands allow and each done just before the first instruction that reads it,
 so the instructions between them, which neither feed nor read the collective, run while it
@@ -30,15 +33,14 @@ import numpy as np
 
 from ember._src import hlo
 from ember._src.reference import host_callbacks
-from ember._src.runtime import collectives
 
 _TICKET = hlo.scalar_shape(np.int32)
 
 
 def run(module: hlo.Module, flags=None) -> hlo.Module:
   entry = module.entry
-  calls = [i for i in entry.instrs if host_callbacks.collective_kind(i)]
-  if not calls or any(hlo.has_side_effect(i) and not host_callbacks.collective_kind(i)
+  calls = [i for i in entry.instrs if host_callbacks.async_halves(i)]
+  if not calls or any(hlo.has_side_effect(i) and not host_callbacks.async_halves(i)
                       for i in entry.instrs):
     return module
   starts = {c.id: _split(entry, c) for c in calls}
@@ -48,24 +50,17 @@ def run(module: hlo.Module, flags=None) -> hlo.Module:
 
 def _split(entry: hlo.Computation, call: hlo.Instr) -> tuple[hlo.Instr, hlo.Instr]:
   """(start, its ticket): the pair whose done replaces `call` in every use."""
-  config = dict(call.attrs["backend_config"])
-  kind, run_collective = config["collective"], host_callbacks.function(config["callback_id"])
+  kind, start_id, done_id = host_callbacks.async_halves(call)
 
-  def start(*arrays):
-    return [np.int32(collectives.start(run_collective, arrays))]
-
-  def done(ticket):
-    return collectives.done(int(ticket))
-
-  def custom_call(shape, operands, fn, suffix):
+  def custom_call(shape, operands, callback_id, half):
     attrs = {"target": host_callbacks.TARGET, "has_side_effect": True,
-             "backend_config": host_callbacks.backend_config(host_callbacks.register(fn),
-                                                             f"{kind}-{suffix}")}
-    return hlo.Instr("custom-call", shape, operands, attrs, name=f"{kind}-{suffix}",
+             "backend_config": host_callbacks.backend_config(callback_id,
+                                                             collective=f"{kind}-{half}")}
+    return hlo.Instr("custom-call", shape, operands, attrs, name=f"{kind}-{half}",
                      metadata=call.metadata)
-  s = entry.add(custom_call(hlo.TupleShape((_TICKET,)), list(call.operands), start, "start"))
+  s = entry.add(custom_call(hlo.TupleShape((_TICKET,)), list(call.operands), start_id, "start"))
   ticket = entry.add(hlo.Instr("get-tuple-element", _TICKET, [s], {"index": 0}))
-  entry.replace_all_uses(call, entry.add(custom_call(call.shape, [ticket], done, "done")))
+  entry.replace_all_uses(call, entry.add(custom_call(call.shape, [ticket], done_id, "done")))
   return s, ticket
 
 

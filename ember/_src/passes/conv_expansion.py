@@ -10,9 +10,10 @@
          out = dot(col, k), contracting (T, C) x (T, I) -> [N, O..., F]
          transpose(out) to the output layout
 
-A kernel gradient (more taps than output positions, no groups) reads its patches
-feature-major instead, [C, T, P, N], and contracts the leading (C, T) with the kernel as
-[I, T, F] (`_kernel_gradient`): an NHWC forward's batch is then no strided inner gather.
+A kernel gradient (more taps than output positions, no groups) builds the patches of the
+forward conv it is the gradient of, the same instructions (CSE shares them with the
+forward's), and contracts their leading (batch, position) dims with the output gradient
+(`_kernel_gradient`).
 
 An input dilated by D with stride 1 (lhs gradients, conv_transpose) first splits into D
 phases per such dim (`_expand_phases`): each output phase is a conv of the undilated input
@@ -111,13 +112,15 @@ def _window_slice(b: _Builder, x: Instr, window, sizes) -> Instr:
                {"start": start, "limit": limit, "strides": strides})
 
 
-def _patches(b: _Builder, x: Instr, a: dict, kernel_spatial, out_spatial) -> Instr:
+def _patches(b: _Builder, x: Instr, a: dict, kernel_spatial, out_spatial,
+             feature_major: bool = False) -> Instr:
   """[N, O..., T, C]: the padded, dilated input's window of every tap at every output
-  position. Built from one strided slice per tap (all positions), or per output position
+  position (`feature_major`: x's dimension numbers name its features as the batch and its
+  batch as the features, as a kernel gradient's do: read it as [C, S..., N]). Built from one strided slice per tap (all positions), or per output position
   (all taps) where those are fewer (a kernel gradient: a large "kernel", few positions).
   Taps or positions stack on a dim before the features: the concatenate's choice of
   operand is then invariant in the emitter's inner (feature) loop, which vectorizes."""
-  x = _padded_input(b, x, a)
+  x = _padded_input(b, x, a, feature_major)
   n, c = x.dims[0], x.dims[-1]
   strides, rhs_dil = a["window_strides"], a["rhs_dilation"]
   taps, positions = math.prod(kernel_spatial), math.prod(out_spatial)
@@ -134,29 +137,25 @@ def _patches(b: _Builder, x: Instr, a: dict, kernel_spatial, out_spatial) -> Ins
   return b.reshape(_concatenate(b, parts, 1), (n,) + tuple(out_spatial) + (taps, c))
 
 
-def _kernel_gradient(b: _Builder, x: Instr, kernel: Instr, a: dict, dtype,
-                     out_spatial) -> Instr:
+def _kernel_gradient(b: _Builder, x: Instr, w: Instr, a: dict, dtype, out_spatial) -> Instr:
   """[N, O..., F] of a conv with more taps than output positions and no groups (a kernel
-  gradient: the "kernel" is the output gradient, its "taps" the forward's positions, the
-  contracted features the forward's batch). The patches are read feature-major,
-  [C, T, P, N] (position p meets taps p*s + t*r, as in `_patches`), and the kernel as
-  [I, T, F]: both contract their leading (feature, tap) dims, so an NHWC forward needs no
-  transpose of its input or output gradient, the patches' inner loop copies the forward's
-  contiguous channels, and the dot is one transposed-A matrix product."""
-  nsp = kernel.shape.rank - 2
-  kernel_spatial, (i_feat, o_feat) = kernel.dims[:nsp], kernel.dims[nsp:]
-  taps, positions = math.prod(kernel_spatial), math.prod(out_spatial)
-  xp = _padded_input(b, x, a, feature_major=True)
-  c, n = xp.dims[0], xp.dims[-1]
-  parts = [b.reshape(_window_slice(b, xp, window, kernel_spatial), (c, taps, 1, n))
-           for window in reference_conv.tap_windows(out_spatial, kernel_spatial,
-                                                    a["rhs_dilation"], a["window_strides"])]
-  col = _concatenate(b, parts, 2)                                   # [C, T, P, N]
-  k = b.reshape(b.transpose(kernel, (nsp,) + tuple(range(nsp)) + (nsp + 1,)),
-                (i_feat, taps, o_feat))                             # [I, T, F]
-  out = _dot(b, dtype, col, k, ((0, 1), ()), ((0, 1), ()))          # [P, N, F]
-  out = b.reshape(out, tuple(out_spatial) + (n, o_feat))
-  return b.transpose(out, (nsp,) + tuple(range(nsp)) + (nsp + 1,))  # [N, O..., F]
+  gradient: the "kernel" w is the output gradient, its "taps" the forward's positions, the
+  contracted features the forward's batch; its strides are the forward's kernel dilation
+  and its kernel dilation the forward's strides). It is read as the forward conv it is the
+  gradient of: the patches are the forward's, [Nf, P..., T, Cf] (`_patches` with the
+  forward's strides, the forward's batch and features in place: `feature_major`), the same
+  instructions as the forward conv's own, which CSE then computes once for both; the dot
+  contracts their leading (batch, position) dims with the output gradient's [Nf, P..., F]
+  (the forward's output layout: no transpose for NHWC), a transposed-A matrix product."""
+  _, rhs_perm, _ = reference_conv.canonical_perms(a["dimension_numbers"])
+  nsp = w.shape.rank - 2
+  g = b.transpose(w, (rhs_perm[nsp],) + tuple(rhs_perm[:nsp]) + (rhs_perm[nsp + 1],))
+  forward = dict(a, window_strides=a["rhs_dilation"], rhs_dilation=a["window_strides"])
+  col = _patches(b, x, forward, out_spatial, g.dims[1:-1], feature_major=True)
+  contract = tuple(range(nsp + 1))
+  out = _dot(b, dtype, col, g, (contract, ()), (contract, ()))      # [T, Cf, F]
+  out = b.reshape(out, tuple(out_spatial) + out.dims[1:])
+  return b.transpose(out, (nsp,) + tuple(range(nsp)) + (nsp + 1,))  # [Cf, O..., F]
 
 
 def _dot(b: _Builder, dtype, lhs: Instr, rhs: Instr, lhs_dims, rhs_dims) -> Instr:
@@ -259,7 +258,7 @@ def _expand(comp: hlo.Computation, conv: Instr) -> Instr:
   out_spatial = canonical_dims[1:-1]
   fgc, bgc = a["feature_group_count"], a["batch_group_count"]
   if fgc == bgc == 1 and taps > math.prod(out_spatial):
-    out = _kernel_gradient(b, x, kernel, a, dt, out_spatial)
+    out = _kernel_gradient(b, x, w, a, dt, out_spatial)
     return b.transpose(out, np.argsort(out_canonical))
   col = _patches(b, x, a, kernel_spatial, out_spatial)   # [N, O..., T, C]
   n, c = col.dims[0], col.dims[-1]

@@ -1,7 +1,7 @@
 """The pass pipeline: lowered module -> optimized module (what `Compiled.as_text()` prints).
 
     inline, algsimp, constant_folding, dot_transpose, algsimp, cse, dce,
-    reduction_splitter, fusion, dot_epilogue, dce, async_collectives
+    reduction_splitter, dot_split_k, fusion, dot_epilogue, dce, async_collectives
 
 preceded by `conv_expansion` (always: the backend has no convolution kernel, each
 `convolution` becomes im2col + one dot) and followed by `copy_outputs` (always: the
@@ -24,12 +24,13 @@ from ember._src import hlo
 from ember._src.passes import conv_expansion, dumps
 
 PASSES = ("inline", "algsimp", "constant_folding", "dot_transpose", "algsimp", "cse", "dce",
-          "reduction_splitter", "fusion", "dot_epilogue", "dce", "async_collectives")
+          "reduction_splitter", "dot_split_k", "fusion", "dot_epilogue", "dce",
+          "async_collectives")
 
 # Lowest opt_level each pass runs at. At 0 only what the backend contract needs runs: no
 # `call` left (inline), no dead code, every computing op in a fusion.
 MIN_OPT_LEVEL = {"inline": 0, "algsimp": 1, "constant_folding": 1, "dot_transpose": 1,
-                 "cse": 1, "dce": 0, "reduction_splitter": 1, "fusion": 0, "dot_epilogue": 1,
+                 "cse": 1, "dce": 0, "reduction_splitter": 1, "dot_split_k": 1, "fusion": 0, "dot_epilogue": 1,
                  "async_collectives": 0}
 
 

@@ -144,12 +144,19 @@ def _declare_callback(name: str, host_fn: Callable, effects: Callable) -> core.P
 
 
 def emit_host_call(ctx, fn: Callable, args, out_avals, side_effect: bool,
-                   collective: str | None = None) -> list:
-  """A custom call of the host function `fn` (registered for the module's lifetime);
-  `collective`: the kind of collective it runs between devices, if it is one."""
+                   collective: tuple | None = None) -> list:
+  """A custom call of the host function `fn` (registered for the module's lifetime).
+  `collective`: (kind, start, done) for a call that runs a collective between devices:
+  `start(*args)` starts it and returns [ticket], `done(ticket)` returns fn's results
+  (passes/async_collectives.py may run the call as those two)."""
+  extra = {}
+  if collective is not None:
+    kind, start, done = collective
+    extra = dict(collective=kind, start=host_callbacks.register(start),
+                 done=host_callbacks.register(done))
   attrs = {"target": host_callbacks.TARGET,
            "backend_config": host_callbacks.backend_config(host_callbacks.register(fn),
-                                                           collective)}
+                                                           **extra)}
   if side_effect:
     attrs["has_side_effect"] = True
   shape = TupleShape(tuple(Shape.of(a) for a in out_avals))

@@ -46,8 +46,8 @@ def _named(axes) -> tuple:
 # batching.spmd_axes), a collective over device axes stays in the jaxpr and lowers to a host
 # call that runs it through the run's communicator (runtime/collectives.py) on this device's
 # buffer. One that communicates is marked as having side effects (every device must reach
-# every collective) and `collective` (its kind), so passes/async_collectives.py can split it
-# into a start and a done that overlap the computation between them; axis_index only reads
+# every collective) and carries its start and done halves, so passes/async_collectives.py can
+# split it into two calls that overlap the computation between them; axis_index only reads
 # which device runs it.
 
 def _host_collective(ctx, args, body, collective: str | None):
@@ -58,8 +58,22 @@ def _host_collective(ctx, args, body, collective: str | None):
   def run(*arrays):
     dctx, dev = collectives.current()
     return [body(dctx, dev, *arrays)]
-  return callbacks.emit_host_call(ctx, run, list(args), ctx.avals_out,
-                                  collective is not None, collective=collective)[0]
+  if collective is None:
+    return callbacks.emit_host_call(ctx, run, list(args), ctx.avals_out, False)[0]
+  return _emit_collective(ctx, run, list(args), ctx.avals_out, collective)[0]
+
+
+def _emit_collective(ctx, run, args, avals, kind: str) -> list:
+  """The host call of a collective `run`, with the start/done halves it may run as
+  (runtime/collectives.py `start` and `done`)."""
+  from ember._src.primitives import callbacks   # a layer above: imported when lowering
+
+  def start(*arrays):
+    return [np.int32(collectives.start(run, arrays))]
+
+  def done(ticket):
+    return collectives.done(int(ticket))
+  return callbacks.emit_host_call(ctx, run, args, avals, True, collective=(kind, start, done))
 
 
 def _out_dtype(ctx):
@@ -238,7 +252,6 @@ def _all_reduce_group_impl(*xs, op, axes, axis_index_groups):
 
 
 def _all_reduce_group_lower(ctx, *xs, op, axes, axis_index_groups):
-  from ember._src.primitives import callbacks   # a layer above: imported when lowering
   avals = ctx.avals_out
   sizes = [math.prod(a.shape) for a in avals]
   ends = np.cumsum(sizes)[:-1]
@@ -250,7 +263,7 @@ def _all_reduce_group_lower(ctx, *xs, op, axes, axis_index_groups):
         np.ravel(arrays[0])
     out = comm.all_reduce(rank, np.ascontiguousarray(flat, avals[0].dtype), op)
     return [piece.reshape(a.shape) for piece, a in zip(np.split(out, ends), avals)]
-  return callbacks.emit_host_call(ctx, run, list(xs), avals, True, collective="all-reduce")
+  return _emit_collective(ctx, run, list(xs), avals, "all-reduce")
 
 
 all_reduce_group_p = declare("all_reduce_group", _all_reduce_group_abstract_eval,

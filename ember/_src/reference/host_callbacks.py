@@ -28,23 +28,23 @@ def register(fn: Callable) -> int:
   return i
 
 
-def function(callback_id: int) -> Callable:
-  return _functions[callback_id]
+def backend_config(callback_id: int, **extra) -> tuple:
+  """The custom call's config: the function's id and `extra` facts. A call that runs a
+  collective between devices has `collective` (its kind: "all-reduce", "all-gather", ...)
+  and the ids of its `start` and `done` halves (passes/async_collectives.py splits the
+  call into those; the halves' own calls say "all-reduce-start", ...)."""
+  return (("callback_id", callback_id),) + tuple(extra.items())
 
 
-def backend_config(callback_id: int, collective: str | None = None) -> tuple:
-  """The custom call's config: the function's id, and for a call that runs a collective
-  between devices its kind ("all-reduce", "all-gather", ...; passes/async_collectives.py
-  splits those calls into a start and a done, and marks the kind "all-reduce-start" ...)."""
-  config = (("callback_id", callback_id),)
-  return config + ((("collective", collective),) if collective else ())
-
-
-def collective_kind(instr) -> str | None:
-  """The collective a host-callback custom call runs, None if it is not one."""
+def async_halves(instr) -> tuple[str, int, int] | None:
+  """(kind, start id, done id) of a host call running a collective that can be split into
+  a start and a done; None for any other instruction."""
   if instr.opcode != "custom-call" or instr.attrs.get("target") != TARGET:
     return None
-  return dict(instr.attrs.get("backend_config", ())).get("collective")
+  config = dict(instr.attrs.get("backend_config", ()))
+  if "start" not in config:
+    return None
+  return config["collective"], config["start"], config["done"]
 
 
 def run(config, *arrays) -> list:
