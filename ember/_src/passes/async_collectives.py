@@ -65,11 +65,11 @@ def _split(entry: hlo.Computation, call: hlo.Instr) -> tuple[hlo.Instr, hlo.Inst
 
 
 def _schedule(instrs: list, starts: dict, root: hlo.Instr) -> list:
-  """`instrs` (the calls replaced: `starts` maps each call to its start and ticket) with
-  every start (and its ticket) as early as its operands and the start
-  before it allow, and every done (and the get-tuple-elements unpacking it) placed when
-  the first instruction that reads it is: right before it. The root comes last, after any
-  done nothing reads."""
+  """`instrs` in a new order, without the calls (`starts` maps each call to its start and
+  ticket): every start (with its ticket) as early as its operands and the start before it
+  allow, at the latest where its call was; every done (with the get-tuple-elements
+  unpacking it) right before the first instruction that reads it; the root last, after
+  any done nothing reads."""
   tickets = {t.id for _, t in starts.values()}
   dones = [i for i in instrs if i.operands and i.operands[0].id in tickets]
   lazy = {d.id for d in dones}

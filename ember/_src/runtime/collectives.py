@@ -338,7 +338,7 @@ def start(run: Callable, arrays: Sequence[np.ndarray]) -> int:
   def on_comm_thread():
     with on_device(ctx, device_id):   # aborts the run's groups if the collective fails
       return run(*arrays)
-  ticket = next(_tickets)
+  ticket = next(_tickets) & 0x7FFFFFFF   # an s32 in the program (wraps after 2**31 calls)
   _in_flight[ticket] = _comm_thread(device_id).submit(on_comm_thread)
   return ticket
 
