@@ -38,7 +38,7 @@ import threading
 
 import numpy as np
 
-from ember._src.backends.cpu import dot_kernels, host, llvm_jit, threadpool
+from ember._src.backends.cpu import dot_kernels, host, llvm_jit, runtime_cache, threadpool
 
 # The descriptor's i64 words (`_NAMES`): is_f64, transA, transB (CBLAS codes), M, N, K, lda,
 # ldb, ldc, split_cols, unit (rows or columns per outer index), bytes to advance A, B, C per
@@ -154,7 +154,7 @@ def _openblas():
   return (s, d, *thread_count_functions(), int_ty)
 
 
-@functools.cache
+@runtime_cache.once
 def _native():
   """(engine, address of ember_blas_chunk, None or the process-wide (get, set) thread
   count functions when the per-thread one is missing), or None without a usable OpenBLAS."""
@@ -372,7 +372,7 @@ _GRAM_MOVE = """move{w}:
 GRAM_ROWS = 256      # rows of C per unit: the gemm's packing of A's rows above is amortized
 
 
-@functools.cache
+@runtime_cache.once
 def _gram_native():
   """(engine, address of ember_gram_chunk) when OpenBLAS has omatcopy too, else None."""
   found, gemms = openblas_library(), _openblas()

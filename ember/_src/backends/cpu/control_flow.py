@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import collections
 import ctypes
-import functools
 import logging
 import re
 import threading
@@ -167,7 +166,7 @@ ret:
 """
 
 
-@functools.cache
+@runtime_cache.once
 def _driver():
   """(engine, ctypes function i64 ember_loop_run(i64* program)), compiled once per machine
   (runtime_cache)."""

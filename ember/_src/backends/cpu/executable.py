@@ -30,7 +30,6 @@ each thunk has a `name` (its instruction's) and a `kind`.
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import sys
 import threading
@@ -206,7 +205,7 @@ _LIST_ITEMS = 24   # offsetof(PyListObject, ob_item) on 64-bit CPython builds
 _ARRAY_DATA = 16   # offsetof(PyArrayObject_fields, data): after the 16-byte object header
 
 
-@functools.cache
+@runtime_cache.once
 def _hit_prologue():
   """(engine, the prologue taking its descriptor's address), or None where this process's
   object layouts are not the ones it reads (checked once on a real list and array)."""

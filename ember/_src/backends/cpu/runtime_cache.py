@@ -9,6 +9,8 @@ is a runtime library, here built on the machine that runs it. The first process 
 compiles it and stores the object; later processes load it (~1-5 ms).
 
     load_or_compile(symbol, make_ir, key) -> (engine, symbol -> address)
+    @once                            # the per-process builder of such code
+
 
 Where: `ember_runtime_cache_dir` (EMBER_RUNTIME_CACHE_DIR; default $XDG_CACHE_HOME/ember/
 runtime, else ~/.cache/ember/runtime; "" = off). An entry is named by a symbol it defines
@@ -30,6 +32,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import threading
 from typing import Callable
 
 import llvmlite
@@ -71,6 +74,31 @@ def entry_name(symbol: str, key: str, opt_level: int = 3) -> str:
   h = hashlib.sha256(environment())
   h.update(f"{symbol}\0{opt_level}\0{key}".encode())
   return f"{symbol}-{h.hexdigest()[:32]}"
+
+
+def once(build: Callable[[], object]) -> Callable[[], object]:
+  """`build()` run at most once per process, its result returned to every caller: the
+  decorator of the functions that make this process's copy of a runtime function (its
+  engine and the ctypes functions calling into it). Unlike `functools.cache`, callers
+  arriving together wait for the first instead of each building a copy: a copy that lost
+  the race was freed with its engine while code it handed out (a step table's runner) could
+  still be called, a crash (4 devices' first calls at once on a 13-core machine)."""
+  lock = threading.Lock()
+  done: list = []
+
+  @functools.wraps(build)
+  def built():
+    if not done:
+      with lock:
+        if not done:
+          done.append(build())
+    return done[0]
+
+  def after_fork() -> None:   # a parent thread may have held the lock at the fork
+    nonlocal lock
+    lock = threading.Lock()
+  os.register_at_fork(after_in_child=after_fork)
+  return built
 
 
 def load_or_compile(symbol: str, make_ir: Callable[[], str], key: str, opt_level: int = 3):

@@ -418,7 +418,7 @@ class _Native(NamedTuple):
   run_steps: object  # ember_pool_run_steps as a kernel (ctypes)
 
 
-@functools.cache
+@runtime_cache.once
 def _native() -> _Native:
   text = _ir_text()     # compiled once per machine (~25 ms), then loaded from disk
   engine, addr = runtime_cache.load_or_compile("ember_pool_run", lambda: text, text, 2)
