@@ -245,6 +245,7 @@ def check_async_collectives():
   before the backward pass has made the first layer's gradient, each done waits where the
   update reads it; the values are those of blocking collectives, bit for bit."""
   from ember._src import all_reduce_grouping, flags
+  from ember._src.passes import async_collectives
   if n == 1:
     return
   mesh = jax.make_mesh((n,), ("data",))
@@ -252,8 +253,8 @@ def check_async_collectives():
   x, y = batch()
   params = init()
   outs = {}
-  saved = all_reduce_grouping.BUCKET_BYTES
-  all_reduce_grouping.BUCKET_BYTES = 100
+  saved = all_reduce_grouping.BUCKET_BYTES, async_collectives.MIN_BYTES
+  all_reduce_grouping.BUCKET_BYTES, async_collectives.MIN_BYTES = 100, 0
   try:
     for overlap in (True, False):
       with flags.override(disable_passes=() if overlap else ("async_collectives",)):
@@ -273,8 +274,18 @@ def check_async_collectives():
         assert any(i.opcode == "dot" for i in instrs[start:done]), names
       else:
         assert not any(name.startswith("all-reduce-start") for name in names), names
+    # small collectives in all (the default MIN_BYTES): blocking, no pairs
+    async_collectives.MIN_BYTES = saved[1]
+    small = jax.jit(lambda p, xb, yb: sgd(p, jax.grad(loss)(p, xb, yb)),
+                    in_shardings=(repl, data, data), out_shardings=repl)
+    assert flat(small(params, x, y)) == outs[False]
+    (entry,) = small._cache.values()
+    ((fun, _),) = entry.programs.values()
+    (prog,) = fun.jitted._cache.values()
+    assert not any(i.name.startswith("all-reduce-start")
+                   for i in prog.compiled.module.entry.instrs)
   finally:
-    all_reduce_grouping.BUCKET_BYTES = saved
+    all_reduce_grouping.BUCKET_BYTES, async_collectives.MIN_BYTES = saved
   assert outs[True] == outs[False]
 
 

@@ -19,6 +19,8 @@ so the instructions between them, which neither feed nor read the collective, ru
 is in flight (a data-parallel backward pass computes the earlier layers' gradients while the
 later layers' ones are being all-reduced; all_reduce_grouping.py issues them in buckets).
 
+A program whose collectives move fewer than MIN_BYTES in all keeps them blocking.
+
 Value-preserving: a done returns what the call returned, and every reader of it still comes
 after it. The starts keep their order, so each device hands its collectives to its
 communication thread in program order, and every device of a group runs the same program:
@@ -36,12 +38,20 @@ from ember._src.reference import host_callbacks
 
 _TICKET = hlo.scalar_shape(np.int32)
 
+# A program whose collectives move fewer bytes keeps them blocking: handing one to the
+# communication thread and back costs ~0.1-0.4 ms of thread wake-ups (measured: a step with
+# one 1 KB all-reduce went from 1.4 to 1.9 ms on 2 devices), more than small messages take,
+# so there is nothing to hide. All or none: a blocking collective between pairs would run on
+# the device's thread while its communication thread runs another.
+MIN_BYTES = 256 << 10
+
 
 def run(module: hlo.Module, flags=None) -> hlo.Module:
   entry = module.entry
   calls = [i for i in entry.instrs if host_callbacks.async_halves(i)]
-  if not calls or any(hlo.has_side_effect(i) and not host_callbacks.async_halves(i)
-                      for i in entry.instrs):
+  if (not calls or sum(o.shape.nbytes for c in calls for o in c.operands) < MIN_BYTES
+      or any(hlo.has_side_effect(i) and not host_callbacks.async_halves(i)
+             for i in entry.instrs)):
     return module
   starts = {c.id: _split(entry, c) for c in calls}
   entry.instrs = _schedule(entry.instrs, starts, entry.root)
