@@ -15,9 +15,10 @@ that makes the last of its operands; then the level-1 equations with the level-2
 and so on. Every equation still follows what it reads (an equation of level L reads only
 values of level <= L, made before it; an all-reduce of level L+1 reads a value of level L),
 so values are unchanged; only the number of collectives drops, and a bucket is in flight
-while the rest of its phase computes (passes/async_collectives.py). Every device runs the same rewritten program, so the
-collectives still meet in the same order everywhere (across processes too). A program with
-effects other than collectives (callbacks, prints) is left as it is: their order is kept.
+while the rest of its phase computes (passes/async_collectives.py). Every device runs the
+same rewritten program, so the collectives still meet in the same order everywhere (across
+processes too). A program with effects other than collectives (callbacks, prints) is left
+as it is: their order is kept.
 """
 from __future__ import annotations
 

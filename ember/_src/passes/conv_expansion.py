@@ -116,8 +116,9 @@ def _patches(b: _Builder, x: Instr, a: dict, kernel_spatial, out_spatial,
              feature_major: bool = False) -> Instr:
   """[N, O..., T, C]: the padded, dilated input's window of every tap at every output
   position (`feature_major`: x's dimension numbers name its features as the batch and its
-  batch as the features, as a kernel gradient's do: read it as [C, S..., N]). Built from one strided slice per tap (all positions), or per output position
-  (all taps) where those are fewer (a kernel gradient: a large "kernel", few positions).
+  batch as the features, as a kernel gradient's do: read it as [C, S..., N]). Built from
+  one strided slice per tap (all positions), or per output position (all taps) where those
+  are fewer (a large kernel, few positions).
   Taps or positions stack on a dim before the features: the concatenate's choice of
   operand is then invariant in the emitter's inner (feature) loop, which vectorizes."""
   x = _padded_input(b, x, a, feature_major)

@@ -18,7 +18,7 @@ the shape only: results are the same run to run and for any EMBER_NUM_THREADS. E
 becomes S partial sums of K products in order, added in order: a float dot's summation
 order, which no dot implementation fixes (BLAS blocks the contraction too); the error bound
 of an f32 sum of S*K products drops from ~S*K*eps to ~(K + S)*eps times the sum of
-magnitudes. Only float dots are split.
+magnitudes. Only float32/float64 (and complex) dots are split.
 """
 from __future__ import annotations
 
@@ -32,12 +32,16 @@ MIN_S, MAX_S = 2, 64      # partial dots: enough to share, few enough to add up 
 MIN_SLICE = 128          # contraction length of each partial dot, at least
 MIN_FLOPS = 1 << 22      # below this one core finishes before a fork/join pays off
 MAX_PARTIAL_RATIO = 8    # the partials (S*M*N) at most 1/8 of what the dot reads (S*K*(M+N))
+# float16/bfloat16 dots accumulate in float32 and round once: partial results in their
+# own type would round S more times
+_SPLIT_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64, np.complex64,
+                                         np.complex128)))
 
 
 def _splittable(d: hlo.Instr) -> bool:
   a = d.attrs
   if (d.opcode != "dot" or a.get("lhs_batch_dims") or a.get("rhs_batch_dims")
-      or not np.issubdtype(d.dtype, np.inexact)):
+      or np.dtype(d.dtype) not in _SPLIT_DTYPES):
     return False
   lhs, rhs = d.operands
   lc, rc = tuple(a["lhs_contracting_dims"]), tuple(a["rhs_contracting_dims"])
