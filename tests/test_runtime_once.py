@@ -14,6 +14,22 @@ import time
 from ember._src.backends.cpu import runtime_cache
 
 
+def results_of_callers_arriving_together(fn, n: int = 8) -> list:
+  """fn() called by `n` threads released at the same moment: their results."""
+  got, start = [], threading.Barrier(n)
+
+  def caller():
+    start.wait()
+    got.append(fn())
+
+  threads = [threading.Thread(target=caller) for _ in range(n)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join()
+  return got
+
+
 def test_once_runs_the_builder_once_for_callers_arriving_together():
   calls = []
 
@@ -23,18 +39,7 @@ def test_once_runs_the_builder_once_for_callers_arriving_together():
     time.sleep(0.05)          # long enough for every thread to arrive while it runs
     return object()
 
-  got = []
-  start = threading.Barrier(8)
-
-  def caller():
-    start.wait()
-    got.append(build())
-
-  threads = [threading.Thread(target=caller) for _ in range(8)]
-  for t in threads:
-    t.start()
-  for t in threads:
-    t.join()
+  got = results_of_callers_arriving_together(build)
   assert len(calls) == 1
   assert len(got) == 8 and all(g is got[0] for g in got)
   assert build() is got[0]
@@ -60,24 +65,18 @@ def test_a_failed_build_is_tried_again():
 def test_the_runtime_builders_give_every_thread_the_same_copy():
   """In a fresh process (nothing built yet), 8 threads ask each builder at once."""
   code = textwrap.dedent("""
-      import threading
       from ember._src.backends.cpu import blas_pool, control_flow, executable, threadpool
-      builders = [threadpool._native, blas_pool._native, blas_pool._gram_native,
-                  control_flow._driver, executable._hit_prologue]
-      for build in builders:
-        got, start = [], threading.Barrier(8)
-        def caller():
-          start.wait()
-          got.append(build())
-        threads = [threading.Thread(target=caller) for _ in range(8)]
-        for t in threads:
-          t.start()
-        for t in threads:
-          t.join()
+      from test_runtime_once import results_of_callers_arriving_together
+      for build in [threadpool._native, blas_pool._native, blas_pool._gram_native,
+                    control_flow._driver, executable._hit_prologue]:
+        got = results_of_callers_arriving_together(build)
         assert len(got) == 8 and all(g is got[0] for g in got), build.__name__
       print("ok")
   """)
-  env = dict(os.environ, EMBER_RUNTIME_CACHE_DIR="")   # compile: the widest race window
+  here = os.path.dirname(os.path.abspath(__file__))
+  env = dict(os.environ, EMBER_RUNTIME_CACHE_DIR="",   # compile: the widest race window
+             PYTHONPATH=os.pathsep.join([here, os.path.dirname(here),
+                                         os.environ.get("PYTHONPATH", "")]))
   out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=300)
   assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
