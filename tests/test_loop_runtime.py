@@ -227,6 +227,58 @@ def test_dots_with_several_contracting_dims_take_the_pooled_gemm(ls, rs, dims, d
   assert dots and all(t.gemm is not None for t in dots)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
+@pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True),
+                                             (True, True)])
+@pytest.mark.parametrize("B,M,N,K", [(7, 40, 33, 300), (16, 144, 32, 256), (1, 97, 150, 300)])
+def test_batched_gemm_chunks(threads, trans_a, trans_b, B, M, N, K):
+  """One BLAS call per batch, any number of batches per chunk: every batch's product."""
+  native = blas_pool._native()
+  if native is None:
+    pytest.skip("NumPy is not linked to an OpenBLAS")
+  a = data((B, K, M) if trans_a else (B, M, K))
+  b = data((B, N, K) if trans_b else (B, K, N))
+  g = blas_pool.BatchedGemm(native, False, trans_a, trans_b, B, M, N, K, a.shape[2],
+                            b.shape[2], 4, threads=threads)
+  c = np.full((B, M, N), np.nan, np.float32)
+  g.run(a.ctypes.data, b.ctypes.data, c.ctypes.data)
+  A = (np.swapaxes(a, 1, 2) if trans_a else a).astype(np.float64)
+  Bm = (np.swapaxes(b, 1, 2) if trans_b else b).astype(np.float64)
+  bound = 2e-7 * np.sqrt(K) * (np.abs(A) @ np.abs(Bm)) + 1e-7
+  assert np.all(np.abs(c - A @ Bm) <= bound)
+  assert g.nchunks == (1 if threads == 1 or 2 * B * M * N * K < blas_pool.MIN_SPLIT_FLOPS
+                       else min(threads, B))
+
+
+# (lhs shape, rhs shape, dimension numbers, einsum spec): batch dims leading in both
+BATCHED_DOTS = [((8, 60, 70), (8, 70, 50), (((2,), (1,)), ((0,), (0,))), "bij,bjk->bik"),
+                ((4, 3, 50, 64), (4, 3, 40, 64), (((3,), (3,)), ((0, 1), (0, 1))),
+                 "abik,abjk->abij"),
+                ((16, 256, 144), (16, 256, 32), (((1,), (1,)), ((0,), (0,))),
+                 "bki,bkj->bij")]
+
+
+@pytest.mark.usefixtures("blas_dots")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ls,rs,dims,spec", BATCHED_DOTS)
+def test_batched_dots_take_the_pooled_gemm(ls, rs, dims, spec, dtype):
+  """A batched dot (attention's scores, a split kernel gradient) runs its batches on the
+  pool, eager and jit against NumPy float64."""
+  if blas_pool._native() is None:
+    pytest.skip("NumPy is not linked to an OpenBLAS")
+  a, b = data(ls, dtype), data(rs, dtype)
+  f = lambda a, b: lax.dot_general(a, b, dims)
+  a64, b64 = a.astype(np.float64), b.astype(np.float64)
+  K = ls[dims[0][0][0]]
+  bound = 4 * np.finfo(dtype).eps * np.sqrt(K) * np.einsum(spec, np.abs(a64), np.abs(b64))
+  with ember.enable_x64(dtype == np.float64):
+    for out in (f(a, b), ember.jit(f)(a, b)):
+      assert out.dtype == dtype
+      assert np.all(np.abs(np.asarray(out) - np.einsum(spec, a64, b64)) <= bound)
+    dots = [t for t in thunks(f, a, b) if isinstance(t, ex.DotThunk)]
+  assert dots and all(isinstance(t.gemm, blas_pool.BatchedGemm) for t in dots)
+
+
 @pytest.mark.usefixtures("blas_dots")
 @pytest.mark.parametrize("ls,rs,dims,spec", [
     ((6, 60, 7), (6, 7, 50), ((0, 2), (0, 1)), "ijk,ikl->jl"),   # split around a free dim
@@ -245,8 +297,9 @@ def test_dots_needing_a_copy_keep_numpy(ls, rs, dims, spec):
 
 @pytest.mark.usefixtures("blas_dots")
 def test_numpy_matmul_dots_run_openblas_on_one_thread(monkeypatch):
-  """A dot the pooled gemm does not take (batched, Gram) runs NumPy's matmul with
-  OpenBLAS's thread count 1 (its own threads stall on a loaded machine), restored after."""
+  """A dot the pooled gemm does not take (a layout that needs a copy, a Gram of one block)
+  runs NumPy's matmul with OpenBLAS's thread count 1 (its own threads stall on a loaded
+  machine), restored after."""
   found = blas_pool._openblas()
   if found is None:
     pytest.skip("NumPy is not linked to an OpenBLAS")
@@ -256,8 +309,9 @@ def test_numpy_matmul_dots_run_openblas_on_one_thread(monkeypatch):
     seen.append(get())
     return matmul(*args, **kw)
   before = get()
-  a, b, m = data((3, 140, 150)), data((3, 150, 160)), data((200, 300))   # a Gram of one block
-  batched = ember.jit(lambda a, b: jnp.einsum("bij,bjk->bik", a, b))
+  a, b, m = data((6, 60, 7)), data((6, 7, 50)), data((200, 300))   # a Gram of one block
+  # contracting dims around a free one: no matrix view without a copy
+  batched = ember.jit(lambda a, b: lax.dot_general(a, b, (((0, 2), (0, 1)), ((), ()))))
   gram = ember.jit(lambda m: m @ m.T)
   batched(a, b).block_until_ready(), gram(m).block_until_ready()   # compiled outside
   monkeypatch.setattr(np, "matmul", spy)
@@ -265,16 +319,16 @@ def test_numpy_matmul_dots_run_openblas_on_one_thread(monkeypatch):
   monkeypatch.undo()
   assert len(seen) >= 2 and set(seen) == {1}
   assert get() == before
-  np.testing.assert_allclose(got_batched, np.einsum("bij,bjk->bik", a.astype(np.float64), b),
+  np.testing.assert_allclose(got_batched, np.einsum("ijk,ikl->jl", a.astype(np.float64), b),
                              **TOL[np.float32])
   np.testing.assert_allclose(got_gram, m.astype(np.float64) @ m.T, rtol=1e-5, atol=1e-4)
 
 
-def test_batched_and_integer_dots_keep_numpy():
-  a, b = data((3, 40, 50)), data((3, 50, 60))
-  f = lambda a, b: jnp.einsum("bij,bjk->bik", a, b)
+def test_dots_with_a_middle_batch_dim_and_integer_dots():
+  a, b = data((40, 3, 50)), data((3, 50, 60))
+  f = lambda a, b: jnp.einsum("ibj,bjk->bik", a, b)
   np.testing.assert_allclose(np.asarray(ember.jit(f)(a, b)),
-                             np.einsum("bij,bjk->bik", a.astype(np.float64), b),
+                             np.einsum("ibj,bjk->bik", a.astype(np.float64), b),
                              **TOL[np.float32])
   i, j = RNG.integers(-5, 5, (70, 80)).astype(np.int32), RNG.integers(-5, 5, (80, 90)).astype(np.int32)
   out = ember.jit(lambda i, j: i @ j)(i, j)

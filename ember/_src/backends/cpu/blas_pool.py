@@ -89,6 +89,23 @@ dgemm:
 done:
   ret void
 }
+
+; units [start, stop) one ember_blas_chunk call each: a batched dot's batches (unit = M rows
+; of the B*M, the steps one batch's A, B and C apart)
+define void @ember_blas_batches(i8** %b, i64 %start, i64 %stop) {
+entry:
+  br label %loop
+loop:
+  %u = phi i64 [ %start, %entry ], [ %u1, %body ]
+  %more = icmp slt i64 %u, %stop
+  br i1 %more, label %body, label %exit
+body:
+  %u1 = add i64 %u, 1
+  call void @ember_blas_chunk(i8** %b, i64 %u, i64 %u1)
+  br label %loop
+exit:
+  ret void
+}
 """
 _NAMES = ("isf64", "transa", "transb", "m", "n", "k", "lda", "ldb", "ldc", "split",
           "unit", "astep", "bstep", "cstep")
@@ -157,7 +174,8 @@ def _openblas():
 @runtime_cache.once
 def _native():
   """(engine, address of ember_blas_chunk, None or the process-wide (get, set) thread
-  count functions when the per-thread one is missing), or None without a usable OpenBLAS."""
+  count functions when the per-thread one is missing, address of ember_blas_batches), or
+  None without a usable OpenBLAS."""
   found = _openblas()
   if found is None:
     return None
@@ -166,7 +184,7 @@ def _native():
                                          INT=int_ty,
                                          CONV="trunc" if int_ty == "i32" else "bitcast")
   engine, addr, *_ = llvm_jit.jit(text, 2)
-  return engine, addr("ember_blas_chunk"), (get, set_)
+  return engine, addr("ember_blas_chunk"), (get, set_), addr("ember_blas_batches")
 
 
 _count_lock = threading.Lock()
@@ -243,7 +261,7 @@ class Gemm(_PooledChunks):
 
   def __init__(self, native, is_f64: bool, trans_a: bool, trans_b: bool, M: int, N: int,
                K: int, lda: int, ldb: int, itemsize: int, threads: int | None = None):
-    self.engine, address, thread_counts = native
+    self.engine, address, thread_counts, _ = native
     threads = host.num_threads() if threads is None else threads
     cols = N > M                       # split the larger side: its operand is packed once
     dim = N if cols else M
@@ -258,6 +276,26 @@ class Gemm(_PooledChunks):
     desc = np.array([int(is_f64), 112 if trans_a else 111, 112 if trans_b else 111,
                      M, N, K, lda, ldb, N, int(cols), unit, *steps], np.int64)
     self._setup(address, thread_counts, desc, 3, outer, min(chunks, outer))
+
+  def run(self, a: int, b: int, c: int) -> None:
+    self._run(a, b, c)
+
+
+class BatchedGemm(_PooledChunks):
+  """A batched float dot (batch dimensions leading in both operands and in the result) as
+  one BLAS call per batch, the batches split across the thread pool (NumPy's matmul runs
+  them one after the other on one core)."""
+
+  def __init__(self, native, is_f64: bool, trans_a: bool, trans_b: bool, B: int, M: int,
+               N: int, K: int, lda: int, ldb: int, itemsize: int, threads: int | None = None):
+    self.engine, _, thread_counts, address = native
+    threads = host.num_threads() if threads is None else threads
+    chunks = 1 if 2 * B * M * N * K < MIN_SPLIT_FLOPS or threads <= 1 else min(threads, B)
+    # rows mode with one unit per batch: each call computes M rows at one batch's A, B, C
+    desc = np.array([int(is_f64), 112 if trans_a else 111, 112 if trans_b else 111,
+                     B * M, N, K, lda, ldb, N, 0, M, M * K * itemsize, K * N * itemsize,
+                     M * N * itemsize], np.int64)
+    self._setup(address, thread_counts, desc, 3, B, chunks)
 
   def run(self, a: int, b: int, c: int) -> None:
     self._run(a, b, c)
@@ -432,29 +470,36 @@ def _matrix_view(dims: tuple, contracting: tuple, contracting_first: bool):
 
 
 def gemm_for(instr, out_dtype) -> Gemm | None:
-  """A Gemm for a `dot` instruction when it is a float32/float64 product without batch
-  dimensions computed in its output dtype whose operands read as 2-D matrices without a
-  copy (`_matrix_view`: a convolution's dot contracts (taps, channels) at once), and
-  OpenBLAS is available; else None."""
+  """A Gemm (a Gram, a BatchedGemm) for a `dot` instruction when it is a float32/float64
+  product computed in its output dtype, its batch dimensions (if any) leading in both
+  operands, whose operands read per batch as 2-D matrices without a copy (`_matrix_view`: a
+  convolution's dot contracts (taps, channels) at once), and OpenBLAS is available; else
+  None."""
   lhs, rhs = instr.operands
   a = instr.attrs
   dt = np.dtype(out_dtype)
   lc, rc = tuple(a.get("lhs_contracting_dims", ())), tuple(a.get("rhs_contracting_dims", ()))
+  lb, rb = tuple(a.get("lhs_batch_dims", ())), tuple(a.get("rhs_batch_dims", ()))
+  nb = len(lb)
   if dt not in (np.dtype(np.float32), np.dtype(np.float64)) or \
       np.dtype(lhs.dtype) != dt or np.dtype(rhs.dtype) != dt or \
-      a.get("lhs_batch_dims") or a.get("rhs_batch_dims") or \
+      lb != tuple(range(nb)) or rb != lb or \
       0 in lhs.shape.dims or 0 in rhs.shape.dims:
     return None
   order = sorted(range(len(lc)), key=lambda i: lc[i])     # pairs in lhs memory order
-  lc, rc = tuple(lc[i] for i in order), tuple(rc[i] for i in order)
-  left = _matrix_view(tuple(lhs.shape.dims), lc, contracting_first=False)
-  right = _matrix_view(tuple(rhs.shape.dims), rc, contracting_first=True)
+  lc, rc = tuple(lc[i] - nb for i in order), tuple(rc[i] - nb for i in order)
+  left = _matrix_view(tuple(lhs.shape.dims[nb:]), lc, contracting_first=False)
+  right = _matrix_view(tuple(rhs.shape.dims[nb:]), rc, contracting_first=True)
   if left is None or right is None:
     return None
   native = _native()
   if native is None:
     return None
   (trans_a, M, K, lda), (trans_b, N, _, ldb) = left, right
+  if nb:       # leading batch dims: one gemm per batch
+    B = int(np.prod(lhs.shape.dims[:nb], dtype=np.int64))
+    return BatchedGemm(native, dt == np.float64, trans_a, trans_b, B, M, N, K, lda, ldb,
+                       dt.itemsize)
   if dot_kernels.is_gram(instr):   # half a gemm's flops (NumPy's matmul calls syrk)
     gram = _gram_native()
     if gram is None or M <= GRAM_ROWS or host.num_threads() <= 1 or \
