@@ -13,9 +13,11 @@ the chunks go through `threadpool.run`: the caller
 takes part and claims whatever chunks the workers have not started, so a busy machine
 degrades to one core instead of stalling. A Gram product `m @ m.T` / `m.T @ m` is split
 the same way into row blocks of its lower triangle, each mirrored (`Gram`: half a gemm's
-flops, as BLAS's syrk, on every core). A dot it does not take (batched, a Gram product of
-one row block, complex, an operand that is no matrix without a copy) runs NumPy's matmul with
-the same count of 1 (`numpy_matmul`), so no ember dot waits on OpenBLAS's own threads.
+flops, as BLAS's syrk, on every core). A batched dot (batch dims leading in both operands)
+is one gemm per batch, the batches split over the pool (`BatchedGemm`, `ember_blas_batches`).
+A dot it does not take (batch dims elsewhere, a Gram product of one row block, complex, an
+operand that is no matrix without a copy) runs NumPy's matmul with the same count of 1
+(`numpy_matmul`), so no ember dot waits on OpenBLAS's own threads.
 
 The native part is one small LLVM function compiled once per process (like the pool's):
 `ember_blas_chunk(i8** {A, B, C, descriptor}, i64 start, i64 stop)`, with the addresses of
