@@ -3,15 +3,12 @@ so that the device computes while the collective is in flight.
 
 A collective lowers to a host call (primitives/parallel.py) that blocks its device's program
 until every device of its group has reached it and the data has moved. Here each such call
-(a custom call marked `collective` in its config) becomes, as XLA's all-reduce-start /
-all-reduce-done pairs:
+becomes two, as XLA's all-reduce-start / all-reduce-done pairs (host functions the
+collective's lowering registered beside its own; the call's config names them):
 
   start: the same operands -> a ticket (s32[]); hands the collective to the device's
          communication thread (runtime/collectives.py `start`) and returns at once;
-  done:  the ticket -> the collective's results; waits for them.
-
-(host functions the collective's lowering registered beside its own: the call's config names
-them).
+  done:  the ticket -> the collective's results; waits for them;
 
 and the schedule (the entry's instruction order, which the backend runs) puts each start as
 early as its operands allow and each done just before the first instruction that reads it,

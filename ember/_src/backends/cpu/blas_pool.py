@@ -283,7 +283,7 @@ class Gemm(_PooledChunks):
     self._run(a, b, c)
 
 
-class BatchedGemm(_PooledChunks):
+class BatchedGemm(Gemm):
   """A batched float dot (batch dimensions leading in both operands and in the result) as
   one BLAS call per batch, the batches split across the thread pool (NumPy's matmul runs
   them one after the other on one core)."""
@@ -298,9 +298,6 @@ class BatchedGemm(_PooledChunks):
                      B * M, N, K, lda, ldb, N, 0, M, M * K * itemsize, K * N * itemsize,
                      M * N * itemsize], np.int64)
     self._setup(address, thread_counts, desc, 3, B, chunks)
-
-  def run(self, a: int, b: int, c: int) -> None:
-    self._run(a, b, c)
 
 
 # A Gram product C = A A^T (or A^T A) on the pool: unit b is the row block
