@@ -2,7 +2,9 @@
 executable.py `execute_direct`): a small call on ready Arrays runs inline with one direct
 kernel call. Results must equal NumPy's, and every condition the fast path checks (deleted,
 pending or non-contiguous inputs, donation, a busy executor, the sync switch, checked mode,
-x64, disable_jit, a tier-up) must still give the general path's behaviour."""
+x64, disable_jit, a tier-up) must still give the general path's behaviour. The native
+builtin made in front of this path after a few hits is kept out (its tests:
+test_native_hit.py)."""
 import threading
 
 import numpy as np
@@ -10,11 +12,18 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src import check_compiled
+from ember._src import check_compiled, jit as jit_mod
 from ember._src.backends.cpu import executable as exe_mod
 from ember._src.errors import JaxRuntimeError
 from ember._src.runtime import executor
 from ember._src.runtime.array import Array
+
+
+@pytest.fixture(autouse=True)
+def python_path(monkeypatch):
+  """These tests are of the Python hit path: no native builtin (test_native_hit.py) is made
+  in front of it."""
+  monkeypatch.setattr(jit_mod, "NATIVE_TRIES", 0)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from ember._src import check_compiled, core, hlo
 from ember._src.config import config
 from ember._src.errors import JaxRuntimeError
 from ember._src.profiler import events as _profiler
-from ember._src.runtime import executor
+from ember._src.runtime import array as array_module, executor
 from ember._src.runtime.array import Array, contiguous_ptr
 
 
@@ -94,14 +94,21 @@ class CompiledComputation:
                              user_arrays=user, device=device)
 
   def hit_runner(self, consts: Sequence, donate: Sequence[int],
-                 finish: Callable[[list], Any]) -> Callable[[Sequence], Any]:
+                 finish: Callable[[list], Any], result_kind: int | None = None
+                 ) -> Callable[[Sequence], Any]:
     """`finish(run([*consts, *leaves], donate, trusted=True))` as a function of `leaves`, for
     the cache hits of one jit signature (which fixed the leaves' shapes and dtypes). A small
     call whose arguments are all ready, C-contiguous Arrays runs inline here, straight into
     the executable (its one direct kernel call when it has one), unless the configuration
     asks otherwise now (no asynchronous dispatch, the executor busy, checked mode, a
     profile), the executable was swapped, or the call donates: `run` does all of that, and
-    is the fallback."""
+    is the fallback.
+
+    The inline runner has `native(arg_types, trace_key)`: the same call as one builtin
+    function (backends/cpu/native_hit.py) for calls whose arguments are all Arrays of
+    `arg_types` ((shape, dtype, weak type) each), or None; it returns NATIVE_MISS for a
+    call it leaves to the runner. `result_kind` (native_hit.RESULT_*, None: no builtin)
+    says what `finish` builds."""
     run = self.run
 
     def generic(leaves):
@@ -141,7 +148,27 @@ class CompiledComputation:
           # _ready_all, this runner, JitWrapped.__call__, its only caller)
           return finish(ready_all(r[0], r[1], weak_types, 3, True))
       return generic(leaves)
+
+    def native(arg_types, trace_key):
+      if result_kind is None:
+        return None
+      from ember._src.backends.cpu import native_hit   # (loaded with the backend)
+      guards = [(_profiler, "active", False), (config, "_jit_trace_key", trace_key),
+                (config, "_jit_inline", True), (core, "_open_traces", 0),
+                (self, "executable", ex), (ex, "_frame_lock", ex._frame_lock)]
+      return native_hit.hit_function(
+          array_module=array_module, executable=ex, consts=consts, arg_types=arg_types, guards=guards,
+          idle=executor.idle, out_specs=out_specs, result=result_kind,
+          free_gil=self.estimated_ns > NATIVE_HOLDS_GIL_NS, miss=NATIVE_MISS)
+    runner.native = native
     return runner
+
+
+# What a native cache hit returns for a call it leaves to the Python path
+NATIVE_MISS = object()
+# A native cache hit keeps the GIL through kernels estimated to run shorter than this
+# (releasing and taking it back costs ~0.1 us); longer ones let other threads run
+NATIVE_HOLDS_GIL_NS = 20_000
 
 
 def _check_donated_once(args, donate) -> None:

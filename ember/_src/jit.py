@@ -27,6 +27,7 @@ from ember._src.api_util import ShapeDtypeStruct
 from ember._src.config import TRACE_CONFIG, config
 from ember._src.compilation import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
+from ember._src.dispatch import NATIVE_MISS
 from ember._src.primitives import indexing
 from ember._src.profiler import events as _profiler
 from ember._src.runtime.array import Array, PlacedArray
@@ -244,7 +245,8 @@ class _Entry:
   def hit_runner(self) -> Callable:
     staged = self.staged
     self.hit = self.compiled.hit_runner(staged.consts, self.donate_pos,
-                                        _unflattener(staged.out_tree))
+                                        _unflattener(staged.out_tree),
+                                        _result_kind(staged.out_tree))
     return self.hit
 
 
@@ -274,6 +276,7 @@ def clear_caches() -> None:
       c.clear()
     for w in list(_wrappers):
       w._fast.clear()
+      w._native, w._native_tries = None, NATIVE_TRIES
     compilation._executables.clear()
     compilation._compiled_by_jaxpr.clear()
     cache_miss._seen_locations.clear()
@@ -326,6 +329,12 @@ class JitWrapped:
     # config -> the hit runner of the compiled entry of self._cache it stands for (see
     # _fast_key, _Entry.hit_runner).
     self._fast: dict[tuple, Callable] = {}
+    # One signature's hits as a builtin (dispatch.hit_runner's `native`), tried first on
+    # every call with positional arguments only; made from the first hits of the latest
+    # signature compiled (`_native_tries` of them: the executable's prologue is made by
+    # the first call that runs inline)
+    self._native: Callable | None = None
+    self._native_tries = NATIVE_TRIES
     self._has_static = bool(self.static_argnums or self.static_argnames)
     _wrappers.add(self)
     functools.update_wrapper(self, fun, updated=())  # not __dict__: a wrapped custom_jvp's
@@ -414,6 +423,11 @@ class JitWrapped:
     return self.trace(*args, **kwargs).out_info
 
   def __call__(self, *args, **kwargs):
+    native = self._native
+    if native is not None and not kwargs:
+      out = native(*args)
+      if out is not NATIVE_MISS:
+        return out
     if _profiler.active and _profiler.wrap_call():   # a `PjitFunction(f)` span
       return _profiler.dispatch(self, args, kwargs)
     key = None
@@ -433,6 +447,8 @@ class JitWrapped:
       except TypeError:         # an unhashable static argument: _lookup says so
         hit = key = None
       if hit is not None:
+        if self._native_tries and native is None:
+          return self._hit_then_native(hit, key, leaves)
         return hit(leaves)
     cv = config._values
     if cv["jax_disable_jit"]:
@@ -469,12 +485,28 @@ class JitWrapped:
       hit = entry.hit or entry.hit_runner()
       if key is not None and entry.cached and self._shardings is None and not entry.placed:
         self._fast[key] = hit
+        self._native, self._native_tries = None, NATIVE_TRIES   # the newest signature's
       return hit(leaves)
     staged = entry.staged
     outs = jit_p.bind(*staged.consts, *leaves, jaxpr=staged.jaxpr, name=self.__name__,
                       donated_invars=staged.donated, inline=self.inline,
                       keep_unused=self.keep_unused)
     return staged.out_tree.unflatten(outs)
+
+  def _hit_then_native(self, hit, key: tuple, leaves):
+    """A cache hit through `hit`, then its builtin form made for later calls of the same
+    signature when it has one (all the arguments Arrays, no static ones)."""
+    out = hit(leaves)
+    self._native_tries -= 1
+    make = getattr(hit, "native", None)
+    if make is None or self._has_static or type(key[0]) is not int:
+      return out
+    n = key[0]
+    arg_types = [key[1 + 3 * i:4 + 3 * i] for i in range(n)]
+    trace_key = config._jit_trace_key
+    if all(type(w) is bool for _, _, w in arg_types) and key[1 + 3 * n:] == trace_key:
+      self._native = make(arg_types, trace_key)
+    return out
 
   def __repr__(self):
     return f"<ember.jit({self.__name__})>"
@@ -486,6 +518,7 @@ call_placed: list = [None]
 # spmd.placed_runner (filled alike): the cached plan's runner of a call placed like `leaves`
 placed_runner: list = [None]
 
+NATIVE_TRIES = 3   # hits of a new signature that may make its builtin form (JitWrapped)
 _LEAF_TYPES = {Array, PjrtArray, np.ndarray, float, int, bool, complex}
 _trees_by_shape: dict = {}   # _structure(...) of arguments -> their PyTreeDef
 
@@ -591,6 +624,17 @@ def _fast_key(args, kwargs, trace_key: tuple) -> tuple:
       key += (t, None, None)
   key += trace_key
   return tuple(key), leaves
+
+
+def _result_kind(tree) -> int | None:
+  """What a native cache hit builds for this output tree (native_hit.RESULT_*: one leaf,
+  a tuple or a list of leaves), None for anything else."""
+  if tree.kind == "leaf":
+    return 0
+  if tree.kind in ("tuple", "list") and tree.children and \
+      all(c.kind == "leaf" for c in tree.children):
+    return 1 if tree.kind == "tuple" else 2
+  return None
 
 
 def _unflattener(tree) -> Callable[[list], Any]:

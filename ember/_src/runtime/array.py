@@ -40,12 +40,13 @@ _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__f
 _getframe = sys._getframe
 _internal: dict = {}      # co_filename -> whether it is ember's (a str caches its hash; a code
                           # object's hash is recomputed from its bytecode on every lookup)
-_user_depth = [3, 3, 3, 4]  # per constructor (__init__, _ready_all from the executor, _pending,
-                            # _ready_all from a jit cache hit): the last depth found
+_user_depth = [3, 3, 3, 4, 3]  # per constructor (__init__, _ready_all from the executor,
+                               # _pending, _ready_all from a jit cache hit, native_hit_stack):
+                               # the last depth found
 # ... and the least it can be: the frames above are ember's by construction (_alloc_stack, the
 # constructor; for a jit cache hit also its runner and JitWrapped.__call__), so at that depth
 # the frame below needs no check (materializing it costs ~0.4 us per call)
-_min_depth = (2, 2, 2, 4)
+_min_depth = (2, 2, 2, 4, 3)
 _pending_stack = [None]   # (id of a Pending, the stack of its output 0): shared by outputs 1..n
 
 
@@ -76,6 +77,13 @@ def _alloc_stack(ctor: int) -> tuple:
     b = b.f_back
     n -= 1
   return tuple(out)
+
+
+def native_hit_stack() -> tuple:
+  """The allocation stack of the outputs of a jit cache hit run by native code
+  (backends/cpu/native_hit.py), which calls this where the caller of JitWrapped.__call__ is
+  not a user frame it knows: the frames above are JitWrapped.__call__ and its caller."""
+  return _alloc_stack(4)
 
 
 def _find_user_frame(ctor: int):
