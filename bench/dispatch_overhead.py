@@ -8,15 +8,16 @@ Two tables:
    momentum step of bench/cpu_workloads.py (two matrix-vector products, one of them
    transposed, plus elementwise work), and small dots: a 100x100 matrix-vector product, its
    transposed form (`v @ G`) and a 128x128 matmul.
-2. ember's call path stage by stage for a few cases: each stage timed in isolation by
+2. ember's Python call path stage by stage for a few cases: each stage timed in isolation by
    calling the internal function it runs in a loop (argument flattening and the signature
    key, the cache lookup, argument checks, output allocation, the native prologue (it reads
    the arguments' and outputs' addresses from the array objects, patches them into the
    kernels' pointer tables and makes the direct kernel call, if the executable is one
    kernel; other steps run after it), output wrapping, result unflattening), their sum
-   against the
-   whole call (the rest: Python call frames between the stages), and, beside them, the
-   asynchronous path a small call skips (hand-off to the executor thread and the wait).
+   against the whole call on that path (the rest: Python call frames between the stages),
+   the whole call through the native builtin that runs the same hits after the first few
+   (backends/cpu/native_hit.py; table 1 times it), and, beside them, the asynchronous
+   path a small call skips (hand-off to the executor thread and the wait).
 
 Each library runs in a worker process of its own (`--worker ember|jax`): ember under this
 interpreter, JAX under JAX_PYTHON (default /work/jaxvenv312/bin/python where it exists: JAX
@@ -139,7 +140,12 @@ def stage_breakdown(jf, args, calls: int, batch: int) -> list[tuple[str, float]]
   for _ in range(5):
     ember.block_until_ready(jf(*args))
   tiering.wait_idle(60)
+  whole_native = per_call_us(jf, args, calls, batch, ember.block_until_ready) \
+      if jf._native is not None else None
+  saved = jf._native, jf._native_tries
+  jf._native, jf._native_tries = None, 0    # the Python path, which the stages make up
   whole = per_call_us(jf, args, calls, batch, ember.block_until_ready)
+  jf._native, jf._native_tries = saved
   key, leaves = jit_mod._fast_key(args, {}, tk)
   hit = jf._fast[key]
   entry = next(e for e in jf._cache.values() if e.hit is hit)
@@ -183,8 +189,10 @@ def stage_breakdown(jf, args, calls: int, batch: int) -> list[tuple[str, float]]
   # a depth of its own, so the hit path's remembered depth stays as it is)
   stages.append(("result unflattening", t(finish, list(outs))))
   total = sum(v for name, v in stages if not name.startswith(" "))
-  stages += [("sum of the stages", total), ("whole call", whole),
+  stages += [("sum of the stages", total), ("whole call, Python path", whole),
              ("rest (Python frames between stages)", whole - total)]
+  if whole_native is not None:
+    stages.append(("whole call, native builtin", whole_native))
   plan = comp._plan
 
   def handed_off():   # what a call that is not small runs: the executor thread, then a wait
