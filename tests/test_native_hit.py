@@ -318,3 +318,24 @@ def test_a_failed_output_allocation_frees_what_it_made_and_misses():
   after = sys.getrefcount(x._buf)   # (not inside the assert: pytest's rewriting holds it)
   assert calls[0]() is None and after == before   # the first output was freed
   np.testing.assert_array_equal(np.asarray(_native_only(f, x, y)[2]), np.full(4, 2))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_makes_its_own_builtins():
+  import os
+  f = ember.jit(lambda x: x * 7)
+  x = _arr(np.ones(3, np.float32))
+  _warm(f, x)
+  r, w = os.pipe()
+  pid = os.fork()
+  if pid == 0:   # the child: its executables' frame locks are new
+    ok = f._native is None and np.array_equal(np.asarray(f(x)), [7, 7, 7])
+    out = _warm(f, x)
+    ok = ok and np.array_equal(np.asarray(_native_only(f, x)), [7, 7, 7]) and \
+        np.array_equal(np.asarray(out), [7, 7, 7])
+    os.write(w, b"1" if ok else b"0")
+    os._exit(0)
+  os.close(w)
+  got = os.read(r, 1)
+  os.waitpid(pid, 0)
+  assert got == b"1"

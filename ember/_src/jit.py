@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import operator
 import threading
 import time
@@ -280,6 +281,16 @@ def clear_caches() -> None:
     compilation._executables.clear()
     compilation._compiled_by_jaxpr.clear()
     cache_miss._seen_locations.clear()
+
+
+def _drop_natives_after_fork() -> None:
+  # the child's executables have new frame locks, which their builtins' guards do not know:
+  # make them again from the child's next hits
+  for w in list(_wrappers):
+    w._native, w._native_tries = None, NATIVE_TRIES
+
+
+os.register_at_fork(after_in_child=_drop_natives_after_fork)
 
 
 def _donated_leaves(args, kwargs, donate_argnums, donate_argnames, static_argnums) -> tuple:
