@@ -13,7 +13,9 @@ signature:
   2. the guards: (object, attribute, expected) triples that hold what the Python path
      checks on every call: no trace open, the trace configuration (flags) unchanged, the
      profiler off, asynchronous dispatch on and checked mode off, the executable and its
-     cached frame the ones the descriptor was made for; and the executor idle (a call);
+     frame lock the ones the descriptor was made for; the executor idle (a call); and the
+     executable's `_direct` record (read per call: a tier-up makes a new one) made for its
+     current cached frame, with one kernel call and nothing after it;
   3. the outputs: `np.empty` of each, then the Arrays holding them (with the allocation
      stack of runtime/array.py: the caller's frame and its caller, as the Python path
      records), the result container;
@@ -34,6 +36,7 @@ Python path is the only one.
 from __future__ import annotations
 
 import ctypes
+import logging
 import sys
 import sysconfig
 
@@ -82,7 +85,7 @@ def _fn_type(sig: str) -> ir.FunctionType:
 
 class _Emit:
   """IRBuilder helpers: words of memory at integer addresses, calls through the API table,
-  counted loops, and the function's miss/cleanup exits."""
+  stack slots, counted loops and early exits."""
 
   def __init__(self, fn: ir.Function):
     self.fn = fn
@@ -92,17 +95,10 @@ class _Emit:
   def const(self, v: int):
     return ir.Constant(I64, v)
 
-  def addr(self, base, index, ty=I64):
-    """Pointer to the `index`th word of type `ty` at integer address `base`."""
-    b = self.b
-    p = b.inttoptr(base, ty.as_pointer())
-    return b.gep(p, [index if isinstance(index, ir.Value) else self.const(index)])
-
   def word(self, base, index):
-    return self.b.load(self.addr(base, index))
-
-  def store(self, value, base, index):
-    self.b.store(value, self.addr(base, index))
+    """The `index`th 64-bit word at integer address `base`."""
+    p = self.b.inttoptr(base, I64.as_pointer())
+    return self.b.load(self.at(p, index))
 
   def field(self, obj, offset_value):
     """The 64-bit word at byte `offset_value` (an i64 value) of the object at `obj`."""
@@ -160,8 +156,6 @@ class _Emit:
     return self.b.icmp_unsigned("!=", a, b)
 
 
-
-
 def _ir_text() -> str:
   module = ir.Module("ember_native_hit")
   # the API table's address: set once per process (ember_native_hit_set_api) after loading
@@ -192,7 +186,8 @@ def _ir_text() -> str:
   ex = e.word(d, D_EXECUTABLE)
   direct = _current_direct(e, ex, miss)     # a new reference, released on every exit below
   prologue = e.call("PyLong_AsVoidPtr", e.call("PyTuple_GetItem", direct, e.const(2)))
-  # from here on, misses free what is held: `held` (outputs, then Arrays) and the stack
+  # from here on a miss frees what is held (`cleanup`): the outputs not yet in an Array, the
+  # Arrays not yet in the result, the stack, `direct`
   outs = b.alloca(I64, size=nout)
   arrays = b.alloca(I64, size=nout)
   stack = e.local()
@@ -227,8 +222,8 @@ def _ir_text() -> str:
 
   b.position_at_end(cleanup)            # free what is held, then miss
   def free(j):
-    _decref_nonnull(e, e.word(outs, j))
-    _decref_nonnull(e, e.word(arrays, j))
+    _decref_nonnull(e, b.load(e.at(outs, j)))
+    _decref_nonnull(e, b.load(e.at(arrays, j)))
   e.loop(nout, free, "free")
   _decref_nonnull(e, b.load(stack))
   e.call("Py_DecRef", direct)
@@ -551,7 +546,8 @@ def _slot_offsets(cls, names) -> dict:
   for name, mark in marks.items():
     object.__setattr__(probe, name, mark)
   words = list((ctypes.c_int64 * (cls.__basicsize__ // 8)).from_address(id(probe)))
-  return {name: 8 * words.index(id(mark)) for name, mark in marks.items()}
+  return {name: 8 * words.index(id(mark)) for name, mark in marks.items()}   # (ValueError:
+  # not found, caught by _native)
 
 
 def _numpy_layout() -> tuple[int, int] | None:
@@ -571,10 +567,19 @@ def _numpy_layout() -> tuple[int, int] | None:
 def _native():
   """(the PyMethodDef of the compiled function, the objects the table holds) or None where
   this process cannot run it (not CPython 3.11+ with the GIL on 64 bits, or a layout the
-  checks do not find)."""
+  checks do not find, or a failure making it: logged, and the Python path runs)."""
   if sys.implementation.name != "cpython" or sys.version_info < (3, 11) or \
       sysconfig.get_config_var("Py_GIL_DISABLED") or ctypes.sizeof(ctypes.c_void_p) != 8:
     return None
+  try:
+    return _make_native()
+  except Exception as e:  # noqa: BLE001 -- a missing C API function, an LLVM failure, ...
+    logging.getLogger("ember").warning("ember: jit cache hits run in Python (%s: %s)",
+                                       type(e).__name__, e)
+    return None
+
+
+def _make_native():
   layout = _numpy_layout()
   if layout is None or not _array_module:
     return None
