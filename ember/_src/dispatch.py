@@ -157,8 +157,8 @@ class CompiledComputation:
                 (config, "_jit_inline", True), (core, "_open_traces", 0),
                 (self, "executable", ex), (ex, "_frame_lock", ex._frame_lock)]
       return native_hit.hit_function(
-          array_module=array_module, executable=ex, consts=consts, arg_types=arg_types, guards=guards,
-          idle=executor.idle, out_specs=out_specs, result=result_kind,
+          array_module=array_module, executable=ex, consts=consts, arg_types=arg_types,
+          guards=guards, idle=executor.idle, out_specs=out_specs, result=result_kind,
           free_gil=self.estimated_ns > NATIVE_HOLDS_GIL_NS, miss=NATIVE_MISS)
     runner.native = native
     return runner

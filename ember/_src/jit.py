@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import operator
+import os
 import threading
 import time
 import weakref
