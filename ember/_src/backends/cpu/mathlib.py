@@ -1007,16 +1007,27 @@ def _exp32_in_f64(e, t):
 
 
 def _tanh32(e, x):
-  """float32 tanh in float32 (~1 ulp): |x| < 0.8: x + x^3 P(x^2) (deg 6, ~2**-32);
-  beyond: 1 - 2/(1 + exp(2|x|)), whose rounding errors are scaled down by 2/(1 + E) <= 0.3
-  (|x| clamped at 9.5, where float32 tanh is 1)."""
+  """float32 tanh in float32 (~1 ulp, ~28 vector ops): |x| < 0.8: x + x^3 P(x^2) (deg 6,
+  ~2**-32); beyond: 1 - 2/(1 + E), E = exp(2|x|), whose rounding errors are scaled down by
+  2/(1 + E) <= 0.34 (|x| clamped at 9.5, where float32 tanh is 1); NaN takes the first."""
   ax = e.abs(x)
   z = e.mul(ax, ax)
   small = e.fma(e.mul(z, ax), e.poly(z, COEFFS[("tanh32", 32)]), ax)
-  k, m = _exp_core(e, e.mul(e.min(ax, 9.5), 2.0), in_range=True)   # in [0, 19]; NaN -> 19
-  big = e.sub(1.0, e.div(2.0, e.add(e.scale(m, k), 1.0)))
-  res = e.sel(e.lt(ax, 0.8), small, big)
-  return e.sel(e.isnan(x), x, e.copysign(res, x))
+  return e.copysign(e.sel(e.ge(ax, 0.8), _tanh32_big(e, e.min(ax, 9.5)), small), x)
+
+
+def _tanh32_big(e, t):
+  """1 - 2/(1 + exp(2t)) for 0 <= t <= 9.5: 2t = k ln2 + r, exp(r) = 1 + r Q(r) (~2**-26,
+  plenty once scaled down); k is rounded by adding a magic number whose sum's bits, shifted
+  into the exponent field, are 2**k (its +127 is the exponent bias)."""
+  magic = 1.5 * 2.0 ** 23 + 127
+  tm = e.fma(t, 2 * _const("log2e", False)[0], magic)            # t 2 log2(e), rounded to an integer
+  k = e.sub(tm, magic)                                               # in [0, 28]
+  l2h, l2l = _const("ln2", False)
+  r = e.add(e.fma(e.neg(k), l2h, e.add(t, t)), e.mul(e.neg(k), l2l))
+  em = e.fma(r, e.poly(r, COEFFS[("expm1q", 32)]), 1.0)
+  ex = e.mul(em, e.from_bits(e.ishl(e.bits(tm), 23)))
+  return e.sub(1.0, e.div(2.0, e.add(ex, 1.0)))
 
 
 def _tanh(e, x):
@@ -1826,6 +1837,10 @@ COEFFS = {
     ('expm1_32d', 64): (
         0.16666666276748587, 0.041666475248385494, 0.008333423110310507, 0.0013934136060571151,
         0.00019823787173689565,
+    ),
+    ('expm1q', 32): (
+        1.0, 0.4999999701976776, 0.1666650027036667, 0.0416671559214592, 0.00836978666484356,
+        0.0013888871762901545,
     ),
     ('lgamma', 64): [
         (0.5772156649015329, -0.2452513685225804, 0.15543426586395126, -0.11514654256380057,
