@@ -15,7 +15,7 @@ import ember.numpy as jnp
 from ember._src import check_compiled, jit as jit_mod
 from ember._src.backends.cpu import executable as exe_mod
 from ember._src.errors import JaxRuntimeError
-from ember._src.runtime import executor
+from ember._src.runtime import array as array_mod, executor
 from ember._src.runtime.array import Array
 
 
@@ -149,6 +149,44 @@ def test_non_contiguous_array_argument():
   f = ember.jit(lambda x: x * 10 + 1)
   for _ in range(3):
     np.testing.assert_array_equal(np.asarray(f(a)), v.T * 10 + 1)
+
+
+def test_small_views_are_made_contiguous_once_large_ones_copied_per_call(direct):
+  """A ready Array's non-contiguous buffer (an eager broadcast, a transposed view) up to
+  MATERIALIZE_BYTES becomes a contiguous copy at its first jitted call, which then runs
+  the direct path; its address never moves after; a larger one stays a view."""
+  f = ember.jit(lambda x: x * 10 + 1)
+  v = np.arange(12, dtype=np.float32).reshape(3, 4)
+  v.flags.writeable = False
+  small = [jnp.ones((5, 3)), Array(v.T)]   # (a read-only view is kept as is)
+  assert not any(a._buf.flags.c_contiguous for a in small)
+  for a in small:
+    want = np.asarray(a) * 10 + 1
+    direct.clear()
+    for _ in range(3):
+      np.testing.assert_array_equal(np.asarray(f(a)), want)
+    assert a._buf.flags.c_contiguous and all(direct)
+    assert a.unsafe_buffer_pointer() == a._ptr
+  np.testing.assert_array_equal(np.asarray(small[0]), np.ones((5, 3)))
+  big = jnp.zeros((array_mod.MATERIALIZE_BYTES // 4 + 1,))
+  g = ember.jit(lambda x: x[::4097] + 2)
+  for _ in range(2):
+    np.testing.assert_array_equal(np.asarray(g(big)), np.full(64, 2.0))
+  assert not big._buf.flags.c_contiguous
+
+
+def test_numpy_constants_run_inline_with_the_traces_value(direct):
+  """A captured NumPy array is passed as an Array made once (as NumPy it would send every
+  call down the asynchronous path); the caller's array stays writable and, as in JAX, its
+  later changes do not reach the compiled function."""
+  c = np.arange(4, dtype=np.float32) * 10
+  f = ember.jit(lambda x: x * np.float32(0.5) + c)
+  x = _arr(np.ones(4, np.float32))
+  for _ in range(3):
+    np.testing.assert_array_equal(np.asarray(f(x)), np.arange(4) * 10 + 0.5)
+  assert direct and all(direct) and c.flags.writeable
+  c[:] = -1
+  np.testing.assert_array_equal(np.asarray(f(x)), np.arange(4) * 10 + 0.5)
 
 
 def test_numpy_and_scalar_arguments_share_the_entry():

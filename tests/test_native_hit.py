@@ -95,6 +95,16 @@ def test_captured_constants_are_inputs_too():
     f(x)
 
 
+def test_numpy_constants_and_broadcast_arguments_run_natively():
+  """Captured NumPy values are made Arrays once, and an eager broadcast argument (not
+  C-contiguous) is made contiguous at its first call: both then take the builtin."""
+  c = np.arange(4, dtype=np.float32) * 10
+  f = ember.jit(lambda x: x * np.float32(0.5) + c)
+  x = jnp.ones((4,))
+  _warm(f, x)
+  np.testing.assert_array_equal(np.asarray(_native_only(f, x)), np.arange(4) * 10 + 0.5)
+
+
 def test_weak_types_and_other_signatures_miss():
   f = ember.jit(lambda x: x * 2)
   strong, weak = _arr(np.float32(3)), jnp.asarray(3.0)   # f32[], f32[] weakly typed

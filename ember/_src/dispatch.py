@@ -18,7 +18,7 @@ from ember._src.config import config
 from ember._src.errors import JaxRuntimeError
 from ember._src.profiler import events as _profiler
 from ember._src.runtime import array as array_module, executor
-from ember._src.runtime.array import Array, contiguous_ptr
+from ember._src.runtime.array import Array, ready_ptr
 
 
 class CompiledComputation:
@@ -67,7 +67,8 @@ class CompiledComputation:
         if buf is not None:
           p = a._ptr
           if p is None:
-            p = a._ptr = contiguous_ptr(buf)
+            p = ready_ptr(a)
+            buf = a._buf
           host.append(buf)
           ptrs.append(p)
         elif a._fut is not None:
@@ -135,9 +136,9 @@ class CompiledComputation:
             break
           buf = a._buf
           if buf is None or a._ptr is None:   # pending, or a new or non-C-contiguous one
-            if buf is None or (p := contiguous_ptr(buf)) is None:
+            if buf is None or ready_ptr(a) is None:
               break
-            a._ptr = p
+            buf = a._buf
           bufs.append(buf)
         else:
           try:

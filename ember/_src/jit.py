@@ -245,10 +245,24 @@ class _Entry:
 
   def hit_runner(self) -> Callable:
     staged = self.staged
-    self.hit = self.compiled.hit_runner(staged.consts, self.donate_pos,
+    consts = _const_arrays(staged.consts, staged.jaxpr.invars)
+    self.hit = self.compiled.hit_runner(consts, self.donate_pos,
                                         _unflattener(staged.out_tree),
                                         _result_kind(staged.out_tree))
     return self.hit
+
+
+def _const_arrays(consts: list, invars: list) -> list:
+  """A signature's captured constants as the cache hits pass them: each NumPy value as an
+  Array, made once (a NumPy argument sends every call down the asynchronous path, ~20 us
+  instead of ~2; only Arrays run inline or natively). A writable one is copied: the trace saw
+  its value then, which JAX embeds in the program, and the caller's array stays writable."""
+  def as_array(c, var):
+    if not isinstance(c, (np.ndarray, np.generic)):
+      return c
+    return Array(np.array(c) if getattr(c, "flags", None) is not None and c.flags.writeable
+                 else c, var.aval.weak_type)
+  return [as_array(c, v) for c, v in zip(consts, invars)]
 
 
 # The signature cache, keyed by the underlying function (weakly where it can be), so that

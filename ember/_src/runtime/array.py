@@ -9,6 +9,7 @@ import enum
 import math
 import os
 import sys
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -201,14 +202,14 @@ class Array:
     return buf
 
   def _data_ptr(self) -> int:
-    """The address of the (ready) buffer, cached when C-contiguous: an Array's memory never
-    moves."""
+    """The address of the (ready) buffer, cached (`ready_ptr`: a small non-contiguous one is
+    made contiguous first): once handed out, an Array's memory never moves."""
     ptr = self._ptr
     if ptr is None:
-      buf = self._value
-      ptr = self._ptr = contiguous_ptr(buf)
+      self._value
+      ptr = ready_ptr(self)
       if ptr is None:
-        return buf.ctypes.data
+        return self._buf.ctypes.data
     return ptr
 
   def unsafe_buffer_pointer(self) -> int:
@@ -444,10 +445,28 @@ core.register_array_type(Array)   # core's eval trace makes Arrays; it cannot im
 basearray.Array.register(Array)
 
 
-def contiguous_ptr(buf: np.ndarray) -> int | None:
-  """The address of a C-contiguous array's data (what an Array's `_ptr` may record), else
-  None."""
-  return buf.ctypes.data if buf.flags.c_contiguous else None
+# A ready Array's buffer that is not C-contiguous (an eager broadcast: jnp.ones((3,)) is a
+# view of one element) is made contiguous once, when a jitted call first reads it, up to this
+# size; a larger one is copied by each call instead (its copy could be huge).
+MATERIALIZE_BYTES = 1 << 20
+_materialize_lock = threading.Lock()
+
+
+def ready_ptr(a: "Array") -> int | None:
+  """The address kernels read ready Array `a` at, recorded in `a._ptr` (None: a large
+  non-C-contiguous buffer, which the caller copies). A small non-contiguous buffer is first
+  replaced by a contiguous copy of it (same value: Arrays are immutable), under a lock so
+  that `_ptr` always points into the `_buf` that stays."""
+  buf = a._buf
+  if not buf.flags.c_contiguous:
+    if buf.nbytes > MATERIALIZE_BYTES:
+      return None
+    with _materialize_lock:
+      buf = a._buf
+      if not buf.flags.c_contiguous:
+        buf = a._buf = _freeze(np.array(buf, order="C"))
+  p = a._ptr = buf.ctypes.data
+  return p
 
 
 def _freeze(value: np.ndarray) -> np.ndarray:
