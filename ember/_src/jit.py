@@ -255,13 +255,16 @@ class _Entry:
 def _const_arrays(consts: list, invars: list) -> list:
   """A signature's captured constants as the cache hits pass them: each NumPy value as an
   Array, made once (a NumPy argument sends every call down the asynchronous path, ~20 us
-  instead of ~2; only Arrays run inline or natively). A writable one is copied: the trace saw
-  its value then, which JAX embeds in the program, and the caller's array stays writable."""
+  instead of ~2; only Arrays run inline or natively), of the dtype the trace gave it (int64
+  is int32 without x64). A writable one is copied: the trace saw its value then, which JAX
+  embeds in the program, and the caller's array stays writable."""
   def as_array(c, var):
     if not isinstance(c, (np.ndarray, np.generic)):
       return c
-    return Array(np.array(c) if getattr(c, "flags", None) is not None and c.flags.writeable
-                 else c, var.aval.weak_type)
+    value = np.asarray(c, var.aval.dtype)
+    if value is c and c.flags.writeable:
+      value = c.copy()
+    return Array(value, var.aval.weak_type)
   return [as_array(c, v) for c, v in zip(consts, invars)]
 
 
