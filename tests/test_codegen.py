@@ -270,6 +270,9 @@ STRUCTURAL = {
     "reshape_split": lambda x: x.reshape(3, 2, 2, 5, 1) - 1,
     "reshape_any": lambda x: x.reshape(6, 10) + x.reshape(60)[::-1].reshape(6, 10),
     "reshape_after_transpose": lambda x: jnp.transpose(x, (1, 0, 2)).reshape(4, 15) * 3,
+    # a root reshape to shorter rows: the nest runs over its operand's longer ones
+    "reshape_root_shorter_rows": lambda x: (jnp.sin(x) * 2).reshape(3, 10, 2),
+    "reshape_root_of_transpose": lambda x: jnp.transpose(x * 3, (0, 2, 1)).reshape(3, 5, 2, 2),
     "reverse": lambda x: lax.rev(x, (0, 2)) + x,
     "slice_strided": lambda x: lax.slice(x, (0, 1, 0), (3, 4, 5), (2, 2, 3)) * 2,
     "slice_index": lambda x: x[1:, ::-2, 3] + 1,

@@ -1412,6 +1412,19 @@ def _concatenate(em, instr, idx):
   return between(0, len(parts)) if lazy else from_k(0)
 
 
+def _longer_rows_under_reshape(root: hlo.Instr, dims) -> hlo.Instr | None:
+  """The operand of a root reshape when the loop nest should run over its shape instead: a
+  reshape only reinterprets the row-major buffer, so the operand's values stored at its own
+  linear indices are the output. Worth it when its minor dimension is longer (the
+  vectorized inner loop: bernoulli bits reshaped into [100, 28, 28] images then run rows of
+  784, not 28) and dim 0, the kernel's range, is the same."""
+  if root.opcode != "reshape" or not dims:
+    return None
+  x = root.operands[0]
+  xd = x.shape.dims
+  return x if len(xd) >= 1 and xd[0] == dims[0] and xd[-1] > dims[-1] else None
+
+
 def region_groups(regions) -> list[list[tuple]]:
   """`concat_regions` grouped by program: regions whose operands compute the same thing
   (same ops, shapes, attributes, parameters) except for the start indices of their slices
@@ -2252,6 +2265,10 @@ class KernelBuilder:
           if 0 not in dims and len(dims) >= 2:
             members = {i.id for i in comp.instrs}
             cached = [i for i in comp.instrs if row_cached(comp.root, members, i)]
+          inner = None if cached else _longer_rows_under_reshape(root, dims)
+          if inner is not None:   # the nest runs over the reshape's operand
+            roots, outs, dims = [inner], [inner.shape], inner.shape.dims
+            store = lambda idx: self._store_all(em, roots, out_ptrs, outs, idx)
           self._nest(em, dims, start, stop, store, hoist_from=roots if 0 not in dims else (),
                      row_cache=cached)
       info = KernelInfo(name, outer_extent(dims), True)
