@@ -194,6 +194,37 @@ def test_numpy_constants_run_inline_with_the_traces_value(direct):
     np.testing.assert_array_equal(np.asarray(g(y)), [6, 0, 6])
 
 
+def test_python_and_numpy_leaves_run_inline(direct):
+  """Python and NumPy scalars and NumPy arrays (any dtype the signature canonicalizes, any
+  strides) are converted by the inline path itself: the direct kernel call, not the
+  asynchronous path."""
+  f = ember.jit(lambda a, s: a * s)
+  x = _arr(np.arange(4, dtype=np.float32))
+  cases = [(2.5, np.float32), (3, np.float32), (True, np.float32), (np.float32(2), np.float32),
+           (np.float64(0.1), np.float32), (np.int32(-2), np.float32)]
+  for s, dt in cases:
+    direct.clear()
+    for _ in range(3):
+      r = f(x, s)
+      np.testing.assert_array_equal(np.asarray(r), np.arange(4, dtype=np.float32) * dt(s))
+    assert direct and all(direct), s
+  g = ember.jit(lambda a, b: a - b)
+  big = np.arange(8, dtype=np.float64) / 3          # float32 in the trace (no x64)
+  for b in (big, big[::2], big[::2]):                # the strided view: made contiguous
+    direct.clear()
+    for _ in range(2):
+      r = g(b, np.float32(1))
+      assert r.dtype == np.float32
+      np.testing.assert_allclose(np.asarray(r), b.astype(np.float32) - 1, rtol=1e-6)
+    assert direct and all(direct)
+  h = ember.jit(lambda a, n: a * n)
+  i = _arr(np.ones(2, np.int32))
+  for n in (7, -(2 ** 31), 2 ** 31 - 1):
+    np.testing.assert_array_equal(np.asarray(h(i, n)), [n, n])
+  with pytest.raises(OverflowError, match="too large to convert to int32"):
+    h(i, 2 ** 31)
+
+
 def test_numpy_and_scalar_arguments_share_the_entry():
   f = ember.jit(lambda x, s: x + s)
   x = np.arange(3, dtype=np.float32)

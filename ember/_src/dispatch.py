@@ -99,7 +99,8 @@ class CompiledComputation:
                  ) -> Callable[[Sequence], Any]:
     """`finish(run([*consts, *leaves], donate, trusted=True))` as a function of `leaves`, for
     the cache hits of one jit signature (which fixed the leaves' shapes and dtypes). A small
-    call whose arguments are all ready, C-contiguous Arrays runs inline here, straight into
+    call whose arguments are all ready Arrays (made C-contiguous once where small: see
+    array.ready_ptr), Python or NumPy numbers or NumPy arrays runs inline here, straight into
     the executable (its one direct kernel call when it has one), unless the configuration
     asks otherwise now (no asynchronous dispatch, the executor busy, checked mode, a
     profile), the executable was swapped, or the call donates: `run` does all of that, and
@@ -125,24 +126,37 @@ class CompiledComputation:
     out_specs, name = plan.out_specs, plan.name
     weak_types = [w for _, _, w in out_specs]
     idle, ready_all = executor.idle, Array._ready_all
+    in_dtypes = [dt for dt, _ in plan.in_specs]
 
     def runner(leaves):
       args = [*consts, *leaves] if consts else leaves
       # (config._jit_inline: asynchronous dispatch on, checked mode off)
       if config._jit_inline and not _profiler.active and self.executable is ex and idle():
-        bufs = []
-        for a in args:
-          if type(a) is not Array or a._deleted:
-            break
-          buf = a._buf
-          if buf is None or a._ptr is None:   # pending, or a new or non-C-contiguous one
-            if buf is None or ready_ptr(a) is None:
+        bufs, ptrs = [], []
+        for a, dt in zip(args, in_dtypes):
+          t = type(a)
+          if t is Array:
+            if a._deleted:
               break
             buf = a._buf
+            if buf is None or a._ptr is None:   # pending, or a new or non-C-contiguous one
+              if buf is None or ready_ptr(a) is None:
+                break
+              buf = a._buf
+            ptrs.append(a._ptr)
+          elif t in HOST_LEAF_TYPES:   # read now, synchronously: no copy kept for later
+            # (the signature fixed the dtype; a Python int beyond int32 is get_aval's to
+            # check, with its error)
+            buf = _contiguous(np.asarray(a, dt)) if t is not int or -_I32 <= a < _I32 \
+                else _to_host(a)
+            ptrs.append(None)
+          else:
+            break
           bufs.append(buf)
         else:
           try:
-            r = direct(bufs) or execute_ptrs(bufs, [a._ptr for a in args])
+            r = direct(bufs) or execute_ptrs(bufs, [
+                b.ctypes.data if p is None else p for p, b in zip(ptrs, bufs)])
           except Exception as e:  # noqa: BLE001 -- deferred to the wait, as dispatch does
             return finish(executor.failed(_runtime_error(e, name), out_specs))
           # (allocation stacks: constructor 3, whose user frame is 4 up: _alloc_stack,
@@ -164,6 +178,13 @@ class CompiledComputation:
     runner.native = native
     return runner
 
+
+# Leaves an inline cache hit converts itself (`_to_host`): Python and NumPy numbers, NumPy
+# arrays. (Through the asynchronous path a call with one costs ~20 us, not ~2.)
+NUMPY_SCALAR_TYPES = frozenset(t for t in set(np.sctypeDict.values())
+                               if issubclass(t, (np.bool_, np.number)))
+HOST_LEAF_TYPES = frozenset({np.ndarray, float, int, bool, complex}) | NUMPY_SCALAR_TYPES
+_I32 = 1 << 31
 
 # What a native cache hit returns for a call it leaves to the Python path
 NATIVE_MISS = object()

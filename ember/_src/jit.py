@@ -28,7 +28,7 @@ from ember._src.api_util import ShapeDtypeStruct
 from ember._src.config import TRACE_CONFIG, config
 from ember._src.compilation import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
-from ember._src.dispatch import NATIVE_MISS
+from ember._src.dispatch import NATIVE_MISS, NUMPY_SCALAR_TYPES
 from ember._src.primitives import indexing
 from ember._src.profiler import events as _profiler
 from ember._src.runtime.array import Array, PlacedArray
@@ -547,7 +547,8 @@ call_placed: list = [None]
 placed_runner: list = [None]
 
 NATIVE_TRIES = 3   # hits of a new signature that may make its builtin form (JitWrapped)
-_LEAF_TYPES = {Array, PjrtArray, np.ndarray, float, int, bool, complex}
+# (a NumPy scalar's type fixes its shape, dtype and weak type, as a Python scalar's does)
+_LEAF_TYPES = {Array, PjrtArray, np.ndarray, float, int, bool, complex} | NUMPY_SCALAR_TYPES
 _trees_by_shape: dict = {}   # _structure(...) of arguments -> their PyTreeDef
 
 
