@@ -97,6 +97,25 @@ def test_b_rows_one_panel_apart(dtype):
     check(lambda a, b, xp: a[0] @ b[1], [a, b], k, dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("vectors", [0.6, 1, 1.25, 1.9, 2, 2.5])
+def test_narrow_panels(vectors, dtype):
+  """Outputs one or two vectors wide (a convolution's 16 or 32 features, a classifier's
+  logits) run the one- and two-vector micro-kernels on panels packed that wide: from B's
+  rows, or its columns when transposed (`x @ w.T`), batched, over several K blocks."""
+  n = max(1, int(vectors * host.vector_lanes(dtype)))
+  nrw = dot_kernels.micro_tile()[1] * host.vector_lanes(dtype)
+  k = 2 * (dot_kernels.PANEL_BYTES // (nrw * np.dtype(dtype).itemsize)) + 5
+  m = 45
+  with ember.enable_x64(dtype == F64):
+    check(lambda a, b, xp: a @ b, [data(m, k, dtype=dtype), data(k, n, dtype=dtype)], k,
+          dtype)
+    check(lambda a, b, xp: a @ b.T, [data(m, k, dtype=dtype), data(n, k, dtype=dtype)], k,
+          dtype)
+    check(lambda a, b, xp: xp.matmul(a.transpose(0, 2, 1), b),
+          [data(3, k, m, dtype=dtype), data(3, k, n, dtype=dtype)], k, dtype)
+
+
 @pytest.mark.parametrize("b, m, k", [(3, 5, 7), (4, 33, 20), (2, 1, 9)])
 def test_batched_matrix_vector(b, m, k):
   check(lambda A, x, xp: xp.einsum("bmk,bk->bm", A, x), [data(b, m, k), data(b, k)], k)
