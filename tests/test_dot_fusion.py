@@ -215,14 +215,16 @@ def test_small_dots_get_a_generated_kernel_large_ones_blas():
   bare = compiled(lambda x, w: x @ w, data((64, 64)), data((64, 64)))
   assert thunks(bare) == ["KernelThunk"]
   # A is 2.25 MB: more than L2 holds, and C has several column panels (or one mostly
-  # masked, N = 16): BLAS on every host
-  for n in (160, 16):
+  # masked, N = 10 of a 16-lane micro-kernel): BLAS on every host
+  for n in (160, 10):
     large = compiled(lambda x, w: jnp.tanh(x @ w), data((1100, 512)), data((512, n)))
     assert thunks(large) == ["DotEpilogueThunk"]
-  # ... but with C one full panel wide the AVX-512 kernel streams A once (dot_kernels.streams_a)
-  narrow = compiled(lambda x, w: jnp.tanh(x @ w), data((1100, 512)), data((512, 64)))
-  assert thunks(narrow) == (["KernelThunk"] if host.vector_bytes() == 64
-                            else ["DotEpilogueThunk"])
+  # ... but with C one full panel wide (of the 4-, 2- or 1-vector micro-kernel) the AVX-512
+  # kernel streams A once (dot_kernels.streams_a)
+  for n in (64, 32, 16):
+    narrow = compiled(lambda x, w: jnp.tanh(x @ w), data((1100, 512)), data((512, n)))
+    assert thunks(narrow) == (["KernelThunk"] if host.vector_bytes() == 64
+                              else ["DotEpilogueThunk"])
   complex_dot = compiled(lambda x, w: x @ w, data((4, 4)).astype(np.complex64),
                          data((4, 4)).astype(np.complex64))
   assert thunks(complex_dot) == ["DotThunk"]

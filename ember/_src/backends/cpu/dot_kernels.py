@@ -225,11 +225,17 @@ def is_gram(dot: hlo.Instr) -> bool:
 
 
 def streams_a(lay: DotLayout) -> bool:
-  """C at most STREAM_A_PANELS column panels wide, the last at least 3/4 full (a partial
-  panel masks lanes off every multiply-add: measured 20000x200 @ 200xN f32, N = 64 10-12 ms
-  against BLAS's 16-19, N = 32 4.6-10.5 against 3.7-7, N = 16 even)."""
-  width = micro_tile()[1] * host.vector_lanes(lay.dtype)
-  return column_panels(lay) <= STREAM_A_PANELS and 4 * (lay.N % width or width) >= 3 * width
+  """C at most STREAM_A_PANELS column panels wide, the last at least 3/4 full for the
+  micro-kernel that runs it (one, two or NR vectors wide: a partial one masks lanes off
+  every multiply-add). Measured 20000x200 @ 200xN f32 against BLAS chunks on the pool:
+  N = 64 10-12 ms against 16-19; with the MR x NR kernel alone N = 32 4.6-10.5 against
+  3.7-7, N = 16 even; on the one- and two-vector kernels N = 16 1.24-1.27 ms against
+  1.19-1.22, N = 32 1.70-2.05 against 1.79-1.81, and a convolution's 4096x144 @ 144x32
+  0.21-0.22 against 0.27-0.34."""
+  w = host.vector_lanes(lay.dtype)
+  last = lay.N % (micro_tile()[1] * w) or micro_tile()[1] * w
+  width = w if last <= w else 2 * w if last <= 2 * w else micro_tile()[1] * w
+  return column_panels(lay) <= STREAM_A_PANELS and 4 * last >= 3 * width
 
 
 def generated_kernel_ok(lay: DotLayout, tile_bytes: int = 0, fused: bool = False,
