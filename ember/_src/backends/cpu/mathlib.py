@@ -1021,8 +1021,8 @@ def _tanh32_big(e, t):
   plenty once scaled down); k is rounded by adding a magic number whose sum's bits, shifted
   into the exponent field, are 2**k (its +127 is the exponent bias)."""
   magic = 1.5 * 2.0 ** 23 + 127
-  tm = e.fma(t, 2 * _const("log2e", False)[0], magic)            # t 2 log2(e), rounded to an integer
-  k = e.sub(tm, magic)                                               # in [0, 28]
+  tm = e.fma(t, 2 * _const("log2e", False)[0], magic)     # 2t log2(e), rounded to an integer
+  k = e.sub(tm, magic)                                        # in [0, 28]
   l2h, l2l = _const("ln2", False)
   r = e.add(e.fma(e.neg(k), l2h, e.add(t, t)), e.mul(e.neg(k), l2l))
   em = e.fma(r, e.poly(r, COEFFS[("expm1q", 32)]), 1.0)
