@@ -4,7 +4,9 @@ Two tables:
 
 1. Whole calls, ember vs NumPy (the floor, where the case has a NumPy form) vs JAX 0.12:
    `x + 1` on a 3-element array, the same call chained (`x = f(x)`: every argument is the
-   previous call's fresh output), `x + 1` over a 10-leaf pytree, a 4-argument call, the
+   previous call's fresh output), `x + 1` over a 10-leaf pytree, a 4-argument call, calls
+   with a captured NumPy array, a Python float, a NumPy array or an eager broadcast
+   (`jnp.ones(3)`, a view of one element in ember) as arguments, the
    momentum step of bench/cpu_workloads.py (two matrix-vector products, one of them
    transposed, plus elementwise work), and small dots: a 100x100 matrix-vector product, its
    transposed form (`v @ G`) and a 128x128 matmul.
@@ -104,6 +106,14 @@ def cases(lib, jit, asarray):
                                   [{k: put(v) for k, v in x["tree"].items()}],
                                   lambda t: {k: v + 1 for k, v in t.items()}),
       "4 args": (jit(four), [put(a) for a in x["four"]], four),
+      # arguments and captures other than Arrays (each once sent ember's hits down the
+      # asynchronous path)
+      "x * captured NumPy array": (jit(lambda v: v * x["x3"]), [put(x["x3"])],
+                                   lambda v: v * x["x3"]),
+      "x * s, s a Python float": (jit(lambda v, s: v * s), [put(x["x3"]), 2.0],
+                                  lambda v, s: v * s),
+      "x+1 on a NumPy array": (jit(lambda x: x + 1), [x["x3"]], lambda x: x + 1),
+      "x+1 on jnp.ones(3)": (jit(lambda x: x + 1), [lib.numpy.ones(3)], lambda x: x + 1),
       "momentum step": (jit(momentum_step(lib.grad, lib.numpy)),
                         [put(a) for a in x["momentum"]], None),
       "gemv 100x100": (jit(lambda G, v: G @ v), [put(x["G"]), put(x["v"])],
