@@ -38,7 +38,7 @@ def _reps(nbytes: int) -> int:
 
 def worker() -> None:
   import ember as jax
-  from ember._src import distributed
+  from ember._src.parallel import distributed
   jax.distributed.initialize()
   n, me = jax.process_count(), jax.process_index()
   comm = distributed.process_communicator()

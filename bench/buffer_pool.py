@@ -22,7 +22,7 @@ def main():
 
   import ember
   import ember.numpy as jnp
-  from ember._src.runtime import buffer_pool
+  from ember._src.base import buffer_pool
   pooled_min = buffer_pool.POOL_MIN_BYTES
 
   def steady_ms(f, x, calls):

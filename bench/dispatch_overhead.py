@@ -140,12 +140,12 @@ def stage_breakdown(jf, args, calls: int, batch: int) -> list[tuple[str, float]]
   asynchronous path's hand-off (not part of an inline call)."""
   import ember
   from ember._src import core
-  from ember._src import jit as jit_mod
+  from ember._src.driver import jit as jit_mod
   from ember._src.backends.cpu import tiering
-  from ember._src.config import config
-  from ember._src.profiler import events as profiler
+  from ember._src.base.config import config
+  from ember._src.base import profiler_events as profiler
   from ember._src.runtime import executor
-  from ember._src.runtime.array import Array
+  from ember._src.core.array import Array
   tk = config._jit_trace_key
   for _ in range(5):
     ember.block_until_ready(jf(*args))

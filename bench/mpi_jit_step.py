@@ -39,7 +39,8 @@ def worker(mpi: bool = True) -> None:
   mesh)."""
   import ember as jax
   import ember.numpy as jnp
-  from ember._src import all_reduce_grouping, distributed, flags
+  from ember._src.parallel import all_reduce_grouping, distributed
+  from ember._src.base import flags
   from ember._src.backends.cpu import tiering
   from ember.sharding import NamedSharding, PartitionSpec as P
   if mpi:

@@ -121,7 +121,7 @@ def kernel_thunks(exe):
 
 def executable(f, x, chunks=None):
   """A fresh executable of f (not the jit cache's); chunks=1: every kernel on one core."""
-  from ember._src.compilation import compile_executable
+  from ember._src.driver.compilation import compile_executable
   from ember._src.lower import lower_jaxpr
   from ember._src.passes.pipeline import optimize
   module = optimize(lower_jaxpr(ember.make_jaxpr(f)(x), "f"))

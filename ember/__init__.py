@@ -2,41 +2,42 @@
 
 `import ember as jax; import ember.numpy as jnp` runs JAX code unchanged.
 """
-from ember._src.config import (  # noqa: F401
+from ember._src.base.config import (  # noqa: F401
     config, default_device, disable_jit, enable_x64, numpy_dtype_promotion, numpy_rank_promotion)
-from ember._src import numpy as _np_impl  # noqa: F401  (attaches Array methods)
-from ember._src.numpy import array_methods as _array_methods  # noqa: F401
-from ember._src.basearray import Array  # noqa: F401 (abstract: arrays, tracers, keys)
-from ember._src.runtime.array import (  # noqa: F401
+from ember._src.library import numpy as _np_impl  # noqa: F401  (attaches Array methods)
+from ember._src.library.numpy import array_methods as _array_methods  # noqa: F401
+from ember._src.base.basearray import Array  # noqa: F401 (abstract: arrays, tracers, keys)
+from ember._src.core.array import (  # noqa: F401
     Device, block_until_ready, default_backend, device_get, device_put, devices,
     make_array_from_callback, make_array_from_process_local_data,
     make_array_from_single_device_arrays)
 from ember._src.core import ensure_compile_time_eval, named_call, named_scope  # noqa: F401
-from ember._src.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
+from ember._src.driver.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from ember._src.transforms.batching import vmap  # noqa: F401
-from ember._src.pmap import pmap, shard_map  # noqa: F401
-from ember._src.state import Ref, new_ref  # noqa: F401
+from ember._src.parallel.pmap import pmap, shard_map  # noqa: F401
+from ember._src.library.state import Ref, new_ref  # noqa: F401
 from ember._src.transforms.ad import (  # noqa: F401
     grad, jvp, linear_transpose, linearize, value_and_grad, vjp)
-from ember._src.jacobians import hessian, jacfwd, jacrev  # noqa: F401
-from ember._src.jacobians import jacrev as jacobian  # noqa: F401 (jax.jacobian)
+from ember._src.library.jacobians import hessian, jacfwd, jacrev  # noqa: F401
+from ember._src.library.jacobians import jacrev as jacobian  # noqa: F401 (jax.jacobian)
 from ember import flatten_util, test_util, typing  # noqa: F401,E402
 from ember._src.transforms.custom_derivatives import (  # noqa: F401
     closure_convert, custom_gradient, custom_jvp, custom_vjp)
 from ember._src.transforms.remat import checkpoint, checkpoint_policies, remat  # noqa: F401
-from ember._src.cache_miss import log_compiles  # noqa: F401
-from ember._src.api_util import ShapeDtypeStruct  # noqa: F401
+from ember._src.driver.cache_miss import log_compiles  # noqa: F401
+from ember._src.core.api_util import ShapeDtypeStruct  # noqa: F401
 from ember import dtypes, errors, extend, lax, numpy, tree, tree_util  # noqa: F401
 from ember import ad_checkpoint, custom_derivatives, stages  # noqa: F401
 from ember._src.primitives.callbacks import pure_callback  # noqa: F401
 from ember._src.runtime.executor import effects_barrier  # noqa: F401
 from ember import debug, experimental, interpreters  # noqa: F401
-from ember._src import lax_expansions as _lax_expansions  # noqa: F401 (as_text's fma, ...)
-from ember._src import linalg_derivatives as _linalg_derivatives  # noqa: F401 (their jvps)
+from ember._src.library.lax import expansions as _lax_expansions  # noqa: F401 (as_text's fma, ...)
+from ember._src.library.lax import (  # noqa: F401 (their jvps)
+    linalg_derivatives as _linalg_derivatives)
 
-from ember._src.version import __version__  # noqa: E402,F401
-from ember._src.version import JAX_API_VERSION as __jax_version__  # noqa: E402,F401
-from ember._src.version import version_info as _version_info  # noqa: E402
+from ember._src.base.version import __version__  # noqa: E402,F401
+from ember._src.base.version import JAX_API_VERSION as __jax_version__  # noqa: E402,F401
+from ember._src.base.version import version_info as _version_info  # noqa: E402
 __version_info__ = _version_info(__version__)
 
 
@@ -45,7 +46,7 @@ def typeof(x):
   (`Ref{float32[3]}`), or of a value of a registered hijax type."""
   # here, not at the top: keeps ember's namespace JAX's
   from ember._src.core import AbstractValue, get_aval
-  from ember._src.hijax import hitype_of
+  from ember._src.library.hijax import hitype_of
   aval = getattr(x, "aval", None)
   if isinstance(aval, AbstractValue):
     return aval
@@ -62,8 +63,8 @@ def local_device_count(backend=None) -> int:
   return len(local_devices(backend=backend))
 
 
-from ember._src.sharding import local_devices  # noqa: E402,F401
-from ember._src.distributed import process_count, process_index  # noqa: E402,F401
+from ember._src.core.sharding import local_devices  # noqa: E402,F401
+from ember._src.parallel.distributed import process_count, process_index  # noqa: E402,F401
 from ember import distributed  # noqa: E402,F401
 
 
@@ -71,8 +72,8 @@ from ember import random  # noqa: E402,F401
 from ember import nn, scipy  # noqa: E402,F401
 from ember import profiler  # noqa: E402,F401
 from ember import core, sharding  # noqa: E402,F401
-from ember._src.sharding import make_mesh, NamedSharding, set_mesh  # noqa: E402,F401
-from ember._src.sharding import PartitionSpec as P  # noqa: E402,F401
+from ember._src.core.sharding import make_mesh, NamedSharding, set_mesh  # noqa: E402,F401
+from ember._src.core.sharding import PartitionSpec as P  # noqa: E402,F401
 
 from ember import compat as _compat  # noqa: E402  (last: EMBER_AS_JAX=1 aliases jax to ember)
 _compat.install_from_env()

@@ -26,7 +26,7 @@ import sys
 import types
 
 import ember
-from ember._src.version import JAX_API_VERSION, version_info
+from ember._src.base.version import JAX_API_VERSION, version_info
 
 ENV_VAR = "EMBER_AS_JAX"
 _ALIAS = "jax"

@@ -1,4 +1,4 @@
 """ember.debug: printing and callbacks from inside compiled code (jax.debug)."""
 from ember._src.primitives.callbacks import debug_callback as callback  # noqa: F401
 from ember._src.primitives.callbacks import debug_print as print  # noqa: F401,A001
-from ember._src.debugger import breakpoint  # noqa: F401,A001
+from ember._src.library.debugger import breakpoint  # noqa: F401,A001

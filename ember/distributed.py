@@ -1,3 +1,2 @@
 """`jax.distributed`: many processes as one program, over MPI (docs/distributed.md)."""
-from ember._src.distributed import (  # noqa: F401
-    initialize, is_initialized, shutdown)
+from ember._src.parallel.distributed import initialize, is_initialized, shutdown  # noqa: F401

@@ -1,5 +1,5 @@
 """ember.errors: the exception classes of tracer misuse and of failed runs, as in jax.errors."""
-from ember._src.errors import (  # noqa: F401
+from ember._src.base.errors import (  # noqa: F401
     ConcretizationTypeError, JAXTypeError, JaxRuntimeError, KeyReuseError,
-    NonConcreteBooleanIndexError, TracerArrayConversionError, TracerBoolConversionError, TracerIntegerConversionError,
-    UnexpectedTracerError)
+    NonConcreteBooleanIndexError, TracerArrayConversionError, TracerBoolConversionError,
+    TracerIntegerConversionError, UnexpectedTracerError)

@@ -1,2 +1,2 @@
 """ember.flatten_util (jax.flatten_util)."""
-from ember._src.flatten_util import ravel_pytree  # noqa: F401
+from ember._src.library.flatten_util import ravel_pytree  # noqa: F401

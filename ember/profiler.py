@@ -7,12 +7,12 @@ what TensorBoard/XProf read), which `ProfileData` reads back (JAX's files too). 
 profiler server. `device_memory_profile` / `save_device_memory_profile` write pprof snapshots
 of live device buffers (memory.py).
 """
-from ember._src.profiler.trace import (  # noqa: F401
+from ember._src.runtime.profiler.trace import (  # noqa: F401
     ProfileSession, StepTraceAnnotation, TraceAnnotation, annotate_function, start_server,
     start_trace, stop_server, stop_trace, trace)
-from ember._src.profiler.memory import (  # noqa: F401
+from ember._src.runtime.profiler.memory import (  # noqa: F401
     device_memory_profile, save_device_memory_profile)
-from ember._src.profiler.xplane import (  # noqa: F401
+from ember._src.runtime.profiler.xplane import (  # noqa: F401
     ProfileData, ProfileEvent, ProfileLine, ProfilePlane)
 
 __all__ = ["ProfileData", "ProfileEvent", "ProfileLine", "ProfilePlane", "ProfileSession",

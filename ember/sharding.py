@@ -3,9 +3,9 @@
 ember runs on one device: every sharding places the whole array there, and `Array.sharding`
 is a `SingleDeviceSharding`. Multi-device semantics come later.
 """
-from ember._src.sharding import (  # noqa: F401
+from ember._src.core.sharding import (  # noqa: F401
     AbstractMesh, AxisType, Mesh, NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding,
     auto_axes, get_abstract_mesh, reshard, set_mesh)
-from ember._src.sharding import Device  # noqa: F401
+from ember._src.core.sharding import Device  # noqa: F401
 
 P = PartitionSpec

@@ -1,6 +1,6 @@
 """ember.tree: short names for the pytree utilities (jax.tree)."""
-from ember._src.tree_util import static  # noqa: F401
-from ember._src.tree_util import (  # noqa: F401
+from ember._src.base.tree_util import static  # noqa: F401
+from ember._src.base.tree_util import (  # noqa: F401
     tree_all as all, tree_broadcast as broadcast, tree_flatten as flatten,
     tree_flatten_with_path as flatten_with_path, tree_leaves as leaves,
     tree_leaves_with_path as leaves_with_path, tree_map as map,

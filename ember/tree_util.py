@@ -1,5 +1,5 @@
 """ember.tree_util: pytree utilities (jax.tree_util)."""
-from ember._src.tree_util import (  # noqa: F401
+from ember._src.base.tree_util import (  # noqa: F401
     DictKey, FlattenedIndexKey, GetAttrKey, KeyEntry, KeyPath, Partial, PyTreeDef, SequenceKey,
     all_leaves, flatten_one_level, flatten_one_level_with_keys, is_tree_node, keystr,
     register_dataclass, register_pytree_node, register_pytree_node_class,

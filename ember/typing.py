@@ -5,7 +5,7 @@ from typing import Any, Protocol, Union
 
 import numpy as np
 
-from ember._src.basearray import Array
+from ember._src.base.basearray import Array
 
 
 class SupportsDType(Protocol):

@@ -4,8 +4,8 @@ import threading
 
 import pytest
 
-from ember._src import compilation
-from ember._src.config import config
+from ember._src.driver import compilation
+from ember._src.base.config import config
 
 # This thread's nice value before any test ran (so before ember's tier-up worker existed):
 # the suite may run niced as a whole (`nice make test`).

@@ -16,7 +16,7 @@ import numpy as np
 import ember as jax
 import ember.numpy as jnp
 from ember import lax
-from ember._src import distributed as dist
+from ember._src.parallel import distributed as dist
 from ember._src.runtime.mpi_collectives import MpiCommunicator
 from ember.experimental import multihost_utils
 from ember.sharding import NamedSharding, PartitionSpec as P

@@ -163,7 +163,7 @@ def check_cached_plan():
   """A partitioned jit's second call with the same placements takes the plan the first made
   (no new plan: no checks, index maps or program lookups again), and gives the same values;
   a new placement of an argument makes a plan of its own."""
-  from ember._src import spmd
+  from ember._src.parallel import spmd
   mesh = jax.make_mesh((n,), ("data",))
   data, repl = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
   a = jax.device_put(rng.standard_normal((8, 4)).astype(np.float32), data)
@@ -244,7 +244,8 @@ def check_async_collectives():
   bucket_bytes) as start/done pairs (passes/async_collectives.py): the first bucket starts
   before the backward pass has made the first layer's gradient, each done waits where the
   update reads it; the values are those of blocking collectives, bit for bit."""
-  from ember._src import all_reduce_grouping, flags
+  from ember._src.parallel import all_reduce_grouping
+  from ember._src.base import flags
   from ember._src.passes import async_collectives
   if n == 1:
     return

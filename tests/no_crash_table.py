@@ -24,7 +24,7 @@ import numpy as np
 import ember
 import ember.numpy as jnp
 from ember import lax, nn, random
-from ember._src.config import enable_x64
+from ember._src.base.config import enable_x64
 
 FLOATS = ("float16", "bfloat16", "float32", "float64")
 SIGNED = ("int8", "int16", "int32", "int64")

@@ -34,7 +34,7 @@ import ember.numpy as jnp
 from ember import lax
 from ember._src import core
 from ember._src.backends.cpu import tiering
-from ember._src.config import config
+from ember._src.base.config import config
 
 errors: list[str] = []
 calls = [0]

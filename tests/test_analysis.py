@@ -10,8 +10,8 @@ import numpy as np
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import analysis
-from ember._src import flags as flags_lib
+from ember._src.passes import analysis
+from ember._src.base import flags as flags_lib
 from ember._src.lower import lower_jaxpr
 from ember._src.passes import buffer_assignment as ba
 from ember._src.passes import pipeline

@@ -11,7 +11,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember._src.runtime import executor
-from ember._src.runtime.array import Array
+from ember._src.core.array import Array
 
 N = 600  # a 600x600 f32 matmul chain takes tens of ms: still running right after dispatch
 

@@ -10,8 +10,8 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import flags as flags_lib
-from ember._src import hlo, hlo_eval
+from ember._src.base import flags as flags_lib
+from ember._src.hlo import graph as hlo, evaluator as hlo_eval
 from ember._src.lower import lower_jaxpr
 from ember._src.passes import buffer_assignment as ba
 from ember._src.passes import pipeline

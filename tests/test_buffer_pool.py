@@ -10,8 +10,8 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src.runtime import buffer_pool
-from ember._src.runtime.buffer_pool import BufferPool, size_class
+from ember._src.base import buffer_pool
+from ember._src.base.buffer_pool import BufferPool, size_class
 
 MiB = 1 << 20
 

@@ -294,7 +294,8 @@ def test_debug_callback_gets_arrays():
 
 
 def test_hlo_eval_runs_callbacks():
-  from ember._src import hlo_eval, lower
+  from ember._src.hlo import evaluator as hlo_eval
+  from ember._src import lower
   jaxpr = ember.make_jaxpr(lambda x: sin_cb(x) + 1)(X)
   module = lower.lower_jaxpr(jaxpr, "f")
   (out,) = hlo_eval.evaluate(module, [X])
@@ -389,7 +390,7 @@ def test_breakpoint_under_vmap_stops_once_per_example(tmp_path):
 
 
 def test_breakpoint_token_and_errors():
-  from ember._src import debugger
+  from ember._src.library import debugger
   with pytest.raises(ValueError, match="`ordered` and `token` are mutually exclusive"):
     ember.debug.breakpoint(token=jnp.zeros(2), ordered=True)
   seen = []

@@ -1,5 +1,5 @@
 """The CPU backend: fusions compiled to LLVM kernels, run by the executable, compared with
-the reference HLO evaluator (ember._src.hlo_eval) on the same module: exactly for integers
+the reference HLO evaluator (ember._src.hlo.evaluator) on the same module: exactly for integers
 and bools (and for float ops that are exact or correctly rounded), within a tolerance where
 the generated code may round differently (reductions reassociate; transcendentals come
 from ember's math library)."""
@@ -12,10 +12,10 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import hlo, hlo_eval
+from ember._src.hlo import graph as hlo, evaluator as hlo_eval
 from ember._src.backends.cpu import codegen, dot_kernels
 from ember._src.backends.cpu.compiler import CodegenError
-from ember._src.compilation import compile_executable
+from ember._src.driver.compilation import compile_executable
 from ember._src.lower import lower_jaxpr
 from ember._src.passes.pipeline import optimize
 
@@ -561,7 +561,7 @@ def test_unfused_module_compiles_every_op():
 
 
 def test_in_place_kernels_without_fusion():
-  from ember._src import flags
+  from ember._src.base import flags
   x, y = data((40, 33), f32, 56, special=False), data((40, 33), f32, 57, special=False)
   with flags.override(disable_passes=["fusion"]):
     exe, module = check(lambda x, y: ((x * 2 + y) - 1) * y + jnp.max(x, axis=1)[:, None], x, y)
@@ -698,7 +698,7 @@ _PACKED_F32 = re.compile(r"\bv?(add|mul|sub|max|fmadd\w*)ps\s+[^\n]*%[xyz]mm")
 
 
 def test_kernels_are_vectorized():
-  from ember._src import flags
+  from ember._src.base import flags
   x = data((64, 256), f32, 60, special=False)
   # a row sum of x*x is vector IR at every level (codegen's fixed-order lanes); one of a
   # longer prologue is left to LLVM's vectorizers
@@ -715,7 +715,7 @@ def test_kernels_are_vectorized():
 
 @pytest.mark.parametrize("level", [0, 1, 2])
 def test_every_opt_level_computes_the_same(level):
-  from ember._src import flags
+  from ember._src.base import flags
   x = data((6, 40), f32, 63)
   f = lambda x: [jnp.argmax(x, axis=1), jnp.sum(x[:, ::2] * 2, axis=0),
                  jnp.concatenate([x, -x], axis=0).T, (x > 0).astype(np.int8)]
@@ -749,7 +749,7 @@ def test_kernel_runs_any_sub_range(case):
 
 
 def test_dumps_and_intermediates(tmp_path):
-  from ember._src import flags
+  from ember._src.base import flags
   x = data((8, 8), f32, 62, special=False)
   with flags.override(dump_to=str(tmp_path)):
     jaxpr = ember.make_jaxpr(lambda x: jnp.sum(x @ x + 1, axis=0))(x)

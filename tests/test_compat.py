@@ -161,7 +161,7 @@ def test_a_real_jax_array_reaching_ember_says_jax_was_imported_beside_it():
 
 def test_versions():
   import ember
-  from ember._src.version import __version__
+  from ember._src.base.version import __version__
   assert ember.__version__ == __version__
   assert ember.__version_info__ == tuple(int(p) for p in __version__.split("."))
   assert ember.__jax_version__ == "0.12.0"

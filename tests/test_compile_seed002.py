@@ -101,7 +101,7 @@ def test_fusion_bytes_with_and_without_fusion():
   x = jnp.ones((1000, 1000))
   c = jax.jit(f).lower(x, x).compile()
   assert count_fusions(c.as_text()) == 1 and c.cost_analysis()["bytes accessed"] == 12_000_000
-  from ember._src import flags
+  from ember._src.base import flags
   with flags.override(disable_passes=frozenset({"fusion"})):
     c2 = jax.jit(f).lower(x, x).compile()
   txt = c2.as_text()

@@ -8,8 +8,8 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src import hlo
-from ember._src.hlo_eval import evaluate
+from ember._src.hlo import graph as hlo
+from ember._src.hlo.evaluator import evaluate
 from ember._src.passes import constant_folding
 
 F32, I32, BF16 = np.dtype(np.float32), np.dtype(np.int32), np.dtype("bfloat16")
@@ -302,7 +302,7 @@ def test_evaluator_rejections_stay_code():
 
 
 def test_run_accepts_pipeline_flags():
-  flags = pytest.importorskip("ember._src.flags")
+  flags = pytest.importorskip("ember._src.base.flags")
   m = _seed_module()
   assert constant_folding.run(m, flags.get()) is m
   assert "sine" not in opcodes(m)

@@ -360,7 +360,7 @@ def test_lowered_text_is_jax_stablehlo_and_compiled_has_one_dot():
 
 
 def test_hlo_text_of_a_convolution_uses_xla_attribute_syntax():
-  from ember._src import hlo
+  from ember._src.hlo import graph as hlo
   from ember._src.lower import lower_jaxpr
   x, w = _operands((2, 5, 6, 4), (3, 3, 2, 4))
   jaxpr = ember.make_jaxpr(lambda x, w: lax.conv_general_dilated(

@@ -12,11 +12,12 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src import check_compiled, jit as jit_mod
+from ember._src.driver import check_compiled, jit as jit_mod
 from ember._src.backends.cpu import executable as exe_mod
-from ember._src.errors import JaxRuntimeError
-from ember._src.runtime import array as array_mod, executor
-from ember._src.runtime.array import Array
+from ember._src.base.errors import JaxRuntimeError
+from ember._src.core import array as array_mod
+from ember._src.runtime import executor
+from ember._src.core.array import Array
 
 
 @pytest.fixture(autouse=True)
@@ -343,7 +344,7 @@ def test_threads_share_a_jitted_function(direct):
 
 
 def test_tier_up_rebuilds_the_direct_call():
-  from ember._src import flags
+  from ember._src.base import flags
   with flags.override(tiered_compilation=True):
     f = ember.jit(lambda v: jnp.exp(-v * v) + 0.5)
     x = _arr(np.linspace(-2, 2, 64, dtype=np.float32))
@@ -449,7 +450,7 @@ def test_a_changed_signature_misses_the_hit_cache():
 
 
 def test_flag_changes_reach_the_hit_path():
-  from ember._src.config import config
+  from ember._src.base.config import config
   f = ember.jit(lambda x: x + 1)
   x = _arr(np.arange(3, dtype=np.float32))
   f(x), f(x)

@@ -16,13 +16,13 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import flags as flags_lib
+from ember._src.base import flags as flags_lib
 from ember._src.backends.cpu import cost_model, dot_kernels, executable as ex, host
 from ember._src.backends.cpu.compiler import (compile_module, deserialize_executable,
                                               serialize_executable)
 from ember._src.passes.buffer_assignment import assign_buffers
 from ember._src.passes.pipeline import optimize
-from ember._src.compilation import clone_module
+from ember._src.driver.compilation import clone_module
 
 F32, F64 = np.float32, np.float64
 RNG = np.random.default_rng(0)
@@ -175,7 +175,7 @@ def test_switch_off_by_name():
   lowered = ember.jit(lambda x, w, b: relu_bias(x, w, b, jnp)).lower(x, w, b).compiler_ir()
   with flags_lib.override(disable_passes=frozenset({"dot_epilogue"})):
     m = optimize(clone_module(lowered))
-  text = ember._src.hlo.to_text(m)
+  text = ember._src.hlo.graph.to_text(m)
   assert "kOutput" not in text and " dot(%x, %w)" in text
   assert "dot_epilogue" in flags_lib.parse("--disable_passes=dot_epilogue").disable_passes
 

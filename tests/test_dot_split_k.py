@@ -8,7 +8,7 @@ import pytest
 
 import ember
 from ember import lax
-from ember._src import flags as flags_lib
+from ember._src.base import flags as flags_lib
 from ember._src.lower import lower_jaxpr
 from ember._src.passes import dot_split_k
 from ember._src.passes.pipeline import optimize

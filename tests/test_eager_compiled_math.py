@@ -8,7 +8,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 import ember.scipy.special as special
-from ember._src import pjrt_dispatch
+from ember._src.driver import pjrt_dispatch
 
 BIG = (pjrt_dispatch.EAGER_COMPILE_ELEMENTS // 64, 64)
 

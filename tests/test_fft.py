@@ -8,8 +8,8 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import hlo
-from ember._src.hlo_eval import evaluate
+from ember._src.hlo import graph as hlo
+from ember._src.hlo.evaluator import evaluate
 
 rng = np.random.default_rng(17)
 # relative to the transform's scale: pocketfft in float32 errs ~ eps * log2(n)

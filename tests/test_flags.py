@@ -1,12 +1,12 @@
-"""ember._src.flags: EMBER_FLAGS / XLA_FLAGS parsing, the frozen record, override()."""
+"""ember._src.base.flags: EMBER_FLAGS / XLA_FLAGS parsing, the frozen record, override()."""
 import os
 import subprocess
 import sys
 
 import pytest
 
-from ember._src import flags
-from ember._src.flags import Flags
+from ember._src.base import flags
+from ember._src.base.flags import Flags
 
 
 def test_defaults():

@@ -13,9 +13,9 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import hlo_eval
+from ember._src.hlo import evaluator as hlo_eval
 from ember._src.backends.cpu import codegen, cost_model
-from ember._src.compilation import compile_executable
+from ember._src.driver.compilation import compile_executable
 from ember._src.lower import lower_jaxpr
 from ember._src.passes import fusion
 from ember._src.passes.pipeline import optimize

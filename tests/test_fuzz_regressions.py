@@ -6,7 +6,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src.config import config
+from ember._src.base.config import config
 
 
 def _eager_and_jit(fn, *args):
@@ -47,7 +47,7 @@ def test_dot_of_uint16_and_int8():
 # float64's tolerance although it came from a complex64 sum, whose order differs between
 # the compiled code and the reference evaluator by float32 roundings: a false AssertionError.
 def test_checked_mode_tolerates_the_least_precise_float_of_the_module():
-  from ember._src import flags
+  from ember._src.base import flags
   z = np.array([[[(-3.198437452316284-1.600000023841858j), (0.30078125+0.30000001192092896j)], [(0.3015625476837158+0.699999988079071j), (0.600781261920929-1.2000000476837158j)], [(-2.9984374046325684-1.399999976158142j), (-0.3992187976837158-0.800000011920929j)], [(0.5015624761581421+0.20000000298023224j), (-0.69921875-1.2000000476837158j)]], [[(2.09375-1j), (0.6968749761581421+1.600000023841858j)], [(2.9937500953674316-1.100000023841858j), (1.796875-0.8999999761581421j)], [(1.693750023841858-1.5j), (4.196875095367432+0.30000001192092896j)], [(1.09375+0j), (2.6968750953674316+0.800000011920929j)]], [[1.7000000476837158j, (-4.496874809265137-0.4000000059604645j)], [(-0.6000000238418579-0.699999988079071j), (-2.596874952316284-1.600000023841858j)], [(-0.6000000238418579+1.2999999523162842j), (-1.296875-1.600000023841858j)], [(1.2000000476837158+1.7999999523162842j), (-4.596875190734863+0.8999999761581421j)]]], dtype=np.complex64)
   x = np.zeros((4, 1, 3))
   f = lambda x, z: x + jnp.sum(jnp.real(z)).astype(x.dtype)
@@ -61,7 +61,7 @@ def test_checked_mode_tolerates_the_least_precise_float_of_the_module():
 
 def test_checked_mode_still_catches_a_float64_difference():
   """A module of float64 values only keeps float64's tolerance."""
-  from ember._src import check_compiled
+  from ember._src.driver import check_compiled
   with config._override("jax_enable_x64", True):
     comp = ember.jit(lambda x: x * 2.0).lower(np.ones(3)).compile()._computation
   ok = np.full(3, 2.0)
@@ -74,7 +74,8 @@ def test_checked_mode_still_catches_a_float64_difference():
 # instruction compared a tuple-valued one (a while loop's (int32[], f32[3]) carry) through
 # np.asarray and raised ValueError ("inhomogeneous shape") instead of naming the instruction.
 def test_first_differing_instruction_compares_tuple_values():
-  from ember._src import check_compiled, flags
+  from ember._src.driver import check_compiled
+  from ember._src.base import flags
   f = lambda x: lax.while_loop(lambda c: c[0] < 2, lambda c: (c[0] + 1, c[1] + 1), (0, x))[1] * 2
   x = np.arange(3.0, dtype=np.float32)
   with flags.override(tiered_compilation=False):
@@ -90,7 +91,7 @@ def test_first_differing_instruction_compares_tuple_values():
 # imaginary part one rounding away "not close" (an infinite value must be equal): a false
 # AssertionError. Components are compared one by one now.
 def test_checked_mode_compares_complex_components():
-  from ember._src import check_compiled
+  from ember._src.driver import check_compiled
   z = np.array([complex(-np.inf, -24.6329998), complex(1.0, np.inf)])
   near = np.array([complex(-np.inf, -24.6329998 * (1 + 1e-15)), complex(1.0 + 1e-15, np.inf)])
   assert check_compiled._close(z, near)

@@ -1,4 +1,4 @@
-"""The HLO reference evaluator (ember/_src/hlo_eval.py): every opcode against NumPy float64
+"""The HLO reference evaluator (ember/_src/hlo/evaluator.py): every opcode against NumPy float64
 or the lax primitives' eager results, XLA's edge semantics (the integer/convert/compare
 tables below were produced by running the same StableHLO on XLA:CPU through jaxlib and are
 stored as data; XLA:CPU's flush of subnormals to zero is deliberately not reproduced: ember
@@ -12,9 +12,9 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import hlo, hlo_eval
-from ember._src.hlo_eval import (HloEvalError, eval_instr, evaluate, evaluate_computation,
-                                evaluate_intermediates)
+from ember._src.hlo import graph as hlo, evaluator as hlo_eval
+from ember._src.hlo.evaluator import (
+    HloEvalError, eval_instr, evaluate, evaluate_computation, evaluate_intermediates)
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)

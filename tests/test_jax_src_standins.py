@@ -14,8 +14,8 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import compat
-from ember._src import traceback_util
-from ember._src.config import config
+from ember._src.base import traceback_util
+from ember._src.base.config import config
 
 
 @pytest.fixture
@@ -250,7 +250,7 @@ def test_nnx_and_chex_standins_are_embers_objects(alias):
   from jax._src import checkify, compiler
   from jax._src.state import types
   from jax._src.tree_util import _registry
-  from ember._src import checkify as ember_checkify
+  from ember._src.library import checkify as ember_checkify
   from ember.experimental import hijax  # a submodule: loaded by its import, not by ember's
   assert types.AbstractRef is hijax.AbstractRef
   for name in ("Error", "JaxException", "checkify", "user_checks"):
@@ -315,7 +315,7 @@ def test_wait_for_tokens_waits_for_dispatched_callbacks(alias):
 
 def test_stages_are_embers_stage_classes(alias):
   import jax
-  from ember._src import compilation, jit
+  from ember._src.driver import compilation, jit
   assert jax.stages is ember.stages
   assert jax.stages.Wrapped is jit.JitWrapped
   f = ember.jit(lambda x: x * 2)

@@ -9,49 +9,28 @@ line above: the cycle or the optional/slow dependency it defers).
 from __future__ import annotations
 
 import ast
-import fnmatch
 import pathlib
 
 import pytest
 
 SRC = pathlib.Path(__file__).resolve().parent.parent / "ember" / "_src"
 
-# Bottom to top; a pattern names modules relative to ember._src ("passes.*": the package's
-# modules). The table is docs/architecture.md's picture: change both together.
-LAYERS = [
-    ("base", ["errors", "flags", "config", "dtypes", "tree_util", "pretty_printer", "version",
-              "basearray", "traceback_util",
-              "persistent_cache", "runtime.buffer_pool", "profiler.events"]),
-    ("reference", ["reference", "reference.*"]),
-    ("hlo", ["hlo", "hlo_eval"]),
-    ("passes", ["passes", "passes.*", "analysis"]),
-    ("backend", ["backends", "backends.*"]),
-    ("core", ["core", "runtime.array", "api_util", "sharding"]),
-    ("runtime", ["runtime", "runtime.*", "profiler", "profiler.*"]),
-    ("transforms", ["transforms", "transforms.*"]),
-    ("lower", ["lower", "lower.*"]),
-    ("primitives", ["primitives", "primitives.*"]),
-    ("driver", ["compilation", "check_compiled", "dispatch", "sharding_propagation", "jit",
-                "cache_miss", "pjrt_dispatch", "spmd", "all_reduce_grouping"]),
-    ("library", ["numpy", "numpy.*", "prng", "prng_keys", "prng_math", "prng_distributions",
-                 "lax_api", "lax_linalg", "linalg_derivatives", "lax_expansions", "jacobians",
-                 "flatten_util", "test_util", "scipy_linalg", "checkify", "pmap", "distributed", "state",
-                 "hijax", "debugger"]),
-]
+# Bottom to top: one folder of ember/_src per layer. A module's layer is the folder it sits in
+# (its first path component under _src); docs/architecture.md draws the same table: change both
+# together.
+LAYERS = ["base", "reference", "hlo", "passes", "backends", "core", "runtime", "transforms",
+          "lower", "primitives", "driver", "parallel", "library"]
 # Modules of one layer that may import each other in a circle.
 CYCLE_OK = ("primitives",)
 
 
 def layer_of(name: str) -> int:
-  """The layer index of ember._src.<name>; an exact name beats a package pattern."""
-  exact = [i for i, (_, pats) in enumerate(LAYERS) if name in pats]
-  if exact:
-    return exact[0]
-  for i, (_, pats) in enumerate(LAYERS):
-    if any(p.endswith(".*") and fnmatch.fnmatch(name, p) for p in pats):
-      return i
-  raise AssertionError(f"ember._src.{name} is in no layer: add it to LAYERS and to "
-                       "docs/architecture.md")
+  """The layer index of ember._src.<name>: the index of its folder."""
+  folder = name.split(".")[0]
+  if folder not in LAYERS or name == folder and not MODULES[name].name == "__init__.py":
+    raise AssertionError(f"ember._src.{name} is in no layer folder: every module sits in the "
+                         f"folder of its layer ({', '.join(LAYERS)}), none at _src's root")
+  return LAYERS.index(folder)
 
 
 def module_names() -> dict[str, pathlib.Path]:
@@ -140,15 +119,20 @@ def test_every_module_has_a_layer():
     layer_of(name)
 
 
-def test_imports_point_down():
+def upward_imports(names) -> list[str]:
   upward = []
-  for name in MODULES:
+  for name in names:
     for target, line, _, _ in imports(name):
       if target == "ember":
         upward.append(f"ember._src.{name}:{line} imports the public `ember` package")
       elif layer_of(target) > layer_of(name):
-        upward.append(f"ember._src.{name}:{line} ({LAYERS[layer_of(name)][0]}) imports "
-                      f"ember._src.{target} ({LAYERS[layer_of(target)][0]})")
+        upward.append(f"ember._src.{name}:{line} ({LAYERS[layer_of(name)]}) imports "
+                      f"ember._src.{target} ({LAYERS[layer_of(target)]})")
+  return upward
+
+
+def test_imports_point_down():
+  upward = upward_imports(MODULES)
   assert not upward, ("imports that point up the layers (use a registry filled from above, "
                       "or move the code down):\n" + "\n".join(upward))
 
@@ -205,7 +189,7 @@ def _cycles() -> list[list[str]]:
 
 
 def test_no_import_cycles_outside_the_primitive_families():
-  bad = [c for c in _cycles() if {LAYERS[layer_of(m)][0] for m in c} - set(CYCLE_OK)]
+  bad = [c for c in _cycles() if {LAYERS[layer_of(m)] for m in c} - set(CYCLE_OK)]
   assert not bad, "import circles:\n" + "\n".join(" -> ".join(c) for c in bad)
 
 
@@ -224,9 +208,31 @@ def test_the_import_parser_resolves_names(tmp_path, monkeypatch, source, expecte
   assert [t for t, *_ in imports("fake_mod")] == expected
 
 
+@pytest.mark.parametrize("name,source,flagged", [
+    ("base.fake_mod", "from ember._src.driver import jit\n", True),
+    ("driver.fake_mod", "from ember._src.base import dtypes\n", False),
+    ("parallel.fake_mod", "from ember._src.library.numpy import creation\n", True),
+    ("core.fake_mod", "import ember.numpy as jnp\n", True),
+])
+def test_an_import_up_a_folder_is_flagged(tmp_path, monkeypatch, name, source, flagged):
+  fake = tmp_path / "fake_mod.py"
+  fake.write_text(source)
+  monkeypatch.setitem(MODULES, name, fake)
+  assert bool(upward_imports([name])) == flagged
+
+
+@pytest.mark.parametrize("name,filename", [("loose", "loose.py"), ("misc.helpers", "helpers.py")])
+def test_a_module_outside_the_layer_folders_has_no_layer(tmp_path, monkeypatch, name, filename):
+  fake = tmp_path / filename
+  fake.write_text("")
+  monkeypatch.setitem(MODULES, name, fake)
+  with pytest.raises(AssertionError, match="no layer folder"):
+    layer_of(name)
+
+
 def test_array_methods_call_ember_numpy():
   # array_methods gathers ember.numpy's namespace from the _src modules (it may not import
   # the public package): every name must be the function ember.numpy exports
   import ember.numpy as jnp
-  from ember._src.numpy import array_methods
+  from ember._src.library.numpy import array_methods
   assert {n for n, f in array_methods._JNP.items() if getattr(jnp, n, None) is not f} == set()

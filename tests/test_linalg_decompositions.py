@@ -18,8 +18,8 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember.lax import linalg as L
-from ember._src import compilation
-from ember._src.config import config
+from ember._src.driver import compilation
+from ember._src.base.config import config
 
 RNG = np.random.default_rng(1234)
 TOL = {np.float32: 2e-5, np.float64: 1e-12, np.complex64: 2e-5, np.complex128: 1e-12}

@@ -291,7 +291,7 @@ def test_generated_right_side_solves_in_row_blocks(rows, transpose_a, lower):
 def test_generated_kernels_replay_from_a_serialized_executable():
   from ember._src.backends.cpu.compiler import (compile_module, deserialize_executable,
                                                 serialize_executable)
-  from ember._src.compilation import clone_module
+  from ember._src.driver.compilation import clone_module
   from ember._src.passes.buffer_assignment import assign_buffers
   from ember._src.passes.pipeline import optimize
   a = spd(rng_for("replay"), (3, 20, 20), np.float32)

@@ -12,7 +12,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import compilation
+from ember._src.driver import compilation
 from ember._src.backends.cpu import blas_pool, control_flow, dot_kernels, host
 from ember._src.backends.cpu import executable as ex
 

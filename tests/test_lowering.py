@@ -19,7 +19,9 @@ import ember
 import ember.numpy as jnp
 import ember.random as er
 from ember import lax
-from ember._src import core, dtypes, hlo, hlo_eval
+from ember._src import core
+from ember._src.base import dtypes
+from ember._src.hlo import graph as hlo, evaluator as hlo_eval
 from ember._src.lower import lower_jaxpr, sanitize_name
 from ember._src.lower import mlir as mlir_lib
 from ember._src.lower.mlir import to_mlir_text
@@ -349,7 +351,7 @@ def _all_primitives():
                                                  "windows", "linalg", "convolution",
                                                  "sorting", "indexing", "control", "prng")]
   prims = {}
-  for m in mods + ["ember._src.jit"]:
+  for m in mods + ["ember._src.driver.jit"]:
     for v in vars(importlib.import_module(m)).values():
       if isinstance(v, core.Primitive):
         prims[v.name] = v

@@ -27,7 +27,7 @@ import pytest
 from llvmlite import binding as llvm
 from llvmlite import ir
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 from ember._src.backends.cpu import mathlib
 
 BOUND = 2.0                             # the documented guarantee for every function

@@ -17,8 +17,8 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src.profiler import memory
-from ember._src.runtime import array as array_mod
+from ember._src.runtime.profiler import memory
+from ember._src.core import array as array_mod
 
 device_memory_profile = memory.device_memory_profile
 save_device_memory_profile = memory.save_device_memory_profile

@@ -9,7 +9,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src import flags
+from ember._src.base import flags
 
 F64 = [1 + 2**-8 + 2**-40, 1 + 2**-8, 1 + 2**-8 - 2**-40, 1 + 3 * 2**-8 + 2**-35,
        1 + 2**-8 + 2**-30, -(1 + 2**-8 + 2**-40), 3.3895313892515355e38, 3.4e38,

@@ -14,10 +14,10 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src import dispatch
+from ember._src.driver import dispatch
 from ember._src.backends.cpu import native_hit
-from ember._src.runtime import array as array_mod
-from ember._src.runtime.array import Array
+from ember._src.core import array as array_mod
+from ember._src.core.array import Array
 
 pytestmark = pytest.mark.skipif(not native_hit.available(array_mod),
                                 reason="no native hit path in this interpreter")
@@ -29,7 +29,7 @@ def _arr(x):
 
 def _warm(f, *args):
   """Calls until the builtin exists (the miss, then the hits that make it)."""
-  for _ in range(2 + ember._src.jit.NATIVE_TRIES):
+  for _ in range(2 + ember._src.driver.jit.NATIVE_TRIES):
     out = f(*args)
     if f._native is not None:
       return out

@@ -411,7 +411,7 @@ def test_narrow_dtypes_under_jit_say_the_backend_does_not_compile_them():
   with pytest.raises(NotImplementedError, match=r"CPU backend does not compile float8_e4m3fn.*"
                      r"Convert them outside the jitted function"):
     f(x)
-  with ember._src.config.config._override("ember_jit_backend", "interpreter"):
+  with ember._src.base.config.config._override("ember_jit_backend", "interpreter"):
     assert repr(f(x)) == "Array([1, 2, 5, 10], dtype=float8_e4m3fn)"
   y = ember.jit(lambda a: a * a + 1)(x.astype(jnp.float32)).astype(jnp.float8_e4m3fn)
   assert repr(y) == "Array([1, 2, 5, 10], dtype=float8_e4m3fn)"

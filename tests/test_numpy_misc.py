@@ -1,4 +1,4 @@
-"""ember.numpy's remaining functions (ember/_src/numpy/misc.py) vs NumPy in float64, eager
+"""ember.numpy's remaining functions (ember/_src/library/numpy/misc.py) vs NumPy in float64, eager
 and under ember.jit (array arguments traced). Result dtypes, weak types, error classes and
 the values where JAX differs from NumPy were checked against JAX 0.12."""
 import numpy as np
@@ -724,6 +724,6 @@ def test_lax_primitives_and_helpers():
 
 
 def test_everything_exported():
-  from ember._src.numpy import misc
+  from ember._src.library.numpy import misc
   for name in misc.__all__:
     assert getattr(jnp, name) is getattr(misc, name)

@@ -13,8 +13,8 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import flags as flags_lib
-from ember._src import hlo
+from ember._src.base import flags as flags_lib
+from ember._src.hlo import graph as hlo
 from ember._src.passes import algsimp, cse, dce, dot_transpose, dumps, inline, pipeline
 
 F32, F64, I32, U8, C64, PRED = (np.dtype(t) for t in
@@ -84,7 +84,7 @@ def sample(shape, rng, special=True):
 
 
 def evaluate(module, args):
-  hlo_eval = pytest.importorskip("ember._src.hlo_eval", reason="the HLO evaluator (helper E)")
+  hlo_eval = pytest.importorskip("ember._src.hlo.evaluator", reason="the HLO evaluator (helper E)")
   out = hlo_eval.evaluate(module, list(args))
   return list(out) if isinstance(out, (list, tuple)) else [out]
 

@@ -1,4 +1,4 @@
-"""The persistent compilation cache (ember/_src/persistent_cache.py): entries shared by
+"""The persistent compilation cache (ember/_src/base/persistent_cache.py): entries shared by
 processes, JAX's min compile time / min entry size semantics, bad entries, concurrent
 writers, least-recently-used eviction."""
 import logging
@@ -12,8 +12,9 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src import compilation, persistent_cache
-from ember._src.config import config
+from ember._src.driver import compilation
+from ember._src.base import persistent_cache
+from ember._src.base.config import config
 
 LOGGER = "ember._src.compiler"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -138,7 +139,7 @@ def test_min_compile_time(cache, caplog):
 
 
 def test_default_options_match_jax():
-  from ember._src.config import Config
+  from ember._src.base.config import Config
   defaults = {k: f() for k, f in Config._defaults.items()}
   if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
     assert defaults["jax_persistent_cache_min_compile_time_secs"] == 1.0
@@ -233,7 +234,7 @@ def test_bad_entry_is_ignored_and_replaced(cache, caplog, damage):
 
 def test_key_covers_constants_and_flags(cache):
   # two modules whose text may be equal (large constants are elided) get distinct entries
-  from ember._src import flags as flags_lib
+  from ember._src.base import flags as flags_lib
   x = np.ones((64,), np.float32)
   c1, c2 = np.arange(64, dtype=np.float32) ** 2, np.arange(64, dtype=np.float32) ** 3
 

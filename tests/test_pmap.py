@@ -137,7 +137,7 @@ def test_shard_map_errors():
     ember.shard_map(3, mesh=MESH, in_specs=P(), out_specs=P())
 
 
-class _OtherDevice(ember._src.sharding.Device):
+class _OtherDevice(ember._src.core.sharding.Device):
   def __init__(self, id):
     self.id = id
 

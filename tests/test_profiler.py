@@ -19,7 +19,7 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember._src.backends.cpu import dot_kernels, tiering
-from ember._src.profiler import events as profiler_events
+from ember._src.base import profiler_events
 from ember._src.runtime import executor
 
 

@@ -16,8 +16,8 @@ import pytest
 import ember
 import ember as jax
 import ember.numpy as jnp
-from ember._src.errors import JaxRuntimeError
-from ember._src.profiler import xplane
+from ember._src.base.errors import JaxRuntimeError
+from ember._src.runtime.profiler import xplane
 from ember.profiler import ProfileData
 
 DATA = os.path.join(os.path.dirname(__file__), "data")

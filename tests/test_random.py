@@ -15,7 +15,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import random
-from ember._src import prng, prng_math
+from ember._src.library.random import samplers as prng, xla_math as prng_math
 from ember._src.primitives.prng import threefry2x32
 
 _DATA = os.path.join(os.path.dirname(__file__), "data", "random_jax_vectors.json")

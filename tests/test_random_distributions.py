@@ -25,7 +25,7 @@ import ember
 import ember.numpy as jnp
 from ember import random
 # jax.lax.random_gamma_grad; defined beside gamma (ember.lax may re-export it)
-from ember._src.prng_distributions import random_gamma_grad
+from ember._src.library.random.distributions import random_gamma_grad
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data"))
 from random_distributions_cases import CASES, grad_cases  # noqa: E402
@@ -169,7 +169,7 @@ def _ulps(got, want):
 
 @pytest.mark.parametrize("jit", [False, True])
 def test_xla_pow_f32(jit):
-  from ember._src.prng_distributions import _xla_pow_f32
+  from ember._src.library.random.distributions import _xla_pow_f32
   f = ember.jit(_xla_pow_f32) if jit else _xla_pow_f32
   # special cases (glibc powf's IEEE semantics): exact
   xs = np.array([0, -0., 1, -1, 2, -2, 0.5, np.inf, -np.inf, np.nan, 1e-40], np.float32)
@@ -188,7 +188,7 @@ def test_xla_pow_f32(jit):
 
 
 def test_xla_rsqrt_f32():
-  from ember._src.prng_distributions import _xla_rsqrt_f32
+  from ember._src.library.random.distributions import _xla_rsqrt_f32
   x = np.exp(np.random.RandomState(1).uniform(-80, 80, 4000)).astype(np.float32)
   for f in (_xla_rsqrt_f32, ember.jit(_xla_rsqrt_f32)):
     assert np.max(_ulps(f(x), 1 / np.sqrt(x.astype(np.float64)))) <= 1

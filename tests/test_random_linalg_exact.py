@@ -36,7 +36,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import random
-from ember._src.prng_distributions import _mvn_cholesky32, _mvn_matvec32, _orth_qr32
+from ember._src.library.random.distributions import _mvn_cholesky32, _mvn_matvec32, _orth_qr32
 
 
 # ---- case definitions (pure NumPy; also what made _DATA with JAX) ----

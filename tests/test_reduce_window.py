@@ -288,7 +288,7 @@ def test_errors(call, exc, match):
 def test_tiers_give_the_same_bits():
   """Window reductions fold in a fixed order with no reassociation: the quick tier, its
   tier-up and an opt_level=0 compile compute the same bits (backends/cpu/tiering.py)."""
-  from ember._src import flags
+  from ember._src.base import flags
   x = rng.normal(size=(2, 9, 8, 32)).astype(np.float32)
   x[0, 0, 0, :4] = [np.inf, -np.inf, -0.0, 1e-40]
   f = lambda v: (lax.reduce_window(v, -np.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"),

@@ -8,9 +8,9 @@ import pytest
 import ember
 import ember.numpy as jnp
 import ember.nn
-from ember._src import flags as flags_lib
+from ember._src.base import flags as flags_lib
 from ember._src.backends.cpu import cost_model
-from ember._src.compilation import compile_executable
+from ember._src.driver.compilation import compile_executable
 from ember._src.lower import lower_jaxpr
 from ember._src.passes import reduction_splitter
 from ember._src.passes.pipeline import optimize

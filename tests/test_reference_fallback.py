@@ -13,9 +13,10 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import flags, hlo, hlo_eval
+from ember._src.base import flags
+from ember._src.hlo import graph as hlo, evaluator as hlo_eval
 from ember._src.backends.cpu import control_flow
-from ember._src.compilation import compile_executable
+from ember._src.driver.compilation import compile_executable
 
 # The opcodes whose loop bodies and branches run on the reference evaluator today.
 # threefry2x32: an opcode of ember's HLO that the reference evaluator runs but the backend

@@ -8,8 +8,8 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import flags
-from ember._src.config import config
+from ember._src.base import flags
+from ember._src.base.config import config
 
 RTOL = ATOL = 2e-5     # float32 results against float64 NumPy
 

@@ -9,7 +9,8 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import compilation, flags
+from ember._src.driver import compilation
+from ember._src.base import flags
 from ember._src.backends.cpu import codegen, control_flow, cost_model, tiering
 from ember._src.backends.cpu import executable as ex
 
@@ -195,7 +196,7 @@ def test_in_place_update_kernel_needs_the_sole_in_place_operand():
 
 
 def _dus_instr():
-  from ember._src import hlo
+  from ember._src.hlo import graph as hlo
   f32 = np.dtype(np.float32)
   base = hlo.Instr("parameter", hlo.Shape(f32, (5, 3)), attrs={"number": 0}, name="b")
   upd = hlo.Instr("parameter", hlo.Shape(f32, (1, 3)), attrs={"number": 1}, name="u")

@@ -18,8 +18,9 @@ import pytest
 import ember as jax
 import ember.numpy as jnp
 from ember import lax
-from ember._src import compilation, persistent_cache
-from ember._src.config import config
+from ember._src.driver import compilation
+from ember._src.base import persistent_cache
+from ember._src.base.config import config
 
 from test_async_dispatch import _heavy, _heavy_np, mats  # noqa: F401 - fixtures (gate: conftest)
 from test_jit_cache import CompileCounter
@@ -289,7 +290,7 @@ def test_persistent_cache_second_process_hits_via_jax_logger(tmp_path):
 def test_persistent_cache_defaults_match_the_table():
   # §2.5 table: jax_compilation_cache_dir "unset, i.e. disabled";
   # jax_persistent_cache_min_compile_time_secs 1.0; jax_persistent_cache_min_entry_size_bytes 0
-  from ember._src.config import Config
+  from ember._src.base.config import Config
   defaults = {k: f() for k, f in Config._defaults.items()}
   if not {"JAX_COMPILATION_CACHE_DIR", "EMBER_COMPILATION_CACHE_DIR"} & set(os.environ):
     assert defaults["jax_compilation_cache_dir"] is None
@@ -309,7 +310,7 @@ def test_persistent_cache_key_includes_the_version(tmp_path, monkeypatch):
   # §2.5: "The cache key includes ... the jax/jaxlib versions ..., so upgrading JAX or
   # changing flags automatically invalidates old entries" (flags: tests/test_persistent_cache.py
   # test_key_covers_constants_and_flags)
-  from ember._src import version
+  from ember._src.base import version
   from ember._src.backends.cpu import runtime_cache
   names = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
   old = {n: config.read(n) for n in names}

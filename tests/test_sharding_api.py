@@ -97,7 +97,7 @@ def test_named_sharding_errors():
     NamedSharding(m, ("a",))
 
 
-class FakeDevice(ember._src.sharding.Device):
+class FakeDevice(ember._src.core.sharding.Device):
   """A device of another process, to test the index map of a real split."""
   def __init__(self, id):
     self.id = id

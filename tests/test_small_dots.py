@@ -12,7 +12,7 @@ import ember
 import ember.numpy as jnp
 from ember._src.backends.cpu import cost_model, dot_kernels, executable as ex, host
 from ember._src.backends.cpu.compiler import compile_module
-from ember._src.compilation import clone_module
+from ember._src.driver.compilation import clone_module
 from ember._src.passes.buffer_assignment import assign_buffers
 from ember._src.passes.pipeline import optimize
 

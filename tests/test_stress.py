@@ -12,7 +12,8 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src import core, flags, persistent_cache
+from ember._src import core
+from ember._src.base import flags, persistent_cache
 from ember._src.backends.cpu import tiering
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -159,6 +160,6 @@ def test_memory_profile_while_another_thread_builds_tuples():
     t.join(30)
     sys.setswitchinterval(interval)
   assert errors == []
-  from ember._src.profiler import memory
+  from ember._src.runtime.profiler import memory
   live = memory._live_arrays()
   assert all(any(a is k for a in live) for k in keep)

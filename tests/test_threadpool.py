@@ -18,11 +18,11 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 from ember._src.backends.cpu import cost_model, host, threadpool
 from ember._src.backends.cpu.compiler import (compile_module, deserialize_executable,
                                               serialize_executable)
-from ember._src.compilation import compile_executable
+from ember._src.driver.compilation import compile_executable
 from ember._src.lower import lower_jaxpr
 from ember._src.passes.buffer_assignment import assign_buffers
 from ember._src.passes.pipeline import optimize
@@ -392,7 +392,7 @@ def test_many_threads_share_the_pool():
 
 
 def test_many_threads_call_one_jitted_function():
-  from ember._src.config import config
+  from ember._src.base.config import config
   f = ember.jit(lambda x: jnp.exp(x) * 0.5 - x)
   inputs = [data((500, 400), seed=s) for s in range(6)]
   old = config.read("jax_cpu_enable_async_dispatch")
@@ -471,7 +471,7 @@ import numpy as np
 import ember, ember.numpy as jnp
 from ember._src.backends.cpu import cost_model, host, threadpool
 from ember._src.backends.cpu import executable as exm
-from ember._src.compilation import compile_executable
+from ember._src.driver.compilation import compile_executable
 from ember._src.lower import lower_jaxpr
 from ember._src.passes.pipeline import optimize
 rng = np.random.default_rng(0)

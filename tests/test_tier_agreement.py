@@ -14,7 +14,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import flags
+from ember._src.base import flags
 
 bf16 = np.dtype(ml_dtypes.bfloat16)
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-30, 1e-310, 3e38, -3e38, 1e300, np.inf, -np.inf,

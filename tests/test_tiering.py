@@ -9,7 +9,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import lax
-from ember._src import flags
+from ember._src.base import flags
 
 
 def _executable(f, *args):

@@ -8,9 +8,9 @@ import pytest
 
 import ember
 import ember.numpy as jnp
-from ember._src import dtypes
+from ember._src.base import dtypes
 from ember._src.backends.cpu import codegen
-from ember._src.config import enable_x64
+from ember._src.base.config import enable_x64
 
 
 def data(shape, dtype, seed=0):

@@ -3,7 +3,7 @@ with `type(x) in _registry` to tell pytree node types from leaves): ember's regi
 import collections
 from collections.abc import Mapping
 
-from ember._src import tree_util
+from ember._src.base import tree_util
 
 # the containers ember flattens itself (JAX registers these in _registry too)
 _BUILTIN_NODES = (tuple, list, dict, type(None), collections.OrderedDict,

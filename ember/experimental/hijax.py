@@ -2,6 +2,6 @@
 and registry libraries define their types with at import. Running a hijax primitive is not
 supported yet (NotImplementedError naming hijax); docs/ecosystem.md says more."""
 from ember._src.core import AbstractValue, ShapedArray  # noqa: F401
-from ember._src.hijax import (  # noqa: F401
+from ember._src.library.hijax import (  # noqa: F401
     HiPrim, HiType, Zero, aval_method, aval_property, instantiate_zeros, register_hitype)
-from ember._src.state import AbstractRef  # noqa: F401
+from ember._src.library.state import AbstractRef  # noqa: F401

@@ -7,8 +7,8 @@ import zlib
 
 import numpy as np
 
-from ember._src import distributed
-from ember._src.tree_util import tree_all, tree_map
+from ember._src.parallel import distributed
+from ember._src.base.tree_util import tree_all, tree_map
 
 
 def process_allgather(in_tree, tiled: bool = False):

@@ -1,6 +1,6 @@
 """ember.experimental.shard_map: the older home of shard_map (jax.experimental.shard_map,
 deprecated in JAX for `jax.shard_map`), with its older argument names."""
-from ember._src.pmap import shard_map as _shard_map
+from ember._src.parallel.pmap import shard_map as _shard_map
 
 
 def shard_map(f, mesh, in_specs, out_specs, check_rep: bool = True, auto=frozenset()):

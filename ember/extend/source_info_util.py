@@ -3,5 +3,5 @@ from. `register_exclusion(path)`: frames of files under `path` (a library's own)
 when finding the user's line that a jaxpr equation and its `loc(...)` name."""
 from ember._src.core import SourceInfo  # noqa: F401
 from ember._src.core import current_source_info as current  # noqa: F401
-from ember._src.traceback_util import \
-    register_source_info_exclusion as register_exclusion  # noqa: F401
+from ember._src.base.traceback_util import (  # noqa: F401
+    register_source_info_exclusion as register_exclusion)

@@ -1,10 +1,10 @@
 """ember.lax: the primitive operations (jax.lax)."""
-from ember._src.lax_api import *  # noqa: F401,F403
+from ember._src.library.lax.api import *  # noqa: F401,F403
 from ember._src.primitives import public_lax_fns as _public_lax_fns
 
 # elementwise functions that, as in JAX, never convert Python scalars (ember's own code
-# calls the converting forms in ember._src.lax_api)
+# calls the converting forms in ember._src.library.lax.api)
 globals().update(_public_lax_fns)
 del _public_lax_fns
 from ember.lax import linalg  # noqa: E402,F401  (jax.lax.linalg)
-from ember._src.sharding import with_sharding_constraint  # noqa: E402,F401
+from ember._src.core.sharding import with_sharding_constraint  # noqa: E402,F401

@@ -13,12 +13,13 @@ from functools import partial
 import numpy as np
 
 import ember.numpy as jnp
-from ember._src import core, dtypes
-from ember._src import lax_api as lax
-from ember._src.jit import jit
+from ember._src import core
+from ember._src.base import dtypes
+from ember._src.library.lax import api as lax
+from ember._src.driver.jit import jit
 from ember._src.transforms.custom_derivatives import custom_jvp
-from ember._src.numpy import util
-from ember._src.numpy.reductions import _count, asarray_arg, aval
+from ember._src.library.numpy import util
+from ember._src.library.numpy.reductions import _count, asarray_arg, aval
 from ember._src.primitives.elementwise import convert_element_type
 from ember.scipy.special import _log_softmax, _softmax, logsumexp  # noqa: F401
 

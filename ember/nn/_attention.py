@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 import ember.numpy as jnp
-from ember._src import dtypes
-from ember._src import lax_api as lax
+from ember._src.base import dtypes
+from ember._src.library.lax import api as lax
 
 
 def _ensure_4d(t):

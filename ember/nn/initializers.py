@@ -15,8 +15,9 @@ import numpy as np
 
 import ember.numpy as jnp
 from ember import random
-from ember._src import core, dtypes
-from ember._src import lax_api as lax
+from ember._src import core
+from ember._src.base import dtypes
+from ember._src.library.lax import api as lax
 
 __all__ = ["Initializer", "zeros", "ones", "constant", "uniform", "normal",
            "truncated_normal", "variance_scaling", "glorot_uniform", "glorot_normal",

@@ -1,4 +1,4 @@
 """ember.scipy.linalg (jax.scipy.linalg)."""
-from ember._src.scipy_linalg import (  # noqa: F401
-    block_diag, cho_factor, cho_solve, cholesky, det, eigh, expm, expm_frechet, inv, lu,
-    lu_factor, lu_solve, polar, qr, solve, solve_triangular, svd)
+from ember._src.library.scipy.linalg import (  # noqa: F401
+    block_diag, cho_factor, cho_solve, cholesky, det, eigh, expm, expm_frechet, inv, lu, lu_factor,
+    lu_solve, polar, qr, solve, solve_triangular, svd)

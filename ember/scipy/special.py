@@ -9,12 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 import ember.numpy as jnp
-from ember._src import core, dtypes
-from ember._src import lax_api as lax
-from ember._src.jit import jit
-from ember._src.numpy import util
-from ember._src.numpy.reductions import aval, reduction_dims, static_axes
-from ember._src.numpy.ufuncs import _const  # JAX's lax._const: weak for weak scalars
+from ember._src import core
+from ember._src.base import dtypes
+from ember._src.library.lax import api as lax
+from ember._src.driver.jit import jit
+from ember._src.library.numpy import util
+from ember._src.library.numpy.reductions import aval, reduction_dims, static_axes
+from ember._src.library.numpy.ufuncs import _const  # JAX's lax._const: weak for weak scalars
 from ember._src.primitives.elementwise import convert_element_type
 from ember._src.transforms.custom_derivatives import custom_jvp
 

@@ -25,7 +25,8 @@ import tempfile
 import jax
 import jax.numpy as jnp
 
-from ember._src.profiler import xplane   # ember's encoder (the repository root on PYTHONPATH)
+from ember._src.runtime.profiler import (  # ember's encoder (the repository root on PYTHONPATH)
+    xplane)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -673,6 +673,6 @@ OPS = [op_unary] * 4 + [op_binary] * 4 + [op_weak_scalar] * 2 + [op_where, op_ca
 
 def generate(seed: int, *, x64: bool = False, max_ops: int = 8) -> Program:
   """The program of `seed` (the same seed gives the same program)."""
-  from ember._src.config import config
+  from ember._src.base.config import config
   with config._override("jax_enable_x64", x64):
     return Generator(seed, x64=x64, max_ops=max_ops).build()

@@ -32,7 +32,7 @@ def still_fails(check: str, jax_worker=None) -> Callable[[Program], bool]:
 
 
 def _eager_value(prog: Program, name: str) -> np.ndarray | None:
-  from ember._src.config import config
+  from ember._src.base.config import config
   sub = dataclasses.replace(prog, out=name).used()
   try:
     with config._override("jax_enable_x64", prog.x64), warnings.catch_warnings():

@@ -99,8 +99,8 @@ def functions(prog: Program):
 
 @contextlib.contextmanager
 def _settings(*, tiered=True, quick=False, checked=False, interpreter=False):
-  from ember._src import flags
-  from ember._src.config import config
+  from ember._src.base import flags
+  from ember._src.base.config import config
   with contextlib.ExitStack() as stack:
     if not tiered:
       stack.enter_context(flags.override(tiered_compilation=False))
@@ -115,7 +115,7 @@ def _settings(*, tiered=True, quick=False, checked=False, interpreter=False):
 
 def _hlo_eval(f, args):
   import ember
-  from ember._src import hlo_eval
+  from ember._src.hlo import evaluator as hlo_eval
   lowered = ember.jit(f).lower(*args)
   (out,) = hlo_eval.evaluate(lowered._module, [*lowered._staged.consts, *args])
   return out
@@ -180,7 +180,7 @@ def applicable_checks(prog: Program, jax_worker=None) -> list[str]:
 
 def run_checks(prog: Program, checks: Sequence[str], jax_worker=None) -> list[Failure]:
   """Run `checks` (CHECKS keys) on `prog`; every failure, known or not."""
-  from ember._src.config import config
+  from ember._src.base.config import config
   with config._override("jax_enable_x64", prog.x64), warnings.catch_warnings():
     warnings.simplefilter("ignore")
     f, loss = functions(prog)

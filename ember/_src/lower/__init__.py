@@ -1,4 +1,4 @@
-"""Lowering: a jaxpr becomes an `hlo.Module` (ember's compiler IR, `ember/_src/hlo.py`).
+"""Lowering: a jaxpr becomes an `hlo.Module` (ember's compiler IR, `ember/_src/hlo/graph.py`).
 
 `lower_jaxpr(jaxpr, name)` walks the equations in order and calls each primitive's
 `prim.lower` rule, which lives beside the primitive's declaration in its family module:
@@ -23,8 +23,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ember._src import core, dtypes, hlo
-from ember._src.hlo import Instr, Shape, TupleShape
+from ember._src import core
+from ember._src.base import dtypes
+from ember._src.hlo import graph as hlo
+from ember._src.hlo.graph import Instr, Shape, TupleShape
 
 __all__ = ["lower_jaxpr", "LoweringContext", "elementwise", "compare_type", "sanitize_name",
            "lower_fun", "register_lowering"]

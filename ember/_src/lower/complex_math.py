@@ -33,7 +33,7 @@ from typing import Callable
 import numpy as np
 
 from ember._src import lower as lowering
-from ember._src.hlo import Instr, Shape
+from ember._src.hlo.graph import Instr, Shape
 
 __all__ = ["rule", "expand", "scaled", "EXPANSIONS", "part_dtype"]
 

@@ -22,8 +22,9 @@ import re
 
 import numpy as np
 
-from ember._src import dtypes, hlo
-from ember._src.hlo import Instr, TupleShape
+from ember._src.base import dtypes
+from ember._src.hlo import graph as hlo
+from ember._src.hlo.graph import Instr, TupleShape
 from ember._src.lower import standard_ops
 from ember._src.reference import host_callbacks
 

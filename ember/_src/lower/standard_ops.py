@@ -19,7 +19,7 @@
 
 Each expansion is an ember function traced and lowered like any other, its module cached
 per shape; the printer inlines its ops in place of the op. The functions are written with
-lax, a layer above lowering: ember/_src/lax_expansions.py registers them in the tables
+lax, a layer above lowering: ember/_src/library/lax/expansions.py registers them in the tables
 here when it is imported.
 """
 from __future__ import annotations
@@ -29,8 +29,10 @@ from typing import Callable
 
 import numpy as np
 
-from ember._src import core, dtypes, hlo
-from ember._src.config import enable_x64
+from ember._src import core
+from ember._src.base import dtypes
+from ember._src.hlo import graph as hlo
+from ember._src.base.config import enable_x64
 from ember._src.lower import lower_jaxpr
 
 __all__ = ["expansion"]

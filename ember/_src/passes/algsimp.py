@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 
 # opcode -> the constant that leaves the other operand unchanged (on the right / left).
 _RIGHT_IDENTITY = {"add": 0, "subtract": 0, "multiply": 1, "divide": 1, "power": 1,

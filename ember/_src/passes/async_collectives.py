@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 from ember._src.reference import host_callbacks
 
 _TICKET = hlo.scalar_shape(np.int32)

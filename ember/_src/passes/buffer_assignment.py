@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 
 __all__ = ["Slot", "BufferAssignment", "assign_buffers", "insert_output_copies", "ALIGNMENT"]
 

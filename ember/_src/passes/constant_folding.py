@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ember._src import hlo, hlo_eval
+from ember._src.hlo import graph as hlo, evaluator as hlo_eval
 
 NAME = "constant_folding"
 MAX_CONSTANT_ELEMENTS = 1024        # folded results above this stay computed code

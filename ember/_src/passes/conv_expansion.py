@@ -36,8 +36,8 @@ import math
 
 import numpy as np
 
-from ember._src import hlo
-from ember._src.hlo import Instr, Shape
+from ember._src.hlo import graph as hlo
+from ember._src.hlo.graph import Instr, Shape
 from ember._src.reference import convolution as reference_conv
 
 MAX_OPERANDS = 32   # operands of one concatenate (nested beyond)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 
 _NEVER = {"parameter", "custom-call", "rng-bit-generator", "optimization-barrier", "while",
           "conditional"}

@@ -12,7 +12,7 @@ removing one that nothing reads changes nothing observable.
 """
 from __future__ import annotations
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 
 
 def run(module: hlo.Module, flags=None) -> hlo.Module:

@@ -31,7 +31,7 @@ import re
 
 import numpy as np
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 
 __all__ = ["run", "DOT_KINDS"]
 

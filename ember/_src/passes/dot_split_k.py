@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 
 MIN_S, MAX_S = 2, 64      # partial dots: enough to share, few enough to add up cheaply
 MIN_SLICE = 128          # contraction length of each partial dot, at least

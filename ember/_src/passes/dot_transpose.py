@@ -17,7 +17,7 @@ differently. The backend passes the layout to BLAS as a transpose flag instead o
 """
 from __future__ import annotations
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 
 _SIDES = (("lhs_contracting_dims", "lhs_batch_dims"), ("rhs_contracting_dims", "rhs_batch_dims"))
 

@@ -13,8 +13,8 @@ import itertools
 import os
 import threading
 
-from ember._src import flags as flags_lib
-from ember._src import hlo
+from ember._src.base import flags as flags_lib
+from ember._src.hlo import graph as hlo
 
 BEFORE = "before_optimizations.txt"
 AFTER = "cpu_after_optimizations.txt"

@@ -66,7 +66,7 @@ import re
 
 import numpy as np
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 
 __all__ = ["run", "wrap_lone_ops", "is_expensive", "read_factor", "FUSIBLE", "operand_index",
            "column_reduce_root", "symbolic_count", "row_cached"]

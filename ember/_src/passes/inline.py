@@ -13,7 +13,7 @@ instructions compute the same values from the same inputs. Each keeps its own me
 """
 from __future__ import annotations
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 
 
 def _call_sites(module: hlo.Module) -> dict[int, int]:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-from ember._src import flags as flags_lib
-from ember._src import hlo
+from ember._src.base import flags as flags_lib
+from ember._src.hlo import graph as hlo
 from ember._src.passes import conv_expansion, dumps
 
 PASSES = ("inline", "algsimp", "constant_folding", "dot_transpose", "algsimp", "cse", "dce",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 
 K = 8                     # partial results per reduction (blocks of rows)
 MIN_ELEMENTS = 1 << 20    # below this one core finishes before a fork/join pays off

@@ -10,9 +10,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ember._src import core, dtypes
+from ember._src import core
+from ember._src.base import dtypes
 from ember._src.core import Primitive, ShapedArray, declare  # noqa: F401 (the families')
-from ember._src.dtypes import dtype_kind
+from ember._src.base.dtypes import dtype_kind
 from ember._src.transforms import batching
 
 # dtype classes accepted by a primitive, by NumPy kind letter

@@ -25,9 +25,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ember._src import core, dtypes, errors, lower, tree_util
+from ember._src import core, lower
+from ember._src.base import dtypes, errors, tree_util
 from ember._src.core import ShapedArray, declare
-from ember._src.hlo import Shape, TupleShape
+from ember._src.hlo.graph import Shape, TupleShape
 from ember._src.primitives import structural
 from ember._src.reference import host_callbacks
 from ember._src.transforms import batching

@@ -24,9 +24,10 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ember._src import core, dtypes, tree_util
+from ember._src import core
+from ember._src.base import dtypes, tree_util
 from ember._src.core import Jaxpr, ShapedArray, Var, get_aval
-from ember._src.hlo import Shape, TupleShape
+from ember._src.hlo.graph import Shape, TupleShape
 from ember._src.primitives import declare, indexing
 from ember._src.primitives.elementwise import (add, bitwise_or, clamp, convert_element_type,
                                                lt, select, select_n, sub)
@@ -36,9 +37,9 @@ from ember._src.primitives.structural import (broadcast_in_dim, concatenate, exp
 from ember._src.transforms import ad, batching
 from ember._src.transforms.partial_eval import partial_eval_jaxpr
 from ember._src.transforms.batching import vmap
-from ember._src.runtime.array import Array
+from ember._src.core.array import Array
 from ember._src.transforms.partial_eval import dce_jaxpr
-from ember._src.config import config
+from ember._src.base.config import config
 
 _map = map   # `map` below is lax.map
 

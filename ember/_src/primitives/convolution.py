@@ -20,7 +20,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ember._src import core, dtypes
+from ember._src import core
+from ember._src.base import dtypes
 from ember._src.core import ShapedArray
 from ember._src.primitives import check_same_dtypes, declare
 from ember._src.primitives.elementwise import convert_element_type

@@ -22,7 +22,7 @@ import numpy as np
 
 from ember._src import core
 from ember._src.core import ShapedArray
-from ember._src.hlo import Shape, TupleShape
+from ember._src.hlo.graph import Shape, TupleShape
 from ember._src.primitives import declare, dtype_kind
 from ember._src.reference import lapack
 from ember._src.transforms import batching

@@ -16,7 +16,8 @@ import operator
 
 import numpy as np
 
-from ember._src import core, dtypes
+from ember._src import core
+from ember._src.base import dtypes
 from ember._src import lower as lowering
 from ember._src.lower import complex_math
 from ember._src.core import ShapedArray

@@ -16,7 +16,8 @@ import operator
 
 import numpy as np
 
-from ember._src import core, dtypes
+from ember._src import core
+from ember._src.base import dtypes
 from ember._src.core import ShapedArray
 from ember._src.primitives import declare
 from ember._src.primitives.elementwise import conj, convert_element_type, mul

@@ -15,7 +15,8 @@ from typing import Callable
 
 import numpy as np
 
-from ember._src import core, dtypes, errors
+from ember._src import core
+from ember._src.base import dtypes, errors
 from ember._src.core import ShapedArray
 from ember._src.primitives import declare, dtype_kind
 from ember._src.primitives import elementwise as ew

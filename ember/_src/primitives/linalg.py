@@ -13,8 +13,9 @@ import operator
 
 import numpy as np
 
-from ember._src import core, dtypes
-from ember._src.config import config
+from ember._src import core
+from ember._src.base import dtypes
+from ember._src.base.config import config
 from ember._src.core import ShapedArray
 from ember._src.primitives import declare, dtype_kind
 from ember._src.reference import linalg as reference_linalg

@@ -17,8 +17,9 @@ import operator
 
 import numpy as np
 
-from ember._src import core, tree_util
-from ember._src import sharding as sharding_lib
+from ember._src import core
+from ember._src.base import tree_util
+from ember._src.core import sharding as sharding_lib
 from ember._src.core import ShapedArray
 from ember._src.primitives import declare
 from ember._src.primitives import reductions, structural

@@ -4,7 +4,7 @@ impl (reference/threefry.py), a broadcasting batching rule and the lowering to i
 rounds (native code, no runtime call)."""
 from __future__ import annotations
 
-from ember._src import dtypes
+from ember._src.base import dtypes
 from ember._src.core import ShapedArray
 from ember._src.primitives import broadcasting_shape, declare
 from ember._src.reference import threefry as threefry_ref

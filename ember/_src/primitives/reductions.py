@@ -12,7 +12,8 @@ import operator
 
 import numpy as np
 
-from ember._src import core, dtypes, tree_util
+from ember._src import core
+from ember._src.base import dtypes, tree_util
 from ember._src.core import ShapedArray, get_aval
 from ember._src.transforms import ad, batching
 from ember._src.primitives import (ANY, BOOL, FLOAT, INTS, NUMERIC, check_dtype, declare,

@@ -10,14 +10,15 @@ import operator
 
 import numpy as np
 
-from ember._src import core, dtypes
+from ember._src import core
+from ember._src.base import dtypes
 from ember._src.core import ShapedArray
 from ember._src.primitives import check_same_dtypes, declare
 from ember._src.primitives.elementwise import convert_element_type, select_n_p, sub
 from ember._src.reference import structural as reference_structural
 from ember._src.transforms import ad, batching
 from ember._src.primitives.reductions import reduce_sum
-from ember._src.runtime.array import Array
+from ember._src.core.array import Array
 
 __all__ = ["broadcast_in_dim", "broadcast", "broadcast_to_rank", "reshape", "transpose",
            "squeeze", "expand_dims", "rev", "slice", "slice_in_dim", "index_in_dim",

@@ -24,7 +24,8 @@ import operator
 
 import numpy as np
 
-from ember._src import core, dtypes, tree_util
+from ember._src import core
+from ember._src.base import dtypes, tree_util
 from ember._src.core import ShapedArray
 from ember._src.transforms import ad, batching
 from ember._src.primitives import ANY, FLOAT, NUMERIC, check_dtype, declare, dtype_kind

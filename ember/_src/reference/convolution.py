@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from ember._src.dtypes import dtype_kind
+from ember._src.base.dtypes import dtype_kind
 from ember._src.reference import windows
 from ember._src.reference.linalg import dot_compute_dtype, dot_dtype
 

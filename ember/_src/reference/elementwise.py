@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 
-from ember._src import dtypes
-from ember._src.dtypes import dtype_kind
+from ember._src.base import dtypes
+from ember._src.base.dtypes import dtype_kind
 
 _abs = builtins.abs  # `abs` below is lax.abs's kernel
 

@@ -19,7 +19,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from ember._src import dtypes
+from ember._src.base import dtypes
 
 
 # --- parameter types ------------------------------------------------------------------

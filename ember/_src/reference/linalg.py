@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember._src import dtypes
-from ember._src.dtypes import dtype_kind
+from ember._src.base import dtypes
+from ember._src.base.dtypes import dtype_kind
 
 
 # --- dtype rule (XLA's HigherPrecisionType + MaybeUpcast, as JAX reproduces it) ----------

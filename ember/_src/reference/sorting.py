@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember._src.dtypes import dtype_kind
+from ember._src.base.dtypes import dtype_kind
 
 
 def sort_keys(x) -> list:

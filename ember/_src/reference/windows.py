@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ember._src.dtypes import dtype_kind
+from ember._src.base.dtypes import dtype_kind
 from ember._src.reference.reductions import (compute_dtype, identity, is_zero_winner,
                                              xla_zero_order)
 

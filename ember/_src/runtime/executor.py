@@ -31,10 +31,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ember._src import sharding
-from ember._src.config import config
-from ember._src.runtime import buffer_pool
-from ember._src.runtime.array import Array
+from ember._src.core import sharding
+from ember._src.base.config import config
+from ember._src.base import buffer_pool
+from ember._src.core.array import Array
 
 MAX_IN_FLIGHT = 64          # calls queued or running per device before `submit` blocks
 _INLINE_BYTES = 1 << 14     # idle executor + arguments and results under this: run inline

@@ -12,9 +12,9 @@ import numpy as np
 
 from ember._src import core
 from ember._src.backends.pjrt import executable as pjrt_exe
-from ember._src.runtime import array as array_lib
-from ember._src.runtime.array import Array
-from ember._src.sharding import PjrtDevice, SingleDeviceSharding
+from ember._src.core import array as array_lib
+from ember._src.core.array import Array
+from ember._src.core.sharding import PjrtDevice, SingleDeviceSharding
 
 
 class PjrtArray(Array):

@@ -38,9 +38,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ember._src import core, dtypes, tree_util
+from ember._src import core
+from ember._src.base import dtypes, tree_util
 from ember._src.core import Literal, ShapedArray, declare
-from ember._src.dtypes import dtype_kind
+from ember._src.base.dtypes import dtype_kind
 from ember._src.transforms import batching
 from ember._src.transforms.partial_eval import partial_eval_jaxpr
 

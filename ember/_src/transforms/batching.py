@@ -34,7 +34,8 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from ember._src import core, tree_util
+from ember._src import core
+from ember._src.base import tree_util
 from ember._src.core import ShapedArray
 
 not_mapped = None

@@ -23,7 +23,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ember._src import core, tree_util
+from ember._src import core
+from ember._src.base import tree_util
 from ember._src.core import declare
 from ember._src.transforms import ad, batching
 

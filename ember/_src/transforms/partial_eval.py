@@ -19,7 +19,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from ember._src import core
-from ember._src.api_util import WrappedFun
+from ember._src.core.api_util import WrappedFun
 from ember._src.core import Jaxpr, Var, eqn_effects
 
 

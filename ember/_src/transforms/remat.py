@@ -21,10 +21,11 @@ import types
 import weakref
 from typing import Callable
 
-from ember._src import core, dtypes, tree_util
+from ember._src import core
+from ember._src.base import dtypes, tree_util
 from ember._src.core import declare
-from ember._src.dtypes import dtype_kind
-from ember._src.hlo import TupleShape
+from ember._src.base.dtypes import dtype_kind
+from ember._src.hlo.graph import TupleShape
 from ember._src.transforms import ad, batching
 from ember._src.transforms import partial_eval as pe
 from ember._src.transforms.partial_eval import dce_jaxpr

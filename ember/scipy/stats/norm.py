@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 import ember.numpy as jnp
-from ember._src import dtypes
-from ember._src import lax_api as lax
-from ember._src.numpy import util
+from ember._src.base import dtypes
+from ember._src.library.lax import api as lax
+from ember._src.library.numpy import util
 from ember.scipy import special
-from ember._src.numpy.ufuncs import _const
+from ember._src.library.numpy.ufuncs import _const
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
 

@@ -75,9 +75,10 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 from llvmlite import ir
 
-from ember._src import dtypes, hlo
+from ember._src.base import dtypes
+from ember._src.hlo import graph as hlo
 from ember._src.backends.cpu import host
-from ember._src.dtypes import dtype_kind
+from ember._src.base.dtypes import dtype_kind
 from ember._src.passes.fusion import (INDEX_MAPS, column_reduce_root, is_expensive,
                                       operand_index, row_cached)
 

@@ -27,9 +27,9 @@ from typing import Iterator, Sequence
 import numpy as np
 from llvmlite import ir
 
-from ember._src import dtypes
-from ember._src import flags as flags_lib
-from ember._src import hlo, hlo_eval
+from ember._src.base import dtypes
+from ember._src.base import flags as flags_lib
+from ember._src.hlo import graph as hlo, evaluator as hlo_eval
 from ember._src.backends.cpu import codegen, dot_kernels
 from ember._src.backends.cpu.codegen import CodegenError
 from ember._src.backends.cpu import executable as ex
@@ -368,7 +368,7 @@ def compile_module(module: hlo.Module, assignment, flags=None,
   """Compile an optimized module (see compiler_design.md for the contract) to an
   Executable. `assignment`: its buffer assignment, with those of the programs its loops and
   branches call (`BufferAssignment.called`; the compile driver makes it:
-  compilation.assign_program); `flags` default to `ember._src.flags.get()` (opt_level).
+  compilation.assign_program); `flags` default to `ember._src.base.flags.get()` (opt_level).
   `tiered`: the tier the caller's run-time estimate lets it start at (tiering.pays:
   tiering.QUICK, or True; tiering.VECTOR_CALLS); a module that qualifies (tiering.py)
   starts there and is upgraded in the background (`exe.first_tier` says where it started,

@@ -18,7 +18,8 @@ from __future__ import annotations
 import contextlib
 from typing import NamedTuple
 
-from ember._src import analysis, hlo
+from ember._src.passes import analysis
+from ember._src.hlo import graph as hlo
 from ember._src.backends.cpu import host
 from ember._src.passes.fusion import column_reduce_root
 

@@ -76,7 +76,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 from llvmlite import ir
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 from ember._src.backends.cpu import codegen, host, llvm_jit, runtime_cache
 from ember._src.backends.cpu.codegen import I32, I64, PTR, KERNEL_TYPE, VOID
 

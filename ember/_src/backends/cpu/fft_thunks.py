@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 from ember._src.backends.cpu.executable import Frame, Thunk
 from ember._src.reference import fft
 

@@ -28,7 +28,7 @@ import sys
 import llvmlite.binding as llvm
 import numpy as np
 
-from ember._src import flags as flags_lib
+from ember._src.base import flags as flags_lib
 
 # --------------------------------------------------------------------------------------
 # The CPU and its instruction set

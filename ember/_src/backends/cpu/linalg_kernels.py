@@ -57,7 +57,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 from ember._src.backends.cpu import codegen, dot_kernels, host, llvm_jit
 from ember._src.backends.cpu.codegen import F32, F64, I1, I32, I64, PTR, KERNEL_TYPE, VOID
 

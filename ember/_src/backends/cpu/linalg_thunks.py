@@ -33,7 +33,7 @@ import functools
 
 import numpy as np
 
-from ember._src import hlo
+from ember._src.hlo import graph as hlo
 from ember._src.backends.cpu import blas_pool, cost_model, linalg_kernels
 from ember._src.backends.cpu.executable import Frame, KernelThunk, Thunk
 from ember._src.reference import lapack

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember._src import analysis, hlo
-from ember._src.profiler import events
+from ember._src.passes import analysis
+from ember._src.hlo import graph as hlo
+from ember._src.base import profiler_events as events
 
 
 def execute(exe, comp, module_name: str, args, ptrs=None, label: str | None = None

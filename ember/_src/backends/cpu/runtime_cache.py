@@ -38,9 +38,9 @@ from typing import Callable
 import llvmlite
 import llvmlite.binding as llvm
 
-from ember._src import persistent_cache, version
+from ember._src.base import persistent_cache, version
 from ember._src.backends.cpu import host, llvm_jit
-from ember._src.config import config
+from ember._src.base.config import config
 
 stats = {"compiled": 0, "loaded": 0}    # modules compiled / loaded from disk
 

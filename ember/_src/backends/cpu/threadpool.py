@@ -63,7 +63,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ember._src import flags
+from ember._src.base import flags
 from ember._src.backends.cpu import host, runtime_cache
 
 __all__ = ["run", "spin_us", "noop_kernel_address", "step_table", "stats", "shutdown", "share",

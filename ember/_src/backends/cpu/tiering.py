@@ -41,7 +41,7 @@ import queue
 import threading
 import time
 
-from ember._src.profiler import events as _profiler
+from ember._src.base import profiler_events as _profiler
 
 logger = logging.getLogger("ember._src.compiler")
 
@@ -92,7 +92,7 @@ def pays(module, flags, runs: int | None = 1) -> str | bool:
   code's time and compiles in a third of it (the compiler starts there only when every
   kernel qualifies, else at the requested tier)."""
   # deferred: codegen (llvmlite) loads at the first compile
-  from ember._src import analysis
+  from ember._src.passes import analysis
   from ember._src.backends.cpu import codegen, cost_model
   if not getattr(flags, "tiered_compilation", False) or flags.opt_level < 2 or runs is None:
     return False

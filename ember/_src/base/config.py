@@ -1,0 +1,198 @@
+"""ember.config: global flags, set with `config.update(name, value)` or environment variables.
+
+Names follow JAX (`jax_enable_x64`, ...). Flags that change what tracing produces are read
+by the jit cache key, so keep them in this one table.
+"""
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+
+
+def _env_bool(name: str, default: bool) -> bool:
+  v = os.environ.get(name)
+  if v is None:
+    return default
+  return v.strip().lower() in ("1", "true", "yes", "on", "t", "y")
+
+
+_TRACEBACK_FILTERING_MODES = ("off", "auto", "tracebackhide", "remove_frames",
+                              "quiet_remove_frames")
+
+
+# The flags that change what tracing produces: part of every jit cache key.
+TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision")
+
+
+class Config:
+  """The flags (`_values`: name -> value), and what a jitted call reads of them on every
+  call, derived whenever a flag changes (each read of `_values` costs ~0.05 us there):
+  `_jit_trace_key`, the TRACE_CONFIG values (and the default device when one is set) when
+  jitted calls compile for the CPU backend (None when jit is disabled or runs on the
+  interpreter);
+  `_jit_inline`, whether a small call may run inline (asynchronous dispatch on, checked mode
+  off)."""
+  _defaults = {
+      "jax_enable_x64": lambda: _env_bool("JAX_ENABLE_X64", False),
+      "jax_log_compiles": lambda: _env_bool("JAX_LOG_COMPILES", False),
+      "jax_explain_cache_misses": lambda: _env_bool("JAX_EXPLAIN_CACHE_MISSES", False),
+      "jax_numpy_rank_promotion": lambda: os.environ.get("JAX_NUMPY_RANK_PROMOTION", "allow"),
+      # "strict": no implicit promotion between distinct dtypes (only weak scalars join in)
+      "jax_numpy_dtype_promotion": lambda: os.environ.get("JAX_NUMPY_DTYPE_PROMOTION",
+                                                          "standard"),
+      "jax_default_matmul_precision": lambda: None,
+      "jax_platforms": lambda: os.environ.get("JAX_PLATFORMS", "cpu"),
+      # the device jitted calls without committed arguments run on, and device_put(x)
+      # puts on: a Device (ember.devices('tpu')[0]), a backend name ('tpu'), or None
+      # (ember's native CPU)
+      "jax_default_device": lambda: None,
+      "jax_disable_jit": lambda: _env_bool("JAX_DISABLE_JIT", False),
+      # what traceback_util.api_boundary does to an exception's traceback: "off", "auto",
+      # "tracebackhide", "remove_frames", "quiet_remove_frames" (JAX's modes)
+      "jax_traceback_filtering": lambda: os.environ.get("JAX_TRACEBACK_FILTERING", "auto"),
+      # compile at opt_level 0 (compilation.compile_flags): no HLO simplification, no LLVM IR
+      # passes, fast instruction selection; read when a compilation starts
+      "jax_disable_most_optimizations": lambda: _env_bool("JAX_DISABLE_MOST_OPTIMIZATIONS",
+                                                          False),
+      # ember: "cpu" compiles jitted functions to native code; "interpreter" runs their
+      # jaxprs with the reference interpreter (each primitive's NumPy implementation)
+      "ember_jit_backend": lambda: os.environ.get("EMBER_JIT_BACKEND", "cpu"),
+      # ember: run the reference interpreter beside every compiled call and compare
+      "ember_check_compiled": lambda: _env_bool("EMBER_CHECK_COMPILED", False),
+      # jitted calls return at once and run on the device's executor thread, in call order
+      "jax_cpu_enable_async_dispatch": lambda: _env_bool("JAX_CPU_ENABLE_ASYNC_DISPATCH", True),
+      # ember: a jit partitioned over devices issues its independent all-reduces (same
+      # axes, op and dtype) as one, at the first use of any (sharding_propagation.py)
+      "ember_group_all_reduces": lambda: _env_bool("EMBER_GROUP_ALL_REDUCES", True),
+      # persistent compilation cache (ember/_src/base/persistent_cache.py); None = off
+      "jax_compilation_cache_dir": lambda: (os.environ.get("EMBER_COMPILATION_CACHE_DIR")
+                                            or os.environ.get("JAX_COMPILATION_CACHE_DIR")),
+      "jax_enable_compilation_cache": lambda: _env_bool("JAX_ENABLE_COMPILATION_CACHE", True),
+      "jax_persistent_cache_min_compile_time_secs": lambda: float(
+          os.environ.get("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", 1.0)),
+      # 0: no minimum (JAX lets the filesystem override 0; ember has no override); -1: none
+      "jax_persistent_cache_min_entry_size_bytes": lambda: int(
+          os.environ.get("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", 0)),
+      # JAX's cap on the directory's size in bytes: -1 = ember's cap below, 0 = cache off
+      "jax_compilation_cache_max_size": lambda: int(
+          os.environ.get("JAX_COMPILATION_CACHE_MAX_SIZE", -1)),
+      # whether source locations (metadata) are part of the key: False = moving a function
+      # to another line keeps its entry
+      "jax_compilation_cache_include_metadata_in_key": lambda: _env_bool(
+          "JAX_COMPILATION_CACHE_INCLUDE_METADATA_IN_KEY", False),
+      # ember: total size the cache directory may reach when jax_compilation_cache_max_size
+      # is -1; least recently used entries go first. -1 = no cap
+      "ember_persistent_cache_max_size_bytes": lambda: int(
+          os.environ.get("EMBER_PERSISTENT_CACHE_MAX_SIZE_BYTES", 1 << 30)),
+      # ember: where the CPU backend keeps the object code of its runtime functions (the
+      # shared dot loops) across processes (backends/cpu/runtime_cache.py); "" = off
+      "ember_runtime_cache_dir": lambda: os.environ.get(
+          "EMBER_RUNTIME_CACHE_DIR", os.path.join(
+              os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                               ".cache"), "ember", "runtime")),
+  }
+
+  def __init__(self):
+    object.__setattr__(self, "_values", {k: f() for k, f in self._defaults.items()})
+    self._derive()
+
+  def _set(self, name: str, value) -> None:
+    self._values[name] = value
+    self._derive()
+
+  def _derive(self) -> None:
+    v = self._values
+    plain = not v["jax_disable_jit"] and v["ember_jit_backend"] == "cpu"
+    # the default device decides where a call runs (PJRT or native): part of the key when set
+    device = () if v["jax_default_device"] is None else (v["jax_default_device"],)
+    object.__setattr__(self, "_jit_trace_key",
+                       tuple(v[k] for k in TRACE_CONFIG) + device if plain else None)
+    object.__setattr__(self, "_jit_inline", bool(v["jax_cpu_enable_async_dispatch"])
+                       and not v["ember_check_compiled"])
+
+  def update(self, name: str, value) -> None:
+    if name not in self._values:
+      close = difflib.get_close_matches(str(name), self._values, n=1)
+      raise AttributeError(f"Unrecognized config option: {name}"
+                           + (f" (did you mean {close[0]!r}?)" if close
+                              else ""))
+    if name == "ember_jit_backend" and value not in ("cpu", "interpreter"):
+      raise ValueError(f"ember_jit_backend must be 'cpu' or 'interpreter', got {value!r}")
+    if name == "jax_numpy_rank_promotion" and value not in ("allow", "warn", "raise"):
+      raise ValueError(f"jax_numpy_rank_promotion must be 'allow', 'warn' or 'raise', got {value!r}")
+    if name == "jax_numpy_dtype_promotion" and value not in ("standard", "strict"):
+      raise ValueError(f"jax_numpy_dtype_promotion must be 'standard' or 'strict', got "
+                       f"{value!r}")
+    if name == "jax_traceback_filtering" and value not in _TRACEBACK_FILTERING_MODES:
+      raise ValueError(f"jax_traceback_filtering must be one of {_TRACEBACK_FILTERING_MODES}, "
+                       f"got {value!r}")
+    if name == "jax_default_device" and not (value is None or isinstance(value, str)
+                                             or hasattr(value, "platform")):
+      raise ValueError("jax.default_device must be passed either a Device object (e.g. "
+                       "`jax.devices('tpu')[0]`) or a platform name string like 'cpu' or "
+                       f"'tpu', got: {value!r}")
+    self._set(name, value)
+
+  def read(self, name: str):
+    return self._values[name]
+
+  def __getattr__(self, name):
+    try:
+      return self._values[name]
+    except KeyError:
+      raise AttributeError(f"ember.config has no option {name!r}") from None
+
+  def __setattr__(self, name, value):
+    self.update(name, value)
+
+  def values(self) -> dict:
+    return dict(self._values)
+
+  @contextlib.contextmanager
+  def _override(self, name, value):
+    old = self._values[name]
+    self.update(name, value)
+    try:
+      yield
+    finally:
+      self._set(name, old)
+
+
+config = Config()
+
+
+def enable_x64(new_val: bool = True):
+  """Context manager that turns 64-bit mode on (or off) inside its block."""
+  return config._override("jax_enable_x64", bool(new_val))
+
+
+def disable_x64():
+  """Context manager that turns 64-bit mode off inside its block."""
+  return enable_x64(False)
+
+
+def default_device(device):
+  """Context manager: jitted calls without committed arguments, and device_put(x), use
+  `device` (a Device or a backend name) inside the block (`jax.default_device`)."""
+  return config._override("jax_default_device", device)
+
+
+def disable_jit(disable: bool = True):
+  """Context manager: jitted functions run op by op (eagerly) inside the block."""
+  return config._override("jax_disable_jit", bool(disable))
+
+
+def numpy_dtype_promotion(mode: str):
+  """Context manager: the dtype promotion rules inside the block, "standard" or "strict"."""
+  return config._override("jax_numpy_dtype_promotion", mode)
+
+
+def numpy_rank_promotion(mode: str):
+  """Context manager: what implicit rank promotion does inside the block, "allow", "warn"
+  or "raise"."""
+  return config._override("jax_numpy_rank_promotion", mode)
+
+
+def x64_enabled() -> bool:
+  return config._values["jax_enable_x64"]

@@ -1,0 +1,115 @@
+"""ShapeDtypeStruct: a shape and dtype without a value (eval_shape is in jit.py); wrapped
+functions (WrappedFun, wrap_init, flatten_fun_nokwargs) for libraries that stage their own."""
+from __future__ import annotations
+
+import numpy as np
+
+from ember._src import core
+from ember._src.base import dtypes, tree_util
+
+
+class ShapeDtypeStruct:
+  """A shape and dtype without a value (`jax.ShapeDtypeStruct`)."""
+  __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+  def __init__(self, shape, dtype, *, weak_type: bool = False, sharding=None):
+    self.shape = tuple(shape)
+    self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
+    self.weak_type, self.sharding = weak_type, sharding
+
+  ndim = property(lambda self: len(self.shape))
+  size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+  @property
+  def aval(self):
+    return core.ShapedArray(self.shape, dtypes.canonicalize_dtype(self.dtype), self.weak_type)
+
+  def __repr__(self):
+    w = ", weak_type=True" if self.weak_type else ""
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{w})"
+
+  def __eq__(self, other):
+    return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+            and self.dtype == other.dtype and self.weak_type == other.weak_type)
+
+  def __hash__(self):
+    return hash((self.shape, self.dtype, self.weak_type))
+
+
+
+# --- wrapped functions (jax.extend.linear_util, jax.api_util) ---------------------------------
+# A library stages a function by wrapping it, flattening its inputs and outputs, and tracing
+# the flat function (flax's nn.scan does it for the broadcast part of its body).
+
+
+class StoreException(Exception):
+  """A Store read before its function ran, or written twice."""
+
+
+class Store:
+  """A value a wrapped function leaves behind when it runs (e.g. its output tree)."""
+  __slots__ = ("_val",)
+  _EMPTY = object()
+
+  def __init__(self):
+    self._val = Store._EMPTY
+
+  def store(self, val) -> None:
+    if self._val is not Store._EMPTY:
+      raise StoreException("Store occupied: the wrapped function ran twice")
+    self._val = val
+
+  @property
+  def val(self):
+    if self._val is Store._EMPTY:
+      raise StoreException("Store empty: call the wrapped function first")
+    return self._val
+
+
+class WrappedFun:
+  """A function with the layers put around it (`transforms`, outermost last), its fixed
+  keyword parameters and its DebugInfo (jax.extend.linear_util.WrappedFun)."""
+  __slots__ = ("f", "f_transformed", "transforms", "params", "debug_info")
+
+  def __init__(self, f, f_transformed, transforms: tuple, params: tuple,
+               debug_info: core.DebugInfo | None):
+    self.f, self.f_transformed, self.transforms = f, f_transformed, transforms
+    self.params, self.debug_info = params, debug_info
+
+  @property
+  def __name__(self):
+    return getattr(self.f, "__name__", type(self.f).__name__)
+
+  def call_wrapped(self, *args, **kwargs):
+    return self.f_transformed(*args, **dict(self.params), **kwargs)
+
+  def wrap(self, name: str, layer) -> "WrappedFun":
+    """A WrappedFun whose function is `layer(inner)`: `inner` calls this one."""
+    return WrappedFun(self.f, layer(self.f_transformed), self.transforms + (name,),
+                      self.params, self.debug_info)
+
+  def __repr__(self):
+    layers = "".join(f"{i}   : {t}\n" for i, t in enumerate(reversed(self.transforms)))
+    return f"Wrapped function:\n{layers}Core: {self.__name__}\n"
+
+
+def wrap_init(f, params=None, *, debug_info: core.DebugInfo | None = None) -> WrappedFun:
+  """`f` as a WrappedFun; `params` (a dict) are keyword arguments every call passes."""
+  params = () if params is None else tuple(sorted(dict(params).items()))
+  return WrappedFun(f, f, (), params, debug_info)
+
+
+def flatten_fun_nokwargs(f: WrappedFun, in_tree) -> tuple[WrappedFun, object]:
+  """`f` taking the leaves of `in_tree` and returning the leaves of its result; the second
+  value is a thunk giving the result's tree once the function has run."""
+  out_tree = Store()
+
+  def layer(inner):
+    def flat_fun(*leaves):
+      out = inner(*tree_util.tree_unflatten(in_tree, leaves))
+      flat, tree = tree_util.tree_flatten(out)
+      out_tree.store(tree)
+      return flat
+    return flat_fun
+
+  return f.wrap("flatten_fun_nokwargs", layer), lambda: out_tree.val

@@ -1,0 +1,658 @@
+"""Devices and shardings (`jax.sharding`): where an array's pieces live.
+
+ember runs on one CPU device unless asked for more: `EMBER_NUM_CPU_DEVICES=N`, or JAX's
+spelling `XLA_FLAGS=--xla_force_host_platform_device_count=N`, read when ember is imported,
+gives N CPU devices, each with its own executor (runtime/executor.py). `Mesh`,
+`NamedSharding` and `PartitionSpec` are real objects with JAX's attributes, equality, hashing
+and printing; `device_put` with a sharding splits an array over the devices
+(runtime/array.py's PlacedArray), and pmap/shard_map run one program per device with
+collectives between them (pmap.py, runtime/collectives.py).
+"""
+from __future__ import annotations
+
+import collections
+import enum
+import functools
+import math
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+
+from ember._src import core
+from ember._src.base import tree_util
+from ember._src.base import flags as flags_lib
+from ember._src.backends.pjrt import client as pjrt_client
+
+
+class Device:
+  """A device arrays live on (`jax.Device`): its `id`, `platform`, `device_kind`,
+  `process_index`."""
+  platform: str
+  device_kind: str
+  process_index = 0
+  client = None
+
+
+class CpuDevice(Device):
+  platform = "cpu"
+  device_kind = "cpu"
+
+  def __init__(self, id: int = 0, process_index: int = 0):
+    self.id = id
+    self.process_index = process_index  # the process that owns it (ember.distributed)
+
+  def __repr__(self):
+    return f"CpuDevice(id={self.id})"
+
+  def __str__(self):
+    return f"cpu:{self.id}"
+
+  def __eq__(self, other):
+    return isinstance(other, CpuDevice) and other.id == self.id
+
+  def __hash__(self):
+    return hash(("cpu", self.id))
+
+
+num_cpu_devices = flags_lib.num_cpu_devices
+
+
+_DEVICES = [CpuDevice(i) for i in range(num_cpu_devices())]
+# every process's devices, in global id order, after ember.distributed.initialize(); empty when
+# this process runs alone (then they are _DEVICES)
+_GLOBAL_DEVICES: list[CpuDevice] = []
+
+
+class PjrtDevice(Device):
+  """A device of a PJRT client (backends/pjrt): `platform` is ember's backend name ("tpu",
+  "pjrt_cpu", a plug-in's name), `device_kind` the client's ("TPU v5 lite", "cpu")."""
+
+  def __init__(self, platform: str, jax_device):
+    self.platform, self.jax_device = platform, jax_device
+    self.id = jax_device.id
+    self.device_kind = jax_device.device_kind
+    self.process_index = jax_device.process_index
+
+  client = property(lambda self: self.jax_device.client)
+
+  def __repr__(self):
+    if self.platform == pjrt_client.CPU:   # not CpuDevice(...): that is ember's native one
+      return f"PjrtCpuDevice(id={self.id})"
+    return repr(self.jax_device)
+
+  def __str__(self):
+    return f"{self.platform}:{self.id}"
+
+  def __eq__(self, other):
+    return isinstance(other, PjrtDevice) and (other.platform, other.id) == (self.platform,
+                                                                            self.id)
+
+  def __hash__(self):
+    return hash((self.platform, self.id))
+
+
+_pjrt_devices: dict[str, list[PjrtDevice]] = {}   # platform -> its devices, made once
+
+
+def devices(backend: str | None = None) -> list[Device]:
+  """The devices of `backend`: ember's native "cpu" (the default), or a PJRT platform
+  (backends/pjrt/client.py: "pjrt_cpu", "tpu", ...)."""
+  if backend in (None, "cpu"):
+    return _all_devices()
+  if backend == "gpu":   # JAX's generic name: whichever GPU plug-in is installed
+    backend = next((p for p in pjrt_client.available_platforms() if p in ("cuda", "rocm")),
+                   backend)
+  devs = _pjrt_devices.get(backend)
+  if devs is None:
+    if backend not in pjrt_client.available_platforms():
+      raise RuntimeError(f"Unknown backend {backend}. Available backends are "
+                         f"{['cpu'] + pjrt_client.available_platforms()} (PJRT backends "
+                         "need jaxlib, and libtpu for 'tpu': pip install ember[tpu]).")
+    client = pjrt_client.client(backend)
+    devs = _pjrt_devices.setdefault(backend, [PjrtDevice(backend, d)
+                                              for d in client.local_devices()])
+  return list(devs)
+
+
+def _all_devices() -> list[CpuDevice]:
+  """Every process's devices (this process's when it runs alone)."""
+  return list(_GLOBAL_DEVICES or _DEVICES)
+
+
+def local_devices(process_index: int | None = None, backend: str | None = None):
+  """The devices of process `process_index` (this process when None)."""
+  devs = devices(backend)
+  if process_index is None:
+    return list(_DEVICES)
+  return [d for d in devs if d.process_index == process_index]
+
+
+def default_backend() -> str:
+  return "cpu"
+
+
+# --- partition specs and meshes ---------------------------------------------------------
+
+class _Unconstrained:
+  def __repr__(self):
+    return "UNCONSTRAINED"
+
+
+class PartitionSpec:
+  """`P('x', None)`: for each array dimension, the mesh axis (or tuple of axes, or None for
+  replicated) it is split over. Unlike a tuple it is its own type: `P('x') != ('x',)`, and
+  trailing Nones count (`P('x') != P('x', None)`), as in JAX."""
+  UNCONSTRAINED = _Unconstrained()
+  __slots__ = ("_partitions",)
+
+  def __init__(self, *partitions):
+    for p in partitions:
+      if not (p is None or p is PartitionSpec.UNCONSTRAINED or isinstance(p, (str, tuple))):
+        raise TypeError(f"PartitionSpec entries must be a mesh axis name, a tuple of names, "
+                        f"None or P.UNCONSTRAINED; got {p!r}")
+    self._partitions = tuple(tuple(p) if isinstance(p, list) else p for p in partitions)
+
+  unreduced = property(lambda self: frozenset())
+  reduced = property(lambda self: frozenset())
+
+  def __len__(self):
+    return len(self._partitions)
+
+  def __getitem__(self, i):
+    return self._partitions[i]
+
+  def __iter__(self):
+    return iter(self._partitions)
+
+  def index(self, value):
+    return self._partitions.index(value)
+
+  def count(self, value):
+    return self._partitions.count(value)
+
+  def __add__(self, other):
+    other = other._partitions if isinstance(other, PartitionSpec) else tuple(other)
+    return PartitionSpec(*self._partitions, *other)
+
+  def __eq__(self, other):
+    return isinstance(other, PartitionSpec) and other._partitions == self._partitions
+
+  def __hash__(self):
+    return hash((PartitionSpec, self._partitions))
+
+  def __repr__(self):
+    body = ", ".join(map(repr, self._partitions))
+    return f"P({body}{',' if len(self._partitions) == 1 else ''})"
+
+  __str__ = __repr__
+
+  def __reduce__(self):
+    return (PartitionSpec, self._partitions)
+
+
+class AxisType(enum.Enum):
+  """How a mesh axis is sharded: by the compiler (`Auto`), in the types (`Explicit`), or by
+  hand inside shard_map (`Manual`)."""
+  Auto = enum.auto()
+  Explicit = enum.auto()
+  Manual = enum.auto()
+
+  def __repr__(self):
+    return self.name
+
+  __str__ = __repr__
+
+
+class Mesh:
+  """A named grid of devices: `Mesh(np.array(devices).reshape(2, 4), ('data', 'model'))`."""
+
+  def __init__(self, devices: np.ndarray | Sequence[Device], axis_names,
+               axis_types: tuple[AxisType, ...] | None = None):
+    axis_names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+    devs = np.array(devices, dtype=object) if not isinstance(devices, np.ndarray) else devices
+    if devs.ndim != len(axis_names):
+      raise ValueError(
+          "Mesh requires the ndim of its first argument (`devices`) to equal the length of its "
+          f"second argument (`axis_names`), but got devices.ndim == {devs.ndim} and "
+          f"len(axis_names) == {len(axis_names)}.")
+    if len(set(axis_names)) != len(axis_names):
+      raise ValueError(f"Mesh axis names must be unique, got {axis_names}")
+    axis_types = (AxisType.Auto,) * len(axis_names) if axis_types is None else tuple(axis_types)
+    if len(axis_types) != len(axis_names) or not all(isinstance(t, AxisType) for t in axis_types):
+      raise ValueError(f"Mesh: axis_types must be one AxisType per axis name {axis_names}, "
+                       f"got {axis_types}")
+    devs = devs.copy()
+    devs.flags.writeable = False
+    self.devices = devs
+    self.axis_names = axis_names
+    self.axis_types = axis_types
+    # what equality and hashing compare (meshes key the partitioned jit calls' plans)
+    self._key_cached = (tuple(d.id for d in devs.flat), devs.shape, axis_names, axis_types)
+
+  shape = property(lambda self: collections.OrderedDict(zip(self.axis_names, self.devices.shape)))
+  axis_sizes = property(lambda self: tuple(self.devices.shape))
+  shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.devices.shape)))
+  size = property(lambda self: int(self.devices.size))
+  empty = property(lambda self: self.devices.size == 0)
+  device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
+  local_devices = property(lambda self: list(self.devices.flat))
+  _flat_devices_tuple = property(lambda self: tuple(self.devices.flat))
+
+  def _key(self):
+    return self._key_cached
+
+  def __eq__(self, other):
+    return isinstance(other, Mesh) and other._key() == self._key()
+
+  def __hash__(self):
+    return hash(self._key())
+
+  def __repr__(self):
+    return (f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names}, "
+            f"axis_types={_types_str(self.axis_types)})")
+
+  def __str__(self):
+    axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
+    return f"Mesh({axes}, axis_types={_types_str(self.axis_types)})"
+
+  @property
+  def abstract_mesh(self) -> AbstractMesh:
+    return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
+
+  def __enter__(self):  # JAX's older `with mesh:` form (JAX now prefers jax.set_mesh)
+    return self
+
+  def __exit__(self, *exc):
+    return False
+
+
+class AbstractMesh:
+  """A mesh's axis names, sizes and types without devices (`jax.sharding.AbstractMesh`):
+  what tracing sees of the mesh in context."""
+
+  def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str],
+               axis_types: tuple[AxisType, ...] | None = None):
+    self.axis_sizes, self.axis_names = tuple(axis_sizes), tuple(axis_names)
+    if len(self.axis_sizes) != len(self.axis_names):
+      raise ValueError(f"AbstractMesh: one size per axis name, got axis_sizes "
+                       f"{self.axis_sizes} and axis_names {self.axis_names}")
+    self.axis_types = ((AxisType.Explicit,) * len(self.axis_names) if axis_types is None
+                       else tuple(axis_types))
+
+  shape = property(lambda self: collections.OrderedDict(zip(self.axis_names, self.axis_sizes)))
+  shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.axis_sizes)))
+  empty = property(lambda self: not self.axis_names)
+  # JAX's: an empty abstract mesh has size 0
+  size = property(lambda self: int(np.prod(self.axis_sizes)) if self.axis_names else 0)
+
+  def _key(self):
+    return (self.axis_sizes, self.axis_names, self.axis_types)
+
+  def __eq__(self, other):
+    return isinstance(other, AbstractMesh) and other._key() == self._key()
+
+  def __hash__(self):
+    return hash(self._key())
+
+  def __repr__(self):
+    if self.empty:
+      return "AbstractMesh((), axis_types=())"
+    axes = ", ".join(f"{n!r}: {s}" for n, s in self.shape_tuple)
+    return f"AbstractMesh({axes}, axis_types={_types_str(self.axis_types)})"
+
+
+_EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+
+
+class _MeshContext(threading.local):
+  mesh: Mesh | None = None   # what jax.set_mesh put in context, per thread as in JAX
+
+
+_context = _MeshContext()
+
+
+def get_abstract_mesh() -> AbstractMesh:
+  """The abstract mesh in context (`jax.sharding.get_abstract_mesh`): that of the mesh
+  `jax.set_mesh` set, else the empty one (`with mesh:` sets none, as in JAX 0.12)."""
+  mesh = _context.mesh
+  return _EMPTY_ABSTRACT_MESH if mesh is None else mesh.abstract_mesh
+
+
+def context_mesh() -> Mesh | None:
+  """The concrete mesh `jax.set_mesh` put in context, or None."""
+  return _context.mesh
+
+
+class set_mesh:  # noqa: N801  (JAX's name: a function to call and a context manager)
+  """Put `mesh` in context for this thread (`jax.set_mesh`): called on its own it sets it
+  until the next call; as `with jax.set_mesh(mesh):` it restores the previous mesh on exit.
+  With a mesh in context, PartitionSpecs stand for NamedShardings over it
+  (`with_sharding_constraint(x, P('x'))`, `shard_map` without `mesh=`)."""
+  __slots__ = ("prev_mesh",)
+
+  def __init__(self, mesh: Mesh | None):
+    if mesh is not None and not isinstance(mesh, Mesh):
+      raise ValueError(f"Expected mesh of type `jax.sharding.Mesh`. Got {type(mesh)}")
+    if not core.cur_level_is_eval():
+      raise ValueError("`set_mesh` can only be used outside of `jax.jit`.")
+    if mesh is not None and AxisType.Manual in mesh.axis_types:
+      raise ValueError(f"mesh {mesh} contains manual axes which is not allowed when using "
+                       "`jax.set_mesh`. Please use `jax.shard_map` to enter into `Manual` "
+                       "mode instead.")
+    self.prev_mesh, _context.mesh = _context.mesh, mesh
+
+  def __enter__(self):
+    return None
+
+  def __exit__(self, *exc):
+    _context.mesh = self.prev_mesh
+    return False
+
+
+def _types_str(types) -> str:
+  return f"({', '.join(map(repr, types))}{',' if len(types) == 1 else ''})"
+
+
+def make_mesh(axis_sizes: Sequence[int], axis_names: Sequence[str],
+              axis_types: tuple[AxisType, ...] | None = None, *,
+              devices: Sequence[Device] | None = None) -> Mesh:
+  """A mesh of `axis_sizes` over the first devices (`jax.make_mesh`; by default all
+  processes' devices, `devices()`); axes are `Explicit` unless `axis_types` says otherwise, as
+  in JAX 0.12."""
+  axis_sizes = tuple(axis_sizes)
+  devs = _all_devices() if devices is None else list(devices)
+  if len(devs) < math.prod(axis_sizes):
+    raise ValueError(f"Number of devices {len(devs)} must be >= the product of mesh_shape "
+                     f"{axis_sizes}")
+  if axis_types is None:
+    axis_types = (AxisType.Explicit,) * len(axis_sizes)
+  grid = np.empty(math.prod(axis_sizes), dtype=object)
+  grid[:] = devs[:math.prod(axis_sizes)]
+  return Mesh(grid.reshape(axis_sizes), tuple(axis_names), axis_types)
+
+
+# --- shardings ----------------------------------------------------------------------------
+
+class Sharding:
+  """How an array is laid out over devices (`jax.sharding.Sharding`)."""
+  memory_kind: str = "device"
+
+  def _abstract(self, name: str):
+    raise NotImplementedError(f"{type(self).__name__} does not define {name}: "
+                              "jax.sharding.Sharding is an abstract base class; use "
+                              "NamedSharding or SingleDeviceSharding, or define it.")
+
+  device_set = property(lambda self: self._abstract("device_set"))
+  _device_assignment = property(lambda self: self._abstract("_device_assignment"))
+
+  def devices_indices_map(self, global_shape: tuple) -> dict:
+    self._abstract("devices_indices_map")
+
+  def shard_shape(self, global_shape: tuple) -> tuple:
+    self._abstract("shard_shape")
+
+  num_devices = property(lambda self: len(self.device_set))
+  # this process's devices among them (all of them unless ember.distributed joined processes)
+  addressable_devices = property(lambda self: self.device_set & set(_DEVICES))
+  is_fully_addressable = property(lambda self: self.device_set <= set(_DEVICES))
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    return True
+
+  def addressable_devices_indices_map(self, global_shape: tuple) -> dict:
+    local = set(_DEVICES)
+    return {d: i for d, i in self.devices_indices_map(global_shape).items() if d in local}
+
+  def is_equivalent_to(self, other: "Sharding", ndim: int) -> bool:
+    shape = (1,) * ndim  # any shape works with one device: every piece is the whole array
+    return (self.device_set == other.device_set
+            and self.devices_indices_map(shape) == other.devices_indices_map(shape))
+
+
+class SingleDeviceSharding(Sharding):
+  """The whole array on one device: what every ember Array reports as its `.sharding`."""
+
+  def __init__(self, device: Device, *, memory_kind: str | None = None):
+    self._device = device
+    self.memory_kind = "device" if memory_kind is None else memory_kind
+
+  device_set = property(lambda self: {self._device})
+  _device_assignment = property(lambda self: (self._device,))
+
+  def devices_indices_map(self, global_shape):
+    return {self._device: (slice(None),) * len(global_shape)}
+
+  def shard_shape(self, global_shape):
+    return tuple(global_shape)
+
+  def with_memory_kind(self, kind: str) -> "SingleDeviceSharding":
+    return SingleDeviceSharding(self._device, memory_kind=kind)
+
+  def __eq__(self, other):
+    return (isinstance(other, SingleDeviceSharding) and other._device == self._device
+            and other.memory_kind == self.memory_kind)
+
+  def __hash__(self):
+    return hash((SingleDeviceSharding, self._device, self.memory_kind))
+
+  def __repr__(self):
+    return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
+
+
+class NamedSharding(Sharding):
+  """An array split over a `Mesh` as `spec` says: `NamedSharding(mesh, P('data', None))`."""
+
+  def __init__(self, mesh: Mesh, spec: PartitionSpec, *, memory_kind: str | None = None):
+    if not isinstance(mesh, Mesh):
+      raise TypeError(f"NamedSharding: mesh must be a jax.sharding.Mesh, got {mesh!r}")
+    if not isinstance(spec, PartitionSpec):
+      raise TypeError(f"NamedSharding: spec must be a PartitionSpec, got {spec!r}: write "
+                      f"P{tuple(spec)!r} (from jax.sharding import PartitionSpec as P)"
+                      if isinstance(spec, (tuple, list)) else
+                      f"NamedSharding: spec must be a PartitionSpec, got {spec!r}")
+    _check_spec(mesh, spec)
+    self.mesh = mesh
+    self.spec = spec
+    self.memory_kind = "device" if memory_kind is None else memory_kind
+
+  device_set = property(lambda self: set(self.mesh.devices.flat))
+  _device_assignment = property(lambda self: self.mesh._flat_devices_tuple)
+
+  @property
+  def is_fully_replicated(self) -> bool:
+    return all(self.mesh.shape[a] == 1 for a in _spec_axes(self.spec))
+
+  def shard_shape(self, global_shape):
+    out = list(global_shape)
+    for dim, entry in enumerate(self.spec):
+      n = math.prod(self.mesh.shape[a] for a in _entry_axes(entry))
+      if dim < len(out) and n > 1:
+        if out[dim] % n:
+          raise ValueError(f"One of the dimensions of shape {tuple(global_shape)} (dim {dim} of "
+                           f"size {out[dim]}) is not divisible by {n}, the size of mesh axes "
+                           f"{_entry_axes(entry)} that {self.spec} splits it over")
+        out[dim] //= n
+    return tuple(out)
+
+  def devices_indices_map(self, global_shape):
+    shard = self.shard_shape(global_shape)
+    out = {}
+    for pos in np.ndindex(*self.mesh.devices.shape):
+      coords = dict(zip(self.mesh.axis_names, pos))
+      index = []
+      for dim in range(len(global_shape)):
+        axes = _entry_axes(self.spec[dim]) if dim < len(self.spec) else ()
+        if math.prod(self.mesh.shape[a] for a in axes) == 1:
+          index.append(slice(None))
+          continue
+        k = 0
+        for a in axes:  # the first axis is the major one
+          k = k * self.mesh.shape[a] + coords[a]
+        index.append(slice(k * shard[dim], (k + 1) * shard[dim]))
+      out[self.mesh.devices[pos]] = tuple(index)
+    return out
+
+  def with_memory_kind(self, kind: str) -> "NamedSharding":
+    return NamedSharding(self.mesh, self.spec, memory_kind=kind)
+
+  def __eq__(self, other):
+    return (isinstance(other, NamedSharding) and other.mesh == self.mesh
+            and other.spec == self.spec and other.memory_kind == self.memory_kind)
+
+  def __hash__(self):
+    return hash((NamedSharding, self.mesh, self.spec, self.memory_kind))
+
+  def __repr__(self):
+    return f"NamedSharding(mesh={self.mesh}, spec={self.spec}, memory_kind={self.memory_kind})"
+
+
+def _entry_axes(entry) -> tuple:
+  if entry is None or entry is PartitionSpec.UNCONSTRAINED:
+    return ()
+  return entry if isinstance(entry, tuple) else (entry,)
+
+
+def _spec_axes(spec: PartitionSpec) -> list:
+  return [a for entry in spec for a in _entry_axes(entry)]
+
+
+def _check_spec(mesh: Mesh, spec: PartitionSpec) -> None:
+  axes = _spec_axes(spec)
+  for a in axes:
+    if a not in mesh.axis_names:
+      raise ValueError(f"Resource axis: {a} of {spec} is not found in mesh: {mesh.axis_names}.")
+  dups = sorted({a for a in axes if axes.count(a) > 1})
+  if dups:
+    raise ValueError(
+        "A single NamedSharding spec specification can map every mesh axis to at most one "
+        f"positional dimension, but {spec} has duplicate entries for "
+        f"{', '.join(f'`{a}`' for a in dups)}")
+
+
+def check_placeable(sharding: Any, what: str) -> None:
+  """Raise unless `sharding` names only devices ember has: a device of this process, or a
+  Sharding over any processes' devices (each process then holds its own devices' pieces)."""
+  if isinstance(sharding, Device):
+    devs, have, whose = {sharding}, set(_DEVICES), "this process"
+  elif isinstance(sharding, Sharding):
+    devs, have = sharding.device_set, set(_all_devices())
+    whose = "any process" if _GLOBAL_DEVICES else "this process"
+  else:
+    raise TypeError(f"{what}: expected a device from ember.devices() or a "
+                    f"jax.sharding.Sharding, got {sharding!r}")
+  missing = {d for d in devs if not isinstance(d, PjrtDevice)} - have
+  if missing:
+    raise ValueError(f"{what}: {sorted(map(str, missing))} are not devices of {whose} "
+                     f"({sorted(have, key=lambda d: d.id)})")
+
+
+# --- with_sharding_constraint ---------------------------------------------------------------
+
+def _as_sharding(s, what: str) -> Sharding:
+  """A Sharding, or a PartitionSpec over the mesh `jax.set_mesh` put in context."""
+  if isinstance(s, Sharding):
+    return s
+  if isinstance(s, PartitionSpec):
+    mesh = _context.mesh
+    if mesh is None:
+      raise RuntimeError(
+          f"{what} requires a non-empty mesh in context if you are passing `PartitionSpec`s "
+          "to shardings. You can define a context mesh via `jax.set_mesh(mesh)`. "
+          "Alternatively, provide `Sharding`s to shardings and then the mesh context "
+          "manager is not required.")
+    return NamedSharding(mesh, s)
+  raise TypeError(f"{what}: shardings leaf specifications are expected to be PartitionSpec "
+                  f"instances or None, but got {s}")
+
+
+def _check_rank(sharding: Sharding, aval, what: str) -> None:
+  """A spec shorter than the rank leaves the trailing dimensions whole; a longer one fails."""
+  spec = getattr(sharding, "spec", None)
+  if spec is not None and len(spec) > aval.ndim:
+    raise ValueError(
+        f"One of {what} arguments is incompatible with its sharding annotation {sharding}: "
+        f"Sharding {sharding} is only valid for values of rank at least {len(spec)}, but "
+        f"was applied to a value of rank {aval.ndim}"
+        + (". For scalars the PartitionSpec should be P()" if aval.ndim == 0 else ""))
+
+
+def _check_shardings(what: str, x, shardings) -> None:
+  """`shardings` (one, or a pytree with one per leaf of `x`; None skips a leaf) fit `x`."""
+  leaves = tree_util.tree_leaves(x)
+  per_leaf = _per_leaf(x, shardings)
+  if len(per_leaf) != len(leaves):
+    raise ValueError(f"{what}: shardings must be one sharding or a pytree with one per "
+                     f"array of x ({len(leaves)}), got {len(per_leaf)}: {shardings!r}")
+  for leaf, s in zip(leaves, per_leaf):
+    if s is not None:
+      _check_rank(_as_sharding(s, what), core.get_aval(leaf), what)
+
+
+def _per_leaf(x, shardings) -> list:
+  """One sharding (or None) per leaf of `x`."""
+  leaves = tree_util.tree_leaves(x)
+  if isinstance(shardings, (Sharding, PartitionSpec)):
+    return [shardings] * len(leaves)
+  return tree_util.tree_flatten(
+      shardings, is_leaf=lambda s: s is None or isinstance(s, (Sharding, PartitionSpec)))[0]
+
+
+# sharding_constraint_p.bind, filled by primitives/parallel.py (primitives sit above this layer),
+# and runtime/array.py's device_put (arrays import this module), filled there
+stage_constraint: list = [None]
+put_on_devices: list = [None]
+
+
+def _constrain(what: str, x, shardings):
+  """`x` laid out as `shardings` say, over several devices: inside jit a
+  `sharding_constraint` equation per leaf (where sharding propagation lays it out), at top
+  level the leaf put there (device_put). One-device shardings change nothing."""
+  leaves, tree = tree_util.tree_flatten(x)
+  out = []
+  for leaf, s in zip(leaves, _per_leaf(x, shardings)):
+    s = None if s is None else _as_sharding(s, what)
+    if s is None or len(s.device_set) == 1:
+      out.append(leaf)
+    elif isinstance(leaf, core.Tracer):
+      out.append(stage_constraint[0](leaf, sharding=s))
+    else:
+      out.append(put_on_devices[0](leaf, s))
+  return tree_util.tree_unflatten(tree, out)
+
+
+def with_sharding_constraint(x, shardings):
+  """Ask for `x` (a pytree of arrays) to be laid out as `shardings` says
+  (`jax.lax.with_sharding_constraint`): one sharding (or PartitionSpec, over the mesh in
+  context) for all leaves or a matching pytree of them. The shardings are checked against
+  the leaves' ranks. Inside jit a sharding over several devices stages a
+  `sharding_constraint` (the identity on values; jit's sharding propagation lays the
+  value out so); one over a single device, where every layout is the whole array, stages
+  nothing, and at top level the leaves are put on the devices."""
+  _check_shardings("with_sharding_constraint", x, shardings)
+  return _constrain("with_sharding_constraint", x, shardings)
+
+
+def reshard(xs, out_shardings):
+  """`xs` (a pytree of arrays) laid out as `out_shardings` says (`jax.sharding.reshard`):
+  checked and applied as with_sharding_constraint. JAX also records an explicit sharding
+  in the result's type (`f32[4@x]`); ember's types carry no sharding yet."""
+  _check_shardings("reshard", xs, out_shardings)
+  return _constrain("reshard", xs, out_shardings)
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+  """`f` run with mesh `axes` (default: all) sharded by the compiler, its results then laid
+  out as `out_sharding` says (`jax.sharding.auto_axes`). On one device `f` runs as it is and
+  the results are checked against `out_sharding` (a decorator when `f` is omitted)."""
+  if f is None:
+    return lambda g: auto_axes(g, axes=axes, out_sharding=out_sharding)
+
+  @functools.wraps(f)
+  def run(*args, **kwargs):
+    out = f(*args, **kwargs)
+    if out_sharding is not None:
+      _check_shardings("auto_axes out_sharding", out, out_sharding)
+    return out
+  return run

@@ -1,0 +1,102 @@
+"""The operators and methods shared by `Array` and `Tracer`, each a call into ember.numpy.
+
+Both classes get the same table, so eager code and traced code behave the same.
+"""
+from __future__ import annotations
+
+from ember._src import core
+from ember._src.library.numpy import (
+    comparison, creation, indexing, linalg, logic, misc, reductions, scalar_types, shape, sorting,
+    ufuncs, vectorize)
+from ember._src.core.array import Array
+
+# ember.numpy's namespace, as ember/numpy/__init__.py gathers it (a later module's name wins)
+_JNP = {name: getattr(mod, name)
+        for mod in (scalar_types, ufuncs, creation, shape, reductions, linalg, sorting, logic,
+                    comparison, indexing, misc, vectorize)
+        for name in mod.__all__}
+
+
+def _fn(name):
+  def method(*args, **kwargs):
+    return _JNP[name](*args, **kwargs)
+  method.__name__ = name
+  return method
+
+
+def _swapped(name):
+  def method(self, other):
+    return _JNP[name](other, self)
+  method.__name__ = f"r{name}"
+  return method
+
+
+def _binop(name):
+  def method(self, other):
+    if not core.is_arraylike(other):
+      return NotImplemented
+    return _JNP[name](self, other)
+  method.__name__ = name
+  return method
+
+
+def _rbinop(name):
+  def method(self, other):
+    if not core.is_arraylike(other):
+      return NotImplemented
+    return _JNP[name](other, self)
+  method.__name__ = f"r{name}"
+  return method
+
+
+# dunder -> ember.numpy function
+_BINOPS = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "true_divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "power", "matmul": "matmul",
+    "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "left_shift", "rshift": "right_shift", "divmod": "divmod",
+}
+_COMPARISONS = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+                "gt": "greater", "ge": "greater_equal"}
+_UNARY = {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "invert"}
+_METHODS = [
+    "all", "any", "argmax", "argmin", "argpartition", "argsort", "astype", "choose", "clip",
+    "compress", "conj", "conjugate", "cumprod", "cumsum", "diagonal", "dot", "flatten",
+    "max", "mean", "min", "nonzero", "prod", "ptp", "ravel", "repeat", "reshape", "round",
+    "searchsorted", "sort", "squeeze", "std", "sum", "swapaxes", "take", "trace",
+    "transpose", "var", "view",
+]
+_METHOD_FUNCS = {"flatten": "ravel", "view": "_view", "reshape": "_reshape_method",
+                 "transpose": "_transpose_method"}
+
+
+def _getitem(self, idx):
+  return indexing.getitem(self, idx)
+
+
+def _at(self):
+  return indexing.IndexUpdateHelper(self)
+
+
+def _set_array_methods(cls):
+  for dunder, name in _BINOPS.items():
+    setattr(cls, f"__{dunder}__", _binop(name))
+    setattr(cls, f"__r{dunder}__", _rbinop(name))
+  for dunder, name in _COMPARISONS.items():
+    setattr(cls, f"__{dunder}__", _binop(name))
+  for dunder, name in _UNARY.items():
+    setattr(cls, f"__{dunder}__", _fn(name))
+  for name in _METHODS:
+    setattr(cls, name, _fn(_METHOD_FUNCS.get(name, name)))
+  cls.__getitem__ = _getitem
+  cls.__round__ = lambda self, ndigits=None: _JNP["round"](self, ndigits or 0)
+  cls.at = property(_at)
+  cls.T = property(lambda self: _JNP["transpose"](self))
+  cls.mT = property(lambda self: _JNP["matrix_transpose"](self))
+  cls.real = property(lambda self: _JNP["real"](self))
+  cls.imag = property(lambda self: _JNP["imag"](self))
+  cls.flat = property(lambda self: _JNP["ravel"](self))
+
+
+for _cls in (Array, core.Tracer):
+  _set_array_methods(_cls)

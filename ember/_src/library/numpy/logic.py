@@ -1,0 +1,88 @@
+"""ember.numpy logic helpers: where, isclose/allclose, array_equal/array_equiv,
+iscomplex/isreal, isin.
+
+As in jax.numpy 0.12, the 3-argument `where` runs inside a nested `jit` named `_where`,
+and isclose/allclose/iscomplex/isreal are jitted under their own names, so staged
+jaxprs show the same `jit[name=...]` equations.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember._src import core
+from ember._src.base import dtypes
+from ember._src.library.lax import api as lax
+from ember._src.driver.jit import jit
+from ember._src.library.numpy import util
+from ember._src.library.numpy.creation import _zero, asarray
+from ember._src.library.numpy import indexing, ufuncs
+
+__all__ = ["where", "isclose", "iscomplex", "isreal"]
+
+
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+  """`where(c, x, y)`: elementwise choice, with promotion and broadcasting.
+  `where(c)`: the indices of the nonzero elements (`nonzero(c, size=, fill_value=)`)."""
+  if x is None and y is None:
+    util.check_arraylike("where", condition)
+    return indexing.nonzero(condition, size=size, fill_value=fill_value)
+  util.check_arraylike("where", condition, x, y)
+  if size is not None or fill_value is not None:
+    raise ValueError("size and fill_value arguments cannot be used in three-term where "
+                     "function.")
+  return _where(condition, x, y)
+
+
+def _broadcast_arrays(*args):
+  shapes = [core.get_aval(a).shape for a in args]
+  if all(s == shapes[0] for s in shapes):
+    return list(args)
+  shape = util.broadcast_shapes(*shapes)
+  return [util.broadcast_to_shape(a, shape) for a in args]
+
+
+@jit
+def _where(condition, x, y):
+  condition, x, y = (asarray(a) for a in (condition, x, y))
+  if condition.dtype != np.bool_:
+    condition = lax.ne(condition, _zero(condition))
+  x, y = util.promote_dtypes(x, y)
+  if condition.ndim == 0:  # lax.select takes a scalar predicate as it is
+    x, y = _broadcast_arrays(x, y)
+  else:
+    condition, x, y = _broadcast_arrays(condition, x, y)
+  if 0 in x.shape:
+    return x
+  return lax.select(condition, x, y)
+
+
+@jit(static_argnames=("equal_nan",))
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+  """Elementwise |a - b| <= atol + rtol * |b|; infinities are close to themselves, NaNs
+  only with equal_nan."""
+  a, b = util.promote_args("isclose", a, b)
+  a, b = util.promote_args_inexact("isclose", a, b)
+  dtype = a.dtype
+  if dtypes.is_complex(dtype):
+    dtype = dtypes.finfo(dtype).dtype
+  rtol = lax.convert_element_type(rtol, dtype)
+  atol = lax.convert_element_type(atol, dtype)
+  both_nan = ufuncs.logical_and(ufuncs.isnan(a), ufuncs.isnan(b))
+  check_fin = ufuncs.isfinite(b)
+  in_range = lax.le(lax.abs(lax.sub(a, b)), lax.add(atol, lax.mul(rtol, lax.abs(b))))
+  out = ufuncs.logical_or(lax.eq(a, b), ufuncs.logical_and(check_fin, in_range))
+  return ufuncs.logical_or(out, both_nan) if equal_nan else out
+
+
+@jit
+def iscomplex(x):
+  """Elementwise: is the imaginary part nonzero?"""
+  i = ufuncs.imag(x)
+  return lax.ne(i, _zero(i))
+
+
+@jit
+def isreal(x):
+  """Elementwise: is the imaginary part zero?"""
+  i = ufuncs.imag(x)
+  return lax.eq(i, _zero(i))

@@ -1,0 +1,141 @@
+"""Helpers shared by the ember.numpy modules: argument checks, dtype promotion and
+NumPy-style rank broadcasting, all built on lax primitives."""
+from __future__ import annotations
+
+import warnings
+
+from typing import Sequence
+
+import numpy as np
+
+from ember._src import core
+from ember._src.base import dtypes
+from ember._src.base.config import config
+from ember._src.primitives.elementwise import convert_element_type
+from ember._src.primitives.structural import broadcast_in_dim
+
+
+def check_arraylike(fun_name: str, *args) -> None:
+  for pos, arg in enumerate(args):
+    if not core.is_arraylike(arg):
+      msg = (f"{fun_name} requires ndarray or scalar arguments, got {type(arg).__name__} "
+             f"at position {pos}.")
+      if isinstance(arg, (list, tuple)):
+        msg += " Convert it with jnp.asarray() first."
+      elif core.real_jax_mixing_note(arg):
+        msg = (f"{fun_name}: the argument at position {pos}, of type {type(arg).__name__} "
+               f"(from {type(arg).__module__}), is not a valid ember type: "
+               f"{core.real_jax_mixing_note(arg)}")
+      raise TypeError(msg)
+
+
+def promote_dtypes(*args):
+  """Convert arguments to their common dtype under JAX's promotion rules."""
+  if len(args) < 2:
+    return list(args)
+  to_dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+  return [convert_element_type(x, to_dtype, weak) for x in args]
+
+
+def promote_dtypes_inexact(*args):
+  """Like promote_dtypes, then integers/bools go to a float dtype (`to_inexact_dtype`)."""
+  to_dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+  to_dtype = to_inexact_dtype(to_dtype)
+  return [convert_element_type(x, to_dtype, weak) for x in args]
+
+
+def to_inexact_dtype(dt):
+  """JAX's rule: bool and integers up to 32 bits -> float32, 64-bit integers -> float64
+  (canonicalized, so float32 without x64); inexact dtypes are kept."""
+  if dtypes.is_inexact(dt):
+    return dt
+  return dtypes.canonicalize_dtype(np.float64 if np.dtype(dt).itemsize == 8 else np.float32)
+
+
+def promote_dtypes_numeric(*args):
+  """Like promote_dtypes, then bools go to int32 (JAX's `to_numeric_dtype`)."""
+  to_dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+  if to_dtype == np.bool_:
+    to_dtype = np.dtype(np.int32)
+  return [convert_element_type(x, to_dtype, weak) for x in args]
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple:
+  """NumPy broadcasting of shapes; ValueError naming the shapes when they are incompatible."""
+  if not shapes:
+    return ()
+  ndim = max(len(s) for s in shapes)
+  out = []
+  for dims in zip(*[(1,) * (ndim - len(s)) + tuple(s) for s in shapes]):
+    non1 = {d for d in dims if d != 1}
+    if len(non1) > 1:
+      raise ValueError(f"Incompatible shapes for broadcasting: shapes="
+                       f"{[tuple(s) for s in shapes]}")
+    out.append(non1.pop() if non1 else 1)
+  return tuple(out)
+
+
+def broadcast_to_rank(x, ndim: int):
+  """Prepend size-1 dimensions (lax broadcasts size-1 dimensions and 0-d operands)."""
+  shape = core.get_aval(x).shape
+  if len(shape) == ndim:
+    return x
+  k = ndim - len(shape)
+  return broadcast_in_dim(x, (1,) * k + shape, tuple(range(k, ndim)))
+
+
+def broadcast_arrays_rank(*args):
+  """NumPy rank promotion for elementwise ops (JAX's `_promote_shapes`): 0-d operands and
+  equal ranks go to lax as they are; lower-rank operands get leading size-1 dims."""
+  shapes = [core.get_aval(a).shape for a in args]
+  nonscalar_ranks = {len(s) for s in shapes if s}
+  if len(nonscalar_ranks) < 2:
+    broadcast_shapes(*shapes)  # still report incompatible shapes here, with jnp's message
+    return list(args)
+  if config.jax_numpy_rank_promotion != "allow":
+    msg = (f"Operands could not be broadcast together with shapes {shapes}: implicit rank "
+           "promotion is disabled by jax_numpy_rank_promotion; add explicit "
+           "expand_dims or reshape.")
+    if config.jax_numpy_rank_promotion == "raise":
+      raise ValueError(msg)
+    warnings.warn(msg)
+  broadcast_shapes(*shapes)
+  nd = max(nonscalar_ranks)
+  return [broadcast_to_rank(a, nd) if core.get_aval(a).shape else a for a in args]
+
+
+def broadcast_to_shape(x, shape):
+  """Broadcast `x` to `shape` with NumPy's rules (one broadcast_in_dim)."""
+  aval = core.get_aval(x)
+  shape = tuple(shape)
+  if aval.shape == shape:
+    return x
+  nlead = len(shape) - aval.ndim
+  if nlead < 0 or any(d not in (1, s) for d, s in zip(aval.shape, shape[nlead:])):
+    raise ValueError(f"Incompatible shapes for broadcasting: {aval.shape} and requested "
+                     f"shape {shape}")
+  return broadcast_in_dim(x, shape, tuple(range(nlead, len(shape))))
+
+
+def promote_args(fun_name: str, *args):
+  """Check, promote dtypes and broadcast: the standard preamble of a jnp function."""
+  check_arraylike(fun_name, *args)
+  return broadcast_arrays_rank(*promote_dtypes(*args))
+
+
+def promote_args_inexact(fun_name: str, *args):
+  check_arraylike(fun_name, *args)
+  return broadcast_arrays_rank(*promote_dtypes_inexact(*args))
+
+
+def promote_args_numeric(fun_name: str, *args):
+  check_arraylike(fun_name, *args)
+  return broadcast_arrays_rank(*promote_dtypes_numeric(*args))
+
+
+def canonicalize_axis(axis: int, ndim: int, fun_name: str = "") -> int:
+  axis = int(axis)
+  if not -ndim <= axis < ndim:
+    raise ValueError(f"{fun_name + ': ' if fun_name else ''}axis {axis} is out of bounds "
+                     f"for array of dimension {ndim}")
+  return axis % ndim

@@ -1,0 +1,1 @@
+"""ember.scipy's implementation (jax.scipy): `linalg`."""
