@@ -1,4 +1,4 @@
-"""The cache-hit path of a jitted call (jit.py `_fast_key`, dispatch.py `hit_runner`,
+"""The cache-hit path of a jitted call (driver/jit.py `_fast_key`, driver/dispatch.py `hit_runner`,
 executable.py `execute_direct`): a small call on ready Arrays runs inline with one direct
 kernel call. Results must equal NumPy's, and every condition the fast path checks (deleted,
 pending or non-contiguous inputs, donation, a busy executor, the sync switch, checked mode,

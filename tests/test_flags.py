@@ -130,7 +130,7 @@ def test_override_restores_after_an_exception(tmp_path):
 def _child_flags(env_extra):
   env = {k: v for k, v in os.environ.items() if k not in ("EMBER_FLAGS", "XLA_FLAGS")}
   env.update(env_extra)
-  code = "from ember._src import flags; f = flags.get(); print(f.dump_to, sorted(f.disable_passes), f.opt_level)"
+  code = "from ember._src.base import flags; f = flags.get(); print(f.dump_to, sorted(f.disable_passes), f.opt_level)"
   return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

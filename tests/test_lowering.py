@@ -678,6 +678,17 @@ def test_debug_info_locations_carry_named_scopes_and_lines():
   assert "#loc = loc(unknown)" in text and "HloModule" not in text
 
 
+@pytest.mark.parametrize("fn", [ember.nn.relu, ember.scipy.special.logsumexp, jnp.cumsum])
+def test_debug_info_locations_skip_every_frame_of_ember(fn):
+  # the user's line of an operation traced inside ember's public modules (ember/nn,
+  # ember/scipy, ember/numpy) is the caller's, never a line of ember's own files
+  line = test_debug_info_locations_skip_every_frame_of_ember.__code__.co_firstlineno + 5
+  text = mlir(lambda x: fn(x), X, debug_info=True)
+  files = set(re.findall(r'loc\("([^"]+\.py)":\d+:0\)', text))
+  assert files == {__file__}, files
+  assert f'loc("{__file__}":{line}:0)' in text
+
+
 def test_named_call_names_the_operations_it_traces():
   # JAX 0.12: named_call adds a name scope, no equation: `jit(f)/foo/sin` in the
   # locations, the jaxpr the same as f's, the wrapper keeps f's name (jit_f)

@@ -1,4 +1,4 @@
-"""The PJRT backend (ember/_src/backends/pjrt, pjrt_dispatch.py) on jaxlib's XLA CPU client.
+"""The PJRT backend (ember/_src/backends/pjrt, driver/pjrt_dispatch.py) on jaxlib's XLA CPU client.
 
 The same path serves the TPU (libtpu's plug-in): ember's StableHLO is compiled and run by
 the device's PJRT client. Here: the seed programs on `pjrt_cpu` equal ember's native CPU

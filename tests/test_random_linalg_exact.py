@@ -21,7 +21,7 @@ definitions below: jnp.linalg.cholesky(_spd(n, n, chol_batch(n))), jax.jit(jnp.e
 jax.random.key(seed), *mvn_args(seed, n, batch), shape) (float64 cases under x64),
 jax.jit(jnp.linalg.qr)(_floats(1000 + 10m + n, (2, m, n))) (Q and R's diagonal) and
 jax.random.orthogonal(jax.random.key(seed), n, shape, m=m). The sampler cases use keys whose
-normal draws ember already reproduces bit for bit (see prng.py); those draws are not what
+normal draws ember already reproduces bit for bit (see library/random/samplers.py); those draws are not what
 this file checks.
 """
 import base64

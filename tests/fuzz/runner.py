@@ -56,8 +56,8 @@ REPRO_MODES = {"jit": ("eager", "jit"), "jit_opt": ("eager", "jit"),
                "jit_vmap_grad": ("vmap_grad", "jit_vmap_grad"), "jax": ("eager",),
                "jax_grad": ("grad",), "jax_vmap": ("vmap",), "jax_vmap_grad": ("vmap_grad",)}
 REPRO_SETUP = {
-    "jit_opt": "from ember._src import flags; flags.override(tiered_compilation=False).__enter__()",
-    "jit_checked": "from ember._src import flags; flags.override(tiered_compilation=False).__enter__()\n"
+    "jit_opt": "from ember._src.base import flags; flags.override(tiered_compilation=False).__enter__()",
+    "jit_checked": "from ember._src.base import flags; flags.override(tiered_compilation=False).__enter__()\n"
                    'jax.config.update("ember_check_compiled", True)',
     "jit_quick": 'jax.config.update("jax_disable_most_optimizations", True)',
     "jit_grad_quick": 'jax.config.update("jax_disable_most_optimizations", True)',

@@ -63,7 +63,7 @@ class Config:
       # jitted calls return at once and run on the device's executor thread, in call order
       "jax_cpu_enable_async_dispatch": lambda: _env_bool("JAX_CPU_ENABLE_ASYNC_DISPATCH", True),
       # ember: a jit partitioned over devices issues its independent all-reduces (same
-      # axes, op and dtype) as one, at the first use of any (sharding_propagation.py)
+      # axes, op and dtype) as one, at the first use of any (driver/sharding_propagation.py)
       "ember_group_all_reduces": lambda: _env_bool("EMBER_GROUP_ALL_REDUCES", True),
       # persistent compilation cache (ember/_src/base/persistent_cache.py); None = off
       "jax_compilation_cache_dir": lambda: (os.environ.get("EMBER_COMPILATION_CACHE_DIR")

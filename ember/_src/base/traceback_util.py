@@ -21,7 +21,8 @@ import types
 
 from ember._src.base.config import config
 
-EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# the ember package: this file is ember/_src/base/traceback_util.py
+EMBER_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 # a list, as JAX's: libraries (flax) append and remove entries directly
 _exclude_paths: list[str] = [EMBER_DIR]

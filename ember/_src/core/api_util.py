@@ -1,4 +1,4 @@
-"""ShapeDtypeStruct: a shape and dtype without a value (eval_shape is in jit.py); wrapped
+"""ShapeDtypeStruct: a shape and dtype without a value (eval_shape is in driver/jit.py); wrapped
 functions (WrappedFun, wrap_init, flatten_fun_nokwargs) for libraries that stage their own."""
 from __future__ import annotations
 

@@ -5,8 +5,8 @@ spelling `XLA_FLAGS=--xla_force_host_platform_device_count=N`, read when ember i
 gives N CPU devices, each with its own executor (runtime/executor.py). `Mesh`,
 `NamedSharding` and `PartitionSpec` are real objects with JAX's attributes, equality, hashing
 and printing; `device_put` with a sharding splits an array over the devices
-(runtime/array.py's PlacedArray), and pmap/shard_map run one program per device with
-collectives between them (pmap.py, runtime/collectives.py).
+(core/array.py's PlacedArray), and pmap/shard_map run one program per device with
+collectives between them (parallel/pmap.py, runtime/collectives.py).
 """
 from __future__ import annotations
 
@@ -600,7 +600,7 @@ def _per_leaf(x, shardings) -> list:
 
 
 # sharding_constraint_p.bind, filled by primitives/parallel.py (primitives sit above this layer),
-# and runtime/array.py's device_put (arrays import this module), filled there
+# and core/array.py's device_put (arrays import this module), filled there
 stage_constraint: list = [None]
 put_on_devices: list = [None]
 

@@ -18,7 +18,8 @@ from ember._src.base.config import config
 from ember._src.core import ShapedArray
 
 logger = logging.getLogger("ember")
-_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the ember package: this file is ember/_src/driver/cache_miss.py
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _forward_to_jax(record: logging.LogRecord) -> bool:

@@ -1,6 +1,6 @@
 """Checked mode (`ember_check_compiled`): every compiled call is compared with the reference
 HLO evaluator (hlo_eval) running the same optimized module; a difference raises at the call,
-naming the first top-level instruction whose values differ. The dispatcher (dispatch.py)
+naming the first top-level instruction whose values differ. The dispatcher (driver/dispatch.py)
 calls `check_against_reference` after each run while the option is on.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 Compiled (JAX's AOT API), and the compile of a lowered module: the HLO pass pipeline,
 buffer assignment (of the entry and of every loop body and branch the backend compiles as a
 program of its own), then the CPU backend, or the persistent compilation cache in its place
-(persistent_cache.py: a store of bytes, fed here with the module's key and the backend's
+(base/persistent_cache.py: a store of bytes, fed here with the module's key and the backend's
 (de)serializer). It times each stage (`Compiled.compile_times`), logs compilations under
 `jax_log_compiles` and records them in profiler traces. Its result, a
 `dispatch.CompiledComputation`, is what the dispatcher runs.
@@ -56,7 +56,7 @@ class Staged(NamedTuple):
 class Traced:
   """`jit(f).trace(*args)`: the traced jaxpr of one call signature. `compile_on`: for
   arguments placed on a PJRT device, a function making the Compiled of that device's
-  client (jit.py), which `Lowered.compile` uses instead of ember's CPU compiler."""
+  client (driver/jit.py), which `Lowered.compile` uses instead of ember's CPU compiler."""
 
   def __init__(self, staged: Staged, compile_on: Callable[[], Any] | None = None):
     self._staged, self._compile_on = staged, compile_on

@@ -1,10 +1,10 @@
 """The dispatcher: running a compiled computation on flat arguments.
 
 `CompiledComputation` is an optimized module with its executable (what the compile driver,
-compilation.py, hands back); `run` checks and converts the arguments, hands donated buffers
+driver/compilation.py, hands back); `run` checks and converts the arguments, hands donated buffers
 over, and dispatches the executable asynchronously on the executor (runtime/executor.py);
 `hit_runner` is the cached-call fast path of one jit signature, which runs a small call
-inline, straight into the executable. Checked mode (check_compiled.py) and traces
+inline, straight into the executable. Checked mode (driver/check_compiled.py) and traces
 (profiler) are honoured per call.
 """
 from __future__ import annotations

@@ -171,7 +171,7 @@ class PjrtCompiled:
 
   def __call__(self, *args, **kwargs):
     leaves = call_leaves(self._staged, args, kwargs)
-    for i, (x, aval) in enumerate(zip(leaves, self._comp.in_avals)):   # as dispatch.py says
+    for i, (x, aval) in enumerate(zip(leaves, self._comp.in_avals)):   # as driver/dispatch.py says
       # (a Python scalar's dtype is its weak type's: only its shape is checked)
       shape, dtype = tuple(np.shape(x)), np.dtype(getattr(x, "dtype", aval.dtype))
       if shape != tuple(aval.shape) or dtype != aval.dtype:

@@ -3,7 +3,7 @@
 Input: the jaxpr of a jit, the mesh's axis sizes, and how each input is split (a spec: per
 dimension, the tuple of mesh axes it is split over, major first). Output: one device's
 program, built by binding primitives on that device's blocks while tracing under
-batching.spmd_axes (spmd.py compiles it once and runs it on every device, the collectives
+batching.spmd_axes (parallel/spmd.py compiles it once and runs it on every device, the collectives
 exchanged for real between them).
 
 Walking the equations forward, each value gets a spec, and each device holds the block of

@@ -1,6 +1,6 @@
 """Grouping a device program's independent all-reduces into one collective each.
 
-A data-parallel step partitioned by sharding_propagation.py ends its backward pass with one
+A data-parallel step partitioned by driver/sharding_propagation.py ends its backward pass with one
 psum per weight gradient, each a collective of its own: a rendezvous of the device threads,
 an MPI call across processes, each paying the latency of a message. They do not depend on
 each other, so they can go as one message (`parallel.all_reduce_group`: the operands

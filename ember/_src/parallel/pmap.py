@@ -1,9 +1,9 @@
 """pmap and shard_map: run a function once per device, over slices of its inputs.
 
-With several devices (ember.devices(), see sharding.py) a top-level call runs one compiled
+With several devices (ember.devices(), see core/sharding.py) a top-level call runs one compiled
 program per device, concurrently on the devices' executors, with the collectives
 (`lax.psum(x, axis_name)`, all_gather, ppermute, ...) exchanged between the devices
-(spmd.py, runtime/collectives.py); the results are arrays split over the devices.
+(parallel/spmd.py, runtime/collectives.py); the results are arrays split over the devices.
 
 On one device, and inside a trace (jit of a pmap), `pmap(f)` is
 `jit(vmap(f, in_axes, out_axes, axis_name))`: the same values, computed on one device; a
@@ -252,7 +252,7 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=None, mesh=No
   On a mesh whose axes all have size 1 the block is the whole array, so `f` runs once on
   its inputs with each of the mesh axes (or just `axis_names`) bound at size 1, as vmap
   binds them. On a mesh of several devices a top-level call runs `f` per device
-  (spmd.py); inside jit `f` is vmapped over the mesh axes on the stacked blocks. `mesh` defaults to the one `jax.set_mesh`
+  (parallel/spmd.py); inside jit `f` is vmapped over the mesh axes on the stacked blocks. `mesh` defaults to the one `jax.set_mesh`
   put in context. `check_vma` is accepted; ember does not infer which values vary over the
   mesh axes, so it does not reject an `out_specs` of P() for a varying value as JAX does.
   """

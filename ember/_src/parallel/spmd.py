@@ -163,7 +163,7 @@ def unflatten_outputs(tree, outs: list):
 # A top-level jit call whose arguments are committed (device_put to a device or a sharding),
 # or whose jit names in_shardings/out_shardings or constrains values inside over several
 # devices, runs where those say: on the one device all its committed arguments are on, or
-# partitioned over a mesh (sharding_propagation.py) and run on every device of it.
+# partitioned over a mesh (driver/sharding_propagation.py) and run on every device of it.
 
 def _plan_key(wrapped: JitWrapped, leaves: list, shardings) -> tuple:
   return (id(wrapped), tuple([x._sharding if type(x) is PlacedArray else None for x in leaves]),

@@ -14,7 +14,7 @@ and the schedule (the entry's instruction order, which the backend runs) puts ea
 early as its operands allow and each done just before the first instruction that reads it,
 so the instructions between them, which neither feed nor read the collective, run while it
 is in flight (a data-parallel backward pass computes the earlier layers' gradients while the
-later layers' ones are being all-reduced; all_reduce_grouping.py issues them in buckets).
+later layers' ones are being all-reduced; parallel/all_reduce_grouping.py issues them in buckets).
 
 A program whose collectives move fewer than MIN_BYTES in all keeps them blocking.
 

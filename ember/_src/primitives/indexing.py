@@ -653,7 +653,7 @@ def _dynamic_update_index_in_dim(operand, update, index, axis, *,
                                      allow_negative_indices=allow_negative_indices)
 
 
-# ember's `jit`. The driver sits above the primitives: jit.py registers it here when it is
+# ember's `jit`. The driver sits above the primitives: driver/jit.py registers it here when it is
 # imported.
 jit: Callable | None = None
 

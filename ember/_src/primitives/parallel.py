@@ -233,7 +233,7 @@ pmin = _pminmax(pmin_p)
 # Several independent all-reduces over the same device axes, with the same op and dtype, run as
 # one: their operands flattened into one buffer, one communicator call, the result split back.
 # One message instead of many (each a rendezvous of the devices, an MPI call across processes):
-# sharding_propagation.py issues the gradient psums of a partitioned jit this way. Only in
+# driver/sharding_propagation.py issues the gradient psums of a partitioned jit this way. Only in
 # the programs of devices (its axes are device axes); it has no vmap or AD rules.
 
 _GROUP_OPS = {"sum": psum_p, "max": pmax_p, "min": pmin_p}
@@ -705,7 +705,7 @@ _install_ad_rules()
 
 # --- sharding_constraint ----------------------------------------------------------------
 # with_sharding_constraint / reshard inside jit over a mesh of several devices: the identity
-# on values, a point where sharding propagation (sharding_propagation.py) lays the
+# on values, a point where sharding propagation (driver/sharding_propagation.py) lays the
 # value out as `sharding` says. Staged only for multi-device shardings (on one device JAX's
 # constraint is the identity, and ember stages nothing).
 

@@ -418,7 +418,7 @@ ad.deflinear(cumsum_p, lambda ct, *, axis, reverse: [cumsum(ct, axis, not revers
 cumprod_p.jvp = _scan_jvp(lambda: ew.mul)
 cummax_p.jvp = _scan_jvp(lambda: ew.max)
 cummin_p.jvp = _scan_jvp(lambda: ew.min)
-# cumlogsumexp's jvp scans jnp.logaddexp: numpy/ufuncs.py registers it
+# cumlogsumexp's jvp scans jnp.logaddexp: library/numpy/ufuncs.py registers it
 
 
 # --- lax.reduce: a monoid (add/mul/max/min/bitwise with its identity) becomes reduce_sum

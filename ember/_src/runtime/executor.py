@@ -5,7 +5,7 @@
 thread later resolves the arguments, runs the executable (native kernels release the GIL, so
 host work overlaps) and fills the call's `Pending`. Reading a pending Array's value
 (`_value`, hence np.asarray/.item()/float/...) waits for it; an error raised while running
-(a JaxRuntimeError, see dispatch.py) is stored and re-raised at every wait on any output
+(a JaxRuntimeError, see driver/dispatch.py) is stored and re-raised at every wait on any output
 of that call. A donated argument that is still pending travels as `Donated`: its buffer is
 taken over (or copied) on the executor thread once its producer has run.
 

@@ -1,6 +1,6 @@
 """Automatic differentiation: forward mode, linearize, reverse mode, and the user API
 (jvp, linearize, vjp, grad, value_and_grad; the Jacobians, built on these with jnp, are
-in jacobians.py).
+in library/jacobians.py).
 
 JAX's design, in Autodidax's structure:
 

@@ -1,12 +1,12 @@
 """The CPU backend's cost model: estimated run times of kernels and modules, from the work
-analysis.py counts (bytes, flops, transcendentals) and single-core rates measured on this
+passes/analysis.py counts (bytes, flops, transcendentals) and single-core rates measured on this
 project's kernels. It decides
 
 - how many chunks a kernel's range is split into across the thread pool (`plan_chunks`,
   fixed when its thunk is built);
 - whether quick-tier code may run first (`quick_pays`, `quick_module_pays`: tiering.py);
 - whether a call is small enough to run inline, without a hand-off to the executor thread
-  (`module_ns`, compilation.py).
+  (`module_ns`, driver/compilation.py).
 
     kernel_cost(instr, comp) -> KernelCost       # one kernel's work
     estimate_ns(cost)                           # its single-core time
@@ -28,7 +28,7 @@ __all__ = ["KernelCost", "kernel_cost", "estimate_ns", "plan_chunks", "forced_ch
 
 
 class KernelCost(NamedTuple):
-  """What one whole call of a kernel does (analysis.py's counts)."""
+  """What one whole call of a kernel does (passes/analysis.py's counts)."""
   bytes: float            # bytes read + written
   flops: float
   transcendentals: float
@@ -154,7 +154,7 @@ def quick_module_pays(module: hlo.Module, vector_transcendentals: float = 0.0,
 
 
 # --------------------------------------------------------------------------------------
-# A whole module (compilation.py: inline runs)
+# A whole module (driver/compilation.py: inline runs)
 # --------------------------------------------------------------------------------------
 
 def module_ns(module: hlo.Module) -> float:

@@ -17,7 +17,7 @@ signature:
      executable's `_direct` record (read per call: a tier-up makes a new one) made for its
      current cached frame, with one kernel call and nothing after it;
   3. the outputs: `np.empty` of each, then the Arrays holding them (with the allocation
-     stack of runtime/array.py: the caller's frame and its caller, as the Python path
+     stack of core/array.py: the caller's frame and its caller, as the Python path
      records), the result container;
   4. under the executable's frame lock (taken without blocking), the pointer patches of
      Executable.execute_direct's prologue descriptor and its one direct kernel call (the
@@ -346,7 +346,7 @@ def _make_outputs(e: _Emit, d, nin, nout, outs, data, cleanup) -> None:
 
 
 def _allocation_stack(e: _Emit):
-  """runtime/array.py's allocation stack of a jit cache hit's outputs, a new reference:
+  """core/array.py's allocation stack of a jit cache hit's outputs, a new reference:
   (code, lasti) of the caller of JitWrapped.__call__ and of its caller (ALLOC_STACK_FRAMES
   of 1 or 2, the caller a user frame); () for 0; else array.py's own walk (`stack_fn`)."""
   b = e.b
@@ -616,11 +616,11 @@ _new_builtin.restype = ctypes.py_object
 _new_builtin.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
 
 
-_array_module: list = []   # runtime/array.py, handed down by the dispatcher (a layer above)
+_array_module: list = []   # core/array.py, handed down by the dispatcher (a layer above)
 
 
 def available(array_module) -> bool:
-  """Whether builtins can be made here (`array_module`: runtime/array.py)."""
+  """Whether builtins can be made here (`array_module`: core/array.py)."""
   if not _array_module:
     _array_module.append(array_module)
   return _native() is not None
@@ -631,7 +631,7 @@ def hit_function(*, array_module, executable, consts, arg_types, guards, idle, o
   """The builtin running a cache hit of one signature: `f(*args)` -> the result, or `miss`
   (nothing done) for anything it does not check for itself; None where it cannot be made
   (no native support here, or the executable does not run as one prologue call: see
-  Executable.execute_direct). `array_module`: runtime/array.py. `arg_types`: (shape, dtype, weak type) per argument;
+  Executable.execute_direct). `array_module`: core/array.py. `arg_types`: (shape, dtype, weak type) per argument;
   `guards`: (object, attribute, expected value) triples; `out_specs`: (dims, dtype, weak
   type) per output; `result`: RESULT_*."""
   native = _native() if available(array_module) else None

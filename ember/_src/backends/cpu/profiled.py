@@ -1,7 +1,7 @@
 """Running an executable with one trace span per thunk, while a profiler trace is active
 (the dispatcher's runs, and loop bodies' and branches' sub-executables inside them): each
 span is named after its HLO instruction and carries that instruction's cost analysis, text
-and op_name metadata (computed when the trace is exported, profiler/trace.py).
+and op_name metadata (computed when the trace is exported, runtime/profiler/trace.py).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The parts of lax.linalg written with jnp: `cholesky`/`eigh`, which symmetrize their
-input (their derivative rules: linalg_derivatives.py). A library above the primitives
+input (their derivative rules: library/lax/linalg_derivatives.py). A library above the primitives
 (they cannot import jnp).
 """
 from __future__ import annotations

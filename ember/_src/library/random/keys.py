@@ -121,7 +121,7 @@ class PRNGKeyArray:
   as their data and jaxprs show `u32[..., 2]` where JAX prints `key<fry>[...]`. Values
   are identical.
   Keys support indexing, iteration, `reshape` and `T`, `==`/`!=`, `jnp.stack` and
-  `jnp.concatenate` (numpy/shape.py), but no arithmetic.
+  `jnp.concatenate` (library/numpy/shape.py), but no arithmetic.
   """
   __slots__ = ("_data",)
   __array_priority__ = 2000  # beat Array / Tracer so `array + key` reaches __radd__ here

@@ -4,10 +4,10 @@ thunk, written as Chrome Trace Event Format JSON (what Perfetto and chrome://tra
 The traced code records into events.py (below everything); while no trace is active its
 hooks cost one global check each (`if events.active:`) on the paths they sit on:
 
-    jit.py           JitWrapped.__call__  -> `PjitFunction(f)` (dispatch span, JAX's name)
+    driver/jit.py           JitWrapped.__call__  -> `PjitFunction(f)` (dispatch span, JAX's name)
                      JitWrapped._miss     -> `trace jit(f)`
-    compilation.py   compile_staged       -> `lower jit(f)`, `compile jit(f)` and its stages
-    dispatch.py      _RunPlan call        -> one span per thunk (backends/cpu/profiled.py)
+    driver/compilation.py   compile_staged       -> `lower jit(f)`, `compile jit(f)` and its stages
+    driver/dispatch.py      _RunPlan call        -> one span per thunk (backends/cpu/profiled.py)
     control_flow.py  _Sub.__call__        -> the thunks of loop bodies/branches, nested
     tiering.py       the tier-up worker   -> `tier-up <module>`
 
