@@ -1,4 +1,4 @@
-"""ember's math library (backends/cpu/mathlib.py): accuracy, special values, vectorization.
+"""ember's math library (backends/cpu/mathlib/): accuracy, special values, vectorization.
 
 Every function is compiled into a tiny loop kernel `void k(T* in..., T* out, i64 n)` at -O3 for
 the host CPU and run over dense sweeps of its domain plus random bit patterns (the whole float
@@ -29,6 +29,8 @@ from llvmlite import ir
 
 from ember._src.hlo import graph as hlo
 from ember._src.backends.cpu import mathlib
+from ember._src.backends.cpu.mathlib.emitter import _suffix
+from ember._src.backends.cpu.mathlib.outlined import _vfabi_widths
 
 BOUND = 2.0                             # the documented guarantee for every function
 # Tighter per-function bounds (f32, f64) in ulps: the measured maxima (docs/mathlib.md, larger
@@ -267,7 +269,7 @@ def test_functions_defined_once_per_module_and_inlinable():
   # compile); both
   # preserve every register for their caller (the vectorized loop)
   outlined = {re.search(r'@"([\w.]+)"', ln).group(1): ln for ln in defs if "noinline" in ln}
-  widths = mathlib._vfabi_widths(32)
+  widths = _vfabi_widths(32)
   assert set(outlined) == {"ember.sin.huge.f32"} | {
       f"ember.sin.huge.v{n}f32{s}" for n in widths for s in ("", ".lanes")}
   assert "cold" in outlined["ember.sin.huge.f32"]
@@ -553,5 +555,5 @@ def test_functions_are_built_once_per_process_and_copied_as_text():
     mathlib.function(second, "sin", ty)
     mathlib._define(built, "sin", mathlib._UNARY["sine"][1], 1, ty)
     assert str(second) == str(built) == str(first)
-    assert isinstance(second.globals[f"ember.sin.{mathlib._suffix(ty)}"],
+    assert isinstance(second.globals[f"ember.sin.{_suffix(ty)}"],
                       mathlib._RenderedFunction)

@@ -503,7 +503,7 @@ def _parallel_parts(ir_text: str) -> list[list[str]] | None:
 
 _FUNCTION = re.compile(r'^define (internal )?[^@\n]*@"?([^"(\n]+)"?\(.*?^}(?:\n|\Z)', re.M | re.S)
 _REFERENCE = re.compile(r'@"?([\w.$-]+)"?')
-# a call's masked vector variants (mathlib._call_if), named only in its attribute
+# a call's masked vector variants (mathlib.outlined._call_if), named only in its attribute
 _VARIANT = re.compile(r'_ZGV[^(,"]*\(([\w.$-]+)\)')
 
 

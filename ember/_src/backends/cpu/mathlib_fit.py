@@ -1,8 +1,8 @@
-"""Fit the polynomial coefficients used by mathlib.py (needs mpmath; not imported by ember).
+"""Fit the polynomial coefficients used by mathlib/ (needs mpmath; not imported by ember).
 
 Run `python3 ember/_src/backends/cpu/mathlib_fit.py [names...]` with any Python that has mpmath
 and numpy (a few minutes for all) and paste the printed `COEFFS` table between the BEGIN/END
-COEFFS markers at the end of mathlib.py. Each approximation is written as
+COEFFS markers in mathlib/coeffs.py. Each approximation is written as
 
     F(x) ~= A(x) + B(x) * P(u(x)),      P(u) = sum_k c_k u**k
 
@@ -238,7 +238,7 @@ def _wrap(cs, indent, first, last):
 
 
 def format_table(table):
-  """The COEFFS literal as mathlib.py holds it (keys sorted, lines <= 99 columns)."""
+  """The COEFFS literal as mathlib/coeffs.py holds it (keys sorted, lines <= 99 columns)."""
   lines = ["COEFFS = {"]
   for key in sorted(table):
     v = table[key]
