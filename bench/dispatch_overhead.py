@@ -140,6 +140,7 @@ def stage_breakdown(jf, args, calls: int, batch: int) -> list[tuple[str, float]]
   asynchronous path's hand-off (not part of an inline call)."""
   import ember
   from ember._src import core
+  from ember._src.core import trace as trace_lib
   from ember._src.driver import jit as jit_mod
   from ember._src.backends.cpu import tiering
   from ember._src.base.config import config
@@ -170,7 +171,7 @@ def stage_breakdown(jf, args, calls: int, batch: int) -> list[tuple[str, float]]
   stages = [
       ("call prelude (profiler, config, trace level)",
        t(lambda: (profiler.active, config._jit_trace_key is not None
-                  and (not core._open_traces or core.cur_level_is_eval())))),
+                  and (not trace_lib._open_traces or core.cur_level_is_eval())))),
       ("argument flattening + signature key", t(jit_mod._fast_key, args, {}, tk)),
       ("signature cache lookup", t(jf._fast.get, key)),
       ("argument checks (flags, executor, buffers)",

@@ -476,13 +476,14 @@ def test_flag_changes_reach_the_hit_path():
 
 def test_open_traces_are_counted_across_threads_and_errors():
   from ember._src import core
+  from ember._src.core import trace as trace_lib
   f = ember.jit(lambda x: x * 3)
   x = _arr(np.arange(3, dtype=np.float32))
   f(x)
-  assert core._open_traces == 0
+  assert trace_lib._open_traces == 0
   with pytest.raises(ZeroDivisionError):
     ember.jit(lambda x: x + 1 // 0)(x)   # raises while tracing
-  assert core._open_traces == 0
+  assert trace_lib._open_traces == 0
   inside, release = threading.Event(), threading.Event()
 
   def trace_and_wait(v):   # holds a trace open in another thread
@@ -493,11 +494,11 @@ def test_open_traces_are_counted_across_threads_and_errors():
   t.start()
   inside.wait(30)
   try:
-    assert core._open_traces > 0 and core.cur_level_is_eval()   # this thread: eval
+    assert trace_lib._open_traces > 0 and core.cur_level_is_eval()   # this thread: eval
     r = f(x)   # runs here, not staged into the other thread's trace
     assert isinstance(r, Array)
     np.testing.assert_array_equal(np.asarray(r), np.arange(3) * 3)
   finally:
     release.set()
     t.join()
-  assert core._open_traces == 0
+  assert trace_lib._open_traces == 0

@@ -13,6 +13,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember._src import core
+from ember._src.core import trace as trace_lib
 from ember._src.base import flags, persistent_cache
 from ember._src.backends.cpu import tiering
 
@@ -91,7 +92,8 @@ def test_a_new_thread_starts_at_the_eval_trace():
   seen = []
 
   def inner(x):
-    th = threading.Thread(target=lambda: seen.append((len(core.trace_stack), core.dynamic_trace)))
+    th = threading.Thread(target=lambda: seen.append(
+        (len(trace_lib.trace_stack), trace_lib.dynamic_trace)))
     th.start()
     th.join()
     return x + 1

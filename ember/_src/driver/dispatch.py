@@ -20,6 +20,7 @@ from ember._src.base.config import config
 from ember._src.base.errors import JaxRuntimeError
 from ember._src.base import profiler_events as _profiler
 from ember._src.core import array as array_module
+from ember._src.core import trace as trace_lib
 from ember._src.runtime import executor
 from ember._src.core.array import Array, ready_ptr
 
@@ -172,7 +173,7 @@ class CompiledComputation:
         return None
       from ember._src.backends.cpu import native_hit   # (loaded with the backend)
       guards = [(_profiler, "active", False), (config, "_jit_trace_key", trace_key),
-                (config, "_jit_inline", True), (core, "_open_traces", 0),
+                (config, "_jit_inline", True), (trace_lib, "_open_traces", 0),
                 (self, "executable", ex), (ex, "_frame_lock", ex._frame_lock)]
       return native_hit.hit_function(
           array_module=array_module, executable=ex, consts=consts, arg_types=arg_types,

@@ -30,6 +30,7 @@ from ember._src.core.api_util import ShapeDtypeStruct
 from ember._src.base.config import TRACE_CONFIG, config
 from ember._src.driver.compilation import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
+from ember._src.core import trace as trace_lib
 from ember._src.driver.dispatch import NATIVE_MISS, NUMPY_SCALAR_TYPES
 from ember._src.primitives import indexing
 from ember._src.base import profiler_events as _profiler
@@ -462,7 +463,7 @@ class JitWrapped:
       return _profiler.dispatch(self, args, kwargs)
     key = None
     trace_key = config._jit_trace_key   # None: jit disabled, or not the CPU backend
-    if trace_key is not None and (not core._open_traces or core.cur_level_is_eval()):
+    if trace_key is not None and (not trace_lib._open_traces or core.cur_level_is_eval()):
       # the hit path: flatten, build the key, look up, dispatch
       if self._has_static:
         dyn_args, dyn_kwargs, statics = _split_static(args, kwargs, self.static_argnums,

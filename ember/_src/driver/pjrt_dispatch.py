@@ -29,6 +29,7 @@ from ember._src.backends.pjrt import executable as pjrt_exe
 from ember._src.driver.compilation import call_leaves, lower_staged
 from ember._src.base import profiler_events as _profiler
 from ember._src.core import array as array_lib
+from ember._src.core import trace as trace_lib
 from ember._src.core.array import Array
 from ember._src.runtime.pjrt_array import PjrtArray
 from ember._src.core.sharding import PjrtDevice
@@ -289,4 +290,4 @@ def _one_op(prim, params):
   return fn
 
 
-core.eager_on_device[0] = eager
+trace_lib.eager_on_device[0] = eager

@@ -25,7 +25,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 
 from ember._src import core
-from ember._src.base import dtypes, tree_util
+from ember._src.base import dtypes, errors, tree_util
 from ember._src.core import Jaxpr, ShapedArray, Var, get_aval
 from ember._src.hlo.graph import Shape, TupleShape
 from ember._src.primitives import declare, indexing
@@ -629,8 +629,8 @@ def _infer_length(xs_flat, length):
   if length is not None:
     try:
       length = int(length)
-    except (TypeError, core.errors.ConcretizationTypeError):
-      raise core.errors.ConcretizationTypeError(
+    except (TypeError, errors.ConcretizationTypeError):
+      raise errors.ConcretizationTypeError(
           "The `length` argument to `scan` expects a concrete `int` value. For scan-like "
           "iteration with a dynamic length, use `while_loop` or `fori_loop`.") from None
     if not all(length == n for n in lengths):

@@ -37,6 +37,7 @@ import numpy as np
 from ember._src import core
 from ember._src.base import tree_util
 from ember._src.core import ShapedArray
+from ember._src.core import trace as trace_lib
 
 not_mapped = None
 
@@ -205,7 +206,7 @@ def unbound_axis_error(name, prim_name: str = "psum") -> NameError:
   names only with vmap (it has no pmap / shard_map)."""
   fix = (f"Collectives such as {prim_name} must run inside a function mapped with "
          f"`vmap(..., axis_name={name!r})`.")
-  if core.dynamic_trace is not None:  # staging (jit / make_jaxpr) outside any vmap
+  if trace_lib.dynamic_trace is not None:  # staging (jit / make_jaxpr) outside any vmap
     return NameError(f"Found an unbound axis name: {name}. {fix}")
   return NameError(f"unbound axis name: {name}. {fix}")
 

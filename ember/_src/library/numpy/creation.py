@@ -22,6 +22,7 @@ from ember._src.library.lax import api as lax
 from ember._src.driver.jit import jit
 from ember._src.library.numpy import ufuncs, util
 from ember._src.primitives.elementwise import convert_element_type_p
+from ember._src.core import trace as trace_lib
 from ember._src.core.array import Array
 
 __all__ = [
@@ -119,7 +120,7 @@ def _in_current_trace(x):
   every op to the current trace, so under jit `jnp.array(5)` / `jnp.int32(5)` are tracers
   (not concrete: `int()` of them raises, `fori_loop` bounds made from them are dynamic).
   Eagerly, and under grad/vmap alone, the Array itself."""
-  if core.dynamic_trace is None or not isinstance(x, Array):
+  if trace_lib.dynamic_trace is None or not isinstance(x, Array):
     return x
   return core.find_top_trace(()).pure(x)
 
