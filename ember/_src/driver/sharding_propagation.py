@@ -44,7 +44,7 @@ from ember._src.primitives import elementwise, indexing, parallel, reductions
 Spec = tuple   # per dimension: a tuple of mesh axis names (empty: not split)
 
 # Primitives that apply one scalar function to each element (size-1 and 0-d operands
-# broadcast): everything of primitives/elementwise.py but the bitcast that may change rank.
+# broadcast): everything of primitives/elementwise/ but the bitcast that may change rank.
 _ELEMENTWISE = ({p.name for p in vars(elementwise).values() if isinstance(p, core.Primitive)}
                 - {"bitcast_convert_type"}) | {"add_any", "copy", "copy_p"}
 _ALL_REDUCE = {"reduce_sum": parallel.psum, "reduce_max": parallel.pmax,

@@ -1,5 +1,5 @@
 """Elementwise ops with XLA's semantics in NumPy: the impls of the elementwise primitives
-(primitives/elementwise.py declares them) and of hlo_eval's elementwise opcodes, so eager
+(primitives/elementwise/ declares them) and of hlo_eval's elementwise opcodes, so eager
 mode and the HLO evaluator agree by construction. Each kernel is named after its lax
 function (`max` is lax.max's) and takes its primitive's params (a transcendental's
 `accuracy` does not change the reference value).

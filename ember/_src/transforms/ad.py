@@ -23,7 +23,7 @@ the jvp of a sub-jaxpr, which may itself be split later: `is_linearizing`) `call
 splits the jvp of the sub-jaxpr by partial evaluation into a known call (primal outputs
 and residuals) and an unknown call (tangents), and `call_transpose` transposes the
 sub-jaxpr into a new call, so a nested jit stays one `jit` equation in the
-differentiated jaxpr. Loops and cond follow the same rule (control.py).
+differentiated jaxpr. Loops and cond follow the same rule (primitives/control/).
 
 `vjp` returns a `VJP` and `linearize` a `tree_util.Partial`: pytrees whose leaves are the
 residuals, so they pass through `jit` as arguments and results (JAX 0.12's types).

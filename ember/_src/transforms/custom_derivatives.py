@@ -353,7 +353,7 @@ class custom_jvp:
 
 
 # lax's `add`, which sums the per-argument terms of `defjvps` rules. It binds a primitive,
-# a layer above transforms: primitives/elementwise.py registers it here at its import.
+# a layer above transforms: primitives/elementwise/arithmetic.py registers it here at its import.
 lax_add: Callable | None = None
 
 

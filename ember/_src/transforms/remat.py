@@ -93,7 +93,7 @@ def _split(jvp_jaxpr, unknowns, policy) -> _Split:
 
 
 # lax's reduce_precision primitive, which rounds the saved residuals. Primitives sit a
-# layer above transforms: primitives/elementwise.py registers it here at its import.
+# layer above transforms: primitives/elementwise/convert.py registers it here at its import.
 reduce_precision_p: core.Primitive | None = None
 
 

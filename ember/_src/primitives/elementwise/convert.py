@@ -1,0 +1,141 @@
+"""Conversions of the element type: convert_element_type (a cast), bitcast_convert_type (the
+bits reinterpreted; a width change adds or removes a last dimension, as in XLA) and
+reduce_precision (rounded to a narrower float format, kept in the operand's dtype).
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ember._src import core
+from ember._src.base import dtypes
+from ember._src.core import ShapedArray
+from ember._src.transforms import ad, batching, remat
+from ember._src.primitives import BOOL, COMPLEX, FLOAT, check_dtype, declare, dtype_kind
+from ember._src.primitives.elementwise.common import _abs_dtype
+from ember._src.reference import elementwise as reference_elementwise
+
+__all__ = ["convert_element_type", "bitcast_convert_type", "reduce_precision"]
+
+
+# --- convert_element_type -------------------------------------------------------------
+
+def _convert_abstract_eval(x, *, new_dtype, weak_type):
+  return x.update(dtype=new_dtype, weak_type=weak_type)
+
+
+convert_element_type_p = declare("convert_element_type", _convert_abstract_eval,
+                                 reference_elementwise.convert_element_type)
+convert_element_type_p.fold_literals = True  # converting a Python scalar stays a Literal
+convert_element_type_p.batch = batching.vectorized(convert_element_type_p)
+
+
+def _convert_lower(ctx, x, *, new_dtype, weak_type):
+  if dtype_kind(x.dtype) == COMPLEX and dtype_kind(new_dtype) != COMPLEX:
+    x = ctx.elementwise("real", x, dtype=_abs_dtype(x.dtype))  # drop the imaginary part
+  return ctx.convert(x, new_dtype)
+
+
+convert_element_type_p.lower = _convert_lower
+
+
+def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
+  (x,), (t,) = primals, tangents
+  out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+  if type(t) is ad.Zero or not ad.is_differentiable(new_dtype):
+    return out, ad.Zero.from_value(out)
+  return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+convert_element_type_p.jvp = _convert_jvp
+convert_element_type_p.transpose = lambda ct, x, *, new_dtype, weak_type: [
+    convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
+
+
+def convert_element_type(operand, new_dtype, weak_type: bool = False):
+  """Elementwise cast to `new_dtype` (canonicalized for the x64 flag)."""
+  new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type")
+  aval = core.get_aval(operand)
+  if (aval.dtype, aval.weak_type) == (new_dtype, bool(weak_type)) and not dtypes.is_python_scalar(operand) \
+      and not isinstance(operand, (np.ndarray, np.generic)):
+    return operand
+  return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+# --- bitcast_convert_type ----------------------------------------------------------------
+
+def _bitcast_abstract_eval(x, *, new_dtype):
+  old, new = x.dtype, np.dtype(new_dtype)
+  if (dtype_kind(old) in BOOL + COMPLEX or dtype_kind(new) in BOOL + COMPLEX) and old != new:
+    raise TypeError("lax.bitcast_convert_type does not support bool or complex values "
+                    "unless the operand and destination types match. Got operand "
+                    f"dtype={old}, new_dtype={new}. Consider using the arr.view() method "
+                    "instead.")
+  old_bits, new_bits = reference_elementwise.bits(old), reference_elementwise.bits(new)
+  if old_bits == new_bits:
+    shape = x.shape
+  elif old_bits > new_bits:
+    shape = (*x.shape, old_bits // new_bits)
+  else:
+    last = x.shape[-1] if x.shape else 1
+    if last * old_bits != new_bits:
+      raise ValueError(f"Attempting to convert array of shape {x.shape} from {old} of size "
+                       f"{old_bits} bits to {new} of size {new_bits}, bits but {last} * "
+                       f"{old_bits} != {new_bits}")
+    shape = x.shape[:-1]
+  return ShapedArray(shape, new, weak_type=False)
+
+
+bitcast_convert_type_p = declare("bitcast_convert_type", _bitcast_abstract_eval,
+                                 reference_elementwise.bitcast_convert_type)
+
+
+def _bitcast_batch(axis_data, vals, dims, *, new_dtype):
+  """A width change adds/removes the LAST dimension: keep the batch dimension off it."""
+  (x,), (d,) = vals, dims
+  bits = reference_elementwise.bits
+  if d == batching.ndim_of(x) - 1 and bits(core.get_aval(x).dtype) != bits(new_dtype):
+    x, d = batching.moveaxis(x, d, 0), 0
+  return bitcast_convert_type_p.bind(x, new_dtype=new_dtype), d
+
+
+bitcast_convert_type_p.batch = _bitcast_batch
+ad.defjvp_zero(bitcast_convert_type_p)  # a reinterpretation of bits: not differentiable
+bitcast_convert_type_p.lower = lambda ctx, x, *, new_dtype: (
+    x if x.dtype == np.dtype(new_dtype) else ctx.emit("bitcast-convert", ctx.out_shape(), [x]))
+
+
+def bitcast_convert_type(operand, new_dtype):
+  """Reinterpret the bits of `operand` as `new_dtype` (a size change adds/removes a last
+  dimension, as in XLA)."""
+  new_dtype = dtypes.check_user_dtype(new_dtype, "bitcast_convert_type")
+  return bitcast_convert_type_p.bind(operand, new_dtype=new_dtype)
+
+
+# --- reduce_precision ----------------------------------------------------------------------
+
+def _reduce_precision_abstract_eval(x, *, exponent_bits, mantissa_bits):
+  check_dtype("reduce_precision", x, FLOAT)
+  if exponent_bits < 1:
+    raise ValueError(f"reduce_precision: exponent_bits must be positive; got {exponent_bits}")
+  if mantissa_bits < 0:
+    raise ValueError(f"reduce_precision: mantissa_bits must be non-negative; got "
+                     f"{mantissa_bits}")
+  return x
+
+
+reduce_precision_p = declare("reduce_precision", _reduce_precision_abstract_eval,
+                             reference_elementwise.reduce_precision)
+reduce_precision_p.batch = batching.vectorized(reduce_precision_p)
+ad.deflinear(reduce_precision_p, lambda ct, **params: [reduce_precision_p.bind(ct, **params)])
+reduce_precision_p.lower = lambda ctx, x, *, exponent_bits, mantissa_bits: ctx.emit(
+    "reduce-precision", x.shape, [x],
+    {"exponent_bits": exponent_bits, "mantissa_bits": mantissa_bits})
+remat.reduce_precision_p = reduce_precision_p   # remat rounds residuals with it
+
+
+def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
+  """Round `operand` to a float format with the given exponent and mantissa bits."""
+  return reduce_precision_p.bind(operand, exponent_bits=operator.index(exponent_bits),
+                                 mantissa_bits=operator.index(mantissa_bits))
