@@ -15,7 +15,9 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import random
-from ember._src.library.random import samplers as prng, xla_math as prng_math
+from ember._src.library.random import samplers as prng
+from ember._src.library.random.xla_math import erf as xla_erf, exp_log, pow as xla_pow
+from ember._src.library.random.xla_math import tan as xla_tan
 from ember._src.primitives.prng import threefry2x32
 
 _DATA = os.path.join(os.path.dirname(__file__), "data", "random_jax_vectors.json")
@@ -23,9 +25,9 @@ with open(_DATA) as f:
   _VECTORS = json.load(f)
 CASES, MATH = _VECTORS["cases"], _VECTORS["math"]
 
-# Samplers built on transcendentals evaluate them exactly as XLA:CPU does (prng_math._xla_*
-# and prng_math._glibc_*: XLA's own formulas and the glibc functions XLA calls, with the same
-# fused multiply-adds), so every case, every sampler and dtype, is compared bit for bit.
+# Samplers built on transcendentals evaluate them exactly as XLA:CPU does (xla_math's _xla_*
+# and _glibc_*: XLA's own formulas and the glibc functions XLA calls, with the same fused
+# multiply-adds), so every case, every sampler and dtype, is compared bit for bit.
 
 
 def _case_id(c):
@@ -123,7 +125,7 @@ def test_normal_is_sqrt2_erf_inv_of_exact_uniform(dtype):
     assert float(np.min(np.asarray(u, np.float32))) >= float(lo)
     assert float(np.max(np.asarray(u, np.float32))) < 1.0
     # float32/float64 use XLA:CPU's erf_inv formulas (bit-exact with JAX); the others lax's
-    erf_inv = {"float32": prng_math._xla_erf_inv_f32, "float64": prng_math._xla_erf_inv_f64}.get(
+    erf_inv = {"float32": xla_erf._xla_erf_inv_f32, "float64": xla_erf._xla_erf_inv_f64}.get(
         dtype, ember.lax.erf_inv)
     expected = ember.lax.mul(np.array(np.sqrt(2), dt), erf_inv(u))
     np.testing.assert_array_equal(_as_bits(random.normal(k, (50,), dt)), _as_bits(expected))
@@ -132,11 +134,11 @@ def test_normal_is_sqrt2_erf_inv_of_exact_uniform(dtype):
 
 
 @pytest.mark.parametrize("fn, ref, lo, hi", [
-    (prng_math._xla_log_f32, np.log, 1e-30, 50.0),
-    (prng_math._xla_log1p_f32, np.log1p, -0.999, 50.0),
-    (prng_math._xla_exp_f32, np.exp, -80.0, 80.0),
-    (prng_math._xla_erf_f32, np.vectorize(math.erf), -5.0, 5.0),
-    (prng_math._xla_erf_inv_f32, None, -1.0, 1.0)])
+    (exp_log._xla_log_f32, np.log, 1e-30, 50.0),
+    (exp_log._xla_log1p_f32, np.log1p, -0.999, 50.0),
+    (exp_log._xla_exp_f32, np.exp, -80.0, 80.0),
+    (xla_erf._xla_erf_f32, np.vectorize(math.erf), -5.0, 5.0),
+    (xla_erf._xla_erf_inv_f32, None, -1.0, 1.0)])
 def test_xla_float32_math_is_accurate_and_handles_edges(fn, ref, lo, hi):
   """The XLA-formula helpers are few-ulp accurate (values checked against JAX in the
   vectors above) and agree eagerly and compiled, bit for bit."""
@@ -150,11 +152,11 @@ def test_xla_float32_math_is_accurate_and_handles_edges(fn, ref, lo, hi):
                                rtol=2e-6, atol=2e-7)
   else:
     np.testing.assert_allclose(got, ref(x.astype(np.float64)), rtol=4e-7, atol=1e-7)
-  edges = {prng_math._xla_log_f32: ([0.0, -1.0, np.inf, np.nan, 1e-40], [-np.inf, np.nan, np.inf, np.nan, -np.inf]),
-           prng_math._xla_log1p_f32: ([-1.0, 0.0, np.inf, -2.0], [-np.inf, 0.0, np.inf, np.nan]),
-           prng_math._xla_erf_inv_f32: ([-1.0, 1.0, 0.0], [-np.inf, np.inf, 0.0]),
-           prng_math._xla_exp_f32: ([-np.inf, np.inf, 0.0, -100.0, 100.0], [0.0, np.inf, 1.0, 0.0, np.inf]),
-           prng_math._xla_erf_f32: ([0.0, 5.0, -5.0, np.inf, -np.inf], [0.0, 1.0, -1.0, 1.0, -1.0])}[fn]
+  edges = {exp_log._xla_log_f32: ([0.0, -1.0, np.inf, np.nan, 1e-40], [-np.inf, np.nan, np.inf, np.nan, -np.inf]),
+           exp_log._xla_log1p_f32: ([-1.0, 0.0, np.inf, -2.0], [-np.inf, 0.0, np.inf, np.nan]),
+           xla_erf._xla_erf_inv_f32: ([-1.0, 1.0, 0.0], [-np.inf, np.inf, 0.0]),
+           exp_log._xla_exp_f32: ([-np.inf, np.inf, 0.0, -100.0, 100.0], [0.0, np.inf, 1.0, 0.0, np.inf]),
+           xla_erf._xla_erf_f32: ([0.0, 5.0, -5.0, np.inf, -np.inf], [0.0, 1.0, -1.0, 1.0, -1.0])}[fn]
   np.testing.assert_array_equal(np.asarray(fn(np.array(edges[0], np.float32))),
                                 np.array(edges[1], np.float32))
 
@@ -163,11 +165,11 @@ def test_xla_float32_math_is_accurate_and_handles_edges(fn, ref, lo, hi):
 # branch boundaries, zeros, infinities, NaN, subnormals (XLA:CPU reads them as zero) and
 # random values). The float32 ones run in 32-bit mode: glibc's tanf/powf reduce and
 # evaluate in float64, which they switch on internally.
-_MATH_FNS = {"log_f64": prng_math._glibc_log, "log1p_f64": prng_math._xla_log1p_f64,
-             "exp_f64": prng_math._xla_exp_f64, "erf_inv_f64": prng_math._xla_erf_inv_f64,
-             "tan_f32": prng_math._glibc_tanf, "pow_f32": prng_math._xla_pow_f32,
-             "pow_f64": prng_math._glibc_pow, "tan_f64": prng_math._glibc_tan,
-             "erf_f64": prng_math._glibc_erf}
+_MATH_FNS = {"log_f64": exp_log._glibc_log, "log1p_f64": exp_log._xla_log1p_f64,
+             "exp_f64": exp_log._xla_exp_f64, "erf_inv_f64": xla_erf._xla_erf_inv_f64,
+             "tan_f32": xla_tan._glibc_tanf, "pow_f32": xla_pow._xla_pow_f32,
+             "pow_f64": xla_pow._glibc_pow, "tan_f64": xla_tan._glibc_tan,
+             "erf_f64": xla_erf._glibc_erf}
 
 
 @pytest.mark.parametrize("name", sorted(_MATH_FNS))
@@ -187,25 +189,25 @@ def test_xla_math_is_bit_exact_with_jax(name):
 
 
 @pytest.mark.parametrize("fn, ref, lo, hi, rtol", [
-    (prng_math._glibc_log, np.log, 1e-300, 1e300, 1e-15),
-    (prng_math._xla_log1p_f64, np.log1p, -0.999, 1e3, 1e-15),
-    (prng_math._xla_exp_f64, np.exp, -700.0, 700.0, 1e-15),
-    (prng_math._xla_erf_inv_f64, None, -1.0, 1.0, 1e-15),
-    (prng_math._glibc_tanf, np.tan, -1.5, 1.5, 2.4e-7),
-    (prng_math._xla_pow_f32, lambda x: np.power(x, 0.37), 0.0, 50.0, 2.4e-7),
-    (prng_math._glibc_pow, lambda x: np.power(x, 0.37), 0.0, 50.0, 1e-15),
-    (prng_math._glibc_tan, np.tan, -25.0, 25.0, 1e-15),
-    (prng_math._glibc_erf, np.vectorize(math.erf), -6.0, 6.0, 1e-15)])
+    (exp_log._glibc_log, np.log, 1e-300, 1e300, 1e-15),
+    (exp_log._xla_log1p_f64, np.log1p, -0.999, 1e3, 1e-15),
+    (exp_log._xla_exp_f64, np.exp, -700.0, 700.0, 1e-15),
+    (xla_erf._xla_erf_inv_f64, None, -1.0, 1.0, 1e-15),
+    (xla_tan._glibc_tanf, np.tan, -1.5, 1.5, 2.4e-7),
+    (xla_pow._xla_pow_f32, lambda x: np.power(x, 0.37), 0.0, 50.0, 2.4e-7),
+    (xla_pow._glibc_pow, lambda x: np.power(x, 0.37), 0.0, 50.0, 1e-15),
+    (xla_tan._glibc_tan, np.tan, -25.0, 25.0, 1e-15),
+    (xla_erf._glibc_erf, np.vectorize(math.erf), -6.0, 6.0, 1e-15)])
 def test_rebuilt_math_is_accurate(fn, ref, lo, hi, rtol):
   """Independent of JAX: the rebuilt functions agree with NumPy float64 / math.erf to a few
   ulp (the references' own errors included; bit-exactness is the JAX vectors' job), on a
   grid, eagerly and compiled alike."""
-  f32 = fn in (prng_math._glibc_tanf, prng_math._xla_pow_f32)
+  f32 = fn in (xla_tan._glibc_tanf, xla_pow._xla_pow_f32)
   dt = np.float32 if f32 else np.float64
   grid = (np.geomspace if lo > 0 else np.linspace)(lo, hi, 4001)
   x = np.concatenate([grid, np.linspace(max(lo, -0.5), min(hi, 0.5), 1001)]).astype(dt)
   call = (lambda f: (lambda v: f(v, np.full_like(v, 0.37)))) \
-      if fn in (prng_math._xla_pow_f32, prng_math._glibc_pow) else (lambda f: f)
+      if fn in (xla_pow._xla_pow_f32, xla_pow._glibc_pow) else (lambda f: f)
   with ember.enable_x64(not f32):
     got = np.asarray(call(fn)(x))
     np.testing.assert_array_equal(_as_bits(np.asarray(call(ember.jit(fn))(x))), _as_bits(got))
@@ -663,7 +665,7 @@ SAMPLERS = {
     "fold_in": lambda k: random.key_data(random.fold_in(k, 12)),
 }
 # Every sampler's transcendentals are XLA:CPU's formulas rebuilt from lax ops
-# (prng_math._xla_*, prng_math._glibc_*), so eager, vmapped and compiled draws are the same bits.
+# (xla_math's _xla_*, _glibc_*), so eager, vmapped and compiled draws are the same bits.
 _JIT_VMAP = {"bits", "randint", "choice_p", "permutation_independent", "categorical",
              "normal", "split", "truncated_normal", "cauchy", "weibull_min"}
 

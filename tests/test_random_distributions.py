@@ -1,4 +1,5 @@
-"""ember.random's gamma family, discrete and linear-algebra samplers (prng_distributions).
+"""ember.random's gamma family, discrete and linear-algebra samplers (random/gamma.py,
+gamma_family.py, discrete.py, linalg.py).
 
 1. Values: each case of data/random_distributions_cases.py against JAX 0.12's draws
    (data/random_distributions.npz, from make_random_distributions.py): dtype and shape
@@ -25,7 +26,7 @@ import ember
 import ember.numpy as jnp
 from ember import random
 # jax.lax.random_gamma_grad; defined beside gamma (ember.lax may re-export it)
-from ember._src.library.random.distributions import random_gamma_grad
+from ember._src.library.random.gamma import random_gamma_grad
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "data"))
 from random_distributions_cases import CASES, grad_cases  # noqa: E402
@@ -46,7 +47,7 @@ def _run(name, jit=False):
     return call(random, jnp, _key(seed, typed))
 
 
-# float32 draws are XLA:CPU's bits: prng_distributions repeats XLA's log / exp / pow /
+# float32 draws are XLA:CPU's bits: the samplers repeat XLA's log / exp / pow /
 # rsqrt formulas and its fused multiply-adds. These cases stay a few ulps off:
 _INEXACT = {
     # XLA's kernel for a (40, 5) output vectorizes across rows (5 interleaved lanes) and
@@ -160,7 +161,7 @@ def test_vmap_over_gamma_parameter_and_jit_of_vmap():
   _assert_same_bits(ember.jit(ember.vmap(fn))(a), batched)
 
 
-# --- XLA:CPU's float32 pow and rsqrt (prng_distributions._xla_pow_f32 / _xla_rsqrt_f32) ---
+# --- XLA:CPU's float32 pow and rsqrt (xla_math.pow._xla_pow_f32 / gamma._xla_rsqrt_f32) ---
 
 def _ulps(got, want):
   got, want = np.asarray(got, np.float32), np.asarray(want, np.float64).astype(np.float32)
@@ -169,7 +170,7 @@ def _ulps(got, want):
 
 @pytest.mark.parametrize("jit", [False, True])
 def test_xla_pow_f32(jit):
-  from ember._src.library.random.distributions import _xla_pow_f32
+  from ember._src.library.random.xla_math.pow import _xla_pow_f32
   f = ember.jit(_xla_pow_f32) if jit else _xla_pow_f32
   # special cases (glibc powf's IEEE semantics): exact
   xs = np.array([0, -0., 1, -1, 2, -2, 0.5, np.inf, -np.inf, np.nan, 1e-40], np.float32)
@@ -188,7 +189,7 @@ def test_xla_pow_f32(jit):
 
 
 def test_xla_rsqrt_f32():
-  from ember._src.library.random.distributions import _xla_rsqrt_f32
+  from ember._src.library.random.gamma import _xla_rsqrt_f32
   x = np.exp(np.random.RandomState(1).uniform(-80, 80, 4000)).astype(np.float32)
   for f in (_xla_rsqrt_f32, ember.jit(_xla_rsqrt_f32)):
     assert np.max(_ulps(f(x), 1 / np.sqrt(x.astype(np.float64)))) <= 1

@@ -3,7 +3,7 @@
 multivariate_normal: JAX takes the Cholesky factor from LAPACK's spotrf (scipy's OpenBLAS,
 through jaxlib) and the product factor @ z from XLA:CPU's dot (YNNPACK or XLA's own loop, by
 shape). orthogonal: JAX's QR is sgeqrf + sorgqr of that OpenBLAS. ember replays those
-roundings op for op in float32 (prng_distributions._mvn_cholesky32, _mvn_matvec32,
+roundings op for op in float32 (random/linalg.py's _mvn_cholesky32, _mvn_matvec32,
 _orth_qr32), so factors, products and samples are JAX's bits, eager and under `ember.jit`:
 
 1. the Cholesky factor for n = 1..32 (OpenBLAS's unblocked potf2: every kernel variant it
@@ -36,7 +36,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 from ember import random
-from ember._src.library.random.distributions import _mvn_cholesky32, _mvn_matvec32, _orth_qr32
+from ember._src.library.random.linalg import _mvn_cholesky32, _mvn_matvec32, _orth_qr32
 
 
 # ---- case definitions (pure NumPy; also what made _DATA with JAX) ----

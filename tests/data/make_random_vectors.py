@@ -20,8 +20,8 @@ Each case is a record the test replays with ember.random:
              their bit patterns (uint16/32/64), so the test compares bit for bit.
 
 The "math" section holds the elementwise math XLA:CPU runs that ember rebuilds for the
-samplers (ember/_src/library/random/xla_math.py: glibc's log, tan, tanf, pow, powf and erf, XLA's float64
-log1p, exp and erf_inv) on inputs chosen to reach each branch:
+samplers (ember/_src/library/random/xla_math/: glibc's log, tan, tanf, pow, powf and erf, XLA's
+float64 log1p, exp and erf_inv) on inputs chosen to reach each branch:
 {name: {"dtype", "x": bit patterns, ["y": exponents,] "out"}}.
 """
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The two ops of a lowered module that XLA does not know, written with standard lax
 operations for `Lowered.as_text()` (lower/standard_ops.py says how, and traces, lowers
 and inlines these; they are registered in its tables here, as lax sits above lowering).
-The helpers take `lax` as an argument: prng_distributions' samplers use `two_sum` too.
+The helpers take `lax` as an argument: ember.random's linear-algebra samplers
+(random/linalg.py) use `two_sum` too.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from ember._src.lower import standard_ops
 
 def two_sum(lax, a, b):
   """s = RN(a + b) and the exact error e = a + b - s (Knuth's TwoSum), in `lax` operations
-  (the samplers of prng_distributions use it too)."""
+  (the samplers of random/linalg.py use it too)."""
   s = lax.add(a, b)
   bb = lax.sub(s, a)
   return s, lax.add(lax.sub(a, lax.sub(s, bb)), lax.sub(b, bb))

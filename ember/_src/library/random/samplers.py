@@ -1,12 +1,13 @@
 """Pseudo-random numbers: the samplers of jax.random, bit for bit JAX 0.12's.
 
-Every sampler of jax.random is here except the gamma family and the linear-algebra ones
-(ember._src.library.random.distributions): each is a port of JAX 0.12's with the same key splits
-and the same sequence of operations, so the integer and uniform-based draws are the same
-bits. They are written with lax operations, so they run eagerly and stage into
-`ember.jit` jaxprs. The transcendentals are evaluated exactly as XLA:CPU does
-(ember._src.library.random.xla_math), so normal, exponential, gumbel, cauchy, weibull_min, ... are the
-same bits as JAX's too, in float32, float64 (x64), float16 and bfloat16.
+Every sampler of jax.random is here except the gamma family, the discrete and the
+linear-algebra ones (ember._src.library.random.gamma, .gamma_family, .discrete, .linalg):
+each is a port of JAX 0.12's with the same key splits and the same sequence of operations,
+so the integer and uniform-based draws are the same bits. They are written with lax
+operations, so they run eagerly and stage into `ember.jit` jaxprs. The transcendentals are
+evaluated exactly as XLA:CPU does (ember._src.library.random.xla_math), so normal,
+exponential, gumbel, cauchy, weibull_min, ... are the same bits as JAX's too, in float32,
+float64 (x64), float16 and bfloat16.
 
 Keys and the threefry2x32 PRNG that draws their bits: ember._src.library.random.keys; the hash
 itself: the `threefry2x32` primitive (ember._src.primitives.prng).
@@ -28,7 +29,8 @@ from ember._src.library.numpy.util import canonicalize_axis, check_arraylike, pr
 from ember._src.primitives.elementwise import fma
 from ember._src.library.random.keys import (
     _U32, KEY_SHAPE, UINT_DTYPES, _as_key_data, _shape_arg, threefry_random_bits, threefry_split)
-from ember._src.library.random.xla_math import _F32, _erf, _erf_inv, _exp, _log, _log1p, _pow, _tan
+from ember._src.library.random.xla_math import _erf, _erf_inv, _exp, _log, _log1p, _pow, _tan
+from ember._src.library.random.xla_math.common import _F32
 
 
 # --------------------------------------------------------------------------------------

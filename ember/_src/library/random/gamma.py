@@ -1,0 +1,436 @@
+"""Gamma and loggamma draws of `ember.random`, and their derivative in `a`.
+
+Each sampler ports JAX 0.12's (jax/_src/random/core.py) with the same key splits and the
+same sequence of operations, so with the default threefry2x32 (partitionable) PRNG it draws
+the same numbers. In float32 gamma and the samplers built on it (`gamma_family`: beta,
+dirichlet, chisquare, t, f, generalized_normal, ball; and wald) draw XLA:CPU's bits: they
+evaluate log / exp / log1p / erf_inv and pow (glibc's powf: `xla_math`) and rsqrt
+(`_xla_rsqrt_f32`) with XLA:CPU's own formulas, fuse the multiply-adds LLVM fuses
+(`_f32_arith`), flush subnormal results to zero, and apply XLA's algebraic rewrites
+(1/3 / sqrt(d) -> 1/3 * rsqrt(d), a / broadcast(b) -> a * (1 / b), (a/b)/(c/d) -> (a d)/(b c),
+1 / (1 / p) -> p, g / s**q -> g * s**-q). Not bit for bit:
+other dtypes (float16 / bfloat16 use the CPU's native half-precision arithmetic under XLA,
+float64 XLA's own float64 functions), method='approximate' (an ulp on ~7% of draws), and
+outputs whose short last axis XLA vectorizes across rows (it then drops some fused
+multiply-adds in some columns; see tests/test_random_distributions.py `_INEXACT`).
+
+Gamma draws use Marsaglia & Tsang's rejection method, one `while_loop` per element (each
+element owns one key of `split(key, a.size)`) vmapped over the elements: under vmap a
+batched loop runs until every element is accepted and keeps each finished element's
+carry, so every element's draws are those of its own scalar loop, as in JAX. The
+derivative with respect to `a` is the implicit reparameterization gradient
+(`random_gamma_grad`): dsample/da = -(dF/da) / (dF/dsample), F the gamma CDF.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from functools import partial
+
+import numpy as np
+
+from ember._src import core
+from ember._src.base import dtypes
+from ember._src.core import ShapedArray
+from ember._src.library.lax import api as lax
+from ember._src.library.numpy import indexing
+from ember._src.library.numpy.util import promote_args_inexact
+from ember._src.primitives.elementwise import fma
+from ember._src.library.random.samplers import (
+    _bcast, _broadcast_shape, _check_shape, _exponential, _sample_dtype, _split_data as _keys,
+    normal, uniform)
+from ember._src.library.random.keys import KEY_SHAPE, split
+from ember._src.library.random.util import _any, _canon_shape, _dtype, _key, _method, _shape
+from ember._src.library.random.xla_math import _differentiable, _exp, _log
+from ember._src.library.random.xla_math.common import _F32, _ftz
+from ember._src.library.random.xla_math.common import _cst as _c   # a constant of x's dtype
+from ember._src.library.random.xla_math.pow import _xla_pow_f32
+from ember._src.transforms.batching import vmap
+from ember._src.transforms.custom_derivatives import custom_jvp
+
+
+# --------------------------------------------------------------------------------------
+# Gamma: Marsaglia & Tsang, one rejection loop per element
+# --------------------------------------------------------------------------------------
+
+def _gamma_one(key, alpha, inv_alpha, log_space: bool):
+  """One Gamma(alpha) draw (or its log) from one key. For alpha < 1 it draws
+  Gamma(alpha + 1) * U**(1 / alpha) (in log space: + log(U) / alpha, log U = -Exp);
+  `inv_alpha` is 1 / alpha (see `_gamma`).
+
+  float32 follows XLA:CPU's compiled code (see `_f32_arith`): 1/3 / sqrt(d) is
+  rewritten to 1/3 * rsqrt(d), and the single-use products feeding an add are fused."""
+  dt = _dtype(alpha)
+  A = _f32_arith if dt == dtypes.float32 else _plain_arith
+  zero, one, two, minus_one = (np.array(v, dt) for v in (0, 1, 2, -1))
+  half, third, squeeze = (np.array(v, dt) for v in (0.5, 1. / 3., 0.0331))
+  boost_mask = lax.ge(alpha, one)
+  alpha = lax.select(boost_mask, alpha, lax.add(alpha, one))
+  d = lax.sub(alpha, third)
+  c = A.third_over_sqrt(d)
+
+  def cond_fn(kXVU):
+    _, X, V, U = kXVU
+    return lax.bitwise_and(
+        lax.ge(U, A.fma(lax.neg(lax.mul(X, X)), squeeze, one)),       # 1 - 0.0331 X^2
+        # X/2 + d (1 - V + log V): LLVM fuses the first operand's product, X/2 (exact)
+        lax.ge(A.log(U), lax.add(lax.mul(X, half),
+                                 lax.mul(d, lax.add(lax.sub(one, V), A.log(V))))))
+
+  def next_kxv(kxv):
+    key, subkey = _keys(kxv[0], 2)
+    x = normal(subkey, (), dt)
+    return key, x, A.fma(x, c, one)
+
+  def body_fn(kXVU):
+    key, x_key, u_key = _keys(kXVU[0], 3)
+    _, x, v = lax.while_loop(lambda kxv: lax.le(kxv[2], zero), next_kxv,
+                             (x_key, zero, minus_one))
+    X = lax.mul(x, x)
+    V = lax.mul(lax.mul(v, v), v)
+    U = uniform(u_key, (), dt)
+    return key, X, V, U
+
+  key, subkey = _keys(key, 2)
+  _, _, V, _ = lax.while_loop(cond_fn, body_fn, (key, zero, one, two))  # starts rejected
+  if log_space:
+    log_samples = lax.neg(_exponential(subkey, (), dt))
+    log_boost = lax.select(lax.bitwise_or(boost_mask, lax.eq(log_samples, zero)), zero,
+                           lax.mul(log_samples, inv_alpha))
+    return lax.add(lax.add(A.log(d), A.log(V)), log_boost)
+  samples = lax.sub(one, uniform(subkey, (), dt))
+  boost = lax.select(boost_mask, one, A.pow(samples, inv_alpha))
+  return A.ftz(lax.mul(lax.mul(d, V), boost))
+
+
+class _plain_arith:
+  """lax's own operations (dtypes other than float32)."""
+  fma = staticmethod(lambda a, b, c: lax.add(lax.mul(a, b), c))
+  log = staticmethod(lax.log)
+  pow = staticmethod(lax.pow)
+  ftz = staticmethod(lambda x: x)
+  third_over_sqrt = staticmethod(lambda d: lax.div(_c(d, 1. / 3.), lax.sqrt(d)))
+
+
+class _f32_arith:
+  """float32 as XLA:CPU computes it: LLVM fuses a product with one use into the add or
+  subtract it feeds (one rounding), log / pow are XLA's own formulas, and XLA's
+  simplifier turns c / sqrt(d) into c * rsqrt(d) (see `_xla_rsqrt_f32`); subnormal
+  results are flushed to zero."""
+  fma = staticmethod(fma)
+  log = staticmethod(_log)
+  pow = staticmethod(lambda x, y: _xla_pow_f32(x, y))
+  ftz = staticmethod(lambda x: _ftz(x))
+  third_over_sqrt = staticmethod(lambda d: lax.mul(_c(d, 1. / 3.), _xla_rsqrt_f32(d)))
+
+
+# XLA:CPU's float32 rsqrt: the hardware estimate (x86 `rsqrtps`, 12 bits) refined by two
+# Newton steps y <- y - y/2 (x y y - 1) with fused multiply-adds. The estimate depends
+# only on the exponent's parity and the top 10 mantissa bits of x: its bits for x in
+# [1, 4) (exponent 126, 12 mantissa bits, the rest zero) start at 520190 << 11 and fall
+# by these steps (read off an Intel Xeon; AMD's estimate differs, and JAX draws differ
+# with it). x = 4^j m scales the estimate by 2^-j exactly.
+_RSQRTPS_STEPS = (
+    "444444444444344444444434444443444434444344434443444344344344344344344343443434434343443434"
+    "343434343434343343434334343343433433434334334333433433433343334333433334333343333343333343"
+    "333333433333333334333333333333333333333333333333333333233333333333233333332333333233333233"
+    "332333323333233323332333233323323332332332332332332332332332323323323233232323323232332323"
+    "232323323232323232323232323223232323232232323223232232322323223232232232232322322322322322"
+    "322232232232223222322322232223222322223222322223222232222322223222223222222322222232222222"
+    "322222222322222222223222222222222222232222222222222222222222222222222222222222222222122222"
+    "222222222221222222222221222222222122222222122222212222221222222122222122222122221222212222"
+    "122221222212221222212221222122212221222122212221221222122122212212221221221221222122122122"
+    "122122122122121221221221212212212212122121221221212212122121212212122121212212121221212121"
+    "221212121212122121212121212121212212121212121212121212112121212121212121212112121212121211"
+    "212121211212121121212112121211212232333323333233323333233233323323332332332332332332323323"
+    "233232332323233232323232332323232323223232323232322323232232322323223223232232232232232232"
+    "232232223223222322232223222322232222322223222232222232222232222223222222232222222223222222"
+    "222222223222222222222222222222222222222222222222222122222222222222122222222221222222212222"
+    "222122222212222212222212222122221222212222122221222122212221222122212221221222122122212212"
+    "212221221221221221221221221221212212212212122121221221212212122121212212121221212122121212"
+    "121221212121212121221212121212121212121212121121212121212121211212121212112121211212121121"
+    "212112121121211212112121121211211212112112121121121121211211211211211211211211211211211121"
+    "121121121112112111211211121121112112111211121112111211121112111211121112111121112111121112"
+    "111121111211112111121111211111211112111112111112111112111112111111211111121111112111111211"
+    "111112111111112111111112111111112111111111121111111111121111111111112111111111111111211111"
+    "1111111111111112111111111111111111111111111111111111111111111111111"
+)
+_RSQRTPS = np.left_shift(np.cumsum([520190] + [-int(ch) for ch in "".join(_RSQRTPS_STEPS)]),
+                         11).astype(np.uint32)
+
+
+def _xla_rsqrt_f32(x):
+  """1 / sqrt(x) for float32 x > 0 (also inf -> 0, nan -> nan), as XLA:CPU computes it."""
+  u32, i32 = dtypes.uint32, dtypes.int32
+  bits = lax.bitcast_convert_type(x, u32)
+  e = lax.shift_right_logical(bits, np.uint32(23))
+  idx = lax.bitwise_or(lax.shift_left(lax.bitwise_and(lax.add(e, np.uint32(1)), np.uint32(1)),
+                                      np.uint32(10)),
+                       lax.bitwise_and(lax.shift_right_logical(bits, np.uint32(13)),
+                                       np.uint32(0x3FF)))
+  est = indexing.take(_RSQRTPS, lax.convert_element_type(idx, i32), mode="clip")
+  j = lax.shift_right_arithmetic(lax.sub(lax.convert_element_type(e, i32), np.int32(127)),
+                                 np.int32(1))
+  y = lax.bitcast_convert_type(
+      lax.sub(est, lax.convert_element_type(lax.shift_left(j, np.int32(23)), u32)), _F32)
+  for _ in range(2):
+    y = fma(lax.mul(y, np.float32(-0.5)), fma(lax.mul(x, y), y, np.float32(-1)), y)
+  return lax.select(lax.eq(x, np.float32(np.inf)), lax.full_like(x, 0), y)
+
+
+_rsqrt_d = _differentiable(lambda x: _xla_rsqrt_f32(x),
+                           lambda g, ans, x: lax.mul(g, lax.mul(_c(x, -0.5), lax.div(ans, x))))
+
+
+def _gamma_impl(key, a, inv_a, log_space: bool):
+  """Gamma draws of a's shape: element i uses key i of split(key, a.size)."""
+  shape, n = _shape(a), math.prod(_shape(a))
+  if n == 0:
+    return a
+  keys = split(key, n)
+  samples = vmap(partial(_gamma_one, log_space=log_space))(keys, lax.reshape(a, (n,)),
+                                                           lax.reshape(inv_a, (n,)))
+  return lax.reshape(samples, shape)
+
+
+@functools.lru_cache(maxsize=256)
+def _gamma_jaxpr(shape: tuple, dtype, log_space: bool, x64: bool):
+  """`_gamma_impl` staged once per (shape, dtype): tracing the vmapped nested rejection
+  loops costs far more than running them on small inputs (JAX caches its jit the same
+  way). Running the jaxpr binds its equations under whatever trace is current."""
+  avals = [ShapedArray(KEY_SHAPE, dtypes.uint32), ShapedArray(shape, dtype),
+           ShapedArray(shape, dtype)]
+  jaxpr, _ = core.trace_to_jaxpr(
+      lambda k, a, inv_a: ([_gamma_impl(k, a, inv_a, log_space)], None), avals)
+  return jaxpr
+
+
+@partial(custom_jvp, nondiff_argnums=(3,))
+def _random_gamma(key, a, inv_a, log_space):
+  x64 = dtypes.canonicalize_dtype(dtypes.int64) == dtypes.int64
+  jaxpr = _gamma_jaxpr(_shape(a), np.dtype(_dtype(a)), log_space, x64)
+  return core.eval_jaxpr(jaxpr, jaxpr.consts, key, a, inv_a)[0]
+
+
+@_random_gamma.defjvp
+def _random_gamma_jvp(log_space, primals, tangents):
+  key, a, inv_a = primals   # the draws depend on a alone (inv_a is 1 / a)
+  _, a_dot, _ = tangents
+  ans = _random_gamma(key, a, inv_a, log_space)
+  return ans, lax.mul(a_dot, _gamma_grad(ans, a, log_space))
+
+
+def _gamma_grad(sample, a, log_space: bool):
+  if log_space:   # d log(x) = dx / x; exp(log x) may underflow to 0: use the tiniest float
+    x = lax.exp(sample)
+    x = lax.select(lax.eq(x, _c(x, 0)), lax.full_like(x, dtypes.finfo(_dtype(x)).tiny), x)
+    return lax.div(random_gamma_grad(a, x), x)
+  return random_gamma_grad(a, sample)
+
+
+def _gamma(name, key, a, shape, dtype, method, log_space, inv_a=None):
+  """`inv_a`: 1 / a when the caller has it as a value XLA would fold 1 / a into: JAX's
+  generalized_normal draws Gamma(1 / p), and XLA simplifies 1 / (1 / p) to p."""
+  data = _key(name, key)
+  _method(name, method)
+  dt = _sample_dtype("gamma" if name == "loggamma" else name, dtype)
+  shape = _canon_shape(name, shape)
+  if method == "approximate":
+    return _gamma_approx(data, a, shape, dt, log_space)
+  shape = tuple(np.shape(a)) if shape is None else shape
+  _check_shape("gamma", shape, tuple(np.shape(a)))
+  a = lax.convert_element_type(a, dt)
+  if _shape(a) != shape:
+    a = _bcast(a, shape)
+  inv_a = lax.div(_c(a, 1), a) if inv_a is None else _bcast(lax.convert_element_type(inv_a, dt),
+                                                            shape)
+  return _random_gamma(data, a, inv_a, log_space)
+
+
+def gamma(key, a, shape=None, dtype=None, *, method="exact"):
+  """Standard Gamma(a) samples (unit scale). method: 'exact' (Marsaglia-Tsang rejection,
+  differentiable in `a`) or 'approximate' (loop-free, slightly biased)."""
+  return _gamma("gamma", key, a, shape, dtype, method, False)
+
+
+def loggamma(key, a, shape=None, dtype=None, *, method="exact"):
+  """log of Gamma(a) samples, accurate where the samples underflow (a << 1)."""
+  return _gamma("loggamma", key, a, shape, dtype, method, True)
+
+
+# Chi-square quantile series of the approximate sampler (JAX's _CHI2_QUANTILE_COEF):
+# row k holds the coefficients of x^k nu^(-k/2) as a quadratic in 1 / nu.
+_CHI2_QUANTILE_COEF = (
+    (1.0, -0.2237368, -0.01513904),
+    (0.4713941, 0.02607083, -0.008986007),
+    (0.0001348028, 0.01128186, 0.02277679),
+    (-0.008553069, -0.01153761, -0.01323293),
+    (0.00312558, 0.005169654, -0.006950356),
+    (-0.0008426812, 0.00253001, 0.001060438),
+    (0.00009780499, -0.001450117, 0.001565326),
+)
+_LOGGAMMA_NUM_BOOSTS = 4
+
+
+def _polynomial(x, coeffs, fma):
+  """lax.polynomial: Horner's rule, highest coefficient first (XLA fuses each step)."""
+  coeffs = [_c(x, c) if np.ndim(c) == 0 and not isinstance(c, core.Tracer) else c
+            for c in coeffs]
+  out = coeffs[-1]
+  for c in coeffs[-2::-1]:
+    out = fma(out, x, c)
+  return out
+
+
+def _loggamma_chisquare(key, a):
+  """log Gamma(a) = log(a) + 3 log(poly(x / sqrt(2a))), x normal (Goldstein's series)."""
+  A = _f32_arith if _dtype(a) == dtypes.float32 else _plain_arith
+  nu = lax.mul(_c(a, 2), a)
+  x = normal(key, _shape(a), _dtype(a))
+  u = lax.div(_c(a, 1), nu)
+  t_ = lax.mul(x, _rsqrt_d(nu) if _dtype(a) == dtypes.float32 else lax.rsqrt(nu))
+  poly = _polynomial(t_, [_polynomial(u, row, A.fma) for row in _CHI2_QUANTILE_COEF], A.fma)
+  poly = lax.max(poly, _c(a, dtypes.finfo(_dtype(a)).tiny))
+  # not fused: LLVM folds the * 3 into log's special-case selects first
+  return lax.add(_log(a), lax.mul(_log(poly), _c(a, 3)))
+
+
+def _gamma_approx(data, a, shape, dtype, log_space):
+  """Loop-free Gamma: a chi-square quantile series draw at a + 4, boosted back with
+  Stuart's identity log G_a = log G_{a+n} + sum_k log(U_k) / (a + k). Computes in at
+  least float32."""
+  cdt = dtypes.float32 if dtypes.finfo(dtype).bits < 32 else dtype
+  shape = _broadcast_shape("gamma", shape, a)
+  a = lax.convert_element_type(a, cdt)
+  if _shape(a) != shape:
+    a = _bcast(a, shape)
+  key_base, key_boost = _keys(data, 2)
+  n = _LOGGAMMA_NUM_BOOSTS
+  log_base = _loggamma_chisquare(key_base, lax.add(a, _c(a, n)))
+  log_u = lax.neg(_exponential(key_boost, (n, *shape), cdt))
+  # sum_k log(U_k) / (a + k), k = 0 .. n-1, added in order
+  total = None
+  for i in range(n):
+    term = lax.div(lax.reshape(lax.slice_in_dim(log_u, i, i + 1, axis=0), shape),
+                   lax.add(a, _c(a, i)))
+    total = term if total is None else lax.add(total, term)
+  log_sample = lax.add(log_base, total)
+  out = log_sample if log_space else _exp(log_sample)
+  return lax.convert_element_type(out, dtype)
+
+
+# --- the implicit reparameterization gradient of Gamma(a) w.r.t. a -------------------
+# A port of JAX's random_gamma_grad_impl (XLA's RandomGammaGrad): with P(a, x) the
+# regularized lower incomplete gamma, dx/da = -(dP/da) / (dP/dx), where dP/da comes from
+# P's power series (x <= 1 or x <= a) or Q = 1 - P's continued fraction (Lentz), each run
+# as a whole-array loop in which an element stops updating once it has converged.
+
+def random_gamma_grad(a, x):
+  """d sample / d a of a Gamma(a, 1) sample x (`jax.lax.random_gamma_grad`)."""
+  a, x = promote_args_inexact("random_gamma_grad", a, x)
+  shape = _shape(lax.add(a, x))
+  a, x = _bcast(a, shape), _bcast(x, shape)
+  dt = _dtype(a)
+  if dt in (dtypes.float16, dtypes.bfloat16):   # computed in float32, as JAX does
+    up = lambda v: lax.convert_element_type(v, dtypes.float32)
+    return lax.convert_element_type(_random_gamma_grad_impl(up(a), up(x)), dt)
+  return _random_gamma_grad_impl(a, x)
+
+
+def _random_gamma_grad_impl(a, x):
+  dt = _dtype(a)
+  is_nan = lax.bitwise_or(lax.ne(a, a), lax.ne(x, x))
+  x_is_zero = lax.eq(x, _c(x, 0))
+  domain_error = lax.bitwise_or(lax.lt(x, _c(x, 0)), lax.le(a, _c(a, 0)))
+  use_igammac = lax.bitwise_and(lax.gt(x, _c(x, 1)), lax.gt(x, a))
+  ax = lax.sub(lax.sub(lax.mul(a, lax.log(x)), x), lax.lgamma(a))
+  underflow = lax.lt(ax, _c(ax, -np.log(dtypes.finfo(dt).max)))
+  ax = lax.exp(ax)
+  enabled = lax.bitwise_not(lax.bitwise_or(lax.bitwise_or(lax.bitwise_or(
+      x_is_zero, domain_error), underflow), is_nan))
+  output = lax.select(
+      use_igammac,
+      lax.neg(_igammac_continued_fraction(x, a, lax.bitwise_and(enabled, use_igammac))),
+      _igamma_series(x, a, lax.bitwise_and(enabled, lax.bitwise_not(use_igammac))))
+  output = lax.select(x_is_zero, lax.full_like(output, 0), output)
+  return lax.select(lax.bitwise_or(domain_error, is_nan), lax.full_like(a, np.nan), output)
+
+
+def _igamma_series(x, a, enabled):
+  """-(dP/da) / (dP/dx) from P = e^log_ax / a * sum_n x^n / ((a+1)...(a+n))."""
+  eps = _c(a, dtypes.finfo(_dtype(a)).eps)
+
+  def body_fn(vals):
+    enabled, r, c, ans, x, dc_da, dans_da = vals
+    r = lax.add(r, _c(r, 1.))
+    dc_da = lax.sub(lax.mul(dc_da, lax.div(x, r)), lax.div(lax.mul(c, x), lax.mul(r, r)))
+    dans_da = lax.add(dans_da, dc_da)
+    c = lax.mul(c, lax.div(x, r))
+    ans = lax.add(ans, c)
+    conditional = lax.bitwise_and(enabled, lax.gt(lax.abs(lax.div(dc_da, dans_da)), eps))
+    new = (r, c, ans, x, dc_da, dans_da)
+    return (conditional,) + tuple(lax.select(enabled, n, o) for n, o in zip(new, vals[1:]))
+
+  init = (enabled, a, lax.full_like(a, 1), lax.full_like(a, 1), x, lax.full_like(a, 0),
+          lax.full_like(a, 0))
+  vals = lax.while_loop(lambda v: _any(v[0]), body_fn, init)
+  ans, dans_da = vals[3], vals[6]
+  dlogax_da = lax.sub(lax.log(x), lax.digamma(lax.add(a, _c(a, 1))))
+  return lax.div(lax.mul(lax.neg(lax.add(dans_da, lax.mul(ans, dlogax_da))), x), a)
+
+
+def _igammac_continued_fraction(x, a, enabled):
+  """(dQ/da) / (dP/dx) by Lentz's continued fraction of Q(a, x)."""
+  eps = dtypes.finfo(_dtype(a)).eps
+
+  def cond_fn(vals):
+    return lax.bitwise_and(lax.lt(vals[5], _c(vals[5], 2000)), _any(vals[0]))
+
+  def body_fn(vals):
+    (enabled, ans, t_, y, z, c, pkm1, qkm1, pkm2, qkm2,
+     dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da, dans_da) = vals
+    c = lax.add(c, _c(c, 1))
+    y = lax.add(y, _c(y, 1))
+    z = lax.add(z, _c(z, 2))
+    yc = lax.mul(y, c)
+    pk = lax.sub(lax.mul(pkm1, z), lax.mul(pkm2, yc))
+    qk = lax.sub(lax.mul(qkm1, z), lax.mul(qkm2, yc))
+    qk_is_nonzero = lax.ne(qk, _c(qk, 0))
+    r = lax.div(pk, qk)
+    t_ = lax.select(qk_is_nonzero, lax.abs(lax.div(lax.sub(ans, r), r)), lax.full_like(r, 1))
+    ans = lax.select(qk_is_nonzero, r, ans)
+    dpk_da = lax.add(lax.sub(lax.sub(lax.mul(dpkm1_da, z), pkm1), lax.mul(dpkm2_da, yc)),
+                     lax.mul(pkm2, c))
+    dqk_da = lax.add(lax.sub(lax.sub(lax.mul(dqkm1_da, z), qkm1), lax.mul(dqkm2_da, yc)),
+                     lax.mul(qkm2, c))
+    dans_da_new = lax.select(qk_is_nonzero,
+                             lax.div(lax.sub(dpk_da, lax.mul(ans, dqk_da)), qk), dans_da)
+    grad_conditional = lax.select(qk_is_nonzero, lax.abs(lax.sub(dans_da_new, dans_da)),
+                                  lax.full_like(dans_da, 1))
+    pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
+    dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da = dpkm1_da, dqkm1_da, dpk_da, dqk_da
+    rescale = lax.gt(lax.abs(pk), lax.div(_c(pk, 1), _c(pk, eps)))
+    sc = lambda v: lax.select(rescale, lax.mul(v, _c(v, eps)), v)
+    pkm2, pkm1, qkm2, qkm1 = sc(pkm2), sc(pkm1), sc(qkm2), sc(qkm1)
+    dpkm2_da, dqkm2_da, dpkm1_da, dqkm1_da = (sc(dpkm2_da), sc(dqkm2_da), sc(dpkm1_da),
+                                              sc(dqkm1_da))
+    conditional = lax.bitwise_and(enabled, lax.gt(grad_conditional, _c(grad_conditional, eps)))
+    new = (ans, t_, y, z, c, pkm1, qkm1, pkm2, qkm2, dpkm2_da, dqkm2_da, dpkm1_da,
+           dqkm1_da, dans_da_new)
+    return (conditional,) + tuple(n if i == 4 else lax.select(enabled, n, o)   # c: shared
+                                  for i, (n, o) in enumerate(zip(new, vals[1:])))
+
+  y = lax.sub(_c(a, 1), a)
+  z = lax.add(lax.add(x, y), _c(x, 1))
+  pkm1 = lax.add(x, _c(x, 1))
+  qkm1 = lax.mul(z, x)
+  ans = lax.div(pkm1, qkm1)
+  zeros = lax.full_like(x, 0)
+  dqkm1_da = lax.neg(x)
+  dans_da = lax.div(lax.sub(zeros, lax.mul(ans, dqkm1_da)), qkm1)
+  init = (enabled, ans, lax.full_like(x, 1), y, z, _c(x, 0), pkm1, qkm1,
+          lax.full_like(x, 1), x, zeros, zeros, zeros, dqkm1_da, dans_da)
+  vals = lax.while_loop(cond_fn, body_fn, init)
+  ans, dans_da = vals[1], vals[14]
+  dlogax_da = lax.sub(lax.log(x), lax.digamma(a))
+  return lax.neg(lax.mul(lax.add(dans_da, lax.mul(ans, dlogax_da)), x))
