@@ -1,7 +1,8 @@
 """JAX's derivative rules of the matrix decompositions (jax/_src/lax/linalg.py), written
 with jnp and registered on the primitives of primitives/decompositions.py when ember is
 imported (ember/__init__.py). A library above the primitives (they cannot import jnp) and
-above numpy/linalg (the rules multiply and solve with its matmul and solve).
+above numpy/products and numpy/linalg_solvers (the rules multiply and solve with their
+matmul and solve).
 """
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from ember._src import core
 from ember._src.library.lax.linalg import symmetrize
 from ember._src.library.numpy.creation import eye, tril, triu
 from ember._src.library.numpy.indexing import take_along_axis
-from ember._src.library.numpy.linalg import matmul as _mm
-from ember._src.library.numpy.linalg import solve
+from ember._src.library.numpy.linalg_solvers import solve
+from ember._src.library.numpy.products import matmul as _mm
 from ember._src.library.numpy.reductions import diagonal
 from ember._src.library.numpy.scalar_types import iscomplexobj
 from ember._src.library.numpy.shape import pad, swapaxes

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from ember._src import core
 from ember._src.library.numpy import (
-    comparison, creation, indexing, linalg, logic, misc, reductions, scalar_types, shape, sorting,
-    ufuncs, vectorize)
+    bit_packing, comparison, creation, differences, einsum, getitem, index_tricks, index_update,
+    indexing, logic, polynomial, products, reductions, scalar_types, set_ops, shape, signal,
+    sorting, statistics, ufuncs, vectorize)
 from ember._src.core.array import Array
 
 # ember.numpy's namespace, as ember/numpy/__init__.py gathers it (a later module's name wins)
 _JNP = {name: getattr(mod, name)
-        for mod in (scalar_types, ufuncs, creation, shape, reductions, linalg, sorting, logic,
-                    comparison, indexing, misc, vectorize)
+        for mod in (scalar_types, ufuncs, creation, shape, reductions, products, einsum, sorting,
+                    logic, comparison, indexing, differences, signal, statistics, set_ops,
+                    polynomial, bit_packing, index_tricks, vectorize)
         for name in mod.__all__}
 
 
@@ -71,11 +73,11 @@ _METHOD_FUNCS = {"flatten": "ravel", "view": "_view", "reshape": "_reshape_metho
 
 
 def _getitem(self, idx):
-  return indexing.getitem(self, idx)
+  return getitem.getitem(self, idx)
 
 
 def _at(self):
-  return indexing.IndexUpdateHelper(self)
+  return index_update.IndexUpdateHelper(self)
 
 
 def _set_array_methods(cls):

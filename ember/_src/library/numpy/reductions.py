@@ -39,7 +39,7 @@ __all__ = [
 _all, _any, _max, _min = builtins.all, builtins.any, builtins.max, builtins.min
 
 # ---------------------------------------------------------------------------------------
-# Helpers shared with ember/_src/library/numpy/linalg.py and sorting.py
+# Helpers shared with ember/_src/library/numpy's products, einsum, linalg_*, sorting & co.
 # ---------------------------------------------------------------------------------------
 
 
@@ -886,8 +886,8 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 
 # ---------------------------------------------------------------------------------------
-# trace and diagonal (here rather than in linalg.py, whose module namespace holds the
-# jnp.linalg versions of these two names)
+# trace and diagonal (ember.numpy's; the jnp.linalg versions of these two names, over the
+# last two axes, are linalg_norms.py's)
 # ---------------------------------------------------------------------------------------
 
 

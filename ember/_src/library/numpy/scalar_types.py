@@ -35,7 +35,8 @@ __all__ = [
     # types and dtype helpers
     "ndarray", "dtype", "finfo", "iinfo", "result_type", "promote_types", "issubdtype",
     "can_cast", "isdtype", "iscomplexobj", "isrealobj", "isscalar", "iterable",
-    "printoptions", "set_printoptions", "get_printoptions",
+    "printoptions", "set_printoptions", "get_printoptions", "array_repr", "array_str",
+    "ComplexWarning",
 ]
 
 
@@ -127,6 +128,9 @@ def can_cast(from_, to, casting="safe"):
 iterable = np.iterable
 printoptions, set_printoptions, get_printoptions = (np.printoptions, np.set_printoptions,
                                                     np.get_printoptions)
+# Straight from NumPy, as in jax.numpy: they only read shape/dtype/values of their input.
+array_repr, array_str = np.array_repr, np.array_str
+ComplexWarning = np.exceptions.ComplexWarning
 
 
 issubdtype = dtypes.issubdtype

@@ -1,4 +1,4 @@
-"""ember.numpy sorting, searching and counting: sort/argsort/lexsort, partition,
+"""ember.numpy sorting, searching and counting: sort/argsort/lexsort/sort_complex, partition,
 searchsorted/digitize, unique (with `size=` under jit), bincount and histogram.
 
 Everything is built from lax.sort (variadic, stable) so it stages under jit: gathers and
@@ -27,9 +27,9 @@ from ember._src.primitives.elementwise import convert_element_type
 from ember._src.primitives.sorting import sort_p, top_k_p
 from ember._src.transforms import ad
 
-__all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "searchsorted",
-           "digitize", "unique", "unique_values", "unique_counts", "unique_inverse",
-           "unique_all", "bincount", "histogram", "histogram_bin_edges"]
+__all__ = ["sort", "argsort", "lexsort", "sort_complex", "partition", "argpartition",
+           "searchsorted", "digitize", "unique", "unique_values", "unique_counts",
+           "unique_inverse", "unique_all", "bincount", "histogram", "histogram_bin_edges"]
 
 
 def _order_reversing_invert(x):
@@ -103,6 +103,21 @@ def lexsort(keys, axis=-1):
   axis = util.canonicalize_axis(axis, len(shape))
   iota = lax.broadcasted_iota(dtypes.default_int_dtype(), shape, axis)
   return lax.sort((*keys[::-1], iota), dimension=axis, num_keys=len(keys))[-1]
+
+
+def _to_complex_dtype(dt):
+  """JAX's to_complex_dtype: via the inexact dtype; 16-bit floats -> complex64."""
+  dt = np.dtype(util.to_inexact_dtype(dt))
+  if dt.kind == "c":
+    return dt
+  return np.dtype(np.complex128 if dt == np.float64 else np.complex64)
+
+
+@jit
+def sort_complex(a):
+  """`a` sorted (real part first, then imaginary part) as a complex array."""
+  a = lax.sort(asarray_arg("sort_complex", a))
+  return convert_element_type(a, _to_complex_dtype(aval(a).dtype))
 
 
 def _partition_prep(name, a, kth, axis):

@@ -14,7 +14,8 @@ from ember._src.base import dtypes
 from ember._src.library.lax import api as lax
 from ember._src.library.lax.expansions import two_sum
 from ember._src.library.lax.linalg import symmetrize
-from ember._src.library.numpy import creation, linalg, logic, ufuncs
+from ember._src.library.numpy import (
+    creation, einsum, linalg_decompositions, linalg_norms, logic, ufuncs)
 from ember._src.library.numpy import shape as shape_ops
 from ember._src.library.numpy.util import broadcast_shapes, promote_dtypes_inexact
 from ember._src.primitives.elementwise import fma
@@ -155,19 +156,19 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
   else:
     _check_shape("normal", shape, _shape(mean)[:-1], _shape(cov)[:-2])
   if method == "svd":
-    u, s, _ = linalg.svd(cov)
+    u, s, _ = linalg_decompositions.svd(cov)
     factor = u * ufuncs.sqrt(s[..., None, :])
   elif method == "eigh":
-    w, v = linalg.eigh(cov)
+    w, v = linalg_decompositions.eigh(cov)
     factor = v * ufuncs.sqrt(w[..., None, :])
   elif _dtype(cov) == np.float32 and 0 < n <= _MVN_POTF2_MAX_N:
     factor = _mvn_cholesky32(cov)
   else:
-    factor = linalg.cholesky(cov)
+    factor = linalg_decompositions.cholesky(cov)
   normal_samples = normal(data, shape + _shape(mean)[-1:], dt)
   if n and _dtype(factor) == np.float32 and _dtype(normal_samples) == np.float32:
     return mean + _mvn_matvec32(factor, normal_samples)
-  return mean + linalg.einsum("...ij,...j->...i", factor, normal_samples)
+  return mean + einsum.einsum("...ij,...j->...i", factor, normal_samples)
 
 
 # JAX 0.12's CPU QR is LAPACK's sgeqrf + sorgqr from scipy's OpenBLAS (0.3.31, SkylakeX
@@ -340,7 +341,7 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
   if dt == np.float32 and 0 < min(n, _m) and max(n, _m) <= _ORTH_MAX_ROWS:
     q, d = _orth_qr32(z)   # JAX's LAPACK roundings, replayed
   else:
-    q, r = linalg.qr(z)
-    d = linalg.diagonal(r)
+    q, r = linalg_decompositions.qr(z)
+    d = linalg_norms.diagonal(r)
   x = q * shape_ops.expand_dims(ufuncs.sign(d), -2)
   return shape_ops.swapaxes(x, -1, -2) if n < _m else x

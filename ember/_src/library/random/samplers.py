@@ -23,7 +23,7 @@ import numpy as np
 from ember._src import core
 from ember._src.base import dtypes, errors
 from ember._src.library.lax import api as lax
-from ember._src.library.numpy import creation, indexing, linalg, reductions, sorting, ufuncs
+from ember._src.library.numpy import creation, indexing, linalg_norms, reductions, sorting, ufuncs
 from ember._src.library.numpy import shape as shape_ops
 from ember._src.library.numpy.util import canonicalize_axis, check_arraylike, promote_dtypes_inexact
 from ember._src.primitives.elementwise import fma
@@ -613,7 +613,7 @@ def maxwell(key, shape=(), dtype=None):
 def _maxwell(data, shape, dt):
   n = normal(data, (*shape, 3), dt)
   if dt not in (_F32, dtypes.float64, dtypes.bfloat16):
-    return linalg.norm(n, axis=-1)
+    return linalg_norms.norm(n, axis=-1)
   # XLA:CPU's reduce of n*n contracts to sqrt(fma(x2, x2, fma(x0, x0, x1*x1))) in float32,
   # to sqrt(fma(x2, x2, fma(x1, x1, x0*x0))) in float64 (its vectorized loop's order);
   # bfloat16 is squared and summed in float32 (excess precision), the sum rounded to

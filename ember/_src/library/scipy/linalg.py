@@ -10,7 +10,7 @@ import numpy as np
 
 from ember._src.library.numpy import (
     creation, indexing, logic, shape as shape_ops, sorting, ufuncs, util)
-from ember._src.library.numpy import linalg as np_linalg
+from ember._src.library.numpy import linalg_norms, linalg_solvers
 from ember._src.primitives import decompositions
 from ember._src.primitives.control import cond as lax_cond, fori_loop, switch
 from ember._src.transforms.ad import jvp
@@ -170,20 +170,20 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
   if assume_a in ("pos", "positive definite"):
     return _cho_solve(cholesky(a, lower=lower), b, lower=lower)
   vector = b.ndim == 1
-  x = np_linalg.solve(a, b[:, None] if vector else b)
+  x = linalg_solvers.solve(a, b[:, None] if vector else b)
   return x[:, 0] if vector else x
 
 
 def inv(a, overwrite_a=False, check_finite=True):
   """The inverse of a square matrix (stack)."""
   a, = _inexact("inv", a)
-  return np_linalg.inv(a)
+  return linalg_solvers.inv(a)
 
 
 def det(a, overwrite_a=False, check_finite=True):
   """The determinant of a square matrix (stack)."""
   a, = _inexact("det", a)
-  return np_linalg.det(a)
+  return linalg_solvers.det(a)
 
 
 def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
@@ -306,13 +306,13 @@ def _pade_uv(a, degree: int):
 def _expm_2d(a, upper_triangular: bool, max_squarings: int):
   single = a.dtype in (np.float32, np.complex64)
   table = _THETA["single" if single else "double"]
-  norm1 = np_linalg.norm(a, 1)
+  norm1 = linalg_norms.norm(a, 1)
   squarings = ufuncs.maximum(0, ufuncs.floor(ufuncs.log2(norm1 / table[-1][1])))
   a = a / (2 ** squarings).astype(a.dtype)
   which = sorting.digitize(norm1, creation.asarray([t for _, t in table[:-1]], norm1.dtype))
   u, v = switch(which, [lambda x, d=d: _pade_uv(x, d) for d, _ in table], a)
   p, q = v + u, v - u
-  r = solve_triangular(q, p) if upper_triangular else np_linalg.solve(q, p)
+  r = solve_triangular(q, p) if upper_triangular else linalg_solvers.solve(q, p)
 
   def square(i, r):
     return lax_cond(i < squarings, lambda m: m @ m, lambda m: m, r)
