@@ -13,7 +13,8 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember._src.hlo import graph as hlo, evaluator as hlo_eval
-from ember._src.backends.cpu import codegen, dot_kernels
+from ember._src.backends.cpu import dot_kernels
+from ember._src.backends.cpu.codegen import ir_types
 from ember._src.backends.cpu.compiler import CodegenError
 from ember._src.driver.compilation import compile_executable
 from ember._src.lower import lower_jaxpr
@@ -66,7 +67,7 @@ def build(f, *args, x64=False):
 def assert_same(got, expected, rtol=0.0, atol=0.0):
   assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
   assert got.shape == expected.shape, (got.shape, expected.shape)
-  if codegen.kind(expected.dtype) in "fc":
+  if ir_types.kind(expected.dtype) in "fc":
     with np.errstate(invalid="ignore"):
       g = got.astype(np.complex128 if expected.dtype.kind == "c" else np.float64)
       e = expected.astype(g.dtype)

@@ -1,8 +1,9 @@
 """The fusion cost model never makes a kernel do asymptotically more per-element work (or
 emit asymptotically more code) than the unfused program: duplication limits
 (passes/fusion.py: `_sites_in`, `_Cones`, `_duplication_pays`) and concatenates written
-operand by operand (backends/cpu/codegen.py: `concat_regions`). Structure is asserted by
-counts (ops per fusion, fusions, regions), values against NumPy and the eager result."""
+operand by operand (backends/cpu/codegen/concatenate.py: `concat_regions`). Structure is
+asserted by counts (ops per fusion, fusions, regions), values against NumPy and the eager
+result."""
 import re
 from collections import Counter
 
@@ -14,7 +15,8 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember._src.hlo import evaluator as hlo_eval
-from ember._src.backends.cpu import codegen, cost_model
+from ember._src.backends.cpu import cost_model
+from ember._src.backends.cpu.codegen import concatenate
 from ember._src.driver.compilation import compile_executable
 from ember._src.lower import lower_jaxpr
 from ember._src.passes import fusion
@@ -74,12 +76,12 @@ def test_image_grid_hash_computed_once_per_element():
 def test_image_grid_concatenate_written_per_operand():
   m = optimized(grid, KEY)
   comp = m.entry.root.called[0]
-  regions = codegen.concat_regions(comp)
+  regions = concatenate.concat_regions(comp)
   assert len(regions) == 100                          # one loop nest per image
   offsets = sorted(off for _, off in regions)
   assert offsets == sorted((28 * r, 28 * c) for r in range(10) for c in range(10))
   assert all(x.shape.dims == (28, 28) for x, _ in regions)
-  groups = codegen.region_groups(regions)   # the same program, slicing at other places
+  groups = concatenate.region_groups(regions)   # the same program, slicing at other places
   assert [len(g) for g in groups] == [100] and all(len(sl) == 1 for _, _, sl in groups[0])
   body = kernel_body(compile_executable(m).llvm_ir, m.entry.root.name)
   assert body.count("store i8") == 1 and body.count("load i8") == 1   # one shared nest
@@ -191,7 +193,7 @@ def test_nested_concatenates_and_split_kernels():
   f = lambda *xs: jnp.vstack([jnp.hstack(xs[r * 4:r * 4 + 4]) for r in range(3)])
   want = np.vstack([np.hstack(xs[r * 4:r * 4 + 4]) for r in range(3)])
   m = optimized(f, *xs)
-  assert len(codegen.concat_regions(m.entry.root.called[0])) == 12
+  assert len(concatenate.concat_regions(m.entry.root.called[0])) == 12
   for chunks in (1, 2, 5, 9):   # a split kernel writes each region's rows in its range
     with cost_model.forced_chunks(chunks):
       exe = compile_executable(optimized(f, *xs))
@@ -232,7 +234,7 @@ def test_regions_sharing_a_program_differ_only_in_slice_starts():
       [(x[k:k + 2, ::2] + y[3 - k:5 - k, 1::2][:, :1]) for k in range(4)] +
       [x[k:k + 2, 1:6] * 2 for k in range(3)] + [y[:2, :5] * 2], axis=1)
   m = optimized(f, x, y)
-  groups = codegen.region_groups(codegen.concat_regions(m.entry.root.called[0]))
+  groups = concatenate.region_groups(concatenate.concat_regions(m.entry.root.called[0]))
   assert sorted(len(g) for g in groups) == [1, 3, 4]      # y's operand is another program
   for chunks in (1, 2):
     with cost_model.forced_chunks(chunks):

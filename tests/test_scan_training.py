@@ -11,7 +11,8 @@ import ember.numpy as jnp
 from ember import lax
 from ember._src.driver import compilation
 from ember._src.base import flags
-from ember._src.backends.cpu import codegen, control_flow, cost_model, tiering
+from ember._src.backends.cpu import control_flow, cost_model, tiering
+from ember._src.backends.cpu.codegen import kernels
 from ember._src.backends.cpu import executable as ex
 
 RNG = np.random.default_rng(18)
@@ -189,10 +190,10 @@ def test_scan_ys_are_written_in_place():
 
 
 def test_in_place_update_kernel_needs_the_sole_in_place_operand():
-  comp = codegen.wrap_as_fusion(_dus_instr())
-  assert codegen.in_place_update(comp, {0: 0}) is comp.root
-  assert codegen.in_place_update(comp, {}) is None
-  assert codegen.in_place_update(comp, {0: 0, 1: 0}) is None
+  comp = kernels.wrap_as_fusion(_dus_instr())
+  assert kernels.in_place_update(comp, {0: 0}) is comp.root
+  assert kernels.in_place_update(comp, {}) is None
+  assert kernels.in_place_update(comp, {0: 0, 1: 0}) is None
 
 
 def _dus_instr():

@@ -1,15 +1,16 @@
 """Transposes and column reductions of any shape: the CPU kernels that move a transpose in
-8x8 register blocks (codegen._block_transpose, inside 32x32 tiles, the edges element by
-element) and that accumulate column reductions as explicit vectors of output elements,
-several rows per pass (codegen.column_lanes, COLUMN_ROWS). Results against NumPy (float64
-for float sums), eager and jit; the structure of the kernels (no timings)."""
+8x8 register blocks (codegen.transpose: _block_transpose, inside 32x32 tiles, the edges
+element by element) and that accumulate column reductions as explicit vectors of output
+elements, several rows per pass (codegen.reductions: column_lanes, COLUMN_ROWS). Results
+against NumPy (float64 for float sums), eager and jit; the structure of the kernels (no
+timings)."""
 import numpy as np
 import pytest
 
 import ember
 import ember.numpy as jnp
 from ember._src.base import dtypes
-from ember._src.backends.cpu import codegen
+from ember._src.backends.cpu.codegen import transpose
 from ember._src.base.config import enable_x64
 
 
@@ -85,8 +86,8 @@ def test_a_transpose_kernel_moves_register_blocks():
   # a big transpose of a parameter: 8 vector loads, shuffles, 8 vector stores per block
   # (its edges of 1531 % 8 and 2417 % 8 elements element by element)
   ir_text = compiled_ir(lambda m: jnp.array(m.T), data((1531, 2417), np.float32))
-  assert f"load <{codegen.BLOCK} x float>" in ir_text
-  assert f"store <{codegen.BLOCK} x float>" in ir_text
+  assert f"load <{transpose.BLOCK} x float>" in ir_text
+  assert f"store <{transpose.BLOCK} x float>" in ir_text
   assert "shufflevector" in ir_text
   # complex values are two parts: the tiled element-by-element nest, no register blocks
   ir_c = compiled_ir(lambda m: jnp.array(m.T), data((300, 301), np.complex64))
@@ -96,7 +97,7 @@ def test_a_transpose_kernel_moves_register_blocks():
 def test_transpose_lanes_is_a_transpose():
   # the shuffle network on integer lanes, run through LLVM's interpreter-free path: the
   # masks of each stage compose to rows[k][l] -> out[l][k]
-  n = codegen.BLOCK
+  n = transpose.BLOCK
   rows = [[(k, l) for l in range(n)] for k in range(n)]
   s = 1
   while s < n:

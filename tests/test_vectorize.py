@@ -229,8 +229,9 @@ def _softmax_plus_total(np_, x):
   return e / e.sum(1, keepdims=True) + e.sum()
 
 
-# Fixed-order float sums (codegen's `fixed_lanes`): a sum/product along the minor dim of a
-# short prologue is explicit vector IR (4 vectors of 64 bytes of accumulators), no `reassoc`.
+# Fixed-order float sums (codegen.reductions: `fixed_lanes`): a sum/product along the minor
+# dim of a short prologue is explicit vector IR (4 vectors of 64 bytes of accumulators), no
+# `reassoc`.
 FIXED = {   # name -> (function, NumPy float64 reference, whether it is fixed-order)
     "row_sum": (lambda x: x.sum(axis=1), lambda x: x.sum(1), True),
     "sum_of_squares": (lambda x: (x * x).sum(axis=1), lambda x: (x * x).sum(1), True),
@@ -323,7 +324,7 @@ def test_vector_lane_max_and_min_match_numpy_with_nans_in_any_lane(n, dtype):
 
 def test_vector_lane_max_uses_vrange_on_avx512dq():
   """Structure: on hosts with AVX-512DQ the lanes' max is one vrange per vector
-  (codegen.range_lanes_ok), elsewhere llvm.maximum only."""
+  (codegen.reductions.range_lanes_ok), elsewhere llvm.maximum only."""
   from ember._src.backends.cpu import host
   x = rng_data(8, 256)
   ir_text = ember.jit(lambda v: v.max(axis=1)).lower(x).compile().runtime_executable().llvm_ir

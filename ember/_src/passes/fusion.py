@@ -149,8 +149,9 @@ def operand_index(user: hlo.Instr, k: int, index: tuple, zero) -> tuple | None:
   transpose, get-tuple-element and reshapes that only add or drop size-1 dims. None for
   maps that compute new index values (slice, pad, concatenate, gather, general reshapes)
   and for reduce (its caller names the reduction loops). The CPU emitter maps indices
-  exactly so (codegen.py), which is what makes a value computed at an index that does not
-  involve an inner loop variable reusable across that loop: see `symbolic_count`."""
+  exactly so (backends/cpu/codegen/index_maps.py), which is what makes a value computed at
+  an index that does not involve an inner loop variable reusable across that loop: see
+  `symbolic_count`."""
   op = user.opcode
   o = user.operands[k]
   if op == "get-tuple-element":

@@ -30,8 +30,11 @@ from llvmlite import ir
 from ember._src.base import dtypes
 from ember._src.base import flags as flags_lib
 from ember._src.hlo import graph as hlo, evaluator as hlo_eval
-from ember._src.backends.cpu import codegen, dot_kernels
-from ember._src.backends.cpu.codegen import CodegenError
+from ember._src.backends.cpu import dot_kernels
+from ember._src.backends.cpu.codegen import ir_types
+from ember._src.backends.cpu.codegen.abi import KernelInfo
+from ember._src.backends.cpu.codegen.ir_types import CodegenError
+from ember._src.backends.cpu.codegen.kernels import KernelBuilder, in_place_update, wrap_as_fusion
 from ember._src.backends.cpu import executable as ex
 from ember._src.backends.cpu import (control_flow, cost_model, fft_thunks, host, linalg_thunks,
                                      llvm_jit, mathlib)
@@ -100,7 +103,7 @@ def _noalias(in_slots: list, out_slots: list, in_place: dict[int, int] | None = 
 
 def _probe(dt, n: int, rng) -> np.ndarray:
   dt = np.dtype(dt)
-  kind = codegen.kind(dt)
+  kind = ir_types.kind(dt)
   if kind == "f":
     pool = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 2.5, -3.0],
                     np.float64)
@@ -161,7 +164,7 @@ class _ThunkPlan:
   records, per instruction, a factory that builds its thunk once the symbols have
   addresses (`pending`: callables taking `addr(symbol) -> int`)."""
 
-  def __init__(self, assignment, kernels: codegen.KernelBuilder, sort_keys=None, subs=None):
+  def __init__(self, assignment, kernels: KernelBuilder, sort_keys=None, subs=None):
     self.assignment, self.kernels = assignment, kernels
     self.pending: list = []
     self.sort_keys: dict = dict(sort_keys or {})   # sort name -> num_keys (recorded/replayed)
@@ -183,7 +186,7 @@ class _ThunkPlan:
     elif op in ("fusion", "dot", "copy", "sort", "top-k", "scatter"):
       getattr(self, op.replace("-", "_"))(instr)
     elif op in _FUSIBLE:
-      self.fusion(instr, codegen.wrap_as_fusion(instr))
+      self.fusion(instr, wrap_as_fusion(instr))
     elif op in ("while", "conditional"):   # loops over sub-executables (control_flow.py)
       control_flow.add_to_plan(self, instr)
     elif op == "custom-call" and linalg_thunks.supported(instr):   # LAPACK-style targets
@@ -206,18 +209,18 @@ class _ThunkPlan:
     info = self.kernels.fusion(instr.name, comp, _noalias(ins, outs, same), same)
     self.kernel_infos.append(info)
     cost = cost_model.kernel_cost(instr, comp)   # recomputed on replay, never serialized
-    window = codegen.in_place_update(comp, same)
+    window = in_place_update(comp, same)
     if window is not None:     # the kernel moves the update window's bytes only
       cost = cost._replace(bytes=cost.bytes * window.operands[1].shape.nbytes
                            / max(window.shape.nbytes, 1))
     self.pending.append(lambda addr: ex.KernelThunk(instr.name, addr(info.name), ins + outs,
                                                     info.outer, info.splittable, cost))
 
-  def _dot_kernel(self, name: str, emit, key: tuple) -> codegen.KernelInfo:
+  def _dot_kernel(self, name: str, emit, key: tuple) -> KernelInfo:
     """A kernel emitted by `emit(llvm_module)` (dot_kernels; shared by the dots whose
     `key` (layout, operand positions, epilogue symbol) is equal), or its recorded facts when
     replaying a serialized plan."""
-    if isinstance(self.kernels, codegen.KernelBuilder):
+    if isinstance(self.kernels, KernelBuilder):
       info = self.kernels.shared(("dot",) + key, name, lambda: emit(self.kernels.module))
     else:
       info = self.kernels.fusion(name, None, None)
@@ -326,7 +329,7 @@ class _ThunkPlan:
     info = self.kernels.scatter(instr.name, instr, _noalias(ins, outs))
     self.kernel_infos.append(info)
     copies = [(s, d, o.shape) for s, d, o in zip(ins[:n], outs, instr.operands[:n])]
-    cost = cost_model.kernel_cost(instr, codegen.wrap_as_fusion(instr))
+    cost = cost_model.kernel_cost(instr, wrap_as_fusion(instr))
     self.pending.append(lambda addr: ex.ScatterThunk(
         instr, ex.KernelThunk(info.name, addr(info.name), ins + outs, info.outer,
                               info.splittable, cost), copies))
@@ -380,7 +383,7 @@ def compile_module(module: hlo.Module, assignment, flags=None,
   times = {}
   t0 = time.perf_counter()
   llmod = ir.Module(name=module.name)
-  plan = _ThunkPlan(assignment, codegen.KernelBuilder(llmod))
+  plan = _ThunkPlan(assignment, KernelBuilder(llmod))
   plan.tier_loops = tier_loops
   for instr in module.entry.instrs:
     plan.add(instr)
@@ -723,7 +726,7 @@ def deserialize_executable(module: hlo.Module, assignment, data: bytes) -> ex.Ex
     pos += size
   if pos != len(data) or any(len(b) != s for b, s in zip(blobs.values(), head["sizes"])):
     raise ValueError("serialized executable has the wrong length")
-  kernels = _RecordedKernels({k: codegen.KernelInfo(k, o, bool(s))
+  kernels = _RecordedKernels({k: KernelInfo(k, o, bool(s))
                               for k, (o, s) in head["kernels"].items()}, head.get("aliases", {}))
   plan = _ThunkPlan(assignment, kernels, head["sort_keys"],
                     {k: [None if b is None else base64.b64decode(b) for b in v]
@@ -742,7 +745,7 @@ def deserialize_executable(module: hlo.Module, assignment, data: bytes) -> ex.Ex
 
 
 class _RecordedKernels:
-  """Stands in for codegen.KernelBuilder when replaying a plan: hands back the recorded
+  """Stands in for codegen.kernels.KernelBuilder when replaying a plan: hands back the recorded
   KernelInfo of each kernel instead of generating it."""
 
   def __init__(self, infos: dict, aliases: dict):

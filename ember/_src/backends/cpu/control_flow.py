@@ -30,7 +30,7 @@ from ember._src.hlo import graph as hlo, evaluator as hlo_eval
 from ember._src.backends.cpu import profiled
 from ember._src.backends.cpu import executable as ex
 from ember._src.backends.cpu import runtime_cache, tiering
-from ember._src.backends.cpu.codegen import CodegenError
+from ember._src.backends.cpu.codegen.ir_types import CodegenError
 from ember._src.base import profiler_events as _profiler
 
 # Opcode -> how many called computations fell back to the reference evaluator because the

@@ -70,7 +70,7 @@ def estimate_ns(cost: KernelCost) -> float:
 
 def kernel_cost(instr: hlo.Instr, comp: hlo.Computation) -> KernelCost:
   """The cost of the kernel of an entry-level instruction (a fusion, a lone fusible op or a
-  scatter) generated from `comp` (the fused computation, or codegen.wrap_as_fusion's)."""
+  scatter) generated from `comp` (the fused computation, or codegen.kernels.wrap_as_fusion's)."""
   reads, writes = analysis.kernel_bytes(instr)
   flops, trans = analysis.computation_costs(comp)
   return KernelCost(float(sum(b for b, _ in reads) + sum(writes)), float(flops), float(trans),
@@ -131,8 +131,8 @@ QUICK_TRANSCENDENTAL = frozenset(hlo.TRANSCENDENTAL - {"sqrt", "rsqrt"})
 
 def quick_pays(cost: KernelCost, vector_transcendentals: float = 0.0) -> bool:
   """Whether one call of quick code doing `cost`, of whose transcendentals
-  `vector_transcendentals` are explicit vector code (codegen.vector_transcendentals), takes
-  at most QUICK_MAX_NS."""
+  `vector_transcendentals` are explicit vector code
+  (codegen.reductions.vector_transcendentals), takes at most QUICK_MAX_NS."""
   scalar = max(cost.transcendentals - vector_transcendentals, 0.0)
   ns = cost.bytes * NS_PER_BYTE + cost.flops * QUICK_NS_PER_FLOP + \
       scalar * QUICK_NS_PER_TRANSCENDENTAL + \

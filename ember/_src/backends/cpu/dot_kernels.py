@@ -41,8 +41,8 @@ kernel:
   every dot kernel calls it by name (MCJIT resolves the symbol when an object loads, the
   persistent cache's too), so a module with dots compiles none of their loops; each
   kernel's exported entry only gathers its pointers;
-* with a fused epilogue (the output fusion's elementwise work, emitted by
-  codegen.KernelBuilder.fusion as a kernel of its own over [start, stop)) the entry produces
+* with a fused epilogue (the output fusion's elementwise work, emitted by codegen.kernels'
+  KernelBuilder.fusion as a kernel of its own over [start, stop)) the entry produces
   C in blocks of whole units (about BLOCK_ROWS rows) and calls the epilogue on each block
   right after it, while the block is in L1 (not in registers: the epilogue is the ordinary
   fusion kernel, so every op the fusion emitter supports works here), reading the dot's
@@ -77,8 +77,10 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src.hlo import graph as hlo
-from ember._src.backends.cpu import codegen, host, llvm_jit, runtime_cache
-from ember._src.backends.cpu.codegen import I32, I64, PTR, KERNEL_TYPE, VOID
+from ember._src.backends.cpu import host, llvm_jit, runtime_cache
+from ember._src.backends.cpu.codegen import abi, ir_helpers, ir_types
+from ember._src.backends.cpu.codegen.abi import KERNEL_TYPE
+from ember._src.backends.cpu.codegen.ir_types import I32, I64, PTR, VOID
 
 __all__ = ["DotLayout", "dot_layout", "split_output_fusion", "generated_kernel_ok", "is_gram",
            "block_units", "column_panels", "split_by_columns", "emit_dot_kernel",
@@ -195,7 +197,7 @@ def split_output_fusion(comp: hlo.Computation):
   order) and last the dot's value (same shape as the root, read at the same index)."""
   dots = [i for i in comp.instrs if i.opcode == "dot"]
   if len(dots) != 1:
-    raise codegen.CodegenError(f"output fusion %{comp.name} must contain exactly one dot")
+    raise ir_types.CodegenError(f"output fusion %{comp.name} must contain exactly one dot")
   dot = dots[0]
   epi = hlo.Computation(comp.name + ".epilogue")
   epi.is_fusion = True
@@ -342,12 +344,12 @@ def is_gemv(lay: DotLayout) -> bool:
 
 class Epilogue(NamedTuple):
   """How a dot kernel calls the epilogue kernel after each block of C."""
-  symbol: str                  # the epilogue kernel (codegen.KernelBuilder.fusion's ABI)
+  symbol: str                  # the epilogue kernel (codegen.kernels.KernelBuilder.fusion's ABI)
   operands: tuple              # buffer indices (of the dot kernel's) it reads, in order
   in_place: bool               # the dot's value is read from the output (else a stack tile)
 
 
-class _Emitter(codegen.IRHelpers):
+class _Emitter(ir_helpers.IRHelpers):
   def __init__(self, b: ir.IRBuilder):
     self.b = b
     self._i64_cache = {}
@@ -374,7 +376,7 @@ class _Emitter(codegen.IRHelpers):
 
 def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs: int,
                     out: int, epilogue: Epilogue | None = None,
-                    by_columns: bool = False) -> codegen.KernelInfo:
+                    by_columns: bool = False) -> abi.KernelInfo:
   """Emit `void name(i8** buffers, i64 start, i64 stop)` computing the dot's units
   [start, stop) of dimension 0 (`by_columns`: its column panels [start, stop), every row):
   A at buffers[lhs], B at buffers[rhs], C (or, with an epilogue, the fusion's output) at
@@ -393,12 +395,12 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   if by_columns:
     call_body(O, e.i64(0), e.i64(lay.outer), (start, stop))
     b.ret_void()
-    return codegen.KernelInfo(name, column_panels(lay), True)
+    return abi.KernelInfo(name, column_panels(lay), True)
   if epilogue is None:
     call_body(O, start, stop)
     b.ret_void()
-    return codegen.KernelInfo(name, lay.outer, True)
-  T = codegen.mem_type(lay.dtype)
+    return abi.KernelInfo(name, lay.outer, True)
+  T = ir_types.mem_type(lay.dtype)
   E, U = unit_elements(lay), block_units(lay)
   ptrs = [ptr(k) for k in epilogue.operands]
   # The epilogue's buffer table holds the pointers as i64: llvmlite 0.45's typed IR layer
@@ -428,7 +430,7 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   nblocks = b.udiv(e.add_idx(b.sub(stop, start), e.i64(U - 1)), e.i64(U))
   e.loop(e.i64(0), nblocks, [], block)
   b.ret_void()
-  return codegen.KernelInfo(name, lay.outer, True)
+  return abi.KernelInfo(name, lay.outer, True)
 
 
 def _body_caller(module: ir.Module, e: _Emitter, lay: DotLayout, A, Bp):
@@ -453,7 +455,7 @@ def _body_caller(module: ir.Module, e: _Emitter, lay: DotLayout, A, Bp):
   if lay.cols_per_unit is None:
     return lambda c, u0, u1, panels=all_panels: b.call(
         body, [A, Bp, c, u0, u1, *_body_args(lay), *panels])
-  T, P = codegen.mem_type(lay.dtype), lay.cols_per_unit
+  T, P = ir_types.mem_type(lay.dtype), lay.cols_per_unit
   sbn = lay.b_strides[2]
 
   def call(c, u0, u1, panels=all_panels):   # one row of N = (u1 - u0) * P columns
@@ -541,8 +543,8 @@ def _body_ir(define, dt, name: str):
 def compile_shared_ir(name: str, make_ir, sources: Sequence[str] = ()) -> None:
   """Compile (or load) the module `make_ir()` that defines the function `name`, once per
   process, and register its symbol. `sources`: the files of the code generating it besides
-  codegen's and this one (the runtime cache's key). Nothing while this thread compiles one
-  (the body's own load asks the symbol providers too)."""
+  codegen's ir_types and ir_helpers and this one (the runtime cache's key). Nothing while
+  this thread compiles one (the body's own load asks the symbol providers too)."""
   if name in _shared_bodies or getattr(_compiling, "active", False):
     return
   with _shared_lock:
@@ -550,8 +552,8 @@ def compile_shared_ir(name: str, make_ir, sources: Sequence[str] = ()) -> None:
       return
     _compiling.active = True
     try:   # a private context: a compile on another thread does not wait for this one
-      engine, addr = runtime_cache.load_or_compile(
-          name, make_ir, runtime_cache.generator_digest(codegen.__file__, __file__, *sources))
+      engine, addr = runtime_cache.load_or_compile(name, make_ir, runtime_cache.generator_digest(
+          ir_types.__file__, ir_helpers.__file__, __file__, *sources))
     finally:
       _compiling.active = False
     llvm_jit.add_symbol(name, addr(name))
@@ -580,15 +582,15 @@ def _define_body(module: ir.Module, dtype, name: str):
   for a in (A, Bp, C):
     a.add_attribute("noalias")
   M, N, K, R, sab, sam, sak, sbb, sbk, sbn, p0, p1 = params
-  T = codegen.mem_type(key)
+  T = ir_types.mem_type(key)
   W = host.vector_lanes(key)
   VT = ir.VectorType(T, W)
   MR, NR = micro_tile()
   NRW = NR * W
   isz = key.itemsize
   KC = max(1, PANEL_BYTES // (NRW * isz))
-  fma = f"llvm.fmuladd.v{W}{codegen.float_suffix(T)}"
-  vsuf = f"v{W}{codegen.float_suffix(T)}"
+  fma = f"llvm.fmuladd.v{W}{ir_types.float_suffix(T)}"
+  vsuf = f"v{W}{ir_types.float_suffix(T)}"
   b = ir.IRBuilder(fn.append_basic_block("entry"))
   e = _Emitter(b)
   panel = b.alloca(T, e.i64(KC * NRW))
@@ -796,12 +798,12 @@ def _define_gemv_body(module: ir.Module, dtype, name: str):
   A, X, C, r0, r1, M, K, sab, sam, sxb = fn.args
   for a in (A, X, C):
     a.add_attribute("noalias")
-  T = codegen.mem_type(key)
+  T = ir_types.mem_type(key)
   W = host.vector_lanes(key)
   VT = ir.VectorType(T, W)
   isz = key.itemsize
-  fma = f"llvm.fmuladd.v{W}{codegen.float_suffix(T)}"
-  vsuf = f"v{W}{codegen.float_suffix(T)}"
+  fma = f"llvm.fmuladd.v{W}{ir_types.float_suffix(T)}"
+  vsuf = f"v{W}{ir_types.float_suffix(T)}"
   b = ir.IRBuilder(fn.append_basic_block("entry"))
   e = _Emitter(b)
   mul = lambda x, y: b.mul(x, y, flags=("nsw",))
@@ -858,7 +860,7 @@ def _define_gemv_body(module: ir.Module, dtype, name: str):
 
 
 def emit_range_shift(module: ir.Module, name: str, target: str, n_buffers: int
-                     ) -> codegen.KernelInfo:
+                     ) -> abi.KernelInfo:
   """`void name(i8** buffers, i64 start, i64 stop)` calling kernel `target` on
   [start + off, stop + off), with off = (i64) buffers[n_buffers]: the thread pool splits
   [0, n) of a block into chunks; this moves them to the block's units [u0, u0 + n)."""
@@ -871,4 +873,4 @@ def emit_range_shift(module: ir.Module, name: str, target: str, n_buffers: int
   tfn = module.globals.get(target) or ir.Function(module, KERNEL_TYPE, target)
   b.call(tfn, [bufs, b.add(start, off), b.add(stop, off)])
   b.ret_void()
-  return codegen.KernelInfo(name, 0, True)
+  return abi.KernelInfo(name, 0, True)

@@ -58,8 +58,11 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src.hlo import graph as hlo
-from ember._src.backends.cpu import codegen, dot_kernels, host, llvm_jit
-from ember._src.backends.cpu.codegen import F32, F64, I1, I32, I64, PTR, KERNEL_TYPE, VOID
+from ember._src.backends.cpu import dot_kernels, host, llvm_jit
+from ember._src.backends.cpu.codegen import abi, ir_types
+from ember._src.backends.cpu.codegen import transpose as codegen_transpose
+from ember._src.backends.cpu.codegen.abi import KERNEL_TYPE
+from ember._src.backends.cpu.codegen.ir_types import F32, F64, I1, I32, I64, PTR, VOID
 
 MAX_N = 64          # the order up to which a generated kernel runs (LAPACK's above)
 JAM = 4             # rows a triangular solve solves at once (independent fma chains)
@@ -129,13 +132,13 @@ def _entry(module: ir.Module, name: str, body, args, buffers: int = 3) -> None:
   b.ret_void()
 
 
-def emit_potrf_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> codegen.KernelInfo:
+def emit_potrf_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> abi.KernelInfo:
   """The kernel of a potrf custom call; buffers: the operand, the factor, the info."""
   a = instr.operands[0].shape
   lower = dict(instr.attrs.get("backend_config", ())).get("uplo", 76) == 76
   body = dot_kernels._shared_body(module, _symbol("potrf", a.dtype), POTRF_TYPE)
   _entry(module, name, body, (a.dims[-1], not lower))
-  return codegen.KernelInfo(name, _matrices(a), True)
+  return abi.KernelInfo(name, _matrices(a), True)
 
 
 def trsm_args(instr: hlo.Instr) -> tuple:
@@ -151,28 +154,28 @@ def trsm_args(instr: hlo.Instr) -> tuple:
   return (m, n, k, *strides, left, lower_op if left else not lower_op, cfg["diag"] == 85)
 
 
-def emit_trsm_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> codegen.KernelInfo:
+def emit_trsm_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> abi.KernelInfo:
   """The kernel of a trsm custom call; buffers: A, B, the result X."""
   b = instr.operands[1].shape
   body = dot_kernels._shared_body(module, _symbol("trsm", b.dtype), TRSM_TYPE)
   _entry(module, name, body, trsm_args(instr))
-  return codegen.KernelInfo(name, _matrices(b), True)
+  return abi.KernelInfo(name, _matrices(b), True)
 
 
-def emit_getrf_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> codegen.KernelInfo:
+def emit_getrf_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> abi.KernelInfo:
   """The kernel of a getrf custom call; buffers: the operand, LU, the pivots, the info."""
   a = instr.operands[0].shape
   body = dot_kernels._shared_body(module, _symbol("getrf", a.dtype), GETRF_TYPE)
   _entry(module, name, body, a.dims[-2:], buffers=4)
-  return codegen.KernelInfo(name, _matrices(a), True)
+  return abi.KernelInfo(name, _matrices(a), True)
 
 
-def emit_p2p_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> codegen.KernelInfo:
+def emit_p2p_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> abi.KernelInfo:
   """The kernel of lu_pivots_to_permutation; buffers: the pivots, the permutation."""
   piv, perm = instr.operands[0].shape, instr.shape
   body = dot_kernels._shared_body(module, _symbol("p2p", np.int32), P2P_TYPE)
   _entry(module, name, body, (piv.dims[-1], perm.dims[-1]), buffers=2)
-  return codegen.KernelInfo(name, int(np.prod(piv.dims[:-1], dtype=np.int64)), True)
+  return abi.KernelInfo(name, int(np.prod(piv.dims[:-1], dtype=np.int64)), True)
 
 
 # --------------------------------------------------------------------------------------
@@ -207,7 +210,7 @@ class _E(dot_kernels._Emitter):
     return ir.VectorType(self.T, self.W)
 
   def _vsuf(self, lanes: int | None = None) -> str:
-    return f"v{lanes or self.W}{codegen.float_suffix(self.T)}"
+    return f"v{lanes or self.W}{ir_types.float_suffix(self.T)}"
 
   def lanes_below(self, c, n, lanes: int | None = None):
     """The mask of lanes c, c + 1, ... that are < n (W lanes unless `lanes`)."""
@@ -312,11 +315,11 @@ def _define_potrf(module: ir.Module, dtype, name: str) -> None:
         masks.append(b.select(valid, in_panel, none))
       vecs = [e.at(columns, e.i64(s * MAX_N)) for s in range(P)]
       if load:
-        t = codegen._transpose_lanes(b, [e.vload(r, j0, m) for r, m in zip(rows, masks)])
+        t = codegen_transpose._transpose_lanes(b, [e.vload(r, j0, m) for r, m in zip(rows, masks)])
         for v, p in zip(t, vecs):
           e.vstore(v, p, i0, below_n)
       else:
-        t = codegen._transpose_lanes(b, [e.vload(p, i0, below_n) for p in vecs])
+        t = codegen_transpose._transpose_lanes(b, [e.vload(p, i0, below_n) for p in vecs])
         for v, r, m in zip(t, rows, masks):
           e.vstore(v, r, j0, m)
     e.each(e.i64(0), b.sdiv(b.add(b.sub(n, j0), e.i64(P - 1)), e.i64(P)), block)
@@ -532,7 +535,8 @@ def _ensure_bodies(code: bytes) -> None:
   for routine, dt, define in _bodies():
     name = _symbol(routine, dt)
     if name.encode() in code:
-      dot_kernels.compile_shared_ir(name, dot_kernels._body_ir(define, dt, name), (__file__,))
+      dot_kernels.compile_shared_ir(name, dot_kernels._body_ir(define, dt, name),
+                                    (__file__, codegen_transpose.__file__))
 
 
 def _define_getrf(module: ir.Module, dtype, name: str) -> None:
@@ -549,7 +553,7 @@ def _define_getrf(module: ir.Module, dtype, name: str) -> None:
   VT = ir.VectorType(T, W)
   i64v = ir.VectorType(I64, W)
   iota = ir.Constant(i64v, list(range(W)))
-  vsuf = f"v{W}{codegen.float_suffix(T)}"
+  vsuf = f"v{W}{ir_types.float_suffix(T)}"
   align = ir.Constant(I32, np.dtype(dtype).itemsize)
   # the status (info) and the next column's pivot row, across the panel's guarded steps
   status_slot, pivot_slot = b.alloca(I32), b.alloca(I64)

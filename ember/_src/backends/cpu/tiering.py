@@ -93,10 +93,11 @@ def pays(module, flags, runs: int | None = 1) -> str | bool:
   kernel qualifies, else at the requested tier)."""
   # deferred: codegen (llvmlite) loads at the first compile
   from ember._src.passes import analysis
-  from ember._src.backends.cpu import codegen, cost_model
+  from ember._src.backends.cpu import cost_model
+  from ember._src.backends.cpu.codegen import reductions
   if not getattr(flags, "tiered_compilation", False) or flags.opt_level < 2 or runs is None:
     return False
-  if cost_model.quick_module_pays(module, codegen.vector_transcendentals(module.entry), runs):
+  if cost_model.quick_module_pays(module, reductions.vector_transcendentals(module.entry), runs):
     return QUICK
   _, transcendentals = analysis.computation_costs(module.entry, cost_model.QUICK_TRANSCENDENTAL)
   return VECTOR_CALLS if transcendentals else False
