@@ -4,7 +4,8 @@ The test parses every module's imports (module level and inside functions) and f
 a module imports one from a layer above its own, when _src imports the public `ember`
 package, when modules form an import circle other than inside the primitive families, or
 when an import placed inside a function does not say why (a comment on its line or the
-line above: the cycle or the optional/slow dependency it defers).
+line above: the cycle or the optional/slow dependency it defers). The layers are the folders
+of ember/_src: no module sits at its root, and none is over MAX_LINES lines.
 """
 from __future__ import annotations
 
@@ -135,6 +136,18 @@ def test_imports_point_down():
   upward = upward_imports(MODULES)
   assert not upward, ("imports that point up the layers (use a registry filled from above, "
                       "or move the code down):\n" + "\n".join(upward))
+
+
+MAX_LINES = 1000
+
+
+def test_no_module_is_over_a_thousand_lines():
+  # a module a reader can hold in mind: split a larger one along its seams (one primitive
+  # family, one kernel family, one construct per module), not in halves
+  lines = {name: len(path.read_text(encoding="utf-8").splitlines())
+           for name, path in MODULES.items()}
+  long = {name: n for name, n in lines.items() if n > MAX_LINES}
+  assert not long, f"modules over {MAX_LINES} lines: {long}"
 
 
 def _deferred_imports(module: str):
