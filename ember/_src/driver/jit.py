@@ -32,7 +32,7 @@ from ember._src.driver.compilation import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
 from ember._src.core import trace as trace_lib
 from ember._src.driver.dispatch import NATIVE_MISS, NUMPY_SCALAR_TYPES
-from ember._src.primitives import indexing
+from ember._src.primitives import slicing
 from ember._src.base import profiler_events as _profiler
 from ember._src.core.array import Array, PlacedArray
 from ember._src.runtime.pjrt_array import PjrtArray
@@ -744,7 +744,7 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
   return JitWrapped(fun, **opts)
 
 
-indexing.jit = jit   # lax.dynamic_index_in_dim & co. are jitted, as in JAX
+slicing.jit = jit   # lax.dynamic_index_in_dim & co. are jitted, as in JAX
 pjrt_dispatch.jit_of[0] = jit   # eager primitives on PJRT arrays run as one-op jits
 
 

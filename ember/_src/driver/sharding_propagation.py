@@ -39,7 +39,7 @@ import math
 from typing import Callable, Sequence
 
 from ember._src import core
-from ember._src.primitives import elementwise, indexing, parallel, reductions
+from ember._src.primitives import elementwise, parallel, reductions, slicing
 
 Spec = tuple   # per dimension: a tuple of mesh axis names (empty: not split)
 
@@ -85,7 +85,7 @@ class Partitioner:
       return x
     size = core.get_aval(x).shape[dim] // n
     index = parallel.axis_index(axes if len(axes) > 1 else axes[0])
-    return indexing.dynamic_slice_in_dim(x, index * size, size, dim)
+    return slicing.dynamic_slice_in_dim(x, index * size, size, dim)
 
   def reshard(self, x, src: Spec, dst: Spec) -> object:
     """`x` (split as `src`) split as `dst`: gather the dims whose split changes, then take

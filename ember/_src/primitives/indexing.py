@@ -1,11 +1,16 @@
-"""Indexing primitives: dynamic_slice, dynamic_update_slice, gather and the scatters.
+"""Indexing primitives: gather and the scatter family (scatter, scatter-add/sub/mul/min/max),
+with the `ember.lax` functions that bind them (gather, scatter*, scatter_apply).
 
 Each primitive is declared once with its shape/dtype rule (ported from XLA's shape
-inference, as JAX does) and a NumPy reference implementation of XLA's semantics (the
-windows, clamping and out-of-bounds modes are reference/indexing.py's):
+inference, as JAX does), a NumPy reference implementation of XLA's semantics (the
+windows, clamping and out-of-bounds modes are reference/indexing.py's) and, beside them,
+its batching, lowering and differentiation rules:
 
 - scatter writes (or combines with add/sub/mul/min/max) the update windows at the
   positions of `scatter_indices`. Duplicate indices accumulate for the combining scatters.
+
+gather and scatter-add are each other's transposes. dynamic_slice and dynamic_update_slice
+(primitives/slicing.py) batch as a gather / scatter of one window, with the rules here.
 """
 from __future__ import annotations
 
@@ -29,10 +34,8 @@ from ember._src.transforms import ad, batching
 
 __all__ = [
     "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers",
-    "dynamic_slice", "dynamic_update_slice", "dynamic_slice_in_dim", "dynamic_index_in_dim",
-    "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim", "gather", "scatter",
-    "scatter_add", "scatter_sub", "scatter_mul", "scatter_min", "scatter_max",
-    "scatter_apply",
+    "gather", "scatter", "scatter_add", "scatter_sub", "scatter_mul", "scatter_min",
+    "scatter_max", "scatter_apply",
 ]
 
 
@@ -41,6 +44,16 @@ __all__ = [
 def _tuple_fields(dnums):
   """Dimension numbers with every field a tuple of ints (params must be hashable)."""
   return type(dnums)(*(tuple(int(d) for d in f) for f in dnums))
+
+
+def _shape_tuple(shape, what):
+  """Static sizes as a tuple of ints (a traced size raises TracerIntegerConversionError)."""
+  try:
+    return tuple(operator.index(d) for d in shape)
+  except TypeError as e:
+    if isinstance(e, errors.JAXTypeError):
+      raise
+    raise TypeError(f"{what} must be a sequence of static integers, got {shape!r}") from None
 
 
 # --- shared checks --------------------------------------------------------------------
@@ -74,68 +87,6 @@ def _check_dims(dims, rank, op, name):
   _check_sorted(dims, op, name)
   _check_no_dups(dims, op, name)
   _check_in_range(dims, rank, op, name)
-
-
-def _check_index_dtypes(op, start_avals):
-  if any(a.dtype != start_avals[0].dtype or not _is_int(a) for a in start_avals):
-    raise TypeError(f"index arguments to {op} must be integers of the same type, got: "
-                    f"{', '.join(a.dtype.name for a in start_avals)}. (Tip: convert them "
-                    "to one integer dtype with lax.convert_element_type.)")
-  if any(a.ndim != 0 for a in start_avals):
-    raise TypeError(f"start_indices arguments to {op} must be scalars, got indices of "
-                    f"shapes {[a.shape for a in start_avals]}")
-
-
-# --- dynamic_slice --------------------------------------------------------------------
-
-def _dynamic_slice_abstract_eval(operand, *starts, slice_sizes):
-  if len(starts) != operand.ndim:
-    raise TypeError(f"dynamic_slice requires one start index per operand dimension, got "
-                    f"{len(starts)} start indices for operand shape {operand.shape}.")
-  if len(slice_sizes) != operand.ndim or any(
-      not 0 <= n <= d for n, d in zip(slice_sizes, operand.shape)):
-    raise TypeError(f"dynamic_slice slice_sizes must be non-negative and less than or "
-                    f"equal to the operand shape, got slice_sizes {slice_sizes} for "
-                    f"operand shape {operand.shape}.")
-  if starts:
-    _check_index_dtypes("dynamic_slice", starts)
-  return ShapedArray(slice_sizes, operand.dtype, operand.weak_type)
-
-
-dynamic_slice_p = declare("dynamic_slice", _dynamic_slice_abstract_eval,
-                          reference_indexing.dynamic_slice)
-dynamic_slice_p.lower = lambda ctx, x, *starts, slice_sizes: ctx.emit(  # XLA clamps starts
-    "dynamic-slice", ctx.out_shape(), [x, *starts], {"sizes": tuple(slice_sizes)})
-
-
-# --- dynamic_update_slice -------------------------------------------------------------
-
-def _dynamic_update_slice_abstract_eval(operand, update, *starts):
-  if operand.ndim != update.ndim:
-    raise TypeError(f"dynamic_update_slice update must have the same rank as operand, "
-                    f"got update shape {update.shape} for operand shape {operand.shape}.")
-  if len(starts) != operand.ndim:
-    raise TypeError(f"dynamic_update_slice start_indices must have length equal to the "
-                    f"rank of operand, got {len(starts)} indices for operand shape "
-                    f"{operand.shape}.")
-  if any(u > d for u, d in zip(update.shape, operand.shape)):
-    raise TypeError(f"dynamic_update_slice update shape must be smaller than operand "
-                    f"shape, got update shape {update.shape} for operand shape "
-                    f"{operand.shape}.")
-  if operand.dtype != update.dtype:
-    raise TypeError(f"lax.dynamic_update_slice requires arguments to have the same "
-                    f"dtypes, got {operand.dtype.name}, {update.dtype.name}. (Tip: "
-                    "convert the update with lax.convert_element_type.)")
-  if starts:
-    _check_index_dtypes("dynamic_update_slice", starts)
-  weak = operand.weak_type and update.weak_type and all(s.weak_type for s in starts)
-  return operand.update(weak_type=weak)
-
-
-dynamic_update_slice_p = declare("dynamic_update_slice", _dynamic_update_slice_abstract_eval,
-                                 reference_indexing.dynamic_update_slice)
-dynamic_update_slice_p.lower = lambda ctx, x, update, *starts: ctx.emit(
-    "dynamic-update-slice", x.shape, [x, update, *starts])
 
 
 # --- gather ---------------------------------------------------------------------------
@@ -259,34 +210,6 @@ def _gather_batch(axis_data, vals, dims, *, dimension_numbers, slice_sizes, uniq
 gather_p.batch = _gather_batch
 
 
-def _batch_dynamic_slice_indices(indices, dims):
-  """The scalar start indices of dynamic_slice / dynamic_update_slice as one index
-  vector (unbatched: shape (n,)) or a batch of them (shape (size, n), batch dim 0)."""
-  if not indices:
-    return np.array([], np.int32), None
-  size = next((batching.shape_of(x)[d] for x, d in zip(indices, dims) if d is not None),
-              None)
-  if size is None:
-    return structural.concatenate([structural.broadcast(i, (1,)) for i in indices], 0), None
-  columns = [structural.broadcast_in_dim(x, (size, 1), (0,) if d is not None else ())
-             for x, d in zip(indices, dims)]
-  return structural.concatenate(columns, 1), 0
-
-
-def _dynamic_slice_batch(axis_data, vals, dims, *, slice_sizes):
-  """A dynamic slice is a gather of one window (clamped starts): batch it as one."""
-  (operand, *starts), (od, *sds) = vals, dims
-  idx = tuple(range(len(starts)))
-  index, index_dim = _batch_dynamic_slice_indices(starts, sds)
-  dn = GatherDimensionNumbers(offset_dims=idx, collapsed_slice_dims=(), start_index_map=idx)
-  return _gather_batch(axis_data, [operand, index], [od, index_dim], dimension_numbers=dn,
-                       slice_sizes=tuple(slice_sizes), unique_indices=True,
-                       indices_are_sorted=True, mode=GatherScatterMode.CLIP, fill_value=None)
-
-
-dynamic_slice_p.batch = _dynamic_slice_batch
-
-
 def _index_in_bounds(ctx, indices, dims, operand_shape, window_sizes):
   """Per index vector (the last axis of `indices`): whether 0 <= index[j] <=
   operand_shape[d] - window_sizes[d] for each d = dims[j] (bool, indices.shape[:-1])."""
@@ -323,6 +246,70 @@ def _gather_lower(ctx, operand, indices, *, dimension_numbers, slice_sizes, uniq
 
 
 gather_p.lower = _gather_lower
+
+
+# linear in the operand (indices are integers: zero tangents); the transpose is a
+# scatter-add of the cotangent into zeros
+
+def _gather_jvp(primals, tangents, *, dimension_numbers, slice_sizes, unique_indices,
+                indices_are_sorted, mode, fill_value):
+  (operand, indices), t = primals, tangents[0]
+  params = dict(dimension_numbers=dimension_numbers, slice_sizes=slice_sizes,
+                unique_indices=unique_indices, indices_are_sorted=indices_are_sorted, mode=mode)
+  out = gather_p.bind(operand, indices, fill_value=fill_value, **params)
+  if type(t) is ad.Zero:
+    return out, ad.Zero.from_value(out)
+  return out, gather_p.bind(t, indices, fill_value=0 if fill_value is not None else None,
+                            **params)
+
+
+def _scatter_dnums_of(dn) -> ScatterDimensionNumbers:
+  """The scatter that writes back the windows a gather with `dn` reads."""
+  return ScatterDimensionNumbers(
+      update_window_dims=tuple(dn.offset_dims), inserted_window_dims=tuple(dn.collapsed_slice_dims),
+      scatter_dims_to_operand_dims=tuple(dn.start_index_map),
+      operand_batching_dims=tuple(dn.operand_batching_dims),
+      scatter_indices_batching_dims=tuple(dn.start_indices_batching_dims))
+
+
+def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
+                      indices_are_sorted, mode, fill_value):
+  a = operand.aval
+  zeros = structural.full(a.shape, 0, a.dtype)
+  out = scatter_add(zeros, indices, ct, _scatter_dnums_of(dimension_numbers),
+                    indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                    mode=mode)
+  return [out, None]
+
+
+gather_p.jvp = _gather_jvp
+gather_p.transpose = _gather_transpose
+
+
+def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, slice_sizes,
+           *, unique_indices: bool = False, indices_are_sorted: bool = False,
+           mode=None, fill_value=None):
+  """XLA's Gather. `mode=None` means PROMISE_IN_BOUNDS (clamping); with FILL_OR_DROP
+  out-of-bounds windows read `fill_value` (default: NaN / most negative int / True)."""
+  if not isinstance(dimension_numbers, GatherDimensionNumbers):
+    raise TypeError("gather dimension_numbers must be a lax.GatherDimensionNumbers, got "
+                    f"{type(dimension_numbers).__name__}")
+  parsed = GatherScatterMode.from_any(GatherScatterMode.PROMISE_IN_BOUNDS if mode is None
+                                      else mode)
+  if parsed == GatherScatterMode.ONE_HOT:
+    raise ValueError("gather mode 'one_hot' is not supported by ember; use 'clip', "
+                     "'fill' or 'promise_in_bounds'.")
+  if parsed == GatherScatterMode.FILL_OR_DROP:
+    if fill_value is None:
+      fill_value = default_fill_value(core.get_aval(operand).dtype)
+  else:
+    fill_value = None
+  return gather_p.bind(operand, start_indices,
+                       dimension_numbers=_tuple_fields(dimension_numbers),
+                       slice_sizes=_shape_tuple(slice_sizes, "slice_sizes"),
+                       unique_indices=bool(unique_indices),
+                       indices_are_sorted=bool(indices_are_sorted), mode=parsed,
+                       fill_value=fill_value)
 
 
 # --- scatter --------------------------------------------------------------------------
@@ -479,23 +466,6 @@ for _p in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p
   _p.batch = _scatter_batch_for(_p)
 
 
-def _dynamic_update_slice_batch(axis_data, vals, dims):
-  """A dynamic update slice is a scatter of one window (clamped starts): batch it as one."""
-  (operand, update, *starts), (od, ud, *sds) = vals, dims
-  nd = batching.ndim_of(update) - (ud is not None)
-  idx = tuple(range(nd))
-  index, index_dim = _batch_dynamic_slice_indices(starts, sds)
-  dn = ScatterDimensionNumbers(update_window_dims=idx, inserted_window_dims=(),
-                               scatter_dims_to_operand_dims=idx)
-  return _scatter_batch_for(scatter_p)(
-      axis_data, [operand, index, update], [od, index_dim, ud], dimension_numbers=dn,
-      indices_are_sorted=True, unique_indices=True, mode=GatherScatterMode.CLIP,
-      update_jaxpr=None, update_consts=())
-
-
-dynamic_update_slice_p.batch = _dynamic_update_slice_batch
-
-
 _SCATTER_OPCODES = {"scatter-add": "add", "scatter-sub": "subtract", "scatter-mul": "multiply",
                     "scatter-min": "minimum", "scatter-max": "maximum"}
 
@@ -540,176 +510,171 @@ for _p in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p
   _p.lower = _scatter_lowering(_p.name)
 
 
-# --- the lax functions ----------------------------------------------------------------
+# --- scatter: differentiation rules ---------------------------------------------------
+# scatter-add/sub are linear in operand and updates (indices are integers: zero tangents);
+# their transposes gather the update windows back. scatter, scatter-mul and
+# scatter-min/max get JAX's jvp rules, written with linear primitives so reverse mode
+# transposes them.
 
-def _is_static_int(i) -> bool:
-  return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
-
-
-def _normalize_starts(operand_shape, start_indices, allow_negative_indices, op):
-  """Negative start indices count from the end (as JAX's `_dynamic_slice_indices`):
-  static ones are fixed here, traced ones with a `select_n`."""
-  if not isinstance(start_indices, (list, tuple)):
-    shape = core.get_aval(start_indices).shape
-    if len(shape) != 1:
-      raise ValueError(f"Slice indices must be a 1D sequence, got {shape}")
-    start_indices = [start_indices[i] for i in range(shape[0])]
-  if len(start_indices) != len(operand_shape):
-    raise ValueError(f"Length of slice indices must match number of operand dimensions "
-                     f"({len(start_indices)} vs {operand_shape})")
-  if isinstance(allow_negative_indices, bool):
-    allow_negative_indices = [allow_negative_indices] * len(start_indices)
-  out = []
-  for i, d, neg in zip(start_indices, operand_shape, allow_negative_indices):
-    if _is_static_int(i):
-      if i < 0 and not neg:
-        raise ValueError(f"Index {i} is out of bounds for dimension {d} if "
-                         "allow_negative_indices=False")
-      dt = dtypes.canonicalize_dtype(np.asarray(i).dtype) if isinstance(i, np.integer) \
-          else dtypes.default_int_dtype()
-      out.append(ew.convert_element_type(i + d if i < 0 else i, dt))
-      continue
-    aval = core.get_aval(i)
-    if not dtypes.is_integer(aval.dtype):
-      raise TypeError(f"{op} start indices must be integers, got an index of dtype "
-                      f"{aval.dtype.name}.")
-    if not neg or dtypes.is_unsigned(aval.dtype):
-      out.append(i)
-      continue
-    out.append(ew.select_n(ew.lt(i, 0), i, ew.add(i, d)))
-  return out
+def _gather_dnums_of(dn) -> GatherDimensionNumbers:
+  """The gather that reads back the windows a scatter with `dn` writes."""
+  return GatherDimensionNumbers(
+      offset_dims=tuple(dn.update_window_dims), collapsed_slice_dims=tuple(dn.inserted_window_dims),
+      start_index_map=tuple(dn.scatter_dims_to_operand_dims),
+      operand_batching_dims=tuple(dn.operand_batching_dims),
+      start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
 
 
-def _shape_tuple(shape, what):
-  """Static sizes as a tuple of ints (a traced size raises TracerIntegerConversionError)."""
-  try:
-    return tuple(operator.index(d) for d in shape)
-  except TypeError as e:
-    if isinstance(e, errors.JAXTypeError):
-      raise
-    raise TypeError(f"{what} must be a sequence of static integers, got {shape!r}") from None
+def _window_slice_sizes(operand_shape, updates_shape, dn) -> tuple:
+  sizes, pos = [], 0
+  for i in range(len(operand_shape)):
+    if i in dn.inserted_window_dims or i in dn.operand_batching_dims:
+      sizes.append(1)
+    else:
+      sizes.append(updates_shape[dn.update_window_dims[pos]])
+      pos += 1
+  return tuple(sizes)
 
 
-def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
-  """The window of `slice_sizes` starting at `start_indices` (which may be traced).
-  Starts are clamped so the window stays inside `operand` (XLA's DynamicSlice)."""
-  shape = core.get_aval(operand).shape
-  starts = _normalize_starts(shape, start_indices, allow_negative_indices, "dynamic_slice")
-  return dynamic_slice_p.bind(operand, *starts,
-                              slice_sizes=_shape_tuple(slice_sizes, "slice_sizes"))
+def _gather_back(ct, indices, updates_shape, dn, params):
+  """The update windows of `ct` at `indices` (the transpose of a scatter-add's updates)."""
+  sizes = _window_slice_sizes(core.get_aval(ct).shape, updates_shape, dn)
+  mode = params["mode"]
+  return gather_p.bind(ct, indices, dimension_numbers=_gather_dnums_of(dn), slice_sizes=sizes,
+                       unique_indices=params["unique_indices"],
+                       indices_are_sorted=params["indices_are_sorted"], mode=mode,
+                       fill_value=0 if mode == GatherScatterMode.FILL_OR_DROP else None)
 
 
-def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
-  """`operand` with `update` written at `start_indices` (clamped like dynamic_slice)."""
-  shape = core.get_aval(operand).shape
-  starts = _normalize_starts(shape, start_indices, allow_negative_indices,
-                             "dynamic_update_slice")
-  return dynamic_update_slice_p.bind(operand, update, *starts)
+def _scatter_add_sub_jvp(prim):
+  def rule(primals, tangents, **params):
+    operand, indices, updates = primals
+    out = prim.bind(operand, indices, updates, **params)
+    t_op, _, t_up = tangents
+    if type(t_op) is ad.Zero and type(t_up) is ad.Zero:
+      return out, ad.Zero.from_value(out)
+    return out, prim.bind(ad.instantiate_zeros(t_op), indices, ad.instantiate_zeros(t_up),
+                          **params)
+  return rule
 
 
-def _zero_index_like(i):
-  """A static 0 with the dtype of index `i` (the start of the untouched dimensions)."""
-  if isinstance(i, int):
-    return 0
-  return np.zeros((), core.get_aval(i).dtype)[()]
+def _scatter_add_sub_transpose(negate):
+  def rule(ct, operand, indices, updates, *, dimension_numbers, **params):
+    t_op = ct if ad.is_undefined_primal(operand) else None
+    t_up = None
+    if ad.is_undefined_primal(updates):
+      t_up = _gather_back(ct, indices, updates.aval.shape, dimension_numbers, params)
+      t_up = ew.neg(t_up) if negate else t_up
+    return [t_op, None, t_up]
+  return rule
 
 
-def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0, *,
-                         allow_negative_indices=True):
-  """`operand[..., start_index:start_index + slice_size]` along `axis`, dynamically."""
-  shape = core.get_aval(operand).shape
-  axis = int(axis)
-  starts = [_zero_index_like(start_index)] * len(shape)
-  sizes = list(shape)
-  neg = [False] * len(shape)
-  starts[axis], sizes[axis], neg[axis] = start_index, int(slice_size), allow_negative_indices
-  return dynamic_slice(operand, starts, sizes, allow_negative_indices=neg)
+scatter_add_p.jvp = _scatter_add_sub_jvp(scatter_add_p)
+scatter_add_p.transpose = _scatter_add_sub_transpose(negate=False)
+scatter_sub_p.jvp = _scatter_add_sub_jvp(scatter_sub_p)
+scatter_sub_p.transpose = _scatter_add_sub_transpose(negate=True)
 
 
-def dynamic_update_slice_in_dim(operand, update, start_index, axis: int, *,
-                                allow_negative_indices=True):
-  """dynamic_update_slice with `start_index` along `axis` and 0 elsewhere."""
-  ndim = core.get_aval(operand).ndim
-  axis = int(axis)
-  starts = [_zero_index_like(start_index)] * ndim
-  neg = [False] * ndim
-  starts[axis], neg[axis] = start_index, allow_negative_indices
-  return dynamic_update_slice(operand, update, starts, allow_negative_indices=neg)
+def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices,
+                 mode, update_jaxpr, update_consts):
+  """JAX's rule: scatter positive ids to learn which update (or the operand) each output
+  element comes from, then combine masked values and tangents with scatter-adds."""
+  operand, indices, updates = primals
+  t_op, _, t_up = tangents
+  dn = dimension_numbers
+  params = dict(dimension_numbers=dn, indices_are_sorted=indices_are_sorted,
+                unique_indices=unique_indices, mode=mode)
+  out = scatter_p.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
+                       update_consts=update_consts, **params)
+  if update_jaxpr is not None:
+    raise NotImplementedError("Differentiation rule for 'scatter' with an update function "
+                              "(lax.scatter_apply) not implemented")
+  u_shape = core.get_aval(updates).shape
+  ids_shape = [1 if i in dn.update_window_dims else d for i, d in enumerate(u_shape)]
+  n_ids = int(np.prod(ids_shape, dtype=np.int64))
+  id_dtype = np.uint32 if n_ids + 1 < 2 ** 31 else np.uint64
+  update_ids = ew.add(structural.reshape(structural.iota(id_dtype, n_ids), ids_shape), id_dtype(1))
+  update_ids = structural.broadcast_in_dim(update_ids, u_shape, tuple(range(len(u_shape))))
+  o_shape = core.get_aval(operand).shape
+  scattered_ids = scatter_p.bind(structural.full(o_shape, 0, id_dtype), indices, update_ids,
+                                 update_jaxpr=None, update_consts=(), **params)
+  gathered_ids = _gather_back(scattered_ids, indices, u_shape, dn, params)
+  keep_operand = ew.eq(scattered_ids, structural.full(o_shape, 0, id_dtype))
+  keep_update = ew.eq(update_ids, gathered_ids)
+  add_params = dict(params, update_jaxpr=None, update_consts=())
+  t_op, t_up = ad.instantiate_zeros(t_op), ad.instantiate_zeros(t_up)
+  masked_t_op = ew.select(keep_operand, t_op, structural.full_like(t_op, 0))
+  masked_t_up = ew.select(keep_update, t_up, structural.full_like(t_up, 0))
+  return out, scatter_add_p.bind(masked_t_op, indices, masked_t_up, **add_params)
 
 
-def _dynamic_index_in_dim(operand, index, axis=0, keepdims=True, *,
-                          allow_negative_indices=True):
-  result = dynamic_slice_in_dim(operand, index, 1, axis,
-                                allow_negative_indices=allow_negative_indices)
-  return result if keepdims else structural.squeeze(result, (axis,))
+scatter_p.jvp = _scatter_jvp
 
 
-def _dynamic_update_index_in_dim(operand, update, index, axis, *,
-                                 allow_negative_indices=True):
-  axis = int(axis)
-  if core.get_aval(update).ndim != core.get_aval(operand).ndim:
-    update = structural.expand_dims(update, (axis,))
-  return dynamic_update_slice_in_dim(operand, update, index, axis,
-                                     allow_negative_indices=allow_negative_indices)
+def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted,
+                     unique_indices, mode, update_jaxpr, update_consts):
+  operand, indices, updates = primals
+  t_op, _, t_up = tangents
+  params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                unique_indices=unique_indices, mode=mode, update_jaxpr=update_jaxpr,
+                update_consts=update_consts)
+  out = scatter_mul_p.bind(operand, indices, updates, **params)
+  t_out = ad.Zero.from_value(out)
+  if type(t_op) is not ad.Zero:  # out = x * (product of the updates at each position)
+    factor = scatter_mul_p.bind(structural.full_like(operand, 1), indices, updates, **params)
+    t_out = ad.add_tangents(t_out, ew.mul(t_op, factor))
+  if type(t_up) is not ad.Zero:
+    if not unique_indices:
+      raise NotImplementedError("scatter_mul gradients are only implemented if "
+                                "`unique_indices=True`")
+    add_params = dict(params, update_jaxpr=None, update_consts=())
+    spread = scatter_add_p.bind(structural.full_like(operand, 0), indices, t_up, **add_params)
+    t_out = ad.add_tangents(t_out, ew.mul(operand, spread))
+  return out, t_out
 
 
-# ember's `jit`. The driver sits above the primitives: driver/jit.py registers it here when it is
-# imported.
-jit: Callable | None = None
+scatter_mul_p.jvp = _scatter_mul_jvp
 
 
-@functools.cache
-def _jitted(fn, name, static_argnames):
-  """`fn` under ember.jit, named `name`: JAX jits these two, so their jaxprs hold one
-  `jit` equation with that name."""
-  fn.__name__ = fn.__qualname__ = name
-  return jit(fn, static_argnames=static_argnames)
+def _scatter_extremal_jvp(prim):
+  """The tangent of whichever of operand and updates attains the result, averaged over
+  ties (as max/min average their tangents). As in JAX, an element no update touches keeps
+  the operand's tangent (even where it is NaN and so equals nothing), and a touched element
+  that neither attains (a NaN result) gets a zero tangent."""
+  def rule(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode,
+           update_jaxpr, update_consts):
+    operand, indices, updates = primals
+    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
+                  unique_indices=unique_indices, mode=mode)
+    out = prim.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
+                    update_consts=update_consts, **params)
+    if type(tangents[0]) is ad.Zero and type(tangents[2]) is ad.Zero:
+      return out, ad.Zero.from_value(out)
+    t_op, t_up = (ad.instantiate_zeros(t) for t in (tangents[0], tangents[2]))
+    dt = core.get_aval(operand).dtype
+    u_shape = core.get_aval(updates).shape
+    add_params = dict(params, update_jaxpr=None, update_consts=())
+
+    def spread(vals):  # the sum of `vals` (shaped like updates) at each operand position
+      return scatter_add_p.bind(structural.full_like(operand, 0), indices, vals, **add_params)
+
+    won_up = ew.convert_element_type(
+        ew.eq(updates, _gather_back(out, indices, u_shape, dimension_numbers, params)), dt)
+    won_op = ew.convert_element_type(ew.eq(operand, out), dt)
+    count = ew.add(won_op, spread(won_up))
+    total = ew.add(ew.mul(t_op, won_op), spread(ew.mul(t_up, won_up)))
+    zero = structural.full_like(count, 0)
+    safe_count = ew.select(ew.eq(count, zero), structural.full_like(count, 1), count)
+    touched = ew.gt(spread(structural.full_like(updates, 1)), zero)
+    return out, ew.select(touched, ew.div(total, safe_count), t_op)
+  return rule
 
 
-def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *,
-                         allow_negative_indices=True):
-  """`operand[..., index]` along `axis` with a dynamic index (kept as a size-1 dim
-  when `keepdims`)."""
-  fn = _jitted(_dynamic_index_in_dim, "dynamic_index_in_dim",
-               ("axis", "keepdims", "allow_negative_indices"))
-  return fn(operand, index, axis=int(axis), keepdims=bool(keepdims),
-            allow_negative_indices=allow_negative_indices)
+scatter_min_p.jvp = _scatter_extremal_jvp(scatter_min_p)
+scatter_max_p.jvp = _scatter_extremal_jvp(scatter_max_p)
 
 
-def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
-                                allow_negative_indices=True):
-  """Write `update` (with or without the size-1 `axis`) at `index` along `axis`."""
-  fn = _jitted(_dynamic_update_index_in_dim, "dynamic_update_index_in_dim",
-               ("axis", "allow_negative_indices"))
-  return fn(operand, update, index, axis=int(axis),
-            allow_negative_indices=allow_negative_indices)
-
-
-def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, slice_sizes,
-           *, unique_indices: bool = False, indices_are_sorted: bool = False,
-           mode=None, fill_value=None):
-  """XLA's Gather. `mode=None` means PROMISE_IN_BOUNDS (clamping); with FILL_OR_DROP
-  out-of-bounds windows read `fill_value` (default: NaN / most negative int / True)."""
-  if not isinstance(dimension_numbers, GatherDimensionNumbers):
-    raise TypeError("gather dimension_numbers must be a lax.GatherDimensionNumbers, got "
-                    f"{type(dimension_numbers).__name__}")
-  parsed = GatherScatterMode.from_any(GatherScatterMode.PROMISE_IN_BOUNDS if mode is None
-                                      else mode)
-  if parsed == GatherScatterMode.ONE_HOT:
-    raise ValueError("gather mode 'one_hot' is not supported by ember; use 'clip', "
-                     "'fill' or 'promise_in_bounds'.")
-  if parsed == GatherScatterMode.FILL_OR_DROP:
-    if fill_value is None:
-      fill_value = default_fill_value(core.get_aval(operand).dtype)
-  else:
-    fill_value = None
-  return gather_p.bind(operand, start_indices,
-                       dimension_numbers=_tuple_fields(dimension_numbers),
-                       slice_sizes=_shape_tuple(slice_sizes, "slice_sizes"),
-                       unique_indices=bool(unique_indices),
-                       indices_are_sorted=bool(indices_are_sorted), mode=parsed,
-                       fill_value=fill_value)
-
+# --- scatter: the lax functions -------------------------------------------------------
 
 @functools.cache
 def _combiner_jaxpr(fn: Callable, dtype, weak_type: bool):
@@ -775,236 +740,3 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *
                         indices_are_sorted=bool(indices_are_sorted),
                         unique_indices=bool(unique_indices),
                         mode=GatherScatterMode.from_any(mode))
-
-
-# --- differentiation rules ---------------------------------------------------------------
-# dynamic_slice, gather, scatter-add/sub and dynamic_update_slice are linear in their array
-# operands (indices are integers: zero tangents); their transposes swap gathers and
-# scatter-adds. scatter, scatter-mul and scatter-min/max get JAX's jvp rules, written with
-# linear primitives so reverse mode transposes them.
-
-def _gather_dnums_of(dn) -> GatherDimensionNumbers:
-  """The gather that reads back the windows a scatter with `dn` writes."""
-  return GatherDimensionNumbers(
-      offset_dims=tuple(dn.update_window_dims), collapsed_slice_dims=tuple(dn.inserted_window_dims),
-      start_index_map=tuple(dn.scatter_dims_to_operand_dims),
-      operand_batching_dims=tuple(dn.operand_batching_dims),
-      start_indices_batching_dims=tuple(dn.scatter_indices_batching_dims))
-
-
-def _scatter_dnums_of(dn) -> ScatterDimensionNumbers:
-  """The scatter that writes back the windows a gather with `dn` reads."""
-  return ScatterDimensionNumbers(
-      update_window_dims=tuple(dn.offset_dims), inserted_window_dims=tuple(dn.collapsed_slice_dims),
-      scatter_dims_to_operand_dims=tuple(dn.start_index_map),
-      operand_batching_dims=tuple(dn.operand_batching_dims),
-      scatter_indices_batching_dims=tuple(dn.start_indices_batching_dims))
-
-
-def _window_slice_sizes(operand_shape, updates_shape, dn) -> tuple:
-  sizes, pos = [], 0
-  for i in range(len(operand_shape)):
-    if i in dn.inserted_window_dims or i in dn.operand_batching_dims:
-      sizes.append(1)
-    else:
-      sizes.append(updates_shape[dn.update_window_dims[pos]])
-      pos += 1
-  return tuple(sizes)
-
-
-def _gather_back(ct, indices, updates_shape, dn, params):
-  """The update windows of `ct` at `indices` (the transpose of a scatter-add's updates)."""
-  sizes = _window_slice_sizes(core.get_aval(ct).shape, updates_shape, dn)
-  mode = params["mode"]
-  return gather_p.bind(ct, indices, dimension_numbers=_gather_dnums_of(dn), slice_sizes=sizes,
-                       unique_indices=params["unique_indices"],
-                       indices_are_sorted=params["indices_are_sorted"], mode=mode,
-                       fill_value=0 if mode == GatherScatterMode.FILL_OR_DROP else None)
-
-
-def _dynamic_slice_jvp(primals, tangents, *, slice_sizes):
-  operand, *starts = primals
-  out = dynamic_slice_p.bind(operand, *starts, slice_sizes=slice_sizes)
-  t = tangents[0]
-  if type(t) is ad.Zero:
-    return out, ad.Zero.from_value(out)
-  return out, dynamic_slice_p.bind(t, *starts, slice_sizes=slice_sizes)
-
-
-def _dynamic_slice_transpose(ct, operand, *starts, slice_sizes):
-  zeros = structural.full(operand.aval.shape, 0, operand.aval.dtype)
-  return [dynamic_update_slice_p.bind(zeros, ct, *starts)] + [None] * len(starts)
-
-
-def _dynamic_update_slice_jvp(primals, tangents):
-  operand, update, *starts = primals
-  out = dynamic_update_slice_p.bind(operand, update, *starts)
-  t_op, t_up = tangents[:2]
-  if type(t_op) is ad.Zero and type(t_up) is ad.Zero:
-    return out, ad.Zero.from_value(out)
-  return out, dynamic_update_slice_p.bind(ad.instantiate_zeros(t_op),
-                                          ad.instantiate_zeros(t_up), *starts)
-
-
-def _dynamic_update_slice_transpose(ct, operand, update, *starts):
-  u_aval = update.aval if ad.is_undefined_primal(update) else core.get_aval(update)
-  t_op = t_up = None
-  if ad.is_undefined_primal(operand):
-    t_op = dynamic_update_slice_p.bind(ct, structural.full(u_aval.shape, 0, u_aval.dtype), *starts)
-  if ad.is_undefined_primal(update):
-    t_up = dynamic_slice_p.bind(ct, *starts, slice_sizes=u_aval.shape)
-  return [t_op, t_up] + [None] * len(starts)
-
-
-def _gather_jvp(primals, tangents, *, dimension_numbers, slice_sizes, unique_indices,
-                indices_are_sorted, mode, fill_value):
-  (operand, indices), t = primals, tangents[0]
-  params = dict(dimension_numbers=dimension_numbers, slice_sizes=slice_sizes,
-                unique_indices=unique_indices, indices_are_sorted=indices_are_sorted, mode=mode)
-  out = gather_p.bind(operand, indices, fill_value=fill_value, **params)
-  if type(t) is ad.Zero:
-    return out, ad.Zero.from_value(out)
-  return out, gather_p.bind(t, indices, fill_value=0 if fill_value is not None else None,
-                            **params)
-
-
-def _gather_transpose(ct, operand, indices, *, dimension_numbers, slice_sizes, unique_indices,
-                      indices_are_sorted, mode, fill_value):
-  a = operand.aval
-  zeros = structural.full(a.shape, 0, a.dtype)
-  out = scatter_add(zeros, indices, ct, _scatter_dnums_of(dimension_numbers),
-                    indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
-                    mode=mode)
-  return [out, None]
-
-
-def _scatter_add_sub_jvp(prim):
-  def rule(primals, tangents, **params):
-    operand, indices, updates = primals
-    out = prim.bind(operand, indices, updates, **params)
-    t_op, _, t_up = tangents
-    if type(t_op) is ad.Zero and type(t_up) is ad.Zero:
-      return out, ad.Zero.from_value(out)
-    return out, prim.bind(ad.instantiate_zeros(t_op), indices, ad.instantiate_zeros(t_up),
-                          **params)
-  return rule
-
-
-def _scatter_add_sub_transpose(negate):
-  def rule(ct, operand, indices, updates, *, dimension_numbers, **params):
-    t_op = ct if ad.is_undefined_primal(operand) else None
-    t_up = None
-    if ad.is_undefined_primal(updates):
-      t_up = _gather_back(ct, indices, updates.aval.shape, dimension_numbers, params)
-      t_up = ew.neg(t_up) if negate else t_up
-    return [t_op, None, t_up]
-  return rule
-
-
-def _scatter_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices,
-                 mode, update_jaxpr, update_consts):
-  """JAX's rule: scatter positive ids to learn which update (or the operand) each output
-  element comes from, then combine masked values and tangents with scatter-adds."""
-  operand, indices, updates = primals
-  t_op, _, t_up = tangents
-  dn = dimension_numbers
-  params = dict(dimension_numbers=dn, indices_are_sorted=indices_are_sorted,
-                unique_indices=unique_indices, mode=mode)
-  out = scatter_p.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
-                       update_consts=update_consts, **params)
-  if update_jaxpr is not None:
-    raise NotImplementedError("Differentiation rule for 'scatter' with an update function "
-                              "(lax.scatter_apply) not implemented")
-  u_shape = core.get_aval(updates).shape
-  ids_shape = [1 if i in dn.update_window_dims else d for i, d in enumerate(u_shape)]
-  n_ids = int(np.prod(ids_shape, dtype=np.int64))
-  id_dtype = np.uint32 if n_ids + 1 < 2 ** 31 else np.uint64
-  update_ids = ew.add(structural.reshape(structural.iota(id_dtype, n_ids), ids_shape), id_dtype(1))
-  update_ids = structural.broadcast_in_dim(update_ids, u_shape, tuple(range(len(u_shape))))
-  o_shape = core.get_aval(operand).shape
-  scattered_ids = scatter_p.bind(structural.full(o_shape, 0, id_dtype), indices, update_ids,
-                                 update_jaxpr=None, update_consts=(), **params)
-  gathered_ids = _gather_back(scattered_ids, indices, u_shape, dn, params)
-  keep_operand = ew.eq(scattered_ids, structural.full(o_shape, 0, id_dtype))
-  keep_update = ew.eq(update_ids, gathered_ids)
-  add_params = dict(params, update_jaxpr=None, update_consts=())
-  t_op, t_up = ad.instantiate_zeros(t_op), ad.instantiate_zeros(t_up)
-  masked_t_op = ew.select(keep_operand, t_op, structural.full_like(t_op, 0))
-  masked_t_up = ew.select(keep_update, t_up, structural.full_like(t_up, 0))
-  return out, scatter_add_p.bind(masked_t_op, indices, masked_t_up, **add_params)
-
-
-def _scatter_mul_jvp(primals, tangents, *, dimension_numbers, indices_are_sorted,
-                     unique_indices, mode, update_jaxpr, update_consts):
-  operand, indices, updates = primals
-  t_op, _, t_up = tangents
-  params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
-                unique_indices=unique_indices, mode=mode, update_jaxpr=update_jaxpr,
-                update_consts=update_consts)
-  out = scatter_mul_p.bind(operand, indices, updates, **params)
-  t_out = ad.Zero.from_value(out)
-  if type(t_op) is not ad.Zero:  # out = x * (product of the updates at each position)
-    factor = scatter_mul_p.bind(structural.full_like(operand, 1), indices, updates, **params)
-    t_out = ad.add_tangents(t_out, ew.mul(t_op, factor))
-  if type(t_up) is not ad.Zero:
-    if not unique_indices:
-      raise NotImplementedError("scatter_mul gradients are only implemented if "
-                                "`unique_indices=True`")
-    add_params = dict(params, update_jaxpr=None, update_consts=())
-    spread = scatter_add_p.bind(structural.full_like(operand, 0), indices, t_up, **add_params)
-    t_out = ad.add_tangents(t_out, ew.mul(operand, spread))
-  return out, t_out
-
-
-def _scatter_extremal_jvp(prim):
-  """The tangent of whichever of operand and updates attains the result, averaged over
-  ties (as max/min average their tangents). As in JAX, an element no update touches keeps
-  the operand's tangent (even where it is NaN and so equals nothing), and a touched element
-  that neither attains (a NaN result) gets a zero tangent."""
-  def rule(primals, tangents, *, dimension_numbers, indices_are_sorted, unique_indices, mode,
-           update_jaxpr, update_consts):
-    operand, indices, updates = primals
-    params = dict(dimension_numbers=dimension_numbers, indices_are_sorted=indices_are_sorted,
-                  unique_indices=unique_indices, mode=mode)
-    out = prim.bind(operand, indices, updates, update_jaxpr=update_jaxpr,
-                    update_consts=update_consts, **params)
-    if type(tangents[0]) is ad.Zero and type(tangents[2]) is ad.Zero:
-      return out, ad.Zero.from_value(out)
-    t_op, t_up = (ad.instantiate_zeros(t) for t in (tangents[0], tangents[2]))
-    dt = core.get_aval(operand).dtype
-    u_shape = core.get_aval(updates).shape
-    add_params = dict(params, update_jaxpr=None, update_consts=())
-
-    def spread(vals):  # the sum of `vals` (shaped like updates) at each operand position
-      return scatter_add_p.bind(structural.full_like(operand, 0), indices, vals, **add_params)
-
-    won_up = ew.convert_element_type(
-        ew.eq(updates, _gather_back(out, indices, u_shape, dimension_numbers, params)), dt)
-    won_op = ew.convert_element_type(ew.eq(operand, out), dt)
-    count = ew.add(won_op, spread(won_up))
-    total = ew.add(ew.mul(t_op, won_op), spread(ew.mul(t_up, won_up)))
-    zero = structural.full_like(count, 0)
-    safe_count = ew.select(ew.eq(count, zero), structural.full_like(count, 1), count)
-    touched = ew.gt(spread(structural.full_like(updates, 1)), zero)
-    return out, ew.select(touched, ew.div(total, safe_count), t_op)
-  return rule
-
-
-def _install_ad_rules():
-  dynamic_slice_p.jvp = _dynamic_slice_jvp
-  dynamic_slice_p.transpose = _dynamic_slice_transpose
-  dynamic_update_slice_p.jvp = _dynamic_update_slice_jvp
-  dynamic_update_slice_p.transpose = _dynamic_update_slice_transpose
-  gather_p.jvp = _gather_jvp
-  gather_p.transpose = _gather_transpose
-  scatter_add_p.jvp = _scatter_add_sub_jvp(scatter_add_p)
-  scatter_add_p.transpose = _scatter_add_sub_transpose(negate=False)
-  scatter_sub_p.jvp = _scatter_add_sub_jvp(scatter_sub_p)
-  scatter_sub_p.transpose = _scatter_add_sub_transpose(negate=True)
-  scatter_p.jvp = _scatter_jvp
-  scatter_mul_p.jvp = _scatter_mul_jvp
-  scatter_min_p.jvp = _scatter_extremal_jvp(scatter_min_p)
-  scatter_max_p.jvp = _scatter_extremal_jvp(scatter_max_p)
-
-
-_install_ad_rules()

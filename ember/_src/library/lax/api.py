@@ -10,6 +10,7 @@ from ember._src.primitives.windows import *  # noqa: F401,F403
 from ember._src.primitives.linalg import *  # noqa: F401,F403
 from ember._src.primitives.convolution import *  # noqa: F401,F403
 from ember._src.primitives.sorting import *  # noqa: F401,F403
+from ember._src.primitives.slicing import *  # noqa: F401,F403
 from ember._src.primitives.indexing import *  # noqa: F401,F403
 from ember._src.primitives.control import *  # noqa: F401,F403
 from ember._src.primitives.parallel import *  # noqa: F401,F403
@@ -22,7 +23,7 @@ def _export_primitives():
   every Primitive found in the family modules under its variable name."""
   names = {}
   for fam in ("elementwise", "structural", "reductions", "windows", "linalg", "convolution",
-              "sorting", "indexing", "control", "parallel", "fft"):
+              "sorting", "slicing", "indexing", "control", "parallel", "fft"):
     mod = importlib.import_module(f"ember._src.primitives.{fam}")
     names.update({k: v for k, v in vars(mod).items()
                   if k.endswith("_p") and not k.startswith("_") and isinstance(v, core.Primitive)})

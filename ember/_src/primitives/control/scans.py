@@ -20,7 +20,7 @@ from ember._src import core
 from ember._src.base import errors, tree_util
 from ember._src.core import ShapedArray, get_aval
 from ember._src.core.array import Array
-from ember._src.primitives import indexing
+from ember._src.primitives import slicing
 from ember._src.primitives.control.barriers import optimization_barrier
 from ember._src.primitives.control.common import (
     Zero, _batch_jaxpr_front, _carry_fixpoint, _check_carry_type, _disable_jit, _emit_while,
@@ -488,13 +488,13 @@ def _scan_lower(ctx, *args, jaxpr, length, reverse, unroll, ft_in, ft_out):
       zeros = lambda n: [np.int32(0)] * n
       for _ in range(steps):
         t = sub(np.int32(length - 1), i) if reverse else i
-        x = [reshape(indexing.dynamic_slice(v, [t] + zeros(v.ndim - 1),
-                                                (1,) + tuple(v.shape[1:]),
-                                                allow_negative_indices=False), v.shape[1:])
+        x = [reshape(slicing.dynamic_slice(v, [t] + zeros(v.ndim - 1),
+                                           (1,) + tuple(v.shape[1:]),
+                                           allow_negative_indices=False), v.shape[1:])
              for v in xs]
         outs = core.eval_jaxpr(jaxpr, [], *consts, *carry, *x)
         carry = outs[:ncar]
-        ys = [indexing.dynamic_update_slice(
+        ys = [slicing.dynamic_update_slice(
             buf, reshape(y, (1,) + tuple(buf.shape[1:])), [t] + zeros(buf.ndim - 1),
             allow_negative_indices=False) for buf, y in zip(ys, outs[ncar:])]
         i = add(i, np.int32(1))
