@@ -252,8 +252,8 @@ def shard_map(f: Callable | None = None, /, *, out_specs, in_specs=None, mesh=No
   On a mesh whose axes all have size 1 the block is the whole array, so `f` runs once on
   its inputs with each of the mesh axes (or just `axis_names`) bound at size 1, as vmap
   binds them. On a mesh of several devices a top-level call runs `f` per device
-  (parallel/spmd.py); inside jit `f` is vmapped over the mesh axes on the stacked blocks. `mesh` defaults to the one `jax.set_mesh`
-  put in context. `check_vma` is accepted; ember does not infer which values vary over the
+  (parallel/spmd.py); inside jit `f` is vmapped over the mesh axes on the stacked blocks.
+  `mesh` defaults to the one `jax.set_mesh` put in context. `check_vma` is accepted; ember does not infer which values vary over the
   mesh axes, so it does not reject an `out_specs` of P() for a varying value as JAX does.
   """
   if f is None:

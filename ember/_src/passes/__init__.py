@@ -1,2 +1,2 @@
 """Optimization passes: one file per pass (module -> module), and the pipeline. (Partitioning
-a jit's jaxpr over a device mesh happens before lowering: ember/_src/driver/sharding_propagation.py.)"""
+a jit's jaxpr over a device mesh happens before lowering: driver/sharding_propagation.py.)"""

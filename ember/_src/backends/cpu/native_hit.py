@@ -631,9 +631,9 @@ def hit_function(*, array_module, executable, consts, arg_types, guards, idle, o
   """The builtin running a cache hit of one signature: `f(*args)` -> the result, or `miss`
   (nothing done) for anything it does not check for itself; None where it cannot be made
   (no native support here, or the executable does not run as one prologue call: see
-  Executable.execute_direct). `array_module`: core/array.py. `arg_types`: (shape, dtype, weak type) per argument;
-  `guards`: (object, attribute, expected value) triples; `out_specs`: (dims, dtype, weak
-  type) per output; `result`: RESULT_*."""
+  Executable.execute_direct). `array_module`: core/array.py. `arg_types`: (shape, dtype,
+  weak type) per argument; `guards`: (object, attribute, expected value) triples;
+  `out_specs`: (dims, dtype, weak type) per output; `result`: RESULT_*."""
   native = _native() if available(array_module) else None
   direct = getattr(executable, "_direct", None)
   if native is None or direct is None or direct[1] is None or direct[4] is None or \

@@ -1,15 +1,15 @@
 """Trace collection: host spans, jitted-call dispatch, compile stages and every executed
 thunk, written as Chrome Trace Event Format JSON (what Perfetto and chrome://tracing open).
 
-The traced code records into events.py (below everything); while no trace is active its
-hooks cost one global check each (`if events.active:`) on the paths they sit on:
+The traced code records into base/profiler_events.py (below everything); while no trace is
+active its hooks cost one global check each (`if events.active:`) on the paths they sit on:
 
-    driver/jit.py           JitWrapped.__call__  -> `PjitFunction(f)` (dispatch span, JAX's name)
-                     JitWrapped._miss     -> `trace jit(f)`
-    driver/compilation.py   compile_staged       -> `lower jit(f)`, `compile jit(f)` and its stages
-    driver/dispatch.py      _RunPlan call        -> one span per thunk (backends/cpu/profiled.py)
-    control_flow.py  _Sub.__call__        -> the thunks of loop bodies/branches, nested
-    tiering.py       the tier-up worker   -> `tier-up <module>`
+    driver/jit.py                 JitWrapped.__call__  -> `PjitFunction(f)` (dispatch span)
+                                  JitWrapped._miss     -> `trace jit(f)`
+    driver/compilation.py         compile_staged       -> `lower jit(f)`, `compile jit(f)`, stages
+    driver/dispatch.py            _RunPlan call        -> one span per thunk (cpu/profiled.py)
+    backends/cpu/control_flow.py  _Sub.__call__        -> the thunks of loop bodies/branches, nested
+    backends/cpu/tiering.py       the tier-up worker   -> `tier-up <module>`
 
 This module is the session around them: start and stop, then the export. Events are kept
 in memory as tuples (thread id, name, start ns, end ns, args) and turned into JSON when the
