@@ -14,12 +14,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ember._src.base import basearray, dtypes
+from ember._src.base import basearray, buffer_pool, dtypes, tree_util
 from ember._src import core
 from ember._src.base.config import config
-from ember._src.base import buffer_pool
 from ember._src.core import sharding as sharding_lib
-from ember._src.base import tree_util
 from ember._src.core.sharding import (  # noqa: F401 (devices are re-exported from here)
     CpuDevice, Device, NamedSharding, Sharding, SingleDeviceSharding, _DEVICES, _entry_axes,
     check_placeable, default_backend, devices)

@@ -20,8 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember._src import core
-from ember._src.base import tree_util
-from ember._src.base import flags as flags_lib
+from ember._src.base import flags as flags_lib, tree_util
 from ember._src.backends.pjrt import client as pjrt_client
 
 

@@ -25,15 +25,14 @@ import numpy as np
 
 from ember._src import core
 from ember._src.hlo import graph as hlo
-from ember._src.base import persistent_cache, tree_util
+from ember._src.base import (
+    flags as flags_lib, persistent_cache, profiler_events as _profiler, tree_util)
 from ember._src.reference import host_callbacks
-from ember._src.base import flags as flags_lib
 from ember._src.core.api_util import ShapeDtypeStruct
 from ember._src.driver.cache_miss import log, log_enabled, timed
 from ember._src.base.config import config
 from ember._src.driver.dispatch import CompiledComputation
 from ember._src.lower import lower_jaxpr
-from ember._src.base import profiler_events as _profiler
 
 # The compiler proper (passes, analysis, the backend and llvmlite) is imported inside the
 # functions that use it ("deferred: the compiler loads at the first compile"): `import ember`

@@ -25,7 +25,7 @@ import numpy as np
 
 from ember._src.driver import cache_miss, compilation, pjrt_dispatch
 from ember._src import core
-from ember._src.base import tree_util
+from ember._src.base import profiler_events as _profiler, tree_util
 from ember._src.core.api_util import ShapeDtypeStruct
 from ember._src.base.config import TRACE_CONFIG, config
 from ember._src.driver.compilation import Lowered, Staged, Traced
@@ -33,7 +33,6 @@ from ember._src.core import Jaxpr
 from ember._src.core import trace as trace_lib
 from ember._src.driver.dispatch import NATIVE_MISS, NUMPY_SCALAR_TYPES
 from ember._src.primitives import slicing
-from ember._src.base import profiler_events as _profiler
 from ember._src.core.array import Array, PlacedArray
 from ember._src.runtime.pjrt_array import PjrtArray
 from ember._src.driver.sharding_propagation import constraint_sharding

@@ -25,11 +25,9 @@ import numpy as np
 
 from ember._src.hlo import graph as hlo
 from ember._src.base.dtypes import dtype_kind
-from ember._src.reference import elementwise as ew
-from ember._src.reference import indexing as ix
-from ember._src.reference import convolution, fft, lapack, linalg, reductions, sorting
-from ember._src.reference import structural as st
-from ember._src.reference import threefry, windows
+from ember._src.reference import (
+    convolution, elementwise as ew, fft, indexing as ix, lapack, linalg, reductions, sorting,
+    structural as st, threefry, windows)
 
 __all__ = ["evaluate", "evaluate_intermediates", "evaluate_computation", "eval_instr",
            "HloEvalError"]

@@ -27,9 +27,8 @@ from ember._src.primitives import check_same_dtypes, declare
 from ember._src.primitives.elementwise import convert_element_type
 from ember._src.primitives.linalg import canonicalize_precision
 from ember._src.primitives.structural import full, padtype_to_pads, reshape, rev, transpose
-from ember._src.reference import convolution as reference_conv
-from ember._src.reference import linalg as reference_linalg
-from ember._src.reference import windows as reference_windows
+from ember._src.reference import (
+    convolution as reference_conv, linalg as reference_linalg, windows as reference_windows)
 from ember._src.transforms import ad
 
 __all__ = ["conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",

@@ -27,8 +27,7 @@ from typing import Iterator, Sequence
 import numpy as np
 from llvmlite import ir
 
-from ember._src.base import dtypes
-from ember._src.base import flags as flags_lib
+from ember._src.base import dtypes, flags as flags_lib
 from ember._src.hlo import graph as hlo, evaluator as hlo_eval
 from ember._src.backends.cpu import dot_kernels
 from ember._src.backends.cpu.codegen import ir_types

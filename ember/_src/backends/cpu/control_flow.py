@@ -25,13 +25,12 @@ import threading
 
 import numpy as np
 
-from ember._src.base import flags as flags_lib
+from ember._src.base import flags as flags_lib, profiler_events as _profiler
 from ember._src.hlo import graph as hlo, evaluator as hlo_eval
 from ember._src.backends.cpu import profiled
 from ember._src.backends.cpu import executable as ex
 from ember._src.backends.cpu import runtime_cache, tiering
 from ember._src.backends.cpu.codegen.ir_types import CodegenError
-from ember._src.base import profiler_events as _profiler
 
 # Opcode -> how many called computations fell back to the reference evaluator because the
 # backend could not compile that op (`_Sub`). Every entry is a missing backend feature.

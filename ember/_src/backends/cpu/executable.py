@@ -38,13 +38,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ember._src.base import dtypes
-from ember._src.hlo import graph as hlo
-from ember._src.base import flags as flags_lib
+from ember._src.base import buffer_pool, dtypes, flags as flags_lib
+from ember._src.hlo import evaluator as hlo_eval, graph as hlo
 from ember._src.backends.cpu import blas_pool, cost_model, runtime_cache, threadpool
 from ember._src.reference import sorting
-from ember._src.base import buffer_pool
-from ember._src.hlo import evaluator as hlo_eval
 
 KERNEL_CFUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 

@@ -12,8 +12,7 @@ import builtins
 import numpy as np
 import ml_dtypes
 
-from ember._src.base import dtypes
-from ember._src.base import basearray
+from ember._src.base import basearray, dtypes
 from ember._src.core.array import Array
 from ember._src import core
 from ember._src.library.numpy.creation import asarray
