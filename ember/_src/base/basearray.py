@@ -1,6 +1,6 @@
 """`ember.Array` / `jnp.ndarray`: the abstract array type user code checks against.
 
-As in JAX (`jax.Array`), it is an abstract base class: concrete arrays (runtime.array.Array),
+As in JAX (`jax.Array`), it is an abstract base class: concrete arrays (core.array.Array),
 tracers (core.Tracer) and typed PRNG key arrays (prng_keys.PRNGKeyArray) register as its
 subclasses, so `isinstance(x, jax.Array)` is True for each of them, inside transformations
 too. Code inside ember checks the concrete classes.

@@ -107,9 +107,9 @@ def _wrap_result(x, aval: ShapedArray):
   return new_array(x, weak_type=aval.weak_type)
 
 
-# The concrete array type (runtime/array.Array) sits a layer above core and registers
-# itself here when its module is imported: eager evaluation returns arrays of it, and
-# staging writes its 0-d ones inline as literals.
+# The concrete array type (core/array.Array) sits above the tracing modules (it imports
+# them) and registers itself here when its module is imported: eager evaluation returns
+# arrays of it, and staging writes its 0-d ones inline as literals.
 _array_type: type | None = None
 
 
