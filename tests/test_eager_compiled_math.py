@@ -9,6 +9,7 @@ import ember
 import ember.numpy as jnp
 import ember.scipy.special as special
 from ember._src.driver import pjrt_dispatch
+from ember._src.primitives.elementwise import fma
 
 BIG = (pjrt_dispatch.EAGER_COMPILE_ELEMENTS // 64, 64)
 
@@ -68,3 +69,26 @@ def test_small_arrays_other_dtypes_and_traces_keep_the_reference():
   g = ember.grad(lambda v: jnp.tanh(v).sum())(x)     # traced: the rules, not the hook
   np.testing.assert_allclose(np.asarray(g), 1 - np.tanh(x.astype(np.float64)) ** 2,
                              rtol=1e-5, atol=1e-6)
+
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_eager_fma_equals_jit_and_the_reference(dtype):
+  # fma rounds once: compiled (llvm.fma) and the NumPy reference (error-free
+  # transformations, what disable_jit runs) give the same bits
+  rng = np.random.default_rng(1)
+  x, y, z = (rng.standard_normal(BIG).astype(dtype) for _ in range(3))
+  with ember.enable_x64(dtype == np.float64):
+    eager = np.asarray(fma(*map(jnp.asarray, (x, y, z))))
+    assert any(k[0].name == "fma" for k in pjrt_dispatch._one_op_fns)   # it ran compiled
+    np.testing.assert_array_equal(eager, np.asarray(ember.jit(fma)(x, y, z)))
+    with ember.disable_jit():
+      np.testing.assert_array_equal(eager, np.asarray(fma(*map(jnp.asarray, (x, y, z)))))
+
+
+def test_eager_normal_draws_the_jitted_bits():
+  # random.normal's XLA:CPU arithmetic (fma, erf_inv, log) runs compiled eagerly on a large
+  # draw: the same bits as jit(normal)
+  key = ember.random.key(7)
+  draw = lambda k: ember.random.normal(k, BIG)     # noqa: E731
+  np.testing.assert_array_equal(np.asarray(draw(key)), np.asarray(ember.jit(draw)(key)))

@@ -212,11 +212,13 @@ _eager_state = threading.local()
 # Float math whose eager NumPy reference evaluates in float64 on one core
 # (reference/elementwise.py `_math`): on a large native array it runs compiled instead, as
 # JAX's eager mode runs every op (2048x2048 float32: tanh 32 ms by NumPy, 3.4 ms compiled;
-# erf 511 vs 7.6), with the values of jit (ember's math library, <= 2 ulp).
+# erf 511 vs 7.6), with the values of jit (ember's math library, <= 2 ulp). `fma` is exact
+# both ways (one rounding; NumPy emulates it with error-free transformations, ~10x a plain
+# pass): the samplers' XLA:CPU arithmetic calls it ~30 times per normal draw.
 COMPILED_EAGER_MATH = frozenset({
     "exp", "exp2", "log", "log2", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
     "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "rsqrt",
-    "cbrt", "pow", "erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e"})
+    "cbrt", "pow", "erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "fma"})
 EAGER_COMPILE_ELEMENTS = 1 << 16     # below: NumPy's pass costs less than a dispatch
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
