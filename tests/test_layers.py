@@ -28,7 +28,7 @@ CYCLE_OK = ("primitives",)
 def layer_of(name: str) -> int:
   """The layer index of ember._src.<name>: the index of its folder."""
   folder = name.split(".")[0]
-  if folder not in LAYERS or name == folder and not MODULES[name].name == "__init__.py":
+  if folder not in LAYERS or name == folder and MODULES[name].name != "__init__.py":
     raise AssertionError(f"ember._src.{name} is in no layer folder: every module sits in the "
                          f"folder of its layer ({', '.join(LAYERS)}), none at _src's root")
   return LAYERS.index(folder)

@@ -367,7 +367,7 @@ def _check_dtypes(module: hlo.Module) -> None:
 
 def compile_module(module: hlo.Module, assignment, flags=None,
                    tiered: bool | str = False, tier_loops: bool = False) -> ex.Executable:
-  """Compile an optimized module (see compiler_design.md for the contract) to an
+  """Compile an optimized module (see docs/compiler.md for the contract) to an
   Executable. `assignment`: its buffer assignment, with those of the programs its loops and
   branches call (`BufferAssignment.called`; the compile driver makes it:
   compilation.assign_program); `flags` default to `ember._src.base.flags.get()` (opt_level).

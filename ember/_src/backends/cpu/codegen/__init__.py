@@ -1,7 +1,7 @@
 """LLVM code generation for fusions: one module per kernel family.
 
 Each fusion becomes one LLVM function with the backend ABI (`abi`: `void <fusion name>(i8**
-buffers, i64 start, i64 stop)`, compiler_design.md), a loop nest over the output index space
+buffers, i64 start, i64 stop)`, docs/compiler.md), a loop nest over the output index space
 (`kernels.KernelBuilder.fusion` picks its shape) whose body asks the elemental emitter
 (`emitter.ElementalEmitter`) for the value of the fusion's root at the loop's index; the
 emitter computes it recursively by the rules of each op family. All kernels of one jitted

@@ -1,4 +1,4 @@
-"""The kernel ABI (compiler_design.md), the same for every kernel of a module, whether
+"""The kernel ABI (docs/compiler.md), the same for every kernel of a module, whether
 generated here (fusions, scatter) or by dot_kernels and linalg_kernels:
 
     void <kernel name>(i8** buffers, i64 start, i64 stop)
