@@ -182,6 +182,10 @@ def run_worker(python: str, lib: str, case: str, budget_s: float) -> dict:
   """One case in a fresh process of `python`; its last stdout line is the JSON answer
   (a library may print before it)."""
   env = dict(os.environ)
+  # as on a user's machine, Python's bytecode is cached (pip compiles JAX's at install; a
+  # shell that sets PYTHONDONTWRITEBYTECODE would charge ember's first compile, which
+  # imports the compiler's modules, for compiling them from source every time)
+  env.pop("PYTHONDONTWRITEBYTECODE", None)
   if lib == "ember":
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO, env.get("PYTHONPATH")]))
   else:

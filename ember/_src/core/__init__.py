@@ -21,7 +21,7 @@ those names from the modules that hold them, bottom first:
   their own module names)
 
 Mutable state is not re-exported: the trace stack, the dynamic trace, the count of open
-traces, the registered array type and `eager_on_device` live in trace.py, and are read
+traces, the registered array type and `eager_hook` live in trace.py, and are read
 there (`from ember._src.core import trace as trace_lib; trace_lib.dynamic_trace`); a global
 rebound after import would be stale here.
 """

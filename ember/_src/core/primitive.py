@@ -53,6 +53,10 @@ class Primitive:
     self.effects_rule: Callable | None = None
     self.impl_on_arrays = False   # set by def_impl: `impl` takes Arrays, not NumPy arrays
     self.foreign_lowering = None  # a lowering rule written for JAX (mlir.register_lowering)
+    # the NumPy reference computes the compiled code's bits (correctly rounded arithmetic,
+    # comparisons, casts, data movement), so eager calls may switch to compiled code at any
+    # time (driver/eager.py)
+    self.reference_exact = False
     _all_primitives.add(self)
 
   def bind(self, *args, **params):
@@ -179,10 +183,12 @@ def jaxpr_effects(jaxpr: Jaxpr) -> frozenset:
 
 
 def declare(name: str, abstract_eval: Callable, impl: Callable | None = None, *,
-            multiple_results: bool = False) -> Primitive:
-  """Create a primitive with its shape/dtype rule and its NumPy reference impl."""
+            multiple_results: bool = False, exact: bool = False) -> Primitive:
+  """Create a primitive with its shape/dtype rule and its NumPy reference impl (`exact`:
+  the impl computes the compiled code's bits: `Primitive.reference_exact`)."""
   p = Primitive(name, multiple_results)
   p.abstract_eval = abstract_eval
   p.impl = impl
+  p.reference_exact = exact
   return p
 

@@ -4,7 +4,7 @@ This module is the one home of the tracing state: the calling thread's trace sta
 (staging) trace and named_scope names (`_state`; `trace_stack` and `dynamic_trace` read
 it as module attributes), the count of open traces in all threads (`_open_traces`, read by
 the jit fast path), the concrete array type that array.py registers (`register_array_type`)
-and the accelerator's eager runner (`eager_on_device`). Read them here, never through the
+and the eager hook (`eager_hook`, driver/eager.py's). Read them here, never through the
 `ember._src.core` namespace (a global rebound after import would be stale there).
 
 Level 0 is the eval trace (EvalTrace: each primitive's NumPy implementation, its results
@@ -52,9 +52,9 @@ class Trace:
                               "(an abstract method)")
 
 
-
-# application that runs here.
-eager_on_device: list = [None]
+# `run(prim, vals, params) -> outs | None`: driver/eager.py's choice of how an eager
+# primitive runs (compiled, or on a PJRT device); None lets EvalTrace run the reference.
+eager_hook: list = [None]
 
 
 class EvalTrace(Trace):
@@ -66,27 +66,32 @@ class EvalTrace(Trace):
   lift = pure
 
   def process_primitive(self, primitive, vals, params):
-    on_device = eager_on_device[0]
-    if on_device is not None:
-      outs = on_device(primitive, vals, params)
+    hook = eager_hook[0]
+    if hook is not None:
+      outs = hook(primitive, vals, params)
       if outs is not None:
         return outs
-    if primitive.eval_rule is not None:
-      out = primitive.eval_rule(*vals, **params)
-      outs = out if primitive.multiple_results else [out]
-      if any(not isinstance(o, Tracer) and getattr(o, "_value", None) is None for o in outs):
-        # Literal or passed-through outputs of a sub-jaxpr come back as raw Python/NumPy
-        # values (`jit(lambda x: (x, 2.0))(1)`): return them as Arrays of their out avals.
-        out_avals = primitive.out_avals([get_aval(v) for v in vals], params)
-        outs = [o if isinstance(o, Tracer) or getattr(o, "_value", None) is not None
-                else _wrap_result(np.asarray(o, a.dtype), a) for o, a in zip(outs, out_avals)]
-      return outs
-    in_avals = [get_aval(v) for v in vals]
-    out_avals = primitive.out_avals(in_avals, params)
-    np_args = [to_numpy(v, a) for v, a in zip(vals, in_avals)]
-    out = primitive.impl(*np_args, **params)
+    return eval_reference(primitive, vals, params)
+
+
+def eval_reference(primitive, vals, params) -> list:
+  """`primitive` applied to concrete `vals` by its NumPy reference (or its eval rule)."""
+  if primitive.eval_rule is not None:
+    out = primitive.eval_rule(*vals, **params)
     outs = out if primitive.multiple_results else [out]
-    return [_wrap_result(o, a) for o, a in zip(outs, out_avals)]
+    if any(not isinstance(o, Tracer) and getattr(o, "_value", None) is None for o in outs):
+      # Literal or passed-through outputs of a sub-jaxpr come back as raw Python/NumPy
+      # values (`jit(lambda x: (x, 2.0))(1)`): return them as Arrays of their out avals.
+      out_avals = primitive.out_avals([get_aval(v) for v in vals], params)
+      outs = [o if isinstance(o, Tracer) or getattr(o, "_value", None) is not None
+              else _wrap_result(np.asarray(o, a.dtype), a) for o, a in zip(outs, out_avals)]
+    return outs
+  in_avals = [get_aval(v) for v in vals]
+  out_avals = primitive.out_avals(in_avals, params)
+  np_args = [to_numpy(v, a) for v, a in zip(vals, in_avals)]
+  out = primitive.impl(*np_args, **params)
+  outs = out if primitive.multiple_results else [out]
+  return [_wrap_result(o, a) for o, a in zip(outs, out_avals)]
 
 
 def to_numpy(v, aval: ShapedArray | None = None) -> np.ndarray:

@@ -7,29 +7,22 @@ the same trace and cache key as ember's native compile) is lowered to StableHLO 
 compiled by the device's PJRT client once per (entry, device) and executed there; the
 outputs are PjrtArrays. Committed arguments on two devices raise JAX's error.
 
-Eager (un-jitted) primitives applied to PjrtArrays run on the device too, as JAX's eager
-mode runs them: each (primitive, params) is a cached one-equation jitted function, so it
-is placed, compiled and dispatched like any jitted call (`eager`, core's eager hook). So does
-costly float math (tanh, erf, ...) on a large array of ember's CPU, whose NumPy reference
-would evaluate it in float64 on one core (`_costly_native_math`).
+Eager (un-jitted) primitives applied to PjrtArrays run on the device too, as one-op jitted
+functions placed like any jitted call (driver/eager.py).
 """
 from __future__ import annotations
 
-import threading
 import time
 from typing import Callable
 
 import numpy as np
 
 from ember._src.driver import cache_miss
-from ember._src import core
-from ember._src.base.config import config
 from ember._src.backends.pjrt import client as pjrt_client
 from ember._src.backends.pjrt import executable as pjrt_exe
 from ember._src.driver.compilation import call_leaves, lower_staged
 from ember._src.base import profiler_events as _profiler
 from ember._src.core import array as array_lib
-from ember._src.core import trace as trace_lib
 from ember._src.core.array import Array
 from ember._src.runtime.pjrt_array import PjrtArray
 from ember._src.core.sharding import PjrtDevice
@@ -199,98 +192,3 @@ def compiled_for(entry, device: PjrtDevice) -> PjrtComputation:
   if comp is None:
     comp = entry.pjrt[device] = PjrtComputation(entry.staged, device)
   return comp
-
-
-# --- eager primitives on PJRT arrays ---------------------------------------------------------
-
-jit_of: list = [None]     # jit.jit (jit builds on this module and fills it at import)
-_one_op_fns: dict = {}    # (primitive, params) -> its jitted one-equation function
-_ONE_OP_LIMIT = 4096      # distinct (primitive, params) kept; past it the cache starts over
-_eager_state = threading.local()
-
-
-# Float math whose eager NumPy reference evaluates in float64 on one core
-# (reference/elementwise.py `_math`): on a large native array it runs compiled instead, as
-# JAX's eager mode runs every op (2048x2048 float32: tanh 32 ms by NumPy, 3.4 ms compiled;
-# erf 511 vs 7.6), with the values of jit (ember's math library, <= 2 ulp). `fma` is exact
-# both ways (one rounding; NumPy emulates it with error-free transformations: ~30 ms per
-# million float32 elements against ~1.5 compiled, 2-core VM): random.normal's XLA:CPU
-# arithmetic calls it 32 times per draw.
-COMPILED_EAGER_MATH = frozenset({
-    "exp", "exp2", "log", "log2", "log1p", "expm1", "tanh", "logistic", "sin", "cos", "tan",
-    "asin", "acos", "atan", "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "rsqrt",
-    "cbrt", "pow", "erf", "erfc", "erf_inv", "lgamma", "digamma", "bessel_i0e", "fma"})
-EAGER_COMPILE_ELEMENTS = 1 << 16     # below: NumPy's pass costs less than a dispatch
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _costly_native_math(prim, vals) -> bool:
-  """Whether `prim` on `vals` is float math on ember's CPU worth compiling: a primitive of
-  COMPILED_EAGER_MATH, native arrays (or Python scalars) of float32/float64, one at least
-  EAGER_COMPILE_ELEMENTS long, and no default device elsewhere."""
-  if prim.name not in COMPILED_EAGER_MATH or \
-      config._values["jax_default_device"] is not None:
-    return False
-  big = False
-  for v in vals:
-    t = type(v)
-    if t is Array or t is np.ndarray:
-      if v.dtype not in _FLOATS:
-        return False
-      big = big or v.size >= EAGER_COMPILE_ELEMENTS
-    elif t not in (float, int):
-      return False
-  return big
-
-
-def eager(prim, vals, params) -> list | None:
-  """`prim` applied to `vals` as a cached one-op computation: on the PJRT device the call is
-  placed on (committed arguments' device, else the default device) when an argument is a
-  PjrtArray, or on ember's CPU for costly math on a large array (`_costly_native_math`);
-  None otherwise (the host path then runs the NumPy implementation)."""
-  pjrt = False
-  if array_lib.placements_made[0]:
-    for v in vals:
-      if type(v) is PjrtArray:
-        pjrt = True
-        break
-  if not pjrt and not _costly_native_math(prim, vals):
-    return None
-  if prim.effects_rule is not None or getattr(_eager_state, "busy", False) or \
-      not core.cur_level_is_eval():
-    return None   # callbacks run on the host; no re-entry (disable_jit binds again)
-  if pjrt and placement(vals, None, prim.name)[0] is None:
-    return None
-  fn = _one_op(prim, params)
-  _eager_state.busy = True
-  try:
-    out = fn(*vals)
-  finally:
-    _eager_state.busy = False
-  outs = list(out) if prim.multiple_results else [out]
-  if not pjrt:       # ember's eager ops are synchronous: the result is ready when returned
-    for o in outs:
-      o.block_until_ready()
-  return outs
-
-
-def _one_op(prim, params):
-  """The jitted `prim.bind(*xs, **params)`, cached per primitive and params when they hash."""
-  try:
-    key = (prim, tuple(sorted(params.items())))
-    fn = _one_op_fns.get(key)
-  except TypeError:   # an unhashable parameter: traced and compiled for this call only
-    key = fn = None
-  if fn is None:
-    def bind(*xs):
-      return prim.bind(*xs, **params)
-    bind.__name__ = prim.name
-    fn = jit_of[0](bind)
-    if key is not None:
-      if len(_one_op_fns) >= _ONE_OP_LIMIT:
-        _one_op_fns.clear()
-      _one_op_fns[key] = fn
-  return fn
-
-
-trace_lib.eager_on_device[0] = eager

@@ -89,7 +89,7 @@ def unary(name: str, impl: Callable, kinds: str = INEXACT, out_dtype: Callable |
   def abstract_eval(x: ShapedArray, **_):
     check_dtype(name, x, kinds)
     return x.update(dtype=out_dtype(x.dtype)) if out_dtype else x
-  p = declare(name, abstract_eval, impl)
+  p = declare(name, abstract_eval, impl, exact=_exact(impl))
   p.batch = batching.vectorized(p)
   return p
 
@@ -106,9 +106,16 @@ def naryop(name: str, impl: Callable, kinds: str = NUMERIC, out_dtype: Callable 
     dt = out_dtype(avals[0].dtype) if out_dtype else avals[0].dtype
     weak = all(a.weak_type for a in avals)
     return ShapedArray(shape, dt, weak)
-  p = declare(name, abstract_eval, impl)
+  p = declare(name, abstract_eval, impl, exact=_exact(impl))
   p.batch = batching.broadcasting(p)
   return p
+
+
+def _exact(impl) -> bool:
+  """An elementwise reference computes the compiled bits unless it evaluates in float64
+  and rounds (reference/elementwise.py's transcendentals: the compiled math library is
+  within 2 ulp, not correctly rounded)."""
+  return not getattr(impl, "rounds_from_float64", False)
 
 
 def with_dtype_of(fn: Callable) -> Callable:

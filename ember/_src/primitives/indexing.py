@@ -740,3 +740,10 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers, *
                         indices_are_sorted=bool(indices_are_sorted),
                         unique_indices=bool(unique_indices),
                         mode=GatherScatterMode.from_any(mode))
+
+
+# Gathers and overwriting scatters (accumulating scatters round in index order): the NumPy
+# reference computes the compiled bits, so eager calls may switch to compiled code at any
+# time (core/primitive.py's `reference_exact`)
+for _p in (gather_p, scatter_p):
+  _p.reference_exact = True

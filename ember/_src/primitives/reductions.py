@@ -564,3 +564,11 @@ def reduce(operands, init_values, computation, dimensions):
   outs = reduce_p.bind(*flat_ops, *flat_inits, computation=computation, jaxpr=jaxpr,
                        dimensions=dimensions)
   return tree_util.tree_unflatten(out_tree, outs)
+
+
+# Reductions and scans by max, min or logic: the NumPy reference computes the compiled bits,
+# so eager calls may switch to compiled code at any time (core/primitive.py's
+# `reference_exact`)
+for _p in (reduce_max_p, reduce_min_p, reduce_and_p, reduce_or_p, reduce_xor_p, argmax_p,
+           argmin_p, cummax_p, cummin_p):
+  _p.reference_exact = True

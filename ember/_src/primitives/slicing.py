@@ -325,3 +325,9 @@ def dynamic_update_index_in_dim(operand, update, index, axis: int, *,
                ("axis", "allow_negative_indices"))
   return fn(operand, update, index, axis=int(axis),
             allow_negative_indices=allow_negative_indices)
+
+
+# Data movement: the NumPy reference computes the compiled bits, so eager calls may switch
+# to compiled code at any time (core/primitive.py's `reference_exact`)
+for _p in (dynamic_slice_p, dynamic_update_slice_p):
+  _p.reference_exact = True

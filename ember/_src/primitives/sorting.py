@@ -176,3 +176,9 @@ def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):
     raise ValueError(f"k argument to top_k must be nonnegative, got {k}")
   axis = _canonicalize_axis(axis, core.get_aval(operand).ndim)
   return top_k_p.bind(operand, k=k, axis=axis, is_stable=bool(is_stable))  # a list, as JAX
+
+
+# Sorting moves values: the NumPy reference computes the compiled bits, so eager calls may
+# switch to compiled code at any time (core/primitive.py's `reference_exact`)
+for _p in (sort_p, top_k_p):
+  _p.reference_exact = True

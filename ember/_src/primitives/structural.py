@@ -804,3 +804,10 @@ ad.deflinear(split_p, lambda cts, *, sizes, axis: [
     concatenate_p.bind(*map(ad.instantiate_zeros, cts), dimension=axis)])
 ad.deflinear2(tile_p, _tile_transpose)
 ad.deflinear2(pad_p, _pad_transpose)
+
+
+# Data movement: the NumPy reference computes the compiled bits, so eager calls may switch
+# to compiled code at any time (core/primitive.py's `reference_exact`)
+for _p in (broadcast_in_dim_p, concatenate_p, iota_p, pad_p, reshape_p, rev_p, slice_p,
+           split_p, squeeze_p, stack_p, tile_p, transpose_p, unstack_p):
+  _p.reference_exact = True

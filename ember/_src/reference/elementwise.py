@@ -47,14 +47,21 @@ def _math(fn):
   to the input dtype. Params (accuracy, ...) do not change the reference value."""
   def impl(x, **_):
     return np.asarray(fn(x.astype(_wide(x.dtype)))).astype(x.dtype)
-  return _quiet(impl)
+  return _rounds_from_float64(_quiet(impl))
+
+
+def _rounds_from_float64(impl):
+  """Mark an impl that evaluates in float64 and rounds: its bits are not the compiled
+  code's (primitives' `reference_exact`)."""
+  impl.rounds_from_float64 = True
+  return impl
 
 
 def _math2(fn):
   def impl(x, y, **_):
     wide = _wide(x.dtype)
     return np.asarray(fn(x.astype(wide), y.astype(wide))).astype(x.dtype)
-  return _quiet(impl)
+  return _rounds_from_float64(_quiet(impl))
 
 
 def _same(fn):

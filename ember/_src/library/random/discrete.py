@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._src.primitives import eager_jit
 from ember._src import core
 from ember._src.base import dtypes
 from ember._src.library.lax import api as lax
@@ -86,6 +87,7 @@ def _poisson_rejection(key, lam, shape, dtype, max_iters):
   return lax.convert_element_type(k, dtype)
 
 
+@eager_jit.compiled(("shape", "dtype", "method"))
 def poisson(key, lam, shape=None, dtype=None, *, method="exact"):
   """Poisson(lam) counts of an integer dtype: Knuth's method for lam < 10, transformed
   rejection above ('exact', float32 arithmetic), or a loop-free normal-quantile
@@ -273,6 +275,7 @@ def _btrs(key, count, prob, shape, dtype, max_iters):
   return lax.convert_element_type(lax.while_loop(cond_fn, body_fn, init)[1], dtype)
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def binomial(key, n, p, shape=None, dtype=None):
   """Binomial(n, p) counts as floats of `dtype`: inversion for n * min(p, 1-p) <= 10,
   BTRS above; NaN for n < 0, NaN n or invalid p, inf for n = inf."""
@@ -310,6 +313,7 @@ def binomial(key, n, p, shape=None, dtype=None):
                     lax.convert_element_type(count, dt) - samples)
 
 
+@eager_jit.compiled(("shape", "dtype", "unroll"))
 def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
   """Multinomial(n, p) counts over p's last axis, as a scan of conditional binomials."""
   data = _key("multinomial", key)

@@ -29,6 +29,7 @@ from functools import partial
 
 import numpy as np
 
+from ember._src.primitives import eager_jit
 from ember._src import core
 from ember._src.base import dtypes
 from ember._src.core import ShapedArray
@@ -247,12 +248,14 @@ def _gamma(name, key, a, shape, dtype, method, log_space, inv_a=None):
   return _random_gamma(data, a, inv_a, log_space)
 
 
+@eager_jit.compiled(("shape", "dtype", "method"))
 def gamma(key, a, shape=None, dtype=None, *, method="exact"):
   """Standard Gamma(a) samples (unit scale). method: 'exact' (Marsaglia-Tsang rejection,
   differentiable in `a`) or 'approximate' (loop-free, slightly biased)."""
   return _gamma("gamma", key, a, shape, dtype, method, False)
 
 
+@eager_jit.compiled(("shape", "dtype", "method"))
 def loggamma(key, a, shape=None, dtype=None, *, method="exact"):
   """log of Gamma(a) samples, accurate where the samples underflow (a << 1)."""
   return _gamma("loggamma", key, a, shape, dtype, method, True)

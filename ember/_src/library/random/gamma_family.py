@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._src.primitives import eager_jit
 from ember._src.base import dtypes
 from ember._src.library.lax import api as lax
 from ember._src.library.numpy import ufuncs
@@ -22,6 +23,7 @@ from ember._src.library.random.xla_math import _exp, _powf
 from ember._src.library.random.xla_math.common import _cst as _c   # a constant of x's dtype
 
 
+@eager_jit.compiled(("shape", "dtype", "method"))
 def beta(key, a, b, shape=None, dtype=None, *, method="exact"):
   """Beta(a, b) samples: G_a / (G_a + G_b), from log-gammas scaled by their max."""
   data = _key("beta", key)
@@ -40,6 +42,7 @@ def beta(key, a, b, shape=None, dtype=None, *, method="exact"):
   return lax.div(gamma_a_scaled, lax.add(gamma_a_scaled, gamma_b_scaled))
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def dirichlet(key, alpha, shape=None, dtype=None):
   """Dirichlet(alpha) samples over alpha's last axis: the softmax of log-gammas."""
   data = _key("dirichlet", key)
@@ -81,6 +84,7 @@ def _softmax_last(x):
   return lax.mul(unnormalized, lax.broadcast_in_dim(inv, shape, tuple(range(r))))
 
 
+@eager_jit.compiled(("shape", "dtype", "method"))
 def chisquare(key, df, shape=None, dtype=None, *, method="exact"):
   """Chi-square(df) samples: 2 * Gamma(df / 2), drawn in log space."""
   data = _key("chisquare", key)
@@ -98,6 +102,7 @@ def _chisquare(data, df, method, shape, dtype):
   return lax.mul(_exp(log_g), two)
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def t(key, df, shape=None, dtype=None):
   """Student's t(df) samples: N * sqrt((df / 2) / Gamma(df / 2))."""
   data = _key("t", key)
@@ -112,6 +117,7 @@ def t(key, df, shape=None, dtype=None):
   return lax.mul(n, lax.sqrt(lax.div(_bcast(half_df, shape), g)))
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def f(key, dfnum, dfden, shape=None, dtype=None):
   """F(dfnum, dfden) samples: (chi2(dfnum) / dfnum) / (chi2(dfden) / dfden)."""
   data = _key("f", key)
@@ -133,6 +139,7 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
                  ftz(lax.mul(_bcast(dfnum, shape), chi2_dfd)))
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def generalized_normal(key, p, shape=(), dtype=None):
   """Samples with density proportional to exp(-|x|^p): +-Gamma(1/p)^(1/p)."""
   shape = _canon_shape("generalized_normal", shape)
@@ -157,6 +164,7 @@ def _power(x, y):
   return _powf(x, y)
 
 
+@eager_jit.compiled(("d", "p", "shape", "dtype"))
 def ball(key, d, p=2, shape=(), dtype=None):
   """Uniform samples from the unit Lp ball in d dimensions (Barthe et al. 2005)."""
   check_arraylike("ball", p)
@@ -174,6 +182,7 @@ def ball(key, d, p=2, shape=(), dtype=None):
   return ufuncs.multiply(g, _power(s, ufuncs.negative(inv_p))[..., None])
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def wald(key, mean, shape=None, dtype=None):
   """Wald (inverse Gaussian) samples with mean `mean` (Michael, Schucany & Haas)."""
   data = _key("wald", key)

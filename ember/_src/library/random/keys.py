@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ember._src.primitives import eager_jit
 from ember._src.base import basearray, dtypes, tree_util
 from ember._src import core
 from ember._src.library.lax import api as lax
@@ -396,6 +397,7 @@ def _shape_arg(name: str, shape) -> tuple:
   return core.canonicalize_shape(shape, f"{name}: ")
 
 
+@eager_jit.compiled(("num",))
 def split(key, num=2):
   """`num` new keys (an int, or a shape tuple) from one key; typed in, typed out."""
   data, typed = _as_key_data("split", key)

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ember._src.primitives import eager_jit
 from ember._src.base import dtypes
 from ember._src.library.lax import api as lax
 from ember._src.library.lax.expansions import two_sum
@@ -130,6 +131,7 @@ def _mvn_matvec32(factor, z):
   return lax.add(chain(t[body:]), acc) if body < n else acc
 
 
+@eager_jit.compiled(("shape", "dtype", "method"))
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
   """N(mean, cov) samples: mean + factor @ z with cov = factor factor^T from a Cholesky
   ('cholesky'), eigen ('eigh') or singular value ('svd') decomposition."""
@@ -326,6 +328,7 @@ def _orth_qr32(z):
   return q, diag
 
 
+@eager_jit.compiled(("n", "shape", "dtype", "m"))
 def orthogonal(key, n, shape=(), dtype=None, m=None):
   """A (semi-)orthogonal n x m matrix, uniform (Haar) on O(n) when m == n: the Q of the
   QR decomposition of a normal matrix, its columns' signs fixed by R's diagonal

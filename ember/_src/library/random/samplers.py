@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ember._src.primitives import broadcasting_shape, eager_jit
 from ember._src import core
 from ember._src.base import dtypes, errors
 from ember._src.library.lax import api as lax
@@ -44,6 +45,7 @@ def _float_dtype(name: str, dtype):
   return dt
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def bits(key, shape=(), dtype=None):
   """Uniform random bits as unsigned integers of `dtype` (default uint32, uint64 in x64)."""
   data, _ = _as_key_data("bits", key)
@@ -93,6 +95,8 @@ def _scale_and_shift(x, scale, offset, dtype):
   # traced bounds broadcast explicitly (as JAX's jnp arithmetic does), so that
   # differentiating with respect to them sums over the draws
   shape = core.get_aval(x).shape
+  for v in (scale, offset):   # lax's error for bounds of another shape (as JAX's mul raises)
+    broadcasting_shape("mul", [core.get_aval(x), core.get_aval(v)])
   scale, offset = (shape_ops.broadcast_to(v, shape) if isinstance(v, core.Tracer) else v
                    for v in (scale, offset))
   if dtype == dtypes.float16:
@@ -118,6 +122,7 @@ def _broadcast_to_rank(x, rank: int):
   return lax.broadcast_in_dim(x, (1,) * k + aval.shape, tuple(range(k, rank)))
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
   """Uniform floats in [minval, maxval) of `dtype` (default float32, float64 in x64)."""
   data, _ = _as_key_data("uniform", key)
@@ -125,6 +130,7 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
   return _uniform(data, _shape_arg("uniform", shape), dt, minval, maxval)
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def normal(key, shape=(), dtype=None):
   """Standard normal floats: sqrt(2) * erf_inv(u) for u uniform in (-1, 1)."""
   data, _ = _as_key_data("normal", key)
@@ -208,6 +214,7 @@ def _convert_and_clip_integer(val, dtype):
   return lax.convert_element_type(clipped, dtype)
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def randint(key, shape, minval, maxval, dtype=None):
   """Integers uniform in [minval, maxval) (`jax.random.randint`): 2 * nbits random bits
   per value reduced modulo the span (sampling 8/16-bit types in 32 bits)."""
@@ -252,6 +259,7 @@ def _randint(data, minval, maxval, shape, dtype):
   return lax.add(minval, lax.convert_element_type(offset, dtype))
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def rademacher(key, shape=(), dtype=None):
   """Uniform signs -1 / +1 of an integer or float `dtype` (default int)."""
   data, _ = _as_key_data("rademacher", key)
@@ -262,6 +270,7 @@ def rademacher(key, shape=(), dtype=None):
   return lax.convert_element_type(lax.sub(lax.mul(_const(dt, 2), b), _const(dt, 1)), dt)
 
 
+@eager_jit.compiled(("shape", "mode"))
 def bernoulli(key, p=0.5, shape=None, mode="low"):
   """Booleans that are True with probability `p` (`uniform < p`; mode='high' adds a
   second uniform's worth of resolution for tiny p)."""
@@ -288,6 +297,7 @@ def _bernoulli(data, p, shape, mode):
   return _uniform(data, shape, dt, 0.0, 1.0) < p
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def geometric(key, p, shape=None, dtype=None):
   """Number of Bernoulli(p) trials up to the first success: floor(log u / log1p(-p)) + 1."""
   data, _ = _as_key_data("geometric", key)
@@ -320,6 +330,7 @@ def _shuffle(data, x, axis: int):
   return x
 
 
+@eager_jit.compiled(("axis", "independent"), static_if_int=("x",))
 def permutation(key, x, axis=0, independent=False):
   """A random permutation of `arange(x)` (x an int) or of `x` along `axis` (every slice
   shuffled alike, or each independently)."""
@@ -338,6 +349,7 @@ def permutation(key, x, axis=0, independent=False):
   return indexing.take(x, ind, axis, unique_indices=True)
 
 
+@eager_jit.compiled(("shape", "replace", "axis", "mode"), static_if_int=("a",))
 def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
   """Samples of `a` (an array along `axis`, or arange(a)): with replacement by randint or
   inverse CDF of `p`; without, by a permutation prefix or the Gumbel top-k trick."""
@@ -396,6 +408,7 @@ def _concrete_int(x, context: str):
   return int(np.asarray(x))
 
 
+@eager_jit.compiled(("axis", "shape", "replace", "mode"))
 def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
   """Category indices drawn from softmax(logits) along `axis`: the Gumbel-max trick (with
   replacement) or Gumbel top-k (without)."""
@@ -431,6 +444,7 @@ def _finfo_const(dt, attr):
   return _const(dt, getattr(dtypes.finfo(dt), attr))
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def exponential(key, shape=(), dtype=None):
   """Exponential(1): -log1p(-u), u uniform in [0, 1)."""
   data, shape, dt = _key_only("exponential", key, shape, dtype)
@@ -442,6 +456,7 @@ def _exponential(data, shape, dt):
   return lax.neg(_log1p(lax.neg(u)))
 
 
+@eager_jit.compiled(("shape", "dtype", "mode"))
 def gumbel(key, shape=(), dtype=None, mode=None):
   """Gumbel(0, 1): -log(-log(u)). mode 'low' (default) draws u in [tiny, 1); 'high'
   adds a second uniform's bits below 0.5; 'highest' (float32) builds u from 64 bits."""
@@ -502,6 +517,7 @@ def _safe_int_to_float(hi, lo):
   return lax.bitcast_convert_type(lax.bitwise_or(exp, mant), dtypes.float32)
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def laplace(key, shape=(), dtype=None):
   """Laplace(0, 1): sign(u) * log1p(-|u|), u uniform in (-1, 1)."""
   data, shape, dt = _key_only("laplace", key, shape, dtype)
@@ -509,6 +525,7 @@ def laplace(key, shape=(), dtype=None):
   return lax.mul(lax.sign(u), _log1p(lax.neg(lax.abs(u))))
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def logistic(key, shape=(), dtype=None):
   """Logistic(0, 1): log(u) - log1p(-u), u uniform in [tiny, 1)."""
   data, shape, dt = _key_only("logistic", key, shape, dtype)
@@ -516,6 +533,7 @@ def logistic(key, shape=(), dtype=None):
   return lax.sub(_log(x), _log1p(lax.neg(x)))
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def cauchy(key, shape=(), dtype=None):
   """Cauchy(0, 1): tan(pi * (u - 1/2)), u uniform in [eps, 1)."""
   data, shape, dt = _key_only("cauchy", key, shape, dtype)
@@ -523,6 +541,7 @@ def cauchy(key, shape=(), dtype=None):
   return _tan(lax.mul(_const(dt, np.pi), lax.sub(u, _const(dt, 0.5))))
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
   """Standard normals restricted to (lower, upper): sqrt(2) erf_inv of a uniform between
   erf(lower / sqrt 2) and erf(upper / sqrt 2), clipped into the open interval."""
@@ -546,6 +565,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
   return ufuncs.clip(out, lo, hi)
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
   """exp(sigma * N(0, 1))."""
   data, _ = _as_key_data("lognormal", key)
@@ -555,6 +575,7 @@ def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
   return _exp(lax.mul(normal(data, shape, dt), lax.convert_element_type(sigma, dt)))
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def pareto(key, b, shape=None, dtype=None):
   """Pareto(b) on [1, inf): exp(E / b), E exponential."""
   data, _ = _as_key_data("pareto", key)
@@ -569,6 +590,7 @@ def pareto(key, b, shape=None, dtype=None):
   return _exp(e_over_b)
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def rayleigh(key, scale, shape=None, dtype=None):
   """Rayleigh(scale): scale * sqrt(-2 log u)."""
   data, _ = _as_key_data("rayleigh", key)
@@ -580,6 +602,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
   return lax.mul(scale, lax.sqrt(lax.mul(_log(u), _const(dt, -2))))
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def weibull_min(key, scale, concentration, shape=(), dtype=None):
   """Weibull(scale, concentration): scale * (-log1p(-u)) ** (1 / concentration)."""
   data, shape, dt = _key_only("weibull_min", key, shape, dtype)
@@ -587,6 +610,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
   return _pow(lax.neg(_log1p(lax.neg(u))), 1.0 / concentration) * scale
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def triangular(key, left, mode, right, shape=None, dtype=None):
   """Triangular(left, mode, right) by inverting its piecewise-quadratic CDF."""
   data, _ = _as_key_data("triangular", key)
@@ -604,6 +628,7 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
   return lax.select(lax.lt(u, fc), out1, out2)
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def maxwell(key, shape=(), dtype=None):
   """One-sided Maxwell: the length of a 3-vector of standard normals."""
   data, shape, dt = _key_only("maxwell", key, shape, dtype)
@@ -627,6 +652,7 @@ def _maxwell(data, shape, dt):
   return lax.convert_element_type(lax.sqrt(lax.convert_element_type(ss, wide)), dt)
 
 
+@eager_jit.compiled(("shape", "dtype"))
 def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
   """loc + scale * (a Maxwell sample with a Rademacher sign); the result shape is
   `shape + broadcast(loc, scale).shape` (JAX's convention)."""

@@ -17,6 +17,7 @@ import numpy as np
 from ember._src import core
 from ember._src.base import tree_util
 from ember._src.core import Var, get_aval
+from ember._src.primitives import eager_jit
 from ember._src.primitives.control.common import (
     Zero, _batch_jaxpr_front, _concrete, _disable_jit, _forwarding, _fun_loc, _join_consts,
     _jvp_jaxpr, _map, _mismatch, _nonzero, _outs, _prune_outputs, _result_shape, _to_front,
@@ -132,6 +133,9 @@ def switch(index, branches: Sequence[Callable], *operands, operand=_no_operand):
     raise ValueError("Empty branch sequence")
   if len(branches) == 1:
     return branches[0](*operands)
+  if eager_jit.applies((index, operands)):   # one compiled call, as JAX runs it
+    return eager_jit.call(branches[0], ("switch",) + branches[1:], _switch_compiled, index,
+                          *operands)
   if _disable_jit() and _concrete(index) is not None:   # run the branch in Python (JAX)
     return branches[int(np.clip(int(_concrete(index)), 0, len(branches) - 1))](*operands)
   index = convert_element_type(index, np.int32)
@@ -166,9 +170,19 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands, operand=_no_o
     pred = pred != 0
   if _disable_jit() and _concrete(pred) is not None:    # run the branch in Python (JAX)
     return (true_fun if bool(_concrete(pred)) else false_fun)(*operands)
+  if eager_jit.applies((pred, operands)):   # one compiled call, as JAX runs it
+    return eager_jit.call(true_fun, ("cond", false_fun), _cond_compiled, pred, *operands)
   index = convert_element_type(pred, np.int32)
   return _switch_internal(index, (false_fun, true_fun), operands, "cond",
                           lambda k: ("false_fun", "true_fun")[k])
+
+
+def _switch_compiled(first, static, index, *operands):
+  return switch(index, (first,) + static[1:], *operands)
+
+
+def _cond_compiled(true_fun, static, pred, *operands):
+  return cond(pred, true_fun, static[1], *operands)
 
 
 # ------------------------------------------------------------------------------------

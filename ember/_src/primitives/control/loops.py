@@ -17,6 +17,7 @@ import numpy as np
 from ember._src import core
 from ember._src.base import dtypes, tree_util
 from ember._src.core import get_aval
+from ember._src.primitives import eager_jit
 from ember._src.primitives.control.common import (
     Zero, _batch_jaxpr_front, _carry_fixpoint, _check_carry_type, _disable_jit, _emit_while,
     _forwarding, _jvp_jaxpr, _map, _nonzero, _promote_weak, _split, _to_front,
@@ -69,6 +70,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
     while cond_fun(val):
       val = body_fun(val)
     return val
+  if eager_jit.applies(init_val):   # one compiled call per (functions, types), as JAX runs it
+    return eager_jit.call(body_fun, ("while", cond_fun), _while_compiled, init_val)
   init_flat, in_tree = tree_util.tree_flatten(init_val)
 
   def create(vals):
@@ -96,6 +99,10 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   if any(move):
     outs = _merge(move, outs, invariant)
   return tree_util.tree_unflatten(in_tree, outs)
+
+
+def _while_compiled(body_fun, static, init_val):
+  return while_loop(static[1], body_fun, init_val)
 
 
 def _loop_invariant_carries(cond_jaxpr, cond_nconsts, body_jaxpr, body_nconsts) -> list:
@@ -155,6 +162,11 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
     lo, hi = int(concrete[0]), int(concrete[1])
     if unroll is None:
       unroll = False
+    if eager_jit.applies(init_val):   # the bounds static, of their own types
+      bounds = [b if type(b) is int else np.dtype(dt or ld).type(c)
+                for b, c in zip((lower, upper), (lo, hi))]
+      return eager_jit.call(body_fun, ("fori", *bounds, *map(type, bounds), unroll),
+                            _fori_compiled, init_val)
 
     def scanned(carry, _):
       i, x = carry
@@ -180,6 +192,11 @@ def fori_loop(lower, upper, body_fun: Callable, init_val, *, unroll=None):
 # ------------------------------------------------------------------------------------
 # Differentiation
 # ------------------------------------------------------------------------------------
+
+
+def _fori_compiled(body_fun, static, init_val):
+  _, lo, hi, _, _, unroll = static
+  return fori_loop(lo, hi, body_fun, init_val, unroll=unroll)
 
 
 def _while_jvp(primals, tangents, *, cond_jaxpr, cond_nconsts, body_jaxpr, body_nconsts):

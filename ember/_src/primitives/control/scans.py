@@ -22,6 +22,7 @@ from ember._src.core import ShapedArray, get_aval
 from ember._src.core.array import Array
 from ember._src.primitives import slicing
 from ember._src.primitives.control.barriers import optimization_barrier
+from ember._src.primitives import eager_jit
 from ember._src.primitives.control.common import (
     Zero, _batch_jaxpr_front, _carry_fixpoint, _check_carry_type, _disable_jit, _emit_while,
     _forwarding, _jvp_jaxpr, _nonzero, _promote_weak, _prune_outputs, _split, _to_front,
@@ -170,6 +171,9 @@ def scan(f: Callable, init, xs=None, length=None, reverse: bool = False, unroll=
     ys = ys[::-1] if reverse else ys
     return carry, tree_util.tree_map(lambda *ys: concatenate(
         [expand_dims(y, (0,)) for y in ys], 0), *ys)
+  if eager_jit.applies((init, xs)):   # one compiled call per (f, types), as JAX runs it
+    return eager_jit.call(f, ("scan", length, bool(reverse), unroll, _split_transpose),
+                          _scan_compiled, init, xs)
   _, in_tree = tree_util.tree_flatten((init, xs))
   x_avals = [get_aval(x) for x in xs_flat]
   x_avals = [a.update(shape=a.shape[1:]) for a in x_avals]
@@ -228,9 +232,16 @@ def scan(f: Callable, init, xs=None, length=None, reverse: bool = False, unroll=
   return tree_util.tree_unflatten(c_tree, carry), tree_util.tree_unflatten(y_tree, ys)
 
 
+def _scan_compiled(f, static, init, xs):
+  _, length, reverse, unroll, split_transpose = static
+  return scan(f, init, xs, length, reverse, unroll, split_transpose)
+
+
 def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 - JAX's name
   """`f` applied to each slice of `xs` along axis 0 (a scan with no carry); with
   `batch_size`, `vmap(f)` over batches of that many slices (the remainder separately)."""
+  if eager_jit.applies(xs):
+    return eager_jit.call(f, ("map", batch_size), _map_compiled, xs)
   if batch_size is not None:
     leaves, tree = tree_util.tree_flatten(xs)
     n = leaves[0].shape[0] if leaves else 0
@@ -249,9 +260,16 @@ def map(f: Callable, xs, *, batch_size: int | None = None):  # noqa: A001 - JAX'
   return ys
 
 
+def _map_compiled(f, static, xs):
+  return map(f, xs, batch_size=static[1])
+
+
 def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
   """All prefix combinations `fn(..., fn(e0, e1), ...)` of `elems` along `axis`, by the
   parallel (Blelloch-style) recursion JAX uses: O(log n) levels of vectorized `fn` calls."""
+  if eager_jit.applies(elems):
+    return eager_jit.call(fn, ("associative_scan", bool(reverse), int(axis)),
+                          _associative_scan_compiled, elems)
   elems_flat, tree = tree_util.tree_flatten(elems)
   if not elems_flat:
     raise ValueError("associative_scan: elems must contain at least one array")
@@ -314,6 +332,10 @@ def associative_scan(fn: Callable, elems, reverse: bool = False, axis: int = 0):
 # ------------------------------------------------------------------------------------
 # Differentiation
 # ------------------------------------------------------------------------------------
+
+
+def _associative_scan_compiled(fn, static, elems):
+  return associative_scan(fn, elems, reverse=static[1], axis=static[2])
 
 
 def _scan_jvp(primals, tangents, *, jaxpr, length, reverse, unroll, ft_in, ft_out):

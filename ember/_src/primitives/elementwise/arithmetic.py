@@ -385,3 +385,8 @@ ad.deflinear2(complex_p, lambda ct, x, y: [
     unbroadcast(y.aval, neg(imag(ct))) if ad.is_undefined_primal(y) else None])
 ad.deflinear(conj_p, lambda ct, *, input_dtype: [
     conj(ct) if dtype_kind(input_dtype) == COMPLEX else real(ct)])
+
+
+# fma rounds once both ways: the NumPy reference computes the compiled bits, so eager calls
+# may switch to compiled code at any time (core/primitive.py's `reference_exact`)
+fma_p.reference_exact = True

@@ -139,3 +139,10 @@ def reduce_precision(operand, exponent_bits: int, mantissa_bits: int):
   """Round `operand` to a float format with the given exponent and mantissa bits."""
   return reduce_precision_p.bind(operand, exponent_bits=operator.index(exponent_bits),
                                  mantissa_bits=operator.index(mantissa_bits))
+
+
+# Casts (round to nearest, saturating as XLA): the NumPy reference computes the compiled
+# bits, so eager calls may switch to compiled code at any time (core/primitive.py's
+# `reference_exact`)
+for _p in (convert_element_type_p, bitcast_convert_type_p):
+  _p.reference_exact = True

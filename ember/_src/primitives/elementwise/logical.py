@@ -252,3 +252,9 @@ ad.defjvp(  # JAX's rules: the tangent of whichever operand the result is
     lambda g, lo, x, hi: select(bitwise_and(gt(lo, x), lt(lo, hi)), _bcast_like(g, x), _zeros(x)),
     lambda g, lo, x, hi: select(bitwise_and(gt(x, lo), lt(x, hi)), g, _zeros(x)),
     lambda g, lo, x, hi: select(lt(hi, x), _bcast_like(g, x), _zeros(x)))
+
+
+# Selection: the NumPy reference computes the compiled bits, so eager calls may switch to
+# compiled code at any time (core/primitive.py's `reference_exact`)
+for _p in (select_n_p, clamp_p):
+  _p.reference_exact = True

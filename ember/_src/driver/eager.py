@@ -1,0 +1,211 @@
+"""Eager primitives through the compiler: each signature runs its NumPy reference or a cached
+one-op computation, chosen by cost.
+
+Outside jit, EvalTrace (core/trace.py) hands every primitive to `run` (core's eager hook)
+before running its NumPy reference. A primitive applied to a PjrtArray runs on that device,
+as JAX's eager mode runs it (`_on_device`). On ember's CPU each signature (primitive,
+params, argument types) is a `_Signature` that picks, by this rule:
+
+- **Exact primitives rent, then buy.** A primitive whose reference computes the compiled
+  code's bits (`Primitive.reference_exact`: correctly rounded arithmetic, comparisons, casts,
+  data movement; no complex operands) runs its reference, timed, until those calls add up to
+  COMPILE_SECONDS, what compiling a one-op computation costs; then it compiles, and keeps
+  the compiled call if it runs faster than the reference did (a reference that returns a
+  view, as reshape's, stays). Rent-or-buy never costs more than twice the better choice
+  in hindsight, a user's first `x + 1` never waits for LLVM, and a loop of small ops ends
+  up on the ~5 us compiled path. The bits are the same either way.
+- **Other primitives choose once, at first sight** (transcendentals, reductions, dots,
+  cumulative ops: their reference rounds differently), so an eager result never changes
+  bits from one call to the next: compiled when an operand holds EAGER_COMPILE_ELEMENTS
+  elements or more (the compile pays for itself in a call or two, and the result is jit's),
+  the reference below that.
+
+Control flow and the PRNG's samplers do not come here one primitive at a time: they run as
+one compiled call per function (primitives/eager_jit.py).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from ember._src import core
+from ember._src.base.config import config
+from ember._src.core import array as array_lib
+from ember._src.core import trace as trace_lib
+from ember._src.core.array import Array
+from ember._src.driver import pjrt_dispatch
+from ember._src.runtime.pjrt_array import PjrtArray
+
+jit_of: list = [None]     # jit.jit (jit builds on this module and fills it at import)
+_one_op_fns: dict = {}    # (primitive, params) -> its jitted one-equation function
+_ONE_OP_LIMIT = 4096      # distinct (primitive, params) kept; past it the cache starts over
+_state = threading.local()
+
+COMPILE_SECONDS = 0.02          # a one-op compile on a 2-core VM: ~10-40 ms
+EAGER_COMPILE_ELEMENTS = 1 << 16   # inexact primitives on operands this large run compiled
+_SIGNATURE_LIMIT = 1 << 14
+_signatures: dict = {}          # (primitive, params, argument types) -> _Signature
+
+TIMED_CALLS = 5                 # compiled calls timed before a bought signature decides
+REFERENCE, RENTING, BUYING, COMPILED = range(4)
+
+
+class _Signature:
+  """One signature's choice (`mode`) and what it has measured."""
+  __slots__ = ("mode", "ref_seconds", "ref_calls", "fn", "trials")
+
+  def __init__(self, mode: int):
+    self.mode, self.ref_seconds, self.ref_calls, self.fn = mode, 0.0, 0, None
+    self.trials: list = []   # seconds of the compiled calls timed while buying
+
+
+def run(prim, vals, params) -> list | None:
+  """`prim` applied to `vals` compiled, or its reference timed while renting; None when
+  EvalTrace should run the reference itself."""
+  if array_lib.placements_made[0] and any(type(v) is PjrtArray for v in vals):
+    return _on_device(prim, vals, params)
+  key = _key(prim, vals, params)
+  if key is None:
+    return None
+  sig = _signatures.get(key)
+  if sig is None:
+    sig = _new_signature(key, prim, vals, params)
+  mode = sig.mode
+  if mode == COMPILED:
+    return _compiled(sig.fn, prim, vals)
+  if mode == REFERENCE or not _may_compile():
+    return None
+  if mode == RENTING:
+    t0 = time.perf_counter()
+    outs = trace_lib.eval_reference(prim, vals, params)
+    sig.ref_seconds += time.perf_counter() - t0
+    sig.ref_calls += 1
+    if sig.ref_seconds >= COMPILE_SECONDS:
+      sig.mode = BUYING
+    return outs
+  return _buy(sig, prim, vals, params)
+
+
+def _buy(sig: _Signature, prim, vals, params) -> list:
+  """Compile the signature, then time TIMED_CALLS compiled calls: the fastest against the
+  reference's mean decides (the first calls after a compile run slower: page faults, the
+  native fast path being set up)."""
+  if sig.fn is None:
+    sig.fn = _one_op(prim, params)
+    sig.trials = []
+    return _compiled(sig.fn, prim, vals)     # (this call compiles)
+  t0 = time.perf_counter()
+  outs = _compiled(sig.fn, prim, vals)
+  sig.trials.append(time.perf_counter() - t0)
+  if len(sig.trials) == TIMED_CALLS:
+    faster = min(sig.trials) < sig.ref_seconds / sig.ref_calls
+    sig.mode = COMPILED if faster else REFERENCE
+    sig.fn = sig.fn if faster else None
+  return outs
+
+
+def _key(prim, vals, params) -> tuple | None:
+  """The signature of a call: (primitive, params, argument types); None for operands that
+  are not plain arrays and numbers, or a parameter that does not hash."""
+  types = []
+  for v in vals:
+    t = type(v)
+    if t is Array:
+      types.append((v._shape, v._dtype, v._weak_type))
+    elif t is np.ndarray:
+      types.append((v.shape, v.dtype, False))
+    elif t is float or t is int or t is bool:
+      types.append(t)
+    else:
+      return None
+  items = tuple(params.items()) if len(params) < 2 else tuple(sorted(params.items()))
+  key = (prim, items, tuple(types))
+  try:
+    hash(key)
+  except TypeError:
+    return None
+  return key
+
+
+def _new_signature(key, prim, vals, params) -> _Signature:
+  """A signature seen for the first time, with its mode by the module's rule. Never
+  compiled: effects (callbacks run on the host), sub-jaxprs (control flow has its own
+  path), no lowering."""
+  if len(_signatures) >= _SIGNATURE_LIMIT:
+    _signatures.clear()
+  avals = [core.get_aval(v) for v in vals]
+  if prim.effects_rule is not None or core.jaxprs_in_params(params) or \
+      (prim.lower is None and prim.foreign_lowering is None):
+    mode = REFERENCE
+  elif prim.reference_exact and not any(np.dtype(a.dtype).kind == "c" for a in avals):
+    mode = RENTING
+  else:
+    big = any(np.prod(a.shape, dtype=np.int64) >= EAGER_COMPILE_ELEMENTS for a in avals)
+    mode = COMPILED if big else REFERENCE
+  sig = _signatures[key] = _Signature(mode)
+  if mode == COMPILED:
+    sig.fn = _one_op(prim, params)
+  return sig
+
+
+def _may_compile() -> bool:
+  """Not now: inside a compile's own eager work (no re-entry), or with a default device
+  elsewhere, or under disable_jit (which asks for the reference)."""
+  return not (getattr(_state, "busy", False) or config._values["jax_default_device"] is not None
+              or config._values["jax_disable_jit"] or not core.cur_level_is_eval())
+
+
+def _compiled(fn, prim, vals) -> list | None:
+  """The one-op computation's outputs, ready (ember's eager ops are synchronous)."""
+  if not _may_compile():
+    return None
+  _state.busy = True
+  try:
+    out = fn(*vals)
+  finally:
+    _state.busy = False
+  outs = list(out) if prim.multiple_results else [out]
+  for o in outs:
+    o.block_until_ready()
+  return outs
+
+
+def _on_device(prim, vals, params) -> list | None:
+  """On the PJRT device the call is placed on (committed arguments' device, else the default
+  device); None when it is ember's CPU or the call cannot be compiled."""
+  if prim.effects_rule is not None or getattr(_state, "busy", False) or \
+      not core.cur_level_is_eval():
+    return None   # callbacks run on the host; no re-entry (disable_jit binds again)
+  if pjrt_dispatch.placement(vals, None, prim.name)[0] is None:
+    return None
+  fn = _one_op(prim, params)
+  _state.busy = True
+  try:
+    out = fn(*vals)
+  finally:
+    _state.busy = False
+  return list(out) if prim.multiple_results else [out]
+
+
+def _one_op(prim, params):
+  """The jitted `prim.bind(*xs, **params)`, cached per primitive and params when they hash."""
+  try:
+    key = (prim, tuple(sorted(params.items())))
+    fn = _one_op_fns.get(key)
+  except TypeError:   # an unhashable parameter: traced and compiled for this call only
+    key = fn = None
+  if fn is None:
+    def bind(*xs):
+      return prim.bind(*xs, **params)
+    bind.__name__ = prim.name
+    fn = jit_of[0](bind)
+    if key is not None:
+      if len(_one_op_fns) >= _ONE_OP_LIMIT:
+        _one_op_fns.clear()
+      _one_op_fns[key] = fn
+  return fn
+
+
+trace_lib.eager_hook[0] = run
