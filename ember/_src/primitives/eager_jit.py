@@ -24,23 +24,34 @@ import inspect
 import weakref
 from typing import Callable
 
+import numpy as np
+
 from ember._src import core
 from ember._src.base import tree_util
 from ember._src.base.config import config
+from ember._src.core.array import Array
 
 # ember's `jit`: driver/jit.py, which sits above the primitives, registers it when imported.
 jit: Callable | None = None
 
 _by_fun: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # fun -> {static: jitted}
+_PLAIN = (Array, np.ndarray, float, int, bool)   # leaves that need no closer look
+_JITTED_LIMIT = 1024   # jitted forms kept per decorated function; past it they start over
 
 
 def applies(args) -> bool:
   """Whether a call on `args` (a pytree) runs compiled: outside every trace, with jit on,
   and only array-like leaves (no tracers)."""
-  if jit is None or not core.cur_level_is_eval() or config.read("jax_disable_jit"):
-    return False
-  return all(core.is_arraylike(x) and not isinstance(x, core.Tracer)
-             for x in tree_util.tree_leaves(args))
+  return _eval_level() and _plain(tree_util.tree_leaves(args))
+
+
+def _eval_level() -> bool:
+  return jit is not None and core.cur_level_is_eval() and not config.read("jax_disable_jit")
+
+
+def _plain(leaves) -> bool:
+  return all(type(x) in _PLAIN or (core.is_arraylike(x) and not isinstance(x, core.Tracer))
+             for x in leaves)
 
 
 def call(fun: Callable, static: tuple, body: Callable, *args):
@@ -70,33 +81,79 @@ def compiled(static_argnames: tuple = (), static_if_int: tuple = ()):
   arguments; elsewhere it runs as written. `static_argnames` are static; `static_if_int`
   are static when given as a Python int (a population size, `permutation(key, 10)`) and
   traced otherwise. A static list is passed as a tuple (jit's static arguments must hash);
-  an unhashable static argument runs the function as written."""
+  an unhashable static argument runs the function as written. Each set of static values
+  gets a jitted function of the dynamic arguments' leaves, so calls take jit's fast path."""
   def wrap(fn):
-    jitted: dict = {}    # (static argument names, their types) -> fn jitted with them
-    signature = inspect.signature(fn)
+    jitted: dict = {}    # (dynamic names, static items, their types) -> jitted function
+    bind = _binder(fn)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-      try:
-        bound = dict(signature.bind(*args, **kwargs).arguments)
-      except TypeError:   # the plain call raises Python's error
+      bound = bind(args, kwargs)
+      if bound is None:   # the plain call raises Python's error
         return fn(*args, **kwargs)
       static = static_argnames + tuple(k for k in static_if_int if type(bound.get(k)) is int)
-      if not applies([v for k, v in bound.items() if k not in static]):
+      dynamic = tuple(k for k in bound if k not in static)
+      if not _eval_level():
         return fn(*args, **kwargs)
-      for k in static:
-        if isinstance(bound.get(k), list):
-          bound[k] = tuple(bound[k])
-      # keyed by the static values' types too: jit's cache would take `split(key, 2.0)`
-      # for the `split(key, 2)` it saw, as 2.0 == 2, where the function raises
-      key = (static, tuple(type(bound.get(k)) for k in static))
+      values = [bound[k] for k in dynamic]
+      leaves, tree = (values, None) if all(type(v) in _PLAIN for v in values) else \
+          tree_util.tree_flatten(values)
+      if tree is not None and not _plain(leaves):
+        return fn(*args, **kwargs)
+      fixed = tuple((k, tuple(v) if isinstance(v, list) else v)
+                    for k, v in bound.items() if k in static)
+      # keyed by the static values' types too: `split(key, 2.0)` is not the `split(key, 2)`
+      # seen before (2.0 == 2), and raises
+      key = (dynamic, tree, fixed, tuple(type(v) for _, v in fixed))
       try:
-        hash(tuple(bound.get(k) for k in static))
         f = jitted.get(key)
-      except TypeError:
+      except TypeError:   # an unhashable static argument
         return fn(*args, **kwargs)
       if f is None:
-        f = jitted[key] = jit(fn, static_argnames=static)
-      return f(**bound)
+        if len(jitted) >= _JITTED_LIMIT:
+          jitted.clear()
+        f = jitted[key] = _jit_with_static(fn, dynamic, tree, dict(fixed))
+      return f(*leaves)   # flat: jit's fast path (a key array is a pytree node)
     return wrapper
   return wrap
+
+
+def _jit_with_static(fn, dynamic: tuple, tree, fixed: dict):
+  """`fn` jitted as a function of the flat leaves of its dynamic arguments (`tree`; None:
+  the arguments are their own leaves)."""
+  def run(*leaves):
+    values = leaves if tree is None else tree_util.tree_unflatten(tree, leaves)
+    return fn(**fixed, **dict(zip(dynamic, values)))
+  run.__name__ = run.__qualname__ = fn.__name__
+  return jit(run)
+
+
+def _binder(fn):
+  """`bind(args, kwargs) -> {name: value}` of the arguments a call passes (None when they do
+  not fit `fn`'s signature): by hand for a signature of named parameters (inspect's bind
+  costs more than a compiled call), else by inspect."""
+  params = inspect.signature(fn).parameters
+  kinds = {p.kind for p in params.values()}
+  if not kinds <= {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}:
+    signature = inspect.signature(fn)
+
+    def by_inspect(args, kwargs):
+      try:
+        return signature.bind(*args, **kwargs).arguments
+      except TypeError:
+        return None
+    return by_inspect
+  positional = [n for n, p in params.items() if p.kind == p.POSITIONAL_OR_KEYWORD]
+  required = {n for n, p in params.items() if p.default is p.empty}
+
+  def by_hand(args, kwargs):
+    if len(args) > len(positional):
+      return None
+    bound = dict(zip(positional, args))
+    for k, v in kwargs.items():
+      if k not in params or k in bound:
+        return None
+      bound[k] = v
+    return bound if required.issubset(bound) else None
+  return by_hand

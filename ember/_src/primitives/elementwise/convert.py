@@ -56,6 +56,13 @@ convert_element_type_p.transpose = lambda ct, x, *, new_dtype, weak_type: [
 def convert_element_type(operand, new_dtype, weak_type: bool = False):
   """Elementwise cast to `new_dtype` (canonicalized for the x64 flag)."""
   new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type")
+  if type(operand) in (float, int) and core.cur_level_is_eval():
+    # a Python number made an array, as jnp's promotion does in every `x + 1.0`: no eager
+    # dispatch, and the reference's steps (the number's own dtype first, then the cast)
+    with np.errstate(over="ignore"):   # 1e40 -> float32 is inf, quietly (as XLA)
+      value = np.asarray(operand, core.get_aval(operand).dtype)
+    return core.new_array(reference_elementwise.convert_element_type(
+        value, new_dtype=new_dtype, weak_type=weak_type), weak_type=bool(weak_type))
   aval = core.get_aval(operand)
   if (aval.dtype, aval.weak_type) == (new_dtype, bool(weak_type)) and not dtypes.is_python_scalar(operand) \
       and not isinstance(operand, (np.ndarray, np.generic)):
