@@ -121,6 +121,12 @@ class Format(NamedTuple):
   sharding: Sharding
 
 
+# (shape, dtype, weak type) -> its ShapedArray, shared: an eager op reads its operands' avals
+# several times, and a ShapedArray is never changed once made
+_avals: dict = {}
+_AVALS_LIMIT = 4096
+
+
 class Array:
   """An immutable n-dimensional array (`jax.Array`).
 
@@ -238,7 +244,13 @@ class Array:
   # --- metadata -----------------------------------------------------------------
   @property
   def aval(self) -> core.ShapedArray:
-    return core.ShapedArray(self._shape, self._dtype, self._weak_type)
+    key = (self._shape, self._dtype, self._weak_type)
+    aval = _avals.get(key)
+    if aval is None:
+      if len(_avals) >= _AVALS_LIMIT:
+        _avals.clear()
+      aval = _avals[key] = core.ShapedArray(*key)
+    return aval
 
   shape = property(lambda self: self._shape)
   dtype = property(lambda self: self._dtype)

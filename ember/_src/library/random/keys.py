@@ -407,7 +407,7 @@ def split(key, num=2):
 
 def fold_in(key, data):
   """A new key from a key and a 32-bit integer `data` (taken modulo uint32, like JAX)."""
-  kdata, typed = _as_key_data("fold_in", key)
+  _as_key_data("fold_in", key)
   if type(data) in (int, bool):
     if not 0 <= data < 2 ** 32:
       raise OverflowError(f"Python integer {data} out of bounds for uint32")
@@ -418,8 +418,13 @@ def fold_in(key, data):
   if shape:
     raise TypeError(f"fold_in accepts a scalar, but was given an array of shape {shape} "
                     "!= (). Use vmap for batching.")
-  msg = lax.convert_element_type(data, _U32)
-  return _ret(threefry_fold_in(kdata, msg), typed)
+  return _fold_in(key, data)
+
+
+@eager_jit.compiled()
+def _fold_in(key, data):   # (checked by fold_in: a uint32-convertible scalar)
+  kdata, typed = _as_key_data("fold_in", key)
+  return _ret(threefry_fold_in(kdata, lax.convert_element_type(data, _U32)), typed)
 
 
 def clone(key):
