@@ -223,6 +223,18 @@ def test_inexact_primitive_chooses_once_by_size(fresh):
   assert_same_bits(first, jnp.sum(big))
 
 
+def test_a_signature_that_fails_to_compile_keeps_the_reference(fresh, monkeypatch):
+  def broken(prim, params):
+    def fail(*xs):
+      raise NotImplementedError(f"no lowering of {prim.name} here")
+    return fail
+  monkeypatch.setattr(eager, "_one_op", broken)
+  big = np.linspace(-3, 3, eager.EAGER_COMPILE_ELEMENTS, dtype=np.float32)
+  want = np.tanh(big.astype(np.float64)).astype(np.float32)   # the float64 reference
+  np.testing.assert_array_equal(np.asarray(jnp.tanh(big)), want)
+  assert [s.mode for s in _sig("tanh")] == [eager.REFERENCE]
+
+
 def test_disable_jit_traces_and_callbacks_keep_the_reference(fresh):
   big = np.linspace(-3, 3, eager.EAGER_COMPILE_ELEMENTS, dtype=np.float32)
   want = np.tanh(big.astype(np.float64)).astype(np.float32)   # the float64 reference

@@ -54,10 +54,11 @@ REFERENCE, RENTING, BUYING, COMPILED = range(4)
 
 class _Signature:
   """One signature's choice (`mode`) and what it has measured."""
-  __slots__ = ("mode", "ref_seconds", "ref_calls", "fn", "trials")
+  __slots__ = ("mode", "ref_seconds", "ref_calls", "fn", "ran", "trials")
 
   def __init__(self, mode: int):
     self.mode, self.ref_seconds, self.ref_calls, self.fn = mode, 0.0, 0, None
+    self.ran = False         # whether the compiled call has run once (it compiled)
     self.trials: list = []   # seconds of the compiled calls timed while buying
 
 
@@ -74,7 +75,7 @@ def run(prim, vals, params) -> list | None:
     sig = _new_signature(key, prim, vals, params)
   mode = sig.mode
   if mode == COMPILED:
-    return _compiled(sig.fn, prim, vals)
+    return _compiled(sig, prim, vals)
   if mode == REFERENCE or not _may_compile():
     return None
   if mode == RENTING:
@@ -94,12 +95,11 @@ def _buy(sig: _Signature, prim, vals, params) -> list:
   native fast path being set up)."""
   if sig.fn is None:
     sig.fn = _one_op(prim, params)
-    sig.trials = []
-    return _compiled(sig.fn, prim, vals)     # (this call compiles)
+    return _compiled(sig, prim, vals)     # (this call compiles)
   t0 = time.perf_counter()
-  outs = _compiled(sig.fn, prim, vals)
+  outs = _compiled(sig, prim, vals)
   sig.trials.append(time.perf_counter() - t0)
-  if len(sig.trials) == TIMED_CALLS:
+  if len(sig.trials) >= TIMED_CALLS:
     faster = min(sig.trials) < sig.ref_seconds / sig.ref_calls
     sig.mode = COMPILED if faster else REFERENCE
     sig.fn = sig.fn if faster else None
@@ -157,15 +157,24 @@ def _may_compile() -> bool:
               or config._values["jax_disable_jit"] or not core.cur_level_is_eval())
 
 
-def _compiled(fn, prim, vals) -> list | None:
-  """The one-op computation's outputs, ready (ember's eager ops are synchronous)."""
+def _compiled(sig: _Signature, prim, vals) -> list | None:
+  """The one-op computation's outputs, ready (ember's eager ops are synchronous); None
+  (the reference runs) when it may not run now, or when its first call fails to compile:
+  a lowering this signature does not support makes it a REFERENCE signature, and the
+  reference raises the user's error if there is one."""
   if not _may_compile():
     return None
   _state.busy = True
   try:
-    out = fn(*vals)
+    out = sig.fn(*vals)
+  except Exception:   # noqa: BLE001 -- the reference decides what the user sees
+    if sig.ran:
+      raise
+    sig.mode, sig.fn = REFERENCE, None
+    return None
   finally:
     _state.busy = False
+  sig.ran = True
   outs = list(out) if prim.multiple_results else [out]
   for o in outs:
     o.block_until_ready()

@@ -89,13 +89,11 @@ def compiled(static_argnames: tuple = (), static_if_int: tuple = ()):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-      bound = bind(args, kwargs)
-      if bound is None:   # the plain call raises Python's error
+      bound = bind(args, kwargs) if _eval_level() else None
+      if bound is None:   # under a trace; or arguments that do not fit: Python's error
         return fn(*args, **kwargs)
       static = static_argnames + tuple(k for k in static_if_int if type(bound.get(k)) is int)
       dynamic = tuple(k for k in bound if k not in static)
-      if not _eval_level():
-        return fn(*args, **kwargs)
       values = [bound[k] for k in dynamic]
       leaves, tree = (values, None) if all(type(v) in _PLAIN for v in values) else \
           tree_util.tree_flatten(values)
@@ -130,24 +128,17 @@ def _jit_with_static(fn, dynamic: tuple, tree, fixed: dict):
 
 
 def _binder(fn):
-  """`bind(args, kwargs) -> {name: value}` of the arguments a call passes (None when they do
-  not fit `fn`'s signature): by hand for a signature of named parameters (inspect's bind
-  costs more than a compiled call), else by inspect."""
+  """`bind(args, kwargs) -> {name: value}` of the arguments a call passes, None when they do
+  not fit `fn`'s signature of named parameters (inspect's bind costs more than a compiled
+  call)."""
   params = inspect.signature(fn).parameters
-  kinds = {p.kind for p in params.values()}
-  if not kinds <= {inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY}:
-    signature = inspect.signature(fn)
-
-    def by_inspect(args, kwargs):
-      try:
-        return signature.bind(*args, **kwargs).arguments
-      except TypeError:
-        return None
-    return by_inspect
+  if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY)
+         for p in params.values()):
+    raise TypeError(f"eager_jit.compiled: {fn.__name__} must take named parameters only")
   positional = [n for n, p in params.items() if p.kind == p.POSITIONAL_OR_KEYWORD]
   required = {n for n, p in params.items() if p.default is p.empty}
 
-  def by_hand(args, kwargs):
+  def bind(args, kwargs):
     if len(args) > len(positional):
       return None
     bound = dict(zip(positional, args))
@@ -156,4 +147,4 @@ def _binder(fn):
         return None
       bound[k] = v
     return bound if required.issubset(bound) else None
-  return by_hand
+  return bind
