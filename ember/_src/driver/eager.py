@@ -8,9 +8,9 @@ params, argument types) is a `_Signature` that picks, by this rule:
 
 - **Exact primitives rent, then buy.** A primitive whose reference computes the compiled
   code's bits (`Primitive.reference_exact`: correctly rounded arithmetic, comparisons, casts,
-  data movement; no complex operands) runs its reference, timed, until those calls add up to
-  COMPILE_SECONDS, what compiling a one-op computation costs; then it compiles, and keeps
-  the compiled call if it runs faster than the reference did (a reference that returns a
+  data movement; no complex operands) runs its reference, timed, until those calls add up
+  to eager_jit.COMPILE_SECONDS, what compiling a one-op computation costs; then it
+  compiles, and keeps the compiled call if it runs faster than the reference did (a reference that returns a
   view, as reshape's, stays). Rent-or-buy never costs more than twice the better choice
   in hindsight, a user's first `x + 1` never waits for LLVM, and a loop of small ops ends
   up on the ~5 us compiled path. The bits are the same either way.
@@ -36,6 +36,7 @@ from ember._src.core import array as array_lib
 from ember._src.core import trace as trace_lib
 from ember._src.core.array import Array
 from ember._src.driver import pjrt_dispatch
+from ember._src.primitives import eager_jit
 from ember._src.runtime.pjrt_array import PjrtArray
 
 jit_of: list = [None]     # jit.jit (jit builds on this module and fills it at import)
@@ -43,7 +44,6 @@ _one_op_fns: dict = {}    # (primitive, params) -> its jitted one-equation funct
 _ONE_OP_LIMIT = 4096      # distinct (primitive, params) kept; past it the cache starts over
 _state = threading.local()
 
-COMPILE_SECONDS = 0.02          # a one-op compile on a 2-core VM: ~10-40 ms
 EAGER_COMPILE_ELEMENTS = 1 << 16   # inexact primitives on operands this large run compiled
 _SIGNATURE_LIMIT = 1 << 14
 _signatures: dict = {}          # (primitive, params, argument types) -> _Signature
@@ -83,7 +83,7 @@ def run(prim, vals, params) -> list | None:
     outs = trace_lib.eval_reference(prim, vals, params)
     sig.ref_seconds += time.perf_counter() - t0
     sig.ref_calls += 1
-    if sig.ref_seconds >= COMPILE_SECONDS:
+    if sig.ref_seconds >= eager_jit.COMPILE_SECONDS:
       sig.mode = BUYING
     return outs
   return _buy(sig, prim, vals, params)

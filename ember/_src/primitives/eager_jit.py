@@ -10,8 +10,10 @@ ember here:
   function made once per (`fun`, `static`) while `fun` lives (held weakly, as JAX's
   weakref_lru_cache holds it) and cached per argument types by jit. The control-flow
   functions call it with the user's function.
-- `@compiled(static_argnames=...)`: a library function (a sampler) run jitted when called
-  outside any trace; under a trace it is called as it is, so jaxprs are unchanged.
+- `@compiled(static_argnames=...)`: a library function (a sampler) whose op-by-op run
+  gives the jitted bits: called outside any trace it rents, then buys, as driver/eager.py's
+  exact primitives do: it runs op by op until those runs add up to COMPILE_SECONDS, then
+  jitted. Under a trace it is called as it is, so jaxprs are unchanged.
 
 Both apply only at the eval level (no trace open, jit not disabled) to arguments that are all
 array-like, so what jit traces is what the caller passed. As with jit, values a function
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 import weakref
 from typing import Callable
 
@@ -37,6 +40,7 @@ jit: Callable | None = None
 _by_fun: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # fun -> {static: jitted}
 _PLAIN = (Array, np.ndarray, float, int, bool)   # leaves that need no closer look
 _JITTED_LIMIT = 1024   # jitted forms kept per decorated function; past it they start over
+COMPILE_SECONDS = 0.02   # what compiling costs (a one-op module or a sampler: ~10-100 ms)
 
 
 def applies(args) -> bool:
@@ -82,9 +86,11 @@ def compiled(static_argnames: tuple = (), static_if_int: tuple = ()):
   are static when given as a Python int (a population size, `permutation(key, 10)`) and
   traced otherwise. A static list is passed as a tuple (jit's static arguments must hash);
   an unhashable static argument runs the function as written. Each set of static values
-  gets a jitted function of the dynamic arguments' leaves, so calls take jit's fast path."""
+  gets a jitted function of the dynamic arguments' leaves, so calls take jit's fast path,
+  once its op-by-op runs have taken COMPILE_SECONDS (a one-off draw never compiles)."""
   def wrap(fn):
     jitted: dict = {}    # (dynamic names, static items, their types) -> jitted function
+    spent: dict = {}     # the same keys -> seconds run op by op so far
     bind = _binder(fn)
 
     @functools.wraps(fn)
@@ -109,6 +115,13 @@ def compiled(static_argnames: tuple = (), static_if_int: tuple = ()):
       except TypeError:   # an unhashable static argument
         return fn(*args, **kwargs)
       if f is None:
+        if spent.get(key, 0.0) < COMPILE_SECONDS:   # renting
+          t0 = time.perf_counter()
+          out = fn(*args, **kwargs)
+          if len(spent) >= _JITTED_LIMIT:
+            spent.clear()
+          spent[key] = spent.get(key, 0.0) + time.perf_counter() - t0
+          return out
         if len(jitted) >= _JITTED_LIMIT:
           jitted.clear()
         f = jitted[key] = _jit_with_static(fn, dynamic, tree, dict(fixed))
