@@ -6,7 +6,7 @@ against a library namespace and run in a FRESH worker process per library and ca
 "first" is the first call of that case in a process that has only started its backend (what
 a user's script pays: tracing, op-by-op compiles, caches filling) and "steady" is the median
 per-call time over batches of back-to-back calls (~20 ms each, the last result waited on with
-block_until_ready, ~1 s per case). The table gives both times for both libraries, the ratios
+block_until_ready, ~1 s per case), after 0.3 s of calls and ember's background tier-ups. The table gives both times for both libraries, the ratios
 JAX/ember (> 1: ember faster), their geometric means and how many cases are below 1.0x.
 
     # ember alone:
@@ -150,6 +150,18 @@ def steady_median(lib, thunk, budget_s: float) -> float:
   return statistics.median(batch_time(lib, thunk, calls) for _ in range(batches))
 
 
+WARM_UP_S = 0.3
+
+
+def warm_up(lib, thunk) -> None:
+  """Calls for WARM_UP_S (both libraries alike): ember compiles an eager signature after its
+  reference runs add up to a compile's cost (driver/eager.py's rent-or-buy), JAX at its
+  first call; steady state is what follows."""
+  t0 = time.perf_counter()
+  while time.perf_counter() - t0 < WARM_UP_S:
+    lib.jax.block_until_ready(thunk())
+
+
 def settle(name: str) -> None:
   """Let ember's background tier-ups finish (backends/cpu/tiering.py) so that no compile
   overlaps the steady-state batches; JAX compiles synchronously and has nothing to wait for."""
@@ -167,6 +179,7 @@ def worker(name: str, case: str, budget_s: float) -> dict:
     t0 = time.perf_counter()
     lib.jax.block_until_ready(thunk())
     first = time.perf_counter() - t0
+    warm_up(lib, thunk)
     settle(name)
     return {"first": first, "steady": steady_median(lib, thunk, budget_s)}
   except Exception as e:  # reported in the table, not dropped

@@ -202,6 +202,14 @@ def test_eager_samplers_rent_then_buy_the_jitted_bits(name, monkeypatch):
     assert [n for n in c.names if n == _sampler_name(name)] == [_sampler_name(name)]
 
 
+def test_a_large_draw_compiles_at_once():
+  # op by op, its large inexact operations would each compile (driver/eager.py)
+  with Compiles() as c:
+    out = random.normal(random.key(11), (300, 300))
+  assert "normal" in c.names
+  _same(out, ember.jit(lambda k: random.normal(k, (300, 300)))(random.key(11)))
+
+
 def _sampler_name(case: str) -> str:
   return {"split shape": "split", "normal f64": "normal", "permutation int": "permutation",
           "permutation array": "permutation", "choice int": "choice",

@@ -44,7 +44,7 @@ _one_op_fns: dict = {}    # (primitive, params) -> its jitted one-equation funct
 _ONE_OP_LIMIT = 4096      # distinct (primitive, params) kept; past it the cache starts over
 _state = threading.local()
 
-EAGER_COMPILE_ELEMENTS = 1 << 16   # inexact primitives on operands this large run compiled
+EAGER_COMPILE_ELEMENTS = eager_jit.EAGER_COMPILE_ELEMENTS   # inexact ones this large: compiled
 _SIGNATURE_LIMIT = 1 << 14
 _signatures: dict = {}          # (primitive, params, argument types) -> _Signature
 

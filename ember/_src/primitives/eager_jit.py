@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import time
 import weakref
 from typing import Callable
@@ -41,6 +42,7 @@ _by_fun: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # fun -> {s
 _PLAIN = (Array, np.ndarray, float, int, bool)   # leaves that need no closer look
 _JITTED_LIMIT = 1024   # jitted forms kept per decorated function; past it they start over
 COMPILE_SECONDS = 0.02   # what compiling costs (a one-op module or a sampler: ~10-100 ms)
+EAGER_COMPILE_ELEMENTS = 1 << 16   # operands (a draw) this large: compiled at once
 
 
 def applies(args) -> bool:
@@ -87,7 +89,9 @@ def compiled(static_argnames: tuple = (), static_if_int: tuple = ()):
   traced otherwise. A static list is passed as a tuple (jit's static arguments must hash);
   an unhashable static argument runs the function as written. Each set of static values
   gets a jitted function of the dynamic arguments' leaves, so calls take jit's fast path,
-  once its op-by-op runs have taken COMPILE_SECONDS (a one-off draw never compiles)."""
+  once its op-by-op runs have taken COMPILE_SECONDS (a one-off small draw never compiles),
+  or at once for a `shape` of EAGER_COMPILE_ELEMENTS or more (op by op, its large inexact
+  operations would each compile: driver/eager.py)."""
   def wrap(fn):
     jitted: dict = {}    # (dynamic names, static items, their types) -> jitted function
     spent: dict = {}     # the same keys -> seconds run op by op so far
@@ -115,7 +119,7 @@ def compiled(static_argnames: tuple = (), static_if_int: tuple = ()):
       except TypeError:   # an unhashable static argument
         return fn(*args, **kwargs)
       if f is None:
-        if spent.get(key, 0.0) < COMPILE_SECONDS:   # renting
+        if spent.get(key, 0.0) < COMPILE_SECONDS and not _large(bound.get("shape")):  # rent
           t0 = time.perf_counter()
           out = fn(*args, **kwargs)
           if len(spent) >= _JITTED_LIMIT:
@@ -161,3 +165,12 @@ def _binder(fn):
       bound[k] = v
     return bound if required.issubset(bound) else None
   return bind
+
+
+def _large(shape) -> bool:
+  """Whether a `shape` argument asks for EAGER_COMPILE_ELEMENTS values or more."""
+  try:
+    return math.prod(shape if isinstance(shape, (tuple, list)) else (shape,)) >= \
+        EAGER_COMPILE_ELEMENTS
+  except TypeError:   # None (the parameters' shape) or not a shape: the function says
+    return False
