@@ -1,9 +1,7 @@
-"""Control flow and the PRNG's samplers called outside jit run as one compiled call, traced
-once per (function identity, argument types) as JAX runs them (primitives/eager_jit.py):
-the jitted bits, no retrace on a second call, the reference's values, and the errors of
-the traced path."""
-import logging
-
+"""Control flow called outside jit runs as one compiled call, traced once per (function
+identity, argument types) as JAX runs it, and the PRNG's samplers rent, then buy their
+compile (primitives/eager_jit.py): the jitted bits, no retrace on a second call, the
+reference's values, and the errors of the traced path."""
 import numpy as np
 import pytest
 
@@ -11,29 +9,18 @@ import ember
 import ember.numpy as jnp
 from ember import lax, random
 from ember._src.primitives import eager_jit
+from test_jit_cache import CompileCounter
 
 
-class Compiles(logging.Handler):
-  """Counts `Compiling jit(...)` records on the "ember" logger while the block runs."""
+class Compiles(CompileCounter):
+  """test_jit_cache's counter on the "ember" logger: `names` of the jits compiled."""
 
   def __init__(self):
-    super().__init__()
-    self.names = []
+    super().__init__(logger="ember")
 
-  def emit(self, record):
-    msg = record.getMessage()
-    if msg.startswith("Compiling jit("):
-      self.names.append(msg[len("Compiling jit("):].split(")")[0])
-
-  def __enter__(self):
-    logging.getLogger("ember").addHandler(self)
-    self._ctx = ember.log_compiles(True)
-    self._ctx.__enter__()
-    return self
-
-  def __exit__(self, *exc):
-    self._ctx.__exit__(*exc)
-    logging.getLogger("ember").removeHandler(self)
+  @property
+  def names(self):
+    return [m[len("Compiling jit("):].split(")")[0] for m in self.records]
 
 
 def _same(a, b):
