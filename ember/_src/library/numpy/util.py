@@ -11,6 +11,7 @@ import numpy as np
 from ember._src import core
 from ember._src.base import dtypes
 from ember._src.base.config import config
+from ember._src.core.array import Array
 from ember._src.primitives.elementwise import convert_element_type
 from ember._src.primitives.structural import broadcast_in_dim
 
@@ -119,8 +120,33 @@ def broadcast_to_shape(x, shape):
 
 def promote_args(fun_name: str, *args):
   """Check, promote dtypes and broadcast: the standard preamble of a jnp function."""
+  if len(args) == 2:
+    fast = _promote_pair_fast(*args)
+    if fast is not None:
+      return fast
   check_arraylike(fun_name, *args)
   return broadcast_arrays_rank(*promote_dtypes(*args))
+
+
+def _promote_pair_fast(x, y) -> list | None:
+  """The pairs eager code promotes most, answered without the promotion lattice (what it
+  would answer): two Arrays of one type and shape, unchanged; a float Array and a Python
+  number, the number as an array of the Array's dtype and weak type (a weak Python scalar
+  never widens a float). None for anything else."""
+  if type(x) is Array:
+    if type(y) is Array:
+      if x._dtype == y._dtype and x._weak_type == y._weak_type and x._shape == y._shape:
+        return [x, y]
+      return None
+    if type(y) in (float, int) and _is_float(x._dtype):
+      return [x, convert_element_type(y, x._dtype, x._weak_type)]
+  elif type(y) is Array and type(x) in (float, int) and _is_float(y._dtype):
+    return [convert_element_type(x, y._dtype, y._weak_type), y]
+  return None
+
+
+def _is_float(dt) -> bool:
+  return isinstance(dt, np.dtype) and dtypes.dtype_kind(dt) == "f"
 
 
 def promote_args_inexact(fun_name: str, *args):
