@@ -300,3 +300,23 @@ def test_large_eager_fma_is_the_jitted_bits_both_ways(dtype, fresh):
 def test_compiled_eager_results_are_ready():
   z = jnp.tanh(jnp.asarray(np.ones(eager.EAGER_COMPILE_ELEMENTS, np.float32)))
   assert z.is_ready()          # eager ops are synchronous (tests/test_async_dispatch.py)
+
+
+def test_threads_rent_and_buy_the_same_signatures_at_once(fresh):
+  import threading
+  errors = []
+
+  def work(seed):
+    rng = np.random.default_rng(seed)
+    for i in range(60):
+      x = jnp.asarray(rng.standard_normal(100 * (1 + i % 3)).astype(np.float32))
+      y = x * 2.0 + 1.0
+      if not np.array_equal(np.asarray(y), np.asarray(x) * np.float32(2) + np.float32(1)):
+        errors.append((seed, i))
+  threads = [threading.Thread(target=work, args=(s,)) for s in range(3)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join()
+  assert errors == []
+  assert {s.mode for s in _sig("mul")} <= {eager.COMPILED, eager.REFERENCE}
