@@ -6,8 +6,9 @@ against a library namespace and run in a FRESH worker process per library and ca
 "first" is the first call of that case in a process that has only started its backend (what
 a user's script pays: tracing, op-by-op compiles, caches filling) and "steady" is the median
 per-call time over batches of back-to-back calls (~20 ms each, the last result waited on with
-block_until_ready, ~1 s per case), after 0.3 s of calls and ember's background tier-ups. The table gives both times for both libraries, the ratios
-JAX/ember (> 1: ember faster), their geometric means and how many cases are below 1.0x.
+block_until_ready, ~1 s per case), after 0.3 s of calls and ember's background tier-ups.
+The table gives both times for both libraries, the ratios JAX/ember (> 1: ember faster),
+their geometric means and how many cases are below 1.0x.
 
     # ember alone:
     .venv/bin/python bench/eager.py [name-substring ...]

@@ -10,10 +10,10 @@ params, argument types) is a `_Signature` that picks, by this rule:
   code's bits (`Primitive.reference_exact`: correctly rounded arithmetic, comparisons, casts,
   data movement; no complex operands) runs its reference, timed, until those calls add up
   to eager_jit.COMPILE_SECONDS, what compiling a one-op computation costs; then it
-  compiles, and keeps the compiled call if it runs faster than the reference did (a reference that returns a
-  view, as reshape's, stays). Rent-or-buy never costs more than twice the better choice
-  in hindsight, a user's first `x + 1` never waits for LLVM, and a loop of small ops ends
-  up on the ~5 us compiled path. The bits are the same either way.
+  compiles, and keeps the compiled call if it runs faster than the reference did (a
+  reference that returns a view, as reshape's, stays). Rent-or-buy never costs more than
+  twice the better choice in hindsight, a user's first `x + 1` never waits for LLVM, and a
+  loop of small ops ends up on the ~5 us compiled path. The bits are the same either way.
 - **Other primitives choose once, at first sight** (transcendentals, reductions, dots,
   cumulative ops: their reference rounds differently), so an eager result never changes
   bits from one call to the next: compiled when an operand holds EAGER_COMPILE_ELEMENTS
@@ -39,7 +39,6 @@ from ember._src.driver import pjrt_dispatch
 from ember._src.primitives import eager_jit
 from ember._src.runtime.pjrt_array import PjrtArray
 
-jit_of: list = [None]     # jit.jit (jit builds on this module and fills it at import)
 _one_op_fns: dict = {}    # (primitive, params) -> its jitted one-equation function
 _ONE_OP_LIMIT = 4096      # distinct (primitive, params) kept; past it the cache starts over
 _state = threading.local()
@@ -164,18 +163,14 @@ def _compiled(sig: _Signature, prim, vals) -> list | None:
   reference raises the user's error if there is one."""
   if not _may_compile():
     return None
-  _state.busy = True
   try:
-    out = sig.fn(*vals)
+    outs = _run_one_op(sig.fn, prim, vals)
   except Exception:   # noqa: BLE001 -- the reference decides what the user sees
     if sig.ran:
       raise
     sig.mode, sig.fn = REFERENCE, None
     return None
-  finally:
-    _state.busy = False
   sig.ran = True
-  outs = list(out) if prim.multiple_results else [out]
   for o in outs:
     o.block_until_ready()
   return outs
@@ -189,7 +184,12 @@ def _on_device(prim, vals, params) -> list | None:
     return None   # callbacks run on the host; no re-entry (disable_jit binds again)
   if pjrt_dispatch.placement(vals, None, prim.name)[0] is None:
     return None
-  fn = _one_op(prim, params)
+  return _run_one_op(_one_op(prim, params), prim, vals)
+
+
+def _run_one_op(fn, prim, vals) -> list:
+  """`fn(*vals)`'s outputs, with this module off meanwhile (a compile's own eager work does
+  not come back here)."""
   _state.busy = True
   try:
     out = fn(*vals)
@@ -209,7 +209,7 @@ def _one_op(prim, params):
     def bind(*xs):
       return prim.bind(*xs, **params)
     bind.__name__ = prim.name
-    fn = jit_of[0](bind)
+    fn = eager_jit.jit(bind)
     if key is not None:
       if len(_one_op_fns) >= _ONE_OP_LIMIT:
         _one_op_fns.clear()

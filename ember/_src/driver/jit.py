@@ -23,7 +23,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ember._src.driver import cache_miss, compilation, eager, pjrt_dispatch
+# (eager: imported for its eager hook, which it installs in core)
+from ember._src.driver import cache_miss, compilation, eager, pjrt_dispatch  # noqa: F401
 from ember._src import core
 from ember._src.base import profiler_events as _profiler, tree_util
 from ember._src.core.api_util import ShapeDtypeStruct
@@ -32,7 +33,7 @@ from ember._src.driver.compilation import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
 from ember._src.core import trace as trace_lib
 from ember._src.driver.dispatch import NATIVE_MISS, NUMPY_SCALAR_TYPES
-from ember._src.primitives import eager_jit, slicing
+from ember._src.primitives import eager_jit
 from ember._src.core.array import Array, PlacedArray
 from ember._src.runtime.pjrt_array import PjrtArray
 from ember._src.driver.sharding_propagation import constraint_sharding
@@ -743,9 +744,7 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
   return JitWrapped(fun, **opts)
 
 
-slicing.jit = jit   # lax.dynamic_index_in_dim & co. are jitted, as in JAX
-eager_jit.jit = jit   # loops and samplers called eagerly run as one compiled call
-eager.jit_of[0] = jit   # eager primitives run as cached one-op jits where that is cheaper
+eager_jit.jit = jit   # eager loops, samplers, one-op computations, lax.dynamic_index_in_dim
 
 
 # --- lowering: a nested jit is a `call` (one computation per sub-jaxpr; the inline pass

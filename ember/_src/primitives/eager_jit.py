@@ -35,7 +35,8 @@ from ember._src.base import tree_util
 from ember._src.base.config import config
 from ember._src.core.array import Array
 
-# ember's `jit`: driver/jit.py, which sits above the primitives, registers it when imported.
+# ember's `jit`: driver/jit.py, which sits above the primitives, registers it when imported
+# (the one slot: slicing's jitted helpers and driver/eager.py's one-op jits read it too).
 jit: Callable | None = None
 
 _by_fun: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # fun -> {static: jitted}

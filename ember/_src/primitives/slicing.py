@@ -12,14 +12,13 @@ so this module builds on primitives/indexing.py (gather and the scatter family).
 from __future__ import annotations
 
 import functools
-from typing import Callable
 
 import numpy as np
 
 from ember._src import core
 from ember._src.base import dtypes
 from ember._src.core import ShapedArray
-from ember._src.primitives import declare
+from ember._src.primitives import declare, eager_jit
 from ember._src.primitives import elementwise as ew
 from ember._src.primitives import structural
 from ember._src.primitives.indexing import (_gather_batch, _is_int, _scatter_batch_for,
@@ -295,17 +294,12 @@ def _dynamic_update_index_in_dim(operand, update, index, axis, *,
                                      allow_negative_indices=allow_negative_indices)
 
 
-# ember's `jit`. The driver sits above the primitives: driver/jit.py registers it here when it is
-# imported.
-jit: Callable | None = None
-
-
 @functools.cache
 def _jitted(fn, name, static_argnames):
   """`fn` under ember.jit, named `name`: JAX jits these two, so their jaxprs hold one
   `jit` equation with that name."""
   fn.__name__ = fn.__qualname__ = name
-  return jit(fn, static_argnames=static_argnames)
+  return eager_jit.jit(fn, static_argnames=static_argnames)   # (ember.jit, registered there)
 
 
 def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True, *,
