@@ -8,7 +8,8 @@ a user's script pays: tracing, op-by-op compiles, caches filling) and "steady" i
 per-call time over batches of back-to-back calls (~20 ms each, the last result waited on with
 block_until_ready, ~1 s per case), after 0.3 s of calls and ember's background tier-ups.
 The table gives both times for both libraries, the ratios JAX/ember (> 1: ember faster),
-their geometric means and how many cases are below 1.0x.
+their geometric means and how many cases are below 1.0x, and each library's import time
+(both start their compiler there: JAX its XLA client, ember LLVM and its runtime functions).
 
     # ember alone:
     .venv/bin/python bench/eager.py [name-substring ...]
@@ -172,7 +173,9 @@ def settle(name: str) -> None:
 
 
 def worker(name: str, case: str, budget_s: float) -> dict:
+  t0 = time.perf_counter()
   lib = namespace(name)
+  imported = time.perf_counter() - t0
   # Start the backend (client, one transfer) without compiling any op a case might share.
   lib.jax.block_until_ready(lib.jnp.asarray(np.ones(3, np.float32)))
   try:
@@ -182,7 +185,7 @@ def worker(name: str, case: str, budget_s: float) -> dict:
     first = time.perf_counter() - t0
     warm_up(lib, thunk)
     settle(name)
-    return {"first": first, "steady": steady_median(lib, thunk, budget_s)}
+    return {"first": first, "steady": steady_median(lib, thunk, budget_s), "import": imported}
   except Exception as e:  # reported in the table, not dropped
     msg = (str(e).strip().splitlines() or [""])[0]
     return {"error": f"{type(e).__name__}: {msg}"}
@@ -267,6 +270,13 @@ def summary(rows) -> list[str]:
                  f"{sum(r < 1.0 for r in rs)} below 1.0x")
   if not out:
     out.append("no ratios (JAX did not run, or no case ran on both)")
+  # what every first call comes after: each library starts its compiler at import (XLA's
+  # client; ember's LLVM and runtime functions), which the first-call column leaves out
+  imports = [f"{lib} {ms(statistics.median(ts))} ms" for lib, ts in
+             (("ember", [e["import"] for _, e, _ in rows if e and "import" in e]),
+              ("JAX", [j["import"] for _, _, j in rows if j and "import" in j])) if ts]
+  if imports:
+    out.append("import (median over the workers): " + ", ".join(imports))
   errors = [f"{name} ({lib}): {r['error']}" for name, e, j in rows
             for lib, r in (("ember", e), ("JAX", j)) if r and "error" in r]
   return out + (["errors:"] + ["  " + err for err in errors] if errors else [])

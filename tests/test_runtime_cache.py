@@ -70,21 +70,28 @@ def test_entry_name_depends_on_symbol_key_and_tier():
   assert len(names) == 4 and all(n.split("-")[0] in "fg" for n in names)
 
 
-POOL_SCRIPT = """
-import json, numpy as np
-from ember._src.backends.cpu import runtime_cache, threadpool, control_flow
-threadpool.run(threadpool.noop_kernel_address(), None, 10, 2)   # starts the pool
-control_flow._driver()
-print(json.dumps(runtime_cache.stats))
+# `import ember` starts the CPU backend (driver/compilation.py's start_cpu_backend): the
+# runtime functions every process runs come with it, and a first call finds them loaded
+IMPORT_SCRIPT = """
+import json, numpy as np, ember, ember.numpy as jnp
+from ember._src.backends.cpu import runtime_cache
+at_import = dict(runtime_cache.stats)
+ember.jit(lambda x: x * 2)(np.ones(3, np.float32)).block_until_ready()
+print(json.dumps([at_import, runtime_cache.stats]))
 """
+RUNTIME_FUNCTIONS = ["ember_hit_prologue", "ember_loop_run", "ember_native_hit", "ember_pool_run"]
 
 
-def test_thread_pool_and_loop_driver_are_cached(tmp_path):
-  env = dict(os.environ, EMBER_RUNTIME_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT,
+def _run_twice(script, directory):
+  env = dict(os.environ, EMBER_RUNTIME_CACHE_DIR=str(directory), PYTHONPATH=ROOT,
              EMBER_NUM_THREADS="2")
-  got = [json.loads(subprocess.run([sys.executable, "-c", POOL_SCRIPT], env=env,
-                                   capture_output=True, text=True, timeout=120,
-                                   check=True).stdout) for _ in range(2)]
-  assert got == [{"compiled": 2, "loaded": 0}, {"compiled": 0, "loaded": 2}]
-  assert sorted(n.split("-")[0] for n in os.listdir(tmp_path)) == ["ember_loop_run",
-                                                                   "ember_pool_run"]
+  return [json.loads(subprocess.run([sys.executable, "-c", script], env=env,
+                                    capture_output=True, text=True, timeout=120,
+                                    check=True).stdout) for _ in range(2)]
+
+
+def test_import_ember_loads_the_runtime_functions(tmp_path):
+  n = len(RUNTIME_FUNCTIONS)
+  got = _run_twice(IMPORT_SCRIPT, tmp_path)
+  assert got == [[{"compiled": n, "loaded": 0}] * 2, [{"compiled": 0, "loaded": n}] * 2]
+  assert sorted(p.split("-")[0] for p in os.listdir(tmp_path)) == RUNTIME_FUNCTIONS

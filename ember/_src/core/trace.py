@@ -66,12 +66,18 @@ class EvalTrace(Trace):
   lift = pure
 
   def process_primitive(self, primitive, vals, params):
-    hook = eager_hook[0]
-    if hook is not None:
-      outs = hook(primitive, vals, params)
-      if outs is not None:
-        return outs
-    return eval_reference(primitive, vals, params)
+    return eval_primitive(primitive, vals, params)
+
+
+def eval_primitive(primitive, vals, params) -> list:
+  """The eval trace's work: the eager hook (driver/eager.py: compiled or reference), else
+  the reference."""
+  hook = eager_hook[0]
+  if hook is not None:
+    outs = hook(primitive, vals, params)
+    if outs is not None:
+      return outs
+  return eval_reference(primitive, vals, params)
 
 
 def eval_reference(primitive, vals, params) -> list:
@@ -257,6 +263,15 @@ def full_lower(val):
 
 
 def bind(prim: Primitive, *args, **params):
+  if not _open_traces and prim.named_trace is None:
+    # no trace open in any thread: the eval trace's, without finding it (eager code's
+    # every op; a Tracer here leaked from a closed trace, for find_top_trace to report)
+    for a in args:
+      if isinstance(a, Tracer):
+        break
+    else:
+      outs = eval_primitive(prim, args, params)
+      return list(outs) if prim.multiple_results else outs[0]
   trace = find_top_trace(args)
   if prim.named_trace is not None:
     trace = prim.named_trace(trace, params)

@@ -380,6 +380,29 @@ def preload_backend() -> None:
   llvm_jit.shared_target_machine(llvm_jit.LLVM_TIERS[compile_flags().opt_level].codegen_level)
 
 
+def start_cpu_backend() -> None:
+  """What `import ember` starts, as `import jax` starts XLA: the compiler and LLVM
+  (`preload_backend`, ~40 ms) and the runtime functions every process runs (the hit
+  prologue, thread pool, loop driver and native hit path: ~8 ms loaded from
+  backends/cpu/runtime_cache's disk entries, compiled there once per machine), so that a
+  process's first jitted or eager compiled call pays for its own code only. Skipped when the
+  CPU backend is not the default (EMBER_JIT_BACKEND=interpreter); never fails the import: a
+  missing llvmlite (the TPU host's PJRT-only use) or any other failure is left for the first
+  compile to report."""
+  if config.read("ember_jit_backend") != "cpu":
+    return
+  try:
+    preload_backend()
+    # deferred: what this function loads is the point of calling it
+    from ember._src.backends.cpu import control_flow, executable, native_hit, threadpool
+    from ember._src.core import array as array_module
+    for runtime_function in (executable._hit_prologue, threadpool._native, control_flow._driver):
+      runtime_function()
+    native_hit.available(array_module)   # (hands it the Array class its checks read)
+  except Exception as e:  # noqa: BLE001 -- the import goes on; the first compile says why
+    logging.getLogger("ember._src.compiler").debug("CPU backend not started at import: %r", e)
+
+
 @contextlib.contextmanager
 def gc_paused():
   """Python's cyclic garbage collector off for the block: tracing and compiling allocate

@@ -69,7 +69,10 @@ def run(prim, vals, params) -> list | None:
   key = _key(prim, vals, params)
   if key is None:
     return None
-  sig = _signatures.get(key)
+  try:
+    sig = _signatures.get(key)
+  except TypeError:   # a parameter that does not hash
+    return None
   if sig is None:
     sig = _new_signature(key, prim, vals, params)
   mode = sig.mode
@@ -107,7 +110,7 @@ def _buy(sig: _Signature, prim, vals, params) -> list:
 
 def _key(prim, vals, params) -> tuple | None:
   """The signature of a call: (primitive, params, argument types); None for operands that
-  are not plain arrays and numbers, or a parameter that does not hash."""
+  are not plain arrays and numbers."""
   types = []
   for v in vals:
     t = type(v)
@@ -120,12 +123,7 @@ def _key(prim, vals, params) -> tuple | None:
     else:
       return None
   items = tuple(params.items()) if len(params) < 2 else tuple(sorted(params.items()))
-  key = (prim, items, tuple(types))
-  try:
-    hash(key)
-  except TypeError:
-    return None
-  return key
+  return prim, items, tuple(types)
 
 
 def _new_signature(key, prim, vals, params) -> _Signature:
@@ -172,7 +170,8 @@ def _compiled(sig: _Signature, prim, vals) -> list | None:
     return None
   sig.ran = True
   for o in outs:
-    o.block_until_ready()
+    if o._buf is None:     # (ready already, unless the executor ran it)
+      o.block_until_ready()
   return outs
 
 

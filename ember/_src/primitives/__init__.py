@@ -130,13 +130,15 @@ def bind_elementwise(prim: Primitive, *args, **params):
   """Bind an elementwise primitive for ember's own code: Python scalars take the dtype of
   the array operands (weakly typed), as JAX's internal `lax._const` does. The public
   `ember.lax` functions are `strict_scalars` forms that never convert."""
+  scalar = dtypes.is_python_scalar
+  if not any(map(scalar, args)):
+    return prim.bind(*args, **params)
   # deferred: cycle among the primitive families
   from ember._src.primitives.elementwise import convert_element_type
-  strong = [x for x in args if not dtypes.is_python_scalar(x)]
-  if strong and len(strong) < len(args):
+  strong = [x for x in args if not scalar(x)]
+  if strong:
     dt = core.get_aval(strong[0]).dtype
-    args = [convert_element_type(x, dt, weak_type=True) if dtypes.is_python_scalar(x) else x
-            for x in args]
+    args = [convert_element_type(x, dt, weak_type=True) if scalar(x) else x for x in args]
   return prim.bind(*args, **params)
 
 
@@ -152,7 +154,7 @@ def strict_scalars(prim: Primitive, fn: Callable,
   `lax.shift_right_logical(uint8_array, 0)` raise `prim`'s dtype error. `operands` maps
   `fn`'s arguments to `prim`'s operands (select swaps its cases). Returns `fn`."""
   def lax_fn(*args, **params):
-    if any(dtypes.is_python_scalar(x) for x in args):
+    if any(map(dtypes.is_python_scalar, args)):
       prim.abstract_eval(*(core.get_aval(x) for x in operands(*args)), **params)
     return fn(*args, **params)
   functools.update_wrapper(lax_fn, fn)  # sets __wrapped__: `fn` itself

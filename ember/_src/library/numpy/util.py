@@ -55,6 +55,8 @@ def to_inexact_dtype(dt):
 
 def promote_dtypes_numeric(*args):
   """Like promote_dtypes, then bools go to int32 (JAX's `to_numeric_dtype`)."""
+  if len(args) == 1 and type(args[0]) is Array and args[0]._dtype.kind in "fiuc":
+    return [args[0]]   # (jnp.sum's preamble: one Array, already numeric)
   to_dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
   if to_dtype == np.bool_:
     to_dtype = np.dtype(np.int32)

@@ -11,6 +11,7 @@ import numpy as np
 from ember._src import core
 from ember._src.base import dtypes
 from ember._src.core import ShapedArray
+from ember._src.core.array import Array
 from ember._src.transforms import ad, batching, remat
 from ember._src.primitives import BOOL, COMPLEX, FLOAT, check_dtype, declare, dtype_kind
 from ember._src.primitives.elementwise.common import _abs_dtype
@@ -53,21 +54,45 @@ convert_element_type_p.transpose = lambda ct, x, *, new_dtype, weak_type: [
     convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
 
 
+# (type, number, dtype, weak type) -> its Array: eager code converts the same few constants
+# over and over (`x + 1.0` in a loop), and an Array never changes
+_number_arrays: dict = {}
+_NUMBER_ARRAYS_LIMIT = 512
+
+
 def convert_element_type(operand, new_dtype, weak_type: bool = False):
   """Elementwise cast to `new_dtype` (canonicalized for the x64 flag)."""
+  if type(operand) is Array and not weak_type and not operand._weak_type and \
+      operand._dtype == new_dtype and operand._dtype.itemsize <= 4:
+    return operand   # (no x64 flag turns a 32-bit or narrower dtype into another)
   new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type")
   if type(operand) in (float, int) and core.cur_level_is_eval():
-    # a Python number made an array, as jnp's promotion does in every `x + 1.0`: no eager
-    # dispatch, and the reference's steps (the number's own dtype first, then the cast)
-    with np.errstate(over="ignore"):   # 1e40 -> float32 is inf, quietly (as XLA)
-      value = np.asarray(operand, core.get_aval(operand).dtype)
-    return core.new_array(reference_elementwise.convert_element_type(
-        value, new_dtype=new_dtype, weak_type=weak_type), weak_type=bool(weak_type))
+    return _number_array(operand, new_dtype, bool(weak_type))
   aval = core.get_aval(operand)
   if (aval.dtype, aval.weak_type) == (new_dtype, bool(weak_type)) and not dtypes.is_python_scalar(operand) \
       and not isinstance(operand, (np.ndarray, np.generic)):
     return operand
   return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def _number_array(number, new_dtype, weak_type: bool):
+  """A Python number made an array, as jnp's promotion does in every `x + 1.0`: no eager
+  dispatch, the reference's steps (the number's own dtype first, then the cast), and kept
+  for the next time (not 0.0, which equals -0.0 as a key, nor NaN, which equals nothing)."""
+  key = (type(number), number, new_dtype, weak_type)
+  cached = _number_arrays.get(key)
+  if cached is not None:
+    return cached
+  with np.errstate(over="ignore"):   # 1e40 -> float32 is inf, quietly (as XLA)
+    value = np.asarray(number, core.get_aval(number).dtype)
+  out = core.new_array(reference_elementwise.convert_element_type(
+      value, new_dtype=new_dtype, weak_type=weak_type), weak_type=weak_type)
+  if number or type(number) is int:   # (NaN is truthy: excluded by the check below)
+    if number == number:
+      if len(_number_arrays) >= _NUMBER_ARRAYS_LIMIT:
+        _number_arrays.clear()
+      _number_arrays[key] = out
+  return out
 
 
 # --- bitcast_convert_type ----------------------------------------------------------------
