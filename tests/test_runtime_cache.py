@@ -95,3 +95,28 @@ def test_import_ember_loads_the_runtime_functions(tmp_path):
   got = _run_twice(IMPORT_SCRIPT, tmp_path)
   assert got == [[{"compiled": n, "loaded": 0}] * 2, [{"compiled": 0, "loaded": n}] * 2]
   assert sorted(p.split("-")[0] for p in os.listdir(tmp_path)) == RUNTIME_FUNCTIONS
+
+
+# a program whose compile uses the other runtime functions: the OpenBLAS pool's chunk (a
+# large matmul) and the math library's out-of-line copies (a conditional's branches)
+LIBRARY_SCRIPT = """
+import json, numpy as np, ember, ember.numpy as jnp
+from ember._src.backends.cpu import runtime_cache
+runtime_cache.stats.update(compiled=0, loaded=0)
+m = np.linspace(-1, 1, 1000 * 1000, dtype=np.float32).reshape(1000, 1000)
+v = np.linspace(-3, 3, 1000, dtype=np.float32)
+mm = np.asarray(ember.jit(lambda a: a @ a)(m))
+c = np.asarray(ember.lax.cond(True, jnp.sin, jnp.cos, v))
+# (1000-term float32 sums whose partial sums reach ~330 round to ~5e-4 absolute)
+ok = np.allclose(mm, m.astype(np.float64) @ m, rtol=1e-5, atol=2e-3) and \\
+    np.allclose(c, np.sin(v.astype(np.float64)), rtol=1e-6, atol=1e-7)
+print(json.dumps([runtime_cache.stats, ok]))
+"""
+
+
+def test_blas_chunks_and_math_library_copies_are_cached(tmp_path):
+  (first, ok1), (second, ok2) = _run_twice(LIBRARY_SCRIPT, tmp_path)
+  names = {p.split("-")[0] for p in os.listdir(tmp_path)}
+  assert ok1 and ok2
+  assert "ember_blas_chunk" in names and any(".lib." in n for n in names), names
+  assert first["compiled"] >= 2 and second == {"compiled": 0, "loaded": first["compiled"]}

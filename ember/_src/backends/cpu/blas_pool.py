@@ -42,6 +42,18 @@ import numpy as np
 
 from ember._src.backends.cpu import dot_kernels, host, llvm_jit, runtime_cache, threadpool
 
+# OpenBLAS's functions, called by name: the names resolve to NumPy's OpenBLAS in this process
+# (`_register_blas`), so the IR is the same in every process and its object is kept on disk
+# (runtime_cache)
+_DECLARES = """
+declare void @ember_blas_sgemm(i32, i32, i32, $INT, $INT, $INT, float, i8*, $INT, i8*, $INT, float, i8*, $INT)
+declare void @ember_blas_dgemm(i32, i32, i32, $INT, $INT, $INT, double, i8*, $INT, i8*, $INT, double, i8*, $INT)
+"""
+_OMATCOPY_DECLARES = """
+declare void @ember_blas_somatcopy(i32, i32, $INT, $INT, float, i8*, $INT, i8*, $INT)
+declare void @ember_blas_domatcopy(i32, i32, $INT, $INT, double, i8*, $INT, i8*, $INT)
+"""
+
 # The descriptor's i64 words (`_NAMES`): is_f64, transA, transB (CBLAS codes), M, N, K, lda,
 # ldb, ldc, split_cols, unit (rows or columns per outer index), bytes to advance A, B, C per
 # unit.
@@ -83,10 +95,10 @@ $LOADS
   %ldci = $CONV i64 %ldc to $INT
   br i1 %f64, label %dgemm, label %sgemm
 sgemm:
-  call void inttoptr (i64 $SGEMM to void (i32, i32, i32, $INT, $INT, $INT, float, i8*, $INT, i8*, $INT, float, i8*, $INT)*)(i32 101, i32 %ta, i32 %tb, $INT %mi, $INT %ni, $INT %ki, float 1.0, i8* %a, $INT %ldai, i8* %bb, $INT %ldbi, float 0.0, i8* %c, $INT %ldci)
+  call void @ember_blas_sgemm(i32 101, i32 %ta, i32 %tb, $INT %mi, $INT %ni, $INT %ki, float 1.0, i8* %a, $INT %ldai, i8* %bb, $INT %ldbi, float 0.0, i8* %c, $INT %ldci)
   br label %done
 dgemm:
-  call void inttoptr (i64 $DGEMM to void (i32, i32, i32, $INT, $INT, $INT, double, i8*, $INT, i8*, $INT, double, i8*, $INT)*)(i32 101, i32 %ta, i32 %tb, $INT %mi, $INT %ni, $INT %ki, double 1.0, i8* %a, $INT %ldai, i8* %bb, $INT %ldbi, double 0.0, i8* %c, $INT %ldci)
+  call void @ember_blas_dgemm(i32 101, i32 %ta, i32 %tb, $INT %mi, $INT %ni, $INT %ki, double 1.0, i8* %a, $INT %ldai, i8* %bb, $INT %ldbi, double 0.0, i8* %c, $INT %ldci)
   br label %done
 done:
   ret void
@@ -182,11 +194,17 @@ def _native():
   if found is None:
     return None
   s, d, get, set_, int_ty = found
-  text = string.Template(_IR).substitute(LOADS=_loads(), SGEMM=s, DGEMM=d,
-                                         INT=int_ty,
-                                         CONV="trunc" if int_ty == "i32" else "bitcast")
-  engine, addr, *_ = llvm_jit.jit(text, 2)
+  _register_blas(sgemm=s, dgemm=d)
+  text = string.Template(_DECLARES + _IR).substitute(
+      LOADS=_loads(), INT=int_ty, CONV="trunc" if int_ty == "i32" else "bitcast")
+  engine, addr = runtime_cache.load_or_compile("ember_blas_chunk", lambda: text, text, 2)
   return engine, addr("ember_blas_chunk"), (get, set_), addr("ember_blas_batches")
+
+
+def _register_blas(**addresses: int) -> None:
+  """Make `ember_blas_<name>` resolve to each OpenBLAS function's address here."""
+  for name, address in addresses.items():
+    llvm_jit.add_symbol(f"ember_blas_{name}", address)
 
 
 _count_lock = threading.Lock()
@@ -352,16 +370,16 @@ body:
   %mirror = icmp sgt i64 %s0, 0
   br i1 %f64, label %dgemm, label %sgemm
 sgemm:
-  call void inttoptr (i64 $SGEMM to void (i32, i32, i32, $INT, $INT, $INT, float, i8*, $INT, i8*, $INT, float, i8*, $INT)*)(i32 101, i32 %ta, i32 %tb, $INT %hi, $INT %s1i, $INT %ki, float 1.0, i8* %ab, $INT %ldai, i8* %a, $INT %ldai, float 0.0, i8* %cb, $INT %ldci)
+  call void @ember_blas_sgemm(i32 101, i32 %ta, i32 %tb, $INT %hi, $INT %s1i, $INT %ki, float 1.0, i8* %ab, $INT %ldai, i8* %a, $INT %ldai, float 0.0, i8* %cb, $INT %ldci)
   br i1 %mirror, label %scopy, label %square
 scopy:
-  call void inttoptr (i64 $SOMATCOPY to void (i32, i32, $INT, $INT, float, i8*, $INT, i8*, $INT)*)(i32 101, i32 112, $INT %hi, $INT %s0i, float 1.0, i8* %cb, $INT %ldci, i8* %ct, $INT %ldci)
+  call void @ember_blas_somatcopy(i32 101, i32 112, $INT %hi, $INT %s0i, float 1.0, i8* %cb, $INT %ldci, i8* %ct, $INT %ldci)
   br label %square
 dgemm:
-  call void inttoptr (i64 $DGEMM to void (i32, i32, i32, $INT, $INT, $INT, double, i8*, $INT, i8*, $INT, double, i8*, $INT)*)(i32 101, i32 %ta, i32 %tb, $INT %hi, $INT %s1i, $INT %ki, double 1.0, i8* %ab, $INT %ldai, i8* %a, $INT %ldai, double 0.0, i8* %cb, $INT %ldci)
+  call void @ember_blas_dgemm(i32 101, i32 %ta, i32 %tb, $INT %hi, $INT %s1i, $INT %ki, double 1.0, i8* %ab, $INT %ldai, i8* %a, $INT %ldai, double 0.0, i8* %cb, $INT %ldci)
   br i1 %mirror, label %dcopy, label %square
 dcopy:
-  call void inttoptr (i64 $DOMATCOPY to void (i32, i32, $INT, $INT, double, i8*, $INT, i8*, $INT)*)(i32 101, i32 112, $INT %hi, $INT %s0i, double 1.0, i8* %cb, $INT %ldci, i8* %ct, $INT %ldci)
+  call void @ember_blas_domatcopy(i32 101, i32 112, $INT %hi, $INT %s0i, double 1.0, i8* %cb, $INT %ldci, i8* %ct, $INT %ldci)
   br label %square
 square:                 ; the diagonal square's lower triangle copied above it: exactly
   br label %rows        ; symmetric (gemm's kernel need not give C[i,j] == C[j,i] bitwise)
@@ -420,11 +438,11 @@ def _gram_native():
   if not all(hasattr(lib, n) for n in names):
     return None
   s, d = (ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in names)
-  text = string.Template(_GRAM_IR).substitute(
-      LOADS=_loads(_GRAM_NAMES), SGEMM=gemms[0], DGEMM=gemms[1], SOMATCOPY=s, DOMATCOPY=d,
-      MOVES="\n".join(_GRAM_MOVE.format(w=w, b=8 * w) for w in (4, 8)),
+  _register_blas(sgemm=gemms[0], dgemm=gemms[1], somatcopy=s, domatcopy=d)
+  text = string.Template(_DECLARES + _OMATCOPY_DECLARES + _GRAM_IR).substitute(
+      LOADS=_loads(_GRAM_NAMES), MOVES="\n".join(_GRAM_MOVE.format(w=w, b=8 * w) for w in (4, 8)),
       INT=int_ty, CONV="trunc" if int_ty == "i32" else "bitcast")
-  engine, addr, *_ = llvm_jit.jit(text, 2)
+  engine, addr = runtime_cache.load_or_compile("ember_gram_chunk", lambda: text, text, 2)
   return engine, addr("ember_gram_chunk")
 
 

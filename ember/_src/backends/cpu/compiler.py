@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import base64
 import functools
+import glob
 import hashlib
 import json
+import os
 import re
 import time
 from typing import Iterator, Sequence
@@ -652,7 +654,8 @@ def _vector_copies(name: str, symbol: str) -> tuple[tuple[int, str], ...]:
       define = next(d for d in _MATH_DEFINE.finditer(text) if d.group(2) == fn.name)
       return text.replace(define.group(0), f'define {define.group(1)} @"{vsymbol}"('
                           f'{define.group(3)}) nounwind\n', 1)
-    llvm_jit.library(vsymbol, module_text, LIBRARY_OPT_LEVEL)
+    # (the symbol names the scalar copy's IR: the vector code's own source is in the key)
+    _library(vsymbol, module_text, runtime_cache.generator_digest(*_MATHLIB_SOURCES))
     out.append((lanes, vsymbol))
   return tuple(out)
 
@@ -675,8 +678,19 @@ def _library_copy(ir_text: str, fns: dict, name: str, define: re.Match) -> str:
     own = fns[name][0].replace(define.group(0), f'define {ret} @"{symbol}"({params}) nounwind\n',
                                1)
     return "".join(head) + own + "".join(fns[n][0] for n in closure if n != name)
-  llvm_jit.library(symbol, module_text, LIBRARY_OPT_LEVEL)
+  _library(symbol, module_text, "")   # (the symbol names the IR, the CPU and the tier)
   return symbol
+
+
+_MATHLIB_SOURCES = tuple(sorted(glob.glob(os.path.join(os.path.dirname(mathlib.__file__),
+                                                       "*.py"))))
+
+
+def _library(symbol: str, make_ir, key: str) -> None:
+  """llvm_jit.library's copy of a math function, its object kept on disk (runtime_cache,
+  under `key` and the symbol): ~30 ms of LLVM each, once per machine instead of per process."""
+  llvm_jit.library(symbol, make_ir, LIBRARY_OPT_LEVEL, load=lambda: runtime_cache.load_or_compile(
+      symbol, make_ir, key, LIBRARY_OPT_LEVEL))
 
 
 # --------------------------------------------------------------------------------------
