@@ -1,8 +1,9 @@
 """Eager primitives through the compiler (driver/eager.py): the rent-or-buy rule for
 primitives whose NumPy reference computes the compiled bits (checked here, primitive by
 primitive, on values that tell implementations apart: signed zeros, NaN, infinities,
-ties, out-of-range casts and shifts), the choose-once rule for the others, and the
-fallbacks (disable_jit, traces, callbacks)."""
+ties, out-of-range casts and shifts), the other elementwise primitives compiled at every
+size over flat buckets (jit's bits), the choose-once rule for the rest, and the fallbacks
+(disable_jit, traces, callbacks)."""
 import ml_dtypes
 import numpy as np
 import pytest
@@ -215,11 +216,13 @@ def test_first_call_of_a_small_op_runs_the_reference():
 def test_inexact_primitive_chooses_once_by_size(fresh):
   small = jnp.asarray(np.linspace(-3, 3, 100, dtype=np.float32))
   for _ in range(5):
-    jnp.tanh(small)
-  assert _sig("tanh")[0].mode == eager.REFERENCE     # never switches: same bits each call
+    jnp.sum(small)
+  assert _sig("reduce_sum")[0].mode == eager.REFERENCE   # never switches: same bits each call
+  jnp.tanh(small)
+  assert _sig("tanh")[0].mode == eager.BUCKETED          # elementwise: compiled at any size
   big = jnp.asarray(np.linspace(-3, 3, eager.EAGER_COMPILE_ELEMENTS, dtype=np.float32))
   first = np.asarray(jnp.sum(big))
-  assert [s.mode for s in _sig("reduce_sum")] == [eager.COMPILED]
+  assert [s.mode for s in _sig("reduce_sum")] == [eager.REFERENCE, eager.COMPILED]
   assert_same_bits(first, ember.jit(jnp.sum)(big))
   assert_same_bits(first, jnp.sum(big))
 
@@ -248,6 +251,44 @@ def test_disable_jit_traces_and_callbacks_keep_the_reference(fresh):
   ember.debug.callback(lambda v: seen.append(np.asarray(v)), jnp.asarray(big))
   assert len(seen) == 1                                   # callbacks never compile
   assert [s.mode for s in _sig("debug_callback")] == [eager.REFERENCE]
+
+
+def _inexact_elementwise_cases():
+  """(primitive, dtype) for every elementwise primitive whose reference rounds from float64
+  and each inexact dtype it accepts."""
+  prims = {p for p in vars(lax).values() if isinstance(p, type(lax.add_p))}
+  cases = []
+  for p in sorted(prims, key=lambda p: p.name):
+    if not p.elementwise or p.reference_exact:
+      continue
+    for dt in (F32, F64, BF16, F16, np.dtype(np.complex64)):
+      try:
+        p.abstract_eval(*[ember.core.ShapedArray((3,), dt)] * _arity(p))
+      except (TypeError, ValueError):
+        continue
+      cases.append((p, dt))
+  return cases
+
+
+@pytest.mark.parametrize("prim,dtype", _inexact_elementwise_cases(),
+                         ids=lambda c: getattr(c, "name", str(c)))
+def test_small_inexact_elementwise_is_the_jitted_bits(prim, dtype):
+  # run over a flat power-of-two bucket (driver/eager.py: BUCKETED), sliced back: the
+  # compiled kernel's bits at every shape, as jit(prim) of that shape computes them
+  n = _arity(prim)
+  with ember.enable_x64(dtype == F64):
+    for shape in [(7,), (3, 5), (eager.BUCKET_MIN + 1,)]:
+      size = int(np.prod(shape))
+      vals = [_values(dtype, size, seed=i).reshape(shape) for i in range(n)]
+      if dtype.kind == "c":
+        with np.errstate(invalid="ignore"):   # (inf * 1j: a NaN real part, kept)
+          vals = [(v + 1j * _values(F32, size, seed=9).reshape(shape)).astype(dtype)
+                  for v in vals]
+      args = [jnp.asarray(v) for v in vals]
+      with np.errstate(all="ignore"):
+        out = prim.bind(*args)
+      assert out.shape == shape
+      assert_same_bits(out, ember.jit(lambda *xs: prim.bind(*xs))(*args))
 
 
 BIG = (eager.EAGER_COMPILE_ELEMENTS // 64, 64)

@@ -68,14 +68,17 @@ def _sin_program() -> Program:
 
 @contextlib.contextmanager
 def _wrong_eager_sin():
-  """Eager sin off by 0.5 (the compiled code keeps the right one)."""
+  """Eager sin off by 0.5 (the compiled code keeps the right one): its reference, with
+  eager primitives on their references (eager sin otherwise runs compiled code)."""
+  from ember._src.core import trace as trace_lib
   from ember._src.primitives import elementwise as ew
-  impl = ew.sin_p.impl
+  impl, hook = ew.sin_p.impl, trace_lib.eager_hook[0]
   ew.sin_p.impl = lambda x, **kw: impl(x, **kw) + np.asarray(0.5, x.dtype)
+  trace_lib.eager_hook[0] = None
   try:
     yield
   finally:
-    ew.sin_p.impl = impl
+    ew.sin_p.impl, trace_lib.eager_hook[0] = impl, hook
 
 
 def test_a_wrong_result_is_caught_and_minimized():

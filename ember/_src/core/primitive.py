@@ -57,6 +57,9 @@ class Primitive:
     # comparisons, casts, data movement), so eager calls may switch to compiled code at any
     # time (driver/eager.py)
     self.reference_exact = False
+    # each output element is a function of the same-index elements of same-shape operands
+    # alone (primitives' `unary`/`naryop`): eager calls may run it over a flat, longer array
+    self.elementwise = False
     _all_primitives.add(self)
 
   def bind(self, *args, **params):

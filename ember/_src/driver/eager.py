@@ -14,23 +14,30 @@ params, argument types) is a `_Signature` that picks, by this rule:
   reference that returns a view, as reshape's, stays). Rent-or-buy never costs more than
   twice the better choice in hindsight, a user's first `x + 1` never waits for LLVM, and a
   loop of small ops ends up on the ~5 us compiled path. The bits are the same either way.
-- **Other primitives choose once, at first sight** (transcendentals, reductions, dots,
-  cumulative ops: their reference rounds differently), so an eager result never changes
-  bits from one call to the next: compiled when an operand holds EAGER_COMPILE_ELEMENTS
-  elements or more (the compile pays for itself in a call or two, and the result is jit's),
-  the reference below that.
+- **Inexact elementwise primitives run compiled at every size** (transcendentals: their
+  reference rounds from float64, the compiled math library does not), so an eager result
+  has jit's bits. Below EAGER_COMPILE_ELEMENTS elements a call runs over a flat array of
+  the next power of two elements (at least BUCKET_MIN): the operands are copied in, the
+  result sliced out, and one compile per (primitive, dtypes, bucket) serves every shape,
+  which the compiled elementwise kernel computes element by element alike.
+- **Other primitives choose once, at first sight** (reductions, dots, cumulative ops: their
+  reference rounds differently), so an eager result never changes bits from one call to the
+  next: compiled when an operand holds EAGER_COMPILE_ELEMENTS elements or more (the compile
+  pays for itself in a call or two, and the result is jit's), the reference below that.
 
 Control flow and the PRNG's samplers do not come here one primitive at a time: they run as
 one compiled call per function (primitives/eager_jit.py).
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 
 import numpy as np
 
 from ember._src import core
+from ember._src.base import dtypes
 from ember._src.base.config import config
 from ember._src.core import array as array_lib
 from ember._src.core import trace as trace_lib
@@ -48,7 +55,8 @@ _SIGNATURE_LIMIT = 1 << 14
 _signatures: dict = {}          # (primitive, params, argument types) -> _Signature
 
 TIMED_CALLS = 5                 # compiled calls timed before a bought signature decides
-REFERENCE, RENTING, BUYING, COMPILED = range(4)
+REFERENCE, RENTING, BUYING, COMPILED, BUCKETED = range(5)
+BUCKET_MIN = 1024               # the smallest flat length a bucketed call computes
 
 
 class _Signature:
@@ -78,6 +86,8 @@ def run(prim, vals, params) -> list | None:
   mode = sig.mode
   if mode == COMPILED:
     return _compiled(sig, prim, vals)
+  if mode == BUCKETED:
+    return _bucketed(sig, prim, vals)
   if mode == REFERENCE or not _may_compile():
     return None
   if mode == RENTING:
@@ -138,13 +148,47 @@ def _new_signature(key, prim, vals, params) -> _Signature:
     mode = REFERENCE
   elif prim.reference_exact and not any(np.dtype(a.dtype).kind == "c" for a in avals):
     mode = RENTING
+  elif _bucketable(prim, avals):
+    mode = BUCKETED
   else:
     big = any(np.prod(a.shape, dtype=np.int64) >= EAGER_COMPILE_ELEMENTS for a in avals)
     mode = COMPILED if big else REFERENCE
   sig = _signatures[key] = _Signature(mode)
-  if mode == COMPILED:
+  if mode in (COMPILED, BUCKETED):
     sig.fn = _one_op(prim, params)
   return sig
+
+
+def _bucketable(prim, avals) -> bool:
+  """An elementwise primitive on inexact operands of one shape below EAGER_COMPILE_ELEMENTS
+  elements (none: nothing to compute). Integer operands stay on their reference: a flat
+  array's padding could divide by zero."""
+  shape = avals[0].shape
+  return prim.elementwise and not prim.multiple_results and all(
+      a.shape == shape and dtypes.is_inexact(a.dtype) for a in avals) and \
+      0 < math.prod(shape) < EAGER_COMPILE_ELEMENTS
+
+
+def _bucketed(sig: _Signature, prim, vals) -> list | None:
+  """The one-op computation over flat copies of the operands `bucket` elements long (the
+  padding: ones, a value every inexact primitive takes quietly), its result's first
+  elements in the operands' shape."""
+  avals = [core.get_aval(v) for v in vals]   # (Arrays, NumPy arrays, Python numbers)
+  shape = avals[0].shape
+  n = math.prod(shape)
+  bucket = max(BUCKET_MIN, 1 << (n - 1).bit_length())
+  flat = []
+  for v, aval in zip(vals, avals):
+    buf = np.ones(bucket, aval.dtype)
+    buf[:n] = np.asarray(v, aval.dtype).reshape(-1)
+    a = Array(buf, weak_type=aval.weak_type)
+    array_lib.ready_ptr(a)   # (its address set: jit's native path takes the call)
+    flat.append(a)
+  outs = _compiled(sig, prim, flat)
+  if outs is None:
+    return None
+  out = outs[0]
+  return [Array(np.asarray(out)[:n].reshape(shape), weak_type=out._weak_type)]
 
 
 def _may_compile() -> bool:

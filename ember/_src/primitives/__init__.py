@@ -91,6 +91,7 @@ def unary(name: str, impl: Callable, kinds: str = INEXACT, out_dtype: Callable |
     return x.update(dtype=out_dtype(x.dtype)) if out_dtype else x
   p = declare(name, abstract_eval, impl, exact=_exact(impl))
   p.batch = batching.vectorized(p)
+  p.elementwise = True
   return p
 
 
@@ -108,6 +109,7 @@ def naryop(name: str, impl: Callable, kinds: str = NUMERIC, out_dtype: Callable 
     return ShapedArray(shape, dt, weak)
   p = declare(name, abstract_eval, impl, exact=_exact(impl))
   p.batch = batching.broadcasting(p)
+  p.elementwise = True
   return p
 
 

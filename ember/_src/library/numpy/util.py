@@ -141,10 +141,33 @@ def _promote_pair_fast(x, y) -> list | None:
         return [x, y]
       return None
     if type(y) in (float, int) and _is_float(x._dtype):
-      return [x, convert_element_type(y, x._dtype, x._weak_type)]
+      return [x, _number_operand(y, x._dtype, x._weak_type)]
   elif type(y) is Array and type(x) in (float, int) and _is_float(y._dtype):
-    return [convert_element_type(x, y._dtype, y._weak_type), y]
+    return [_number_operand(x, y._dtype, y._weak_type), y]
   return None
+
+
+# (type, number, dtype, weak type) -> its Array: eager code converts the same few constants
+# over and over (`x + 1.0` in a loop); an operand of a binary op never reaches the user
+# (nothing returns it or a view of it), and an Array never changes
+_number_operands: dict = {}
+_NUMBER_OPERANDS_LIMIT = 512
+
+
+def _number_operand(number, dtype, weak_type: bool):
+  """`convert_element_type(number, dtype, weak_type)`, kept for the next time under the
+  eval trace (not 0.0, which equals -0.0 as a key, nor NaN, which equals nothing)."""
+  if not core.cur_level_is_eval():
+    return convert_element_type(number, dtype, weak_type)
+  key = (type(number), number, dtype, weak_type)
+  out = _number_operands.get(key)
+  if out is None or out._deleted:   # (deleted: should one ever reach a user who can)
+    out = convert_element_type(number, dtype, weak_type)
+    if (number or type(number) is int) and number == number:
+      if len(_number_operands) >= _NUMBER_OPERANDS_LIMIT:
+        _number_operands.clear()
+      _number_operands[key] = out
+  return out
 
 
 def _is_float(dt) -> bool:
@@ -152,6 +175,8 @@ def _is_float(dt) -> bool:
 
 
 def promote_args_inexact(fun_name: str, *args):
+  if len(args) == 1 and type(args[0]) is Array and args[0]._dtype.kind in "fc":
+    return [args[0]]   # (jnp.sin's preamble: one Array, already inexact)
   check_arraylike(fun_name, *args)
   return broadcast_arrays_rank(*promote_dtypes_inexact(*args))
 

@@ -54,12 +54,6 @@ convert_element_type_p.transpose = lambda ct, x, *, new_dtype, weak_type: [
     convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
 
 
-# (type, number, dtype, weak type) -> its Array: eager code converts the same few constants
-# over and over (`x + 1.0` in a loop), and an Array never changes
-_number_arrays: dict = {}
-_NUMBER_ARRAYS_LIMIT = 512
-
-
 def convert_element_type(operand, new_dtype, weak_type: bool = False):
   """Elementwise cast to `new_dtype` (canonicalized for the x64 flag)."""
   if type(operand) is Array and not weak_type and not operand._weak_type and \
@@ -77,22 +71,11 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
 
 def _number_array(number, new_dtype, weak_type: bool):
   """A Python number made an array, as jnp's promotion does in every `x + 1.0`: no eager
-  dispatch, the reference's steps (the number's own dtype first, then the cast), and kept
-  for the next time (not 0.0, which equals -0.0 as a key, nor NaN, which equals nothing)."""
-  key = (type(number), number, new_dtype, weak_type)
-  cached = _number_arrays.get(key)
-  if cached is not None:
-    return cached
+  dispatch, and the reference's steps (the number's own dtype first, then the cast)."""
   with np.errstate(over="ignore"):   # 1e40 -> float32 is inf, quietly (as XLA)
     value = np.asarray(number, core.get_aval(number).dtype)
-  out = core.new_array(reference_elementwise.convert_element_type(
+  return core.new_array(reference_elementwise.convert_element_type(
       value, new_dtype=new_dtype, weak_type=weak_type), weak_type=weak_type)
-  if number or type(number) is int:   # (NaN is truthy: excluded by the check below)
-    if number == number:
-      if len(_number_arrays) >= _NUMBER_ARRAYS_LIMIT:
-        _number_arrays.clear()
-      _number_arrays[key] = out
-  return out
 
 
 # --- bitcast_convert_type ----------------------------------------------------------------
