@@ -180,7 +180,7 @@ CASES = [
     ("argminmax_nan_ties", lambda x: [jnp.argmax(x, 1), jnp.argmin(x, 1)],
      (np.array([[np.nan] * 5, [-np.inf] * 5, [np.inf] * 5, [1, np.nan, 2, np.nan, 3],
                 [2, 1, 2, 1, 2]], np.float32),)),
-    # Hillis-Steele scans add in another order than the sequential reference.
+    # (the scan folds in the reference's order: the tolerance is for cumlogsumexp's math)
     ("cumulative", lambda x: [
         jnp.cumsum(x, 0), lax.cumsum(x, 2, reverse=True), lax.cumprod(x, 1), lax.cummax(x, 2),
         lax.cummin(x, 2, reverse=True), lax.cumlogsumexp(x, 2),
@@ -196,7 +196,7 @@ CASES = [
         lax.cumsum(i, 1, reverse=True), lax.cummax(i, 0), lax.cumsum(x.astype(np.float16), 1)],
      (rng.uniform(-1, 1, (2, 300)).astype(np.float32),
       rng.integers(-9, 9, (2, 300)).astype(np.int32)), 1e-5),
-    # (cumsum keeps -0.0 too, with -0.0 as its identity: see the tree-of-reduces test)
+    # (cumsum keeps -0.0 too, with -0.0 as its identity: see the scan-shaped reduce-window test)
     ("cumulative_signed_zeros", lambda x: [lax.cumprod(x, 0), lax.cummax(x, 0),
                                            lax.cummin(x, 0, reverse=True)],
      (np.array([-0.0] * 20 + [0.0, -0.0], np.float32),)),
@@ -472,18 +472,20 @@ def test_argmax_is_a_variadic_reduce_over_values_and_iota():
   assert module.entry.root.opcode == "get-tuple-element" and module.entry.root.attrs["index"] == 1
 
 
-@pytest.mark.parametrize("n,levels", [(1, 1), (16, 1), (17, 2), (256, 2), (1000, 3)])
-def test_cumulative_ops_lower_to_a_log16_tree_of_reduces(n, levels):
-  """Each level is one masked reduce over blocks of 16 (materialized, so fusion cannot
-  recompute prefixes per element); everything else is fusible index arithmetic."""
-  module, _ = lower(lambda x: lax.cumsum(x, 1, reverse=True), np.ones((2, n), np.float32))
+@pytest.mark.parametrize("n,reverse", [(1, False), (2, True), (17, False), (1000, True)])
+def test_cumulative_ops_lower_to_one_scan_shaped_reduce_window(n, reverse):
+  """One reduce-window spanning the axis, padded by n - 1 before it (after it reversed), as
+  JAX lowers scans for TPUs; hlo.scan_window recognizes it (n >= 2), so backends run one
+  O(n) pass, never n windows of n."""
+  module, _ = lower(lambda x: lax.cumsum(x, 1, reverse=reverse), np.ones((2, n), np.float32))
   assert {i.opcode for i in instrs(module)} <= {
-      "parameter", "constant", "call", "broadcast", "iota", "compare", "select", "reduce",
-      "slice", "reshape", "pad", "add", "concatenate", "reverse"}
-  reduces = instrs(module, "reduce")
-  assert len(reduces) == levels
-  assert all(r.called[0].root.opcode == "add" and r.operands[1].attrs["value"] == 0 and
-             np.signbit(r.operands[1].attrs["value"]) for r in reduces)   # -0.0 keeps -0.0
+      "parameter", "constant", "call", "reduce-window", "add"}   # add: the combiner
+  rw, = instrs(module, "reduce-window")
+  assert rw.attrs["window_dimensions"] == (1, n)
+  assert rw.attrs["padding"] == ((0, 0), (0, n - 1) if reverse else (n - 1, 0))
+  assert hlo.scan_window(rw) == (None if n == 1 else (1, reverse))
+  init = rw.operands[1].attrs["value"]
+  assert rw.called[0].root.opcode == "add" and init == 0 and np.signbit(init)  # -0.0 keeps -0.0
 
 
 def test_dot_general_attributes_and_no_transposes():

@@ -366,6 +366,66 @@ def test_cumulative_dtypes_and_array_api():
     jnp.cumulative_sum(F32)
 
 
+# Shapes that reach every path of the CPU scan kernel (backends/cpu/codegen/scan.py): long
+# rows (max/min and integer sums cut into 8 segments, the last one longer); rows in groups
+# of 8 with a tail group (13 rows); contiguous lanes in chunks of 256 with a tail chunk
+# (300, 260 lanes); both directions.
+_SCAN_CASES = [((100_003,), 0), ((2, 5001), 1), ((13, 37), 1), ((5, 300), 0),
+               ((3, 50, 260), 1), ((4, 9, 3), 2), ((2, 1), 1)]
+
+
+@pytest.mark.parametrize("shape,axis", _SCAN_CASES)
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumulative_scan_shapes(shape, axis, reverse):
+  from ember import lax
+  x = RNG.rand(*shape).astype(np.float32)   # positive: relative errors stay meaningful
+  flip = (lambda a: np.flip(a, axis)) if reverse else (lambda a: a)
+  ref = lambda ufunc, v: flip(ufunc.accumulate(flip(v.astype(np.float64)), axis=axis))
+  # float32 sums fold in float32: ~n * eps / 2 worst case, far less typically; over
+  # 100,003 terms ~1e-3 worst case, a few 1e-5 in practice (rtol 1e-4)
+  rtol = 1e-4 if max(shape) > 1000 else 2e-6
+  for out in both(lambda v: lax.cumsum(v, axis, reverse=reverse), x):
+    check(out, ref(np.add, x), "float32", rtol=rtol, atol=0)
+  for out in both(lambda v: lax.cumprod(1 + v / 1e5, axis, reverse=reverse), x):
+    check(out, ref(np.multiply, 1 + x.astype(np.float64) / 1e5), "float32", rtol=rtol, atol=0)
+  for fn, ufunc in ((lax.cummax, np.maximum), (lax.cummin, np.minimum)):
+    for out in both(lambda v: fn(v, axis, reverse=reverse), x):
+      check(out, ref(ufunc, x), "float32", rtol=0)
+  for out in both(lambda v: lax.cumlogsumexp(v, axis, reverse=reverse), x):
+    check(out, ref(np.logaddexp, x), "float32", rtol=rtol, atol=0)
+  xi = RNG.randint(-9, 10, size=shape).astype(np.int32)
+  for out in both(lambda v: lax.cumsum(v, axis, reverse=reverse), xi):
+    check(out, ref(np.add, xi), "int32", rtol=0)
+  # the scan folds in NumPy's accumulate order: compiled sums equal eager ones exactly
+  eager, jitted = both(lambda v: lax.cumsum(v, axis, reverse=reverse), x)
+  np.testing.assert_array_equal(np.asarray(jitted), np.asarray(eager))
+
+
+def test_cumulative_scan_edge_values():
+  from ember import lax
+  big = np.full(6, 2 ** 30, np.int32)       # int32 sums wrap around
+  for out in both(jnp.cumsum, big):
+    check(out, np.cumsum(big, dtype=np.int32), "int32", rtol=0)
+  zeros = np.array([-0.0] * 20 + [0.0, -0.0], np.float32)
+  for rev in (False, True):                 # -0.0 is the sum's identity: -0.0 stays -0.0
+    expect = np.flip(np.cumsum(np.flip(zeros))) if rev else np.cumsum(zeros)
+    for out in both(lambda v: lax.cumsum(v, 0, reverse=rev), zeros):
+      np.testing.assert_array_equal(np.signbit(np.asarray(out)), np.signbit(expect))
+  x = np.array([1, 3, np.nan, 5, -np.inf, 7, 2], np.float32)   # NaN propagates from its place
+  for fn, ufunc in ((lax.cummax, np.maximum), (lax.cummin, np.minimum)):
+    for rev in (False, True):
+      expect = np.flip(ufunc.accumulate(np.flip(x))) if rev else ufunc.accumulate(x)
+      for out in both(lambda v: fn(v, 0, reverse=rev), x):
+        np.testing.assert_array_equal(np.asarray(out), expect)
+  zs = RNG.choice(np.array([-0.0, 0.0, -1.0, -2.0], np.float32), 9000)  # XLA: -0.0 < +0.0
+  zs[:100] = -3
+  for fn in (lax.cummax, lax.cummin):
+    eager, jitted = both(lambda v: fn(v, 0), zs)
+    np.testing.assert_array_equal(np.signbit(np.asarray(jitted)), np.signbit(np.asarray(eager)))
+  for out in both(lambda v: jnp.cumsum(v, 0), np.stack([x, x])):
+    check(out, np.cumsum(np.stack([x, x]).astype(np.float64), 0), "float32", rtol=2e-6)
+
+
 # --- nan reductions ---------------------------------------------------------------------------
 
 XN = F32.copy()

@@ -266,9 +266,42 @@ def _reduce_generic(comp, xs, inits, dims, out_dims) -> list:
           _apply_lanes(comp, init_lanes + [p.reshape(n_out) for p in parts])]
 
 
+def _scan_window(instr: hlo.Instr, vals: list, axis: int, reverse: bool) -> np.ndarray:
+  """A reduce-window that is an inclusive scan (hlo.scan_window): the init, then the
+  elements along `axis` (from the end when `reverse`) folded in order, in O(n): NumPy's
+  accumulate for sum, product, max and min (max/min with XLA's signed zeros), else the
+  computation once per step on all the other positions at once (lanes)."""
+  x, init = vals
+  comp = instr.called[0]
+  op = _binary_root(comp)
+  cdt = reductions.compute_dtype(x.dtype) if op == "add" else x.dtype
+  y = np.moveaxis(x.astype(cdt), axis, 0)
+  y = y[::-1] if reverse else y
+  seq = np.concatenate([np.broadcast_to(np.asarray(init).astype(cdt), (1,) + y.shape[1:]), y])
+  with np.errstate(all="ignore"):
+    if op in ("add", "multiply", "maximum", "minimum") and not (
+        dtype_kind(cdt) == "c" and op in ("maximum", "minimum")):
+      ufunc = _REDUCE_UFUNCS[op]
+      out = ufunc.accumulate(seq, axis=0, dtype=cdt)[1:]
+      if op in ("maximum", "minimum"):
+        won = np.logical_or.accumulate(reductions.is_zero_winner(ufunc, seq), axis=0)
+        out = reductions.xla_zero_order(ufunc, out, won[1:])
+    else:
+      acc, steps = seq[0].reshape(-1), []
+      for k in range(1, seq.shape[0]):
+        acc = _apply_lanes(comp, [acc, seq[k].reshape(-1)])[0]
+        steps.append(acc)
+      out = np.stack(steps).reshape(y.shape)
+  out = out[::-1] if reverse else out
+  return np.moveaxis(out, 0, axis).astype(instr.dtype, copy=False)
+
+
 def _reduce_window(instr: hlo.Instr, vals: list):
   """Every window's elements (padding and holes hold the init value) folded in window
   order into the init value; a max/min/sum with a binary root reduces them with NumPy."""
+  scan = hlo.scan_window(instr)
+  if scan is not None:
+    return _scan_window(instr, vals, *scan)
   n = len(vals) // 2
   xs, inits = vals[:n], vals[n:]
   a = instr.attrs

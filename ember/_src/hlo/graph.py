@@ -316,6 +316,31 @@ def has_side_effect(instr: Instr) -> bool:
       has_side_effect(i) for c in instr.called for i in c.instrs)
 
 
+def scan_window(instr: Instr) -> tuple[int, bool] | None:
+  """(axis, reverse) when `instr` is a single-operand reduce-window that is an inclusive
+  scan: a window spanning the whole of one axis of length n, padded by n - 1 before it
+  (forward: output i folds elements 0..i) or after it (reverse: elements i..n-1), every
+  other window dim 1, no stride, dilation or padding. That is how cumsum and friends
+  lower (as JAX lowers them for TPUs); consumers run it as one O(n) pass along the axis
+  (hlo evaluator, fusion, cost analysis, the CPU scan kernel), never as n windows of n."""
+  if instr.opcode != "reduce-window" or len(instr.operands) != 2:
+    return None
+  a, dims = instr.attrs, instr.operands[0].shape.dims
+  if any(v != 1 for k in ("window_strides", "base_dilation", "window_dilation")
+         for v in a[k]) or tuple(instr.shape.dims) != tuple(dims):
+    return None
+  scans = [d for d, w in enumerate(a["window_dimensions"]) if w != 1]
+  if len(scans) != 1 or a["window_dimensions"][scans[0]] != dims[scans[0]]:
+    return None
+  axis = scans[0]
+  n = dims[axis]
+  pads = [tuple(p) for p in a["padding"]]
+  if any(p != (0, 0) for d, p in enumerate(pads) if d != axis) or \
+      pads[axis] not in ((n - 1, 0), (0, n - 1)):
+    return None
+  return axis, pads[axis] == (0, n - 1)
+
+
 class Module:
   """A compiled unit: the entry computation and every computation it calls."""
 

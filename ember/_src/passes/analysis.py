@@ -63,7 +63,8 @@ def computation_costs(comp: hlo.Computation, transcendental=hlo.TRANSCENDENTAL
       f, t = computation_costs(i.called[0], transcendental)
       flops, trans = flops + calls * f, trans + calls * t
     elif op == "reduce-window":            # the computation once per window element
-      calls = _n(i.shape) * math.prod(i.attrs["window_dimensions"])
+      calls = _n(i.shape) * (1 if hlo.scan_window(i) else  # a scan: once per element
+                             math.prod(i.attrs["window_dimensions"]))
       f, t = computation_costs(i.called[0], transcendental)
       flops, trans = flops + calls * f, trans + calls * t
     elif op == "dot":

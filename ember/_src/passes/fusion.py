@@ -43,8 +43,9 @@ Before grouping, `transpose(dot(a, b), {1,0})` of a 2-D dot becomes `dot(b, a)`
 (`_swap_transposed_dots`), so BLAS writes the layout the users read.
 
 dot, sort, top-k, scatter, parameters, tuples, non-scalar constants (data, not code),
-custom-call, while/conditional and `optimization-barrier` stay outside; nothing fuses through
-an optimization barrier, so the value before it is materialized. dynamic-update-slice can be
+custom-call, while/conditional, `optimization-barrier` and scan-shaped reduce-windows
+(hlo.scan_window: cumsum and friends, a sequential kernel of their own) stay outside;
+nothing fuses through an optimization barrier, so the value before it is materialized. dynamic-update-slice can be
 the root of a fusion but never fuses into a consumer. Within a fusion the emitter computes each
 instruction once per index it is evaluated at (an elementwise op used twice at the same index
 is one value); `_count_in` models exactly that.
@@ -122,6 +123,8 @@ def read_factor(user: hlo.Instr, k: int) -> tuple[float, bool]:
     return 1.0, True
   if op == "reduce":                             # inputs once; the init once per output
     return (1.0 if k < len(user.operands) // 2 else ratio), False
+  if op == "reduce-window" and hlo.scan_window(user):   # a scan reads each element once
+    return (1.0 if k == 0 else ratio), False
   if op == "reduce-window":                      # each window's elements; the init per output
     window = float(np.prod(user.attrs["window_dimensions"]))
     return (ratio * window if k < len(user.operands) // 2 else ratio), False
@@ -349,6 +352,8 @@ def _fusible(instr: hlo.Instr) -> bool:
     return instr.shape.rank == 0               # larger constants stay data
   if op == "get-tuple-element":
     return instr.operands[0].opcode in ("reduce", "reduce-window")
+  if hlo.scan_window(instr):   # its own kernel (the scan loop nest), never n windows of n
+    return False
   return op in FUSIBLE or op in ROOT_ONLY
 
 

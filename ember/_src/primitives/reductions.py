@@ -273,57 +273,29 @@ def _logaddexp(ctx, a, b):
   return ctx.select(ctx.is_nan(d), ctx.add(a, b), out)
 
 
-_SCAN_BLOCK = 16
-
-
 def _cumulative_lowering(name: str, opcode: str | None, identity):
-  """An inclusive scan as a blocked tree of reduces (XLA rewrites its reduce_window the same
-  way): blocks of 16 along the axis get their prefixes from one masked `reduce` each
-  (element j combines elements k <= j), the block totals are scanned recursively, and each
-  block adds the total of the blocks before it. O(16 n) work in log16(n) levels whose
-  reduces are materialized, so fusion never recomputes a prefix per element. `identity(dt)`
-  fills the masked-out elements; None for max/min, which re-use element j (idempotent).
-  Reverse scans run forward on the reversed axis."""
+  """An inclusive scan as one reduce-window whose window spans the whole axis, padded by
+  n - 1 identities before it (after it when `reverse`), as JAX lowers it for TPUs. Backends
+  recognize the shape (hlo.scan_window) and run it as one sequential pass along the axis
+  (the CPU's scan kernel: O(n) combines, bit for bit NumPy's accumulate order), never as n
+  windows of n. `identity(dt)` is the init: -0.0 for sums keeps -0.0; max/min use theirs."""
   def rule(ctx, x, *, axis, reverse):
+    n = x.shape.dims[axis]
+    if n == 0:
+      return x
     dt = compute_dtype(x.dtype)
-    if opcode is not None:
-      comp = ctx.scalar_computation(opcode, dt)
-      combine = lambda a, b: ctx.elementwise(opcode, a, b)
-    else:
-      comp = ctx.region(f"{name}_combine", [dt, dt], _logaddexp)
-      combine = lambda a, b: _logaddexp(ctx, a, b)
+    comp = (ctx.scalar_computation(opcode, dt) if opcode is not None else
+            ctx.region(f"{name}_combine", [dt, dt], _logaddexp))
     init = ctx.constant(identity(dt) if identity else _identity(
         np.maximum if opcode == "maximum" else np.minimum, dt), dt)
-
-    def block_scan(y, ax):  # prefixes along dimension `ax`
-      n, rank = y.dims[ax], y.shape.rank
-      wide = y.dims[:ax + 1] + (n,) + y.dims[ax + 1:]   # j at ax, k at ax + 1
-      at_k = ctx.broadcast_in_dim(y, wide, [i if i < ax else i + 1 for i in range(rank)])
-      keep = ctx.compare(ctx.iota(np.int32, wide, ax + 1), ctx.iota(np.int32, wide, ax), "LE")
-      other = (ctx.full(identity(dt), dt, wide) if identity else
-               ctx.broadcast_in_dim(y, wide, [i if i <= ax else i + 1 for i in range(rank)]))
-      return ctx.reduce([ctx.select(keep, at_k, other)], [init], (ax + 1,), comp)[0]
-
-    def scan(y):
-      n = y.dims[axis]
-      if n <= _SCAN_BLOCK:
-        return block_scan(y, axis)
-      b, m = _SCAN_BLOCK, -(-n // _SCAN_BLOCK)
-      high = [m * b - n if i == axis else 0 for i in range(y.shape.rank)]
-      y = ctx.pad(y, ctx.constant(0, dt), [0] * len(high), high)  # later blocks only
-      pre, post = y.dims[:axis], y.dims[axis + 1:]
-      prefix = block_scan(ctx.reshape(y, pre + (m, b) + post), axis + 1)
-      totals = ctx.reshape(ctx.slice_in_dim(prefix, b - 1, b, axis + 1), pre + (m,) + post)
-      before = ctx.slice_in_dim(scan(totals), 0, m - 1, axis)   # totals of blocks 0..r-1
-      rest = ctx.slice_in_dim(prefix, 1, m, axis)
-      offset = ctx.broadcast_in_dim(before, rest.dims,
-                                    [i if i <= axis else i + 1 for i in range(before.shape.rank)])
-      out = ctx.concatenate([ctx.slice_in_dim(prefix, 0, 1, axis), combine(offset, rest)], axis)
-      return ctx.slice_in_dim(ctx.reshape(out, pre + (m * b,) + post), 0, n, axis)
-
-    def run(y):
-      return ctx.rev(scan(ctx.rev(y, (axis,))), (axis,)) if reverse else scan(y)
-    return _lower_in_compute_dtype(ctx, x, run)
+    rank = x.shape.rank
+    pad = (0, n - 1) if reverse else (n - 1, 0)
+    window = {"window_dimensions": [n if d == axis else 1 for d in range(rank)],
+              "window_strides": [1] * rank,
+              "padding": [pad if d == axis else (0, 0) for d in range(rank)],
+              "base_dilation": [1] * rank, "window_dilation": [1] * rank}
+    scan = lambda y: ctx.reduce_window([y], [init], comp, y.dims, window)[0]
+    return _lower_in_compute_dtype(ctx, x, scan)
   return rule
 
 

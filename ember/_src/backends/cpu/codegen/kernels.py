@@ -17,6 +17,8 @@ Loop nests (KernelBuilder.fusion):
   nest runs in TILE x TILE blocks of those two dims, so the strided reads stay in L1
   (transpose);
 - a concatenate root: one nest per operand's region of the output (concatenate);
+- a scan root (cumsum and friends, hlo.scan_window): one sequential pass along the axis
+  over units of independent lanes (scan);
 - everything else: one loop per output dim, the minor (contiguous) one innermost. Before
   each loop, the values whose index does not involve it (or any loop inside it) are
   computed once (`ElementalEmitter.hoist`): softmax's row max, layernorm's mean and
@@ -49,6 +51,7 @@ from ember._src.backends.cpu.codegen.index_maps import _dyn_starts
 from ember._src.backends.cpu.codegen.ir_helpers import Inner
 from ember._src.backends.cpu.codegen.ir_types import I1, I64, PTR, VOID, bits, mem_type
 from ember._src.backends.cpu.codegen.reductions import ColumnReduceNests
+from ember._src.backends.cpu.codegen.scan import ScanNests
 from ember._src.backends.cpu.codegen.transpose import (TiledNests, _transposed_dim,
                                                         block_transpose_param)
 from ember._src.passes.fusion import row_cached
@@ -108,7 +111,7 @@ def _longer_rows_under_reshape(root: hlo.Instr, dims) -> hlo.Instr | None:
   return x if len(xd) >= 1 and xd[0] == dims[0] and xd[-1] > dims[-1] else None
 
 
-class KernelBuilder(ColumnReduceNests, ConcatNests, TiledNests):
+class KernelBuilder(ColumnReduceNests, ConcatNests, TiledNests, ScanNests):
   """Emits fusion kernels into one LLVM module."""
 
   def __init__(self, module: ir.Module):
@@ -209,6 +212,9 @@ class KernelBuilder(ColumnReduceNests, ConcatNests, TiledNests):
           self._nest(em, s.dims, em.i64(0), em.i64(outer_extent(s.dims)),
                      lambda idx, r=r, p=p, s=s: self._store_all(em, [r], [p], [s], idx))
       info = KernelInfo(name, 1, False)
+    elif hlo.scan_window(root) is not None and root.operands[0].opcode == "parameter":
+      x_ptr = in_ptrs[root.operands[0].attrs["number"]]
+      info = KernelInfo(name, self._scan_nest(em, root, x_ptr, out_ptrs[0], start, stop), True)
     else:
       dims = outs[0].dims
       col = self._column_reduce_plan(comp)
