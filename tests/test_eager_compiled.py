@@ -63,27 +63,6 @@ def _both_ways(prim, vals, params):
   return ref, (list(out) if prim.multiple_results else [out])
 
 
-def _elementwise_cases():
-  """(primitive, dtype) for every exact elementwise primitive of ember.lax and each dtype
-  of F32, F64, BF16, F16, I32, U8, BOOL that it accepts."""
-  prims = {p for p in vars(lax).values() if isinstance(p, type(lax.add_p))}
-  cases = []
-  for p in sorted(prims, key=lambda p: p.name):
-    if not p.reference_exact or p.name in ("convert_element_type", "bitcast_convert_type",
-                                            "select_n", "clamp"):
-      continue
-    for dt in (F32, F64, BF16, F16, I32, U8, BOOL):
-      n = _arity(p)
-      if n is None:
-        continue
-      try:
-        p.abstract_eval(*[ember.core.ShapedArray((3,), dt)] * n)
-      except (TypeError, ValueError):
-        continue
-      cases.append((p, dt))
-  return cases
-
-
 def _arity(p):
   """How many operands an elementwise primitive takes (its reference says)."""
   for n in (1, 2, 3):
@@ -96,7 +75,32 @@ def _arity(p):
   return None
 
 
-@pytest.mark.parametrize("prim,dtype", _elementwise_cases(),
+def _elementwise_cases(wanted, dtypes):
+  """(primitive, dtype) for every primitive of ember.lax that `wanted(p)` picks and each
+  of `dtypes` that it accepts (at its arity)."""
+  prims = {p for p in vars(lax).values() if isinstance(p, type(lax.add_p))}
+  cases = []
+  for p in sorted(prims, key=lambda p: p.name):
+    n = _arity(p) if wanted(p) else None
+    for dt in dtypes if n else ():
+      try:
+        p.abstract_eval(*[ember.core.ShapedArray((3,), dt)] * n)
+      except (TypeError, ValueError):
+        continue
+      cases.append((p, dt))
+  return cases
+
+
+# every exact elementwise primitive, and every other elementwise one (its reference rounds
+# from float64)
+_EXACT = _elementwise_cases(lambda p: p.reference_exact and p.name not in (
+    "convert_element_type", "bitcast_convert_type", "select_n", "clamp"),
+    (F32, F64, BF16, F16, I32, U8, BOOL))
+_INEXACT = _elementwise_cases(lambda p: p.elementwise and not p.reference_exact,
+                              (F32, F64, BF16, F16, np.dtype(np.complex64)))
+
+
+@pytest.mark.parametrize("prim,dtype", _EXACT,
                          ids=lambda c: getattr(c, "name", str(c)))
 def test_exact_elementwise_reference_is_the_compiled_bits(prim, dtype):
   n = _arity(prim)
@@ -253,24 +257,7 @@ def test_disable_jit_traces_and_callbacks_keep_the_reference(fresh):
   assert [s.mode for s in _sig("debug_callback")] == [eager.REFERENCE]
 
 
-def _inexact_elementwise_cases():
-  """(primitive, dtype) for every elementwise primitive whose reference rounds from float64
-  and each inexact dtype it accepts."""
-  prims = {p for p in vars(lax).values() if isinstance(p, type(lax.add_p))}
-  cases = []
-  for p in sorted(prims, key=lambda p: p.name):
-    if not p.elementwise or p.reference_exact:
-      continue
-    for dt in (F32, F64, BF16, F16, np.dtype(np.complex64)):
-      try:
-        p.abstract_eval(*[ember.core.ShapedArray((3,), dt)] * _arity(p))
-      except (TypeError, ValueError):
-        continue
-      cases.append((p, dt))
-  return cases
-
-
-@pytest.mark.parametrize("prim,dtype", _inexact_elementwise_cases(),
+@pytest.mark.parametrize("prim,dtype", _INEXACT,
                          ids=lambda c: getattr(c, "name", str(c)))
 def test_small_inexact_elementwise_is_the_jitted_bits(prim, dtype):
   # run over a flat power-of-two bucket (driver/eager.py: BUCKETED), sliced back: the
