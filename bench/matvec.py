@@ -71,7 +71,7 @@ def main() -> None:
   p.add_argument("libs", nargs="*", default=["ember", "numpy"])
   p.add_argument("--sizes", default="100,1000,4000")
   p.add_argument("--dtypes", default="float32,float64")
-  p.add_argument("--only", default="", help="substring of the case names to run")
+  p.add_argument("--only", default="", help="comma-separated substrings of case names")
   a = p.parse_args()
   print(f"{'case':>14} {'n':>5} {'dtype':>8} " + " ".join(f"{l:>10}" for l in a.libs)
         + "   (ms, median per call)")
@@ -80,7 +80,7 @@ def main() -> None:
     for dt in a.dtypes.split(","):
       names = cases(np, n, dt)
       for name in names:
-        if a.only not in name:
+        if not any(part in name for part in a.only.split(",")):
           continue
         row = []
         for lib, (jit, np_, settle) in libs.items():

@@ -122,6 +122,20 @@ def test_batched_matrix_vector(b, m, k):
   check(lambda A, x, xp: xp.einsum("bmk,bk->bm", A, x), [data(b, m, k), data(b, k)], k)
 
 
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("b, m, k", [(8, 250, 1000), (3, 129, 517), (2, 1, 2000)])
+def test_batched_matrix_vector_large(b, m, k, dtype):
+  """einsum puts the vector first (`v[b] @ A[b].T`, one row of C per batch): the
+  matrix-vector body runs it as its transpose, at any size; fused too."""
+  A, x = (data(b, m, k) / np.sqrt(k)).astype(dtype), data(b, k, dtype=dtype)
+  exe = executable(lambda A, x: jnp.einsum("bmk,bk->bm", A, x), A, x)
+  assert [type(t) for t in exe.thunks] == [ex.KernelThunk]
+  assert bodies(exe) == {"ember_gemv_body"}
+  with ember.enable_x64(dtype == F64):
+    check(lambda A, x, xp: xp.einsum("bmk,bk->bm", A, x), [A, x], k, dtype)
+    check(lambda A, x, xp: xp.tanh(xp.einsum("bmk,bk->bm", A, x)) + 1, [A, x], k, dtype)
+
+
 def test_momentum_step():
   """bench/cpu_workloads.py's momentum step: G @ v, then the transposed product r @ G."""
   def step(G, y, v, m, xp):

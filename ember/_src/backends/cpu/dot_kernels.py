@@ -35,8 +35,9 @@ kernel:
   of C in L1). Either runs as its transpose (`transposed`) when that reads memory better:
   `G.T @ v` as `v @ G`, `v @ G.T` as `G @ v`. Both read the matrix once, as BLAS's gemv
   does, and split across threads by rows (columns); a DotThunk would add ~10-25 us of
-  Python (NumPy's matmul, OpenBLAS held to one thread) to each call: 1000 x 1000 float32,
-  2 cores, 0.044 ms against 0.066 (bench/matvec.py).
+  Python (NumPy's matmul, OpenBLAS held to one thread) to each call: 1000 x 1000 float32
+  on the 2-core AVX-512 machine, `m @ v` 0.038 ms against 0.069, `v @ m` 0.044 against
+  0.066 (JAX 0.053 and 0.061; bench/matvec.py, medians of three rounds, loaded machine).
 * the loops live in one body function per dtype (`_define_body`), which takes the sizes
   and strides as arguments; it is compiled once per process (`ensure_shared_bodies`, by
   the first load of code that calls it: ~0.1-0.2 s of LLVM, or ~1 ms to load its object
@@ -313,7 +314,12 @@ def unit_elements(lay: DotLayout) -> int:
 def transposed(lay: DotLayout) -> DotLayout:
   """The layout of C^T = B^T @ A^T for a dot with one vector operand (B = 1 and M = 1 or
   N = 1): C's memory is the same (one row or one column), its row units become column
-  units and back, and the operands swap places."""
+  units and back, and the operands swap places. Batched (B > 1, M = 1: each C[b] one row,
+  e.g. `einsum("bk,bmk->bm")`): each C[b]^T one column, a unit's rows times N rows."""
+  if lay.B != 1:
+    return DotLayout(lay.B, lay.N, lay.K, 1, lay.b_strides[::2] + lay.b_strides[1:2],
+                     (lay.a_strides[0], lay.a_strides[2], 0), lay.dtype, lay.outer,
+                     lay.rows_per_unit * lay.N, None)
   return DotLayout(1, lay.N, lay.K, lay.M, (0, *lay.b_strides[:0:-1]),
                    (0, *lay.a_strides[:0:-1]), lay.dtype, lay.outer, lay.cols_per_unit,
                    lay.rows_per_unit)
@@ -322,13 +328,15 @@ def transposed(lay: DotLayout) -> DotLayout:
 def _transposes_better(lay: DotLayout) -> bool:
   """Whether a dot with one vector operand runs better as its transpose: `G.T @ v` (A
   contiguous along m, not k) as the vector-matrix `v @ G`, and `v @ G.T` (B contiguous
-  along k, not n) as the matrix-vector `G @ v` (is_gemv)."""
-  if lay.B != 1 or lay.a_strides is None or lay.b_strides is None:
+  along k, not n) as the matrix-vector `G @ v` (is_gemv), batched too (`v[b] @ G[b].T`)."""
+  if lay.a_strides is None or lay.b_strides is None:
     return False
+  gemv_of_rhs = lay.b_strides[1] == 1 and lay.b_strides[2] != 1 and lay.a_strides[2] == 1
+  if lay.B != 1:
+    return lay.M == 1 and lay.N > 1 and lay.rows_per_unit is not None and gemv_of_rhs
   if lay.N == 1 and lay.rows_per_unit is not None:
     return lay.a_strides[1] == 1 and lay.a_strides[2] != 1
-  return lay.cols_per_unit is not None and lay.b_strides[1] == 1 and \
-      lay.b_strides[2] != 1 and lay.a_strides[2] == 1
+  return lay.cols_per_unit is not None and gemv_of_rhs
 
 
 def _one_row(lay: DotLayout) -> bool:
@@ -511,7 +519,7 @@ GEMV_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64] + [I64] * len(_GEMV_
 # The vector-matrix body's arguments after (x, B, C, c0, c1): the contracting length, then
 # the strides of x's elements and of B's rows.
 _GEVM_PARAMS = ("K", "sxk", "sbk")
-GEVM_ROWS = 8            # rows of B per pass over a block of C
+GEVM_ROWS = 4            # rows of B per pass over a block of C
 GEVM_BLOCK_BYTES = 4096  # a block of C, accumulated on the stack: stays in L1
 GEVM_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64] + [I64] * len(_GEVM_PARAMS))
 
