@@ -1,8 +1,8 @@
 """Small dots (issue 18): matrix-vector products (`G @ v`, `G.T @ v`), vector-matrix products
 (`v @ G`, `v @ G.T`) and square matmuls of every size 1..128, eager and jitted, against NumPy
 float64 at float32's rounding (tolerance: tests/test_dot_fusion.py's K-term bound); which
-generated kernel runs them (dot_kernels: the matrix-vector body, the column-panel body on
-column units, never a NumPy/BLAS thunk); and the same bits whatever the threads' split."""
+generated kernel runs them (dot_kernels: the matrix-vector body, the vector-matrix body,
+never a NumPy/BLAS thunk, at any size); and the same bits whatever the threads' split."""
 import re
 
 import numpy as np
@@ -122,6 +122,20 @@ def test_batched_matrix_vector(b, m, k):
   check(lambda A, x, xp: xp.einsum("bmk,bk->bm", A, x), [data(b, m, k), data(b, k)], k)
 
 
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("b, m, k", [(8, 250, 1000), (3, 129, 517), (2, 1, 2000)])
+def test_batched_matrix_vector_large(b, m, k, dtype):
+  """einsum puts the vector first (`v[b] @ A[b].T`, one row of C per batch): the
+  matrix-vector body runs it as its transpose, at any size; fused too."""
+  A, x = (data(b, m, k) / np.sqrt(k)).astype(dtype), data(b, k, dtype=dtype)
+  exe = executable(lambda A, x: jnp.einsum("bmk,bk->bm", A, x), A, x)
+  assert [type(t) for t in exe.thunks] == [ex.KernelThunk]
+  assert bodies(exe) == {"ember_gemv_body"}
+  with ember.enable_x64(dtype == F64):
+    check(lambda A, x, xp: xp.einsum("bmk,bk->bm", A, x), [A, x], k, dtype)
+    check(lambda A, x, xp: xp.tanh(xp.einsum("bmk,bk->bm", A, x)) + 1, [A, x], k, dtype)
+
+
 def test_momentum_step():
   """bench/cpu_workloads.py's momentum step: G @ v, then the transposed product r @ G."""
   def step(G, y, v, m, xp):
@@ -153,9 +167,9 @@ def bodies(exe) -> set:
     (lambda G, v: G @ v, "ember_gemv_body"),
     (lambda G, v: v @ G.T, "ember_gemv_body"),            # transposed: G @ v
     (lambda G, v: jnp.tanh(G @ v) * 2, "ember_gemv_body"),
-    (lambda G, v: v @ G, "ember_dot_body"),               # column units of one row
-    (lambda G, v: G.T @ v, "ember_dot_body"),             # transposed: v @ G
-    (lambda G, v: jnp.sin(v @ G) + 1, "ember_dot_body"),
+    (lambda G, v: v @ G, "ember_gevm_body"),              # column units of one row
+    (lambda G, v: G.T @ v, "ember_gevm_body"),            # transposed: v @ G
+    (lambda G, v: jnp.sin(v @ G) + 1, "ember_gevm_body"),
 ])
 def test_small_vector_dots_run_generated_kernels(f, body):
   """Every small vector dot is one generated kernel thunk (no NumPy matmul, no
@@ -178,6 +192,7 @@ def test_layouts():
   vecmat = layout(lambda G, v: v @ G, (20, 30), (20,))
   assert (vecmat.M, vecmat.N, vecmat.rows_per_unit, vecmat.cols_per_unit) == (1, 30, None, 1)
   assert dot_kernels.generated_kernel_ok(vecmat) and not dot_kernels.is_gemv(vecmat)
+  assert dot_kernels.is_gevm(vecmat)
   assert dot_kernels.is_gemv(dot_kernels.transposed(layout(lambda G, v: v @ G.T, (30, 20),
                                                            (20,))))
   tensor = layout(lambda T, v: jnp.tensordot(v, T, 1), (20, 6, 5), (20,))  # 5 columns a unit
@@ -210,12 +225,64 @@ def test_tensor_vector_product():
   check(lambda T, v, xp: xp.tanh(xp.tensordot(v, T, 1)) - 1.0, [data(20, 6, 5), data(20)], 20)
 
 
-@pytest.mark.parametrize("f", [lambda G, v: v @ G, lambda G, v: G.T @ v,
-                               lambda G, v: jnp.tanh(v @ G)])
-def test_large_vector_matrix_products_stay_with_blas(f):
-  """A one-row C over a matrix larger than L2 (4 MB here): the kernel would walk the matrix
-  by column panels at a stride of a row, BLAS streams it (dot_kernels._one_row)."""
-  G, v = data(1024, 1024), data(1024)
-  assert [type(t) for t in executable(f, G, v).thunks] in (
-      [ex.DotThunk], [ex.DotEpilogueThunk])
-  check(lambda G, v, xp: v @ G, [G, v], 1024)
+LARGE_VECTOR_DOTS = [
+    (lambda G, v, xp: G @ v, "ember_gemv_body", False),
+    (lambda G, v, xp: v @ G, "ember_gevm_body", False),
+    (lambda G, v, xp: G.T @ v, "ember_gevm_body", False),     # as v @ G
+    (lambda G, v, xp: v @ G.T, "ember_gemv_body", False),     # as G @ v
+    (lambda G, v, xp: xp.tanh(G @ v + v), "ember_gemv_body", True),
+    (lambda G, v, xp: xp.tanh(v @ G) * 2 - v, "ember_gevm_body", True),
+]
+
+
+@pytest.mark.parametrize("f, body, fused", LARGE_VECTOR_DOTS)
+@pytest.mark.parametrize("n", [1000, 1024, 1031])
+def test_large_vector_dots_stream_the_matrix(f, body, fused, n):
+  """A vector dot over a matrix larger than L2 (4 MB and more) still runs a generated body
+  that reads the matrix once in memory order (as BLAS's gemv: no DotThunk, no Python on
+  the call), split across threads; a 4 KiB row stride (n = 1024) included. (G scaled by
+  1/sqrt(n): results of order 1, within the checked mode's absolute float32 tolerance.)"""
+  G, v = data(n, n) / np.float32(np.sqrt(n)), data(n)
+  exe = executable(lambda G, v: f(G, v, jnp), G, v)
+  assert [type(t) for t in exe.thunks] == [ex.KernelThunk]
+  assert bodies(exe) == {body}
+  check(f, [G, v], n)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("name", ["G @ v", "v @ G", "G.T @ v", "v @ G.T", "tanh(G @ v) + b",
+                                  "2 * (v @ G) - b"])
+@pytest.mark.parametrize("m, k", [(1000, 1000), (4000, 33), (33, 4000), (517, 1029)])
+def test_large_vector_dots(name, m, k, dtype):
+  f, make = VECTOR_DOTS[name]
+  G, *rest = make(m, k)
+  with ember.enable_x64(dtype == F64):
+    check(f, [(G / np.sqrt(k)).astype(dtype)] + [a.astype(dtype) for a in rest], k, dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("f", [
+    lambda G, v: v @ G, lambda G, v: G @ v,
+    lambda G, v: jnp.tanh(v @ G) + v, lambda G, v: (G.T @ v).astype(jnp.float16)])
+def test_large_vector_dots_same_bits_split(f, dtype):
+  """Column ranges of the vector-matrix body that start mid-vector and mid-block (odd
+  chunk counts over 1500 columns, blocks of GEVM_BLOCK_BYTES) give the bits of one call."""
+  G, v = data(1500, 1500, dtype=dtype), data(1500, dtype=dtype)
+  outs = []
+  with ember.enable_x64(dtype == F64):
+    for chunks in (1, 2, 3, 7):
+      exe = executable(f, G, v, chunks=chunks)
+      assert [(type(t), t.nchunks) for t in exe.thunks] == [(ex.KernelThunk, chunks)]
+      outs.append(np.asarray(exe.execute([G, v])[0]))
+  for o in outs[1:]:
+    np.testing.assert_array_equal(o, outs[0])
+
+
+def test_vector_dot_cost_analysis():
+  """cost_analysis counts the dot's 2MK flops and the bytes it moves, not BLAS's."""
+  G, v = data(1000, 1000), data(1000)
+  for f in (lambda G, v: G @ v, lambda G, v: v @ G):
+    cost = ember.jit(f).lower(G, v).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    assert cost["flops"] == 2 * 1000 * 1000
+    assert cost["bytes accessed"] == 4 * (1000 * 1000 + 2 * 1000)

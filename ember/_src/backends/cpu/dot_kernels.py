@@ -26,14 +26,18 @@ kernel:
   stored in C, so the blocking changes no bits. With at most MR rows (one row block per
   panel), or B's rows NRW apart (its panel would be a copy of it), a contiguous full panel
   is read in place instead;
-* a dot with one vector operand: a matrix-vector product (`G @ v`, one column of C) runs
-  the matrix-vector body (`_define_gemv_body`: per row a vector dot product along k, as the
-  column-panel body would spend a mostly masked panel and a gather per k on it); a
-  vector-matrix product (`v @ G`: C is one row whose dimension 0 is an rhs dimension, units
-  of `cols_per_unit` columns) runs the column-panel body on the block's columns. Either
-  runs as its transpose (`transposed`) when that reads memory better: `G.T @ v` as `v @ G`,
-  `v @ G.T` as `G @ v`. (NumPy's matmul and a DotEpilogueThunk cost ~10-25 us of Python
-  for the 100 x 100 gradient step of bench/cpu_workloads.py's momentum step; the kernel ~1.)
+* a dot with one vector operand, at any size: a matrix-vector product (`G @ v`, one column
+  of C) runs the matrix-vector body (`_define_gemv_body`: per row a vector dot product along
+  k, GEMV_ROWS rows sharing the vector's loads, as the column-panel body would spend a
+  mostly masked panel and a gather per k on it); a vector-matrix product (`v @ G`: C is one
+  row whose dimension 0 is an rhs dimension, units of `cols_per_unit` columns) runs the
+  vector-matrix body (`_define_gevm_body`: G's rows streamed in memory order into a block
+  of C in L1). Either runs as its transpose (`transposed`) when that reads memory better:
+  `G.T @ v` as `v @ G`, `v @ G.T` as `G @ v`. Both read the matrix once, as BLAS's gemv
+  does, and split across threads by rows (columns); a DotThunk would add ~10-25 us of
+  Python (NumPy's matmul, OpenBLAS held to one thread) to each call: 1000 x 1000 float32
+  on the 2-core AVX-512 machine, `m @ v` 0.038 ms against 0.069, `v @ m` 0.044 against
+  0.066 (JAX 0.053 and 0.061; bench/matvec.py, medians of three rounds, loaded machine).
 * the loops live in one body function per dtype (`_define_body`), which takes the sizes
   and strides as arguments; it is compiled once per process (`ensure_shared_bodies`, by
   the first load of code that calls it: ~0.1-0.2 s of LLVM, or ~1 ms to load its object
@@ -60,11 +64,11 @@ only where C is small enough to stay in L2 (COLUMN_SPLIT_EPILOGUE_BYTES).
 [u0, u0 + n) of the BLAS path (executable.DotEpilogueThunk).
 
 Summation order: each C element sums its K products in increasing k with fused multiply-adds
-(BLAS blocks K and may sum in another order), except in the matrix-vector body, where lane j
-of a vector sums the products of k = j mod W in increasing k and the W lanes are added in a
-fixed halving tree; either way a result's bits depend on the shapes only, never on the
-blocking or the threads' split. Results differ from NumPy's in the last bits, as any two dot
-implementations do.
+(the vector-matrix body too, adding one row of B at a time; BLAS blocks K and may sum in
+another order), except in the matrix-vector body, where lane j of a vector sums the products
+of k = j mod W in increasing k and the W lanes are added in a fixed halving tree; either way
+a result's bits depend on the shapes only, never on the blocking or the threads' split.
+Results differ from NumPy's in the last bits, as any two dot implementations do.
 """
 from __future__ import annotations
 
@@ -255,6 +259,8 @@ def generated_kernel_ok(lay: DotLayout, tile_bytes: int = 0, fused: bool = False
     return False
   if 0 in (lay.B, lay.M, lay.N, lay.K):
     return True                   # nothing (or only zeros) to compute: no BLAS call needed
+  if _streams_matrix(lay):
+    return tile_bytes <= MAX_TILE_BYTES
   if _one_row(lay) and lay.K * max(lay.M, lay.N) * lay.dtype.itemsize > MAX_A_BYTES:
     return False   # the kernel walks the matrix by column panels, BLAS streams its rows
   flops = dot_flops(lay)
@@ -308,7 +314,12 @@ def unit_elements(lay: DotLayout) -> int:
 def transposed(lay: DotLayout) -> DotLayout:
   """The layout of C^T = B^T @ A^T for a dot with one vector operand (B = 1 and M = 1 or
   N = 1): C's memory is the same (one row or one column), its row units become column
-  units and back, and the operands swap places."""
+  units and back, and the operands swap places. Batched (B > 1, M = 1: each C[b] one row,
+  e.g. `einsum("bk,bmk->bm")`): each C[b]^T one column, a unit's rows times N rows."""
+  if lay.B != 1:
+    return DotLayout(lay.B, lay.N, lay.K, 1, lay.b_strides[::2] + lay.b_strides[1:2],
+                     (lay.a_strides[0], lay.a_strides[2], 0), lay.dtype, lay.outer,
+                     lay.rows_per_unit * lay.N, None)
   return DotLayout(1, lay.N, lay.K, lay.M, (0, *lay.b_strides[:0:-1]),
                    (0, *lay.a_strides[:0:-1]), lay.dtype, lay.outer, lay.cols_per_unit,
                    lay.rows_per_unit)
@@ -317,13 +328,15 @@ def transposed(lay: DotLayout) -> DotLayout:
 def _transposes_better(lay: DotLayout) -> bool:
   """Whether a dot with one vector operand runs better as its transpose: `G.T @ v` (A
   contiguous along m, not k) as the vector-matrix `v @ G`, and `v @ G.T` (B contiguous
-  along k, not n) as the matrix-vector `G @ v` (is_gemv)."""
-  if lay.B != 1 or lay.a_strides is None or lay.b_strides is None:
+  along k, not n) as the matrix-vector `G @ v` (is_gemv), batched too (`v[b] @ G[b].T`)."""
+  if lay.a_strides is None or lay.b_strides is None:
     return False
+  gemv_of_rhs = lay.b_strides[1] == 1 and lay.b_strides[2] != 1 and lay.a_strides[2] == 1
+  if lay.B != 1:
+    return lay.M == 1 and lay.N > 1 and lay.rows_per_unit is not None and gemv_of_rhs
   if lay.N == 1 and lay.rows_per_unit is not None:
     return lay.a_strides[1] == 1 and lay.a_strides[2] != 1
-  return lay.cols_per_unit is not None and lay.b_strides[1] == 1 and \
-      lay.b_strides[2] != 1 and lay.a_strides[2] == 1
+  return lay.cols_per_unit is not None and gemv_of_rhs
 
 
 def _one_row(lay: DotLayout) -> bool:
@@ -332,6 +345,23 @@ def _one_row(lay: DotLayout) -> bool:
   a stride of a whole row (measured, f32 on the AVX-512 machine: 512 x 512 28 us against
   BLAS's 38, 1024 x 1024 630 against 440)."""
   return lay.cols_per_unit is not None or (lay.N == 1 and _transposes_better(lay))
+
+
+def _streams_matrix(lay: DotLayout) -> bool:
+  """Whether the kernel runs this dot with one vector operand by a body that reads the
+  matrix once, in its memory order (`_define_gemv_body`, `_define_gevm_body`): then at any
+  size, as BLAS's gemv does (it beat a DotThunk's single-threaded sgemv, which also costs
+  ~10 us of Python, on every size measured: bench/matvec.py)."""
+  if _transposes_better(lay):
+    lay = transposed(lay)
+  return is_gemv(lay) or is_gevm(lay)
+
+
+def is_gevm(lay: DotLayout) -> bool:
+  """A vector-matrix product (one row of C in units of columns, B's rows contiguous along
+  n): the generated kernel runs it as `_define_gevm_body`, B's rows streamed in order."""
+  return lay.cols_per_unit is not None and lay.B == 1 and lay.M == 1 and \
+      lay.a_strides is not None and lay.b_strides is not None and lay.b_strides[2] == 1
 
 
 def is_gemv(lay: DotLayout) -> bool:
@@ -436,8 +466,9 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
 def _body_caller(module: ir.Module, e: _Emitter, lay: DotLayout, A, Bp):
   """`call(C, u0, u1, panels=every panel)`: emit the call of the shared body that computes
   C's units [u0, u1) (C indexed as the whole output) in column panels `panels`:
-  `_define_gemv_body` for a matrix-vector product (is_gemv), else `_define_body`, on units
-  of rows, or of columns of a one-row C (its B and C shifted to the block's first column)."""
+  `_define_gemv_body` for a matrix-vector product (is_gemv), `_define_gevm_body` for a
+  vector-matrix one (is_gevm), else `_define_body`, on units of rows, or of columns of a
+  one-row C (its B and C shifted to the block's first column)."""
   b = e.b
   if min(lay.B, lay.M, lay.N) == 0:
     return lambda c, u0, u1, panels=None: None
@@ -450,6 +481,11 @@ def _body_caller(module: ir.Module, e: _Emitter, lay: DotLayout, A, Bp):
     R = lay.rows_per_unit
     return lambda c, u0, u1, panels=None: b.call(
         body, [A, Bp, c, e.mul_idx(u0, R), e.mul_idx(u1, R), *args])
+  if is_gevm(lay):
+    body, P = _shared_body(module, _gevm_symbol(lay.dtype), GEVM_TYPE), lay.cols_per_unit
+    args = [e.i64(v) for v in (lay.K, lay.a_strides[2], lay.b_strides[1])]
+    return lambda c, u0, u1, panels=None: b.call(
+        body, [A, Bp, c, e.mul_idx(u0, P), e.mul_idx(u1, P), *args])
   body = _shared_body(module, _body_symbol(lay.dtype), BODY_TYPE)
   all_panels = (e.i64(0), e.i64(column_panels(lay)))
   if lay.cols_per_unit is None:
@@ -477,7 +513,15 @@ BODY_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64] + [I64] * len(_PARAM
 # The matrix-vector body's arguments after (A, x, C, r0, r1): A's rows per batch and the
 # contracting length, then the strides A's batches and rows and x's batches are apart.
 _GEMV_PARAMS = ("M", "K", "sab", "sam", "sxb")
+GEMV_ROWS = 8     # rows of A per group of the matrix-vector body
 GEMV_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64] + [I64] * len(_GEMV_PARAMS))
+
+# The vector-matrix body's arguments after (x, B, C, c0, c1): the contracting length, then
+# the strides of x's elements and of B's rows.
+_GEVM_PARAMS = ("K", "sxk", "sbk")
+GEVM_ROWS = 4            # rows of B per pass over a block of C
+GEVM_BLOCK_BYTES = 4096  # a block of C, accumulated on the stack: stays in L1
+GEVM_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64] + [I64] * len(_GEVM_PARAMS))
 
 
 def _body_args(lay: DotLayout) -> list:
@@ -494,7 +538,14 @@ def _body_symbol(dtype) -> str:
 
 def _gemv_symbol(dtype) -> str:
   """The shared matrix-vector body's symbol (`_define_gemv_body`)."""
-  return f"ember_gemv_body_{np.dtype(dtype).name}_v{host.vector_bytes()}_a{len(_GEMV_PARAMS)}"
+  return (f"ember_gemv_body_{np.dtype(dtype).name}_v{host.vector_bytes()}_r{GEMV_ROWS}"
+          f"_a{len(_GEMV_PARAMS)}")
+
+
+def _gevm_symbol(dtype) -> str:
+  """The shared vector-matrix body's symbol (`_define_gevm_body`)."""
+  return (f"ember_gevm_body_{np.dtype(dtype).name}_v{host.vector_bytes()}_r{GEVM_ROWS}"
+          f"_b{GEVM_BLOCK_BYTES}_a{len(_GEVM_PARAMS)}")
 
 
 def _shared_body(module: ir.Module, name: str, fty: ir.FunctionType):
@@ -527,7 +578,8 @@ def ensure_shared_bodies(code: bytes) -> None:
   them too). Waits for a compile in progress."""
   for dt in (np.float32, np.float64):
     for name, define in ((_body_symbol(dt), _define_body),
-                         (_gemv_symbol(dt), _define_gemv_body)):
+                         (_gemv_symbol(dt), _define_gemv_body),
+                         (_gevm_symbol(dt), _define_gevm_body)):
       if name.encode() in code:
         compile_shared_ir(name, _body_ir(define, dt, name))
 
@@ -807,6 +859,8 @@ def _define_gemv_body(module: ir.Module, dtype, name: str):
   b = ir.IRBuilder(fn.append_basic_block("entry"))
   e = _Emitter(b)
   mul = lambda x, y: b.mul(x, y, flags=("nsw",))
+  imin = lambda x, y: b.select(b.icmp_signed("<", x, y), x, y)
+  imax = lambda x, y: b.select(b.icmp_signed(">", x, y), x, y)
   zero = ir.Constant(VT, [0.0] * W)
   i64v = ir.VectorType(I64, W)
   full = e.mul_idx(b.udiv(K, e.i64(W)), W)        # k's of whole vectors; then a masked one
@@ -823,38 +877,129 @@ def _define_gemv_body(module: ir.Module, dtype, name: str):
       v, w = b.fadd(lo, hi), h
     return b.extract_element(v, ir.Constant(I32, 0))
 
-  def rows(r_first, n):
-    """C's rows r_first .. r_first + n - 1."""
-    operands = []
-    for i in range(n):
-      r = b.add(r_first, e.i64(i))
-      bi = b.udiv(r, M)
-      m = b.sub(r, mul(bi, M))
-      operands.append((e.gep(A, b.add(mul(bi, sab), mul(m, sam)), T), e.gep(X, mul(bi, sxb), T)))
+  def rows(a_first, x, c_first, n):
+    """n rows of one batch: A's rows from a_first (sam apart), C's from c_first, all
+    against the batch's vector x (each vector of x loaded once for the n rows)."""
+    arows = [e.gep(a_first, mul(e.i64(i), sam), T) for i in range(n)]
 
     def step(j, acc):
       k = e.mul_idx(j, W)
-      return [e.intrinsic(fma, VT, [b.load(e.gep(a, k, T), typ=VT, align=isz),
-                                    b.load(e.gep(x, k, T), typ=VT, align=isz), s])
-              for (a, x), s in zip(operands, acc)]
+      xv = b.load(e.gep(x, k, T), typ=VT, align=isz)
+      return [e.intrinsic(fma, VT, [b.load(e.gep(a, k, T), typ=VT, align=isz), xv, s])
+              for a, s in zip(arows, acc)]
     acc = e.loop(e.i64(0), b.udiv(K, e.i64(W)), [zero] * n, step)
     masked = lambda p: e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT, [
         e.gep(p, full, T), ir.Constant(I32, isz), tail, zero])
-    for i, ((a, x), s) in enumerate(zip(operands, acc)):
-      total = hsum(e.intrinsic(fma, VT, [masked(a), masked(x), s]))
-      b.store(total, e.gep(C, b.add(r_first, e.i64(i)), T))
+    xt = masked(x)
+    for i, (a, s) in enumerate(zip(arows, acc)):
+      total = hsum(e.intrinsic(fma, VT, [masked(a), xt, s]))
+      b.store(total, e.gep(c_first, e.i64(i), T))
 
-  groups = b.udiv(b.sub(r1, r0), e.i64(4))
+  def batch(bi, _c):
+    """The rows of batch bi within [r0, r1): GEMV_ROWS at a time (as many independent fma
+    chains, sharing x's loads), then one by one."""
+    base = mul(bi, M)
+    lo = imax(b.sub(r0, base), e.i64(0))
+    hi = imin(b.sub(r1, base), M)
+    a0, x = e.gep(A, mul(bi, sab), T), e.gep(X, mul(bi, sxb), T)
+    groups = b.udiv(b.sub(hi, lo), e.i64(GEMV_ROWS))
 
-  def group(q, _c):
-    rows(b.add(r0, e.mul_idx(q, 4)), 4)
+    def group(q, _c):
+      m = b.add(lo, e.mul_idx(q, GEMV_ROWS))
+      rows(e.gep(a0, mul(m, sam), T), x, e.gep(C, b.add(base, m), T), GEMV_ROWS)
+      return []
+    e.loop(e.i64(0), groups, [], group)
+
+    def one(m, _c):
+      rows(e.gep(a0, mul(m, sam), T), x, e.gep(C, b.add(base, m), T), 1)
+      return []
+    e.loop(b.add(lo, e.mul_idx(groups, GEMV_ROWS)), hi, [], one)
     return []
-  e.loop(e.i64(0), groups, [], group)
+  e.loop(b.udiv(r0, M), b.udiv(b.add(r1, b.sub(M, e.i64(1))), M), [], batch)
+  b.ret_void()
+  return fn
 
-  def one(r, _c):
-    rows(r, 1)
+
+def _define_gevm_body(module: ir.Module, dtype, name: str):
+  """`void gevm(x, B, C, c0, c1, K, sxk, sbk)`: C[c] = sum_k x[k] B[k, c] for the columns
+  [c0, c1), B's rows contiguous along c (a vector-matrix product: is_gevm). The column-panel
+  body would walk B a panel of columns at a time, a whole row apart per k (a 4 KiB stride
+  puts every row in the same L1 set); this one streams B's rows in memory order, as BLAS's
+  gemv: per block of columns (GEVM_BLOCK_BYTES of C, accumulated in a stack buffer, in L1,
+  so that the threads' neighbouring column ranges never share a written cache line) and
+  per GEVM_ROWS rows of B, each vector of the block takes its GEVM_ROWS fused multiply-adds
+  in increasing k, then the rows left over one at a time. Each element of C sums its
+  products in increasing k in one fma chain from +0, as the column-panel body does: the
+  same bits, whatever the block or the threads' split."""
+  key = np.dtype(dtype)
+  fn = ir.Function(module, GEVM_TYPE, name)
+  fn.attributes.add("nounwind")
+  X, Bm, C, c0, c1, K, sxk, sbk = fn.args
+  for a in (X, Bm, C):
+    a.add_attribute("noalias")
+  T = ir_types.mem_type(key)
+  W = host.vector_lanes(key)
+  VT = ir.VectorType(T, W)
+  isz = key.itemsize
+  NB = max(W, GEVM_BLOCK_BYTES // isz)            # columns per block, whole vectors
+  fma = f"llvm.fmuladd.v{W}{ir_types.float_suffix(T)}"
+  vsuf = f"v{W}{ir_types.float_suffix(T)}"
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  e = _Emitter(b)
+  mul = lambda x, y: b.mul(x, y, flags=("nsw",))
+  imin = lambda x, y: b.select(b.icmp_signed("<", x, y), x, y)
+  zero = ir.Constant(VT, [0.0] * W)
+  i64v = ir.VectorType(I64, W)
+  acc = b.alloca(T, e.i64(NB))
+  acc.align = 64
+  vec = lambda p, j: e.gep(p, e.mul_idx(j, W), T)
+
+  def block(q, _c):
+    n0 = b.add(c0, e.mul_idx(q, NB))
+    n = imin(b.sub(c1, n0), e.i64(NB))
+    nvec = b.udiv(b.add(n, e.i64(W - 1)), e.i64(W))   # the last one past n: ignored below
+    brow = e.gep(Bm, n0, T)
+
+    def clear(j, _c):
+      e.store_vector(zero, vec(acc, j), 64)
+      return []
+    e.loop(e.i64(0), nvec, [], clear)
+    nfull = b.udiv(n, e.i64(W))
+    tail = b.icmp_signed("<", ir.Constant(i64v, list(range(W))),
+                         e.splat(b.sub(n, e.mul_idx(nfull, W)), i64v))
+
+    def rows(k, count):
+      """B's rows k .. k + count - 1 added to the block."""
+      xs = [e.splat(b.load(e.gep(X, mul(b.add(k, e.i64(i)), sxk), T), typ=T), VT)
+            for i in range(count)]
+      srcs = [e.gep(brow, mul(b.add(k, e.i64(i)), sbk), T) for i in range(count)]
+
+      def update(j, load):
+        y = b.load(vec(acc, j), typ=VT, align=64)
+        for xv, src in zip(xs, srcs):
+          y = e.intrinsic(fma, VT, [xv, load(vec(src, j)), y])
+        e.store_vector(y, vec(acc, j), 64)
+      e.loop(e.i64(0), nfull, [], lambda j, _c: update(
+          j, lambda p: b.load(p, typ=VT, align=isz)) or [])
+      with b.if_then(b.icmp_signed("<", nfull, nvec)):
+        update(nfull, lambda p: e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT, [
+            p, ir.Constant(I32, isz), tail, zero]))
+
+    groups = b.udiv(K, e.i64(GEVM_ROWS))
+    e.loop(e.i64(0), groups, [], lambda g, _c: rows(e.mul_idx(g, GEVM_ROWS), GEVM_ROWS) or [])
+    e.loop(e.mul_idx(groups, GEVM_ROWS), K, [], lambda k, _c: rows(k, 1) or [])
+
+    def out(j, _c):            # the block to C, its last vector masked
+      lanes = b.icmp_signed("<", ir.Constant(i64v, list(range(W))),
+                            e.splat(b.sub(n, e.mul_idx(j, W)), i64v))
+      e.intrinsic(f"llvm.masked.store.{vsuf}.p0", VOID, [
+          b.load(vec(acc, j), typ=VT, align=64), vec(e.gep(C, n0, T), j),
+          ir.Constant(I32, isz), lanes])
+      return []
+    e.loop(e.i64(0), nvec, [], out)
     return []
-  e.loop(b.add(r0, e.mul_idx(groups, 4)), r1, [], one)
+  nblocks = b.udiv(b.add(b.sub(c1, c0), e.i64(NB - 1)), e.i64(NB))
+  e.loop(e.i64(0), nblocks, [], block)
   b.ret_void()
   return fn
 
