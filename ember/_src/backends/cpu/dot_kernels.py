@@ -27,11 +27,11 @@ kernel:
   panel), or B's rows NRW apart (its panel would be a copy of it), a contiguous full panel
   is read in place instead;
 * a dot with one vector operand, at any size: a matrix-vector product (`G @ v`, one column
-  of C) runs the matrix-vector body (`_define_gemv_body`: per row a vector dot product along
+  of C) runs the matrix-vector body (`define_gemv_body`: per row a vector dot product along
   k, GEMV_ROWS rows sharing the vector's loads, as the column-panel body would spend a
   mostly masked panel and a gather per k on it); a vector-matrix product (`v @ G`: C is one
   row whose dimension 0 is an rhs dimension, units of `cols_per_unit` columns) runs the
-  vector-matrix body (`_define_gevm_body`: G's rows streamed in memory order into a block
+  vector-matrix body (`define_gevm_body`: G's rows streamed in memory order into a block
   of C in L1). Either runs as its transpose (`transposed`) when that reads memory better:
   `G.T @ v` as `v @ G`, `v @ G.T` as `G @ v`. Both read the matrix once, as BLAS's gemv
   does, and split across threads by rows (columns); a DotThunk would add ~10-25 us of
@@ -85,6 +85,10 @@ from ember._src.backends.cpu import host, llvm_jit, runtime_cache
 from ember._src.backends.cpu.codegen import abi, ir_helpers, ir_types
 from ember._src.backends.cpu.codegen.abi import KERNEL_TYPE
 from ember._src.backends.cpu.codegen.ir_types import I32, I64, PTR, VOID
+from ember._src.backends.cpu.vector_dots import (
+    GEMV_TYPE, GEVM_TYPE, DotEmitter, define_gemv_body, define_gevm_body, gemv_symbol,
+    gevm_symbol)
+from ember._src.backends.cpu import vector_dots
 
 __all__ = ["DotLayout", "dot_layout", "split_output_fusion", "generated_kernel_ok", "is_gram",
            "block_units", "column_panels", "split_by_columns", "emit_dot_kernel",
@@ -349,7 +353,7 @@ def _one_row(lay: DotLayout) -> bool:
 
 def _streams_matrix(lay: DotLayout) -> bool:
   """Whether the kernel runs this dot with one vector operand by a body that reads the
-  matrix once, in its memory order (`_define_gemv_body`, `_define_gevm_body`): then at any
+  matrix once, in its memory order (`define_gemv_body`, `define_gevm_body`): then at any
   size, as BLAS's gemv does (it beat a DotThunk's single-threaded sgemv, which also costs
   ~10 us of Python, on every size measured: bench/matvec.py)."""
   if _transposes_better(lay):
@@ -359,14 +363,14 @@ def _streams_matrix(lay: DotLayout) -> bool:
 
 def is_gevm(lay: DotLayout) -> bool:
   """A vector-matrix product (one row of C in units of columns, B's rows contiguous along
-  n): the generated kernel runs it as `_define_gevm_body`, B's rows streamed in order."""
+  n): the generated kernel runs it as `define_gevm_body`, B's rows streamed in order."""
   return lay.cols_per_unit is not None and lay.B == 1 and lay.M == 1 and \
       lay.a_strides is not None and lay.b_strides is not None and lay.b_strides[2] == 1
 
 
 def is_gemv(lay: DotLayout) -> bool:
   """A matrix-vector product (one column of C, row units, A's rows and the vector
-  contiguous along k): the generated kernel runs it as row dot products (`_define_gemv_body`),
+  contiguous along k): the generated kernel runs it as row dot products (`define_gemv_body`),
   not as one masked lane of a column panel."""
   return lay.N == 1 and lay.rows_per_unit is not None and lay.a_strides is not None \
       and lay.b_strides is not None and lay.a_strides[2] == 1 and lay.b_strides[1] == 1
@@ -377,31 +381,6 @@ class Epilogue(NamedTuple):
   symbol: str                  # the epilogue kernel (codegen.kernels.KernelBuilder.fusion's ABI)
   operands: tuple              # buffer indices (of the dot kernel's) it reads, in order
   in_place: bool               # the dot's value is read from the output (else a stack tile)
-
-
-class _Emitter(ir_helpers.IRHelpers):
-  def __init__(self, b: ir.IRBuilder):
-    self.b = b
-    self._i64_cache = {}
-
-  def gep(self, p, idx, t):
-    return self.b.gep(p, [idx], source_etype=t)
-
-  def splat(self, v, vt):
-    b = self.b
-    w = vt.count
-    one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I32, 0))
-    return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
-                            ir.Constant(ir.VectorType(I32, w), [0] * w))
-
-  def store_vector(self, v, p, align: int):
-    """`store <W x T> v, ptr p` (llvmlite's IRBuilder.store rejects a vector stored through
-    the element-typed pointer a GEP returns; the IR itself has opaque pointers)."""
-    st = ir.instructions.StoreInstr(self.b.block, v, p)
-    st.align = align
-    self.b._insert(st)
-
-
 
 
 def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs: int,
@@ -417,7 +396,7 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   fn = ir.Function(module, KERNEL_TYPE, name)
   fn.attributes.add("nounwind")
   b = ir.IRBuilder(fn.append_basic_block("entry"))
-  e = _Emitter(b)
+  e = DotEmitter(b)
   bufs, start, stop = fn.args
   ptr = lambda k: b.load(b.gep(bufs, [e.i64(k)], inbounds=True, source_etype=PTR), typ=PTR)
   A, Bp, O = ptr(lhs), ptr(rhs), ptr(out)
@@ -463,10 +442,10 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   return abi.KernelInfo(name, lay.outer, True)
 
 
-def _body_caller(module: ir.Module, e: _Emitter, lay: DotLayout, A, Bp):
+def _body_caller(module: ir.Module, e: DotEmitter, lay: DotLayout, A, Bp):
   """`call(C, u0, u1, panels=every panel)`: emit the call of the shared body that computes
   C's units [u0, u1) (C indexed as the whole output) in column panels `panels`:
-  `_define_gemv_body` for a matrix-vector product (is_gemv), `_define_gevm_body` for a
+  `define_gemv_body` for a matrix-vector product (is_gemv), `define_gevm_body` for a
   vector-matrix one (is_gevm), else `_define_body`, on units of rows, or of columns of a
   one-row C (its B and C shifted to the block's first column)."""
   b = e.b
@@ -475,14 +454,14 @@ def _body_caller(module: ir.Module, e: _Emitter, lay: DotLayout, A, Bp):
   if _transposes_better(lay):
     lay, A, Bp = transposed(lay), Bp, A
   if is_gemv(lay):
-    body = _shared_body(module, _gemv_symbol(lay.dtype), GEMV_TYPE)
+    body = _shared_body(module, gemv_symbol(lay.dtype), GEMV_TYPE)
     args = [e.i64(v) for v in (lay.M, lay.K, lay.a_strides[0], lay.a_strides[1],
                                  lay.b_strides[0])]
     R = lay.rows_per_unit
     return lambda c, u0, u1, panels=None: b.call(
         body, [A, Bp, c, e.mul_idx(u0, R), e.mul_idx(u1, R), *args])
   if is_gevm(lay):
-    body, P = _shared_body(module, _gevm_symbol(lay.dtype), GEVM_TYPE), lay.cols_per_unit
+    body, P = _shared_body(module, gevm_symbol(lay.dtype), GEVM_TYPE), lay.cols_per_unit
     args = [e.i64(v) for v in (lay.K, lay.a_strides[2], lay.b_strides[1])]
     return lambda c, u0, u1, panels=None: b.call(
         body, [A, Bp, c, e.mul_idx(u0, P), e.mul_idx(u1, P), *args])
@@ -510,20 +489,6 @@ _PARAMS = ("M", "N", "K", "R", "sab", "sam", "sak", "sbb", "sbk", "sbn", "p0", "
 BODY_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64] + [I64] * len(_PARAMS))
 
 
-# The matrix-vector body's arguments after (A, x, C, r0, r1): A's rows per batch and the
-# contracting length, then the strides A's batches and rows and x's batches are apart.
-_GEMV_PARAMS = ("M", "K", "sab", "sam", "sxb")
-GEMV_ROWS = 8     # rows of A per group of the matrix-vector body
-GEMV_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64] + [I64] * len(_GEMV_PARAMS))
-
-# The vector-matrix body's arguments after (x, B, C, c0, c1): the contracting length, then
-# the strides of x's elements and of B's rows.
-_GEVM_PARAMS = ("K", "sxk", "sbk")
-GEVM_ROWS = 4            # rows of B per pass over a block of C
-GEVM_BLOCK_BYTES = 4096  # a block of C, accumulated on the stack: stays in L1
-GEVM_TYPE = ir.FunctionType(VOID, [PTR, PTR, PTR, I64, I64] + [I64] * len(_GEVM_PARAMS))
-
-
 def _body_args(lay: DotLayout) -> list:
   return [ir.Constant(I64, v) for v in
           (lay.M, lay.N, lay.K, lay.rows_per_unit, *lay.a_strides, *lay.b_strides)]
@@ -536,20 +501,8 @@ def _body_symbol(dtype) -> str:
           f"_a{len(_PARAMS)}")
 
 
-def _gemv_symbol(dtype) -> str:
-  """The shared matrix-vector body's symbol (`_define_gemv_body`)."""
-  return (f"ember_gemv_body_{np.dtype(dtype).name}_v{host.vector_bytes()}_r{GEMV_ROWS}"
-          f"_a{len(_GEMV_PARAMS)}")
-
-
-def _gevm_symbol(dtype) -> str:
-  """The shared vector-matrix body's symbol (`_define_gevm_body`)."""
-  return (f"ember_gevm_body_{np.dtype(dtype).name}_v{host.vector_bytes()}_r{GEVM_ROWS}"
-          f"_b{GEVM_BLOCK_BYTES}_a{len(_GEVM_PARAMS)}")
-
-
 def _shared_body(module: ir.Module, name: str, fty: ir.FunctionType):
-  """The declaration of a shared body (`_define_body`, `_define_gemv_body`) in this module:
+  """The declaration of a shared body (`_define_body`, `define_gemv_body`) in this module:
   compiled once per process (`ensure_shared_bodies`), so a module with dots compiles none
   of its code."""
   cache = module.__dict__.setdefault("_ember_dot_bodies", {})
@@ -578,10 +531,10 @@ def ensure_shared_bodies(code: bytes) -> None:
   them too). Waits for a compile in progress."""
   for dt in (np.float32, np.float64):
     for name, define in ((_body_symbol(dt), _define_body),
-                         (_gemv_symbol(dt), _define_gemv_body),
-                         (_gevm_symbol(dt), _define_gevm_body)):
+                         (gemv_symbol(dt), define_gemv_body),
+                         (gevm_symbol(dt), define_gevm_body)):
       if name.encode() in code:
-        compile_shared_ir(name, _body_ir(define, dt, name))
+        compile_shared_ir(name, _body_ir(define, dt, name), (vector_dots.__file__,))
 
 
 def _body_ir(define, dt, name: str):
@@ -644,7 +597,7 @@ def _define_body(module: ir.Module, dtype, name: str):
   fma = f"llvm.fmuladd.v{W}{ir_types.float_suffix(T)}"
   vsuf = f"v{W}{ir_types.float_suffix(T)}"
   b = ir.IRBuilder(fn.append_basic_block("entry"))
-  e = _Emitter(b)
+  e = DotEmitter(b)
   panel = b.alloca(T, e.i64(KC * NRW))
   panel.align = 64
   zero = ir.Constant(VT, [0.0] * W)
@@ -831,175 +784,6 @@ def _define_body(module: ir.Module, dtype, name: str):
     rows(bi, imax(b.sub(r0, base), e.i64(0)), imin(b.sub(r1, base), M))
     return []
   e.loop(b.udiv(r0, M), b.udiv(b.add(r1, b.sub(M, e.i64(1))), M), [], batch)
-  b.ret_void()
-  return fn
-
-
-def _define_gemv_body(module: ir.Module, dtype, name: str):
-  """`void gemv(A, x, C, r0, r1, M, K, sab, sam, sxb)`: C[r] = sum_k A[r, k] x[k] for the
-  rows [r0, r1) of the whole (batch*M) output, A's rows and x contiguous along k (a
-  matrix-vector product: is_gemv). The column-panel body would compute one masked lane of
-  a panel per row, gathering x; this one is a vector dot product per row: W lanes of k at a
-  time (the last W masked), one fma chain per lane in increasing k, then the lanes summed in
-  a fixed halving tree. Four rows run at a time (four independent chains) and the rest one
-  by one, with the same per-row order, so a row's bits depend on K alone, never on the
-  range or on which thread computes it."""
-  key = np.dtype(dtype)
-  fn = ir.Function(module, GEMV_TYPE, name)
-  fn.attributes.add("nounwind")
-  A, X, C, r0, r1, M, K, sab, sam, sxb = fn.args
-  for a in (A, X, C):
-    a.add_attribute("noalias")
-  T = ir_types.mem_type(key)
-  W = host.vector_lanes(key)
-  VT = ir.VectorType(T, W)
-  isz = key.itemsize
-  fma = f"llvm.fmuladd.v{W}{ir_types.float_suffix(T)}"
-  vsuf = f"v{W}{ir_types.float_suffix(T)}"
-  b = ir.IRBuilder(fn.append_basic_block("entry"))
-  e = _Emitter(b)
-  mul = lambda x, y: b.mul(x, y, flags=("nsw",))
-  imin = lambda x, y: b.select(b.icmp_signed("<", x, y), x, y)
-  imax = lambda x, y: b.select(b.icmp_signed(">", x, y), x, y)
-  zero = ir.Constant(VT, [0.0] * W)
-  i64v = ir.VectorType(I64, W)
-  full = e.mul_idx(b.udiv(K, e.i64(W)), W)        # k's of whole vectors; then a masked one
-  tail = b.icmp_signed("<", ir.Constant(i64v, list(range(W))), e.splat(b.sub(K, full), i64v))
-
-  def hsum(v):
-    """The lanes' sum: halves added until one lane is left."""
-    w = W
-    while w > 1:
-      h = w // 2
-      undef = ir.Constant(v.type, ir.Undefined)
-      lo = b.shuffle_vector(v, undef, ir.Constant(ir.VectorType(I32, h), list(range(h))))
-      hi = b.shuffle_vector(v, undef, ir.Constant(ir.VectorType(I32, h), list(range(h, w))))
-      v, w = b.fadd(lo, hi), h
-    return b.extract_element(v, ir.Constant(I32, 0))
-
-  def rows(a_first, x, c_first, n):
-    """n rows of one batch: A's rows from a_first (sam apart), C's from c_first, all
-    against the batch's vector x (each vector of x loaded once for the n rows)."""
-    arows = [e.gep(a_first, mul(e.i64(i), sam), T) for i in range(n)]
-
-    def step(j, acc):
-      k = e.mul_idx(j, W)
-      xv = b.load(e.gep(x, k, T), typ=VT, align=isz)
-      return [e.intrinsic(fma, VT, [b.load(e.gep(a, k, T), typ=VT, align=isz), xv, s])
-              for a, s in zip(arows, acc)]
-    acc = e.loop(e.i64(0), b.udiv(K, e.i64(W)), [zero] * n, step)
-    masked = lambda p: e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT, [
-        e.gep(p, full, T), ir.Constant(I32, isz), tail, zero])
-    xt = masked(x)
-    for i, (a, s) in enumerate(zip(arows, acc)):
-      total = hsum(e.intrinsic(fma, VT, [masked(a), xt, s]))
-      b.store(total, e.gep(c_first, e.i64(i), T))
-
-  def batch(bi, _c):
-    """The rows of batch bi within [r0, r1): GEMV_ROWS at a time (as many independent fma
-    chains, sharing x's loads), then one by one."""
-    base = mul(bi, M)
-    lo = imax(b.sub(r0, base), e.i64(0))
-    hi = imin(b.sub(r1, base), M)
-    a0, x = e.gep(A, mul(bi, sab), T), e.gep(X, mul(bi, sxb), T)
-    groups = b.udiv(b.sub(hi, lo), e.i64(GEMV_ROWS))
-
-    def group(q, _c):
-      m = b.add(lo, e.mul_idx(q, GEMV_ROWS))
-      rows(e.gep(a0, mul(m, sam), T), x, e.gep(C, b.add(base, m), T), GEMV_ROWS)
-      return []
-    e.loop(e.i64(0), groups, [], group)
-
-    def one(m, _c):
-      rows(e.gep(a0, mul(m, sam), T), x, e.gep(C, b.add(base, m), T), 1)
-      return []
-    e.loop(b.add(lo, e.mul_idx(groups, GEMV_ROWS)), hi, [], one)
-    return []
-  e.loop(b.udiv(r0, M), b.udiv(b.add(r1, b.sub(M, e.i64(1))), M), [], batch)
-  b.ret_void()
-  return fn
-
-
-def _define_gevm_body(module: ir.Module, dtype, name: str):
-  """`void gevm(x, B, C, c0, c1, K, sxk, sbk)`: C[c] = sum_k x[k] B[k, c] for the columns
-  [c0, c1), B's rows contiguous along c (a vector-matrix product: is_gevm). The column-panel
-  body would walk B a panel of columns at a time, a whole row apart per k (a 4 KiB stride
-  puts every row in the same L1 set); this one streams B's rows in memory order, as BLAS's
-  gemv: per block of columns (GEVM_BLOCK_BYTES of C, accumulated in a stack buffer, in L1,
-  so that the threads' neighbouring column ranges never share a written cache line) and
-  per GEVM_ROWS rows of B, each vector of the block takes its GEVM_ROWS fused multiply-adds
-  in increasing k, then the rows left over one at a time. Each element of C sums its
-  products in increasing k in one fma chain from +0, as the column-panel body does: the
-  same bits, whatever the block or the threads' split."""
-  key = np.dtype(dtype)
-  fn = ir.Function(module, GEVM_TYPE, name)
-  fn.attributes.add("nounwind")
-  X, Bm, C, c0, c1, K, sxk, sbk = fn.args
-  for a in (X, Bm, C):
-    a.add_attribute("noalias")
-  T = ir_types.mem_type(key)
-  W = host.vector_lanes(key)
-  VT = ir.VectorType(T, W)
-  isz = key.itemsize
-  NB = max(W, GEVM_BLOCK_BYTES // isz)            # columns per block, whole vectors
-  fma = f"llvm.fmuladd.v{W}{ir_types.float_suffix(T)}"
-  vsuf = f"v{W}{ir_types.float_suffix(T)}"
-  b = ir.IRBuilder(fn.append_basic_block("entry"))
-  e = _Emitter(b)
-  mul = lambda x, y: b.mul(x, y, flags=("nsw",))
-  imin = lambda x, y: b.select(b.icmp_signed("<", x, y), x, y)
-  zero = ir.Constant(VT, [0.0] * W)
-  i64v = ir.VectorType(I64, W)
-  acc = b.alloca(T, e.i64(NB))
-  acc.align = 64
-  vec = lambda p, j: e.gep(p, e.mul_idx(j, W), T)
-
-  def block(q, _c):
-    n0 = b.add(c0, e.mul_idx(q, NB))
-    n = imin(b.sub(c1, n0), e.i64(NB))
-    nvec = b.udiv(b.add(n, e.i64(W - 1)), e.i64(W))   # the last one past n: ignored below
-    brow = e.gep(Bm, n0, T)
-
-    def clear(j, _c):
-      e.store_vector(zero, vec(acc, j), 64)
-      return []
-    e.loop(e.i64(0), nvec, [], clear)
-    nfull = b.udiv(n, e.i64(W))
-    tail = b.icmp_signed("<", ir.Constant(i64v, list(range(W))),
-                         e.splat(b.sub(n, e.mul_idx(nfull, W)), i64v))
-
-    def rows(k, count):
-      """B's rows k .. k + count - 1 added to the block."""
-      xs = [e.splat(b.load(e.gep(X, mul(b.add(k, e.i64(i)), sxk), T), typ=T), VT)
-            for i in range(count)]
-      srcs = [e.gep(brow, mul(b.add(k, e.i64(i)), sbk), T) for i in range(count)]
-
-      def update(j, load):
-        y = b.load(vec(acc, j), typ=VT, align=64)
-        for xv, src in zip(xs, srcs):
-          y = e.intrinsic(fma, VT, [xv, load(vec(src, j)), y])
-        e.store_vector(y, vec(acc, j), 64)
-      e.loop(e.i64(0), nfull, [], lambda j, _c: update(
-          j, lambda p: b.load(p, typ=VT, align=isz)) or [])
-      with b.if_then(b.icmp_signed("<", nfull, nvec)):
-        update(nfull, lambda p: e.intrinsic(f"llvm.masked.load.{vsuf}.p0", VT, [
-            p, ir.Constant(I32, isz), tail, zero]))
-
-    groups = b.udiv(K, e.i64(GEVM_ROWS))
-    e.loop(e.i64(0), groups, [], lambda g, _c: rows(e.mul_idx(g, GEVM_ROWS), GEVM_ROWS) or [])
-    e.loop(e.mul_idx(groups, GEVM_ROWS), K, [], lambda k, _c: rows(k, 1) or [])
-
-    def out(j, _c):            # the block to C, its last vector masked
-      lanes = b.icmp_signed("<", ir.Constant(i64v, list(range(W))),
-                            e.splat(b.sub(n, e.mul_idx(j, W)), i64v))
-      e.intrinsic(f"llvm.masked.store.{vsuf}.p0", VOID, [
-          b.load(vec(acc, j), typ=VT, align=64), vec(e.gep(C, n0, T), j),
-          ir.Constant(I32, isz), lanes])
-      return []
-    e.loop(e.i64(0), nvec, [], out)
-    return []
-  nblocks = b.udiv(b.add(b.sub(c1, c0), e.i64(NB - 1)), e.i64(NB))
-  e.loop(e.i64(0), nblocks, [], block)
   b.ret_void()
   return fn
 

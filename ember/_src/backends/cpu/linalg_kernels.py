@@ -58,7 +58,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src.hlo import graph as hlo
-from ember._src.backends.cpu import dot_kernels, host, llvm_jit
+from ember._src.backends.cpu import dot_kernels, host, llvm_jit, vector_dots
 from ember._src.backends.cpu.codegen import abi, ir_types
 from ember._src.backends.cpu.codegen import transpose as codegen_transpose
 from ember._src.backends.cpu.codegen.abi import KERNEL_TYPE
@@ -182,7 +182,7 @@ def emit_p2p_kernel(module: ir.Module, name: str, instr: hlo.Instr) -> abi.Kerne
 # The bodies
 # --------------------------------------------------------------------------------------
 
-class _E(dot_kernels._Emitter):
+class _E(vector_dots.DotEmitter):
   def __init__(self, b: ir.IRBuilder, T):
     super().__init__(b)
     self.T = T
@@ -536,7 +536,7 @@ def _ensure_bodies(code: bytes) -> None:
     name = _symbol(routine, dt)
     if name.encode() in code:
       dot_kernels.compile_shared_ir(name, dot_kernels._body_ir(define, dt, name),
-                                    (__file__, codegen_transpose.__file__))
+                                    (__file__, codegen_transpose.__file__, vector_dots.__file__))
 
 
 def _define_getrf(module: ir.Module, dtype, name: str) -> None:
