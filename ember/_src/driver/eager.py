@@ -14,6 +14,8 @@ params, argument types) is a `_Signature` that picks, by this rule:
   reference that returns a view, as reshape's, stays). Rent-or-buy never costs more than
   twice the better choice in hindsight, a user's first `x + 1` never waits for LLVM, and a
   loop of small ops ends up on the ~5 us compiled path. The bits are the same either way.
+  A round the reference wins is tried again after renting twice as long (BUY_ROUNDS in
+  all: the compiled calls were timed in one moment of a shared machine).
 - **Inexact elementwise primitives run compiled at every size** (transcendentals: their
   reference rounds from float64, the compiled math library does not), so an eager result
   has jit's bits. Below EAGER_COMPILE_ELEMENTS elements a call runs over a flat array of
@@ -55,18 +57,20 @@ _SIGNATURE_LIMIT = 1 << 14
 _signatures: dict = {}          # (primitive, params, argument types) -> _Signature
 
 TIMED_CALLS = 5                 # compiled calls timed before a bought signature decides
+BUY_ROUNDS = 3                  # rent-then-buy rounds before the reference is kept for good
 REFERENCE, RENTING, BUYING, COMPILED, BUCKETED = range(5)
 BUCKET_MIN = 1024               # the smallest flat length a bucketed call computes
 
 
 class _Signature:
   """One signature's choice (`mode`) and what it has measured."""
-  __slots__ = ("mode", "ref_seconds", "ref_calls", "fn", "ran", "trials")
+  __slots__ = ("mode", "ref_seconds", "ref_calls", "fn", "ran", "trials", "rounds")
 
   def __init__(self, mode: int):
     self.mode, self.ref_seconds, self.ref_calls, self.fn = mode, 0.0, 0, None
     self.ran = False         # whether the compiled call has run once (it compiled)
     self.trials: list = []   # seconds of the compiled calls timed while buying
+    self.rounds = 0          # rent-then-buy rounds the reference won
 
 
 def run(prim, vals, params) -> list | None:
@@ -95,7 +99,7 @@ def run(prim, vals, params) -> list | None:
     outs = trace_lib.eval_reference(prim, vals, params)
     sig.ref_seconds += time.perf_counter() - t0
     sig.ref_calls += 1
-    if sig.ref_seconds >= eager_jit.COMPILE_SECONDS:
+    if sig.ref_seconds >= eager_jit.COMPILE_SECONDS * 2 ** sig.rounds:
       sig.mode = BUYING
     return outs
   return _buy(sig, prim, vals, params)
@@ -112,9 +116,15 @@ def _buy(sig: _Signature, prim, vals, params) -> list:
   outs = _compiled(sig, prim, vals)
   sig.trials.append(time.perf_counter() - t0)
   if len(sig.trials) >= TIMED_CALLS:
-    faster = min(sig.trials) < sig.ref_seconds / sig.ref_calls
-    sig.mode = COMPILED if faster else REFERENCE
-    sig.fn = sig.fn if faster else None
+    if min(sig.trials) < sig.ref_seconds / sig.ref_calls:
+      sig.mode = COMPILED
+    elif sig.rounds + 1 < BUY_ROUNDS:
+      # rent again, twice as long, then time both again: one noisy moment (a busy
+      # machine, a page-faulting first call) must not keep a slower reference for good
+      sig.mode, sig.rounds = RENTING, sig.rounds + 1
+      sig.ref_seconds, sig.ref_calls, sig.trials = 0.0, 0, []
+    else:
+      sig.mode, sig.fn = REFERENCE, None
   return outs
 
 
