@@ -300,6 +300,20 @@ def test_small_inexact_elementwise_is_the_jitted_bits(prim, dtype):
       assert_same_bits(out, ember.jit(lambda *xs: prim.bind(*xs))(*args))
 
 
+def test_concrete_values_under_jvp_and_vmap_run_compiled(fresh):
+  # jvp applies sin to its concrete primal at the eval level while its own trace is open:
+  # the compiled call runs as at top level (trace.at_eval_level), with jit's bits
+  x = jnp.asarray(np.linspace(-4, 4, 1000, dtype=np.float32))
+  primal, tangent = ember.jvp(jnp.sin, (x,), (2 * x,))
+  assert [s.mode for s in _sig("sin")] == [eager.BUCKETED]
+  assert_same_bits(primal, ember.jit(jnp.sin)(x))
+  assert_same_bits(tangent, ember.jit(lambda v: jnp.cos(v) * (2 * v))(x))
+  w = jnp.asarray(np.linspace(0.5, 2, 7, dtype=np.float32))
+  rows = ember.vmap(lambda r: jnp.exp(w) * r)(jnp.ones((3, 7), jnp.float32))
+  assert_same_bits(rows[1], ember.jit(jnp.exp)(w))       # exp(w): concrete under vmap
+  assert trace_lib.cur_level_is_eval() and len(trace_lib._state.trace_stack) == 1
+
+
 BIG = (eager.EAGER_COMPILE_ELEMENTS // 64, 64)
 MATH = [("tanh", jnp.tanh, np.tanh, (-4, 4)),
         ("exp", jnp.exp, np.exp, (-20, 20)),

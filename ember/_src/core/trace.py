@@ -295,6 +295,20 @@ def ensure_compile_time_eval():
 eval_context = ensure_compile_time_eval
 
 
+@contextlib.contextmanager
+def at_eval_level():
+  """The calling thread at the eval trace for the block, its open traces set aside: a
+  computation on concrete values (driver/eager.py's compiled call of a primitive that a jvp
+  or vmap applies to concrete primals) runs as at top level; the traces come back after."""
+  state = _state
+  stack, dynamic = state.trace_stack, state.dynamic_trace
+  state.trace_stack, state.dynamic_trace = stack[:1], None
+  try:
+    yield
+  finally:
+    state.trace_stack, state.dynamic_trace = stack, dynamic
+
+
 def cur_level_is_eval() -> bool:
   if not _open_traces:   # no trace open in any thread
     return True

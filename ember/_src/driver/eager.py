@@ -19,9 +19,11 @@ params, argument types) is a `_Signature` that picks, by this rule:
 - **Inexact elementwise primitives run compiled at every size** (transcendentals: their
   reference rounds from float64, the compiled math library does not), so an eager result
   has jit's bits. Below EAGER_COMPILE_ELEMENTS elements a call runs over a flat array of
-  the next power of two elements (at least BUCKET_MIN): the operands are copied in, the
-  result sliced out, and one compile per (primitive, dtypes, bucket) serves every shape,
-  which the compiled elementwise kernel computes element by element alike.
+  the next 2^k or 3 * 2^(k-1) elements (at least BUCKET_MIN): the operands are copied in,
+  the result sliced out, and one compile per (primitive, dtypes, bucket) serves every
+  shape, which the compiled elementwise kernel computes element by element alike. Under a
+  jvp, vmap or grad of concrete values the compiled call runs as at top level
+  (trace.at_eval_level).
 - **Other primitives choose once, at first sight** (reductions, dots, cumulative ops: their
   reference rounds differently), so an eager result never changes bits from one call to the
   next: compiled when an operand holds EAGER_COMPILE_ELEMENTS elements or more (the compile
@@ -179,6 +181,13 @@ def _bucketable(prim, avals) -> bool:
       0 < math.prod(shape) < EAGER_COMPILE_ELEMENTS
 
 
+def _bucket(n: int) -> int:
+  """The least length of the form 2^k or 3 * 2^(k-1) that holds n elements (at most a third
+  of a bucket computes padding)."""
+  p = 1 << (n - 1).bit_length()
+  return 3 * p // 4 if 3 * p // 4 >= n else p
+
+
 def _bucketed(sig: _Signature, prim, vals) -> list | None:
   """The one-op computation over flat copies of the operands `bucket` elements long (the
   padding: ones, a value every inexact primitive takes quietly), its result's first
@@ -186,7 +195,7 @@ def _bucketed(sig: _Signature, prim, vals) -> list | None:
   avals = [core.get_aval(v) for v in vals]   # (Arrays, NumPy arrays, Python numbers)
   shape = avals[0].shape
   n = math.prod(shape)
-  bucket = max(BUCKET_MIN, 1 << (n - 1).bit_length())
+  bucket = max(BUCKET_MIN, _bucket(n))
   flat = []
   for v, aval in zip(vals, avals):
     buf = np.ones(bucket, aval.dtype)
@@ -205,7 +214,7 @@ def _may_compile() -> bool:
   """Not now: inside a compile's own eager work (no re-entry), or with a default device
   elsewhere, or under disable_jit (which asks for the reference)."""
   return not (getattr(_state, "busy", False) or config._values["jax_default_device"] is not None
-              or config._values["jax_disable_jit"] or not core.cur_level_is_eval())
+              or config._values["jax_disable_jit"])
 
 
 def _compiled(sig: _Signature, prim, vals) -> list | None:
@@ -245,7 +254,11 @@ def _run_one_op(fn, prim, vals) -> list:
   not come back here)."""
   _state.busy = True
   try:
-    out = fn(*vals)
+    if core.cur_level_is_eval():
+      out = fn(*vals)
+    else:   # concrete values under a jvp, vmap or grad: the call runs as at top level
+      with trace_lib.at_eval_level():
+        out = fn(*vals)
   finally:
     _state.busy = False
   return list(out) if prim.multiple_results else [out]
