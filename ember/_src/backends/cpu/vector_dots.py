@@ -66,6 +66,26 @@ def gevm_symbol(dtype) -> str:
           f"_b{GEVM_BLOCK_BYTES}_a{len(_GEVM_PARAMS)}")
 
 
+def _vector_body(module: ir.Module, fty: ir.FunctionType, name: str, dtype) -> tuple:
+  """A vector body's function (its three pointer arguments noalias) and what both bodies
+  emit with: (function, element type, lanes, vector type, element bytes, the vector fma
+  intrinsic, the vector intrinsics' suffix, builder, DotEmitter, nsw multiply, minimum,
+  the zero vector, the i64 vector type)."""
+  key = np.dtype(dtype)
+  fn = ir.Function(module, fty, name)
+  fn.attributes.add("nounwind")
+  for a in fn.args[:3]:
+    a.add_attribute("noalias")
+  T, W = ir_types.mem_type(key), host.vector_lanes(key)
+  VT = ir.VectorType(T, W)
+  vsuf = f"v{W}{ir_types.float_suffix(T)}"
+  b = ir.IRBuilder(fn.append_basic_block("entry"))
+  return (fn, T, W, VT, key.itemsize, f"llvm.fmuladd.{vsuf}", vsuf, b, DotEmitter(b),
+          lambda x, y: b.mul(x, y, flags=("nsw",)),
+          lambda x, y: b.select(b.icmp_signed("<", x, y), x, y),
+          ir.Constant(VT, [0.0] * W), ir.VectorType(I64, W))
+
+
 def define_gemv_body(module: ir.Module, dtype, name: str):
   """`void gemv(A, x, C, r0, r1, M, K, sab, sam, sxb)`: C[r] = sum_k A[r, k] x[k] for the
   rows [r0, r1) of the whole (batch*M) output, A's rows and x contiguous along k (a
@@ -75,25 +95,10 @@ def define_gemv_body(module: ir.Module, dtype, name: str):
   a fixed halving tree. Four rows run at a time (four independent chains) and the rest one
   by one, with the same per-row order, so a row's bits depend on K alone, never on the
   range or on which thread computes it."""
-  key = np.dtype(dtype)
-  fn = ir.Function(module, GEMV_TYPE, name)
-  fn.attributes.add("nounwind")
+  fn, T, W, VT, isz, fma, vsuf, b, e, mul, imin, zero, i64v = _vector_body(
+      module, GEMV_TYPE, name, dtype)
   A, X, C, r0, r1, M, K, sab, sam, sxb = fn.args
-  for a in (A, X, C):
-    a.add_attribute("noalias")
-  T = ir_types.mem_type(key)
-  W = host.vector_lanes(key)
-  VT = ir.VectorType(T, W)
-  isz = key.itemsize
-  fma = f"llvm.fmuladd.v{W}{ir_types.float_suffix(T)}"
-  vsuf = f"v{W}{ir_types.float_suffix(T)}"
-  b = ir.IRBuilder(fn.append_basic_block("entry"))
-  e = DotEmitter(b)
-  mul = lambda x, y: b.mul(x, y, flags=("nsw",))
-  imin = lambda x, y: b.select(b.icmp_signed("<", x, y), x, y)
   imax = lambda x, y: b.select(b.icmp_signed(">", x, y), x, y)
-  zero = ir.Constant(VT, [0.0] * W)
-  i64v = ir.VectorType(I64, W)
   full = e.mul_idx(b.udiv(K, e.i64(W)), W)        # k's of whole vectors; then a masked one
   tail = b.icmp_signed("<", ir.Constant(i64v, list(range(W))), e.splat(b.sub(K, full), i64v))
 
@@ -162,25 +167,10 @@ def define_gevm_body(module: ir.Module, dtype, name: str):
   in increasing k, then the rows left over one at a time. Each element of C sums its
   products in increasing k in one fma chain from +0, as the column-panel body does: the
   same bits, whatever the block or the threads' split."""
-  key = np.dtype(dtype)
-  fn = ir.Function(module, GEVM_TYPE, name)
-  fn.attributes.add("nounwind")
+  fn, T, W, VT, isz, fma, vsuf, b, e, mul, imin, zero, i64v = _vector_body(
+      module, GEVM_TYPE, name, dtype)
   X, Bm, C, c0, c1, K, sxk, sbk = fn.args
-  for a in (X, Bm, C):
-    a.add_attribute("noalias")
-  T = ir_types.mem_type(key)
-  W = host.vector_lanes(key)
-  VT = ir.VectorType(T, W)
-  isz = key.itemsize
   NB = max(W, GEVM_BLOCK_BYTES // isz)            # columns per block, whole vectors
-  fma = f"llvm.fmuladd.v{W}{ir_types.float_suffix(T)}"
-  vsuf = f"v{W}{ir_types.float_suffix(T)}"
-  b = ir.IRBuilder(fn.append_basic_block("entry"))
-  e = DotEmitter(b)
-  mul = lambda x, y: b.mul(x, y, flags=("nsw",))
-  imin = lambda x, y: b.select(b.icmp_signed("<", x, y), x, y)
-  zero = ir.Constant(VT, [0.0] * W)
-  i64v = ir.VectorType(I64, W)
   acc = b.alloca(T, e.i64(NB))
   acc.align = 64
   vec = lambda p, j: e.gep(p, e.mul_idx(j, W), T)
