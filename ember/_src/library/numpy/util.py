@@ -156,8 +156,9 @@ _NUMBER_OPERANDS_LIMIT = 512
 
 def _number_operand(number, dtype, weak_type: bool):
   """`convert_element_type(number, dtype, weak_type)`, kept for the next time under the
-  eval trace (not 0.0, which equals -0.0 as a key, nor NaN, which equals nothing)."""
-  if not core.cur_level_is_eval():
+  eval trace (not 0.0, which equals -0.0 as a key, nor NaN, which equals nothing; nor a
+  64-bit dtype, which the x64 flag canonicalizes)."""
+  if not core.cur_level_is_eval() or dtype.itemsize > 4:
     return convert_element_type(number, dtype, weak_type)
   key = (type(number), number, dtype, weak_type)
   out = _number_operands.get(key)
