@@ -689,8 +689,8 @@ _MATHLIB_SOURCES = tuple(sorted(glob.glob(os.path.join(os.path.dirname(mathlib._
 def _library(symbol: str, make_ir, key: str) -> None:
   """llvm_jit.library's copy of a math function, its object kept on disk (runtime_cache,
   under `key` and the symbol): ~30 ms of LLVM each, once per machine instead of per process."""
-  llvm_jit.library(symbol, make_ir, LIBRARY_OPT_LEVEL, load=lambda: runtime_cache.load_or_compile(
-      symbol, make_ir, key, LIBRARY_OPT_LEVEL))
+  llvm_jit.library(symbol, lambda: runtime_cache.load_or_compile(symbol, make_ir, key,
+                                                                 LIBRARY_OPT_LEVEL))
 
 
 # --------------------------------------------------------------------------------------

@@ -318,20 +318,16 @@ def jit(ir_text: str, opt_level: int, times: dict | None = None, private: bool =
 _library: dict[str, object] = {}   # symbol -> the engine holding it (kept for the process)
 
 
-def library(symbol: str, make_ir: Callable[[], str], opt_level: int,
-            load: Callable[[], tuple] | None = None) -> None:
-  """Compile the module `make_ir()`, which defines the exported function `symbol`, at
-  `LLVM_TIERS[opt_level]` into an engine kept for the life of the process and make
-  `symbol` resolvable for every object loaded from now on (`add_symbol`); nothing when it
-  already is (the symbol names its IR: compiler._library_math). `load()`, when given, is
-  the compile: (engine, symbol -> address) (runtime_cache's, from disk when it can)."""
+def library(symbol: str, load: Callable[[], tuple]) -> None:
+  """`load()`'s module, which defines the exported function `symbol` ((engine, symbol ->
+  address): compiler._library's, loaded from the runtime cache when it can), in an engine
+  kept for the life of the process, and `symbol` resolvable for every object loaded from now
+  on (`add_symbol`); nothing when it already is (the symbol names its IR:
+  compiler._library_math)."""
   with jit_lock:
     if symbol in _library:
       return
-    if load is None:
-      engine, addr = load_object(compile_whole(make_ir(), opt_level, {})[2], opt_level)
-    else:
-      engine, addr = load()
+    engine, addr = load()
     add_symbol(symbol, addr(symbol))
     _library[symbol] = engine
 
