@@ -92,6 +92,30 @@ def test_a_wrong_result_is_caught_and_minimized():
   assert small.used().stmts == small.stmts
 
 
+def test_eager_alone_catches_a_reference_one_ulp_off(monkeypatch):
+  """An exact primitive's reference (run while its signature rents) one ulp off jit's bits,
+  and an eager sum computing NumPy's pairwise sum: both reported, each with its equation."""
+  from ember._src.primitives import elementwise as ew
+  prog = _sin_program()
+  assert not runner.run_checks(prog, ["eager_alone"])
+  impl = ew.add_p.impl
+  monkeypatch.setattr(ew.add_p, "impl", lambda x, y, **kw: np.nextafter(
+      impl(x, y, **kw), np.asarray(np.inf, np.result_type(x, y))))
+  found = [fl.message for fl in runner.run_checks(prog, ["eager_alone"])]
+  # (a renting signature's eager call is its reference: both are off)
+  assert sorted(m.split(": ")[0] for m in found) == [
+      "equation 1 `add`(float32[3], float32[]) result 0", "equation 1 `add`(float32[3], "
+      "float32[]) result 0"], found
+  assert any("reference vs jit" in m for m in found)
+  monkeypatch.setattr(ew.add_p, "impl", impl)
+  from ember._src.core import trace as trace_lib
+  monkeypatch.setattr(trace_lib, "eager_hook", [None])     # every primitive on its reference
+  x = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+  (fl,) = runner.run_checks(Program([("x0", x)], [Stmt("v0", "jnp.sum({0})", ("x0",))], "v0"),
+                            ["eager_alone"])
+  assert "`reduce_sum`(float32[1000]) result 0: eager vs jit" in fl.message, fl.message
+
+
 def test_repro_source_runs_and_prints_both_modes():
   prog = _sin_program()
   text = repro_source(prog, ("eager", "jit", "grad", "jit_vmap_grad"))

@@ -28,7 +28,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from tests.fuzz import known
+from tests.fuzz import eager_alone, known
 from tests.fuzz.compare import mismatch
 from tests.fuzz.program import Program
 
@@ -36,6 +36,7 @@ CHECKS = {   # check -> (reference, loose tolerance)
     "jit": ("eager", False), "jit_opt": ("eager", False), "jit_quick": ("eager", False),
     "jit_checked": ("eager", False), "hlo_eval": ("eager", False),
     "interpreter": ("eager", False),
+    "eager_alone": (None, False),     # each primitive alone: eager bits == jit bits
     "jit_grad": ("grad", True), "jit_grad_quick": ("grad", True), "jit_jvp": ("jvp", True),
     "vmap": ("loop", False), "jit_vmap": ("loop", False),
     "jit_vmap_grad": ("loop_grad", True),
@@ -50,6 +51,7 @@ JAX_CHECKS = {"jax": "eager", "jax_grad": "grad", "jax_jvp": "jvp", "jax_vmap": 
 REPRO_MODES = {"jit": ("eager", "jit"), "jit_opt": ("eager", "jit"),
                "jit_quick": ("eager", "jit"), "jit_checked": ("eager", "jit"),
                "hlo_eval": ("eager", "jit"), "interpreter": ("eager", "jit"),
+               "eager_alone": ("eager", "jit"),
                "jit_grad": ("grad", "jit_grad"), "jit_grad_quick": ("grad", "jit_grad"),
                "jit_jvp": ("jvp", "jit_jvp"), "jax_jvp": ("jvp",),
                "vmap": ("eager", "vmap"), "jit_vmap": ("eager", "jit_vmap"),
@@ -203,7 +205,9 @@ def run_checks(prog: Program, checks: Sequence[str], jax_worker=None) -> list[Fa
     through = frozenset(prog.dtypes())
     for check in checks:
       ref_mode, loose = CHECKS[check]
-      if check in JAX_CHECKS:
+      if check == "eager_alone":
+        failures += _eager_alone(f, prog)
+      elif check in JAX_CHECKS:
         ref = jax_results.get(ref_mode, ("error", "JAX worker gave no result"))
         got = get(ref_mode)
         failures += _compare(check, ref, got, loose, ref_name="JAX", got_name="ember",
@@ -212,6 +216,15 @@ def run_checks(prog: Program, checks: Sequence[str], jax_worker=None) -> list[Fa
         failures += _compare(check, get(ref_mode), get(check), loose, ref_name=ref_mode,
                              got_name=check, through=through)
     return failures
+
+
+def _eager_alone(f, prog: Program) -> list[Failure]:
+  import ember.numpy as jnp
+  try:
+    found = eager_alone.failures(f, [jnp.asarray(v) for v in prog.values()])
+  except Exception as e:  # noqa: BLE001 -- every error is a finding
+    return [Failure("eager_alone", "error", _error_text(e))]
+  return [Failure("eager_alone", "mismatch", m) for m in found]
 
 
 def _compare(check, ref, got, loose, *, ref_name, got_name, through=frozenset()

@@ -24,10 +24,12 @@ params, argument types) is a `_Signature` that picks, by this rule:
   shape, which the compiled elementwise kernel computes element by element alike. Under a
   jvp, vmap or grad of concrete values the compiled call runs as at top level
   (trace.at_eval_level).
-- **Other primitives choose once, at first sight** (reductions, dots, cumulative ops: their
-  reference rounds differently), so an eager result never changes bits from one call to the
-  next: compiled when an operand holds EAGER_COMPILE_ELEMENTS elements or more (the compile
-  pays for itself in a call or two, and the result is jit's), the reference below that.
+- **Other primitives compile at first sight** (reductions, dots, cumulative ops and other
+  inexact ones: their reference rounds differently -- NumPy's pairwise sums, OpenBLAS's
+  dots without FMA -- and the compiled order depends on the shape, so no bucket can
+  serve them), as JAX compiles every eager primitive: an eager result is jit's at every
+  size, and never changes bits from one call to the next. tests/fuzz/eager_alone.py
+  checks this on every fuzzer program, primitive by primitive.
 
 Control flow and the PRNG's samplers do not come here one primitive at a time: they run as
 one compiled call per function (primitives/eager_jit.py).
@@ -54,7 +56,7 @@ _one_op_fns: dict = {}    # (primitive, params) -> its jitted one-equation funct
 _ONE_OP_LIMIT = 4096      # distinct (primitive, params) kept; past it the cache starts over
 _state = threading.local()
 
-EAGER_COMPILE_ELEMENTS = eager_jit.EAGER_COMPILE_ELEMENTS   # inexact ones this large: compiled
+EAGER_COMPILE_ELEMENTS = eager_jit.EAGER_COMPILE_ELEMENTS   # elementwise ones this large: not bucketed
 _SIGNATURE_LIMIT = 1 << 14
 _signatures: dict = {}          # (primitive, params, argument types) -> _Signature
 
@@ -163,8 +165,7 @@ def _new_signature(key, prim, vals, params) -> _Signature:
   elif _bucketable(prim, avals):
     mode = BUCKETED
   else:
-    big = any(np.prod(a.shape, dtype=np.int64) >= EAGER_COMPILE_ELEMENTS for a in avals)
-    mode = COMPILED if big else REFERENCE
+    mode = COMPILED
   sig = _signatures[key] = _Signature(mode)
   if mode in (COMPILED, BUCKETED):
     sig.fn = _one_op(prim, params)
