@@ -314,6 +314,16 @@ def test_small_inexact_elementwise_is_the_jitted_bits(prim, dtype):
       assert_same_bits(out, ember.jit(lambda *xs: prim.bind(*xs))(*args))
 
 
+def test_a_shape_called_often_compiles_its_own_with_the_same_bits(fresh, monkeypatch):
+  monkeypatch.setattr(eager, "BUCKETED_CALLS", 3)
+  x = jnp.asarray(np.linspace(-4, 4, 1000, dtype=np.float32).reshape(10, 100))
+  outs = [jnp.tanh(x) for _ in range(5)]
+  assert [s.mode for s in _sig("tanh")] == [eager.COMPILED]   # bought after 3 bucketed calls
+  for out in outs:
+    assert_same_bits(out, outs[-1])
+  assert_same_bits(outs[0], ember.jit(jnp.tanh)(x))
+
+
 def test_concrete_values_under_jvp_and_vmap_run_compiled(fresh):
   # jvp applies sin to its concrete primal at the eval level while its own trace is open:
   # the compiled call runs as at top level (trace.at_eval_level), with jit's bits

@@ -23,7 +23,8 @@ params, argument types) is a `_Signature` that picks, by this rule:
   the result sliced out, and one compile per (primitive, dtypes, bucket) serves every
   shape, which the compiled elementwise kernel computes element by element alike. Under a
   jvp, vmap or grad of concrete values the compiled call runs as at top level
-  (trace.at_eval_level).
+  (trace.at_eval_level). A signature called BUCKETED_CALLS times (its copies have cost a
+  compile by then) compiles its own shape, the same bits without the copies.
 - **Other primitives compile at first sight** (reductions, dots, cumulative ops and other
   inexact ones: their reference rounds differently -- NumPy's pairwise sums, OpenBLAS's
   dots without FMA -- and the compiled order depends on the shape, so no bucket can
@@ -56,7 +57,7 @@ _one_op_fns: dict = {}    # (primitive, params) -> its jitted one-equation funct
 _ONE_OP_LIMIT = 4096      # distinct (primitive, params) kept; past it the cache starts over
 _state = threading.local()
 
-EAGER_COMPILE_ELEMENTS = eager_jit.EAGER_COMPILE_ELEMENTS   # elementwise ones this large: not bucketed
+EAGER_COMPILE_ELEMENTS = eager_jit.EAGER_COMPILE_ELEMENTS   # elementwise: bucketed below
 _SIGNATURE_LIMIT = 1 << 14
 _signatures: dict = {}          # (primitive, params, argument types) -> _Signature
 
@@ -64,11 +65,15 @@ TIMED_CALLS = 5                 # compiled calls timed before a bought signature
 BUY_ROUNDS = 3                  # rent-then-buy rounds before the reference is kept for good
 REFERENCE, RENTING, BUYING, COMPILED, BUCKETED = range(5)
 BUCKET_MIN = 1024               # the smallest flat length a bucketed call computes
+# a bucketed call's copies in and out cost ~5 us; this many calls of one shape add up to
+# a compile of that shape, which then runs without them (rent-or-buy again)
+BUCKETED_CALLS = int(eager_jit.COMPILE_SECONDS / 5e-6)
 
 
 class _Signature:
   """One signature's choice (`mode`) and what it has measured."""
   __slots__ = ("mode", "ref_seconds", "ref_calls", "fn", "ran", "trials", "rounds")
+  # (ref_calls also counts a BUCKETED signature's calls)
 
   def __init__(self, mode: int):
     self.mode, self.ref_seconds, self.ref_calls, self.fn = mode, 0.0, 0, None
@@ -95,6 +100,9 @@ def run(prim, vals, params) -> list | None:
   if mode == COMPILED:
     return _compiled(sig, prim, vals)
   if mode == BUCKETED:
+    sig.ref_calls += 1
+    if sig.ref_calls >= BUCKETED_CALLS:   # the copies have cost a compile: buy this shape
+      sig.mode = COMPILED
     return _bucketed(sig, prim, vals)
   if mode == REFERENCE or not _may_compile():
     return None
