@@ -120,7 +120,7 @@ class _SlowTierUp:
 
 class _Exe:
   def __init__(self, clock):
-    self.tier_up_pending = _SlowTierUp(clock)
+    self.tier_up_pending = self.tier_up_settled = _SlowTierUp(clock)
 
 
 def test_wait_idle_has_one_deadline_for_all_tier_ups(monkeypatch):

@@ -111,7 +111,7 @@ def read_entry(path: str) -> bytes | None:
            else "not an ember cache entry of this version") if data[:len(MAGIC)] != MAGIC \
         else "checksum mismatch (corrupt or truncated)"
     logger.warning("persistent compilation cache: ignoring bad entry %s: %s", path, why)
-    _remove(path)
+    remove(path)
     return None
   try:
     os.utime(path)        # least-recently-used eviction goes by mtime
@@ -120,9 +120,10 @@ def read_entry(path: str) -> bytes | None:
   return payload
 
 
-def write_entry(directory: str, name: str, payload: bytes) -> bool:
-  """Write atomically (temp file in the same directory, then rename). Returns whether it
-  was written: entries under `jax_persistent_cache_min_entry_size_bytes` are not."""
+def write_entry(directory: str, name: str, payload: bytes, cap: int | None = None) -> bool:
+  """Write atomically (temp file in the same directory, then rename), then evict down to
+  `cap` bytes (default: `max_size()`). Returns whether it was written: entries under
+  `jax_persistent_cache_min_entry_size_bytes` are not."""
   data = MAGIC + hashlib.sha256(payload).digest() + payload
   min_size = config.read("jax_persistent_cache_min_entry_size_bytes")
   if min_size > 0 and len(data) < min_size:
@@ -137,23 +138,23 @@ def write_entry(directory: str, name: str, payload: bytes) -> bool:
       f.write(data)
     os.replace(tmp, os.path.join(directory, name))
   except BaseException:
-    _remove(tmp)
+    remove(tmp)
     raise
-  evict(directory, keep=name)
+  evict(directory, keep=name, cap=cap)
   return True
 
 
-def evict(directory: str, keep: str | None = None) -> list[str]:
+def evict(directory: str, keep: str | None = None, cap: int | None = None) -> list[str]:
   """Remove least recently used entries (oldest mtime first) until the entries' total
-  size is within `max_size()`; never `keep`. Returns the
+  size is within `cap` (default: `max_size()`); never `keep`. Returns the
   removed names. Also removes temporary files a killed writer left (older than an hour)."""
-  cap = max_size()
+  cap = max_size() if cap is None else cap
   entries, now = [], time.time()
   for e in os.scandir(directory):
     if e.name.startswith(_TMP_PREFIX):
       try:
         if now - e.stat().st_mtime > _STALE_TMP_SECS:
-          _remove(e.path)
+          remove(e.path)
       except FileNotFoundError:
         pass
       continue
@@ -172,7 +173,7 @@ def evict(directory: str, keep: str | None = None) -> list[str]:
       break
     if name == keep:
       continue
-    _remove(os.path.join(directory, name))
+    remove(os.path.join(directory, name))
     total -= size
     removed.append(name)
   if removed:
@@ -180,7 +181,7 @@ def evict(directory: str, keep: str | None = None) -> list[str]:
   return removed
 
 
-def _remove(path: str) -> None:
+def remove(path: str) -> None:
   try:
     os.remove(path)
   except OSError:
@@ -211,7 +212,7 @@ def load_or_compile(directory: str, module_name: str, key: str, compile: Callabl
     except Exception as e:   # noqa: BLE001 - a bad entry must never break a compile
       logger.warning("persistent compilation cache: cannot load %s (%s: %s); recompiling",
                      path, type(e).__name__, e)
-      _remove(path)
+      remove(path)
     else:
       logger.log(logging.WARNING if config.read("jax_log_compiles") else logging.DEBUG,
                  "Persistent compilation cache hit for '%s' with key %r",

@@ -253,12 +253,22 @@ def backend_compile(module: hlo.Module, assignment, flags, tiered: bool | str = 
 def _native_code(module: hlo.Module, assignment, flags, started: float):
   """The executable of the optimized `module`: from the persistent cache when a directory is
   set (and no dumps are asked for), compiled (and stored) on a miss, else compiled, at the
-  quick tier first when that pays (`_tier_up_pays`). `started`: when the compile began (the
-  cache writes entries that took long enough)."""
+  quick tier first when that pays (`_tier_up_pays`); with no directory set, an eager
+  primitive's one-op module comes from eager_kernels' store. `started`: when the compile
+  began (the cache writes entries that took long enough)."""
   from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite, 1st compile
+  from ember._src.driver import eager, eager_kernels   # deferred: eager imports jit, this
   directory = persistent_cache.cache_dir()   # read once: another thread may change it
-  if directory is None or flags.dump_to or _calls_host(module):
+
+  def compile_tiered():
     return backend_compile(module, assignment, flags, _tier_up_pays(module, flags), True)
+  if flags.dump_to or _calls_host(module):
+    return compile_tiered()
+  if directory is None:
+    store = eager_kernels.directory() if eager.compiling_one_op() else None
+    if store is None:
+      return compile_tiered()
+    return eager_kernels.load_or_compile(store, module, assignment, flags, compile_tiered)
   return persistent_cache.load_or_compile(
       directory, module.name, cache_key(module, flags),
       lambda: backend_compile(module, assignment, flags),

@@ -273,6 +273,11 @@ def _run_one_op(fn, prim, vals) -> list:
   return list(out) if prim.multiple_results else [out]
 
 
+def compiling_one_op() -> bool:
+  """Whether this thread is in a one-op call (its compile is an eager primitive's)."""
+  return getattr(_state, "busy", False)
+
+
 def _one_op(prim, params):
   """The jitted `prim.bind(*xs, **params)`, cached per primitive and params when they hash."""
   try:

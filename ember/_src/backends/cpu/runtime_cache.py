@@ -25,7 +25,8 @@ persistent compilation cache's keys). The module sits at the backend's bottom, b
 llvm_jit: the code generators that use it import it, never the reverse.
 
 Unlike the persistent compilation cache (off unless a directory is configured, and holding
-users' programs), this holds a handful of ember's own functions, tens of KB each.
+users' programs), this holds a handful of ember's own functions, tens of KB each, and in
+its `eager` subdirectory the eager primitives' one-op modules (driver/eager_kernels.py).
 """
 from __future__ import annotations
 

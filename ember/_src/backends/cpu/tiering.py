@@ -54,18 +54,18 @@ _outstanding: set = set()  # executables submitted and not yet upgraded
 
 
 def wait_idle(timeout: float | None = None) -> bool:
-  """Wait until every submitted tier-up is done (benchmarks timing the steady state, tests
-  that patch the compiler); False if `timeout` seconds (one deadline for all of them)
+  """Wait until every submitted tier-up is done, with what ran after it (`when_final`)
+  (benchmarks timing the steady state, tests that patch the compiler); False if `timeout` seconds (one deadline for all of them)
   passed first. Tier-ups submitted meanwhile (by other threads) are waited for too."""
   deadline = None if timeout is None else time.monotonic() + timeout
   while True:
     with _lock:   # the worker and other threads change the set
-      pending = [exe for exe in _outstanding if not exe.tier_up_pending.is_set()]
+      pending = [exe for exe in _outstanding if not exe.tier_up_settled.is_set()]
     if not pending:
       return True
     for exe in pending:
       left = None if deadline is None else deadline - time.monotonic()
-      if left is not None and left <= 0 or not exe.tier_up_pending.wait(left):
+      if left is not None and left <= 0 or not exe.tier_up_settled.wait(left):
         return False
 
 
@@ -106,7 +106,9 @@ def pays(module, flags, runs: int | None = 1) -> str | bool:
 def submit(exe, job) -> None:
   """Compile `job()` (-> upgrade kwargs) in the background and upgrade `exe` with it."""
   global _worker
-  exe.tier_up_pending = threading.Event()
+  exe.tier_up_pending = threading.Event()     # set once the final code is in
+  exe.tier_up_settled = threading.Event()     # ... and `when_final`'s callbacks have run
+  exe.on_final = []
   with _lock:
     _outstanding.add(exe)
     if _worker is None or not _worker.is_alive():
@@ -149,9 +151,33 @@ def _run() -> None:
                      exc_info=True)
     finally:
       _current = None
+      with _lock:
+        callbacks, exe.on_final = exe.on_final, None
       exe.tier_up_pending.set()
+      _run_callbacks(exe, callbacks)
+      exe.tier_up_settled.set()
       with _lock:
         _outstanding.discard(exe)
+
+
+def when_final(exe, fn) -> None:
+  """`fn(exe)` once `exe` has its final machine code: now when it has no tier-up pending,
+  else on the worker right after the upgrade, before wait_idle returns (an exiting
+  process's worker runs it before the exit: `_stop`)."""
+  with _lock:
+    callbacks = getattr(exe, "on_final", None)
+    if callbacks is not None:
+      callbacks.append(fn)
+      return
+  _run_callbacks(exe, [fn])
+
+
+def _run_callbacks(exe, callbacks) -> None:
+  for fn in callbacks:
+    try:
+      fn(exe)
+    except Exception:  # noqa: BLE001 -- a callback (a cache write) never breaks a compile
+      logger.debug("after the final code of %s", exe.module_name, exc_info=True)
 
 
 @atexit.register
@@ -190,7 +216,9 @@ def _after_fork_in_child() -> None:
   _current = None
   for exe in pending:
     if exe is not None:
+      exe.on_final = None      # (its quick code stays: nothing more to wait for)
       exe.tier_up_pending.set()
+      exe.tier_up_settled.set()
   _outstanding.clear()
 
 

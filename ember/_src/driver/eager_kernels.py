@@ -1,0 +1,87 @@
+"""Compiled eager primitives kept on disk: the one-op computations driver/eager.py compiles
+(`jnp.sum(x)` of one shape, a dot, a bucket of `sin`) are stored beside the backend's
+runtime functions (backends/cpu/runtime_cache.py) and loaded by later processes.
+
+A primitive's one-op module depends on the primitive, its parameters and operand types,
+never on a user's program: like the runtime functions it is a piece of ember's runtime
+library, built lazily on the machine that runs it. A notebook restarted, a script run again,
+a test worker: each first eager call of a signature the machine has compiled before loads
+it (~1 ms) instead of compiling it (~10-50 ms; JAX compiles it again in every process).
+
+Where: `<runtime cache dir>/eager` (off with the runtime cache, `ember_runtime_cache_dir`
+= ""), at most EAGER_CACHE_BYTES, least recently used entries evicted first. Entries use
+the persistent cache's format and are keyed by its key of the optimized module
+(`compilation.cache_key`: versions, host CPU, the module's text and constants, flags) and a
+hash of the code generator's source, so an edited backend never loads a stale kernel.
+When the user's persistent compilation cache is on, it stores these modules instead
+(compilation._native_code). A module that calls host callbacks is never stored. A miss
+compiles as any module does (tiered: quick code first) and is written once its final code
+is in (tiering.when_final).
+"""
+from __future__ import annotations
+
+import functools
+import glob
+import hashlib
+import logging
+import os
+import zlib
+
+from ember._src.base import persistent_cache
+
+logger = logging.getLogger("ember._src.compiler")
+
+EAGER_CACHE_BYTES = 256 << 20
+stats = {"loaded": 0, "stored": 0}
+
+
+def directory() -> str | None:
+  """The store's directory, None when the runtime cache is off."""
+  from ember._src.backends.cpu import runtime_cache   # deferred: llvmlite, 1st compile
+  d = runtime_cache.cache_dir()
+  return os.path.join(d, "eager") if d else None
+
+
+@functools.cache
+def _backend_digest() -> str:
+  """A hash of the CPU backend's sources (code generator, math library, runtime): the
+  machine code of a module text depends on them, and ember's version does not change with
+  every edit of them."""
+  root = os.path.join(os.path.dirname(os.path.dirname(__file__)), "backends", "cpu")
+  from ember._src.backends.cpu import runtime_cache   # deferred: llvmlite, 1st compile
+  return runtime_cache.generator_digest(
+      *sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True)))
+
+
+def load_or_compile(where: str, module, assignment, flags, compile_tiered):
+  """The executable of the one-op `module`: its entry in `where` when there is a good one,
+  else `compile_tiered()`, stored once its final code is in."""
+  from ember._src.backends.cpu import compiler as backend, tiering   # deferred: llvmlite
+  from ember._src.driver.compilation import cache_key
+  key = hashlib.sha256(f"{cache_key(module, flags)}\0{_backend_digest()}".encode())
+  name = persistent_cache.entry_name(module.name, key.hexdigest()[:40])
+  path = os.path.join(where, name)
+  payload = persistent_cache.read_entry(path)
+  if payload is not None:
+    try:
+      exe = backend.deserialize_executable(module, assignment, zlib.decompress(payload))
+    except Exception as e:   # noqa: BLE001 -- a bad entry costs a compile, never the call
+      logger.debug("eager kernels: cannot load %s (%s: %s); compiling", path,
+                   type(e).__name__, e)
+      persistent_cache.remove(path)
+    else:
+      stats["loaded"] += 1
+      return exe
+  exe = compile_tiered()
+  tiering.when_final(exe, lambda exe: _store(where, name, exe))
+  return exe
+
+
+def _store(where: str, name: str, exe) -> None:
+  from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite
+  try:
+    data = zlib.compress(backend.serialize_executable(exe), 1)
+    if persistent_cache.write_entry(where, name, data, cap=EAGER_CACHE_BYTES):
+      stats["stored"] += 1
+  except (OSError, TypeError, KeyError) as e:  # a full disk, an executable that cannot be
+    logger.debug("eager kernels: cannot store %s (%s)", name, e)   # serialized: compile again
