@@ -314,3 +314,36 @@ def test_searchsorted_complex_is_lexicographic_with_nans_last(dtype, method):
     f = lambda s, v: jnp.searchsorted(s, v, side=side, method=method)
     np.testing.assert_array_equal(np.asarray(f(s, v)), expected)
     np.testing.assert_array_equal(np.asarray(ember.jit(f)(s, v)), expected)
+
+
+_SPECIAL = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1e-45, -1e-45,
+                     3.4e38, -3.4e38])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "uint32", "int8",
+                                   "uint8", "int16", "uint16", "bool"])
+@pytest.mark.parametrize("shape,dim", [((1000,), 0), ((7, 300), 1), ((300, 7), 0),
+                                       ((3, 50, 4), 1)])
+def test_radix_sort_keeps_lexsorts_order(dtype, shape, dim):
+  """One key of <= 32 bits sorts by two stable 16-bit passes (reference/sorting.py); it must
+  give the permutation the lexsort of sort_keys gives: NaNs last in input order, -0 == 0,
+  ties stable."""
+  from ember._src.reference import sorting
+  rng = np.random.default_rng(0)
+  dt = jnp.dtype(dtype)
+  if dt.kind in "fV":
+    x = np.where(rng.random(shape) < 0.5, rng.choice(_SPECIAL, shape),
+                 rng.standard_normal(shape) * 10).astype(np.float32)
+    with np.errstate(over="ignore"):
+      x = np.where(rng.random(shape) < 0.3, np.round(x), x).astype(dt)
+  elif dt.kind == "b":
+    x = rng.random(shape) < 0.5
+  else:
+    info = np.iinfo(dt)
+    x = rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+    x[..., :3] = info.min
+  payload = np.arange(x.size).reshape(shape)
+  got = sorting.sort(x, payload, dimension=dim, is_stable=True, num_keys=1)
+  keys = sorting.sort_keys(x)
+  perm = np.lexsort(keys[::-1], axis=dim)
+  np.testing.assert_array_equal(got[1], np.take_along_axis(payload, perm, axis=dim))
