@@ -176,8 +176,11 @@ def _is_float(dt) -> bool:
 
 
 def promote_args_inexact(fun_name: str, *args):
-  if len(args) == 1 and type(args[0]) is Array and args[0]._dtype.kind in "fc":
-    return [args[0]]   # (jnp.sin's preamble: one Array, already inexact)
+  if len(args) == 1:   # (jnp.sin's preamble: one Array or tracer, already inexact)
+    x = args[0]
+    if type(x) is Array and x._dtype.kind in "fc" or \
+        isinstance(x, core.Tracer) and x.aval.dtype.kind in "fc":
+      return [x]
   check_arraylike(fun_name, *args)
   return broadcast_arrays_rank(*promote_dtypes_inexact(*args))
 
