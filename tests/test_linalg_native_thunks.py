@@ -154,7 +154,8 @@ def test_inv_and_lu(n, dtype):
 @needs_lapack
 def test_lu_rectangular_and_batched():
   rng = rng_for("lurect")
-  for shape in ((2, 5, 3), (2, 3, 5), (2, 40, 19), (19, 40)):   # (full getrf panels too)
+  # (full getrf panels too; past MAX_N: generated up to LU_MAX_N)
+  for shape in ((2, 5, 3), (2, 3, 5), (2, 40, 19), (19, 40), (130, 70), (2, 70, 130)):
     a = rand(rng, shape, np.float32).astype(np.float32)
     lu_, piv, perm = ember.jit(L.lu)(a)
     ref = L.lu(a)
