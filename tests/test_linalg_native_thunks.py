@@ -1,6 +1,7 @@
 """The LAPACK custom calls that run as native thunks (backends/cpu/linalg_thunks.py:
 potrf, trsm, getrf through OpenBLAS's LAPACK) or generated kernels (linalg_kernels.py:
-real orders <= MAX_N, lu_pivots_to_permutation): values against
+real orders <= MAX_N, getrf and left-side trsm <= LU_MAX_N, lu_pivots_to_permutation):
+values against
 NumPy float64 for sizes around LAPACK's and OpenBLAS's block edges, batched, every trsm
 variant, every dtype, eager and jit; the thunks the executables hold; failures (not
 positive definite, singular) as the reference reports them; the NumPy fallback.
@@ -19,7 +20,7 @@ from ember.lax import linalg as L
 from ember.scipy import linalg as sl
 from ember._src.backends.cpu import linalg_kernels, linalg_thunks
 
-SIZES = (1, 2, 7, 33, 64, 65, 200)
+SIZES = (1, 2, 7, 33, 64, 65, 200, linalg_kernels.LU_MAX_N + 1)
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 needs_lapack = pytest.mark.skipif(linalg_thunks._lapack() is None,
                                   reason="no OpenBLAS with LAPACK loaded")
@@ -153,7 +154,8 @@ def test_inv_and_lu(n, dtype):
 @needs_lapack
 def test_lu_rectangular_and_batched():
   rng = rng_for("lurect")
-  for shape in ((2, 5, 3), (2, 3, 5), (2, 40, 19), (19, 40)):   # (full getrf panels too)
+  # (full getrf panels too; past MAX_N: generated up to LU_MAX_N)
+  for shape in ((2, 5, 3), (2, 3, 5), (2, 40, 19), (19, 40), (130, 70), (2, 70, 130)):
     a = rand(rng, shape, np.float32).astype(np.float32)
     lu_, piv, perm = ember.jit(L.lu)(a)
     ref = L.lu(a)
@@ -187,15 +189,21 @@ def test_failures_read_as_the_reference_reports_them():
 
 @needs_lapack
 def test_jitted_linalg_runs_the_native_thunks():
-  """Order > MAX_N (or complex): LAPACK thunks; real order <= MAX_N: generated kernels,
-  so the executable runs as one native call."""
+  """Order > MAX_N (potrf, right-side trsm), > LU_MAX_N (getrf, left-side trsm) or complex:
+  LAPACK thunks; real orders up to those: generated kernels."""
   n = linalg_kernels.MAX_N + 1
   a = spd(rng_for("struct"), (n, n), np.float32)
   b = np.ones((n, 16), np.float32)
   assert "PotrfThunk" in thunk_types(jnp.linalg.cholesky, a)
   assert "PotrfThunk" in thunk_types(jnp.linalg.cholesky, a[:8, :8].astype(np.complex64))
-  kinds = thunk_types(lambda a, b: sl.solve_triangular(a, b, lower=True), a, b)
-  assert kinds == ["TrsmThunk"]
+  right = lambda a, b: L.triangular_solve(a, b, left_side=False, lower=True)
+  assert thunk_types(right, a, b.T) == ["TrsmThunk"]
+  left = lambda a, b: sl.solve_triangular(a, b, lower=True)
+  assert thunk_types(left, a, b) == ["KernelThunk"]
+  assert set(thunk_types(jnp.linalg.inv, a)) == {"KernelThunk"}
+  n = linalg_kernels.LU_MAX_N + 1
+  a = spd(rng_for("struct", n), (n, n), np.float32)
+  assert thunk_types(left, a, np.ones((n, 16), np.float32)) == ["TrsmThunk"]
   kinds = thunk_types(jnp.linalg.inv, a)
   assert {"GetrfThunk", "TrsmThunk"} <= set(kinds)     # (the permutation: generated)
   assert not {"NumpyCustomCallThunk", "PivotsToPermutationThunk"} & set(kinds)
@@ -306,7 +314,7 @@ def test_generated_kernels_replay_from_a_serialized_executable():
   close(again.execute([a, b])[0], np.linalg.solve(a.astype(np.float64), b), np.float32, 20)
 
 
-GETRF_SIZES = (1, 2, 3, 7, 16, 33, 64)
+GETRF_SIZES = (1, 2, 3, 7, 16, 33, 64, 100, linalg_kernels.LU_MAX_N)
 
 
 def lu_factor64(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -327,7 +335,7 @@ def lu_factor64(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("dt", (np.float32, np.float64), ids=("f32", "f64"))
 def test_generated_lu_matches_lapack_and_inv_solve_det_match_numpy(dt):
-  """Real LU of order <= MAX_N runs generated kernels (getrf and the permutation): pivots
+  """Real LU of order <= LU_MAX_N runs generated kernels (getrf and the permutation): pivots
   exactly LAPACK's (getrf's rule, lu_factor64) on random matrices, LU to rounding; inv,
   solve and det against NumPy float64, batched, eager and jit."""
   with ember.enable_x64(dt == np.float64):
@@ -346,7 +354,8 @@ def test_generated_lu_matches_lapack_and_inv_solve_det_match_numpy(dt):
       for f in (lambda x: x, ember.jit):
         close(f(jnp.linalg.inv)(batch), np.linalg.inv(wide_b), dt, n)
         close(f(jnp.linalg.solve)(batch, rhs), np.linalg.solve(wide_b, rhs), dt, n)
-        close(f(jnp.linalg.det)(batch), np.linalg.det(wide_b), dt, n)
+        # (over 3: det 3^n overflows float32 from n = 81)
+        close(f(jnp.linalg.det)(batch / 3), np.linalg.det(wide_b / 3), dt, n)
       assert thunk_types(jnp.linalg.inv, batch) == ["KernelThunk"] * 7
 
 
@@ -372,11 +381,59 @@ def test_generated_lu_ties_and_singular_matrices_read_as_lapack():
     assert not np.isfinite(np.asarray(ember.jit(jnp.linalg.inv)(singular))).all(axis=(1, 2)).any()
 
 
-def test_small_inv_is_one_native_call():
-  """inv of order MAX_N: no Python LU or pivot thunk; the executable is one native call."""
-  a = spd(rng_for("inv1"), (linalg_kernels.MAX_N,) * 2, np.float32)
+@pytest.mark.parametrize("n", (linalg_kernels.MAX_N, 100, linalg_kernels.LU_MAX_N))
+def test_small_inv_is_one_native_call(n):
+  """inv of order <= LU_MAX_N: no Python LU or pivot thunk; the executable is one native
+  call."""
+  a = spd(rng_for("inv1", n), (n, n), np.float32)
   ex = ember.jit(jnp.linalg.inv).lower(a).compile().runtime_executable()
   assert {type(t).__name__ for t in ex.thunks} == {"KernelThunk"}
   out = ex.execute([a])
   assert len(ex._steps) == 1
-  close(out[0], np.linalg.inv(a.astype(np.float64)), np.float32, linalg_kernels.MAX_N)
+  close(out[0], np.linalg.inv(a.astype(np.float64)), np.float32, n)
+
+
+@pytest.mark.parametrize("dt", (np.float32, np.float64), ids=("f32", "f64"))
+def test_order_100_inv_and_solve_eager_is_jit(dt):
+  """Order 100 (a generated LU and solves, past MAX_N): eager runs the compiled code, so
+  its bits are jit's; values against NumPy float64; a batch's matrices as each alone."""
+  with ember.enable_x64(dt == np.float64):
+    rng = rng_for("order100", np.dtype(dt).name)
+    a = (rand(rng, (3, 100, 100), dt) / 10 + 3 * np.eye(100)).astype(dt)
+    b, v = rand(rng, (3, 100, 7), dt).astype(dt), rand(rng, (100,), dt).astype(dt)
+    wide_a = a.astype(np.float64)
+    for name, f, args, want in (
+        ("inv", jnp.linalg.inv, (a,), np.linalg.inv(wide_a)),
+        ("solve", jnp.linalg.solve, (a, b), np.linalg.solve(wide_a, b)),
+        ("solve1", jnp.linalg.solve, (a[0], v), np.linalg.solve(wide_a[0], v))):
+      eager = np.asarray(f(*args))
+      np.testing.assert_array_equal(eager, np.asarray(ember.jit(f)(*args)), err_msg=name)
+      close(eager, want, dt, 100)
+    np.testing.assert_array_equal(np.asarray(jnp.linalg.inv(a[1])),
+                                  np.asarray(jnp.linalg.inv(a))[1])
+
+
+def test_order_100_singular_lu_reads_as_the_reference():
+  """Zero pivots in a late panel of an order-100 generated LU: the reference's pivots and
+  info, a non-finite inverse (as NumPy's LAPACK), eager as jit."""
+  a = rand(rng_for("singular100"), (100, 100), np.float32).astype(np.float32)
+  a[:, [57, 90]] = 0
+  lu_, piv, perm = ember.jit(L.lu)(a)
+  ref = L.lu(a)     # eager: the NumPy reference
+  np.testing.assert_array_equal(np.asarray(piv), np.asarray(ref[1]))
+  np.testing.assert_array_equal(np.asarray(perm), np.asarray(ref[2]))
+  close(lu_, np.asarray(ref[0]).astype(np.float64), np.float32, 100)
+  with np.errstate(all="ignore"):
+    got = np.asarray(jnp.linalg.inv(a))
+    assert not np.isfinite(got).all()
+    np.testing.assert_array_equal(got, np.asarray(ember.jit(jnp.linalg.inv)(a)))
+
+
+def test_complex_lu_pivots_by_the_sum_of_magnitudes():
+  """Complex LU pivots on the largest |re| + |im| (LAPACK's icamax), not the modulus: the
+  reference (eager lu) and LAPACK (jit) agree on a column where the two rules differ."""
+  c = np.array([1.7609576 - 0.57132834j, 0.36818916 - 1.9211677j])  # |c|: 1.85 < 1.96
+  a = np.stack([c, [0.5, 2.0]], axis=1).astype(np.complex64)
+  assert np.argmax(np.abs(c)) == 1
+  for f in (L.lu, ember.jit(L.lu)):
+    np.testing.assert_array_equal(np.asarray(f(a)[1]), [0, 1])

@@ -141,7 +141,8 @@ def gesdd(attrs, a):
 
 def getrf(attrs, a):
   """(lu, ipiv (1-based, int32), info): LAPACK's partial pivoting (the first row of
-  largest |value| in the column); info j+1 for the first zero pivot (singular)."""
+  largest |value| in the column; complex: largest |re| + |im|, as LAPACK's i?amax);
+  info j+1 for the first zero pivot (singular)."""
   m, n = a.shape[-2:]
   k = min(m, n)
   batch = a.shape[:-2]
@@ -152,7 +153,8 @@ def getrf(attrs, a):
   rows = np.arange(bsz)
   with np.errstate(all="ignore"):
     for j in range(k):
-      mag = np.abs(x[:, j:, j])
+      col = x[:, j:, j]
+      mag = np.abs(col.real) + np.abs(col.imag) if x.dtype.kind == "c" else np.abs(col)
       mag = np.where(np.isnan(mag), np.inf, mag)   # LAPACK's isamax stops at a NaN
       p = j + np.argmax(mag, axis=1)
       piv[:, j] = p

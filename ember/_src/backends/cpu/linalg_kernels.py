@@ -1,6 +1,7 @@
 """Generated kernels for small Cholesky and LU factorizations and triangular solves (custom
-calls `lapack_{s,d}potrf_ffi`, `lapack_{s,d}getrf_ffi` and `lapack_{s,d}trsm_ffi` of order
-<= MAX_N), and for `lu_pivots_to_permutation`.
+calls `lapack_{s,d}potrf_ffi` and right-side `lapack_{s,d}trsm_ffi` of order <= MAX_N,
+`lapack_{s,d}getrf_ffi` and left-side trsm of order <= LU_MAX_N), and for
+`lu_pivots_to_permutation`.
 
 Through LAPACK (linalg_thunks.py) each such call is a Python thunk between the module's
 kernels: ~2 us of ctypes and thread-count switching around a few us of arithmetic, and it
@@ -64,7 +65,12 @@ from ember._src.backends.cpu.codegen import transpose as codegen_transpose
 from ember._src.backends.cpu.codegen.abi import KERNEL_TYPE
 from ember._src.backends.cpu.codegen.ir_types import F32, F64, I1, I32, I64, PTR, VOID
 
-MAX_N = 64          # the order up to which a generated kernel runs (LAPACK's above)
+MAX_N = 64          # the order up to which potrf and right-side trsm are generated (stack tiles)
+# getrf and left-side trsm need no tile: generated up to this order. Measured on the 2-core
+# AVX-512 VM against the single-threaded LAPACK thunks (us, getrf / left trsm of n columns):
+# n = 100: 36 / 13 vs 61 / 44; 256: 193 / 162 vs 595 / 372; 384: 500 / 520 vs 953 / 973;
+# getrf (rank-8 trailing passes, past L2) loses from ~1024 (29 ms vs 18)
+LU_MAX_N = 256
 JAM = 4             # rows a triangular solve solves at once (independent fma chains)
 SINGLE_JAM = 8      # the same with one right-hand side (scalar chains)
 GETRF_PANEL = 8     # columns per getrf panel (one pass of the trailing rows each)
@@ -88,8 +94,8 @@ def _int32(*shapes) -> bool:
 
 def kind(instr: hlo.Instr) -> str | None:
   """'potrf', 'getrf' or 'trsm' when the custom call runs as a generated kernel: a real
-  float routine whose matrices have order <= MAX_N (and int32 info, pivots); 'p2p' for
-  lu_pivots_to_permutation on int32 pivots."""
+  float routine whose matrices have order <= MAX_N (getrf, left-side trsm: LU_MAX_N) and
+  int32 info, pivots; 'p2p' for lu_pivots_to_permutation on int32 pivots."""
   target = instr.attrs.get("target", "")
   if target == "lu_pivots_to_permutation":
     return "p2p" if _int32(instr.operands[0].shape, instr.shape) else None
@@ -97,7 +103,7 @@ def kind(instr: hlo.Instr) -> str | None:
     return None
   name = target[8:-4]
   a = instr.operands[0].shape
-  if name not in ("potrf", "trsm", "getrf") or a.rank < 2 or max(a.dims[-2:]) > MAX_N:
+  if name not in ("potrf", "trsm", "getrf") or a.rank < 2 or max(a.dims[-2:]) > _max_n(instr):
     return None
   if np.dtype(a.dtype) not in _T:
     return None
@@ -108,6 +114,15 @@ def kind(instr: hlo.Instr) -> str | None:
   if name == "trsm" and instr.operands[0].shape.dims[:-2] != instr.operands[1].shape.dims[:-2]:
     return None
   return name
+
+
+def _max_n(instr: hlo.Instr) -> int:
+  """The largest order generated for this call: potrf and right-side trsm use stack tiles
+  of MAX_N; getrf and left-side trsm none."""
+  name = instr.attrs["target"][8:-4]
+  if name == "getrf" or (name == "trsm" and dict(instr.attrs["backend_config"])["side"] == 76):
+    return LU_MAX_N
+  return MAX_N
 
 
 def _symbol(routine: str, dtype) -> str:

@@ -1,13 +1,14 @@
 """Custom calls of the CPU backend: LAPACK-style decompositions (`lapack_spotrf_ffi`,
 `lapack_dgesdd_ffi`, ...; see reference/lapack.py for each target's semantics).
 
-Real Cholesky (`potrf`), LU (`getrf`) and triangular solves (`trsm`) of order <=
-linalg_kernels.MAX_N, and `lu_pivots_to_permutation` on int32 pivots, run as generated
+Real Cholesky (`potrf`) and right-side triangular solves (`trsm`) of order <=
+linalg_kernels.MAX_N, LU (`getrf`) and left-side solves of order <=
+linalg_kernels.LU_MAX_N, and `lu_pivots_to_permutation` on int32 pivots, run as generated
 kernels (linalg_kernels.py: they join their neighbours' native call). Larger or complex
-ones run as native thunks: one call of the LAPACK routine per matrix, found in the OpenBLAS
-NumPy ships (blas_pool.openblas_library: full LAPACK under `scipy_` names), through ctypes
-with every argument but the buffer addresses built once. LAPACK is column-major and
-ember's buffers row-major, so a row-major matrix is its transpose to LAPACK:
+ones run as native thunks: one call of the LAPACK routine per matrix, found in the
+OpenBLAS NumPy ships (blas_pool.openblas_library: full LAPACK under `scipy_` names),
+through ctypes with every argument but the buffer addresses built once. LAPACK is
+column-major and ember's buffers row-major, so a row-major matrix is its transpose to LAPACK:
 
 - potrf (potf2, unblocked, for small matrices): the lower factor L of A (reading A's lower triangle) is, column-major, the upper
   factor U = L^T of A^T (reading A^T's upper triangle): `potrf('U')` in place, no copy.
