@@ -10,6 +10,9 @@ block_until_ready, ~1 s per case), after 0.3 s of calls and ember's background t
 The table gives both times for both libraries, the ratios JAX/ember (> 1: ember faster),
 their geometric means and how many cases are below 1.0x, and each library's import time
 (both start their compiler there: JAX its XLA client, ember LLVM and its runtime functions).
+ember keeps its eager one-op compiles on disk (driver/eager_kernels.py), so a case run
+before on this machine loads them in its first call; `--cold` turns that store off for the
+run, and the first calls compile, as on a machine that never ran the case.
 
     # ember alone:
     .venv/bin/python bench/eager.py [name-substring ...]
@@ -195,10 +198,13 @@ def worker(name: str, case: str, budget_s: float) -> dict:
 # Parent: run the workers, print the table
 # --------------------------------------------------------------------------------------
 
-def run_worker(python: str, lib: str, case: str, budget_s: float) -> dict:
+def run_worker(python: str, lib: str, case: str, budget_s: float, cold: bool = False) -> dict:
   """One case in a fresh process of `python`; its last stdout line is the JSON answer
-  (a library may print before it)."""
+  (a library may print before it). `cold`: ember's eager one-op compiles not loaded from
+  its disk store (driver/eager_kernels.py), as on a machine that never ran the case."""
   env = dict(os.environ)
+  if cold:
+    env["EMBER_EAGER_KERNEL_CACHE"] = "0"
   # as on a user's machine, Python's bytecode is cached (pip compiles JAX's at install; a
   # shell that sets PYTHONDONTWRITEBYTECODE would charge ember's first compile, which
   # imports the compiler's modules, for compiling them from source every time)
@@ -304,6 +310,9 @@ def main():
                  help="interpreter for ember's workers (default: this one)")
   p.add_argument("--budget", type=float, default=1.0,
                  help="seconds of steady-state timing per case and library (default 1)")
+  p.add_argument("--cold", action="store_true",
+                 help="ember's first calls compile (its store of eager one-op compiles off, "
+                      "as on a machine that never ran the case; default: the store as it is)")
   p.add_argument("--worker", choices=("ember", "jax"), help=argparse.SUPPRESS)
   p.add_argument("--case", help=argparse.SUPPRESS)
   a = p.parse_args()
@@ -315,11 +324,12 @@ def main():
   # The case list without importing either library: names only, from a stand-in namespace.
   names = [n for n in cases(stub_namespace()) if not a.names or any(s in n for s in a.names)]
   print(f"ember: {a.ember_python}; JAX: {jax_python or 'none'}; "
-        f"{len(os.sched_getaffinity(0))} cores in this process's affinity")
+        f"{len(os.sched_getaffinity(0))} cores in this process's affinity; ember's eager "
+        f"store of one-op compiles {'off (--cold)' if a.cold else 'as it is'}")
   print(text_row(COLUMNS), flush=True)
   rows = []
   for name in names:   # the libraries take turns, case by case
-    e = run_worker(a.ember_python, "ember", name, a.budget)
+    e = run_worker(a.ember_python, "ember", name, a.budget, a.cold)
     j = run_worker(jax_python, "jax", name, a.budget) if jax_python else None
     rows.append((name, e, j))
     print(text_row(cells(name, e, j)), flush=True)

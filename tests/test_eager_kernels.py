@@ -64,6 +64,9 @@ def test_a_corrupt_entry_is_compiled_and_stored_again(tmp_path):
 
 def test_off_with_the_runtime_cache_and_under_the_persistent_cache(tmp_path):
   assert run("")["stats"] == {"loaded": 0, "stored": 0}
+  assert run(str(tmp_path / "off"), EMBER_EAGER_KERNEL_CACHE="0")["stats"] == {
+      "loaded": 0, "stored": 0}
+  assert entries(tmp_path / "off") == []
   persistent = tmp_path / "persistent"
   out = run(str(tmp_path / "runtime"), EMBER_COMPILATION_CACHE_DIR=str(persistent),
             JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")

@@ -91,6 +91,9 @@ class Config:
           "EMBER_RUNTIME_CACHE_DIR", os.path.join(
               os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
                                                                ".cache"), "ember", "runtime")),
+      # ember: eager primitives' one-op compiles kept in that directory's `eager` folder
+      # (driver/eager_kernels.py); False: every process compiles its own
+      "ember_eager_kernel_cache": lambda: _env_bool("EMBER_EAGER_KERNEL_CACHE", True),
   }
 
   def __init__(self):

@@ -8,12 +8,13 @@ library, built lazily on the machine that runs it. A notebook restarted, a scrip
 a test worker: each first eager call of a signature the machine has compiled before loads
 it (~1 ms) instead of compiling it (~10-50 ms; JAX compiles it again in every process).
 
-Where: `<runtime cache dir>/eager` (off with the runtime cache, `ember_runtime_cache_dir`
-= ""), at most EAGER_CACHE_BYTES, least recently used entries evicted first. Entries use
-the persistent cache's format and are keyed by its key of the optimized module
-(`compilation.cache_key`: versions, host CPU, the module's text and constants, flags) and a
-hash of the code generator's source, so an edited backend never loads a stale kernel.
-When the user's persistent compilation cache is on, it stores these modules instead
+Where: `<runtime cache dir>/eager`, at most EAGER_CACHE_BYTES, least recently used entries
+evicted first; off with `ember_eager_kernel_cache` = False (EMBER_EAGER_KERNEL_CACHE=0) or
+with the runtime cache (`ember_runtime_cache_dir` = ""). Entries use the persistent
+cache's format and are keyed by its key of the optimized module (`compilation.cache_key`:
+versions, host CPU, the module's text and constants, flags) and a hash of the code
+generator's source, so an edited backend never loads a stale kernel. When the user's
+persistent compilation cache is on, it stores these modules instead
 (compilation._native_code). A module that calls host callbacks is never stored. A miss
 compiles as any module does (tiered: quick code first) and is written once its final code
 is in (tiering.when_final).
@@ -28,6 +29,7 @@ import os
 import zlib
 
 from ember._src.base import persistent_cache
+from ember._src.base.config import config
 
 logger = logging.getLogger("ember._src.compiler")
 
@@ -36,9 +38,9 @@ stats = {"loaded": 0, "stored": 0}
 
 
 def directory() -> str | None:
-  """The store's directory, None when the runtime cache is off."""
+  """The store's directory, None when it or the runtime cache is off."""
   from ember._src.backends.cpu import runtime_cache   # deferred: llvmlite, 1st compile
-  d = runtime_cache.cache_dir()
+  d = runtime_cache.cache_dir() if config.read("ember_eager_kernel_cache") else None
   return os.path.join(d, "eager") if d else None
 
 
