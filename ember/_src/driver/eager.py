@@ -65,9 +65,10 @@ TIMED_CALLS = 5                 # compiled calls timed before a bought signature
 BUY_ROUNDS = 3                  # rent-then-buy rounds before the reference is kept for good
 REFERENCE, RENTING, BUYING, COMPILED, BUCKETED = range(5)
 BUCKET_MIN = 1024               # the smallest flat length a bucketed call computes
-# a bucketed call's copies in and out cost ~5 us; this many calls of one shape add up to
-# a compile of that shape, which then runs without them (rent-or-buy again)
-BUCKETED_CALLS = int(eager_jit.COMPILE_SECONDS / 5e-6)
+# a bucketed call's copies in and out cost ~10 us (sin of 100 elements: 15 us bucketed, 4
+# compiled for its shape); this many calls of one shape add up to a compile of that shape,
+# which then runs without them (rent-or-buy again)
+BUCKETED_CALLS = int(eager_jit.COMPILE_SECONDS / 10e-6)
 
 
 class _Signature:
