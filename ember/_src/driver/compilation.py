@@ -17,6 +17,7 @@ import gc
 import hashlib
 import logging
 import re
+import threading
 import time
 import weakref
 from typing import Any, Callable, NamedTuple
@@ -31,6 +32,7 @@ from ember._src.reference import host_callbacks
 from ember._src.core.api_util import ShapeDtypeStruct
 from ember._src.driver.cache_miss import log, log_enabled, timed
 from ember._src.base.config import config
+from ember._src.driver import eager_kernels
 from ember._src.driver.dispatch import CompiledComputation
 from ember._src.lower import lower_jaxpr
 
@@ -250,6 +252,11 @@ def backend_compile(module: hlo.Module, assignment, flags, tiered: bool | str = 
   return exe
 
 
+# driver/eager.py's per-thread state; `busy` while it runs a one-op computation, whose
+# compile is then an eager primitive's (kept in eager_kernels' store)
+one_op_state = threading.local()
+
+
 def _native_code(module: hlo.Module, assignment, flags, started: float):
   """The executable of the optimized `module`: from the persistent cache when a directory is
   set (and no dumps are asked for), compiled (and stored) on a miss, else compiled, at the
@@ -257,7 +264,6 @@ def _native_code(module: hlo.Module, assignment, flags, started: float):
   primitive's one-op module comes from eager_kernels' store. `started`: when the compile
   began (the cache writes entries that took long enough)."""
   from ember._src.backends.cpu import compiler as backend   # deferred: llvmlite, 1st compile
-  from ember._src.driver import eager, eager_kernels   # deferred: eager imports jit, this
   directory = persistent_cache.cache_dir()   # read once: another thread may change it
 
   def compile_tiered():
@@ -265,10 +271,11 @@ def _native_code(module: hlo.Module, assignment, flags, started: float):
   if flags.dump_to or _calls_host(module):
     return compile_tiered()
   if directory is None:
-    store = eager_kernels.directory() if eager.compiling_one_op() else None
+    store = eager_kernels.directory() if getattr(one_op_state, "busy", False) else None
     if store is None:
       return compile_tiered()
-    return eager_kernels.load_or_compile(store, module, assignment, flags, compile_tiered)
+    return eager_kernels.load_or_compile(store, cache_key(module, flags), module, assignment,
+                                         compile_tiered)
   return persistent_cache.load_or_compile(
       directory, module.name, cache_key(module, flags),
       lambda: backend_compile(module, assignment, flags),

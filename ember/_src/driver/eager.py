@@ -49,13 +49,13 @@ from ember._src.base.config import config
 from ember._src.core import array as array_lib
 from ember._src.core import trace as trace_lib
 from ember._src.core.array import Array
-from ember._src.driver import pjrt_dispatch
+from ember._src.driver import compilation, pjrt_dispatch
 from ember._src.primitives import eager_jit
 from ember._src.runtime.pjrt_array import PjrtArray
 
 _one_op_fns: dict = {}    # (primitive, params) -> its jitted one-equation function
 _ONE_OP_LIMIT = 4096      # distinct (primitive, params) kept; past it the cache starts over
-_state = threading.local()
+_state = compilation.one_op_state   # .busy: in a one-op call (its compile is eager's)
 
 EAGER_COMPILE_ELEMENTS = eager_jit.EAGER_COMPILE_ELEMENTS   # elementwise: bucketed below
 _SIGNATURE_LIMIT = 1 << 14
@@ -272,11 +272,6 @@ def _run_one_op(fn, prim, vals) -> list:
   finally:
     _state.busy = False
   return list(out) if prim.multiple_results else [out]
-
-
-def compiling_one_op() -> bool:
-  """Whether this thread is in a one-op call (its compile is an eager primitive's)."""
-  return getattr(_state, "busy", False)
 
 
 def _one_op(prim, params):

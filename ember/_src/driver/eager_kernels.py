@@ -55,12 +55,12 @@ def _backend_digest() -> str:
       *sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True)))
 
 
-def load_or_compile(where: str, module, assignment, flags, compile_tiered):
-  """The executable of the one-op `module`: its entry in `where` when there is a good one,
-  else `compile_tiered()`, stored once its final code is in."""
+def load_or_compile(where: str, module_key: str, module, assignment, compile_tiered):
+  """The executable of the one-op `module` (`module_key`: the persistent cache's key of
+  it): its entry in `where` when there is a good one, else `compile_tiered()`, stored once
+  its final code is in."""
   from ember._src.backends.cpu import compiler as backend, tiering   # deferred: llvmlite
-  from ember._src.driver.compilation import cache_key
-  key = hashlib.sha256(f"{cache_key(module, flags)}\0{_backend_digest()}".encode())
+  key = hashlib.sha256(f"{module_key}\0{_backend_digest()}".encode())
   name = persistent_cache.entry_name(module.name, key.hexdigest()[:40])
   path = os.path.join(where, name)
   payload = persistent_cache.read_entry(path)
