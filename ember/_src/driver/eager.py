@@ -38,7 +38,6 @@ one compiled call per function (primitives/eager_jit.py).
 from __future__ import annotations
 
 import math
-import threading
 import time
 
 import numpy as np
