@@ -67,9 +67,11 @@ def check() -> None:
 def _leak_error(leaked: list) -> errors.UnexpectedTracerError:
   ignore = {id(leaked)}
   parts = []
-  for t in leaked:   # a plain loop, not a generator: one would show up as a referrer
-    holders = [r for r in gc.get_referrers(t) if id(r) not in ignore]
-    held = "".join(f"\n  it is referred to by {_describe(r, t)}" for r in holders[:3])
+  for t in leaked:   # plain loops: a comprehension using `t` would hold it in a cell, a referrer
+    held = ""
+    for r in gc.get_referrers(t):
+      if id(r) not in ignore and held.count("\n") < 3:
+        held += f"\n  it is referred to by {_describe(r, t)}"
     parts.append(f"{t!r}{held or chr(10) + '  no referrer visible to the gc module'}")
   kinds = sorted({type(t._trace).__name__ for t in leaked})
   return errors.UnexpectedTracerError(

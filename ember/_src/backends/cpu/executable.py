@@ -506,6 +506,7 @@ class Executable:
   def __init__(self, module: hlo.Module, assignment, thunks: list[Thunk], engine,
                llvm_ir: str, asm_fn: Callable[[], str], code_size: int,
                optimized_ir: str | None = None):
+    flags_lib.num_cpu_devices()   # code for the CPU backend: it has started (its count fixed)
     self.module_name = module.name
     self.assignment = assignment
     self.thunks = thunks
