@@ -12,6 +12,7 @@ from ember._src.core.array import (  # noqa: F401
     make_array_from_callback, make_array_from_process_local_data,
     make_array_from_single_device_arrays)
 from ember._src.core import ensure_compile_time_eval, named_call, named_scope  # noqa: F401
+from ember._src.core.leak_check import check_tracer_leaks, checking_leaks  # noqa: F401
 from ember._src.driver.jit import clear_caches, eval_shape, jit, make_jaxpr  # noqa: F401
 from ember._src.transforms.batching import vmap  # noqa: F401
 from ember._src.parallel.pmap import pmap, shard_map  # noqa: F401
@@ -70,7 +71,7 @@ from ember import distributed  # noqa: E402,F401
 
 from ember import random  # noqa: E402,F401
 from ember import nn, scipy  # noqa: E402,F401
-from ember import profiler  # noqa: E402,F401
+from ember import lib, profiler  # noqa: E402,F401
 from ember import core, sharding  # noqa: E402,F401
 from ember._src.core.sharding import make_mesh, NamedSharding, set_mesh  # noqa: E402,F401
 from ember._src.core.sharding import PartitionSpec as P  # noqa: E402,F401

@@ -12,4 +12,10 @@ from ember.compat import _private_message
 
 
 def __getattr__(name):
+  # `jax._src.xla_bridge` read as an attribute (chex does) before anything imported it: JAX
+  # imports its internals with jax, so a stand-in this package has is imported now
+  import importlib
+  import importlib.util
+  if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+    return importlib.import_module(f"{__name__}.{name}")
   raise AttributeError(_private_message(f"jax._src.{name}"))

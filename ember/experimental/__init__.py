@@ -7,3 +7,4 @@ from ember._src.base.config import disable_x64, enable_x64  # noqa: F401
 from ember._src.primitives.callbacks import io_callback  # noqa: F401
 from ember.experimental import checkify  # noqa: F401,E402
 from ember.experimental import multihost_utils  # noqa: F401,E402
+from ember.experimental import mesh_utils  # noqa: F401,E402

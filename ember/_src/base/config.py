@@ -7,7 +7,18 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import itertools
 import os
+import sys
+from typing import Sequence
+
+
+def _env_int(name: str, default: int) -> int:
+  v = os.environ.get(name, "").strip()
+  try:
+    return int(v) if v else default
+  except ValueError:
+    raise ValueError(f"{name}={v!r}: expected an integer") from None
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -48,6 +59,12 @@ class Config:
       # (ember's native CPU)
       "jax_default_device": lambda: None,
       "jax_disable_jit": lambda: _env_bool("JAX_DISABLE_JIT", False),
+      # look for tracers left reachable after their transformation (core/leak_check.py)
+      "jax_check_tracer_leaks": lambda: _env_bool("JAX_CHECK_TRACER_LEAKS", False),
+      # how many CPU devices the CPU backend has; -1: EMBER_NUM_CPU_DEVICES, else XLA_FLAGS'
+      # --xla_force_host_platform_device_count, else 1 (base/flags.py). Read when the backend
+      # is first used; changing it afterwards raises, as in JAX
+      "jax_num_cpu_devices": lambda: _env_int("JAX_NUM_CPU_DEVICES", -1),
       # what traceback_util.api_boundary does to an exception's traceback: "off", "auto",
       # "tracebackhide", "remove_frames", "quiet_remove_frames" (JAX's modes)
       "jax_traceback_filtering": lambda: os.environ.get("JAX_TRACEBACK_FILTERING", "auto"),
@@ -135,6 +152,9 @@ class Config:
       raise ValueError("jax.default_device must be passed either a Device object (e.g. "
                        "`jax.devices('tpu')[0]`) or a platform name string like 'cpu' or "
                        f"'tpu', got: {value!r}")
+    check = _validators.get(name)
+    if check is not None:
+      check(self._values[name], value)
     self._set(name, value)
 
   def read(self, name: str):
@@ -149,6 +169,50 @@ class Config:
   def __setattr__(self, name, value):
     self.update(name, value)
 
+  def parse_flags_with_absl(self, argv: Sequence[str] | None = None) -> None:
+    """Set options from the command line's `--jax...` arguments (sys.argv before a `--`),
+    as absl spells them: `--jax_enable_x64`, `--nojax_enable_x64`, `--jax_name=value`,
+    `--jax_name value`. Values take the option's current type; names ember lacks are
+    skipped (absl's known_only). Runs once per process, as JAX's does (argv: for tests)."""
+    global _parsed_command_line
+    if _parsed_command_line and argv is None:
+      return
+    args = list(itertools.takewhile(lambda a: a != "--", sys.argv[1:] if argv is None
+                                    else argv))
+    i = 0
+    while i < len(args):
+      arg = args[i]
+      i += 1
+      if not arg.startswith(("--jax", "--nojax")):
+        continue
+      name, eq, text = arg[2:].partition("=")
+      negated = name.startswith("no") and name[2:] in self._values
+      if negated:
+        name = name[2:]
+      if name not in self._values:
+        continue
+      old = self._values[name]
+      if isinstance(old, bool) or name in _BOOL_OPTIONS:
+        if negated:
+          value = False
+        elif not eq:
+          value = True
+        elif text.lower() in ("true", "t", "1"):
+          value = True
+        elif text.lower() in ("false", "f", "0"):
+          value = False
+        else:
+          raise ValueError(f"--{name}={text}: expected true or false")
+      else:
+        if not eq:
+          if i >= len(args):
+            raise ValueError(f"--{name} needs a value")
+          text, i = args[i], i + 1
+        value = _parse_like(name, old, text)
+      self.update(name, value)
+    if argv is None:
+      _parsed_command_line = True
+
   def values(self) -> dict:
     return dict(self._values)
 
@@ -160,6 +224,29 @@ class Config:
       yield
     finally:
       self._set(name, old)
+
+
+# name -> check(old value, new value), raising when `new` may not be set now: modules above
+# this one register the checks that need their state (base/flags.py: jax_num_cpu_devices)
+_validators: dict = {}
+
+
+_parsed_command_line = False   # parse_flags_with_absl ran on sys.argv
+_BOOL_OPTIONS = frozenset(n for n, f in Config._defaults.items() if isinstance(f(), bool))
+_INT_OPTIONS = ("jax_num_cpu_devices", "jax_persistent_cache_min_entry_size_bytes",
+                "jax_compilation_cache_max_size", "ember_persistent_cache_max_size_bytes")
+
+
+def _parse_like(name: str, old, text: str):
+  """A command-line value for option `name`, converted to the option's type."""
+  try:
+    if name in _INT_OPTIONS or isinstance(old, int):
+      return int(text)
+    if isinstance(old, float):
+      return float(text)
+  except ValueError:
+    raise ValueError(f"--{name}={text}: expected a {type(old).__name__}") from None
+  return text
 
 
 config = Config()

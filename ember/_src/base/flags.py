@@ -20,6 +20,9 @@ import re
 import threading
 from typing import Iterator, NamedTuple
 
+from ember._src.base import config as config_lib
+from ember._src.base.config import config
+
 # The passes of `passes/pipeline.py`, by the names `--disable_passes` takes.
 PASS_NAMES = ("inline", "algsimp", "constant_folding", "dot_transpose", "cse", "dce",
               "reduction_splitter", "dot_split_k", "fusion", "dot_epilogue",
@@ -192,18 +195,34 @@ def enabled(name: str, record: Flags | None = None) -> bool:
 
 
 __all__ = ["Flags", "PASS_NAMES", "XLA_PASS_NAMES", "parse", "from_environ", "get",
-           "override", "enabled"]
+           "override", "enabled", "num_cpu_devices", "requested_cpu_devices",
+           "cpu_backend_started", "on_cpu_backend_start"]
 
 
-def num_cpu_devices() -> int:
-  """How many CPU devices this process has: EMBER_NUM_CPU_DEVICES, else XLA_FLAGS'
-  --xla_force_host_platform_device_count, else 1."""
-  raw = os.environ.get("EMBER_NUM_CPU_DEVICES", "").strip()
-  what = f"EMBER_NUM_CPU_DEVICES={raw!r}"
-  if not raw:
-    m = re.search(r"--xla_force_host_platform_device_count=(\S*)",
-                  os.environ.get("XLA_FLAGS", ""))
-    raw, what = (m.group(1), f"XLA_FLAGS' {m.group(0)}") if m else ("1", "")
+# --- the CPU backend's device count ------------------------------------------------------
+# As in JAX, the count is read when the CPU backend is first used (ember.devices(), a device's
+# executor or thread pool starting), not at import: `jax.config.update("jax_num_cpu_devices",
+# N)`, or XLA_FLAGS set after `import ember` (chex.set_n_cpu_devices), still count until then;
+# afterwards it is fixed for the process.
+_cpu_devices: int | None = None          # the fixed count, once the backend has started
+_cpu_start_hooks: list = []              # called with the count when the backend starts
+_cpu_lock = threading.Lock()
+
+
+def requested_cpu_devices() -> int:
+  """The CPU device count the settings ask for now: the config option jax_num_cpu_devices
+  when set (>= 0; JAX_NUM_CPU_DEVICES sets it from the environment), else
+  EMBER_NUM_CPU_DEVICES, else XLA_FLAGS' --xla_force_host_platform_device_count, else 1."""
+  n = config.read("jax_num_cpu_devices")
+  if n is not None and n >= 0:
+    raw, what = str(n), f"jax_num_cpu_devices={n}"
+  else:
+    raw = os.environ.get("EMBER_NUM_CPU_DEVICES", "").strip()
+    what = f"EMBER_NUM_CPU_DEVICES={raw!r}"
+    if not raw:
+      m = re.search(r"--xla_force_host_platform_device_count=(\S*)",
+                    os.environ.get("XLA_FLAGS", ""))
+      raw, what = (m.group(1), f"XLA_FLAGS' {m.group(0)}") if m else ("1", "")
   try:
     n = int(raw)
   except ValueError:
@@ -211,3 +230,56 @@ def num_cpu_devices() -> int:
   if n < 1:
     raise ValueError(f"{what}: the number of CPU devices must be an integer >= 1")
   return n
+
+
+def num_cpu_devices() -> int:
+  """How many CPU devices this process has. The first call starts the CPU backend: the count
+  (requested_cpu_devices()) is fixed from then on and the start hooks run."""
+  global _cpu_devices
+  n = _cpu_devices
+  if n is None:
+    with _cpu_lock:
+      if _cpu_devices is None:
+        n = requested_cpu_devices()
+        for hook in _cpu_start_hooks:
+          hook(n)
+        _cpu_devices = n
+      n = _cpu_devices
+  return n
+
+
+def cpu_backend_started() -> bool:
+  """Whether the CPU backend has started (its device count is fixed)."""
+  return _cpu_devices is not None
+
+
+def on_cpu_backend_start(hook) -> None:
+  """Call `hook(count)` when the CPU backend starts (now, if it has): modules that keep the
+  device count (core/sharding.py's device list) set it up there. Hooks must not call
+  num_cpu_devices()."""
+  with _cpu_lock:
+    _cpu_start_hooks.append(hook)
+    n = _cpu_devices
+  if n is not None:
+    hook(n)
+
+
+def _check_num_cpu_devices(old, new) -> None:
+  """config.update's check of jax_num_cpu_devices: an int (negative: not set), not 0, and
+  unchanged once the CPU backend has started (JAX's rule)."""
+  if isinstance(new, bool) or not (new is None or isinstance(new, int)):
+    raise ValueError(f"jax_num_cpu_devices must be None or an int, got {new!r} of type "
+                     f"{type(new)}")
+  if new == 0:
+    raise ValueError("jax_num_cpu_devices=0: the CPU backend needs at least one device "
+                     "(-1 takes the count from XLA_FLAGS' "
+                     "--xla_force_host_platform_device_count)")
+  if cpu_backend_started() and new != old:
+    raise RuntimeError(
+        "jax_num_cpu_devices config should be updated before backends are initialized, "
+        "i.e. before any JAX operation is executed: the CPU backend already runs with "
+        f"{num_cpu_devices()} device(s). Set it right after `import jax` (or set "
+        "JAX_NUM_CPU_DEVICES in the environment).")
+
+
+config_lib._validators["jax_num_cpu_devices"] = _check_num_cpu_devices

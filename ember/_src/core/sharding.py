@@ -1,7 +1,8 @@
 """Devices and shardings (`jax.sharding`): where an array's pieces live.
 
-ember runs on one CPU device unless asked for more: `EMBER_NUM_CPU_DEVICES=N`, or JAX's
-spelling `XLA_FLAGS=--xla_force_host_platform_device_count=N`, read when ember is imported,
+ember runs on one CPU device unless asked for more: `jax.config.update("jax_num_cpu_devices",
+N)`, `EMBER_NUM_CPU_DEVICES=N`, or `XLA_FLAGS=--xla_force_host_platform_device_count=N`, read
+when the CPU backend is first used (base/flags.py: ember.devices(), an executor starting),
 gives N CPU devices, each with its own executor (runtime/executor.py). `Mesh`,
 `NamedSharding` and `PartitionSpec` are real objects with JAX's attributes, equality, hashing
 and printing; `device_put` with a sharding splits an array over the devices
@@ -57,7 +58,16 @@ class CpuDevice(Device):
 num_cpu_devices = flags_lib.num_cpu_devices
 
 
-_DEVICES = [CpuDevice(i) for i in range(num_cpu_devices())]
+# this process's CPU devices: device 0 until the CPU backend starts (base/flags.py), which
+# fixes the count; functions that list devices start it first (_all_devices)
+_DEVICES = [CpuDevice(0)]
+
+
+def _make_devices(n: int) -> None:
+  _DEVICES[1:] = [CpuDevice(i) for i in range(1, n)]
+
+
+flags_lib.on_cpu_backend_start(_make_devices)
 # every process's devices, in global id order, after ember.distributed.initialize(); empty when
 # this process runs alone (then they are _DEVICES)
 _GLOBAL_DEVICES: list[CpuDevice] = []
@@ -115,15 +125,22 @@ def devices(backend: str | None = None) -> list[Device]:
 
 
 def _all_devices() -> list[CpuDevice]:
-  """Every process's devices (this process's when it runs alone)."""
+  """Every process's devices (this process's when it runs alone); starts the CPU backend."""
+  num_cpu_devices()
   return list(_GLOBAL_DEVICES or _DEVICES)
+
+
+def _local_devices() -> list[CpuDevice]:
+  """This process's devices; starts the CPU backend."""
+  num_cpu_devices()
+  return list(_DEVICES)
 
 
 def local_devices(process_index: int | None = None, backend: str | None = None):
   """The devices of process `process_index` (this process when None)."""
   devs = devices(backend)
   if process_index is None:
-    return list(_DEVICES)
+    return _local_devices()
   return [d for d in devs if d.process_index == process_index]
 
 

@@ -131,6 +131,12 @@ class JaxprBuilder:
     consts = [self.constvals[id(v)] for v in constvars]
     return Jaxpr(constvars, invars, outvars, self.eqns, consts, self.dbg)
 
+  def release(self) -> None:
+    """Drop the tracers kept while building (the jaxpr is built): they refer back to this
+    builder through their trace, a cycle only a garbage collection would free."""
+    self.keep.clear()
+    self.const_tracers.clear()
+
   def origin_of(self, tracer) -> str:
     """Which function arguments a traced value depends on, for error messages."""
     dbg = self.dbg
@@ -254,6 +260,7 @@ def trace_to_jaxpr(flat_fun: Callable, in_avals: Sequence[ShapedArray],
       outs, aux = flat_fun(*in_tracers)
       out_tracers = [full_raise(trace, o) for o in outs]
       jaxpr = builder.build(in_tracers, out_tracers)
+  builder.release()
   return jaxpr, aux
 
 

@@ -22,6 +22,8 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ember._src.base import errors
+from ember._src.base.config import config
+from ember._src.core import leak_check
 from ember._src.core.avals import ShapedArray, get_aval
 from ember._src.core.jaxpr import DropVar, Jaxpr, Literal
 from ember._src.core.tracers import Tracer
@@ -151,6 +153,7 @@ class _TraceState(threading.local):
 
 
 _state = _TraceState()
+leak_check.open_traces = lambda: _state.trace_stack
 
 # the old module attributes, read as this thread's state (`trace_lib.trace_stack`, ...)
 _STATE_ATTRS = {"trace_stack": "trace_stack", "dynamic_trace": "dynamic_trace",
@@ -178,6 +181,9 @@ def _count_open(delta: int) -> None:
 
 @contextlib.contextmanager
 def new_main(trace_type: type, global_data=None):
+  check_leaks = config._values["jax_check_tracer_leaks"]
+  if check_leaks:   # the traces closed before this one: their functions have returned
+    leak_check.check()
   stack = _state.trace_stack
   level = len(stack)
   main = MainTrace(level, trace_type, global_data)
@@ -188,6 +194,8 @@ def new_main(trace_type: type, global_data=None):
   finally:
     stack.pop()
     _count_open(-1)
+    if check_leaks:
+      leak_check.closed(main)
 
 
 @contextlib.contextmanager

@@ -160,7 +160,7 @@ def _check_against_mpi(world, num_processes, process_id):
 
 
 def _select_local_devices(local_device_ids) -> list:
-  local = list(sharding._DEVICES)
+  local = sharding._local_devices()
   if local_device_ids is None:
     return local
   ids = [local_device_ids] if isinstance(local_device_ids, int) else list(local_device_ids)

@@ -72,7 +72,8 @@ def _check_devices(name: str, dyn: tuple, kwargs: dict, in_axes, axis_size, ndev
   if n > ndev:
     raise ValueError(f"compiling computation `{name}` that requires {n} logical devices, "
                      f"but only {ndev} XLA devices are available (num_replicas={n}); "
-                     "ask for more with EMBER_NUM_CPU_DEVICES=N (or XLA_FLAGS="
+                     "ask for more with jax.config.update('jax_num_cpu_devices', N) "
+                     "right after importing (or EMBER_NUM_CPU_DEVICES=N, or XLA_FLAGS="
                      "--xla_force_host_platform_device_count=N), or use vmap.")
 
 
@@ -92,8 +93,8 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
   static_nums = _as_tuple(static_broadcasted_argnums)
-  if devices is None:
-    all_devices(backend)   # the error for an unknown backend, now
+  if devices is None and backend not in (None, "cpu"):
+    all_devices(backend)   # the error for an unknown backend, now (not starting the CPU one)
   name = getattr(fun, "__name__", "pmap_fun")
 
   def dyn_in_axes(static: tuple):

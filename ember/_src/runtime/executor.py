@@ -33,7 +33,7 @@ import numpy as np
 
 from ember._src.core import sharding
 from ember._src.base.config import config
-from ember._src.base import buffer_pool
+from ember._src.base import buffer_pool, flags
 from ember._src.core.array import Array
 
 MAX_IN_FLIGHT = 64          # calls queued or running per device before `submit` blocks
@@ -213,6 +213,7 @@ _executor_threads: set[int] = set()   # thread idents of the executors' workers
 def get_executor(device_id: int = 0) -> Executor:
   ex = _executors.get(device_id)
   if ex is None:
+    flags.num_cpu_devices()   # a device runs: the CPU backend has started
     with _executors_lock:
       ex = _executors.setdefault(device_id, Executor(f"cpu:{device_id}",
                                                      device_id=device_id))

@@ -325,6 +325,7 @@ def linearize_flat(fun: Callable, primals: Sequence):
     nonzero = [type(t) is not Zero for t in t_out]
     outs = [core.full_raise(ttrace, t) for t in t_out if type(t) is not Zero]
     jaxpr = builder.build([t for t in tan_in if type(t) is not Zero], outs)
+  builder.release()
   return p_out, jaxpr, nonzero, aux
 
 

@@ -112,7 +112,15 @@ class Frame:
 
 # the cached frame's step tables name the pool of the device that built them; with several
 # devices, `_run` points them at the running device's pool (threadpool.retarget)
-_SEVERAL_DEVICES = flags_lib.num_cpu_devices() > 1
+_SEVERAL_DEVICES = False
+
+
+def _count_devices(n: int) -> None:
+  global _SEVERAL_DEVICES
+  _SEVERAL_DEVICES = n > 1
+
+
+flags_lib.on_cpu_backend_start(_count_devices)
 
 
 def _batch_direct_calls(steps: list) -> list:
@@ -498,6 +506,7 @@ class Executable:
   def __init__(self, module: hlo.Module, assignment, thunks: list[Thunk], engine,
                llvm_ir: str, asm_fn: Callable[[], str], code_size: int,
                optimized_ir: str | None = None):
+    flags_lib.num_cpu_devices()   # code for the CPU backend: it has started (its count fixed)
     self.module_name = module.name
     self.assignment = assignment
     self.thunks = thunks
