@@ -40,7 +40,7 @@ import numpy as np
 
 from ember._src import core
 from ember._src.base import dtypes, tree_util
-from ember._src.core import Literal, ShapedArray, declare
+from ember._src.core import Literal, ShapedArray, api_util, declare
 from ember._src.base.dtypes import dtype_kind
 from ember._src.transforms import batching
 from ember._src.transforms.partial_eval import partial_eval_jaxpr
@@ -281,11 +281,16 @@ def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, linearizing: 
   (Zero where symbolically zero), aux with its tracers replaced by their primals)."""
   with core.new_main(JVPTrace, _LINEARIZING if linearizing else None) as main:
     trace = JVPTrace(main)
-    ins = [JVPTracer(trace, _as_array(p), _as_array(t)) for p, t in zip(primals, tangents)]
+    p_in, t_in = [_as_array(p) for p in primals], [_as_array(t) for t in tangents]
+    ins = [JVPTracer(trace, p, t) for p, t in zip(p_in, t_in)]
     outs, aux = fun(*ins)
     outs = [core.full_raise(trace, o) for o in outs]
     aux = _strip_aux(aux, main)
-    return [o.primal for o in outs], [o.tangent for o in outs], aux
+    # an input returned as it is comes out as the caller's value, a Python scalar
+    # included (`jvp(lambda x: x, (1.0,), (1.0,))` is `(1.0, 1.0)`, as JAX's)
+    given = {id(c): v for c, v in zip(p_in + t_in, [*primals, *tangents]) if c is not v}
+    return ([given.get(id(o.primal), o.primal) for o in outs],
+            [given.get(id(o.tangent), o.tangent) for o in outs], aux)
 
 
 def _as_array(x):
@@ -844,13 +849,23 @@ def _one(aval):
   return core.new_array(np.ones((), aval.dtype), weak_type=aval.weak_type)
 
 
+_GRAD_DOC = ("Gradient of {fun} with respect to positional argument(s) {argnums}. Takes the "
+             "same arguments as {fun} but returns the gradient, which has the same shape as "
+             "the arguments at positions {argnums}.")
+_VALUE_AND_GRAD_DOC = (
+    "Value and gradient of {fun} with respect to positional argument(s) {argnums}. Takes the "
+    "same arguments as {fun} but returns a two-element tuple where the first element is the "
+    "value of {fun} and the second element is the gradient, which has the same shape as the "
+    "arguments at positions {argnums}.")
+
+
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False, reduce_axes=()):
   """A function returning (fun(*args), the gradient of fun with respect to `argnums`)."""
   _check_callable(fun, "value_and_grad")
   _argnums_tuple(argnums)
 
-  @functools.wraps(fun, updated=())  # not __dict__ (a jit or custom_vjp object keeps state there)
+  @api_util.wraps(fun, docstr=_VALUE_AND_GRAD_DOC, argnums=argnums)
   def value_and_grad_f(*args, **kwargs):
     f_partial, dyn = _split_argnums(fun, args, kwargs, argnums, "value_and_grad")
     for x in tree_util.tree_leaves(dyn):
@@ -874,7 +889,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
   _check_callable(fun, "grad")
   vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
-  @functools.wraps(fun, updated=())  # not __dict__ (a jit or custom_vjp object keeps state there)
+  @api_util.wraps(fun, docstr=_GRAD_DOC, argnums=argnums)
   def grad_f(*args, **kwargs):
     out, g = vg(*args, **kwargs)
     return (g, out[1]) if has_aux else g
