@@ -206,3 +206,19 @@ def test_jvp_returns_inputs_as_given():
   assert type(jax.linearize(lambda x: x, 1.0)[0]) is float
   p, t = jax.jit(lambda x: jax.jvp(lambda y: y, (x,), (1.0,)))(1.0)
   assert isinstance(p, jax.Array) and float(t) == 1.0
+
+
+def test_jvp_and_vjp_with_key_arguments():
+  k = jax.random.key(0)
+  f0 = np.zeros((), jax.dtypes.float0)
+  # JAX 0.12: the key's tangent is a float0 array of the key's shape, in and out
+  keys, t = jax.jvp(lambda k: jax.random.split(k), (k,), (f0,))
+  assert isinstance(keys, jax.random.PRNGKeyArray) and keys.shape == (2,)
+  assert t.dtype == jax.dtypes.float0 and t.shape == (2,)
+  y, t = jax.jvp(lambda x, k: x * jax.random.normal(k, ()), (1.0, k), (1.0, f0))
+  assert float(t) == float(y)
+  with pytest.raises(TypeError, match="same tree structure"):
+    jax.jvp(lambda k: k, (k,), ((f0,),))
+  y, pullback = jax.vjp(lambda x, k: x * jax.random.normal(k, ()), 1.0, k)
+  gx, gk = pullback(1.0)
+  assert float(gx) == float(y) and gk.dtype == jax.dtypes.float0 and gk.shape == ()

@@ -605,12 +605,16 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
     raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
                     f"{type(primals).__name__} and {type(tangents).__name__}.")
-  p_flat, tree = tree_util.tree_flatten(tuple(primals))
-  t_flat, t_tree = tree_util.tree_flatten(tuple(tangents))
+  # as users' pytrees (a typed key is one leaf, its tangent one float0 array), then each
+  # key as its data, with float0 tangents of the data's shape
+  p_flat, tree = tree_util.public.tree_flatten(tuple(primals))
+  t_flat, t_tree = tree_util.public.tree_flatten(tuple(tangents))
   if tree != t_tree:
     raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
                     f"structure; primals have tree structure {tree} whereas tangents have "
                     f"tree structure {t_tree}.")
+  p_flat, t_flat = _keys_as_data(p_flat, t_flat)
+  tree = tree_util.tree_structure(tuple(primals))
   tans = []
   for p, t in zip(p_flat, t_flat):
     _check_arg(p)
@@ -633,8 +637,37 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   p_out, t_out, aux = jvp_flat(flat, p_flat, tans)
   t_out = [instantiate_zeros(t) for t in t_out]
   out_tree = store["out_tree"]
-  res = (tree_util.tree_unflatten(out_tree, p_out), tree_util.tree_unflatten(out_tree, t_out))
+  res = (tree_util.tree_unflatten(out_tree, p_out),
+         _key_tangents(tree_util.tree_unflatten(out_tree, t_out)))
   return (*res, aux) if has_aux else res
+
+
+def _keys_as_data(p_flat, t_flat):
+  """Primal leaves with each typed key replaced by its data, and their tangents (a key's:
+  a float0 array of the key's shape, JAX's) by float0 arrays of the data's shape."""
+  ps, ts = [], []
+  for p, t in zip(p_flat, t_flat):
+    if type(p) in tree_util._transform_nodes:
+      if getattr(t, "dtype", None) != dtypes.float0 or np.shape(t) != tuple(p.shape):
+        raise TypeError(f"jvp: the tangent of a PRNG key array of shape {tuple(p.shape)} "
+                        f"must be a float0 array of that shape, got {t!r}.")
+      data = tree_util.tree_leaves(p)
+      ps.extend(data)
+      ts.extend(np.zeros(np.shape(d), dtypes.float0) for d in data)
+    else:
+      ps.append(p)
+      ts.append(t)
+  return ps, ts
+
+
+def _key_tangents(tangents):
+  """`tangents` with each typed key's tangent (a key over float0 data, as ember's
+  transformations unflatten it) a float0 array of the key's shape, as JAX's."""
+  def fix(t):
+    if type(t) in tree_util._transform_nodes:
+      return np.zeros(tuple(t.shape), dtypes.float0)
+    return t
+  return tree_util.public.tree_map(fix, tangents)
 
 
 def _lift_linearized(jaxpr, tree, p_avals, out_avals, nonzero, out_tree, residuals, *tangents):
@@ -757,7 +790,7 @@ def _vjp_pullback(name, jaxpr, nonzero, in_avals, out_avals, in_tree, out_tree, 
                               [UndefinedPrimal(v.aval) for v in jaxpr.invars], cts))
   out = [instantiate_zeros(next(cts_in)) if is_differentiable(a.dtype)
          else zeros_like_aval(tangent_aval(a)) for a in in_avals]
-  return tuple(tree_util.tree_unflatten(in_tree, out))
+  return tuple(_key_tangents(tree_util.tree_unflatten(in_tree, out)))
 
 
 def _vjp(fun, primals, has_aux, name="vjp"):
