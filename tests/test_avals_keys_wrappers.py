@@ -222,3 +222,19 @@ def test_jvp_and_vjp_with_key_arguments():
   y, pullback = jax.vjp(lambda x, k: x * jax.random.normal(k, ()), 1.0, k)
   gx, gk = pullback(1.0)
   assert float(gx) == float(y) and gk.dtype == jax.dtypes.float0 and gk.shape == ()
+
+
+@pytest.mark.parametrize("prefix,full,msg", [
+    # JAX 0.12.1's messages (optax's tests match "Dict key mismatch")
+    ({"a": 1}, {"a": 1, "b": 2},
+     "Dict key mismatch; expected keys: ['a']; present keys: ['a', 'b']."),
+    ({"a": 1}, {"b": 1}, "Dict key mismatch; expected keys: ['a']; present keys: ['b']."),
+    ((1, 2), (1, 2, 3), "Tuple arity mismatch: 3 != 2; tuple: (1, 2, 3)."),
+    ((1, 2), [1, 2], "Expected tuple, got [1, 2]."),
+    ([1, 2], [1, 2, 3], "List arity mismatch: 3 != 2; list: [1, 2, 3]."),
+    ([1], {"a": 1}, "Expected list, got {'a': 1}."),
+])
+def test_flatten_up_to_errors(prefix, full, msg):
+  with pytest.raises(ValueError) as e:
+    jax.tree.structure(prefix).flatten_up_to(full)
+  assert str(e.value) == msg

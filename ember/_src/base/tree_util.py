@@ -245,9 +245,34 @@ class PyTreeDef:
       return
     node = _node_children(tree)
     if node is None or node[0] != self.kind or len(node[2]) != len(self.children):
-      raise ValueError(f"Tree structure mismatch: expected {self}, got {tree!r}")
+      raise ValueError(self._mismatch(tree, node))
+    if self.kind == "dict" and list(self.aux[1]) != [k.key for k, _ in node[2]]:
+      raise ValueError(self._mismatch(tree, node))
     for c, (_, sub) in zip(self.children, node[2]):
       c._up_to(sub, out)
+
+  def _mismatch(self, tree, node) -> str:
+    """Why `tree` does not have this node at its root, in JAX's words."""
+    kind = self.kind
+    same_kind = node is not None and node[0] == kind
+    if kind == "none":
+      return (f"Expected None, got {tree!r}.\n\nIn previous releases of JAX, flatten-up-to "
+              "used to consider None to be a tree-prefix of non-None values. To obtain the "
+              "previous behavior, you can usually write:\n  jax.tree.map(lambda x, y: None "
+              "if x is None else f(x, y), a, b, is_leaf=lambda x: x is None)")
+    if kind in ("tuple", "list"):
+      if not same_kind:
+        return f"Expected {kind}, got {tree!r}."
+      return (f"{kind.capitalize()} arity mismatch: {len(node[2])} != {len(self.children)}; "
+              f"{kind}: {tree!r}.")
+    if kind == "dict":
+      if node is None or node[0] != "dict":
+        return f"Expected dict, got {tree!r}."
+      return (f"Dict key mismatch; expected keys: {list(self.aux[1])}; present keys: "
+              f"{[k.key for k, _ in node[2]]}.")
+    if kind == "namedtuple":
+      return f"Expected named tuple, got {tree!r}."
+    return f"Custom node type mismatch: expected type: {self.aux[0]}, value: {tree!r}."
 
   def leaf_counts_under(self, full: "PyTreeDef") -> list[int]:
     """For each leaf of this treedef, a prefix of `full`: how many leaves of `full` sit at
