@@ -238,3 +238,19 @@ def test_flatten_up_to_errors(prefix, full, msg):
   with pytest.raises(ValueError) as e:
     jax.tree.structure(prefix).flatten_up_to(full)
   assert str(e.value) == msg
+
+
+def test_complex_normal():
+  # JAX 0.12.1: real and imaginary parts from split(key), over sqrt(2)
+  expected = [0.7099454402923584 - 1.7270774841308594j, -0.6408772468566895 - 1.439443588256836j,
+              -0.5290377140045166 + 0.14534172415733337j,
+              -0.8282814621925354 - 0.24999773502349854j]
+  k = jax.random.key(0)
+  out = jax.random.normal(k, (4,), dtype=jnp.complex64)
+  assert out.dtype == np.complex64
+  np.testing.assert_allclose(np.asarray(out), expected, rtol=2e-6)
+  np.testing.assert_allclose(
+      np.asarray(jax.jit(lambda k: jax.random.normal(k, (4,), jnp.complex64))(k)), expected,
+      rtol=2e-6)
+  with pytest.raises(ValueError, match="must be a float or complex dtype"):
+    jax.random.normal(k, (2,), dtype=jnp.int32)

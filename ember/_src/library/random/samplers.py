@@ -135,12 +135,21 @@ def normal(key, shape=(), dtype=None, *, out_sharding=None):
   """Standard normal floats: sqrt(2) * erf_inv(u) for u uniform in (-1, 1)."""
   data, _ = _as_key_data("normal", key)
   dt = dtypes.check_user_dtype(float if dtype is None else dtype, "normal")
+  shape = _shape_arg("normal", shape)
+  if dtypes.is_complex(dt):
+    # JAX's: real and imaginary parts from the two halves of a split, over sqrt(2)
+    real_dt = np.zeros((), dt).real.dtype
+    re, im = (lax.convert_element_type(_normal_real(k, shape, real_dt), dt)
+              for k in _split_data(data))
+    return lax.div(lax.add(re, lax.mul(np.array(1j, dt), im)), np.array(np.sqrt(2), dt))
   if not dtypes.is_float(dt):
-    msg = "complex normal samples are not supported by ember yet" if dtypes.is_complex(dt) \
-        else "dtype argument to `normal` must be a float or complex dtype"
-    raise ValueError(f"{msg}, got {dt}")
+    raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, got {dt}")
+  return _normal_real(data, shape, dt)
+
+
+def _normal_real(data, shape, dt):
   lo = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt))   # exclude -1: erf_inv(-1) = -inf
-  u = _uniform(data, _shape_arg("normal", shape), dt, lo, np.array(1.0, dt))
+  u = _uniform(data, shape, dt, lo, np.array(1.0, dt))
   return lax.mul(np.array(np.sqrt(2), dt), _erf_inv(u))
 
 
