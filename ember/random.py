@@ -1,7 +1,7 @@
 """ember.random: JAX's PRNG API (jax.random), bit for bit JAX 0.12's default threefry2x32
 (partitionable) numbers. Keys live in ember._src.library.random.keys, with the design's one
-deviation: typed keys are pytrees wrapping their uint32 data rather than arrays with an
-extended dtype. The samplers live in ember._src.library.random.samplers, the gamma family in
+deviation: typed keys wrap their uint32 data rather than being arrays with an extended
+dtype (pytree leaves to users, as in JAX; ember's transformations see the data). The samplers live in ember._src.library.random.samplers, the gamma family in
 ember._src.library.random.gamma and .gamma_family, poisson, binomial and multinomial in
 .discrete, the linear-algebra samplers in .linalg.
 JAX 0.12 has no `random.shuffle` (removed; use `permutation`), so neither does ember."""

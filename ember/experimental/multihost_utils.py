@@ -8,7 +8,9 @@ import zlib
 import numpy as np
 
 from ember._src.parallel import distributed
-from ember._src.base.tree_util import tree_all, tree_map
+from ember._src.base.tree_util import public as _tree
+
+tree_all, tree_map = _tree.tree_all, _tree.tree_map  # as users' pytrees (keys are leaves)
 
 
 def process_allgather(in_tree, tiled: bool = False):

@@ -2,16 +2,26 @@
 
 None, tuples, lists, dicts (sorted keys), namedtuples and registered classes are nodes;
 everything else is a leaf. The semantics follow jax.tree_util.
+
+Two views of one registry: the functions of this module are what ember's transformations
+flatten with, the `public` namespace is `jax.tree_util` / `jax.tree` (ember/tree_util.py,
+ember/tree.py). They differ only on the types registered with `register_transform_node`:
+typed PRNG key arrays, leaves to users as in JAX (`tree_structure(key)` is `PyTreeDef(*)`)
+but nodes to ember's transformations, which so see the key's uint32 data (an ember key is a
+wrapper of its data, not an array with an extended dtype).
 """
 from __future__ import annotations
 
 import collections
 import dataclasses
 import functools
+import types
 from typing import Any, Callable, NamedTuple, TypeVar
 
 # type -> (flatten(x) -> (children, aux), unflatten(aux, children) -> x, flatten_with_keys)
 _registry: dict[type, tuple[Callable, Callable, Callable | None]] = {}
+# type -> (flatten, unflatten, None): leaves to users, nodes to ember's transformations
+_transform_nodes: dict[type, tuple[Callable, Callable, None]] = {}
 
 
 class SequenceKey(NamedTuple):
@@ -49,6 +59,13 @@ def register_pytree_node(nodetype: type, flatten_func: Callable, unflatten_func:
   if nodetype in _registry:
     raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
   _registry[nodetype] = (flatten_func, unflatten_func, flatten_with_keys_func)
+
+
+def register_transform_node(nodetype: type, flatten_func: Callable,
+                            unflatten_func: Callable) -> None:
+  """Make `nodetype` a leaf of user pytrees (jax.tree_util) but a node, with the children
+  `flatten_func` gives, of the pytrees ember's transformations flatten."""
+  _transform_nodes[nodetype] = (flatten_func, unflatten_func, None)
 
 
 def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
@@ -133,8 +150,9 @@ def _is_namedtuple(x) -> bool:
   return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
-def _node_children(x):
-  """(kind, aux, [(key, child)]) for a pytree node, or None for a leaf."""
+def _node_children(x, transform: bool = True):
+  """(kind, aux, [(key, child)]) for a pytree node, or None for a leaf; `transform`: as
+  ember's transformations see it (register_transform_node's types are nodes)."""
   t = type(x)
   if x is None:
     return ("none", None, [])
@@ -151,7 +169,7 @@ def _node_children(x):
     return ("dict", aux, [(DictKey(k), x[k]) for k in keys])
   if _is_namedtuple(x) and t not in _registry:
     return ("namedtuple", t, [(GetAttrKey(f), getattr(x, f)) for f in t._fields])
-  reg = _registry.get(t)
+  reg = _registry.get(t) or (_transform_nodes.get(t) if transform else None)
   if reg is not None:
     flatten, _, with_keys = reg
     if with_keys is not None:
@@ -213,7 +231,7 @@ class PyTreeDef:
     if k == "namedtuple":
       return self.aux(*kids)
     t, aux = self.aux
-    return _registry[t][1](aux, kids)
+    return (_registry.get(t) or _transform_nodes[t])[1](aux, kids)
 
   def flatten_up_to(self, tree):
     """The subtrees of `tree` at the leaf positions of this treedef."""
@@ -227,9 +245,34 @@ class PyTreeDef:
       return
     node = _node_children(tree)
     if node is None or node[0] != self.kind or len(node[2]) != len(self.children):
-      raise ValueError(f"Tree structure mismatch: expected {self}, got {tree!r}")
+      raise ValueError(self._mismatch(tree, node))
+    if self.kind == "dict" and list(self.aux[1]) != [k.key for k, _ in node[2]]:
+      raise ValueError(self._mismatch(tree, node))
     for c, (_, sub) in zip(self.children, node[2]):
       c._up_to(sub, out)
+
+  def _mismatch(self, tree, node) -> str:
+    """Why `tree` does not have this node at its root, in JAX's words."""
+    kind = self.kind
+    same_kind = node is not None and node[0] == kind
+    if kind == "none":
+      return (f"Expected None, got {tree!r}.\n\nIn previous releases of JAX, flatten-up-to "
+              "used to consider None to be a tree-prefix of non-None values. To obtain the "
+              "previous behavior, you can usually write:\n  jax.tree.map(lambda x, y: None "
+              "if x is None else f(x, y), a, b, is_leaf=lambda x: x is None)")
+    if kind in ("tuple", "list"):
+      if not same_kind:
+        return f"Expected {kind}, got {tree!r}."
+      return (f"{kind.capitalize()} arity mismatch: {len(node[2])} != {len(self.children)}; "
+              f"{kind}: {tree!r}.")
+    if kind == "dict":
+      if node is None or node[0] != "dict":
+        return f"Expected dict, got {tree!r}."
+      return (f"Dict key mismatch; expected keys: {list(self.aux[1])}; present keys: "
+              f"{[k.key for k, _ in node[2]]}.")
+    if kind == "namedtuple":
+      return f"Expected named tuple, got {tree!r}."
+    return f"Custom node type mismatch: expected type: {self.aux[0]}, value: {tree!r}."
 
   def leaf_counts_under(self, full: "PyTreeDef") -> list[int]:
     """For each leaf of this treedef, a prefix of `full`: how many leaves of `full` sit at
@@ -290,71 +333,22 @@ def _hashable(aux):
 _LEAF = PyTreeDef("leaf", None, ())
 
 
-def _flatten(tree, is_leaf, leaves, paths, path):
-  if is_leaf is not None and is_leaf(tree):
+def _flatten(tree, is_leaf, leaves, paths, path, transform=True, leaf_takes_path=False):
+  if is_leaf is not None and (is_leaf(path, tree) if leaf_takes_path else is_leaf(tree)):
     leaves.append(tree)
     if paths is not None:
       paths.append(path)
     return _LEAF
-  node = _node_children(tree)
+  node = _node_children(tree, transform)
   if node is None:
     leaves.append(tree)
     if paths is not None:
       paths.append(path)
     return _LEAF
   kind, aux, kc = node
-  children = [_flatten(c, is_leaf, leaves, paths, path + (k,)) for k, c in kc]
+  children = [_flatten(c, is_leaf, leaves, paths, path + (k,), transform, leaf_takes_path)
+              for k, c in kc]
   return PyTreeDef(kind, aux, children)
-
-
-def tree_flatten(tree, is_leaf: Callable | None = None):
-  leaves: list = []
-  treedef = _flatten(tree, is_leaf, leaves, None, ())
-  return leaves, treedef
-
-
-def tree_flatten_with_path(tree, is_leaf: Callable | None = None):
-  leaves: list = []
-  paths: list = []
-  treedef = _flatten(tree, is_leaf, leaves, paths, ())
-  return list(zip(paths, leaves)), treedef
-
-
-def tree_leaves_with_path(tree, is_leaf=None):
-  return tree_flatten_with_path(tree, is_leaf)[0]
-
-
-def tree_unflatten(treedef: PyTreeDef, leaves):
-  return treedef.unflatten(leaves)
-
-
-def tree_leaves(tree, is_leaf=None):
-  return tree_flatten(tree, is_leaf)[0]
-
-
-def tree_structure(tree, is_leaf=None) -> PyTreeDef:
-  return tree_flatten(tree, is_leaf)[1]
-
-
-def treedef_is_leaf(treedef: PyTreeDef) -> bool:
-  return treedef.kind == "leaf"
-
-
-def tree_map(f: Callable, tree, *rest, is_leaf=None):
-  leaves, treedef = tree_flatten(tree, is_leaf)
-  others = [treedef.flatten_up_to(r) for r in rest]
-  return treedef.unflatten(f(*xs) for xs in zip(leaves, *others))
-
-
-def tree_map_with_path(f: Callable, tree, *rest, is_leaf=None):
-  kl, treedef = tree_flatten_with_path(tree, is_leaf)
-  others = [treedef.flatten_up_to(r) for r in rest]
-  return treedef.unflatten(f(p, x, *xs) for (p, x), *xs in zip(kl, *others))
-
-
-def tree_reduce(f: Callable, tree, initializer=None, is_leaf=None):
-  leaves = tree_leaves(tree, is_leaf)
-  return functools.reduce(f, leaves) if initializer is None else functools.reduce(f, leaves, initializer)
 
 
 class _Unspecified:
@@ -365,45 +359,125 @@ class _Unspecified:
 _UNSPECIFIED = _Unspecified()
 
 
-def tree_reduce_associative(operation: Callable, tree, *, identity=_UNSPECIFIED, is_leaf=None):
-  """Reduce the leaves with an associative `operation` as a balanced tree of calls:
-  `((a+b)+(c+(d+e)))`."""
-  leaves = tree_leaves(tree, is_leaf)
-  if not leaves:
-    if identity is _UNSPECIFIED:
-      raise TypeError("Must specify identity for parallel reduction of empty sequence.")
-    return identity
-
-  def reduce(xs):
-    if len(xs) == 1:
-      return xs[0]
-    return operation(reduce(xs[:len(xs) // 2]), reduce(xs[len(xs) // 2:]))
-  return reduce(leaves)
+def tree_unflatten(treedef: PyTreeDef, leaves):
+  return treedef.unflatten(leaves)
 
 
-def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
-  """`prefix_tree` with each leaf repeated over the subtree of `full_tree` at its place."""
-  leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
-  subtrees = prefix_def.flatten_up_to(full_tree)
-  return prefix_def.unflatten(tree_map(lambda _: x, sub, is_leaf=is_leaf)
-                              for x, sub in zip(leaves, subtrees))
+def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+  return treedef.kind == "leaf"
 
 
-def flatten_one_level(tree) -> tuple[list, Any]:
-  """The children of the node `tree` and its node data; ValueError for a leaf."""
-  kids, meta = flatten_one_level_with_keys(tree)
-  return [c for _, c in kids], meta
+def _tree_api(transform: bool):
+  """The flattening functions, as ember's transformations (`transform`) or users see pytrees
+  (register_transform_node's types are leaves to users)."""
+
+  def tree_flatten(tree, is_leaf: Callable | None = None):
+    leaves: list = []
+    treedef = _flatten(tree, is_leaf, leaves, None, (), transform)
+    return leaves, treedef
+
+  def tree_flatten_with_path(tree, is_leaf: Callable | None = None,
+                             is_leaf_takes_path: bool = False):
+    """(path, leaf) pairs and the treedef; with `is_leaf_takes_path`, `is_leaf` is called
+    as `is_leaf(path, x)`."""
+    leaves: list = []
+    paths: list = []
+    treedef = _flatten(tree, is_leaf, leaves, paths, (), transform, is_leaf_takes_path)
+    return list(zip(paths, leaves)), treedef
+
+  def tree_leaves_with_path(tree, is_leaf: Callable | None = None,
+                            is_leaf_takes_path: bool = False):
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+  def tree_leaves(tree, is_leaf: Callable | None = None):
+    return tree_flatten(tree, is_leaf)[0]
+
+  def tree_structure(tree, is_leaf: Callable | None = None) -> PyTreeDef:
+    return tree_flatten(tree, is_leaf)[1]
+
+  def tree_map(f: Callable, tree, *rest, is_leaf: Callable | None = None):
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    others = [treedef.flatten_up_to(r) for r in rest]
+    return treedef.unflatten(f(*xs) for xs in zip(leaves, *others))
+
+  def tree_map_with_path(f: Callable, tree, *rest, is_leaf: Callable | None = None,
+                         is_leaf_takes_path: bool = False):
+    kl, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    others = [treedef.flatten_up_to(r) for r in rest]
+    return treedef.unflatten(f(p, x, *xs) for (p, x), *xs in zip(kl, *others))
+
+  def tree_reduce(function: Callable, tree, initializer=_UNSPECIFIED,
+                  is_leaf: Callable | None = None):
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _UNSPECIFIED:
+      return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+  def tree_reduce_associative(operation: Callable, tree, *, identity=_UNSPECIFIED,
+                              is_leaf: Callable | None = None):
+    """Reduce the leaves with an associative `operation` as a balanced tree of calls:
+    `((a+b)+(c+(d+e)))`."""
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+      if identity is _UNSPECIFIED:
+        raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+      return identity
+
+    def reduce(xs):
+      if len(xs) == 1:
+        return xs[0]
+      return operation(reduce(xs[:len(xs) // 2]), reduce(xs[len(xs) // 2:]))
+    return reduce(leaves)
+
+  def tree_broadcast(prefix_tree, full_tree, is_leaf: Callable | None = None):
+    """`prefix_tree` with each leaf repeated over the subtree of `full_tree` at its place."""
+    leaves, prefix_def = tree_flatten(prefix_tree, is_leaf)
+    subtrees = prefix_def.flatten_up_to(full_tree)
+    return prefix_def.unflatten(tree_map(lambda _: x, sub, is_leaf=is_leaf)
+                                for x, sub in zip(leaves, subtrees))
+
+  def flatten_one_level(tree) -> tuple[list, Any]:
+    """The children of the node `tree` and its node data; ValueError for a leaf."""
+    kids, meta = flatten_one_level_with_keys(tree)
+    return [c for _, c in kids], meta
+
+  def flatten_one_level_with_keys(tree) -> tuple[list, Any]:
+    """The (key, child) pairs of the node `tree` and its node data; ValueError for a leaf."""
+    node = _node_children(tree, transform)
+    if node is None:
+      raise ValueError(f"can't tree-flatten type: {type(tree)}")
+    kind, aux, kids = node
+    meta = {"dict": lambda: aux[1], "namedtuple": lambda: aux,
+            "custom": lambda: aux[1]}.get(kind, lambda: None)()
+    return list(kids), meta
+
+  def tree_all(tree, *, is_leaf: Callable | None = None) -> bool:
+    return all(tree_leaves(tree, is_leaf))
+
+  def all_leaves(iterable, is_leaf: Callable | None = None) -> bool:
+    return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)
+
+  return types.SimpleNamespace(**{k: v for k, v in locals().items() if callable(v)})
 
 
-def flatten_one_level_with_keys(tree) -> tuple[list, Any]:
-  """The (key, child) pairs of the node `tree` and its node data; ValueError for a leaf."""
-  node = _node_children(tree)
-  if node is None:
-    raise ValueError(f"can't tree-flatten type: {type(tree)}")
-  kind, aux, kids = node
-  meta = {"dict": lambda: aux[1], "namedtuple": lambda: aux,
-          "custom": lambda: aux[1]}.get(kind, lambda: None)()
-  return list(kids), meta
+# what jax.tree_util / jax.tree are (typed keys are leaves)
+public = _tree_api(transform=False)
+# what ember's transformations flatten with (typed keys are nodes over their data)
+_transform_api = _tree_api(transform=True)
+tree_flatten = _transform_api.tree_flatten
+tree_flatten_with_path = _transform_api.tree_flatten_with_path
+tree_leaves_with_path = _transform_api.tree_leaves_with_path
+tree_leaves = _transform_api.tree_leaves
+tree_structure = _transform_api.tree_structure
+tree_map = _transform_api.tree_map
+tree_map_with_path = _transform_api.tree_map_with_path
+tree_reduce = _transform_api.tree_reduce
+tree_reduce_associative = _transform_api.tree_reduce_associative
+tree_broadcast = _transform_api.tree_broadcast
+flatten_one_level = _transform_api.flatten_one_level
+flatten_one_level_with_keys = _transform_api.flatten_one_level_with_keys
+tree_all = _transform_api.tree_all
+all_leaves = _transform_api.all_leaves
 
 
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
@@ -416,19 +490,11 @@ def treedef_tuple(treedefs) -> PyTreeDef:
   return PyTreeDef("tuple", len(treedefs), treedefs)
 
 
-def tree_all(tree, is_leaf=None) -> bool:
-  return all(tree_leaves(tree, is_leaf))
-
-
 def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
   flat = outer_treedef.flatten_up_to(pytree_to_transpose)
   inner = [inner_treedef.flatten_up_to(x) for x in flat]
   cols = list(zip(*inner)) if inner else [[] for _ in range(inner_treedef.num_leaves)]
   return inner_treedef.unflatten(outer_treedef.unflatten(c) for c in cols)
-
-
-def all_leaves(iterable, is_leaf=None) -> bool:
-  return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)
 
 
 class Partial(functools.partial):

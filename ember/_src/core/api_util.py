@@ -2,6 +2,9 @@
 functions (WrappedFun, wrap_init, flatten_fun_nokwargs) for libraries that stage their own."""
 from __future__ import annotations
 
+import functools
+import types
+
 import numpy as np
 
 from ember._src import core
@@ -35,6 +38,49 @@ class ShapeDtypeStruct:
   def __hash__(self):
     return hash((self.shape, self.dtype, self.weak_type))
 
+
+
+def _user_attrs(fun) -> dict:
+  """The attributes a user set on `fun`: its __dict__, or for an ember transformation object
+  (a jit, custom_jvp, ... instance, which keeps its own state in __dict__) those of the
+  function it wraps."""
+  seen = 0
+  while (not isinstance(fun, (types.FunctionType, functools.partial))
+         and type(fun).__module__.startswith("ember.") and hasattr(fun, "__wrapped__")
+         and seen < 32):
+    fun, seen = fun.__wrapped__, seen + 1
+  if not isinstance(fun, (types.FunctionType, functools.partial)) and \
+      type(fun).__module__.startswith("ember."):
+    return {}
+  return dict(getattr(fun, "__dict__", {}))
+
+
+def wraps(wrapped, docstr: str | None = None, **kwargs):
+  """Decorator: a transformation's wrapper function takes `wrapped`'s metadata as JAX's
+  transformations do: its attributes (__dict__), __annotations__, __name__ (that of a
+  functools.partial's function), __module__, __doc__ (`docstr.format(fun=name, doc=doc, **kwargs)`
+  when given), __qualname__ and __wrapped__. As in JAX, metadata that cannot be set (a
+  __name__ that is not a string) stops the copying there, silently."""
+  def wrapper(fun):
+    try:
+      name = getattr(wrapped, "__name__", None)
+      inner = wrapped
+      while name is None and isinstance(inner, functools.partial):
+        inner = inner.func
+        name = getattr(inner, "__name__", None)
+      name = "<unnamed function>" if name is None else name
+      doc = getattr(wrapped, "__doc__", "") or ""
+      fun.__dict__.update(_user_attrs(wrapped))
+      fun.__annotations__ = dict(getattr(wrapped, "__annotations__", {}) or {})
+      fun.__name__ = name
+      fun.__module__ = getattr(wrapped, "__module__", "<unknown module>")
+      fun.__doc__ = doc if docstr is None else docstr.format(fun=name, doc=doc, **kwargs)
+      fun.__qualname__ = getattr(wrapped, "__qualname__", fun.__name__)
+      fun.__wrapped__ = wrapped
+    except Exception:  # noqa: BLE001  (JAX's: best effort)
+      pass
+    return fun
+  return wrapper
 
 
 # --- wrapped functions (jax.extend.linear_util, jax.api_util) ---------------------------------

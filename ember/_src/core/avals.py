@@ -37,6 +37,13 @@ class ShapedArray(AbstractValue):
   ndim = property(lambda self: len(self.shape))
   size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
+  @property
+  def sharding(self):
+    """The sharding in the type (`jax.typeof(x).sharding`): ember's types carry none, so it
+    is JAX's for an array no explicit axis splits, a NamedSharding over the abstract mesh in
+    context (empty without `jax.set_mesh`) with a None per dimension (`P(None, None)`)."""
+    return type_sharding[0](self)
+
   def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
     return ShapedArray(self.shape if shape is None else shape,
                        self.dtype if dtype is None else dtype,
@@ -69,6 +76,10 @@ class ShapedArray(AbstractValue):
 
   def __str__(self):  # JAX's `jax.typeof(1.0)` prints `~float32[]`: `~` marks a weak type
     return ("~" if self.weak_type else "") + self.str_short()
+
+
+# aval -> the sharding in its type; filled by core/sharding.py (which imports this module)
+type_sharding: list = [None]
 
 
 def _python_scalar_aval(x) -> ShapedArray:

@@ -276,6 +276,14 @@ class Mesh:
   def abstract_mesh(self) -> AbstractMesh:
     return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types)
 
+  # which axes are of which type (`mesh.are_all_axes_explicit`, ...), as AbstractMesh's
+  are_all_axes_auto = property(lambda self: _all_of(self, AxisType.Auto))
+  are_all_axes_explicit = property(lambda self: _all_of(self, AxisType.Explicit))
+  are_all_axes_manual = property(lambda self: _all_of(self, AxisType.Manual))
+  auto_axes = property(lambda self: _axes_of(self, AxisType.Auto))
+  explicit_axes = property(lambda self: _axes_of(self, AxisType.Explicit))
+  manual_axes = property(lambda self: _axes_of(self, AxisType.Manual))
+
   def __enter__(self):  # JAX's older `with mesh:` form (JAX now prefers jax.set_mesh)
     return self
 
@@ -302,6 +310,14 @@ class AbstractMesh:
   # JAX's: an empty abstract mesh has size 0
   size = property(lambda self: int(np.prod(self.axis_sizes)) if self.axis_names else 0)
 
+  are_all_axes_auto = Mesh.are_all_axes_auto
+  are_all_axes_explicit = Mesh.are_all_axes_explicit
+  are_all_axes_manual = Mesh.are_all_axes_manual
+  auto_axes = Mesh.auto_axes
+  explicit_axes = Mesh.explicit_axes
+  manual_axes = Mesh.manual_axes
+  abstract_mesh = property(lambda self: self)
+
   def _key(self):
     return (self.axis_sizes, self.axis_names, self.axis_types)
 
@@ -319,6 +335,15 @@ class AbstractMesh:
 
 
 _EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+
+
+def _all_of(mesh, kind: AxisType) -> bool:
+  """Whether every axis of `mesh` is of type `kind`: False for the empty mesh, as JAX's."""
+  return bool(mesh.axis_types) and all(t == kind for t in mesh.axis_types)
+
+
+def _axes_of(mesh, kind: AxisType) -> tuple:
+  return tuple(n for n, t in zip(mesh.axis_names, mesh.axis_types) if t == kind)
 
 
 class _MeshContext(threading.local):
@@ -460,9 +485,11 @@ class SingleDeviceSharding(Sharding):
 class NamedSharding(Sharding):
   """An array split over a `Mesh` as `spec` says: `NamedSharding(mesh, P('data', None))`."""
 
-  def __init__(self, mesh: Mesh, spec: PartitionSpec, *, memory_kind: str | None = None):
-    if not isinstance(mesh, Mesh):
-      raise TypeError(f"NamedSharding: mesh must be a jax.sharding.Mesh, got {mesh!r}")
+  def __init__(self, mesh: Mesh | AbstractMesh, spec: PartitionSpec, *,
+               memory_kind: str | None = None):
+    if not isinstance(mesh, (Mesh, AbstractMesh)):
+      raise TypeError(f"NamedSharding: mesh must be a jax.sharding.Mesh or AbstractMesh, "
+                      f"got {mesh!r}")
     if not isinstance(spec, PartitionSpec):
       raise TypeError(f"NamedSharding: spec must be a PartitionSpec, got {spec!r}: write "
                       f"P{tuple(spec)!r} (from jax.sharding import PartitionSpec as P)"
@@ -471,10 +498,33 @@ class NamedSharding(Sharding):
     _check_spec(mesh, spec)
     self.mesh = mesh
     self.spec = spec
-    self.memory_kind = "device" if memory_kind is None else memory_kind
+    # over an abstract mesh, none unless given (JAX's); over devices, theirs
+    self.memory_kind = ("device" if memory_kind is None and isinstance(mesh, Mesh)
+                        else memory_kind)
 
-  device_set = property(lambda self: set(self.mesh.devices.flat))
-  _device_assignment = property(lambda self: self.mesh._flat_devices_tuple)
+  @property
+  def device_set(self) -> set:
+    self._concrete("device_set")
+    return set(self.mesh.devices.flat)
+
+  @property
+  def _device_assignment(self) -> tuple:
+    self._concrete("_device_assignment")
+    return self.mesh._flat_devices_tuple
+
+  @property
+  def is_fully_addressable(self) -> bool:
+    self._concrete("is_fully_addressable")
+    return self.device_set <= set(_DEVICES)
+
+  @property
+  def num_devices(self) -> int:
+    """The mesh's size; an abstract mesh's (the empty one's is 0), as JAX's."""
+    return self.mesh.size if isinstance(self.mesh, AbstractMesh) else len(self.device_set)
+
+  def _concrete(self, name: str) -> None:
+    if isinstance(self.mesh, AbstractMesh):
+      raise ValueError(f"{name} is not implemented for `jax.sharding.AbstractMesh`.")
 
   @property
   def is_fully_replicated(self) -> bool:
@@ -493,6 +543,7 @@ class NamedSharding(Sharding):
     return tuple(out)
 
   def devices_indices_map(self, global_shape):
+    self._concrete("devices_indices_map")
     shard = self.shard_shape(global_shape)
     out = {}
     for pos in np.ndindex(*self.mesh.devices.shape):
@@ -513,6 +564,16 @@ class NamedSharding(Sharding):
   def with_memory_kind(self, kind: str) -> "NamedSharding":
     return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 
+  def is_equivalent_to(self, other: Sharding, ndim: int) -> bool:
+    if isinstance(self.mesh, AbstractMesh) or isinstance(getattr(other, "mesh", None),
+                                                         AbstractMesh):
+      # no devices to compare: the same mesh, and specs equal but for trailing Nones
+      def padded(spec):
+        return tuple(spec) + (None,) * (ndim - len(spec))
+      return (isinstance(other, NamedSharding) and other.mesh == self.mesh
+              and padded(other.spec) == padded(self.spec))
+    return super().is_equivalent_to(other, ndim)
+
   def __eq__(self, other):
     return (isinstance(other, NamedSharding) and other.mesh == self.mesh
             and other.spec == self.spec and other.memory_kind == self.memory_kind)
@@ -521,7 +582,17 @@ class NamedSharding(Sharding):
     return hash((NamedSharding, self.mesh, self.spec, self.memory_kind))
 
   def __repr__(self):
-    return f"NamedSharding(mesh={self.mesh}, spec={self.spec}, memory_kind={self.memory_kind})"
+    kind = "" if self.memory_kind is None else f", memory_kind={self.memory_kind}"
+    return f"NamedSharding(mesh={self.mesh}, spec={self.spec}{kind})"
+
+
+def _type_sharding(aval) -> NamedSharding:
+  """An aval's `.sharding`: ember's types record none, so JAX's for an array that no explicit
+  mesh axis splits: over the abstract mesh in context, a None per dimension."""
+  return NamedSharding(get_abstract_mesh(), PartitionSpec(*(None,) * len(aval.shape)))
+
+
+core.avals.type_sharding[0] = _type_sharding
 
 
 def _entry_axes(entry) -> tuple:

@@ -26,7 +26,8 @@ import numpy as np
 # (eager: imported for its eager hook, which it installs in core)
 from ember._src.driver import cache_miss, compilation, eager, pjrt_dispatch  # noqa: F401
 from ember._src import core
-from ember._src.base import profiler_events as _profiler, tree_util
+from ember._src.base import dtypes, profiler_events as _profiler, tree_util
+from ember._src.core import api_util
 from ember._src.core.api_util import ShapeDtypeStruct
 from ember._src.base.config import TRACE_CONFIG, config
 from ember._src.driver.compilation import Lowered, Staged, Traced
@@ -188,16 +189,37 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
   return make_jaxpr_f
 
 
+# (aval of an extended dtype, _Abstract) -> a stand-in value of that type whose pytree
+# children are _Abstracts (a typed PRNG key over its data), filled by library/random/keys.py
+abstract_extended: list = [None]
+
+
 def eval_shape(fun, *args, **kwargs):
-  """The output shapes/dtypes of `fun(*args)` as ShapeDtypeStructs, without computing."""
-  leaves, tree = tree_util.tree_flatten((args, kwargs))
-  avals = [x.aval if isinstance(x, ShapeDtypeStruct) else core.get_aval(x) for x in leaves]
+  """The output shapes/dtypes of `fun(*args)` as ShapeDtypeStructs, without computing.
+  Typed PRNG keys (arguments, ShapeDtypeStructs of a key dtype, results) are one leaf each,
+  as in JAX."""
+  leaves, tree = tree_util.public.tree_flatten((args, kwargs))
+  stand_ins = [_abstract_arg(x) for x in leaves]
 
   def flat(*xs):
     a, k = tree.unflatten(xs)
     return fun(*a, **k)
-  _, shapes = make_jaxpr(flat, return_shape=True)(*[_Abstract(a) for a in avals])
-  return shapes
+  _, shapes = make_jaxpr(flat, return_shape=True)(*stand_ins)
+  return tree_util.public.tree_map(_key_shape, shapes)
+
+
+def _abstract_arg(x):
+  aval = x.aval if isinstance(x, ShapeDtypeStruct) else core.get_aval(x)
+  if isinstance(aval.dtype, dtypes.ExtendedDType) and abstract_extended[0] is not None:
+    return abstract_extended[0](aval, _Abstract)
+  return _Abstract(aval)
+
+
+def _key_shape(x):
+  """A result that is a typed key over a ShapeDtypeStruct: the key's ShapeDtypeStruct."""
+  if type(x) in tree_util._transform_nodes:
+    return ShapeDtypeStruct(x.shape, x.dtype)
+  return x
 
 
 class _Abstract:
@@ -371,6 +393,15 @@ class JitWrapped:
     functools.update_wrapper(self, fun, updated=())  # not __dict__: a wrapped custom_jvp's
     # fun (or another jit's cache) would replace ours
     self.__name__ = _fun_name(fun)
+
+  def __getattr__(self, name):
+    """The attributes the user set on the jitted function (`f.attr = 1`), as JAX's jit
+    copies its __dict__: looked up there, never copied over this object's state."""
+    fun = self.__dict__.get("fun") if not name.startswith("__") else None
+    attrs = api_util._user_attrs(fun) if fun is not None else {}
+    if name in attrs:
+      return attrs[name]
+    raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
   def __get__(self, obj, objtype=None):
     if obj is None:

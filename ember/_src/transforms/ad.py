@@ -40,7 +40,7 @@ import numpy as np
 
 from ember._src import core
 from ember._src.base import dtypes, tree_util
-from ember._src.core import Literal, ShapedArray, declare
+from ember._src.core import Literal, ShapedArray, api_util, declare
 from ember._src.base.dtypes import dtype_kind
 from ember._src.transforms import batching
 from ember._src.transforms.partial_eval import partial_eval_jaxpr
@@ -281,11 +281,16 @@ def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, linearizing: 
   (Zero where symbolically zero), aux with its tracers replaced by their primals)."""
   with core.new_main(JVPTrace, _LINEARIZING if linearizing else None) as main:
     trace = JVPTrace(main)
-    ins = [JVPTracer(trace, _as_array(p), _as_array(t)) for p, t in zip(primals, tangents)]
+    p_in, t_in = [_as_array(p) for p in primals], [_as_array(t) for t in tangents]
+    ins = [JVPTracer(trace, p, t) for p, t in zip(p_in, t_in)]
     outs, aux = fun(*ins)
     outs = [core.full_raise(trace, o) for o in outs]
     aux = _strip_aux(aux, main)
-    return [o.primal for o in outs], [o.tangent for o in outs], aux
+    # an input returned as it is comes out as the caller's value, a Python scalar
+    # included (`jvp(lambda x: x, (1.0,), (1.0,))` is `(1.0, 1.0)`, as JAX's)
+    given = {id(c): v for c, v in zip(p_in + t_in, [*primals, *tangents]) if c is not v}
+    return ([given.get(id(o.primal), o.primal) for o in outs],
+            [given.get(id(o.tangent), o.tangent) for o in outs], aux)
 
 
 def _as_array(x):
@@ -601,12 +606,16 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
     raise TypeError("primal and tangent arguments to jax.jvp must be tuples or lists; found "
                     f"{type(primals).__name__} and {type(tangents).__name__}.")
-  p_flat, tree = tree_util.tree_flatten(tuple(primals))
-  t_flat, t_tree = tree_util.tree_flatten(tuple(tangents))
+  # as users' pytrees (a typed key is one leaf, its tangent one float0 array), then each
+  # key as its data, with float0 tangents of the data's shape
+  p_flat, tree = tree_util.public.tree_flatten(tuple(primals))
+  t_flat, t_tree = tree_util.public.tree_flatten(tuple(tangents))
   if tree != t_tree:
     raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
                     f"structure; primals have tree structure {tree} whereas tangents have "
                     f"tree structure {t_tree}.")
+  p_flat, t_flat = _keys_as_data(p_flat, t_flat)
+  tree = tree_util.tree_structure(tuple(primals))
   tans = []
   for p, t in zip(p_flat, t_flat):
     _check_arg(p)
@@ -629,8 +638,37 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   p_out, t_out, aux = jvp_flat(flat, p_flat, tans)
   t_out = [instantiate_zeros(t) for t in t_out]
   out_tree = store["out_tree"]
-  res = (tree_util.tree_unflatten(out_tree, p_out), tree_util.tree_unflatten(out_tree, t_out))
+  res = (tree_util.tree_unflatten(out_tree, p_out),
+         _key_tangents(tree_util.tree_unflatten(out_tree, t_out)))
   return (*res, aux) if has_aux else res
+
+
+def _keys_as_data(p_flat, t_flat):
+  """Primal leaves with each typed key replaced by its data, and their tangents (a key's:
+  a float0 array of the key's shape, JAX's) by float0 arrays of the data's shape."""
+  ps, ts = [], []
+  for p, t in zip(p_flat, t_flat):
+    if type(p) in tree_util._transform_nodes:
+      if getattr(t, "dtype", None) != dtypes.float0 or np.shape(t) != tuple(p.shape):
+        raise TypeError(f"jvp: the tangent of a PRNG key array of shape {tuple(p.shape)} "
+                        f"must be a float0 array of that shape, got {t!r}.")
+      data = tree_util.tree_leaves(p)
+      ps.extend(data)
+      ts.extend(np.zeros(np.shape(d), dtypes.float0) for d in data)
+    else:
+      ps.append(p)
+      ts.append(t)
+  return ps, ts
+
+
+def _key_tangents(tangents):
+  """`tangents` with each typed key's tangent (a key over float0 data, as ember's
+  transformations unflatten it) a float0 array of the key's shape, as JAX's."""
+  def fix(t):
+    if type(t) in tree_util._transform_nodes:
+      return np.zeros(tuple(t.shape), dtypes.float0)
+    return t
+  return tree_util.public.tree_map(fix, tangents)
 
 
 def _lift_linearized(jaxpr, tree, p_avals, out_avals, nonzero, out_tree, residuals, *tangents):
@@ -753,7 +791,7 @@ def _vjp_pullback(name, jaxpr, nonzero, in_avals, out_avals, in_tree, out_tree, 
                               [UndefinedPrimal(v.aval) for v in jaxpr.invars], cts))
   out = [instantiate_zeros(next(cts_in)) if is_differentiable(a.dtype)
          else zeros_like_aval(tangent_aval(a)) for a in in_avals]
-  return tuple(tree_util.tree_unflatten(in_tree, out))
+  return tuple(_key_tangents(tree_util.tree_unflatten(in_tree, out)))
 
 
 def _vjp(fun, primals, has_aux, name="vjp"):
@@ -845,13 +883,23 @@ def _one(aval):
   return core.new_array(np.ones((), aval.dtype), weak_type=aval.weak_type)
 
 
+_GRAD_DOC = ("Gradient of {fun} with respect to positional argument(s) {argnums}. Takes the "
+             "same arguments as {fun} but returns the gradient, which has the same shape as "
+             "the arguments at positions {argnums}.")
+_VALUE_AND_GRAD_DOC = (
+    "Value and gradient of {fun} with respect to positional argument(s) {argnums}. Takes the "
+    "same arguments as {fun} but returns a two-element tuple where the first element is the "
+    "value of {fun} and the second element is the gradient, which has the same shape as the "
+    "arguments at positions {argnums}.")
+
+
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False, reduce_axes=()):
   """A function returning (fun(*args), the gradient of fun with respect to `argnums`)."""
   _check_callable(fun, "value_and_grad")
   _argnums_tuple(argnums)
 
-  @functools.wraps(fun, updated=())  # not __dict__ (a jit or custom_vjp object keeps state there)
+  @api_util.wraps(fun, docstr=_VALUE_AND_GRAD_DOC, argnums=argnums)
   def value_and_grad_f(*args, **kwargs):
     f_partial, dyn = _split_argnums(fun, args, kwargs, argnums, "value_and_grad")
     for x in tree_util.tree_leaves(dyn):
@@ -875,7 +923,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
   _check_callable(fun, "grad")
   vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
-  @functools.wraps(fun, updated=())  # not __dict__ (a jit or custom_vjp object keeps state there)
+  @api_util.wraps(fun, docstr=_GRAD_DOC, argnums=argnums)
   def grad_f(*args, **kwargs):
     out, g = vg(*args, **kwargs)
     return (g, out[1]) if has_aux else g

@@ -36,7 +36,7 @@ import numpy as np
 
 from ember._src import core
 from ember._src.base import tree_util
-from ember._src.core import ShapedArray
+from ember._src.core import ShapedArray, api_util
 from ember._src.core import trace as trace_lib
 
 not_mapped = None
@@ -549,6 +549,10 @@ def _match_out_axis(axis_data: AxisData, x, src, dst, path: str):
   return moveaxis(x, src, dst)
 
 
+_VMAP_DOC = ("Vectorized version of {fun}. Takes similar arguments as {fun} but with "
+             "additional array axes over which {fun} is mapped.")
+
+
 def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | None = None,
          spmd_axis_name=None):
   """Vectorizing map: `vmap(f)(xs)` applies `f` to each slice of `xs` along `in_axes` and
@@ -576,19 +580,25 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | 
   if axis_size is not None:
     axis_size = core.canonicalize_shape((axis_size,), "vmap axis_size: ")[0]
 
-  @functools.wraps(fun, updated=())  # not __dict__: a JitWrapped keeps its cache there
+  doc = _VMAP_DOC + ("\n\nOriginal documentation:\n\n{doc}" if getattr(fun, "__doc__", None)
+                     else "")
+
+  @api_util.wraps(fun, docstr=doc)
   def vmap_f(*args, **kwargs):
     if isinstance(in_axes, tuple) and len(in_axes) != len(args):
       raise ValueError("vmap in_axes must be an int, None, or a tuple of entries "
                        "corresponding to the positional arguments passed to the function, "
                        f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}.")
     args_flat, in_tree = tree_util.tree_flatten((args, kwargs))
-    for x in args_flat:
-      if not core.is_arraylike(x):
-        raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type"
-                        + (f": {core.real_jax_mixing_note(x)}" if core.real_jax_mixing_note(x)
-                           else ""))
     in_dims = flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True)
+    for x, d in zip(args_flat, in_dims):
+      # an unmapped (None) argument may be anything (a function, a string): passed as is
+      if d is not None and not core.is_arraylike(x):
+        note = core.real_jax_mixing_note(x)
+        what = (f"{x!r} of type {type(x)}" if isinstance(x, str)   # JAX's two spellings
+                else f"'{x!r}' of type '{type(x)}'")
+        raise TypeError(f"Argument {what} is not a valid JAX type"
+                        + (f": {note}" if note else ""))
     size = _mapped_axis_size(fun, args, kwargs, args_flat, in_dims, axis_size)
     in_dims = [None if d is None else d % ndim_of(x) for x, d in zip(args_flat, in_dims)]
     axis_data = AxisData(axis_name, size, spmd_axis_name)

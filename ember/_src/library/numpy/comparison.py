@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._src.base import dtypes
 from ember._src.library.lax import api as lax
 from ember._src.driver.jit import jit
 from ember._src.library.numpy import ufuncs, util
@@ -27,9 +28,13 @@ def array_equal(a1, a2, equal_nan: bool = False):
   if a1.shape != a2.shape:
     return array(False, dtype=np.bool_)
   eq = asarray(a1 == a2)
-  if equal_nan:
+  if equal_nan and _inexact(a1.dtype) and _inexact(a2.dtype):  # keys, ints: no NaNs
     eq = ufuncs.logical_or(eq, ufuncs.logical_and(ufuncs.isnan(a1), ufuncs.isnan(a2)))
   return all(eq)
+
+
+def _inexact(dt) -> bool:
+  return not isinstance(dt, dtypes.ExtendedDType) and dtypes.dtype_kind(dt) in "fc"
 
 
 def array_equiv(a1, a2):

@@ -186,11 +186,13 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
     raise NotImplementedError(f"jnp.array: only order='K' (or None) is supported, got "
                               f"order={order!r}; ember arrays are always row-major")
   # Fast paths: nothing to convert.
+  obj_dtype = getattr(object, "dtype", None)
+  if (ndmin == 0 and isinstance(obj_dtype, dtypes.ExtendedDType)
+      and (dtype is None or dtype == obj_dtype)):
+    return object  # a PRNG key array (dtype None or its own): immutable, as in JAX
   if dtype is None and ndmin == 0:
     if isinstance(object, core.Tracer) or (isinstance(object, Array) and not copy):
       return object  # tracers are immutable: a copy would be the same value
-    if isinstance(getattr(object, "dtype", None), dtypes.ExtendedDType):
-      return object  # a PRNG key array: immutable too, as in JAX
     if isinstance(object, _PY_SCALARS + (np.generic, np.ndarray)):
       return _in_current_trace(_stage(object))
   if dtype is not None:

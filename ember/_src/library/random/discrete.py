@@ -88,7 +88,7 @@ def _poisson_rejection(key, lam, shape, dtype, max_iters):
 
 
 @eager_jit.compiled(("shape", "dtype", "method"))
-def poisson(key, lam, shape=None, dtype=None, *, method="exact"):
+def poisson(key, lam, shape=None, dtype=None, *, method="exact", out_sharding=None):
   """Poisson(lam) counts of an integer dtype: Knuth's method for lam < 10, transformed
   rejection above ('exact', float32 arithmetic), or a loop-free normal-quantile
   inversion ('approximate', total variation below 1e-4)."""

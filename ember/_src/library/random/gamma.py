@@ -249,14 +249,14 @@ def _gamma(name, key, a, shape, dtype, method, log_space, inv_a=None):
 
 
 @eager_jit.compiled(("shape", "dtype", "method"))
-def gamma(key, a, shape=None, dtype=None, *, method="exact"):
+def gamma(key, a, shape=None, dtype=None, *, method="exact", out_sharding=None):
   """Standard Gamma(a) samples (unit scale). method: 'exact' (Marsaglia-Tsang rejection,
   differentiable in `a`) or 'approximate' (loop-free, slightly biased)."""
   return _gamma("gamma", key, a, shape, dtype, method, False)
 
 
 @eager_jit.compiled(("shape", "dtype", "method"))
-def loggamma(key, a, shape=None, dtype=None, *, method="exact"):
+def loggamma(key, a, shape=None, dtype=None, *, method="exact", out_sharding=None):
   """log of Gamma(a) samples, accurate where the samples underflow (a << 1)."""
   return _gamma("loggamma", key, a, shape, dtype, method, True)
 

@@ -24,7 +24,7 @@ from ember._src.library.random.xla_math.common import _cst as _c   # a constant 
 
 
 @eager_jit.compiled(("shape", "dtype", "method"))
-def beta(key, a, b, shape=None, dtype=None, *, method="exact"):
+def beta(key, a, b, shape=None, dtype=None, *, method="exact", out_sharding=None):
   """Beta(a, b) samples: G_a / (G_a + G_b), from log-gammas scaled by their max."""
   data = _key("beta", key)
   _method("beta", method)
@@ -43,7 +43,7 @@ def beta(key, a, b, shape=None, dtype=None, *, method="exact"):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def dirichlet(key, alpha, shape=None, dtype=None):
+def dirichlet(key, alpha, shape=None, dtype=None, *, out_sharding=None):
   """Dirichlet(alpha) samples over alpha's last axis: the softmax of log-gammas."""
   data = _key("dirichlet", key)
   dt = _sample_dtype("dirichlet", dtype)
@@ -85,7 +85,7 @@ def _softmax_last(x):
 
 
 @eager_jit.compiled(("shape", "dtype", "method"))
-def chisquare(key, df, shape=None, dtype=None, *, method="exact"):
+def chisquare(key, df, shape=None, dtype=None, *, method="exact", out_sharding=None):
   """Chi-square(df) samples: 2 * Gamma(df / 2), drawn in log space."""
   data = _key("chisquare", key)
   _method("chisquare", method)
@@ -103,7 +103,7 @@ def _chisquare(data, df, method, shape, dtype):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def t(key, df, shape=None, dtype=None):
+def t(key, df, shape=None, dtype=None, *, out_sharding=None):
   """Student's t(df) samples: N * sqrt((df / 2) / Gamma(df / 2))."""
   data = _key("t", key)
   dt = _sample_dtype("t", dtype)
@@ -118,7 +118,7 @@ def t(key, df, shape=None, dtype=None):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def f(key, dfnum, dfden, shape=None, dtype=None):
+def f(key, dfnum, dfden, shape=None, dtype=None, *, out_sharding=None):
   """F(dfnum, dfden) samples: (chi2(dfnum) / dfnum) / (chi2(dfden) / dfden)."""
   data = _key("f", key)
   dt = _sample_dtype("f", dtype)
@@ -140,7 +140,7 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def generalized_normal(key, p, shape=(), dtype=None):
+def generalized_normal(key, p, shape=(), dtype=None, *, out_sharding=None):
   """Samples with density proportional to exp(-|x|^p): +-Gamma(1/p)^(1/p)."""
   shape = _canon_shape("generalized_normal", shape)
   data = _key("generalized_normal", key)
@@ -165,7 +165,7 @@ def _power(x, y):
 
 
 @eager_jit.compiled(("d", "p", "shape", "dtype"))
-def ball(key, d, p=2, shape=(), dtype=None):
+def ball(key, d, p=2, shape=(), dtype=None, *, out_sharding=None):
   """Uniform samples from the unit Lp ball in d dimensions (Barthe et al. 2005)."""
   check_arraylike("ball", p)
   shape = _canon_shape("ball", shape)
@@ -183,7 +183,7 @@ def ball(key, d, p=2, shape=(), dtype=None):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def wald(key, mean, shape=None, dtype=None):
+def wald(key, mean, shape=None, dtype=None, *, out_sharding=None):
   """Wald (inverse Gaussian) samples with mean `mean` (Michael, Schucany & Haas)."""
   data = _key("wald", key)
   dt = _sample_dtype("wald", dtype)

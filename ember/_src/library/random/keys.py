@@ -8,10 +8,11 @@ larger draw equals the smaller draw, and `split` is a draw of key-shaped values.
 
 Typed keys (`random.key`) deviate from JAX in representation, not in values: JAX keys are
 `jax.Array`s with an extended dtype that flow through jaxprs as `key<fry>[...]` values;
-an ember key is a `PRNGKeyArray` that wraps its uint32 key data (shape `(*shape, 2)`)
-and is a pytree node whose only child is that data. So keys pass through `jit`,
-`tree_map` and friends, but a jaxpr shows their data (`u32[2]`) where JAX shows
-`key<fry>[]`, and `tree_leaves(key)` returns the data array rather than the key.
+an ember key is a `PRNGKeyArray` that wraps its uint32 key data (shape `(*shape, 2)`).
+To users it is a pytree leaf, as in JAX (`jax.tree_util.tree_structure(key)` is
+`PyTreeDef(*)`); to ember's transformations it is a node whose only child is that data
+(tree_util.register_transform_node), so keys pass through `jit`, `vmap`, `scan` and friends
+as their data, and a jaxpr shows `u32[2]` where JAX shows `key<fry>[]`.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from ember._src.library.lax import api as lax
 from ember._src.library.numpy.util import broadcast_arrays_rank
 from ember._src.primitives.prng import threefry2x32
 from ember._src.core.array import Array
+from ember._src.driver import jit as jit_lib
 
 IMPL_NAME = "threefry2x32"
 KEY_SHAPE = (2,)
@@ -117,10 +119,10 @@ class PRNGKeyArray:
 
   Wraps the uint32 key data of shape `(*shape, 2)` (an Array, or a tracer inside
   transformations). As in JAX it is a `jax.Array` (`isinstance(key, jnp.ndarray)`) and
-  `jax.typeof(key)` is `key<fry>[...]`. Deviation from JAX: it is a pytree node whose one
-  child is that data, not an Array with an extended dtype, so keys cross `jit` boundaries
-  as their data and jaxprs show `u32[..., 2]` where JAX prints `key<fry>[...]`. Values
-  are identical.
+  `jax.typeof(key)` is `key<fry>[...]`, and to `jax.tree_util` it is a leaf. Deviation
+  from JAX: it is not an Array with an extended dtype; ember's transformations flatten it
+  to that data, so keys cross `jit` boundaries as their data and jaxprs show `u32[..., 2]`
+  where JAX prints `key<fry>[...]`. Values are identical.
   Keys support indexing, iteration, `reshape` and `T`, `==`/`!=`, `jnp.stack` and
   `jnp.concatenate` (library/numpy/shape.py), but no arithmetic.
   """
@@ -173,6 +175,16 @@ class PRNGKeyArray:
 
   def ravel(self):
     return self.reshape(self.size)
+
+  def copy(self):
+    """The same keys over a copy of the data (`key.copy()`), as JAX's."""
+    data = self._data
+    return PRNGKeyArray._unchecked(data.copy() if hasattr(data, "copy") else data)
+
+  __copy__ = copy
+
+  def __deepcopy__(self, memo):
+    return self.copy()
 
   flatten = ravel
 
@@ -230,8 +242,17 @@ for _op in ("sum", "mean", "astype", "max", "min", "prod", "cumsum", "round", "c
   setattr(PRNGKeyArray, _op, _key_arith_error(_op))
 
 basearray.Array.register(PRNGKeyArray)   # isinstance(key, jax.Array) is True, as in JAX
-tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._data,), None),
-                               lambda _, children: PRNGKeyArray._unchecked(children[0]))
+def _abstract_key(aval, abstract):
+  """A key of type `aval` over abstract data (`abstract(data aval)`), for eval_shape."""
+  if aval.dtype != KEY_DTYPE:
+    raise TypeError(f"eval_shape: unsupported extended dtype {aval.dtype}")
+  return PRNGKeyArray._unchecked(abstract(core.ShapedArray((*aval.shape, *KEY_SHAPE), _U32)))
+
+
+jit_lib.abstract_extended[0] = _abstract_key
+# a leaf of users' pytrees, as in JAX; a node over its data to ember's transformations
+tree_util.register_transform_node(PRNGKeyArray, lambda k: ((k._data,), None),
+                                  lambda _, children: PRNGKeyArray._unchecked(children[0]))
 
 
 def _static_getitem(data, shape, idx):

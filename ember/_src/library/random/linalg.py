@@ -132,7 +132,8 @@ def _mvn_matvec32(factor, z):
 
 
 @eager_jit.compiled(("shape", "dtype", "method"))
-def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky",
+                        *, out_sharding=None):
   """N(mean, cov) samples: mean + factor @ z with cov = factor factor^T from a Cholesky
   ('cholesky'), eigen ('eigh') or singular value ('svd') decomposition."""
   data = _key("multivariate_normal", key)
@@ -329,7 +330,7 @@ def _orth_qr32(z):
 
 
 @eager_jit.compiled(("n", "shape", "dtype", "m"))
-def orthogonal(key, n, shape=(), dtype=None, m=None):
+def orthogonal(key, n, shape=(), dtype=None, m=None, *, out_sharding=None):
   """A (semi-)orthogonal n x m matrix, uniform (Haar) on O(n) when m == n: the Q of the
   QR decomposition of a normal matrix, its columns' signs fixed by R's diagonal
   (Mezzadri 2007)."""

@@ -46,7 +46,7 @@ def _float_dtype(name: str, dtype):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def bits(key, shape=(), dtype=None):
+def bits(key, shape=(), dtype=None, *, out_sharding=None):
   """Uniform random bits as unsigned integers of `dtype` (default uint32, uint64 in x64)."""
   data, _ = _as_key_data("bits", key)
   dt = dtypes.default_dtype_for("u") if dtype is None else dtypes.check_user_dtype(dtype, "bits")
@@ -123,7 +123,7 @@ def _broadcast_to_rank(x, rank: int):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
+def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0, *, out_sharding=None):
   """Uniform floats in [minval, maxval) of `dtype` (default float32, float64 in x64)."""
   data, _ = _as_key_data("uniform", key)
   dt = _float_dtype("uniform", dtype)
@@ -131,16 +131,25 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def normal(key, shape=(), dtype=None):
+def normal(key, shape=(), dtype=None, *, out_sharding=None):
   """Standard normal floats: sqrt(2) * erf_inv(u) for u uniform in (-1, 1)."""
   data, _ = _as_key_data("normal", key)
   dt = dtypes.check_user_dtype(float if dtype is None else dtype, "normal")
+  shape = _shape_arg("normal", shape)
+  if dtypes.is_complex(dt):
+    # JAX's: real and imaginary parts from the two halves of a split, over sqrt(2)
+    real_dt = np.zeros((), dt).real.dtype
+    re, im = (lax.convert_element_type(_normal_real(k, shape, real_dt), dt)
+              for k in _split_data(data))
+    return lax.div(lax.add(re, lax.mul(np.array(1j, dt), im)), np.array(np.sqrt(2), dt))
   if not dtypes.is_float(dt):
-    msg = "complex normal samples are not supported by ember yet" if dtypes.is_complex(dt) \
-        else "dtype argument to `normal` must be a float or complex dtype"
-    raise ValueError(f"{msg}, got {dt}")
+    raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, got {dt}")
+  return _normal_real(data, shape, dt)
+
+
+def _normal_real(data, shape, dt):
   lo = np.nextafter(np.array(-1.0, dt), np.array(0.0, dt))   # exclude -1: erf_inv(-1) = -inf
-  u = _uniform(data, _shape_arg("normal", shape), dt, lo, np.array(1.0, dt))
+  u = _uniform(data, shape, dt, lo, np.array(1.0, dt))
   return lax.mul(np.array(np.sqrt(2), dt), _erf_inv(u))
 
 
@@ -215,7 +224,7 @@ def _convert_and_clip_integer(val, dtype):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def randint(key, shape, minval, maxval, dtype=None):
+def randint(key, shape, minval, maxval, dtype=None, *, out_sharding=None):
   """Integers uniform in [minval, maxval) (`jax.random.randint`): 2 * nbits random bits
   per value reduced modulo the span (sampling 8/16-bit types in 32 bits)."""
   data, _ = _as_key_data("randint", key)
@@ -260,7 +269,7 @@ def _randint(data, minval, maxval, shape, dtype):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def rademacher(key, shape=(), dtype=None):
+def rademacher(key, shape=(), dtype=None, *, out_sharding=None):
   """Uniform signs -1 / +1 of an integer or float `dtype` (default int)."""
   data, _ = _as_key_data("rademacher", key)
   dt = dtypes.check_user_dtype(int if dtype is None else dtype, "rademacher")
@@ -271,7 +280,7 @@ def rademacher(key, shape=(), dtype=None):
 
 
 @eager_jit.compiled(("shape", "mode"))
-def bernoulli(key, p=0.5, shape=None, mode="low"):
+def bernoulli(key, p=0.5, shape=None, mode="low", *, out_sharding=None):
   """Booleans that are True with probability `p` (`uniform < p`; mode='high' adds a
   second uniform's worth of resolution for tiny p)."""
   if shape is not None:
@@ -298,7 +307,7 @@ def _bernoulli(data, p, shape, mode):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def geometric(key, p, shape=None, dtype=None):
+def geometric(key, p, shape=None, dtype=None, *, out_sharding=None):
   """Number of Bernoulli(p) trials up to the first success: floor(log u / log1p(-p)) + 1."""
   data, _ = _as_key_data("geometric", key)
   dt = _sample_dtype("geometric", dtype, "int")
@@ -331,7 +340,7 @@ def _shuffle(data, x, axis: int):
 
 
 @eager_jit.compiled(("axis", "independent"), static_if_int=("x",))
-def permutation(key, x, axis=0, independent=False):
+def permutation(key, x, axis=0, independent=False, *, out_sharding=None):
   """A random permutation of `arange(x)` (x an int) or of `x` along `axis` (every slice
   shuffled alike, or each independently)."""
   data, _ = _as_key_data("permutation", key)
@@ -409,7 +418,7 @@ def _concrete_int(x, context: str):
 
 
 @eager_jit.compiled(("axis", "shape", "replace", "mode"))
-def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None, *, out_sharding=None):
   """Category indices drawn from softmax(logits) along `axis`: the Gumbel-max trick (with
   replacement) or Gumbel top-k (without)."""
   data, _ = _as_key_data("categorical", key)
@@ -445,7 +454,7 @@ def _finfo_const(dt, attr):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def exponential(key, shape=(), dtype=None):
+def exponential(key, shape=(), dtype=None, *, out_sharding=None):
   """Exponential(1): -log1p(-u), u uniform in [0, 1)."""
   data, shape, dt = _key_only("exponential", key, shape, dtype)
   return _exponential(data, shape, dt)
@@ -457,7 +466,7 @@ def _exponential(data, shape, dt):
 
 
 @eager_jit.compiled(("shape", "dtype", "mode"))
-def gumbel(key, shape=(), dtype=None, mode=None):
+def gumbel(key, shape=(), dtype=None, mode=None, *, out_sharding=None):
   """Gumbel(0, 1): -log(-log(u)). mode 'low' (default) draws u in [tiny, 1); 'high'
   adds a second uniform's bits below 0.5; 'highest' (float32) builds u from 64 bits."""
   data, shape, dt = _key_only("gumbel", key, shape, dtype)
@@ -518,7 +527,7 @@ def _safe_int_to_float(hi, lo):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def laplace(key, shape=(), dtype=None):
+def laplace(key, shape=(), dtype=None, *, out_sharding=None):
   """Laplace(0, 1): sign(u) * log1p(-|u|), u uniform in (-1, 1)."""
   data, shape, dt = _key_only("laplace", key, shape, dtype)
   u = _uniform(data, shape, dt, -1.0 + float(dtypes.finfo(dt).epsneg), 1.0)
@@ -526,7 +535,7 @@ def laplace(key, shape=(), dtype=None):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def logistic(key, shape=(), dtype=None):
+def logistic(key, shape=(), dtype=None, *, out_sharding=None):
   """Logistic(0, 1): log(u) - log1p(-u), u uniform in [tiny, 1)."""
   data, shape, dt = _key_only("logistic", key, shape, dtype)
   x = _uniform(data, shape, dt, dtypes.finfo(dt).tiny, 1.0)
@@ -534,7 +543,7 @@ def logistic(key, shape=(), dtype=None):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def cauchy(key, shape=(), dtype=None):
+def cauchy(key, shape=(), dtype=None, *, out_sharding=None):
   """Cauchy(0, 1): tan(pi * (u - 1/2)), u uniform in [eps, 1)."""
   data, shape, dt = _key_only("cauchy", key, shape, dtype)
   u = _uniform(data, shape, dt, dtypes.finfo(dt).eps, 1.0)
@@ -542,7 +551,7 @@ def cauchy(key, shape=(), dtype=None):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def truncated_normal(key, lower, upper, shape=None, dtype=None):
+def truncated_normal(key, lower, upper, shape=None, dtype=None, *, out_sharding=None):
   """Standard normals restricted to (lower, upper): sqrt(2) erf_inv of a uniform between
   erf(lower / sqrt 2) and erf(upper / sqrt 2), clipped into the open interval."""
   if shape is not None:
@@ -566,7 +575,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
+def lognormal(key, sigma=np.float32(1), shape=None, dtype=None, *, out_sharding=None):
   """exp(sigma * N(0, 1))."""
   data, _ = _as_key_data("lognormal", key)
   dt = _sample_dtype("lognormal", dtype)
@@ -576,7 +585,7 @@ def lognormal(key, sigma=np.float32(1), shape=None, dtype=None):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def pareto(key, b, shape=None, dtype=None):
+def pareto(key, b, shape=None, dtype=None, *, out_sharding=None):
   """Pareto(b) on [1, inf): exp(E / b), E exponential."""
   data, _ = _as_key_data("pareto", key)
   dt = _sample_dtype("pareto", dtype)
@@ -591,7 +600,7 @@ def pareto(key, b, shape=None, dtype=None):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def rayleigh(key, scale, shape=None, dtype=None):
+def rayleigh(key, scale, shape=None, dtype=None, *, out_sharding=None):
   """Rayleigh(scale): scale * sqrt(-2 log u)."""
   data, _ = _as_key_data("rayleigh", key)
   dt = _sample_dtype("rayleigh", dtype)
@@ -611,7 +620,7 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def triangular(key, left, mode, right, shape=None, dtype=None):
+def triangular(key, left, mode, right, shape=None, dtype=None, *, out_sharding=None):
   """Triangular(left, mode, right) by inverting its piecewise-quadratic CDF."""
   data, _ = _as_key_data("triangular", key)
   dt = _sample_dtype("triangular", dtype)
@@ -629,7 +638,7 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
 
 
 @eager_jit.compiled(("shape", "dtype"))
-def maxwell(key, shape=(), dtype=None):
+def maxwell(key, shape=(), dtype=None, *, out_sharding=None):
   """One-sided Maxwell: the length of a 3-vector of standard normals."""
   data, shape, dt = _key_only("maxwell", key, shape, dtype)
   return _maxwell(data, shape, dt)
