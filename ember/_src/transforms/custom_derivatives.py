@@ -282,6 +282,32 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
 custom_jvp_call_p.jvp = _custom_jvp_call_jvp
 
 
+class _CallJaxpr:
+  """A call jaxpr as a function, with JAX's `lu.WrappedFun` spelling `call_wrapped`."""
+  def __init__(self, jaxpr):
+    self.jaxpr = jaxpr
+
+  def call_wrapped(self, *args):
+    return core.eval_jaxpr(self.jaxpr, (), *args)
+
+  __call__ = call_wrapped
+
+
+def _custom_jvp_get_bind_params(params) -> dict:
+  """JAX's form: the params with `subfuns = (call, jvp)`, the call as a function that
+  interpreters of jaxprs (equinox's finalise_jaxpr) run directly. Binding again with these
+  params ignores `subfuns` (the call jaxpr is still among them)."""
+  return {**params, "subfuns": (_CallJaxpr(params["call_jaxpr"]), params["jvp"])}
+
+
+def _custom_jvp_bind(*args, subfuns=None, **params):
+  return core.Primitive.bind(custom_jvp_call_p, *args, **params)
+
+
+custom_jvp_call_p.get_bind_params = _custom_jvp_get_bind_params
+custom_jvp_call_p.bind = _custom_jvp_bind
+
+
 class custom_jvp:
   """A function with a custom JVP rule (`@custom_jvp`, then `f.defjvp(rule)` where
   `rule(primals, tangents) -> (primal_out, tangent_out)`, or `f.defjvps(*per_arg_rules)`)."""
