@@ -437,9 +437,14 @@ def iinfo(dt):
   return ml_dtypes.iinfo(dt)
 
 
+def dtype_name(dt) -> str:
+  """A dtype's name as JAX prints it: NumPy's, and "float0" for float0 (NumPy says "void")."""
+  return "float0" if dt == float0 else dt.name
+
+
 def short_dtype_name(dt) -> str:
   """f32, i32, u8, bf16, c64, bool: the spelling jaxprs use."""
-  if isinstance(dt, ExtendedDType):
-    return str(dt)
+  if isinstance(dt, ExtendedDType) or dt == float0:
+    return str(dt) if dt != float0 else "float0"
   return (np.dtype(dt).name.replace("float", "f").replace("uint", "u")
           .replace("int", "i").replace("complex", "c"))

@@ -37,6 +37,15 @@ _PY_SCALARS = (builtins.bool, int, float, complex)
 
 # --- argument helpers -------------------------------------------------------------------
 
+def _is_float0(dtype) -> bool:
+  """Whether a dtype argument asks for float0: such arrays hold no data, and JAX makes them
+  as NumPy zeros of dtype float0 (inside jit too: they are constants)."""
+  try:
+    return dtype is not None and np.dtype(dtype) == dtypes.float0
+  except TypeError:
+    return False
+
+
 def _user_dtype(dtype, fun_name: str):
   """Validate and canonicalize a `dtype=` argument; warn, as JAX does, when an explicitly
   requested 64-bit dtype is truncated because x64 is off."""
@@ -192,6 +201,8 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
     if isinstance(getattr(object, "dtype", None), dtypes.ExtendedDType):
       return object  # a PRNG key array: immutable too, as in JAX
     if isinstance(object, _PY_SCALARS + (np.generic, np.ndarray)):
+      if isinstance(object, np.ndarray) and object.dtype == dtypes.float0:
+        return object.copy() if copy else object   # float0 stays NumPy, as in JAX
       return _in_current_trace(_stage(object))
   if dtype is not None:
     dtype = _user_dtype(dtype, "array")
@@ -335,6 +346,8 @@ def _filled(name: str, value):
     if isinstance(shape, types.GeneratorType):
       raise TypeError("expected sequence object with len >= 0 or a single integer")
     _check_forgot_shape_tuple(name, shape, dtype)
+    if _is_float0(dtype):
+      return np.zeros(_shape_arg(shape), dtypes.float0)
     dtype = _user_dtype(float if dtype is None else dtype, name)
     return lax.full(_shape_arg(shape), value, dtype)
   fn.__name__ = fn.__qualname__ = name
@@ -369,6 +382,8 @@ def _like_prelude(name, a, dtype, shape):
 
 def _filled_like(name: str, value):
   def fn(a, dtype=None, shape=None, *, device=None, out_sharding=None):
+    if _is_float0(dtype) or (dtype is None and _is_float0(getattr(a, "dtype", None))):
+      return np.zeros(np.shape(a) if shape is None else _shape_arg(shape), dtypes.float0)
     a, dtype, shape = _like_prelude(name, a, dtype, shape)
     return lax.full_like(a, value, dtype, shape)
   fn.__name__ = fn.__qualname__ = name
