@@ -240,9 +240,13 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
     # Pure data: build with NumPy; traced, it is a constant (a literal or a constvar).
     out = _np_to_array(np.asarray(object_, dtype=dtype), dtype, weak_type)
   elif core.cur_level_is_eval() and not any(isinstance(l, core.Tracer) for l in leaves):
-    # Eager lists of concrete Arrays: the same values as stacking, in one NumPy call.
+    # Eager lists of concrete Arrays: the same values as stacking, in one NumPy call (each
+    # Array read as NumPy first: NumPy converts a 0-d object to ml_dtypes' types through
+    # float(), which a bfloat16 Array scalar refuses)
     try:
-      out = _np_to_array(np.asarray(object_, dtype=dtype), dtype, weak_type)
+      host = _replace_leaves(object_, iter([np.asarray(l) if _is_array(l) else l
+                                            for l in leaves]))
+      out = _np_to_array(np.asarray(host, dtype=dtype), dtype, weak_type)
     except ValueError:  # ragged: stacking below raises lax.concatenate's TypeError
       pass
   if out is None:
