@@ -313,3 +313,51 @@ def test_tangent_avals_for_symbolic_zeros():
   assert ember.typeof(X).to_tangent_aval() == ember.typeof(X)
   assert ad.zeros_like_aval(ember.typeof(X)).shape == (5,)
   assert np.asarray(ad.instantiate_zeros(ad.Zero(ember.typeof(X)))).sum() == 0
+
+
+def test_params_named_prim_or_self_and_get_bind_params():
+  # equinox's vprim binds with a param named `prim`; interpreters of jaxprs (equinox's
+  # finalise_jaxpr) re-bind each equation with `primitive.get_bind_params(params)`
+  p = Primitive("takes_prim")
+  p.def_impl(lambda x, *, prim, self: x * 2)
+  p.def_abstract_eval(lambda x, *, prim, self: x)
+  assert float(p.bind(jnp.float32(3), prim="a", self="b")) == 6.0
+  assert float(ember.jit(lambda x: p.bind(x, prim="a", self="b"))(jnp.float32(3))) == 6.0
+  closed = ember.make_jaxpr(lambda x: p.bind(jnp.sin(x), prim="a", self="b") + 1)(1.0)
+  env = {}
+  for v, a in zip(closed.jaxpr.invars, [jnp.float32(0.5)]):
+    env[v] = a
+  for eqn in closed.jaxpr.eqns:
+    params = eqn.primitive.get_bind_params(eqn.params)
+    assert isinstance(params, dict)
+    args = [getattr(v, "val", None) if type(v).__name__ == "Literal" else env[v]
+            for v in eqn.invars]
+    out = eqn.primitive.bind(*args, **params)
+    env[eqn.outvars[0]] = out
+    assert eqn.effects == frozenset()
+  np.testing.assert_allclose(env[closed.jaxpr.outvars[0]], 2 * np.sin(0.5) + 1, rtol=1e-6)
+
+
+def test_closed_jaxpr_of_jaxpr_and_consts():
+  # JAX 0.12: ClosedJaxpr(jaxpr, consts) is a Jaxpr with those consts; effects are a property
+  from ember.extend.core import ClosedJaxpr, Jaxpr
+  j = ember.make_jaxpr(lambda x: x * 2 + 1)(1.0)
+  c = ClosedJaxpr(j.jaxpr, [])
+  assert isinstance(c, Jaxpr) and c.consts == [] and str(c) == str(j)
+  assert c.effects == frozenset()
+  with pytest.raises(TypeError, match="pass constvars, invars, outvars and eqns"):
+    Jaxpr([], [])
+
+
+def test_custom_jvp_call_get_bind_params_gives_the_call_as_a_function():
+  @ember.custom_jvp
+  def f(x):
+    return jnp.sin(x)
+  f.defjvp(lambda p, t: (f(p[0]), jnp.cos(p[0]) * t[0]))
+  j = ember.make_jaxpr(f)(1.0)
+  (eqn,) = j.eqns
+  params = eqn.primitive.get_bind_params(eqn.params)
+  fun, _ = params["subfuns"]
+  np.testing.assert_allclose(fun.call_wrapped(jnp.float32(1.0))[0], np.sin(1.0), rtol=1e-6)
+  out = eqn.primitive.bind(jnp.float32(1.0), **params)   # binding again ignores subfuns
+  np.testing.assert_allclose(out[0], np.sin(1.0), rtol=1e-6)

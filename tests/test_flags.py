@@ -1,9 +1,13 @@
 """ember._src.base.flags: EMBER_FLAGS / XLA_FLAGS parsing, the frozen record, override()."""
 import os
+import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+
+import ember
 
 from ember._src.base import flags
 from ember._src.base.flags import Flags
@@ -142,3 +146,26 @@ def test_read_once_at_import_in_a_fresh_process():
   assert r.stdout.split() == ["/tmp/x", "['fusion']", "2"]
   bad = _child_flags({"EMBER_FLAGS": "--opt_level=9"})
   assert bad.returncode != 0 and "ValueError" in bad.stderr and "--opt_level" in bad.stderr
+
+
+def test_compile_compiler_options_as_jax():
+  # JAX 0.12 hands compiler_options to XLA: its debug options are accepted (ember applies
+  # the ones its compiler has), anything else is a JaxRuntimeError (INVALID_ARGUMENT)
+  import ember.numpy as jnp
+  lowered = ember.jit(lambda x: jnp.sin(x) * 2).lower(jnp.ones(4))
+  for opts in [{"xla_gpu_autotune_level": "0"}, {"xla_embed_ir_in_executable": True},
+               {"xla_backend_optimization_level": 0}]:
+    np.testing.assert_allclose(lowered.compile(compiler_options=opts)(jnp.ones(4)),
+                               2 * np.sin(np.ones(4)), rtol=1e-6)
+  unfused = lowered.compile(compiler_options={"xla_disable_hlo_passes": "fusion"}).as_text()
+  assert "%wrapped_sine = f32[4]{0} fusion(%x)" in unfused
+  assert "%fused_computation" in lowered.compile().as_text()
+  for opts, msg in [
+      ({"an option that does not make sense": "bad value"},
+       "INVALID_ARGUMENT: No such compile option: 'an option that does not make sense'"),
+      ({"xla_dump_hlo_as_text": "notabool"}, "INVALID_ARGUMENT: While setting option "
+       "xla_dump_hlo_as_text, 'notabool' is not a valid bool value."),
+      ({"xla_backend_optimization_level": "x"}, "INVALID_ARGUMENT: While setting option "
+       "xla_backend_optimization_level, 'x' is not a valid int32 value.")]:
+    with pytest.raises(ember.errors.JaxRuntimeError, match=re.escape(msg)):
+      lowered.compile(compiler_options=opts)

@@ -1287,3 +1287,34 @@ def test_integer_casts_that_wrap():
   np.testing.assert_array_equal(jnp.array(np.int64(300), dtype=jnp.uint8), 44)
   np.testing.assert_array_equal(jnp.array(np.int64(2**40)), 0)
   np.testing.assert_array_equal(jnp.array([np.int64(-1)], dtype=jnp.uint32), [2**32 - 1])
+
+
+def test_array_of_bfloat16_array_scalars():
+  # JAX 0.12: a list of bfloat16 Array scalars (or arrays) stacks as bfloat16
+  a = jnp.asarray([1.5, -2.0], jnp.bfloat16)
+  for out, want in [(jnp.array([a[0], a[1]]), [1.5, -2.0]), (jnp.array([a, a]), [[1.5, -2.0]] * 2),
+                    (jnp.array([a[0], 1.0]), [1.5, 1.0])]:
+    assert out.dtype == jnp.bfloat16 and not out.weak_type
+    np.testing.assert_array_equal(np.asarray(out, np.float32), want)
+  out = ember.jit(lambda x: jnp.array([x[0], x[1]]))(a)
+  assert out.dtype == jnp.bfloat16
+  np.testing.assert_array_equal(np.asarray(out, np.float32), [1.5, -2.0])
+
+
+def test_jax_array_objects_in_binary_operators():
+  # an object with __jax_array__ is the array it stands for on either side of an Array's
+  # operator (JAX 0.12); with a Python number it has no operator of its own
+  class Wrapped:
+    def __init__(self, x):
+      self.x = x
+
+    def __jax_array__(self):
+      return self.x
+  w = Wrapped(jnp.arange(3.0))
+  np.testing.assert_array_equal(jnp.ones(3) + w, [1.0, 2.0, 3.0])
+  np.testing.assert_array_equal(w - jnp.ones(3), [-1.0, 0.0, 1.0])
+  np.testing.assert_array_equal(jnp.ones(3) < w, [False, False, True])
+  assert float(jnp.ones(3) @ w) == 3.0
+  np.testing.assert_array_equal(ember.jit(lambda x: x * w)(jnp.ones(3)), [0.0, 1.0, 2.0])
+  with pytest.raises(TypeError, match="unsupported operand"):
+    w + 1

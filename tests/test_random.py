@@ -597,6 +597,28 @@ def test_shape_argument_forms_and_negative_dims():
     random.uniform(k, (2, -3))
 
 
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_normal_as_jax(dtype):
+  # JAX 0.12: real and imaginary parts are real normals of the two halves of split(key),
+  # divided by sqrt(2) with XLA's complex division ((a*c) / (c*c) for d = 0), so each part
+  # has variance 1/2 (checked against JAX: the same bits given the same real normals)
+  dt = jnp.dtype(dtype)
+  with ember.enable_x64(dtype == "complex128"):
+    rdt = np.array(0, dt).real.dtype
+    for k in (random.key(0), random.PRNGKey(7)):
+      kre, kim = random.split(k)
+      c = np.array(np.sqrt(2), rdt)
+      want = [(np.asarray(random.normal(kk, (6,), rdt)) * c) / (c * c) for kk in (kre, kim)]
+      for fn in (random.normal, ember.jit(random.normal, static_argnums=(1, 2))):
+        z = np.asarray(fn(k, (6,), dt))
+        assert z.dtype == dt
+        np.testing.assert_array_equal(_as_bits(z.real), _as_bits(want[0]))
+        np.testing.assert_array_equal(_as_bits(z.imag), _as_bits(want[1]))
+    z = np.asarray(random.normal(random.key(1), (20000,), dt))
+    assert abs(z.real.var() - 0.5) < 0.03 and abs(z.imag.var() - 0.5) < 0.03
+    assert abs(np.mean(np.abs(z) ** 2) - 1.0) < 0.05
+
+
 @pytest.mark.parametrize("call, exc, match", [
     (lambda k: random.bits(k, (2,), jnp.int32), ValueError, "unsigned int dtype"),
     (lambda k: random.bits(k, (2,), jnp.float32), ValueError, "unsigned int dtype"),

@@ -5,4 +5,8 @@ import numpy as np
 from ember._src.base.dtypes import (  # noqa: F401
     ExtendedDType, TypePromotionError, extended, finfo, supports_inf)
 
+# the narrow floats' scalar types, as jax._src.dtypes names them (flax's fp8_ops)
+from ml_dtypes import (  # noqa: E402,F401
+    bfloat16, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz)
+
 DType = np.dtype  # JAX's alias for a (NumPy) dtype in annotations

@@ -11,6 +11,7 @@ import functools
 import ml_dtypes
 import numpy as np
 
+from ember._src.base.basearray import Array
 from ember._src.base.config import config, x64_enabled
 
 bfloat16 = np.dtype(ml_dtypes.bfloat16)
@@ -214,7 +215,7 @@ def _least_upper_bound(*nodes):
   UB = _upper_bounds(x64_enabled())
   N = set(nodes)
   if config._values["jax_numpy_dtype_promotion"] == "strict":
-    return _strict_least_upper_bound(UB, N, nodes)
+    return _strict_least_upper_bound(N, nodes)
   return _least_upper_bound_standard(UB, N, nodes)
 
 
@@ -236,15 +237,28 @@ def _least_upper_bound_standard(UB, N, nodes):
   return LUB.pop()
 
 
-def _strict_least_upper_bound(UB, N, nodes):
-  """Strict promotion: distinct dtypes do not join; a weak scalar joins a dtype above it
-  in the standard lattice (a Python int with float32 is float32, a float with int32 fails)."""
-  weak = {n for n in N if any(n is w for w in _weak_types)}
-  strong = N - weak
-  if not strong:
-    return _least_upper_bound_standard(UB, N, nodes)
-  if len(strong) == 1 and all(next(iter(strong)) in UB[w] for w in weak):
-    return strong.pop()
+@functools.lru_cache(None)
+def _strict_upper_bounds() -> dict:
+  """JAX's strict lattice: every dtype stands alone (no two distinct dtypes join); the weak
+  nodes sit below their kind's dtypes and below each other (int < float < complex), so a
+  weak int joins a float dtype or a weak float, but a weak float does not join int32."""
+  ints = [t for t in jax_dtypes if dtype_kind(t) in "iu"]
+  floats = [t for t in jax_dtypes if dtype_kind(t) == "f"]
+  cplx = [t for t in jax_dtypes if dtype_kind(t) == "c"]
+  i_, f_, c_ = _weak_types
+  ubs = {t: {t} for t in jax_dtypes}
+  ubs[c_] = {c_, *cplx}
+  ubs[f_] = {f_, *floats} | ubs[c_]
+  ubs[i_] = {i_, *ints} | ubs[f_]
+  return ubs
+
+
+def _strict_least_upper_bound(N, nodes):
+  UB = _strict_upper_bounds()
+  CUB = set.intersection(*(UB[n] for n in N))
+  LUB = (CUB & N) or {c for c in CUB if CUB <= UB[c]}
+  if len(LUB) == 1:
+    return LUB.pop()
   names = tuple(_node_name(n) for n in nodes)
   raise TypePromotionError(
       f"Input dtypes {names} have no available implicit dtype promotion path when "
@@ -253,7 +267,7 @@ def _strict_least_upper_bound(UB, N, nodes):
 
 
 def _node_name(n) -> str:
-  return n.__name__ if isinstance(n, type) else str(n)
+  return str(n)  # as JAX: "<class 'int'>" for the weak nodes
 
 
 def _dtype_and_weaktype(x):
@@ -261,7 +275,12 @@ def _dtype_and_weaktype(x):
     return default_dtype_for(x), x is not bool
   if type(x) in _python_scalar_default:
     return dtype(x), type(x) is not bool
-  return dtype(x), is_weakly_typed(x)
+  # As JAX 0.12: an ember array (or tracer) keeps its dtype (a float64 array made under x64
+  # stays float64); NumPy arrays, scalars and dtypes join as their canonical dtype, so
+  # np.float64(1) with a float32 array is float32 in strict mode too.
+  if isinstance(x, Array):
+    return dtype(x), is_weakly_typed(x)
+  return dtype(x, canonicalize=True), is_weakly_typed(x)
 
 
 def _jax_node(dt, weak: bool):
@@ -299,7 +318,9 @@ def _lattice_result_type(pairs) -> tuple:
     out, weak = dts[0], weaks[0]
   elif len(set(map(str, dts))) == 1 and not all(weaks):
     out, weak = dts[0], False
-  elif all(weaks):
+  elif all(weaks) and config._values["jax_numpy_dtype_promotion"] != "strict":
+    # weak values only: the bound of their strong dtypes, made weak (standard mode); strict
+    # mode joins the weak nodes themselves (weak int with weak float is a weak float)
     out = _least_upper_bound(*dict.fromkeys(_jax_node(d, False) for d in dts))
     weak = True
   else:
@@ -416,9 +437,14 @@ def iinfo(dt):
   return ml_dtypes.iinfo(dt)
 
 
+def dtype_name(dt) -> str:
+  """A dtype's name as JAX prints it: NumPy's, and "float0" for float0 (NumPy says "void")."""
+  return "float0" if dt == float0 else dt.name
+
+
 def short_dtype_name(dt) -> str:
   """f32, i32, u8, bf16, c64, bool: the spelling jaxprs use."""
-  if isinstance(dt, ExtendedDType):
-    return str(dt)
+  if isinstance(dt, ExtendedDType) or dt == float0:
+    return str(dt) if dt != float0 else "float0"
   return (np.dtype(dt).name.replace("float", "f").replace("uint", "u")
           .replace("int", "i").replace("complex", "c"))

@@ -194,9 +194,66 @@ def enabled(name: str, record: Flags | None = None) -> bool:
   return name not in (record or _current).disable_passes
 
 
+def _option_bool(name: str, value) -> bool:
+  if isinstance(value, bool):
+    return value
+  text = str(value).strip().lower()
+  if text in ("true", "1"):
+    return True
+  if text in ("false", "0"):
+    return False
+  raise ValueError(f"While setting option {name}, {value!r} is not a valid bool value.")
+
+
+def _option_int(name: str, value) -> int:
+  try:
+    return int(str(value).strip()) if not isinstance(value, bool) else int(value)
+  except ValueError:
+    raise ValueError(f"While setting option {name}, {value!r} is not a valid int32 "
+                     "value.") from None
+
+
+def _option_passes(name: str, value) -> frozenset:
+  text = value if isinstance(value, str) else ",".join(map(str, value))
+  return _names(name, text, xla=True)
+
+
+# `compile(compiler_options=...)`'s options that ember's flags carry: name -> (field, parser)
+_COMPILER_OPTIONS = {
+    "xla_disable_hlo_passes": ("disable_passes", _option_passes),
+    "xla_backend_optimization_level": ("opt_level", lambda n, v: _opt_level(n, str(_option_int(n, v)))),
+    "xla_dump_to": ("dump_to", lambda n, v: str(v) or None),
+    "xla_dump_hlo_as_text": ("dump_hlo_as_text", _option_bool),
+}
+
+
+def with_compiler_options(options, base: Flags | None = None) -> Flags:
+  """The flags of `Lowered.compile(compiler_options=options)` on top of `base`.
+
+  JAX hands the options to XLA, which accepts the names of its debug options and refuses
+  anything else. Here: the options ember's flags carry (xla_disable_hlo_passes,
+  xla_backend_optimization_level, xla_dump_to, xla_dump_hlo_as_text) are applied, with
+  XLA's checks of their values; other `xla_*` options are accepted and have no effect (as
+  in XLA_FLAGS: backend options ember has no counterpart for, e.g. xla_gpu_autotune_level,
+  xla_embed_ir_in_executable); any other name raises ValueError with XLA's message."""
+  record = base or _current
+  for name, value in dict(options or {}).items():
+    entry = _COMPILER_OPTIONS.get(name)
+    if entry is None:
+      if isinstance(name, str) and name.startswith("xla_"):
+        continue
+      raise ValueError(f"No such compile option: {name!r}")
+    field, parser = entry
+    parsed = parser(name, value)
+    if field == "disable_passes":
+      parsed = record.disable_passes | parsed
+    record = record._replace(**{field: parsed})
+  return record
+
+
 __all__ = ["Flags", "PASS_NAMES", "XLA_PASS_NAMES", "parse", "from_environ", "get",
-           "override", "enabled", "num_cpu_devices", "requested_cpu_devices",
-           "cpu_backend_started", "on_cpu_backend_start"]
+           "override", "enabled", "with_compiler_options", "num_cpu_devices",
+           "requested_cpu_devices", "cpu_backend_started", "on_cpu_backend_start"]
 
 
 # --- the CPU backend's device count ------------------------------------------------------

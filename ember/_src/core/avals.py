@@ -60,7 +60,7 @@ class ShapedArray(AbstractValue):
     return ShapedArray(self.shape, dtypes.float0, False)
 
   def str_short(self, short_dtypes: bool = False) -> str:
-    dt = dtypes.short_dtype_name(self.dtype) if short_dtypes else self.dtype.name
+    dt = dtypes.short_dtype_name(self.dtype) if short_dtypes else dtypes.dtype_name(self.dtype)
     return f"{dt}[{','.join(map(str, self.shape))}]"
 
   def __eq__(self, other):
@@ -72,7 +72,7 @@ class ShapedArray(AbstractValue):
 
   def __repr__(self):
     w = ", weak_type=True" if self.weak_type else ""
-    return f"ShapedArray({self.dtype.name}[{','.join(map(str, self.shape))}]{w})"
+    return f"ShapedArray({dtypes.dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]{w})"
 
   def __str__(self):  # JAX's `jax.typeof(1.0)` prints `~float32[]`: `~` marks a weak type
     return ("~" if self.weak_type else "") + self.str_short()
@@ -100,6 +100,8 @@ def get_aval(x) -> ShapedArray:
     return _python_scalar_aval(x)
   if isinstance(x, (np.ndarray, np.generic)):
     dt = dtypes.canonicalize_dtype(x.dtype) if x.dtype in dtypes.jax_dtypes else None
+    if x.dtype == dtypes.float0:  # the tangents of integers (grad with allow_int, vjp)
+      return ShapedArray(x.shape, dtypes.float0, False)
     if dt is None:
       raise TypeError(f"Value of dtype {x.dtype} is not a valid ember array type; only "
                       "numeric and bool dtypes are supported.")

@@ -86,6 +86,11 @@ class JaxprEqn:
     d.update(kw)
     return JaxprEqn(**d)
 
+  @property
+  def effects(self) -> frozenset:
+    """The effects of this application (its primitive's rule; JAX stores them on the eqn)."""
+    return self.primitive.effects([v.aval for v in self.invars], self.params)
+
   def __repr__(self):
     return _pp_eqn(self, _PpContext()).format().rstrip()
 
@@ -97,7 +102,21 @@ class Jaxpr:
   """
   __slots__ = ("constvars", "invars", "outvars", "eqns", "consts", "debug_info", "__weakref__")
 
-  def __init__(self, constvars, invars, outvars, eqns, consts=(), debug_info=None):
+  def __init__(self, constvars, invars=None, outvars=None, eqns=None, effects=None,
+               debug_info=None, is_high=False, consts=None):
+    """JAX 0.12's two forms: `Jaxpr(constvars, invars, outvars, eqns, effects, debug_info,
+    consts=...)` and ClosedJaxpr's `ClosedJaxpr(jaxpr, consts)` (the same program with
+    these consts). `effects` is accepted and not stored: an equation's effects are its
+    primitive's rule (`JaxprEqn.effects`)."""
+    if isinstance(constvars, Jaxpr):
+      jaxpr = constvars
+      consts = invars if invars is not None else consts
+      constvars, invars, outvars, eqns = jaxpr.constvars, jaxpr.invars, jaxpr.outvars, jaxpr.eqns
+      debug_info = debug_info if debug_info is not None else jaxpr.debug_info
+    if invars is None or outvars is None or eqns is None:
+      raise TypeError("Jaxpr: pass constvars, invars, outvars and eqns (or ClosedJaxpr's "
+                      "(jaxpr, consts))")
+    consts = () if consts is None else consts
     self.constvars, self.invars = list(constvars), list(invars)
     self.outvars, self.eqns = list(outvars), list(eqns)
     self.consts = list(consts)
@@ -110,6 +129,7 @@ class Jaxpr:
     return self
 
   literals = property(lambda self: self.consts)
+  effects = property(lambda self: frozenset().union(*(e.effects for e in self.eqns)))
   in_avals = property(lambda self: [v.aval for v in self.invars])
   out_avals = property(lambda self: [v.aval for v in self.outvars])
 

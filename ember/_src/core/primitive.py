@@ -62,8 +62,14 @@ class Primitive:
     self.elementwise = False
     _all_primitives.add(self)
 
-  def bind(self, *args, **params):
+  def bind(self, /, *args, **params):   # a user primitive may take a param named `self`
     return bind(self, *args, **params)
+
+  def get_bind_params(self, params) -> dict:
+    """The params to re-bind an equation of this primitive with (JAX >= 0.9.2's form: a
+    dict; interpreters of jaxprs call `eqn.primitive.bind(*args, **get_bind_params(p))`).
+    ember's primitives bind with their equations' params as they are."""
+    return dict(params)
 
   def __repr__(self):
     return self.name
@@ -151,12 +157,12 @@ def _as_aval(a) -> ShapedArray:
                     f".shape and .dtype), got {a!r}") from None
 
 
-def _user_abstract_eval(prim, rule, *avals, **params):
+def _user_abstract_eval(prim, rule, /, *avals, **params):
   out = rule(*avals, **params)
   return [_as_aval(a) for a in out] if prim.multiple_results else _as_aval(out)
 
 
-def _run_user_impl(prim, *vals, **params):
+def _run_user_impl(prim, /, *vals, **params):
   """A user primitive's impl on concrete values as Arrays (Python scalars included)."""
   vals = [v if isinstance(v, Tracer) or is_concrete_array(v)
           else new_array(to_numpy(v), weak_type=get_aval(v).weak_type) for v in vals]

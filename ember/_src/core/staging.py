@@ -129,7 +129,7 @@ class JaxprBuilder:
     constvars = [v for v in self.tracer_to_var.values()
                  if id(v) in self.constvals and id(v) in used]
     consts = [self.constvals[id(v)] for v in constvars]
-    return Jaxpr(constvars, invars, outvars, self.eqns, consts, self.dbg)
+    return Jaxpr(constvars, invars, outvars, self.eqns, consts=consts, debug_info=self.dbg)
 
   def release(self) -> None:
     """Drop the tracers kept while building (the jaxpr is built): they refer back to this

@@ -270,7 +270,7 @@ def full_lower(val):
   return val.full_lower() if isinstance(val, Tracer) else val
 
 
-def bind(prim: Primitive, *args, **params):
+def bind(prim: Primitive, /, *args, **params):  # positional-only: a param may be named `prim`
   if not _open_traces and prim.named_trace is None:
     # no trace open in any thread: the eval trace's, without finding it (eager code's
     # every op; a Tracer here leaked from a closed trace, for find_top_trace to report)

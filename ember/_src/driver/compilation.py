@@ -27,7 +27,7 @@ import numpy as np
 from ember._src import core
 from ember._src.hlo import graph as hlo
 from ember._src.base import (
-    flags as flags_lib, persistent_cache, profiler_events as _profiler, tree_util)
+    errors, flags as flags_lib, persistent_cache, profiler_events as _profiler, tree_util)
 from ember._src.reference import host_callbacks
 from ember._src.core.api_util import ShapeDtypeStruct
 from ember._src.driver.cache_miss import log, log_enabled, timed
@@ -133,12 +133,26 @@ class Lowered:
     from ember._src.passes.analysis import cost_analysis  # deferred: loads at the first compile
     return cost_analysis(self._module)
 
-  def compile(self) -> "Compiled":
+  def compile(self, compiler_options: dict | None = None, *,
+              device_assignment=None) -> "Compiled":
     """The compiled signature: a real compilation, logged under `jax_log_compiles` as
     `Compiling jit(f) ...` (once per Lowered). Later calls of the jitted function with this
     signature and the same compiler flags run it instead of compiling again. Arguments on a
     PJRT device: compiled by that device's client (pjrt_dispatch.PjrtCompiled), the
-    computation the signature's jitted calls there run."""
+    computation the signature's jitted calls there run.
+
+    `compiler_options`: JAX's dict of XLA options for this compilation
+    (flags.with_compiler_options: the ones ember's compiler has apply, other `xla_*` ones
+    are accepted, any other name is a JaxRuntimeError as XLA's INVALID_ARGUMENT)."""
+    if compiler_options:
+      try:
+        flags = flags_lib.with_compiler_options(compiler_options, compile_flags())
+      except ValueError as e:
+        raise errors.JaxRuntimeError(f"INVALID_ARGUMENT: {e}") from None
+      if self._compile_on is None:
+        comp = compile_staged(self._staged, self._module, self._lower_secs, reuse=False,
+                              flags=flags)
+        return Compiled(comp, self._staged)
     if self._compiled is None:
       if self._compile_on is not None:
         self._compiled = self._compile_on()
@@ -324,14 +338,15 @@ _STAGE_ORDER = ("trace", "lower", "hlo_passes", "buffer_assignment", "backend", 
 
 
 def compile_staged(staged: Staged, module: hlo.Module | None = None,
-                   lower_secs: float | None = None, reuse: bool = True) -> CompiledComputation:
+                   lower_secs: float | None = None, reuse: bool = True,
+                   flags=None) -> CompiledComputation:
   """A real compilation of a traced signature (lowering it unless `module` is given; the
   module is not modified), logged as JAX logs it under `jax_log_compiles` (`Compiling
   jit(f) ...`, `Finished jaxpr to MLIR module conversion ...` when it lowers, `Finished XLA
   compilation ...`) with ember's per-stage split at DEBUG on `ember._src.compiler`. With
   `reuse`, a signature already compiled with the same flags (by `Lowered.compile`) is
-  handed back without a compilation."""
-  flags = compile_flags()
+  handed back without a compilation. `flags`: these instead of the current ones."""
+  flags = compile_flags() if flags is None else flags
   done = _compiled_by_jaxpr.get(staged.jaxpr) if reuse else None
   if done is not None and done.flags == flags:
     return done

@@ -271,10 +271,27 @@ class _Entry:
   def hit_runner(self) -> Callable:
     staged = self.staged
     consts = _const_arrays(staged.consts, staged.jaxpr.invars)
-    self.hit = self.compiled.hit_runner(consts, self.donate_pos,
-                                        _unflattener(staged.out_tree),
-                                        _result_kind(staged.out_tree))
+    finish, kind = _finisher(staged)
+    self.hit = self.compiled.hit_runner(consts, self.donate_pos, finish, kind)
     return self.hit
+
+
+def _finisher(staged) -> tuple[Callable[[list], Any], int | None]:
+  """The function that makes a call's flat outputs its result, and the native hit's result
+  kind (None: no builtin). float0 outputs (the tangents of integers) hold no data: as in
+  JAX, a call returns them as NumPy zeros of dtype float0, never as Arrays."""
+  unflatten = _unflattener(staged.out_tree)
+  float0 = [i for i, v in enumerate(staged.jaxpr.outvars)
+            if isinstance(v.aval.dtype, np.dtype) and v.aval.dtype == dtypes.float0]
+  if not float0:
+    return unflatten, _result_kind(staged.out_tree)
+
+  def finish(outs):
+    outs = list(outs)
+    for i in float0:
+      outs[i] = np.zeros(np.shape(outs[i]), dtypes.float0)
+    return unflatten(outs)
+  return finish, None
 
 
 def _const_arrays(consts: list, invars: list) -> list:
@@ -524,11 +541,10 @@ class JitWrapped:
           if comp is None:
             with _lock:
               comp = pjrt_dispatch.compiled_for(entry, device)
+          finish = _finisher(entry.staged)[0]
           if key is not None and entry.cached and self._shardings is None and not entry.placed:
-            self._fast[key] = comp.hit_runner(committed, entry.donated_leaves,
-                                              _unflattener(entry.staged.out_tree))
-          return entry.staged.out_tree.unflatten(comp.run(leaves, committed,
-                                                          entry.donated_leaves))
+            self._fast[key] = comp.hit_runner(committed, entry.donated_leaves, finish)
+          return finish(comp.run(leaves, committed, entry.donated_leaves))
       if self._shardings is not None or entry.placed or _any_placed(leaves):
         out = call_placed[0](self, entry, leaves, self._shardings)
         if out is not None:

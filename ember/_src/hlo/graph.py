@@ -29,12 +29,14 @@ _HLO_TYPE = {
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
     "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
     "complex64": "c64", "complex128": "c128",
+    "void": "pred",   # float0 (the tangents of integers: no data), printed as JAX lowers it
 }
 _MLIR_TYPE = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "ui8", "uint16": "ui16", "uint32": "ui32", "uint64": "ui64",
     "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
     "complex64": "complex<f32>", "complex128": "complex<f64>",
+    "void": "i1",     # float0, as JAX lowers it
 }
 
 
@@ -450,6 +452,8 @@ def format_constant(value: np.ndarray) -> str:
   """XLA's literal syntax: `constant(1)`, `constant(-inf)`, `constant(0.909297407)`,
   `constant({1, 2, 3})` (floats with the significant digits of their dtype, as XLA)."""
   value = np.asarray(value)
+  if value.dtype == dtypes.float0:   # no data: printed as the pred zeros JAX lowers it to
+    value = np.zeros(value.shape, np.bool_)
   digits = _SIGNIFICANT_DIGITS.get(value.dtype.name)  # None: shortest round-trip (f64)
 
   def scalar(x):

@@ -386,7 +386,7 @@ def _rule_of(prim: core.Primitive) -> Callable:
   if prim.lower is not None:
     return prim.lower
   if prim.impl_on_arrays and host_impl_lowering is not None:
-    return lambda ctx, *args, **params: host_impl_lowering(prim, ctx, *args, **params)
+    return lambda ctx, /, *args, **params: host_impl_lowering(prim, ctx, *args, **params)
   if prim.foreign_lowering is not None:
     raise NotImplementedError(
         f"ember cannot compile the primitive `{prim.name}`: its lowering rule builds JAX's "

@@ -106,6 +106,8 @@ def _elem_text(v, dt: np.dtype) -> str:
 
 def _dense(value: np.ndarray) -> str:
   a = np.ascontiguousarray(value)
+  if a.dtype == dtypes.float0:   # float0 holds no data: JAX lowers it as i1 zeros
+    a = np.zeros(a.shape, np.bool_)
   dt = a.dtype
   flat = a.reshape(-1)
   rows = flat.view(np.uint8).reshape(a.size, dt.itemsize) if a.size else None

@@ -366,7 +366,7 @@ def debug_print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:
 # ------------------------------------------------------------------------------------
 
 
-def impl_as_host_callback(prim: core.Primitive, ctx, *args, **params):
+def impl_as_host_callback(prim: core.Primitive, ctx, /, *args, **params):
   """Lower `prim` (a user primitive with `def_impl`) to a host call of its impl on Arrays."""
   out_avals = list(ctx.avals_out)
   in_avals = list(ctx.avals_in)

@@ -24,7 +24,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ember._src import core
-from ember._src.base import tree_util
+from ember._src.base import dtypes, tree_util
 from ember._src.core import declare
 from ember._src.transforms import ad, batching
 
@@ -282,6 +282,32 @@ def _custom_jvp_call_jvp(primals, tangents, *, call_jaxpr, jvp, num_consts, symb
 custom_jvp_call_p.jvp = _custom_jvp_call_jvp
 
 
+class _CallJaxpr:
+  """A call jaxpr as a function, with JAX's `lu.WrappedFun` spelling `call_wrapped`."""
+  def __init__(self, jaxpr):
+    self.jaxpr = jaxpr
+
+  def call_wrapped(self, *args):
+    return core.eval_jaxpr(self.jaxpr, (), *args)
+
+  __call__ = call_wrapped
+
+
+def _custom_jvp_get_bind_params(params) -> dict:
+  """JAX's form: the params with `subfuns = (call, jvp)`, the call as a function that
+  interpreters of jaxprs (equinox's finalise_jaxpr) run directly. Binding again with these
+  params ignores `subfuns` (the call jaxpr is still among them)."""
+  return {**params, "subfuns": (_CallJaxpr(params["call_jaxpr"]), params["jvp"])}
+
+
+def _custom_jvp_bind(*args, subfuns=None, **params):
+  return core.Primitive.bind(custom_jvp_call_p, *args, **params)
+
+
+custom_jvp_call_p.get_bind_params = _custom_jvp_get_bind_params
+custom_jvp_call_p.bind = _custom_jvp_bind
+
+
 class custom_jvp:
   """A function with a custom JVP rule (`@custom_jvp`, then `f.defjvp(rule)` where
   `rule(primals, tangents) -> (primal_out, tangent_out)`, or `f.defjvps(*per_arg_rules)`)."""
@@ -485,19 +511,12 @@ class custom_vjp:
                         f"{tree_util.tree_structure(tuple(dyn))}.")
       out = []
       for ct_i, x in zip(cts_in, dyn):
-        x_leaves, x_tree = tree_util.tree_flatten(x)
-        if ct_i is None:
-          out += [ad.Zero(ad.tangent_aval(core.get_aval(v))) for v in x_leaves]
-          continue
-        c_leaves, c_tree = tree_util.tree_flatten(
-            ct_i, is_leaf=lambda v: v is None or isinstance(v, SymbolicZero))
-        if c_tree != x_tree and len(c_leaves) != len(x_leaves):
-          raise TypeError(f"Custom VJP bwd rule must produce an output with the same "
-                          f"container (pytree) structure as the args tuple of the primal "
-                          f"function, got {c_tree} for an argument of structure {x_tree}.")
+        x_leaves = tree_util.tree_leaves(x)
+        cts = _bwd_cts_for_argument(ct_i, x)
         out += [ad.Zero(ad.tangent_aval(core.get_aval(v)))
-                if c is None or isinstance(c, SymbolicZero) else c
-                for c, v in zip(c_leaves, x_leaves)]
+                if c is None or isinstance(c, SymbolicZero)
+                or ad.tangent_aval(core.get_aval(v)).dtype == dtypes.float0 else c
+                for c, v in zip(cts, x_leaves)]
       return out
 
     outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr,
@@ -505,6 +524,26 @@ class custom_vjp:
                                   bwd=_Rule(bwd_flat, _fun_name(bwd)), num_consts=len(consts),
                                   symbolic_zeros=self.symbolic_zeros, name=name)
     return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _bwd_cts_for_argument(ct, x) -> list:
+  """The cotangents a bwd rule gave for one primal argument `x`, one per leaf of `x`. As in
+  JAX, `ct` is a tree prefix of `x`: a None (or SymbolicZero) stands for zeros of the
+  whole subtree below it, and any other leaf is used for each leaf of its subtree (none
+  when that subtree is empty, e.g. a None argument)."""
+  out = []
+
+  def put(c, sub):
+    out.extend([c] * len(tree_util.tree_leaves(sub)))
+    return c
+  try:
+    tree_util.tree_map(put, ct, x, is_leaf=lambda v: v is None or isinstance(v, SymbolicZero))
+  except ValueError:
+    raise TypeError(f"Custom VJP bwd rule must produce an output with the same container "
+                    f"(pytree) structure as the args tuple of the primal function, got "
+                    f"{tree_util.tree_structure(ct)} for an argument of structure "
+                    f"{tree_util.tree_structure(x)}.") from None
+  return out
 
 
 # ------------------------------------------------------------------------------------

@@ -243,7 +243,7 @@ def nothing_saveable(*_, **__) -> bool:
   return False
 
 
-def dots_saveable(prim, *_, **__) -> bool:
+def dots_saveable(prim, /, *_, **__) -> bool:
   """Save the results of matrix multiplications and convolutions."""
   return prim.name in ("dot_general", "conv_general_dilated", "scaled_matmul_wrapper")
 
@@ -251,7 +251,7 @@ def dots_saveable(prim, *_, **__) -> bool:
 checkpoint_dots = dots_saveable
 
 
-def dots_with_no_batch_dims_saveable(prim, *args, **params) -> bool:
+def dots_with_no_batch_dims_saveable(prim, /, *args, **params) -> bool:
   """Save the results of dot_generals without batch dimensions (a transformer heuristic)."""
   if prim.name == "dot_general":
     (_, _), (lhs_b, rhs_b) = params["dimension_numbers"]
@@ -262,7 +262,7 @@ def dots_with_no_batch_dims_saveable(prim, *args, **params) -> bool:
 def offload_dot_with_no_batch_dims(offload_src, offload_dst):
   """As dots_with_no_batch_dims_saveable, the residuals offloaded to `offload_dst` (one
   memory space on ember's CPU backend: they are saved)."""
-  def policy(prim, *_, **params):
+  def policy(prim, /, *_, **params):
     if prim.name == "dot_general":
       (_, _), (lhs_b, rhs_b) = params["dimension_numbers"]
       if not lhs_b and not rhs_b:
@@ -281,7 +281,7 @@ def save_any_names_but_these(*names_not_to_save):
   """Save only values named with `checkpoint_name`, except the names given."""
   names_not_to_save = frozenset(names_not_to_save)
 
-  def policy(prim, *_, **params):
+  def policy(prim, /, *_, **params):
     if prim is name_p:
       return params["name"] not in names_not_to_save
     return False
@@ -292,7 +292,7 @@ def save_only_these_names(*names_which_can_be_saved):
   """Save only values named with `checkpoint_name`, and only the names given."""
   names_which_can_be_saved = set(names_which_can_be_saved)
 
-  def policy(prim, *_, **params):
+  def policy(prim, /, *_, **params):
     if prim is name_p:
       return params["name"] in names_which_can_be_saved
     return False
@@ -313,7 +313,7 @@ def save_and_offload_only_these_names(*, names_which_can_be_saved,
         f"names_which_can_be_offloaded={names_which_can_be_offloaded} and "
         f"the intersection={intersection}")
 
-  def policy(prim, *_, **params):
+  def policy(prim, /, *_, **params):
     if prim is name_p and params["name"] in names_which_can_be_saved:
       return pe.Saveable
     if prim is name_p and params["name"] in names_which_can_be_offloaded:
@@ -331,7 +331,7 @@ def save_from_both_policies(policy_1, policy_2):
   if policy_2 is nothing_saveable:
     return policy_1
 
-  def policy(prim, *args, **params):
+  def policy(prim, /, *args, **params):
     out1 = policy_1(prim, *args, **params)
     out2 = policy_2(prim, *args, **params)
     if not (isinstance(out1, bool) and isinstance(out2, bool)):

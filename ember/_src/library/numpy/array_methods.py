@@ -33,10 +33,28 @@ def _swapped(name):
   return method
 
 
+# Operand types a binary operator takes as they are (others may define __jax_array__)
+_PLAIN_OPERANDS = frozenset({Array, float, int, bool, complex})
+
+
+def _operand(other):
+  """A binary operator's other operand: an object with `__jax_array__` (equinox's
+  modules, flax's variables) as the array it stands for, as JAX's operators do; None
+  when the operator should return NotImplemented."""
+  if not core.is_arraylike(other):
+    return None
+  if hasattr(other, "__jax_array__") and not isinstance(other, core.Tracer) \
+      and not isinstance(getattr(other, "aval", None), core.ShapedArray):
+    return other.__jax_array__()
+  return other
+
+
 def _binop(name):
   def method(self, other):
-    if not core.is_arraylike(other):
-      return NotImplemented
+    if type(other) not in _PLAIN_OPERANDS:
+      other = _operand(other)
+      if other is None:
+        return NotImplemented
     return _JNP[name](self, other)
   method.__name__ = name
   return method
@@ -44,8 +62,10 @@ def _binop(name):
 
 def _rbinop(name):
   def method(self, other):
-    if not core.is_arraylike(other):
-      return NotImplemented
+    if type(other) not in _PLAIN_OPERANDS:
+      other = _operand(other)
+      if other is None:
+        return NotImplemented
     return _JNP[name](other, self)
   method.__name__ = f"r{name}"
   return method

@@ -37,6 +37,15 @@ _PY_SCALARS = (builtins.bool, int, float, complex)
 
 # --- argument helpers -------------------------------------------------------------------
 
+def _is_float0(dtype) -> bool:
+  """Whether a dtype argument asks for float0: such arrays hold no data, and JAX makes them
+  as NumPy zeros of dtype float0 (inside jit too: they are constants)."""
+  try:
+    return dtype is not None and np.dtype(dtype) == dtypes.float0
+  except TypeError:
+    return False
+
+
 def _user_dtype(dtype, fun_name: str):
   """Validate and canonicalize a `dtype=` argument; warn, as JAX does, when an explicitly
   requested 64-bit dtype is truncated because x64 is off."""
@@ -194,6 +203,8 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
     if isinstance(object, core.Tracer) or (isinstance(object, Array) and not copy):
       return object  # tracers are immutable: a copy would be the same value
     if isinstance(object, _PY_SCALARS + (np.generic, np.ndarray)):
+      if isinstance(object, np.ndarray) and object.dtype == dtypes.float0:
+        return object.copy() if copy else object   # float0 stays NumPy, as in JAX
       return _in_current_trace(_stage(object))
   if dtype is not None:
     dtype = _user_dtype(dtype, "array")
@@ -231,9 +242,13 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
     # Pure data: build with NumPy; traced, it is a constant (a literal or a constvar).
     out = _np_to_array(np.asarray(object_, dtype=dtype), dtype, weak_type)
   elif core.cur_level_is_eval() and not any(isinstance(l, core.Tracer) for l in leaves):
-    # Eager lists of concrete Arrays: the same values as stacking, in one NumPy call.
+    # Eager lists of concrete Arrays: the same values as stacking, in one NumPy call (each
+    # Array read as NumPy first: NumPy converts a 0-d object to ml_dtypes' types through
+    # float(), which a bfloat16 Array scalar refuses)
     try:
-      out = _np_to_array(np.asarray(object_, dtype=dtype), dtype, weak_type)
+      host = _replace_leaves(object_, iter([np.asarray(l) if _is_array(l) else l
+                                            for l in leaves]))
+      out = _np_to_array(np.asarray(host, dtype=dtype), dtype, weak_type)
     except ValueError:  # ragged: stacking below raises lax.concatenate's TypeError
       pass
   if out is None:
@@ -337,6 +352,8 @@ def _filled(name: str, value):
     if isinstance(shape, types.GeneratorType):
       raise TypeError("expected sequence object with len >= 0 or a single integer")
     _check_forgot_shape_tuple(name, shape, dtype)
+    if _is_float0(dtype):
+      return np.zeros(_shape_arg(shape), dtypes.float0)
     dtype = _user_dtype(float if dtype is None else dtype, name)
     return lax.full(_shape_arg(shape), value, dtype)
   fn.__name__ = fn.__qualname__ = name
@@ -371,6 +388,8 @@ def _like_prelude(name, a, dtype, shape):
 
 def _filled_like(name: str, value):
   def fn(a, dtype=None, shape=None, *, device=None, out_sharding=None):
+    if _is_float0(dtype) or (dtype is None and _is_float0(getattr(a, "dtype", None))):
+      return np.zeros(np.shape(a) if shape is None else _shape_arg(shape), dtypes.float0)
     a, dtype, shape = _like_prelude(name, a, dtype, shape)
     return lax.full_like(a, value, dtype, shape)
   fn.__name__ = fn.__qualname__ = name

@@ -30,6 +30,19 @@ def check_arraylike(fun_name: str, *args) -> None:
       raise TypeError(msg)
 
 
+def check_no_float0s(fun_name: str, *args) -> None:
+  """float0 values (the tangents of integers) take part in no operation, as in JAX."""
+  for a in args:
+    dt = getattr(a, "dtype", None)
+    if isinstance(dt, np.dtype) and dt == dtypes.float0:
+      raise TypeError(
+          f"Called {fun_name} with a float0 array. float0s do not support any operations by "
+          "design because they are not compatible with non-trivial vector spaces. No implicit "
+          "dtype conversion is done. You can use np.zeros_like(arr, dtype=np.float) to cast "
+          "a float0 array to a regular zeros array. \nIf you didn't expect to get a float0 "
+          "you might have accidentally taken a gradient with respect to an integer argument.")
+
+
 def promote_dtypes(*args):
   """Convert arguments to their common dtype under JAX's promotion rules."""
   if len(args) < 2:
@@ -127,6 +140,7 @@ def promote_args(fun_name: str, *args):
     if fast is not None:
       return fast
   check_arraylike(fun_name, *args)
+  check_no_float0s(fun_name, *args)
   return broadcast_arrays_rank(*promote_dtypes(*args))
 
 
@@ -137,7 +151,8 @@ def _promote_pair_fast(x, y) -> list | None:
   never widens a float). None for anything else."""
   if type(x) is Array:
     if type(y) is Array:
-      if x._dtype == y._dtype and x._weak_type == y._weak_type and x._shape == y._shape:
+      if x._dtype == y._dtype and x._weak_type == y._weak_type and x._shape == y._shape \
+          and x._dtype.kind != "V":   # (float0: check_no_float0s raises)
         return [x, y]
       return None
     if type(y) in (float, int) and _is_float(x._dtype):
@@ -182,11 +197,13 @@ def promote_args_inexact(fun_name: str, *args):
         isinstance(x, core.Tracer) and x.aval.dtype.kind in "fc":
       return [x]
   check_arraylike(fun_name, *args)
+  check_no_float0s(fun_name, *args)
   return broadcast_arrays_rank(*promote_dtypes_inexact(*args))
 
 
 def promote_args_numeric(fun_name: str, *args):
   check_arraylike(fun_name, *args)
+  check_no_float0s(fun_name, *args)
   return broadcast_arrays_rank(*promote_dtypes_numeric(*args))
 
 

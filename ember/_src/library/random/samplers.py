@@ -132,16 +132,23 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0, *, out_sharding=N
 
 @eager_jit.compiled(("shape", "dtype"))
 def normal(key, shape=(), dtype=None, *, out_sharding=None):
-  """Standard normal floats: sqrt(2) * erf_inv(u) for u uniform in (-1, 1)."""
+  """Standard normal floats: sqrt(2) * erf_inv(u) for u uniform in (-1, 1). Complex dtypes
+  as JAX 0.12: real and imaginary parts from the two halves of a split key, each a real
+  normal divided by sqrt(2) (variance 1/2 each, so E|z|^2 = 1), with JAX's operations."""
   data, _ = _as_key_data("normal", key)
   dt = dtypes.check_user_dtype(float if dtype is None else dtype, "normal")
   shape = _shape_arg("normal", shape)
   if dtypes.is_complex(dt):
-    # JAX's: real and imaginary parts from the two halves of a split, over sqrt(2)
-    real_dt = np.zeros((), dt).real.dtype
-    re, im = (lax.convert_element_type(_normal_real(k, shape, real_dt), dt)
-              for k in _split_data(data))
-    return lax.div(lax.add(re, lax.mul(np.array(1j, dt), im)), np.array(np.sqrt(2), dt))
+    key_re, key_im = _split_data(data)
+    real_dt = np.array(0, dt).real.dtype
+    re, im = _normal_real(key_re, shape, real_dt), _normal_real(key_im, shape, real_dt)
+    # JAX computes (re + 1j * im) / sqrt(2) in complex arithmetic; XLA divides complex
+    # numbers as ((ac + bd) + (bc - ad)i) / (c^2 + d^2), which with c = sqrt(2), d = 0 is
+    # each part times c over c*c (not part / c: they round differently). The same real
+    # operations give JAX's bits.
+    c = np.array(np.sqrt(2), real_dt)
+    cc = lax.mul(c, c)
+    return lax.complex(lax.div(lax.mul(re, c), cc), lax.div(lax.mul(im, c), cc))
   if not dtypes.is_float(dt):
     raise ValueError(f"dtype argument to `normal` must be a float or complex dtype, got {dt}")
   return _normal_real(data, shape, dt)
