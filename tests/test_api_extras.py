@@ -107,3 +107,41 @@ def test_register_pytree_with_keys_class_gives_key_paths():
   doubled = ember.jit(lambda q: ember.tree_util.tree_map(lambda x: 2 * x, q))(p)
   assert isinstance(doubled, Pair)
   np.testing.assert_array_equal(np.asarray(doubled.b), [0.0, 2.0])
+
+
+def test_check_grads_draws_directions_as_jax():
+  # JAX 0.12's check_jvp / check_vjp: a fresh np.random.RandomState(0) per check, randn per
+  # leaf in the leaf's dtype; check_vjp draws the input direction, then the cotangent
+  from ember.test_util import check_jvp, check_vjp
+  x = np.linspace(-1, 1, 4).astype(np.float32)
+  y = np.float32(2.0)
+  seen = {}
+
+  def f(a, b):
+    return a * b
+
+  def f_jvp(p, t):
+    seen["t"] = t
+    return ember.jvp(f, p, t)
+
+  check_jvp(f, f_jvp, (x, y))
+  rs = np.random.RandomState(0)
+  np.testing.assert_array_equal(seen["t"][0], rs.randn(4).astype(np.float32))
+  np.testing.assert_array_equal(seen["t"][1], np.float32(rs.randn()))
+
+  def f_vjp(*p):
+    out, pullback = ember.vjp(f, *p)
+    def pb(ct):
+      seen["ct"] = ct
+      return pullback(ct)
+    return out, pb
+
+  check_vjp(f, f_vjp, (x, y))
+  rs = np.random.RandomState(0)
+  rs.randn(4), rs.randn()
+  np.testing.assert_array_equal(seen["ct"], rs.randn(4).astype(np.float32))
+  # the modes JAX has, "lin" included; a wrong derivative still fails
+  ember.test_util.check_grads(lambda a: a * 3.0, (1.5,), order=2, modes=("fwd", "rev", "lin"))
+  with pytest.raises(AssertionError):
+    ember.test_util.check_grads(
+        lambda a: ember.numpy.sin(a) + ember.lax.stop_gradient(a), (x,), order=1)

@@ -118,3 +118,20 @@ def test_x64_environment_variable(tmp_path):
 def test_python_int_overflow():
   with pytest.raises(OverflowError, match="int32"):
     jnp.asarray(2**40)
+
+
+def test_tracers_have_array_copy_and_device_methods():
+  # JAX 0.12's tracers have copy / __copy__ / __deepcopy__ / to_device / itemsize (optax
+  # calls `x.copy()` under jit); values as JAX's
+  import copy as copy_mod
+  x = jnp.arange(3.)
+  f = lambda x: (x.copy() * 2, copy_mod.copy(x), copy_mod.deepcopy(x), x.itemsize,
+                 x.to_device(None), x.to_device(jax.devices()[0]))
+  for out in (f(x), jax.jit(f)(x)):
+    np.testing.assert_array_equal(np.asarray(out[0]), [0., 2., 4.])
+    for a in out[1:3] + out[4:]:
+      np.testing.assert_array_equal(np.asarray(a), [0., 1., 2.])
+    assert int(out[3]) == 4
+  np.testing.assert_array_equal(
+      np.asarray(jax.grad(lambda y: (y.copy() ** 2).sum())(x)), [0., 2., 4.])
+  np.testing.assert_array_equal(np.asarray(jax.vmap(lambda y: y.copy() + 1)(x)), [1., 2., 3.])

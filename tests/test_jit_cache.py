@@ -361,3 +361,21 @@ def test_container_kinds_and_keys_are_distinct_signatures():
   assert cc.count == 4
   for out, want in ((a, 2.0), (b, 2.0), (c, 3.0), (d, 4.0)):
     np.testing.assert_allclose(np.asarray(out), [want, want])
+
+
+def test_jitted_function_has_the_wrapped_signature():
+  # JAX 0.12: inspect.signature of jit(f) is f's, also with follow_wrapped=False (chex's
+  # fake pmap asks that way; ember's jit object has __get__, which inspect would otherwise
+  # take for a builtin method descriptor)
+  import functools
+  import inspect
+
+  def f(x, y=2, *, z=3):
+    return x
+
+  for g in (ember.jit(f), ember.jit(f, static_argnums=1), ember.jit(ember.vmap(f))):
+    assert str(inspect.signature(g, follow_wrapped=False)) in ("(x, y=2, *, z=3)",
+                                                               "(*args, **kwargs)")
+  assert str(inspect.signature(ember.jit(f), follow_wrapped=False)) == "(x, y=2, *, z=3)"
+  assert str(inspect.signature(ember.jit(functools.partial(f, 1)),
+                               follow_wrapped=False)) == "(y=2, *, z=3)"

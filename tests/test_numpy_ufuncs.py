@@ -538,6 +538,18 @@ def test_power_integer_exponent_paths():
     jnp.power(arr([2], np.int32), -1)
 
 
+
+def test_power_python_float_base_integer_exponent():
+  # optax's `beta ** count` with an int32 count (JAX 0.12: `pow 0.9:f32[] j` under jit, a
+  # weak f32 eagerly where the concrete exponent takes the integer_pow path)
+  c = arr(3, np.int32)
+  for f, weak in zip(both(lambda c: (0.9 ** c, jnp.power(0.5, c))), [True, False]):
+    a, b = f(c)
+    assert a.dtype == np.float32 and b.dtype == np.float32 and a.weak_type == weak
+    np.testing.assert_allclose([float(a), float(b)], [0.9 ** 3, 0.125], rtol=1e-6)
+  assert str(ember.make_jaxpr(lambda c: 0.9 ** c)(c)) == \
+      "{ lambda ; a:i32[]. let b:f32[] = pow 0.9:f32[] a in (b,) }"
+
 def test_bool_arithmetic_is_logical():
   t, f_ = arr([True, True, False], np.bool_), arr([True, False, False], np.bool_)
   for g in both(jnp.add):

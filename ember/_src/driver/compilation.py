@@ -126,6 +126,10 @@ class Lowered:
                        result_names=_result_names(s.out_tree), donated=s.donated[n:])
 
   def compiler_ir(self, dialect: str | None = None) -> hlo.Module:
+    """The lowered module (`.as_hlo_text()` prints it). With dialect="hlo" the jaxpr's
+    constants are `constant`s, as `as_text("hlo")` prints them."""
+    if dialect == "hlo":
+      return self._module_with_constants()
     return self._module
 
   def cost_analysis(self) -> dict:

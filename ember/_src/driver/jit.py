@@ -425,6 +425,16 @@ class JitWrapped:
       return self
     return functools.partial(self, obj)
 
+  @property
+  def __signature__(self):
+    """The wrapped function's signature, as JAX's jitted functions report it: without it,
+    `inspect.signature(f, follow_wrapped=False)` (chex's fake pmap) takes this object
+    (it has __get__) for a builtin method descriptor and fails."""
+    try:
+      return inspect.signature(self.fun)
+    except (TypeError, ValueError):
+      return None
+
   def _cache_size(self) -> int:
     """How many signatures of the underlying function are cached."""
     return len(self._cache)

@@ -346,6 +346,11 @@ def scan_window(instr: Instr) -> tuple[int, bool] | None:
 class Module:
   """A compiled unit: the entry computation and every computation it calls."""
 
+  def as_hlo_text(self) -> str:
+    """The module in XLA's HLO text syntax (JAX's `compiler_ir(dialect="hlo")` returns an
+    XlaComputation with this method), without metadata as there."""
+    return to_text(self, metadata=False)
+
   def __init__(self, name: str):
     self.name = name                      # "jit_f"
     self.entry: Computation | None = None
@@ -608,7 +613,7 @@ def _conv_attr_text(instr: Instr) -> list[str]:
   return out
 
 
-def instr_to_text(instr: Instr, is_root: bool = False) -> str:
+def instr_to_text(instr: Instr, is_root: bool = False, metadata: bool = True) -> str:
   shape = instr.shape.to_hlo()
   if instr.opcode == "parameter":
     body = f"parameter({instr.attrs['number']})"
@@ -617,21 +622,22 @@ def instr_to_text(instr: Instr, is_root: bool = False) -> str:
   else:
     body = f"{instr.opcode}(" + ", ".join(f"%{o.name}" for o in instr.operands) + ")"
   parts = [body] + _attr_text(instr)
-  md = instr.metadata.to_hlo()
+  md = instr.metadata.to_hlo() if metadata else ""
   if md:
     parts.append(md)
   return f"  {'ROOT ' if is_root else ''}%{instr.name} = {shape} " + ", ".join(parts)
 
 
-def computation_to_text(comp: Computation, entry: bool = False) -> str:
+def computation_to_text(comp: Computation, entry: bool = False, metadata: bool = True) -> str:
   params = ", ".join(f"{p.name}: {p.shape.to_hlo(layout=False)}" for p in comp.params)
   head = f"{'ENTRY ' if entry else ''}%{comp.name} ({params}) -> {comp.root.shape.to_hlo(layout=False)} {{"
-  lines = [head] + [instr_to_text(i, i is comp.root) for i in comp.instrs] + ["}"]
+  lines = [head] + [instr_to_text(i, i is comp.root, metadata) for i in comp.instrs] + ["}"]
   return "\n".join(lines)
 
 
-def to_text(module: Module) -> str:
-  """The module in XLA's HLO text syntax (what `Compiled.as_text()` returns)."""
+def to_text(module: Module, metadata: bool = True) -> str:
+  """The module in XLA's HLO text syntax (what `Compiled.as_text()` returns); without
+  `metadata`, no `metadata={...}` (op names, source lines) on the instructions."""
   entry = module.entry
   ins = ", ".join(p.shape.to_hlo() for p in entry.params)
   layout = f"({ins})->{entry.root.shape.to_hlo()}"
@@ -643,7 +649,7 @@ def to_text(module: Module) -> str:
         for o, p in sorted(module.input_output_alias.items()))
     header += f", input_output_alias={{ {aliases} }}"
   comps = module.called_computations()
-  body = [computation_to_text(c, entry=c is entry) for c in comps]
+  body = [computation_to_text(c, entry=c is entry, metadata=metadata) for c in comps]
   return header + "\n\n" + "\n\n".join(body) + "\n"
 
 

@@ -9,7 +9,7 @@ from ember._src.library.numpy import (
     bit_packing, comparison, creation, differences, einsum, getitem, index_tricks, index_update,
     indexing, logic, polynomial, products, reductions, scalar_types, set_ops, shape, signal,
     sorting, statistics, ufuncs, vectorize)
-from ember._src.core.array import Array
+from ember._src.core.array import Array, device_put
 
 # ember.numpy's namespace, as ember/numpy/__init__.py gathers it (a later module's name wins)
 _JNP = {name: getattr(mod, name)
@@ -122,3 +122,22 @@ def _set_array_methods(cls):
 
 for _cls in (Array, core.Tracer):
   _set_array_methods(_cls)
+
+
+# Array's own copy/device methods, on tracers too (JAX's tracers have them: optax calls
+# `x.copy()` on a traced array under jit).
+def _tracer_copy(self):
+  return _JNP["array"](self, copy=True)
+
+
+def _tracer_to_device(self, device, *, stream=None):
+  if stream is not None:
+    raise ValueError("to_device: ember's CPU device has no streams; pass stream=None.")
+  return self if device is None else device_put(self, device)
+
+
+core.Tracer.copy = _tracer_copy
+core.Tracer.__copy__ = _tracer_copy
+core.Tracer.__deepcopy__ = lambda self, memo: _tracer_copy(self)
+core.Tracer.to_device = _tracer_to_device
+core.Tracer.itemsize = property(lambda self: self.aval.dtype.itemsize)

@@ -264,6 +264,8 @@ def power(x1, x2, /):
     x1, = promote_dtypes_numeric(x1)
     return lax.integer_pow(x1, y)
   if _is(x1, np.inexact) and _is(x2, np.integer):
+    if dtypes.is_python_scalar(x1):  # keeps its own weak float dtype, not the exponent's
+      return lax.pow_p.bind(x1, x2)
     return lax.pow(*broadcast_arrays_rank(x1, x2))
   x1, x2 = promote_args_numeric("power", x1, x2)
   if _is(x1, np.integer) or _is(x1, np.bool_):
