@@ -177,6 +177,8 @@ dot_general_p.lower = _dot_general_lower
 
 
 def _index_tuple(x) -> tuple:
+  if type(x) is tuple and all(type(d) is int for d in x):
+    return x     # (eager calls come with tuples of ints: no new tuple)
   if isinstance(x, (int, np.integer)):
     return (operator.index(x),)
   return tuple(operator.index(d) for d in x)
