@@ -158,7 +158,8 @@ def test_gram_chunks(threads, columns):
 @pytest.mark.parametrize("threads", [1, 2, 3, 5])
 @pytest.mark.parametrize("trans_a,trans_b", [(False, False), (True, False), (False, True),
                                              (True, True)])
-@pytest.mark.parametrize("M,N,K", [(150, 97, 300), (97, 150, 300), (1, 400, 9000)])
+@pytest.mark.parametrize("M,N,K", [(150, 97, 300), (97, 150, 300), (1, 400, 9000),
+                                   (1001, 37, 400), (37, 1001, 400)])
 def test_gemm_chunks(threads, trans_a, trans_b, M, N, K):
   """Any chunk count computes the same product (rows or columns of C per chunk)."""
   native = blas_pool._native()
