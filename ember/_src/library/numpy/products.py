@@ -16,6 +16,7 @@ import numpy as np
 
 from ember._src.base import dtypes
 from ember._src.core.array import Array
+from ember._src.primitives.linalg import dot_general_p, canonicalize_precision
 from ember._src.library.lax import api as lax
 from ember._src.driver.jit import jit
 from ember._src.library.numpy import ufuncs, util
@@ -143,8 +144,14 @@ def _matmul_fast(a, b, precision):
   a_nd, b_nd = len(a._shape), len(b._shape)
   if not (1 <= a_nd <= 2 and 1 <= b_nd <= 2) or a._shape[-1] != b._shape[0]:
     return None
-  return lax.dot_general(a, b, (((a_nd - 1,), (0,)), ((), ())), precision=precision,
-                         preferred_element_type=a._dtype)
+  # (the dimension numbers and the dtype are canonical already: lax.dot_general's checks
+  # would only copy them)
+  return dot_general_p.bind(a, b, dimension_numbers=_MATMUL_DIMS[a_nd - 1],
+                            precision=canonicalize_precision(precision),
+                            preferred_element_type=a._dtype, out_sharding=None)
+
+
+_MATMUL_DIMS = tuple((((a_nd - 1,), (0,)), ((), ())) for a_nd in (1, 2))
 
 
 def vdot(a, b, *, precision=None, preferred_element_type=None):
