@@ -335,6 +335,24 @@ def test_consecutive_kernels_split_ones_included_run_in_one_native_call():
   np.testing.assert_array_equal(np.asarray(split.execute([x])[0]), outs[0])
 
 
+@pytest.mark.skipif(not host.threads_supported(), reason="no thread pool on this platform")
+def test_lone_split_kernel_is_a_one_row_step_table():
+  """A lone split kernel (a large m @ v) is a one-row table of the step runner, so a cache
+  hit makes one native call for it; its values are the unsplit kernel's bits."""
+  m, v = data((300, 257)), data((257,))
+  f = lambda m, v: m @ v
+  one, split = compiled(f, m, v, chunks=1), compiled(f, m, v, chunks=2)
+  outs = [np.asarray(e.execute([m, v])[0]) for e in (one, split, split)]
+  (step,) = split._steps
+  assert type(step) is tuple and step[2] == 1
+  assert step[0] is threadpool._get_pool().native.run_steps
+  assert step[3][0, 0] == threadpool._get_pool().state and step[3][1, 3] == 2
+  assert type(one._steps[0]) is tuple and len(one._steps[0]) == 3   # unsplit: a direct call
+  np.testing.assert_array_equal(outs[1], outs[0])
+  np.testing.assert_array_equal(outs[2], outs[0])
+  np.testing.assert_allclose(outs[0], m.astype(np.float64) @ v, rtol=1e-5, atol=1e-4)
+
+
 def test_replayed_executable_recomputes_costs():
   x = data((1000, 1000))
   module = lowered(lambda x: jnp.exp(jnp.sin(x)) + x.sum(1, keepdims=True), x)

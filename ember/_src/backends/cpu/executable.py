@@ -129,13 +129,19 @@ def _batch_direct_calls(steps: list) -> list:
   itself): the thread pool's step runner (threadpool.step_table), which splits the kernels
   with nchunks > 1 and runs the others whole. Each call through ctypes costs ~0.5-1 us: a
   chain of small kernels, e.g. 20 x tanh(x @ x) on 64 x 64, paid it per kernel. A lone
-  kernel stays a direct call `(fn, buffers, outer)` if it runs whole, else its thunk."""
+  kernel stays a direct call `(fn, buffers, outer)` if it runs whole; a lone split one is a
+  one-row table, so that a cache hit still makes one native call (a split 64 x 64 m @ v
+  cost 3.9 us a call through its thunk, KernelThunk.run and threadpool.run, 1.4 so; more
+  after a large kernel has evicted the interpreter's data), except with several devices:
+  there the thunk splits it over the pool of the device running it (a cache hit's native
+  call does not retarget a table)."""
   out, run = [], []
 
   def flush():
     rows = [(ctypes.cast(st[0], ctypes.c_void_p).value, ctypes.addressof(st[1]), st[2], st[3])
             for st in run]
-    batched = threadpool.step_table(rows) if len(run) > 1 else None
+    lone_split = len(run) == 1 and run[0][3] > 1 and not _SEVERAL_DEVICES
+    batched = threadpool.step_table(rows) if len(run) > 1 or lone_split else None
     if batched is not None:
       out.append((batched[0], batched[1].ctypes.data, len(rows), batched[1]))
     else:
