@@ -53,6 +53,28 @@ def test_matmul_shapes(sa, sb):
     check(out, expected, "float32")
 
 
+@pytest.mark.parametrize("dtype", ["float32", "int32", "bool", "float16", "complex64"])
+@pytest.mark.parametrize("sa,sb", [((7,), (7,)), ((5, 7), (7,)), ((7,), (7, 3)),
+                                   ((5, 7), (7, 3)), ((300, 301), (301,))])
+def test_matmul_fast_path_matches_general_path(sa, sb, dtype):
+  """`a @ b` of two Arrays of one dtype (matmul's fast path: one dot_general bound directly)
+  gives what the general path gives (preferred_element_type takes it): bits, dtype, weak
+  type; weakly typed or mixed operands take the general path."""
+  a, b = (jnp.asarray(rand(*s, dtype=dtype if dtype != "complex64" else np.float32))
+          .astype(dtype) for s in (sa, sb))
+  fast, general = a @ b, jnp.matmul(a, b, preferred_element_type=dtype)
+  assert fast.dtype == general.dtype == np.dtype(dtype) and not fast.weak_type
+  np.testing.assert_array_equal(np.asarray(fast), np.asarray(general))
+  weak = ember.lax.broadcast(jnp.asarray(2.0), sa[-1:])   # a weakly typed float vector
+  assert weak.weak_type
+  if dtype in ("float16", "complex64"):    # the weak operand takes the strong one's dtype
+    out = a @ weak
+    assert out.dtype == np.dtype(dtype) and not out.weak_type
+    a64, w64 = np.asarray(a, np.complex128), np.full(sa[-1:], 2.0)
+    bound = (2e-3 if dtype == "float16" else 1e-5) * (np.abs(a64) @ w64)   # cancellation
+    assert np.all(np.abs(np.asarray(out, np.complex128) - a64 @ w64) <= bound)
+
+
 DTYPE_CASES = [  # (a dtype, b dtype, result dtype)
     ("float32", "float32", "float32"), ("int32", "int32", "int32"), ("bool", "bool", "bool"),
     ("float32", "int32", "float32"), ("int8", "int8", "int8"), ("int8", "int32", "int32"),
