@@ -253,6 +253,24 @@ def test_key_covers_constants_and_flags(cache):
   assert len(entries(cache)) == 3
 
 
+def test_key_covers_attributes_the_text_leaves_out(cache):
+  # a triangular solve's side, triangle and diagonal live in its custom call's
+  # backend_config, which the module's text does not print: four variants, four entries
+  from ember.lax import linalg as L
+  a = np.array([[2.0, 0.0], [1.0, 4.0]], np.float32)
+  b = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+  for unit in (False, True):
+    for lower in (False, True):
+      t = np.tril(a) if lower else np.triu(a)
+      if unit:
+        t = t - np.diag(np.diag(t)) + np.eye(2, dtype=np.float32)
+      fn = lambda a, b, lower=lower, unit=unit: L.triangular_solve(
+          a, b, left_side=True, lower=lower, unit_diagonal=unit)
+      np.testing.assert_allclose(np.asarray(compile_fresh(fn, a, b)(a, b)),
+                                 np.linalg.solve(t, b), rtol=1e-6)
+  assert len(entries(cache)) == 4
+
+
 def test_lru_eviction(cache, caplog):
   caplog.set_level(logging.DEBUG, logger=LOGGER)
   x = np.arange(8, dtype=np.float32)

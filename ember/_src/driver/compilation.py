@@ -316,8 +316,8 @@ def cache_key(module: hlo.Module, flags) -> str:
   """The persistent cache's key of an optimized module: sha256 over the backend's
   environment (versions, host CPU, dot configuration: compiler.environment), the module's
   text without metadata (moving a function to another line keeps its entry), the bytes of
-  every array attribute (the text elides large constants), the input/output aliasing and
-  the flags."""
+  every array attribute (the text elides large constants), the other attributes made of
+  plain values (the text leaves some out), the input/output aliasing and the flags."""
   from ember._src.backends.cpu import compiler   # deferred: llvmlite, 1st compile
   h = hashlib.sha256(compiler.environment())
   text = hlo.to_text(module)
@@ -331,9 +331,27 @@ def cache_key(module: hlo.Module, flags) -> str:
           v = np.ascontiguousarray(v)
           h.update(f"{instr.name}.{k}:{v.dtype.str}{v.shape}".encode())
           h.update(v.tobytes())
+        elif _plain(v):   # attributes the text leaves out (a custom call's backend_config:
+          h.update(f"{instr.name}.{k}={_canonical(v)}".encode())   # a trsm's side, diagonal)
   h.update(repr(sorted(module.input_output_alias.items())).encode())
   h.update(repr((sorted(flags.disable_passes), flags.opt_level)).encode())
   return h.hexdigest()
+
+
+def _canonical(v) -> str:
+  """repr(v), a set's elements sorted (its order changes with the process's hash seed)."""
+  return f"frozenset({sorted(map(_canonical, v))})" if isinstance(v, frozenset) else repr(v)
+
+
+def _plain(v) -> bool:
+  """Whether `v` is built of Python scalars, strings and containers of them."""
+  if v is None or isinstance(v, (bool, int, float, str, bytes)):
+    return True
+  if isinstance(v, (tuple, list, frozenset)):
+    return all(map(_plain, v))
+  if isinstance(v, dict):
+    return all(_plain(k) and _plain(x) for k, x in v.items())
+  return False
 
 
 _STAGE_ORDER = ("trace", "lower", "hlo_passes", "buffer_assignment", "backend", "codegen",
