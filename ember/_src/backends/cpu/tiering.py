@@ -54,9 +54,10 @@ _outstanding: set = set()  # executables submitted and not yet upgraded
 
 
 def wait_idle(timeout: float | None = None) -> bool:
-  """Wait until every submitted tier-up is done, with what ran after it (`when_final`)
-  (benchmarks timing the steady state, tests that patch the compiler); False if `timeout` seconds (one deadline for all of them)
-  passed first. Tier-ups submitted meanwhile (by other threads) are waited for too."""
+  """Wait until every submitted tier-up is done, with what runs after it (`when_final`)
+  (benchmarks timing the steady state, tests that patch the compiler); False if `timeout`
+  seconds (one deadline for all of them) passed first. Tier-ups submitted meanwhile (by
+  other threads) are waited for too."""
   deadline = None if timeout is None else time.monotonic() + timeout
   while True:
     with _lock:   # the worker and other threads change the set
