@@ -4,15 +4,17 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-oldest venv clean
+.PHONY: demo test test-oldest test-ecosystem venv clean
 
-# The ecosystem libraries (tests/test_ecosystem.py) go in without their jax dependency: ember is
-# their jax (requirements-ecosystem.txt says why each flag).
-$(STAMP): pyproject.toml requirements-ecosystem.txt
+# The ecosystem libraries (tests/test_ecosystem.py) and what their own test suites import
+# (tests/suites) go in without their jax dependency: ember is their jax (requirements-ecosystem.txt
+# says why each flag).
+$(STAMP): pyproject.toml requirements-ecosystem.txt requirements-suites.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,mpi]'
 	$(PY) -m pip install -q --no-deps --ignore-requires-python -r requirements-ecosystem.txt
+	$(PY) -m pip install -q --no-deps -r requirements-suites.txt
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -22,6 +24,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n auto tests
+
+# The JAX libraries' own test suites (chex, optax, equinox, flax) on ember, compared per test id
+# with JAX's outcomes (tests/suites/run.py, docs/ecosystem.md); `make test` runs a sample of them.
+test-ecosystem: $(STAMP)
+	$(PY) -m tests.suites.run $(SUITES)
 
 # The same suite with the oldest supported dependencies (constraints-oldest.txt), in its own venv.
 OLD := .venv-oldest
