@@ -304,7 +304,7 @@ def test_large_body(case, monkeypatch):
   a, b = data(sa), data(sb)
   vb = host.vector_bytes()
   monkeypatch.setitem(dot_kernels.LARGE_BODIES, vb,
-                      dot_kernels.LARGE_BODIES.get(vb, (4, 3, 48 << 10)))
+                      dot_kernels.LARGE_BODIES.get(vb, (4, 3, 48 << 10, True)))
   ref = a.astype(F64) @ b
   module = optimize(clone_module(ember.jit(lambda a, b: a @ b).lower(a, b).compiler_ir()))
   outs = []

@@ -128,18 +128,22 @@ class BodyConfig(NamedTuple):
 # the packing (a page each). Process time of one thread, 1000^3 f32 on the 2-core Zen 4 VM
 # (loaded; peak 17.2 ms): 6 x 4 20.5 ms, 8 x 3 19.4, with the prefetches 18.8-19.1, XLA
 # 19.0, the OpenBLAS chunks 19.8-20.0; 384^3 (A in L2) ran at 96-97% of peak, 1000^3 88% and
-# 1536^3 85% before the prefetches, 90-93% after. On AVX2 (6 x 2 or 4 x 3 ymm) the same loops
-# ran 2.3x slower than OpenBLAS at 1000^3 (16-column panels: A re-read from L3 63 times), on
-# the VM capped to AVX2 and on the 13-core AVX2 host alike: no large body there.
-# Vector bytes -> (MR, NR, panel bytes) of the large body.
-LARGE_BODIES = {64: (8, 3, 64 << 10)}
+# 1536^3 85% before the prefetches, 90-93% after (A's row blocks kept in L2 by blocking M,
+# all of B packed once, ran no faster). On AVX2 (6 x 2 or 4 x 3 ymm) the same loops ran 2.3x
+# slower than OpenBLAS at 1000^3, on the VM capped to AVX2 and on the 13-core AVX2 host
+# alike: the prefetch's address arithmetic per k outweighs a 6 x 2 tile's 12 FMAs. Without
+# it (6 x 2 with 32 or 64 KB blocks, 4 x 3) or prefetching only the next rows' first lines,
+# they ran 4-12% slower than OpenBLAS on that host (1000^3, one thread and two): no large
+# body on AVX2.
+# Vector bytes -> the large body's (MR, NR, panel bytes, prefetch).
+LARGE_BODIES = {64: (8, 3, 64 << 10, True)}
 PREFETCH_B_ROWS = 8
 
 
 def large_config() -> BodyConfig | None:
   """The large body's configuration on this host's ISA, None where BLAS keeps large dots."""
   found = LARGE_BODIES.get(host.vector_bytes())
-  return None if found is None else BodyConfig(*found, True)
+  return None if found is None else BodyConfig(*found)
 
 
 def body_config(lay: "DotLayout | None" = None) -> BodyConfig:
