@@ -78,6 +78,8 @@ from ember._src.core.sharding import PartitionSpec as P  # noqa: E402,F401
 
 from ember._src.driver.compilation import start_cpu_backend as _start_cpu_backend  # noqa: E402
 _start_cpu_backend()
+from ember._src.driver.compilation import freeze_startup_objects as _freeze  # noqa: E402
+_freeze()   # (after every module of the import: a full collection no longer walks them)
 
 from ember import compat as _compat  # noqa: E402  (last: EMBER_AS_JAX=1 aliases jax to ember)
 _compat.install_from_env()

@@ -239,7 +239,14 @@ def test_small_kernel_choice():
   assert dot_kernels.generated_kernel_ok(lay(128, 784, 512)) == avx512
   assert dot_kernels.generated_kernel_ok(lay(128, 128, 64)) == avx512
   assert dot_kernels.generated_kernel_ok(lay(128, 128, 64), fused=True)  # saves a thunk too
-  assert not dot_kernels.generated_kernel_ok(lay(2000, 2000, 2000))     # A: 16 MB
+  # A: 9 MB: the large body on AVX-512 (dot_kernels.large_dot), BLAS elsewhere, and BLAS
+  # with an epilogue, past MAX_LARGE_A_BYTES, for a small side or a double
+  large = dot_kernels.large_config() is not None
+  assert dot_kernels.generated_kernel_ok(lay(1500, 1500, 1500)) == large
+  assert not dot_kernels.generated_kernel_ok(lay(1500, 1500, 1500), fused=True)
+  assert not dot_kernels.generated_kernel_ok(lay(2000, 2000, 2000))      # A: 16 MB
+  assert not dot_kernels.generated_kernel_ok(lay(20000, 1000, 100))
+  assert not dot_kernels.generated_kernel_ok(lay(1000, 1000, 1000, F64))
   assert not dot_kernels.generated_kernel_ok(lay(8, 8, 8, np.complex64))
   assert not dot_kernels.generated_kernel_ok(lay(8, 8, 8)._replace(a_strides=None))
 
@@ -277,6 +284,53 @@ def test_generated_kernel_k_blocks(case, dtype, monkeypatch):
                                atol=dot_atol(300, dtype, a, b) * 4)
   assert panels[0] and panels[0] != panels[1]     # the two bodies block K differently
   np.testing.assert_array_equal(outs[0], outs[1])
+
+
+_LARGE = [  # (A, B): rows past whole 8-row blocks, partial last panels, several K blocks
+    ((700, 800), (800, 1001)),
+    ((1029, 600), (600, 300)),           # last panel 12 columns: the one-vector kernel
+    ((256, 2100), (2100, 400)),          # few rows: threads split C by column panels
+    ((2, 600, 1000), (2, 1000, 500)),    # batched
+]
+
+
+@pytest.mark.parametrize("case", range(len(_LARGE)))
+def test_large_body(case, monkeypatch):
+  """Large float32 dots (dot_kernels.large_dot) run the large body (its tile, K blocks and
+  prefetches; on a host without one, the AVX-512 one's blocking with this ISA's vectors):
+  NumPy's values, and the default body's bits (the blocking changes none) for any number
+  of chunks, eager or jitted."""
+  sa, sb = _LARGE[case]
+  a, b = data(sa), data(sb)
+  vb = host.vector_bytes()
+  monkeypatch.setitem(dot_kernels.LARGE_BODIES, vb,
+                      dot_kernels.LARGE_BODIES.get(vb, (4, 3, 48 << 10, True)))
+  ref = a.astype(F64) @ b
+  module = optimize(clone_module(ember.jit(lambda a, b: a @ b).lower(a, b).compiler_ir()))
+  outs = []
+  for chunks in (1, 2, 3):
+    with cost_model.forced_chunks(chunks):
+      exe = compile_module(module, assign_buffers(module))
+    assert [type(t).__name__ for t in exe.thunks] == ["KernelThunk"]
+    assert re.findall(r"@\"?(ember_dot_body_float32\w*_pf_\w*)", exe.llvm_ir)
+    outs.append(np.asarray(exe.execute([a, b])[0]))
+    np.testing.assert_allclose(outs[-1], ref, rtol=4 * np.finfo(F32).eps,
+                               atol=dot_atol(sa[-1], F32, a, b) * 4)
+  monkeypatch.setattr(dot_kernels, "LARGE_BODIES", {})    # the default body
+  monkeypatch.setattr(dot_kernels, "generated_kernel_ok", lambda *a, **k: True)
+  exe = compile_module(module, assign_buffers(module))
+  assert not re.findall(r"ember_dot_body_float32\w*_pf_", exe.llvm_ir)
+  outs.append(np.asarray(exe.execute([a, b])[0]))
+  for out in outs[1:]:
+    np.testing.assert_array_equal(out, outs[0])
+  monkeypatch.undo()
+  if dot_kernels.large_config() is not None:    # this host's own: eager and jit alike
+    x, y = jnp.asarray(a), jnp.asarray(b)
+    # (unchecked: the reference evaluator's dot is OpenBLAS's, a few ulps away, and sums of
+    # 1000 normal terms that cancel are off by more than checked mode's absolute 1e-5)
+    with ember.config._override("ember_check_compiled", False):
+      np.testing.assert_array_equal(np.asarray(x @ y), outs[0])
+      np.testing.assert_array_equal(np.asarray(ember.jit(lambda a, b: a @ b)(x, y)), outs[0])
 
 
 @pytest.mark.parametrize("dtype", [F32, F64])

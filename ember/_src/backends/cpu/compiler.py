@@ -702,9 +702,10 @@ _BLOBS = ("obj", "ir", "opt_ir")
 
 def environment() -> bytes:
   """What besides a module decides its compiled code (the persistent compilation cache's
-  key): the runtime cache's environment (versions, host CPU) and the symbol of the shared
-  dot body, whose configuration is in its name (objects calling another's would not link)."""
-  return runtime_cache.environment() + dot_kernels._body_symbol("float32").encode()
+  key): the runtime cache's environment (versions, host CPU) and the symbols of the shared
+  dot bodies, whose configurations are in their names (objects calling another's would not
+  link)."""
+  return runtime_cache.environment() + dot_kernels.body_symbols().encode()
 
 
 def serialize_executable(exe: ex.Executable) -> bytes:

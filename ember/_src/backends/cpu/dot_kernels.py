@@ -10,13 +10,15 @@ rows of C's flattened (B*M, N) matrix (`DotLayout.rows_per_unit`).
 
 Large dots go to BLAS (executable.DotThunk / DotEpilogueThunk: single-threaded OpenBLAS
 chunks on ember's pool, transposes as flags). The other float dots (f32/f64,
-`generated_kernel_ok`: small ones, whose BLAS call costs more than the arithmetic, and on
-AVX-512 every dot whose A fits in L2, where the kernel outruns OpenBLAS) get a generated
-kernel:
+`generated_kernel_ok`: small ones, whose BLAS call costs more than the arithmetic, on
+AVX-512 every dot whose A fits in L2, where the kernel outruns OpenBLAS, and there the large
+float32 ones up to MAX_LARGE_A_BYTES of A, `large_dot`, on a body of their own) get a
+generated kernel:
 
 * micro-kernel: MR rows x NR vectors of C (`micro_tile`: 6 x 4 zmm on AVX-512, 6 x 2 ymm
-  on AVX2) accumulate in registers (FMA of a broadcast A element with NR vectors of B per
-  row: MR*NR independent FMA chains, NR + 1 loads per MR*NR FMAs); a panel of at most
+  on AVX2; a large dot's body 8 x 3 zmm, `body_config`) accumulate in registers (FMA of a
+  broadcast A element with NR vectors of B per row: MR*NR independent FMA chains, NR + 1
+  loads per MR*NR FMAs); a panel of at most
   one or two vectors of columns (a classifier's logits, a convolution's 16 or 32
   features) runs MR x 1 or MR x 2 instead, its B panel packed that wide (a kernel
   gradient's [27 x 16] and [144 x 32] products ran 1.4x and 1.6x faster than on MR x NR);
@@ -72,6 +74,7 @@ Results differ from NumPy's in the last bits, as any two dot implementations do.
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import threading
@@ -107,6 +110,49 @@ def micro_tile() -> tuple[int, int]:
   return (6, 4) if host.vector_bytes() == 64 else (6, 2)
 
 
+class BodyConfig(NamedTuple):
+  """What a shared body's code depends on besides its dtype: the register tile (MR rows x
+  NR vectors), the bytes of a packed K block of B, and whether it prefetches (the large
+  body: LARGE_BODIES)."""
+  MR: int
+  NR: int
+  panel_bytes: int
+  prefetch: bool = False
+
+
+# The body of the large dots (`large_dot`: A past L2, float32), which BLAS ran before: an
+# 8 x 3 zmm tile (1000 = 125 x 8 rows; 1008 columns computed for 1000 against 1024 of 6 x 4),
+# K blocks of 64 KB (3 passes over C for K = 1000, not 8) and two prefetches the hardware
+# does not make: the next row block's A rows (each row of a 1000-wide matrix is a page of its
+# own: its first lines missed L3 at every micro-tile) and B's rows PREFETCH_B_ROWS ahead of
+# the packing (a page each). Process time of one thread, 1000^3 f32 on the 2-core Zen 4 VM
+# (loaded; peak 17.2 ms): 6 x 4 20.5 ms, 8 x 3 19.4, with the prefetches 18.8-19.1, XLA
+# 19.0, the OpenBLAS chunks 19.8-20.0; 384^3 (A in L2) ran at 96-97% of peak, 1000^3 88% and
+# 1536^3 85% before the prefetches, 90-93% after (A's row blocks kept in L2 by blocking M,
+# all of B packed once, ran no faster). On AVX2 (6 x 2 or 4 x 3 ymm) the same loops ran 2.3x
+# slower than OpenBLAS at 1000^3, on the VM capped to AVX2 and on the 13-core AVX2 host
+# alike: the prefetch's address arithmetic per k outweighs a 6 x 2 tile's 12 FMAs. Without
+# it (6 x 2 with 32 or 64 KB blocks, 4 x 3) or prefetching only the next rows' first lines,
+# they ran 4-12% slower than OpenBLAS on that host (1000^3, one thread and two): no large
+# body on AVX2.
+# Vector bytes -> the large body's (MR, NR, panel bytes, prefetch).
+LARGE_BODIES = {64: (8, 3, 64 << 10, True)}
+PREFETCH_B_ROWS = 8
+
+
+def large_config() -> BodyConfig | None:
+  """The large body's configuration on this host's ISA, None where BLAS keeps large dots."""
+  found = LARGE_BODIES.get(host.vector_bytes())
+  return None if found is None else BodyConfig(*found)
+
+
+def body_config(lay: "DotLayout | None" = None) -> BodyConfig:
+  """The body a dot runs on: `large_dot`'s, else the default one (micro_tile, PANEL_BYTES)."""
+  if lay is not None and large_dot(lay):
+    return large_config()
+  return BodyConfig(*micro_tile(), PANEL_BYTES)
+
+
 # Generated kernel vs BLAS (a DotThunk: ~6 us of Python and NumPy dispatch, then OpenBLAS on
 # both cores), best of many runs on the 2-core AVX2 machine, f32: 64x64x64 9.3 vs 10.6 us,
 # 128x64x128 27 vs 26, 64x256x64 30 vs 29, 96^3 26 vs 20, 128^3 60 vs 41, 32x784x512 570 vs
@@ -121,8 +167,17 @@ MAX_SMALL_FLOPS_FUSED = 3 << 20
 # A stays in L2, f32 on the 2-core Sapphire Rapids machine, ember's pool vs single-threaded
 # OpenBLAS chunks on it (blas_pool.py), one core busy with other work: 128x512x784 119 vs 97
 # GFLOP/s, 784x512x128 137 vs 113, 256x1024x1024 142 vs 131, 1000x1500x64 145 vs 107,
-# 512^3 150 vs 130; 2000^3 128 vs 126 (A 16 MB: BLAS keeps it).
+# 512^3 150 vs 130; 2000^3 128 vs 126 (A 16 MB: BLAS keeps it). Past it, large float32
+# dots run the large body (`large_dot`).
 MAX_A_BYTES = 2 << 20
+# ... up to this size of A (float32, AVX-512, every side at least LARGE_MIN_DIM, both
+# operands contiguous along their rows, no epilogue) on the large body: two threads' process
+# time against the OpenBLAS chunks, loaded VM, medians of interleaved calls: 768^3 -8%,
+# 1000^3 -6%, 1536^3 -3%, 4096x512x512 -10%, 8192x256x1024 -8%, 256x8192x256 -11%,
+# 1000x1000x256 -11%, 4 x 1000^3 batched -3%, 512x4096x512 even; past it 2000^3 and 2048^3
+# (A 16 MB; A, B and C past the 32 MB L3) even, 2896^3 +5%: BLAS keeps those.
+MAX_LARGE_A_BYTES = 12 << 20
+LARGE_MIN_DIM = 256
 # ... or whatever A's size when C is at most STREAM_A_PANELS column panels wide (N <= NR
 # vectors), nearly full (`streams_a`): the kernel then streams A once (no panel re-reads
 # it), e.g. a convolution's im2col dot, 16384x288 @ 288x64 f32 (A 19 MB): 4.2-4.3 ms against
@@ -243,9 +298,10 @@ def streams_a(lay: DotLayout) -> bool:
   1.19-1.22, N = 32 1.70-2.05 against 1.79-1.81, and a convolution's 4096x144 @ 144x32
   0.21-0.22 against 0.27-0.34."""
   w = host.vector_lanes(lay.dtype)
-  last = lay.N % (micro_tile()[1] * w) or micro_tile()[1] * w
-  width = w if last <= w else 2 * w if last <= 2 * w else micro_tile()[1] * w
-  return column_panels(lay) <= STREAM_A_PANELS and 4 * last >= 3 * width
+  nrw = micro_tile()[1] * w         # (the default body's panels: a large dot's are narrower)
+  last = lay.N % nrw or nrw
+  width = w if last <= w else 2 * w if last <= 2 * w else nrw
+  return -(-lay.N // nrw) <= STREAM_A_PANELS and 4 * last >= 3 * width
 
 
 def generated_kernel_ok(lay: DotLayout, tile_bytes: int = 0, fused: bool = False,
@@ -272,7 +328,25 @@ def generated_kernel_ok(lay: DotLayout, tile_bytes: int = 0, fused: bool = False
       flops <= (MAX_SMALL_FLOPS_FUSED if fused else MAX_SMALL_FLOPS)
   in_l2 = not gram and host.vector_bytes() == 64 and \
       (lay.M * lay.K * lay.dtype.itemsize <= MAX_A_BYTES or streams_a(lay))
-  return (small or in_l2) and tile_bytes <= MAX_TILE_BYTES
+  large = not gram and not fused and large_dot(lay)
+  return (small or in_l2 or large) and tile_bytes <= MAX_TILE_BYTES
+
+
+def large_dot(lay: DotLayout) -> bool:
+  """A float32 dot on an ISA with a large body (LARGE_BODIES: AVX-512) past the default
+  body's domain (A more than MAX_A_BYTES, C several panels wide) up to MAX_LARGE_A_BYTES of
+  A, every side at least LARGE_MIN_DIM, A contiguous along k and B along n (what was
+  measured): the large body (`body_config`).
+  Not with an epilogue: the kernel would run it per block of BLOCK_ROWS rows, packing all
+  of B again for each."""
+  if large_config() is None or lay.dtype != np.dtype(np.float32) or \
+      lay.a_strides is None or lay.b_strides is None or lay.rows_per_unit is None or \
+      lay.cols_per_unit is not None:
+    return False
+  a_bytes = lay.M * lay.K * lay.dtype.itemsize
+  return min(lay.M, lay.N, lay.K) >= LARGE_MIN_DIM and \
+      MAX_A_BYTES < a_bytes <= MAX_LARGE_A_BYTES and not streams_a(lay) and \
+      lay.a_strides[2] == 1 and lay.b_strides[2] == 1
 
 
 def dot_flops(lay: DotLayout) -> int:
@@ -286,7 +360,7 @@ def dot_bytes(lay: DotLayout) -> int:
 
 def column_panels(lay: DotLayout) -> int:
   """Column panels of C (NR vectors wide): the range of a kernel split by columns."""
-  return -(-lay.N // (micro_tile()[1] * host.vector_lanes(lay.dtype)))
+  return -(-lay.N // (body_config(lay).NR * host.vector_lanes(lay.dtype)))
 
 
 def split_by_columns(lay: DotLayout, epilogue: bool = False, in_place: bool = True) -> bool:
@@ -465,7 +539,7 @@ def _body_caller(module: ir.Module, e: DotEmitter, lay: DotLayout, A, Bp):
     args = [e.i64(v) for v in (lay.K, lay.a_strides[2], lay.b_strides[1])]
     return lambda c, u0, u1, panels=None: b.call(
         body, [A, Bp, c, e.mul_idx(u0, P), e.mul_idx(u1, P), *args])
-  body = _shared_body(module, _body_symbol(lay.dtype), BODY_TYPE)
+  body = _shared_body(module, _body_symbol(lay.dtype, body_config(lay)), BODY_TYPE)
   all_panels = (e.i64(0), e.i64(column_panels(lay)))
   if lay.cols_per_unit is None:
     return lambda c, u0, u1, panels=all_panels: b.call(
@@ -494,11 +568,22 @@ def _body_args(lay: DotLayout) -> list:
           (lay.M, lay.N, lay.K, lay.rows_per_unit, *lay.a_strides, *lay.b_strides)]
 
 
-def _body_symbol(dtype) -> str:
-  """The shared body's symbol: its dtype and the configuration its code depends on."""
-  MR, NR = micro_tile()
-  return (f"ember_dot_body_{np.dtype(dtype).name}_v{host.vector_bytes()}_{MR}x{NR}_p{PANEL_BYTES}"
-          f"_a{len(_PARAMS)}")
+def _body_symbol(dtype, cfg: BodyConfig | None = None) -> str:
+  """The shared body's symbol: its dtype and the configuration its code depends on
+  (`cfg`, by default the default body's)."""
+  MR, NR, panel, prefetch = cfg or body_config()
+  return (f"ember_dot_body_{np.dtype(dtype).name}_v{host.vector_bytes()}_{MR}x{NR}_p{panel}"
+          f"{'_pf' if prefetch else ''}_a{len(_PARAMS)}")
+
+
+def body_symbols() -> str:
+  """The symbols of the float32 bodies (the persistent cache's key: compiler.environment)."""
+  return " ".join(_body_symbol("float32", cfg) for cfg in _configs())
+
+
+def _configs() -> tuple:
+  large = large_config()
+  return (body_config(),) + ((large,) if large else ())
 
 
 def _shared_body(module: ir.Module, name: str, fty: ir.FunctionType):
@@ -530,9 +615,10 @@ def ensure_shared_bodies(code: bytes) -> None:
   code about to be loaded (MCJIT links by name, so an object from the persistent cache finds
   them too). Waits for a compile in progress."""
   for dt in (np.float32, np.float64):
-    for name, define in ((_body_symbol(dt), _define_body),
-                         (gemv_symbol(dt), define_gemv_body),
-                         (gevm_symbol(dt), define_gevm_body)):
+    bodies = [(_body_symbol(dt, cfg), functools.partial(_define_body, cfg=cfg))
+              for cfg in _configs()]
+    for name, define in bodies + [(gemv_symbol(dt), define_gemv_body),
+                                  (gevm_symbol(dt), define_gevm_body)]:
       if name.encode() in code:
         compile_shared_ir(name, _body_ir(define, dt, name), (vector_dots.__file__,))
 
@@ -568,7 +654,7 @@ def compile_shared_ir(name: str, make_ir, sources: Sequence[str] = ()) -> None:
 llvm_jit.symbol_providers.append(lambda obj, undefined: ensure_shared_bodies(obj))
 
 
-def _define_body(module: ir.Module, dtype, name: str):
+def _define_body(module: ir.Module, dtype, name: str, cfg: BodyConfig | None = None):
   """`void body(A, B, C, u0, u1, M, N, K, R, strides..., p0, p1)`: C's rows of units
   [u0, u1) (R rows each), C indexed by the row of the whole (batch*M, N) output, in column
   panels [p0, p1). Sizes and strides are arguments, so one body per dtype serves every dot.
@@ -579,7 +665,8 @@ def _define_body(module: ir.Module, dtype, name: str):
   contiguous columns a full panel is read in place instead); in each, the rows MR at a time, then 4, then one
   at a time. A row block's accumulators start from zero at the first k block and from the
   partial sums stored in C at the next ones, so each element still sums its products in
-  increasing k with one fma chain: the blocking changes no bits."""
+  increasing k with one fma chain: the blocking changes no bits. `cfg`: the tile, the K
+  blocks and the prefetches (`body_config`; by default the default body's)."""
   key = np.dtype(dtype)
   fn = ir.Function(module, BODY_TYPE, name)
   fn.attributes.add("nounwind")
@@ -590,10 +677,10 @@ def _define_body(module: ir.Module, dtype, name: str):
   T = ir_types.mem_type(key)
   W = host.vector_lanes(key)
   VT = ir.VectorType(T, W)
-  MR, NR = micro_tile()
+  MR, NR, panel_bytes, prefetch = cfg or body_config()
   NRW = NR * W
   isz = key.itemsize
-  KC = max(1, PANEL_BYTES // (NRW * isz))
+  KC = max(1, panel_bytes // (NRW * isz))
   fma = f"llvm.fmuladd.v{W}{ir_types.float_suffix(T)}"
   vsuf = f"v{W}{ir_types.float_suffix(T)}"
   b = ir.IRBuilder(fn.append_basic_block("entry"))
@@ -608,6 +695,11 @@ def _define_body(module: ir.Module, dtype, name: str):
   imax = lambda x, y: b.select(b.icmp_signed(">", x, y), x, y)
   contiguous_b = b.icmp_signed("==", sbn, e.i64(1))
 
+  def prefetch_line(p):
+    """Ask for p's cache line (a read, kept in every level); never faults."""
+    e.intrinsic("llvm.prefetch.p0", VOID, [p, ir.Constant(I32, 0), ir.Constant(I32, 3),
+                                           ir.Constant(I32, 1)])
+
   def lanes(n):
     """The mask of lanes l < n (n runtime)."""
     return b.icmp_signed("<", iota, e.splat(n, i64v))
@@ -619,6 +711,10 @@ def _define_body(module: ir.Module, dtype, name: str):
                   T) for r in range(mr)]
     crow = [e.gep(C, b.add(mul(b.add(crow0, e.i64(r)), N), n0), T) for r in range(mr)]
     first = b.icmp_signed("==", k0, e.i64(0))
+    ahead = None
+    if prefetch and mr == MR:      # the next row block's rows at k0
+      ahead = e.gep(A, b.add(b.add(mul(bi, sab), mul(b.add(m, e.i64(MR)), sam)),
+                             mul(k0, sak)), T)
     acc = []
     for r in range(mr):
       for v in range(nr):
@@ -627,6 +723,9 @@ def _define_body(module: ir.Module, dtype, name: str):
         acc.append(b.select(first, zero, part))
 
     def body(k, acc):
+      if ahead is not None:   # a line per k: row k % MR of the next block, its line k / MR
+        line = mul(mul(b.udiv(k, e.i64(MR)), e.i64(64 // isz)), sak)
+        prefetch_line(e.gep(ahead, b.add(mul(b.urem(k, e.i64(MR)), sam), line), T))
       row = e.gep(bsrc, mul(k, bstride), T)
       bv = [b.load(e.gep(row, e.i64(v * W), T), typ=VT, align=isz) for v in range(nr)]
       ak = mul(k, sak)
@@ -685,6 +784,10 @@ def _define_body(module: ir.Module, dtype, name: str):
     def body(k, _c):
       src = e.gep(base, mul(k, sbk), T)
       dst = e.gep(panel, e.mul_idx(k, width), T)
+      if prefetch:              # B's row PREFETCH_B_ROWS ahead (a page of its own)
+        ahead = e.gep(src, mul(e.i64(PREFETCH_B_ROWS), sbk), T)
+        for v in range(nr):
+          prefetch_line(e.gep(ahead, e.mul_idx(sbn, v * W), T))
       for v in range(nr):
         with b.if_else(contiguous_b) as (then, otherwise):
           with then:
