@@ -155,6 +155,10 @@ DONATION_CASES = {
     "bf16_and_scalar": (lambda a, b: a.sum() + b.sum(), (jnp.ones((2, 3), jnp.bfloat16),
                                                          jnp.ones((), np.int32)), (0, 1),
                         False, ["bfloat16[2,3]"], [False, False]),
+    # a typed key output is one element to JAX (its data, 8 bytes, takes no float32[])
+    "key_output": (lambda k, c: ember.random.fold_in(k, 1), (ember.random.key(0),
+                                                             jnp.float32(1)), 1, False, [],
+                   [None, False]),
     "pytree": (lambda d: d["a"].sum() + d["b"].sum(), ({"a": jnp.ones(2),
                                                         "b": jnp.ones((2, 2))},), 0, False,
                ["float32[2]", "float32[2,2]"], [None]),

@@ -586,6 +586,16 @@ tree_all = _transform_api.tree_all
 all_leaves = _transform_api.all_leaves
 
 
+def leaves_of_transform_nodes(treedef: PyTreeDef) -> list[bool]:
+  """Per leaf of `treedef` (as ember's transformations flatten): whether it is a child of a
+  register_transform_node type (a typed key's data)."""
+  if treedef.kind == "leaf":
+    return [False]
+  if treedef.kind == "custom" and treedef.aux[0] in _transform_nodes:
+    return [True] * treedef.num_leaves
+  return [b for c in treedef.children for b in leaves_of_transform_nodes(c)]
+
+
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
   return list(treedef.children)
 

@@ -93,14 +93,16 @@ def lower_staged(staged: Staged) -> hlo.Module:
                      result_names=_result_names(staged.out_tree), donated=staged.donated)
 
 
-def usable_donations(jaxpr: core.Jaxpr, donated: tuple, keep_unused: bool
-                     ) -> tuple[tuple, tuple]:
+def usable_donations(jaxpr: core.Jaxpr, donated: tuple, keep_unused: bool,
+                     key_outputs: tuple = ()) -> tuple[tuple, tuple]:
   """(per invar: donated, the avals of the donated ones no output can use), by JAX's rule:
   an output takes the first donated argument of its shape and dtype, then a donated
   argument left over takes an output left over of as many elements (donated when its
   bytes are as many too, as XLA can then reuse it; else kept, unreported). An argument the
   function never reads (unless `keep_unused`) or of an extended dtype (a typed key) is not
-  donated, and not reported: JAX leaves both alone."""
+  donated, and not reported: JAX leaves both alone. `key_outputs`: per output, whether it is
+  a typed key's data (u32[..., 2]): to JAX a key array of the shape without the last axis,
+  which no argument here has the type of."""
   used = [True] * len(jaxpr.invars) if keep_unused else dce_jaxpr_used(jaxpr)[1]
   avals = [v.aval for v in jaxpr.invars]
   wanted = [d and u and isinstance(a.dtype, np.dtype) for d, u, a in zip(donated, used, avals)]
@@ -108,21 +110,22 @@ def usable_donations(jaxpr: core.Jaxpr, donated: tuple, keep_unused: bool
   for i, a in enumerate(avals):
     if wanted[i]:
       by_type.setdefault((a.shape, a.dtype), []).append(i)
-  donate, matched, left_outs = set(), set(), []
-  for o in (v.aval for v in jaxpr.outvars):
-    same = by_type.get((o.shape, getattr(o, "dtype", None)))
+  donate, matched, left_outs = set(), set(), []   # left_outs: (elements, bytes)
+  keys = list(key_outputs) + [False] * (len(jaxpr.outvars) - len(key_outputs))
+  for o, key in zip((v.aval for v in jaxpr.outvars), keys):
+    same = None if key else by_type.get((o.shape, getattr(o, "dtype", None)))
     if same:
       donate.add(same.pop(0))
-    else:
-      left_outs.append(o)
-  left_outs = [o for o in left_outs if isinstance(getattr(o, "dtype", None), np.dtype)]
+    elif isinstance(getattr(o, "dtype", None), np.dtype):
+      n = math.prod(o.shape[:-1] if key else o.shape)
+      left_outs.append((n, math.prod(o.shape) * o.dtype.itemsize))
   for i in sorted(i for same in by_type.values() for i in same):
     a = avals[i]
-    o = next((o for o in left_outs if math.prod(o.shape) == math.prod(a.shape)), None)
+    o = next((o for o in left_outs if o[0] == math.prod(a.shape)), None)
     if o is not None:
       left_outs.remove(o)
       matched.add(i)
-      if o.dtype.itemsize == a.dtype.itemsize:
+      if o[1] == math.prod(a.shape) * a.dtype.itemsize:
         donate.add(i)
   unusable = tuple(core.ShapedArray(avals[i].shape, avals[i].dtype) for i in range(len(avals))
                    if wanted[i] and i not in donate and i not in matched)

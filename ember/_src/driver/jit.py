@@ -429,16 +429,20 @@ os.register_at_fork(after_in_child=_drop_natives_after_fork)
 
 
 def _donated_leaves(args, kwargs, donate_argnums, donate_argnames, static_argnums) -> tuple:
-  """Indices of the flat dynamic leaves that belong to donated arguments."""
+  """Indices of the flat dynamic leaves that belong to donated arguments; a typed key's data
+  never does (JAX donates no key: neither deleted nor reported unusable)."""
   if not donate_argnums and not donate_argnames:
     return ()
   n = len(args)
   snums = {i % n for i in static_argnums if -n <= i < n}
   dnums = {i % n for i in donate_argnums if -n <= i < n}
-  flags = [tree_util.tree_map(lambda _: i in dnums, a) for i, a in enumerate(args)
-           if i not in snums]
-  kw = {k: tree_util.tree_map(lambda _: k in donate_argnames, v) for k, v in kwargs.items()}
-  leaves = tree_util.tree_leaves((flags, kw))
+
+  def flags(tree, donated: bool):   # a key, one leaf to users, is its one data leaf here
+    return tree_util.public.tree_map(
+        lambda x: donated and type(x) not in tree_util._transform_nodes, tree)
+  pos = [flags(a, i in dnums) for i, a in enumerate(args) if i not in snums]
+  kw = {k: flags(v, k in donate_argnames) for k, v in kwargs.items()}
+  leaves = tree_util.tree_leaves((pos, kw))
   return tuple(i for i, d in enumerate(leaves) if d)
 
 
@@ -558,7 +562,8 @@ class PjitFunction:
     donated = tuple(i - len(consts) in donated_leaves for i in range(len(jaxpr.invars)))
     unusable = ()
     if donated_leaves:   # as JAX, only the donations an output can use delete the argument
-      donated, unusable = compilation.usable_donations(jaxpr, donated, self.keep_unused)
+      donated, unusable = compilation.usable_donations(
+          jaxpr, donated, self.keep_unused, tree_util.leaves_of_transform_nodes(out_tree))
       donated_leaves = tuple(i for i in donated_leaves if donated[i + len(consts)])
     staged = Staged(jaxpr, consts, key.in_tree, out_tree, self.__name__, arg_names, closed,
                     donated, trace_secs, unusable)
