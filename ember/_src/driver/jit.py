@@ -8,7 +8,9 @@ underlying function (shared by every `jit(f)` of the same `f`); a miss traces (a
 itself under `jax_explain_cache_misses`), and the first top-level run of an entry lowers
 and compiles it (logged under `jax_log_compiles`: one `Compiling jit(...)` record per real
 compilation). A hit does only: flatten, build the key, look up, dispatch. Donated Array
-arguments are deleted once the call is dispatched.
+arguments are deleted once the call is dispatched (those an output can use: JAX's rule).
+A signature whose function takes or touches jax.Refs threads them: their values are extra
+inputs and their new values extra outputs, written back after each call (core/refs.py).
 """
 from __future__ import annotations
 
