@@ -28,7 +28,7 @@ from ember._src.transforms.remat import checkpoint, checkpoint_policies, remat  
 from ember._src.driver.cache_miss import log_compiles  # noqa: F401
 from ember._src.core.api_util import ShapeDtypeStruct  # noqa: F401
 from ember import dtypes, errors, extend, lax, numpy, tree, tree_util  # noqa: F401
-from ember import ad_checkpoint, custom_derivatives, stages  # noqa: F401
+from ember import ad_checkpoint, custom_derivatives, ref, stages  # noqa: F401
 from ember._src.primitives.callbacks import pure_callback  # noqa: F401
 from ember._src.runtime.executor import effects_barrier  # noqa: F401
 from ember import debug, experimental, interpreters  # noqa: F401

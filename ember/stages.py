@@ -4,7 +4,7 @@
 Lowered (the StableHLO module), `.compile()` a Compiled (the optimized executable).
 """
 from ember._src.driver.compilation import Compiled, Lowered, Traced  # noqa: F401
-from ember._src.driver.jit import JitWrapped as Wrapped  # noqa: F401
+from ember._src.driver.jit import PjitFunction as Wrapped  # noqa: F401
 
 from typing import Any as _Any  # noqa: E402
 

@@ -79,13 +79,64 @@ def test_pure_callback_dtype_is_cast():
   np.testing.assert_array_equal(out, np.ones(4))
 
 
-def test_pure_callback_exception_is_runtime_error():
-  def boom(x):
-    raise ValueError("boom")
+def _boom(x):
+  raise ValueError("boom")
 
-  with pytest.raises(JaxRuntimeError, match="CpuCallback error calling pure_callback boom: "
-                                            "ValueError: boom"):
-    np.asarray(ember.jit(lambda x: ember.pure_callback(boom, SDS((4,), np.float32), x))(X))
+
+CALLBACK_APIS = {
+    "pure_callback": (lambda x: ember.pure_callback(_boom, SDS((4,), np.float32), x) * 2,
+                      "jax._src.callback", "jax.pure_callback failed"),
+    "io_callback": (lambda x: io_callback(_boom, SDS((4,), np.float32), x) * 2,
+                    "jax._src.callback", "jax.io_callback failed"),
+    "debug_callback": (lambda x: (ember.debug.callback(_boom, x), x * 2)[1],
+                       "jax._src.debugging", "jax.debug.callback failed"),
+}
+
+
+@EAGER_AND_JIT
+@pytest.mark.parametrize("api", CALLBACK_APIS)
+def test_callback_exception_raised_by_the_call(wrap, api, caplog):
+  """JAX 0.12.1 runs a program calling a callback synchronously: the callback's exception
+  is a JaxRuntimeError raised by the call itself (not at the first read of a result), its
+  message the traceback as jaxlib writes it (JAX adds XLA's C++ frames after it); an eager
+  debug.callback, which JAX calls directly, raises the exception itself. It is logged on
+  JAX's logger."""
+  fn, logger, logged = CALLBACK_APIS[api]
+  if api == "debug_callback" and wrap is not ember.jit:
+    with pytest.raises(ValueError, match="^boom$"):
+      wrap(fn)(X)
+  else:
+    with pytest.raises(JaxRuntimeError) as info:
+      wrap(fn)(X)
+    msg = str(info.value)
+    assert msg.startswith("INTERNAL: CpuCallback error calling callback: Traceback (most "
+                          "recent call last):\n  File ")
+    assert f'line {_boom.__code__.co_firstlineno + 1}, in _boom\nValueError: boom' in msg
+    assert f'  File "{__file__}", line ' in msg
+  assert [(r.name, r.getMessage(), r.exc_info[0]) for r in caplog.records] == \
+      [(logger, logged, ValueError)]
+
+
+def test_program_with_callback_runs_at_the_call():
+  """Its results are ready when the call returns (JAX waits for such a program); a
+  program without one is dispatched asynchronously."""
+  seen = []
+  x = jnp.ones((700, 700)) * 1e-3   # large enough to be dispatched to the executor
+
+  def slow(x):
+    for _ in range(2):
+      x = jnp.tanh(x @ x)
+    return x
+
+  def slow_with_callback(x):
+    x = slow(x)
+    ember.debug.callback(seen.append, x[0, 0])
+    return x
+  out = ember.jit(slow_with_callback)(x)
+  assert len(seen) == 1 and out.is_ready()
+  out = ember.jit(slow)(x)
+  assert not out.is_ready()
+  out.block_until_ready()
 
 
 def test_pure_callback_argument_errors():

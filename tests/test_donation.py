@@ -1,10 +1,12 @@
 """Donated arguments (issue 4): an output computed into a donated parameter reuses the donated
 Array's memory in place when nothing else can reach it (no NumPy array or view of it alive);
 otherwise the runtime copies first, so results and the user's views stay right. Donated
-Arrays are deleted either way; NumPy arguments are never overwritten."""
+Arrays are deleted either way; NumPy arguments are never overwritten. A donation no output
+can use (JAX's rule) deletes nothing and warns, as JAX."""
 import functools
 import gc
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -106,12 +108,78 @@ def test_donated_numpy_argument_is_never_written():
   assert out.unsafe_buffer_pointer() != s.ctypes.data
 
 
-def test_donation_without_a_matching_output_only_deletes():
-  f = ember.jit(lambda x: x.sum(), donate_argnums=0)   # no output of x's shape: no alias
+def _unusable_warnings(record) -> list[str]:
+  return [str(w.message) for w in record
+          if str(w.message).startswith("Some donated buffers were not usable")]
+
+
+def test_donation_without_a_usable_output_warns_and_keeps_the_argument():
+  """JAX 0.12.1: a donated argument no output can reuse is not donated (not deleted), and
+  the signature's first lowering warns."""
+  f = ember.jit(lambda x: x.sum(), donate_argnums=0)   # no output of x's shape or size
   x = jnp.ones((4, 4))
-  assert float(f(x)) == 16.0 and x.is_deleted()
-  with pytest.raises(RuntimeError, match="deleted"):
-    f(x)
+  with pytest.warns(UserWarning) as record:
+    assert float(f(x)) == 16.0
+  assert _unusable_warnings(record) == [
+      "Some donated buffers were not usable: float32[4,4].\nSee an explanation at "
+      "https://docs.jax.dev/en/latest/201/jit.html#jax-201-buffer-donation."]
+  assert not x.is_deleted()
+  with warnings.catch_warnings():
+    warnings.simplefilter("error")     # the same signature again: no second warning
+    assert float(f(x)) == 16.0
+    f.lower(x)
+  with pytest.warns(UserWarning, match="Some donated buffers were not usable: float32"):
+    comp = ember.jit(lambda x: x.sum(), donate_argnums=0).lower(jnp.ones(3))   # lowering
+  comp.compile()(x := jnp.ones(3))
+  assert not x.is_deleted()
+
+
+# (function, arguments, donate_argnums, keep_unused) -> JAX 0.12.1's unusable avals; which
+# arguments it deleted
+DONATION_CASES = {
+    "identity": (lambda a: a, (jnp.ones(3),), 0, False, [], [True]),
+    "twice_out": (lambda a: (a, a), (jnp.ones(3),), 0, False, [], [True]),
+    "scalar_weak": (lambda a: a * 2, (1.0,), 0, False, [], [None]),
+    "reduced": (lambda a: (a * 2).sum(), (jnp.ones(2),), 0, False, ["float32[2]"], [False]),
+    "unused": (lambda a, b: a, (jnp.ones(3), jnp.ones(4)), 1, False, [], [None, False]),
+    "unused_kept": (lambda a, b: a, (jnp.ones(3), jnp.ones(4)), 1, True, ["float32[4]"],
+                    [None, False]),
+    "two_args": (lambda a, b: (a + b).sum(), (jnp.ones(3), jnp.ones(3, np.int32)), (0, 1),
+                 False, ["float32[3]", "int32[3]"], [False, False]),
+    "one_output": (lambda a, b: a + b, (jnp.ones(3), jnp.ones(3)), (0, 1), False,
+                   ["float32[3]"], [True, False]),
+    # an output left over takes a donated argument of as many elements
+    "by_size": (lambda a: a.reshape(6).astype(np.int32), (jnp.ones((2, 3)),), 0, False, [],
+                [True]),
+    # ... not donated (deleted) when their bytes differ (int32[] -> bfloat16[]), unreported
+    "bf16_and_scalar": (lambda a, b: a.sum() + b.sum(), (jnp.ones((2, 3), jnp.bfloat16),
+                                                         jnp.ones((), np.int32)), (0, 1),
+                        False, ["bfloat16[2,3]"], [False, False]),
+    # a typed key output is one element to JAX (its data, 8 bytes, takes no float32[])
+    "key_output": (lambda k, c: ember.random.fold_in(k, 1), (ember.random.key(0),
+                                                             jnp.float32(1)), 1, False, [],
+                   [None, False]),
+    "pytree": (lambda d: d["a"].sum() + d["b"].sum(), ({"a": jnp.ones(2),
+                                                        "b": jnp.ones((2, 2))},), 0, False,
+               ["float32[2]", "float32[2,2]"], [None]),
+    "numpy": (lambda a: a.sum(), (np.ones(3, np.float32),), 0, False, ["float32[3]"], [None]),
+}
+
+
+@pytest.mark.parametrize("case", DONATION_CASES)
+def test_unusable_donations_as_jax(case):
+  fn, args, donate, keep_unused, unusable, deleted = DONATION_CASES[case]
+  args = [ember.tree.map(lambda x: x.copy() if isinstance(x, ember.Array) else x, a)
+          for a in args]
+  with warnings.catch_warnings(record=True) as record:
+    warnings.simplefilter("always")
+    ember.jit(fn, donate_argnums=donate, keep_unused=keep_unused)(*args)
+  want = [f"Some donated buffers were not usable: {', '.join(unusable)}.\nSee an explanation "
+          "at https://docs.jax.dev/en/latest/201/jit.html#jax-201-buffer-donation."]
+  assert _unusable_warnings(record) == (want if unusable else [])
+  for a, d in zip(args, deleted):
+    if d is not None:
+      assert a.is_deleted() == d
 
 
 def test_aot_compiled_call_donates_too():

@@ -317,7 +317,7 @@ def test_stages_are_embers_stage_classes(alias):
   import jax
   from ember._src.driver import compilation, jit
   assert jax.stages is ember.stages
-  assert jax.stages.Wrapped is jit.JitWrapped
+  assert jax.stages.Wrapped is jit.PjitFunction
   f = ember.jit(lambda x: x * 2)
   traced = f.trace(np.float32(1.0))
   lowered = traced.lower()

@@ -380,3 +380,34 @@ def test_jitted_function_has_the_wrapped_signature():
   assert str(inspect.signature(ember.jit(f), follow_wrapped=False)) == "(x, y=2, *, z=3)"
   assert str(inspect.signature(ember.jit(functools.partial(f, 1)),
                                follow_wrapped=False)) == "(y=2, *, z=3)"
+
+
+def test_jitted_function_type_repr_and_method_binding_as_jax():
+  """JAX 0.12.1: type(jit(f)).__name__ is PjitFunction, repr `<PjitFunction of <function f
+  at 0x...>>` (nested: of the inner one), a jitted method binds as a bound method; libraries
+  recognise jitted functions by these (chex.assert_max_traces refuses to wrap one)."""
+  import functools
+  import types
+
+  def f(x):
+    return x + 1
+  g = ember.jit(f)
+  assert type(g).__name__ == "PjitFunction" and "PjitFunction" in str(type(g))
+  assert repr(g) == str(g) == f"<PjitFunction of {f!r}>"
+  assert repr(ember.jit(g)) == f"<PjitFunction of <PjitFunction of {f!r}>>"
+  assert repr(ember.jit(f, static_argnums=0)) == f"<PjitFunction of {f!r}>"
+
+  class M:
+    def __init__(self, k):
+      self.k = k
+
+    @functools.partial(ember.jit, static_argnums=0)
+    def meth(self, x):
+      return x * self.k
+
+  m = M(3.0)
+  assert isinstance(M.meth, type(g)) and isinstance(m.meth, types.MethodType)
+  assert repr(m.meth).startswith("<bound method test_jitted_function_type_repr_and_method_"
+                                 "binding_as_jax.<locals>.M.meth of <")
+  assert float(m.meth(2.0)) == 6.0
+  assert m.meth.__self__ is m and m.meth.__func__ is M.__dict__["meth"]

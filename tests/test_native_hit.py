@@ -1,4 +1,4 @@
-"""The native cache hit (backends/cpu/native_hit.py, made by jit.JitWrapped._hit_then_native
+"""The native cache hit (backends/cpu/native_hit.py, made by jit.PjitFunction._hit_then_native
 from dispatch.hit_runner's `native`): one builtin runs a small call of a cached signature.
 Its results must equal NumPy's and the Python path's (values, dtypes, weak types, read-only
 memory, allocation stacks), and every call it does not check for itself must reach the

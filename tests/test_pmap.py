@@ -146,3 +146,27 @@ def test_shard_map_over_devices_of_another_process_is_an_error():
   mesh = Mesh(np.array([_OtherDevice(0), _OtherDevice(1)], dtype=object), ("x",))
   with pytest.raises(ValueError, match=r"shard_map over Mesh.*not devices of this process"):
     ember.shard_map(lambda a: a, mesh=mesh, in_specs=P("x"), out_specs=P("x"))(XS)
+
+
+def test_pmap_lower_compile_and_call():
+  """JAX 0.12.1's pmap(f).lower(*args): the whole mapped axis as one program; its Compiled
+  takes the dynamic arguments only (static_broadcasted_argnums left out) and checks them."""
+  f = ember.pmap(lambda x, y: 2 * x + y, in_axes=(0, None))
+  x = jnp.array([3])
+  lowered = f.lower(x, 4)
+  text = lowered.as_text()
+  assert "func.func public @main(%arg0: tensor<1xi32>" in text and "tensor<i32>" in text
+  compiled = lowered.compile()
+  out = compiled(x, 4)
+  assert isinstance(out, ember.Array) and out.dtype == np.int32
+  np.testing.assert_array_equal(out, [10])
+  np.testing.assert_array_equal(compiled(jnp.array([5]), 1), [11])
+  with pytest.raises(TypeError):            # compiled for int32[1]
+    compiled(jnp.array([3, 4]), 4)
+  g = ember.pmap(lambda s, x: x * s, static_broadcasted_argnums=0)
+  cg = g.lower(3.0, jnp.asarray(X)).compile()
+  np.testing.assert_array_equal(cg(jnp.asarray(X)), X * 3)
+  with pytest.raises(TypeError):   # the static one is left out
+    cg(3.0, jnp.asarray(X))
+  with pytest.raises(ValueError):          # more than the devices (JAX: a ValueError too)
+    f.lower(jnp.array([3, 4]), 4)

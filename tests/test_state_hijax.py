@@ -1,5 +1,6 @@
-"""jax.Ref / jax.new_ref (eager mutable arrays, typed AbstractRef) and the
-jax.experimental.hijax base classes; values and messages as real JAX 0.12's."""
+"""jax.Ref / jax.new_ref (eager mutable arrays, typed AbstractRef; refs in traced code:
+tests/test_refs.py) and the jax.experimental.hijax base classes; values and messages as real
+JAX 0.12's."""
 import numpy as np
 import pytest
 
@@ -37,19 +38,6 @@ def test_writes_must_keep_dtype_and_shape():
   with pytest.raises(ValueError, match=r"Invalid shape for `swap`. Ref shape: \(3,\).*Value "
                                        r"shape: \(4,\)"):
     r[...] = jnp.ones(4)
-
-
-def test_refs_under_jit_are_not_supported_yet():
-  with pytest.raises(NotImplementedError, match="jax.new_ref with a traced value.*eager only"):
-    ember.jit(lambda x: ember.new_ref(x)[...])(jnp.ones(2))
-  r = ember.new_ref(jnp.zeros(2))
-
-  @ember.jit
-  def write(x):
-    r[...] = x
-    return x
-  with pytest.raises(NotImplementedError, match="writing a jax.Ref with a traced value"):
-    write(jnp.ones(2))
 
 
 class _Pair:

@@ -167,3 +167,105 @@ def test_register_static_and_tree_static():
     op: str = jax.tree.static(default="add")
   leaves, treedef = jax.tree.flatten(Op(x=jnp.ones(3)))
   assert len(leaves) == 1 and treedef.unflatten(leaves).op == "add"
+
+
+class _Meta:
+  """A custom node whose metadata is `meta` (tree.map's error cases)."""
+  def __init__(self, x, meta):
+    self.x, self.meta = x, meta
+
+  def __repr__(self):
+    return f"_Meta({self.x}, {self.meta})"
+
+
+class _MetaSub(_Meta):
+  pass
+
+
+for _cls in (_Meta, _MetaSub):
+  tu.register_pytree_node(_cls, lambda n: ((n.x,), n.meta),
+                          lambda m, c, cls=_cls: cls(c[0], m))
+
+_OtherPoint = collections.namedtuple("_OtherPoint", ["x", "y"])
+_OD, _DD = collections.OrderedDict, collections.defaultdict
+
+# flatten_up_to's errors, as JAX 0.12.1 words them
+UP_TO_ERRORS = [
+    (_Meta(1, "a"), _Meta(2, "b"), "Mismatch custom node data: 'a' != 'b'; value: _Meta(2, b)."),
+    (_Meta(1, [1]), _Meta(1, [2]), "Mismatch custom node data: [1] != [2]; value: _Meta(1, [2])."),
+    (_Meta(1, "a"), _MetaSub(2, "a"), "Custom node type mismatch: expected type: <class "
+     "'test_tree_util._Meta'>, value: _Meta(2, a)."),
+    (Point(1, 2), _OtherPoint(1, 2), "Named tuple type mismatch: expected type: <class "
+     "'test_tree_util.Point'>, tuple: _OtherPoint(x=1, y=2)."),
+    ({"a": 1}, _DD(list, a=1), "Expected dict, got defaultdict(<class 'list'>, {'a': 1})."),
+    (_OD(a=1), {"a": 1}, "Custom node type mismatch: expected type: <class "
+     "'collections.OrderedDict'>, value: {'a': 1}."),
+    (_OD(a=1, b=2), _OD(b=2, a=1), "Mismatch custom node data: ('a', 'b') != ('b', 'a'); "
+     "value: " + repr(_OD(b=2, a=1)) + "."),
+    (_DD(list, a=1), _DD(list, b=1), "Mismatch custom node data: (<class 'list'>, ('a',)) "
+     "!= (<class 'list'>, ('b',)); value: defaultdict(<class 'list'>, {'b': 1})."),
+]
+
+
+@pytest.mark.parametrize("prefix,full,msg", UP_TO_ERRORS)
+def test_flatten_up_to_checks_node_types_and_metadata(prefix, full, msg):
+  with pytest.raises(ValueError) as info:
+    tu.tree_structure(prefix).flatten_up_to(full)
+  assert str(info.value) == msg.replace("test_tree_util.", f"{__name__}.")
+
+
+def test_tree_map_metadata_mismatch_is_jax_error():
+  """JAX 0.12.1's tree.map refuses custom nodes with other metadata (ember used to map
+  them with the first tree's), naming the key path; same metadata maps."""
+  assert repr(jax.tree.map(lambda a, b: a + b, _Meta(1, "a"), _Meta(2, "a"))) == "_Meta(3, a)"
+  want = ("pytree structure error: different pytree metadata at key path\n"
+          "    tree_map tree['k'][0]\n"
+          "At that key path, the prefix pytree tree_map tree has a subtree of type\n"
+          f"    {_Meta}\nwith metadata\n    a\nbut at the same key path the full pytree has "
+          "a subtree of the same type but with metadata\n    b\nso the diff in the metadata "
+          "at these pytree nodes is\n    - a\n    + b")
+  for tree_map in (jax.tree.map, tu.tree_map):
+    with pytest.raises(ValueError) as info:
+      tree_map(lambda a, b: a + b, {"k": [_Meta(1, "a")]}, {"k": [_Meta(2, "b")]})
+    assert str(info.value) == want
+  with pytest.raises(ValueError) as info:
+    tu.tree_map_with_path(lambda p, a, b: a, _Meta(1, "a"), _Meta(2, "b"))
+  assert str(info.value).startswith("pytree structure error: different pytree metadata at "
+                                    "key path\n    tree_map_with_path tree\n")
+
+
+TREE_MAP_ERRORS = [
+    ((1, 2), [1, 2], "pytree structure error: different types at key path\n    tree_map tree\n"
+     "At that key path, the prefix pytree tree_map tree has a subtree of type\n    <class "
+     "'tuple'>\nbut at the same key path the full pytree has a subtree of different type\n"
+     "    <class 'list'>."),
+    ((1, 2), (1, 2, 3), "pytree structure error: different lengths of tuple at key path\n"
+     "    tree_map tree\nAt that key path, the prefix pytree tree_map tree has a subtree of "
+     "type tuple of length 2, but the full pytree has a subtree of the same type but of "
+     "length 3."),
+    ({"a": 1}, {"a": 1, "b": 2}, "pytree structure error: different numbers of pytree "
+     "children at key path\n    tree_map tree\nAt that key path, the prefix pytree tree_map "
+     "tree has a subtree of type\n    <class 'dict'>\nwith 1 child keys\n    ['a']\nbut at "
+     "the same key path the full pytree has a subtree of the same type but with 2 child "
+     "keys\n    ['a'] ['b']\nso the symmetric difference on key sets is\n    ['b']"),
+    ([None], [1], "pytree structure error: different types at key path\n    tree_map tree[0]"
+     "\nAt that key path, the prefix pytree tree_map tree has a subtree of type\n    <class "
+     "'NoneType'>\nbut at the same key path the full pytree has a subtree of different "
+     "type\n    <class 'int'>."),
+    ({"a": 1}, {"b": 1}, "pytree structure error: different pytree metadata at key path\n"
+     "    tree_map tree\nAt that key path, the prefix pytree tree_map tree has a subtree of "
+     "type\n    <class 'dict'>\nwith metadata\n    ('a',)\nbut at the same key path the full "
+     "pytree has a subtree of the same type but with metadata\n    ('b',)\nso the diff in "
+     "the metadata at these pytree nodes is\n    - ('a',)\n    ?   ^\n\n    + ('b',)\n"
+     "    ?   ^\n"),
+]
+
+
+@pytest.mark.parametrize("a,b,msg", TREE_MAP_ERRORS)
+def test_tree_map_structure_errors_as_jax(a, b, msg):
+  with pytest.raises(ValueError) as info:
+    jax.tree.map(lambda *xs: xs, a, b)
+  assert str(info.value) == msg
+  with pytest.raises(ValueError) as info:   # the failing tree among several is the one named
+    jax.tree.map(lambda *xs: xs, a, a, b)
+  assert str(info.value) == msg

@@ -69,7 +69,7 @@ def end() -> tuple[list, dict]:
 # --- hooks on the jit call path -------------------------------------------------------------
 
 def wrap_call() -> bool:
-  """JitWrapped.__call__'s hook: True when this call should be wrapped in a dispatch span
+  """PjitFunction.__call__'s hook: True when this call should be wrapped in a dispatch span
   (False for the re-entry `dispatch` makes)."""
   if getattr(_tls, "reentry", False):
     _tls.reentry = False

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import difflib
 import functools
+import textwrap
 import types
 from typing import Any, Callable, NamedTuple, TypeVar
 
@@ -244,12 +246,35 @@ class PyTreeDef:
       out.append(tree)
       return
     node = _node_children(tree)
+    if node is not None and node[0] == self.kind == "dict" and node[1] != self.aux:
+      raise ValueError(self._dict_mismatch(tree, node[1]))
     if node is None or node[0] != self.kind or len(node[2]) != len(self.children):
       raise ValueError(self._mismatch(tree, node))
-    if self.kind == "dict" and list(self.aux[1]) != [k.key for k, _ in node[2]]:
-      raise ValueError(self._mismatch(tree, node))
+    if self.kind == "namedtuple" and node[1] is not self.aux:
+      raise ValueError(f"Named tuple type mismatch: expected type: {self.aux}, tuple: "
+                       f"{tree!r}.")
+    if self.kind == "custom" and not _same_custom_node(self.aux, node[1]):
+      raise ValueError(self._custom_mismatch(tree, node[1]))
     for c, (_, sub) in zip(self.children, node[2]):
       c._up_to(sub, out)
+
+  def _dict_mismatch(self, tree, aux) -> str:
+    """JAX's words: a dict's keys differ, or its type; an OrderedDict or defaultdict (custom
+    nodes to JAX) has other data (its keys in order; its default factory and keys)."""
+    t = self.aux[0]
+    if aux[0] is not t:
+      return (f"Expected dict, got {tree!r}." if t is dict else
+              f"Custom node type mismatch: expected type: {t}, value: {tree!r}.")
+    if t is dict:
+      return (f"Dict key mismatch; expected keys: {list(self.aux[1])}; present keys: "
+              f"{list(aux[1])}.")
+    meta = (lambda a: a[1]) if t is collections.OrderedDict else (lambda a: (a[2], a[1]))
+    return f"Mismatch custom node data: {meta(self.aux)!r} != {meta(aux)!r}; value: {tree!r}."
+
+  def _custom_mismatch(self, tree, aux) -> str:
+    if aux[0] is not self.aux[0]:
+      return f"Custom node type mismatch: expected type: {self.aux[0]}, value: {tree!r}."
+    return f"Mismatch custom node data: {self.aux[1]!r} != {aux[1]!r}; value: {tree!r}."
 
   def _mismatch(self, tree, node) -> str:
     """Why `tree` does not have this node at its root, in JAX's words."""
@@ -320,6 +345,74 @@ class PyTreeDef:
     if k == "namedtuple":  # as JAX 0.12 prints it
       return f"CustomNode(namedtuple[{self.aux.__name__}], [" + ", ".join(kids) + "])"
     return f"CustomNode({self.aux[0].__name__}[{self.aux[1]!r}], [" + ", ".join(kids) + "])"
+
+
+def _same_custom_node(a: tuple, b: tuple) -> bool:
+  """(type, node data) pairs of two custom nodes: the same type and equal data (compared as
+  JAX compares them: identical, or `==`)."""
+  return a[0] is b[0] and (a[1] is b[1] or bool(a[1] == b[1]))
+
+
+def _prefix_error(path: tuple, prefix, full, is_leaf, transform: bool):
+  """Why `full` does not have the structure of `prefix` up to its leaves, at the first place
+  they differ: a function of the name of the prefix tree giving JAX's ValueError; None when
+  `prefix` is a prefix of `full`."""
+  if is_leaf is not None and is_leaf(prefix):
+    return None
+  node = _node_children(prefix, transform)
+  if node is None or prefix is None and full is None:
+    return None
+  at = keystr(path)
+  if type(prefix) is not type(full):
+    return lambda name: ValueError(
+        f"pytree structure error: different types at key path\n    {name}{at}\n"
+        f"At that key path, the prefix pytree {name} has a subtree of type\n"
+        f"    {type(prefix)}\nbut at the same key path the full pytree has a subtree of "
+        f"different type\n    {type(full)}.")
+  kind, aux, kids = node
+  full_kids = _node_children(full, transform)[2]
+  if kind in ("tuple", "list"):
+    if len(kids) != len(full_kids):
+      return lambda name: ValueError(
+          f"pytree structure error: different lengths of {kind} at key path\n"
+          f"    {name}{at}\nAt that key path, the prefix pytree {name} has a subtree of "
+          f"type {kind} of length {len(kids)}, but the full pytree has a subtree of the "
+          f"same type but of length {len(full_kids)}.")
+  elif len(kids) != len(full_kids):
+    keys, full_keys = [k for k, _ in kids], [k for k, _ in full_kids]
+    diff = set(keys) ^ set(full_keys)
+    return lambda name: ValueError(
+        f"pytree structure error: different numbers of pytree children at key path\n"
+        f"    {name}{at}\nAt that key path, the prefix pytree {name} has a subtree of type"
+        f"\n    {type(prefix)}\nwith {len(keys)} child keys\n"
+        f"    {' '.join(map(str, keys))}\nbut at the same key path the full pytree has a "
+        f"subtree of the same type but with {len(full_keys)} child keys\n"
+        f"    {' '.join(map(str, full_keys))}\nso the symmetric difference on key sets is\n"
+        f"    {' '.join(map(str, diff))}")
+  meta, full_meta = _node_meta(prefix, transform), _node_meta(full, transform)
+  if not (meta is full_meta or bool(meta == full_meta)):
+    diff = "\n".join(difflib.ndiff(str(meta).splitlines(), str(full_meta).splitlines()))
+    return lambda name: ValueError(
+        f"pytree structure error: different pytree metadata at key path\n    {name}{at}\n"
+        f"At that key path, the prefix pytree {name} has a subtree of type\n"
+        f"    {type(prefix)}\nwith metadata\n    {meta}\nbut at the same key path the "
+        f"full pytree has a subtree of the same type but with metadata\n    {full_meta}\n"
+        f"so the diff in the metadata at these pytree nodes is\n"
+        f"{textwrap.indent(diff, '    ')}")
+  for (k, sub), (_, full_sub) in zip(kids, full_kids):
+    err = _prefix_error(path + (k,), sub, full_sub, is_leaf, transform)
+    if err is not None:
+      return err
+  return None
+
+
+def _node_meta(tree, transform: bool):
+  """A node's metadata as JAX's flatten_one_level gives it (a dict's keys, a custom node's
+  data, a namedtuple's type)."""
+  kind, aux, _ = _node_children(tree, transform)
+  if kind == "dict":
+    return aux[1] if aux[0] is not collections.defaultdict else (aux[2], aux[1])
+  return aux if kind == "namedtuple" else aux[1] if kind == "custom" else None
 
 
 def _hashable(aux):
@@ -395,15 +488,28 @@ def _tree_api(transform: bool):
   def tree_structure(tree, is_leaf: Callable | None = None) -> PyTreeDef:
     return tree_flatten(tree, is_leaf)[1]
 
+  def rest_up_to(name: str, treedef: PyTreeDef, tree, rest, is_leaf) -> list:
+    """Each of `rest` flattened up to `treedef`; a mismatch is JAX's error, which names the
+    key path where `tree` and the failing one differ."""
+    others = []
+    for r in rest:
+      try:
+        others.append(treedef.flatten_up_to(r))
+      except Exception as e:
+        err = _prefix_error((), tree, r, is_leaf, transform)
+        raise (err(f"{name} tree") if err is not None else e) from None
+    return others
+
   def tree_map(f: Callable, tree, *rest, is_leaf: Callable | None = None):
     leaves, treedef = tree_flatten(tree, is_leaf)
-    others = [treedef.flatten_up_to(r) for r in rest]
+    others = rest_up_to("tree_map", treedef, tree, rest, is_leaf) if rest else ()
     return treedef.unflatten(f(*xs) for xs in zip(leaves, *others))
 
   def tree_map_with_path(f: Callable, tree, *rest, is_leaf: Callable | None = None,
                          is_leaf_takes_path: bool = False):
     kl, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
-    others = [treedef.flatten_up_to(r) for r in rest]
+    others = rest_up_to("tree_map_with_path", treedef, tree, rest,
+                        None if is_leaf_takes_path else is_leaf) if rest else ()
     return treedef.unflatten(f(p, x, *xs) for (p, x), *xs in zip(kl, *others))
 
   def tree_reduce(function: Callable, tree, initializer=_UNSPECIFIED,
@@ -478,6 +584,16 @@ flatten_one_level = _transform_api.flatten_one_level
 flatten_one_level_with_keys = _transform_api.flatten_one_level_with_keys
 tree_all = _transform_api.tree_all
 all_leaves = _transform_api.all_leaves
+
+
+def leaves_of_transform_nodes(treedef: PyTreeDef) -> list[bool]:
+  """Per leaf of `treedef` (as ember's transformations flatten): whether it is a child of a
+  register_transform_node type (a typed key's data)."""
+  if treedef.kind == "leaf":
+    return [False]
+  if treedef.kind == "custom" and treedef.aux[0] in _transform_nodes:
+    return [True] * treedef.num_leaves
+  return [b for c in treedef.children for b in leaves_of_transform_nodes(c)]
 
 
 def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:

@@ -44,7 +44,7 @@ _user_depth = [3, 3, 3, 4, 3]  # per constructor (__init__, _ready_all from the 
                                # _pending, _ready_all from a jit cache hit, native_hit_stack):
                                # the last depth found
 # ... and the least it can be: the frames above are ember's by construction (_alloc_stack, the
-# constructor; for a jit cache hit also its runner and JitWrapped.__call__), so at that depth
+# constructor; for a jit cache hit also its runner and PjitFunction.__call__), so at that depth
 # the frame below needs no check (materializing it costs ~0.4 us per call)
 _min_depth = (2, 2, 2, 4, 3)
 _pending_stack = [None]   # (id of a Pending, the stack of its output 0): shared by outputs 1..n
@@ -81,8 +81,8 @@ def _alloc_stack(ctor: int) -> tuple:
 
 def native_hit_stack() -> tuple:
   """The allocation stack of the outputs of a jit cache hit run by native code
-  (backends/cpu/native_hit.py), which calls this where the caller of JitWrapped.__call__ is
-  not a user frame it knows: the frames above are JitWrapped.__call__ and its caller."""
+  (backends/cpu/native_hit.py), which calls this where the caller of PjitFunction.__call__ is
+  not a user frame it knows: the frames above are PjitFunction.__call__ and its caller."""
   return _alloc_stack(4)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from ember._src.base import dtypes, traceback_util, tree_util
 from ember._src.core.avals import ShapedArray, get_aval
 from ember._src.core.jaxpr import Atom, Jaxpr, JaxprEqn, Literal, SourceInfo, Var
+from ember._src.core import refs
 from ember._src.core.trace import (Trace, _state, full_raise, is_concrete_array, new_dynamic,
                                    new_main, to_numpy)
 from ember._src.core.tracers import Tracer
@@ -245,16 +246,18 @@ class JaxprTrace(Trace):
 
 
 def trace_to_jaxpr(flat_fun: Callable, in_avals: Sequence[ShapedArray],
-                   dbg: DebugInfo | None = None) -> tuple[Jaxpr, Any]:
+                   dbg: DebugInfo | None = None, ref_frame: refs.Frame | None = None
+                   ) -> tuple[Jaxpr, Any]:
   """Stage `flat_fun(*tracers) -> (flat outputs, aux)` into a closed jaxpr.
 
   Constants the function closes over (concrete arrays, or tracers of an outer trace)
   are consts of the returned jaxpr; callers that bind the jaxpr as a primitive hoist
-  them into explicit arguments (see `hoist_consts`).
+  them into explicit arguments (see `hoist_consts`). `ref_frame`: the scope's view of the
+  refs from outside it (core/refs.py; a fresh one, which refuses their writes, if None).
   """
   builder = JaxprBuilder(dbg)
   with new_main(JaxprTrace, builder) as main:
-    with new_dynamic(main):
+    with new_dynamic(main), refs.frame(ref_frame):
       trace = JaxprTrace(main)
       in_tracers = [trace.new_arg(a) for a in in_avals]
       outs, aux = flat_fun(*in_tracers)

@@ -150,6 +150,7 @@ class _TraceState(threading.local):
     self.dynamic_trace: MainTrace | None = None
     self.name_stack: list[str] = []
     self.replayed = None   # the source of the equation eval_jaxpr is re-binding, if any
+    self.ref_frames: list = []   # the staging scopes' views of outer refs (core/refs.py)
 
 
 _state = _TraceState()

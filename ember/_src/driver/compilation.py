@@ -16,9 +16,11 @@ import copy
 import gc
 import hashlib
 import logging
+import math
 import re
 import threading
 import time
+import warnings
 import weakref
 from typing import Any, Callable, NamedTuple
 
@@ -35,6 +37,7 @@ from ember._src.base.config import config
 from ember._src.driver import eager_kernels
 from ember._src.driver.dispatch import CompiledComputation
 from ember._src.lower import lower_jaxpr
+from ember._src.transforms.partial_eval import dce_jaxpr_used
 
 # The compiler proper (passes, analysis, the backend and llvmlite) is imported inside the
 # functions that use it ("deferred: the compiler loads at the first compile"): `import ember`
@@ -52,6 +55,7 @@ class Staged(NamedTuple):
   closed_jaxpr: core.Jaxpr   # the jaxpr as traced, consts still closed over (Traced.jaxpr)
   donated: tuple = ()        # per invar of `jaxpr`: donated (its buffer may hold an output)
   trace_secs: float | None = None   # how long tracing took (Compiled.compile_times)
+  unusable_donations: tuple = ()    # avals of donated arguments no output can reuse
 
 
 class Traced:
@@ -83,8 +87,62 @@ class Traced:
 
 
 def lower_staged(staged: Staged) -> hlo.Module:
+  if staged.unusable_donations:
+    _warn_unusable_donations(staged)
   return lower_jaxpr(staged.jaxpr, staged.name, arg_names=staged.arg_names,
                      result_names=_result_names(staged.out_tree), donated=staged.donated)
+
+
+def usable_donations(jaxpr: core.Jaxpr, donated: tuple, keep_unused: bool,
+                     key_outputs: tuple = ()) -> tuple[tuple, tuple]:
+  """(per invar: donated, the avals of the donated ones no output can use), by JAX's rule:
+  an output takes the first donated argument of its shape and dtype, then a donated
+  argument left over takes an output left over of as many elements (donated when its
+  bytes are as many too, as XLA can then reuse it; else kept, unreported). An argument the
+  function never reads (unless `keep_unused`) or of an extended dtype (a typed key) is not
+  donated, and not reported: JAX leaves both alone. `key_outputs`: per output, whether it is
+  a typed key's data (u32[..., 2]): to JAX a key array of the shape without the last axis,
+  which no argument here has the type of."""
+  used = [True] * len(jaxpr.invars) if keep_unused else dce_jaxpr_used(jaxpr)[1]
+  avals = [v.aval for v in jaxpr.invars]
+  wanted = [d and u and isinstance(a.dtype, np.dtype) for d, u, a in zip(donated, used, avals)]
+  by_type: dict[tuple, list[int]] = {}
+  for i, a in enumerate(avals):
+    if wanted[i]:
+      by_type.setdefault((a.shape, a.dtype), []).append(i)
+  donate, matched, left_outs = set(), set(), []   # left_outs: (elements, bytes)
+  keys = list(key_outputs) + [False] * (len(jaxpr.outvars) - len(key_outputs))
+  for o, key in zip((v.aval for v in jaxpr.outvars), keys):
+    same = None if key else by_type.get((o.shape, getattr(o, "dtype", None)))
+    if same:
+      donate.add(same.pop(0))
+    elif isinstance(getattr(o, "dtype", None), np.dtype):
+      n = math.prod(o.shape[:-1] if key else o.shape)
+      left_outs.append((n, math.prod(o.shape) * o.dtype.itemsize))
+  for i in sorted(i for same in by_type.values() for i in same):
+    a = avals[i]
+    o = next((o for o in left_outs if o[0] == math.prod(a.shape)), None)
+    if o is not None:
+      left_outs.remove(o)
+      matched.add(i)
+      if o[1] == math.prod(a.shape) * a.dtype.itemsize:
+        donate.add(i)
+  unusable = tuple(core.ShapedArray(avals[i].shape, avals[i].dtype) for i in range(len(avals))
+                   if wanted[i] and i not in donate and i not in matched)
+  return tuple(i in donate for i in range(len(avals))), unusable
+
+
+_donations_warned: "weakref.WeakSet[core.Jaxpr]" = weakref.WeakSet()   # one warning each
+
+
+def _warn_unusable_donations(staged: Staged) -> None:
+  """JAX's warning at a signature's first lowering: donated buffers no output could use."""
+  if staged.jaxpr in _donations_warned:
+    return
+  _donations_warned.add(staged.jaxpr)
+  warnings.warn("Some donated buffers were not usable: "
+                f"{', '.join(map(str, staged.unusable_donations))}.\nSee an explanation at "
+                "https://docs.jax.dev/en/latest/201/jit.html#jax-201-buffer-donation.")
 
 
 def _result_names(out_tree) -> list[str]:

@@ -23,6 +23,7 @@ from ember._src.core import array as array_module
 from ember._src.core import trace as trace_lib
 from ember._src.runtime import executor
 from ember._src.core.array import Array, ready_ptr
+from ember._src.reference import host_callbacks
 
 
 class CompiledComputation:
@@ -92,9 +93,11 @@ class CompiledComputation:
         ptrs.append(None)
     if not trusted:
       plan.check(host)
-    if plan.sync_only or config._values["ember_check_compiled"]:
+    if config._values["ember_check_compiled"]:
       # checked mode reports a mismatch at the call
       return executor.dispatch(plan.checked_call, host, plan.out_specs, ptrs=ptrs, sync=True)
+    if plan.sync_only:
+      return executor.dispatch(plan.call, host, plan.out_specs, ptrs=ptrs, sync=True)
     return executor.dispatch(plan.call, host, plan.out_specs, ptrs=ptrs, small=plan.small,
                              user_arrays=user, device=device)
 
@@ -164,7 +167,7 @@ class CompiledComputation:
           except Exception as e:  # noqa: BLE001 -- deferred to the wait, as dispatch does
             return finish(executor.failed(_runtime_error(e, name), out_specs))
           # (allocation stacks: constructor 3, whose user frame is 4 up: _alloc_stack,
-          # _ready_all, this runner, JitWrapped.__call__, its only caller)
+          # _ready_all, this runner, PjitFunction.__call__, its only caller)
           return finish(ready_all(r[0], r[1], weak_types, 3, True))
       return generic(leaves)
 
@@ -241,7 +244,10 @@ class _RunPlan:
     self.in_specs = [(np.dtype(p.shape.dtype), tuple(p.shape.dims))
                      for p in comp.module.entry.params]
     self.out_specs = [(av.shape, av.dtype, av.weak_type) for av in comp.out_avals]
-    self.sync_only = not all(isinstance(av.dtype, np.dtype) for av in comp.out_avals)
+    # run at the call: results of extended dtypes; a program calling the user's Python,
+    # whose exception the call raises (JAX runs such a program synchronously)
+    self.sync_only = not all(isinstance(av.dtype, np.dtype) for av in comp.out_avals) or \
+        _calls_user_code(comp.module)
     nbytes = sum(dt.itemsize * int(np.prod(d, dtype=np.int64)) for dt, d in self.in_specs)
     nbytes += sum(av.dtype.itemsize * int(np.prod(av.shape, dtype=np.int64))
                   for av in comp.out_avals if isinstance(av.dtype, np.dtype))
@@ -256,6 +262,8 @@ class _RunPlan:
         try:
           outs, optrs = execute_ptrs(np_args, ptrs) if not _profiler.active else \
               profiled.execute(ex, comp.module.entry, name, np_args, ptrs)
+        except JaxRuntimeError:   # already JAX's class (its cause kept: no `from` itself)
+          raise
         except Exception as e:  # noqa: BLE001 -- JAX's class for failures while running
           raise _runtime_error(e, name) from e
         for o in outs:
@@ -265,6 +273,8 @@ class _RunPlan:
       def call(np_args, ptrs):
         try:
           outs = ex.execute(np_args)
+        except JaxRuntimeError:
+          raise
         except Exception as e:  # noqa: BLE001
           raise _runtime_error(e, name) from e
         return [_sealed(o) for o in outs], None
@@ -289,6 +299,10 @@ class _RunPlan:
       if xdt != dt or xshape != dims:
         raise TypeError(f"argument {i} of {self.name} has type {xdt.name}{list(xshape)}, "
                         f"but it was compiled for {dt.name}{list(dims)}")
+
+
+def _calls_user_code(module: hlo.Module) -> bool:
+  return any(host_callbacks.runs_user_code(i) for c in module.computations for i in c.instrs)
 
 
 def _sealed(o) -> np.ndarray:

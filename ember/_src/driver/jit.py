@@ -8,7 +8,9 @@ underlying function (shared by every `jit(f)` of the same `f`); a miss traces (a
 itself under `jax_explain_cache_misses`), and the first top-level run of an entry lowers
 and compiles it (logged under `jax_log_compiles`: one `Compiling jit(...)` record per real
 compilation). A hit does only: flatten, build the key, look up, dispatch. Donated Array
-arguments are deleted once the call is dispatched.
+arguments are deleted once the call is dispatched (those an output can use: JAX's rule).
+A signature whose function takes or touches jax.Refs threads them: their values are extra
+inputs and their new values extra outputs, written back after each call (core/refs.py).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import operator
 import os
 import threading
 import time
+import types
 import weakref
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -27,7 +30,7 @@ import numpy as np
 from ember._src.driver import cache_miss, compilation, eager, pjrt_dispatch  # noqa: F401
 from ember._src import core
 from ember._src.base import dtypes, profiler_events as _profiler, tree_util
-from ember._src.core import api_util
+from ember._src.core import api_util, refs
 from ember._src.core.api_util import ShapeDtypeStruct
 from ember._src.base.config import TRACE_CONFIG, config
 from ember._src.driver.compilation import Lowered, Staged, Traced
@@ -135,6 +138,9 @@ def _rebuild_call(fun, args, kwargs, static_argnums, static_argnames, statics):
     full = [static_pos[i] if i in static_pos else next(it) for i in range(n)]
     out = fun(*full, **dyn_kwargs, **static_kw)
     out_leaves, out_tree = tree_util.tree_flatten(out)
+    if any(map(refs.is_ref, out_leaves)):
+      refs.check_not_returned(out_leaves, "jit", _fun_and_source(fun), leaves,
+                              core.debug_info("jit", fun, args, kwargs).arg_names or ())
     for leaf in out_leaves:
       if not core.is_arraylike(leaf):
         raise TypeError(f"{getattr(fun, '__name__', 'function')} returned a value of type "
@@ -158,13 +164,81 @@ def _check_hashable(statics, fname):
 
 
 def _trace_flat(fun, args, kwargs, static_argnums, static_argnames, traced_for):
+  """(jaxpr, out_tree, leaves, statics, threaded): `threaded` is None, or for a function
+  that takes or touches refs (core/refs.py) a `ThreadedRefs`: the jaxpr then takes the
+  refs' values (those of the ref arguments at their leaves, the captured ones after the
+  leaves) and returns their new values after its outputs (out_tree is then the tree of
+  (outputs, [new values])). A ref's value is its flat leaves (one for a ref argument; a
+  typed key's is its data)."""
   dyn_args, dyn_kwargs, statics = _split_static(args, kwargs, static_argnums, static_argnames)
   flat_fun, leaves, in_tree = _rebuild_call(fun, dyn_args, dyn_kwargs, static_argnums,
                                             static_argnames, statics)
-  in_avals = [core.get_aval(x) for x in leaves]
   dbg = core.debug_info(traced_for, fun, args, kwargs, static_argnums, static_argnames)
-  jaxpr, out_tree = core.trace_to_jaxpr(flat_fun, in_avals, dbg)
-  return jaxpr, out_tree, leaves, statics
+  positions = tuple(i for i, x in enumerate(leaves) if refs.is_ref(x))
+  if positions:
+    names = dbg.arg_names or ("arg",) * len(leaves)
+    refs.check_distinct([leaves[i] for i in positions], [names[i] for i in positions],
+                        traced_for, _fun_and_source(fun))
+  in_avals = [core.get_aval(_ref_leaf(x) if refs.is_ref(x) else x) for x in leaves]
+  captured: list = []
+  while True:   # again with the refs from outside it touched threaded too, until none is new
+    frame = refs.Frame(f"{traced_for} of {_fun_name(fun)}", threads=True)
+    threaded = [leaves[i] for i in positions] + captured
+    trees = [tree_util.tree_structure(refs.read(r)) for r in threaded]
+    extra = [core.get_aval(v) for r in captured for v in tree_util.tree_leaves(refs.read(r))]
+    jaxpr, out_tree = core.trace_to_jaxpr(
+        _threading(flat_fun, leaves, positions, threaded, trees, frame), in_avals + extra,
+        dbg._replace(arg_names=dbg.arg_names and dbg.arg_names + ("ref",) * len(extra)),
+        ref_frame=frame)
+    new = [r for r in frame.touched() if not any(r is t for t in threaded)]
+    if not new:
+      break
+    captured += new
+  if not threaded:
+    return jaxpr, out_tree, leaves, statics, None
+  n_new = sum(t.num_leaves for t in trees)
+  out_tree = tree_util.treedef_tuple([out_tree, tree_util.tree_structure([0] * n_new)])
+  return jaxpr, out_tree, leaves, statics, ThreadedRefs(positions, tuple(captured),
+                                                        tuple(trees))
+
+
+class ThreadedRefs(NamedTuple):
+  """The refs a traced signature threads: leaf positions of its ref arguments, the refs it
+  captured (read or wrote from outside), in the order the jaxpr takes them, and the pytree
+  structure of each one's value (ref arguments first)."""
+  positions: tuple
+  captured: tuple
+  trees: tuple
+
+
+def _ref_leaf(ref):
+  """The one flat leaf of a ref argument's value (a typed key's: its data)."""
+  value = tree_util.tree_leaves(refs.read(ref))
+  if len(value) != 1:
+    raise NotImplementedError(f"a jax.Ref argument of jit holding {len(value)} arrays")
+  return value[0]
+
+
+def _threading(flat_fun, leaves, positions, threaded, trees, frame):
+  """`flat_fun` with `threaded` refs' values as inputs (at `positions`, then after the
+  leaves) and their final values as outputs after flat_fun's; the function sees the refs."""
+  n = len(leaves)
+
+  def traced(*xs):
+    ins = list(xs[:n])
+    for i in positions:
+      ins[i] = leaves[i]
+    rest, values = iter(xs[n:]), [[xs[i]] for i in positions]
+    values += [[next(rest) for _ in range(t.num_leaves)] for t in trees[len(positions):]]
+    frame.seed(threaded, [t.unflatten(v) for t, v in zip(trees, values)])
+    outs, out_tree = flat_fun(*ins)
+    new = [tree_util.tree_leaves(frame.value(r)) for r in threaded]
+    for r, t, v in zip(threaded, trees, new):
+      if len(v) != t.num_leaves:
+        raise TypeError(f"a jax.Ref of type {r.aval} was written a value of another "
+                        "structure inside jit")
+    return list(outs) + [x for v in new for x in v], out_tree
+  return traced
 
 
 # --- make_jaxpr -----------------------------------------------------------------------------
@@ -178,11 +252,12 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
 
   @functools.wraps(fun)
   def make_jaxpr_f(*args, **kwargs):
-    jaxpr, out_tree, _, _ = _trace_flat(fun, args, kwargs, snums, snames, "make_jaxpr")
+    jaxpr, out_tree, _, _, threaded = _trace_flat(fun, args, kwargs, snums, snames,
+                                                  "make_jaxpr")
     if return_shape:
-      shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
-                for a in jaxpr.out_avals]
-      return jaxpr, out_tree.unflatten(shapes)
+      shapes = out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                                   for a in jaxpr.out_avals])
+      return jaxpr, shapes if threaded is None else shapes[0]   # not the refs' new values
     return jaxpr
 
   make_jaxpr_f.__name__ = f"make_jaxpr({getattr(fun, '__name__', 'fun')})"
@@ -209,6 +284,8 @@ def eval_shape(fun, *args, **kwargs):
 
 
 def _abstract_arg(x):
+  if refs.is_ref(x):   # its value is read, never written back
+    return x
   aval = x.aval if isinstance(x, ShapeDtypeStruct) else core.get_aval(x)
   if isinstance(aval.dtype, dtypes.ExtendedDType) and abstract_extended[0] is not None:
     return abstract_extended[0](aval, _Abstract)
@@ -251,7 +328,7 @@ class _Entry:
   """One cache entry: the staged signature, its compiled computation once a top-level call
   needed it, which flat leaves are donated, and the leaves' names (miss explanations)."""
   __slots__ = ("staged", "compiled", "donated_leaves", "leaf_names", "donate_pos", "cached",
-               "hit", "pjrt", "placed", "programs", "plans")
+               "hit", "pjrt", "placed", "programs", "plans", "refs")
 
   def __init__(self, staged, donated_leaves, leaf_names):
     self.staged, self.compiled, self.cached = staged, None, False
@@ -267,6 +344,7 @@ class _Entry:
     # placement of the arguments (and mesh in context, config) -> how such calls run
     # (spmd.call_placed's plans)
     self.plans = None
+    self.refs: ThreadedRefs | None = None   # the refs its calls thread (_trace_flat)
 
   def hit_runner(self) -> Callable:
     staged = self.staged
@@ -316,7 +394,7 @@ _caches: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary
 _strong_caches: dict = {}   # functions that cannot be weakly referenced
 # Tracing uses global state (the trace stack): one thread traces and compiles at a time.
 _lock = threading.RLock()
-_wrappers: "weakref.WeakSet[JitWrapped]" = weakref.WeakSet()   # their _fast caches
+_wrappers: "weakref.WeakSet[PjitFunction]" = weakref.WeakSet()   # their _fast caches
 
 
 def _cache_for(fun) -> dict:
@@ -353,16 +431,20 @@ os.register_at_fork(after_in_child=_drop_natives_after_fork)
 
 
 def _donated_leaves(args, kwargs, donate_argnums, donate_argnames, static_argnums) -> tuple:
-  """Indices of the flat dynamic leaves that belong to donated arguments."""
+  """Indices of the flat dynamic leaves that belong to donated arguments; a typed key's data
+  never does (JAX donates no key: neither deleted nor reported unusable)."""
   if not donate_argnums and not donate_argnames:
     return ()
   n = len(args)
   snums = {i % n for i in static_argnums if -n <= i < n}
   dnums = {i % n for i in donate_argnums if -n <= i < n}
-  flags = [tree_util.tree_map(lambda _: i in dnums, a) for i, a in enumerate(args)
-           if i not in snums]
-  kw = {k: tree_util.tree_map(lambda _: k in donate_argnames, v) for k, v in kwargs.items()}
-  leaves = tree_util.tree_leaves((flags, kw))
+
+  def flags(tree, donated: bool):   # a key, one leaf to users, is its one data leaf here
+    return tree_util.public.tree_map(
+        lambda x: donated and type(x) not in tree_util._transform_nodes, tree)
+  pos = [flags(a, i in dnums) for i, a in enumerate(args) if i not in snums]
+  kw = {k: flags(v, k in donate_argnames) for k, v in kwargs.items()}
+  leaves = tree_util.tree_leaves((pos, kw))
   return tuple(i for i, d in enumerate(leaves) if d)
 
 
@@ -373,8 +455,11 @@ def _compile(entry: _Entry) -> Any:
   return comp
 
 
-class JitWrapped:
-  """The object `ember.jit(f)` returns: callable like `f`, plus `.trace(...)`."""
+class PjitFunction:
+  """The object `ember.jit(f)` returns: callable like `f`, plus `.trace(...)`. Named, printed
+  and bound to instances as JAX's jitted functions (`<PjitFunction of <function f ...>>`, a
+  bound method): libraries recognise a jitted function by its type's name or its repr (chex's
+  assert_max_traces refuses to wrap one)."""
 
   def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
                donate_argnames=(), keep_unused=False, inline=False, in_shardings=None,
@@ -423,7 +508,7 @@ class JitWrapped:
   def __get__(self, obj, objtype=None):
     if obj is None:
       return self
-    return functools.partial(self, obj)
+    return types.MethodType(self, obj)
 
   @property
   def __signature__(self):
@@ -465,20 +550,27 @@ class JitWrapped:
     t0 = time.perf_counter()
     with cache_miss.timed("jax_log_compiles", "Finished tracing %s for jit in %.9f sec", self.__name__), \
         compilation.gc_paused():
-      closed, out_tree, leaves, _ = _trace_flat(self.fun, args, kwargs, self.static_argnums,
-                                                self.static_argnames, "jit")
+      closed, out_tree, leaves, _, threaded = _trace_flat(
+          self.fun, args, kwargs, self.static_argnums, self.static_argnames, "jit")
     trace_secs = time.perf_counter() - t0
     if _profiler.active:
       _profiler.record_secs(f"trace jit({self.__name__})", t0, trace_secs)
     jaxpr, consts = core.hoist_consts(closed)
     names = closed.debug_info.arg_names if closed.debug_info else None
-    arg_names = ("const",) * len(consts) + tuple(names or ("arg",) * len(leaves))
+    n_in = len(jaxpr.invars) - len(consts)   # the leaves, then any captured refs' values
+    arg_names = ("const",) * len(consts) + tuple(names or ("arg",) * n_in)
     donated_leaves = _donated_leaves(args, kwargs, self.donate_argnums, self.donate_argnames,
                                      self.static_argnums)
     donated = tuple(i - len(consts) in donated_leaves for i in range(len(jaxpr.invars)))
+    unusable = ()
+    if donated_leaves:   # as JAX, only the donations an output can use delete the argument
+      donated, unusable = compilation.usable_donations(
+          jaxpr, donated, self.keep_unused, tree_util.leaves_of_transform_nodes(out_tree))
+      donated_leaves = tuple(i for i in donated_leaves if donated[i + len(consts)])
     staged = Staged(jaxpr, consts, key.in_tree, out_tree, self.__name__, arg_names, closed,
-                    donated, trace_secs)
+                    donated, trace_secs, unusable)
     entry = _Entry(staged, donated_leaves, names)
+    entry.refs = threaded
     if not any(isinstance(c, core.Tracer) for c in consts):
       self._cache[key] = entry
       entry.cached = True
@@ -543,6 +635,28 @@ class JitWrapped:
     if cv["jax_disable_jit"]:
       return self.fun(*args, **kwargs)
     entry, leaves = self._lookup(args, kwargs)
+    if entry.refs is not None:
+      return self._call_threading_refs(entry, leaves)
+    return self._run(entry, leaves, key)
+
+  def _call_threading_refs(self, entry, leaves):
+    """A call of a signature that threads refs: their values in, the new ones written back
+    (core/refs.py), outside this call's trace (at top level: into the refs)."""
+    positions, captured, trees = entry.refs
+    arg_refs = [leaves[i] for i in positions]
+    refs.check_distinct(arg_refs, positions, "jit", self.__name__)
+    flat = [_ref_leaf(x) if refs.is_ref(x) else x for x in leaves]
+    flat += [v for r in captured for v in tree_util.tree_leaves(refs.read(r))]
+    out, new_values = self._run(entry, flat, None)
+    new_values = iter(new_values)
+    for r, t in zip(arg_refs + list(captured), trees):
+      refs.write(r, t.unflatten([next(new_values) for _ in range(t.num_leaves)]), r.aval)
+    return out
+
+  def _run(self, entry, leaves, key):
+    """Run `entry` on its flat arguments, at top level or staged into the trace in context;
+    `key`: the hit path's key of the call (None: not cached for the hit path)."""
+    cv = config._values
     if cv["ember_jit_backend"] == "cpu" and _top_level(leaves):
       if pjrt_dispatch.in_play(cv):
         device, committed = pjrt_dispatch.placement(leaves, entry.leaf_names, self.__name__)
@@ -597,7 +711,7 @@ class JitWrapped:
     return out
 
   def __repr__(self):
-    return f"<ember.jit({self.__name__})>"
+    return f"<PjitFunction of {self.fun!r}>"
 
 
 # spmd.call_placed (spmd builds on jit and fills this at import; pmap imports spmd, and
@@ -606,7 +720,7 @@ call_placed: list = [None]
 # spmd.placed_runner (filled alike): the cached plan's runner of a call placed like `leaves`
 placed_runner: list = [None]
 
-NATIVE_TRIES = 3   # hits of a new signature that may make its builtin form (JitWrapped)
+NATIVE_TRIES = 3   # hits of a new signature that may make its builtin form (PjitFunction)
 # (a NumPy scalar's type fixes its shape, dtype and weak type, as a Python scalar's does)
 _LEAF_TYPES = {Array, PjrtArray, np.ndarray, float, int, bool, complex} | NUMPY_SCALAR_TYPES
 _trees_by_shape: dict = {}   # _structure(...) of arguments -> their PyTreeDef
@@ -745,8 +859,18 @@ def _leaf_type(x) -> tuple:
   """(shape, dtype, weak_type) of an argument leaf, an Array's read without building an aval."""
   if type(x) is Array:  # known without waiting for a pending (asynchronous) result
     return x._shape, x._dtype, x._weak_type
+  if refs.is_ref(x):    # a ref argument is not an array argument of its type
+    a = x.aval.inner_aval
+    return a.shape, a.dtype, "ref"
   a = core.get_aval(x)
   return a.shape, a.dtype, a.weak_type
+
+
+def _fun_and_source(fun) -> str:
+  """`f at file:line`, as JAX's errors name a traced function."""
+  code = getattr(fun, "__code__", None)
+  where = f" at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+  return _fun_name(fun) + where
 
 
 def _fun_name(fun) -> str:
@@ -797,8 +921,8 @@ def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
               keep_unused=keep_unused, inline=inline,
               in_shardings=kwargs.get("in_shardings"), out_shardings=kwargs.get("out_shardings"))
   if fun is None:
-    return lambda f: JitWrapped(f, **opts)
-  return JitWrapped(fun, **opts)
+    return lambda f: PjitFunction(f, **opts)
+  return PjitFunction(fun, **opts)
 
 
 eager_jit.jit = jit   # eager loops, samplers, one-op computations, lax.dynamic_index_in_dim

@@ -5,7 +5,7 @@ an effectful equation (never dead code) that only `checkify` can give meaning to
 it raises JAX's "not functionalized" error. `checkify(f, errors)` traces `f` to a jaxpr and
 re-runs that jaxpr (under whatever trace is current, so it composes with jit, vmap and
 grad around or inside it) with an error state threaded through it: each `check`, and each
-equation an enabled automatic check applies to (NaN results, integer division by zero,
+equation an enabled automatic check applies to (NaN results, division by zero,
 out-of-bounds gather / dynamic_slice starts), folds its failure predicate into the state;
 the first failure wins. A `jit` (or custom_jvp/custom_vjp call, checkpoint) inside is
 re-run in place; a `cond` gets branches that return their own error state; a scan or
@@ -26,6 +26,7 @@ import numpy as np
 
 from ember._src import core
 from ember._src.base import errors, tree_util
+from ember._src.library.numpy import creation as jnp_creation
 from ember._src.library.numpy import indexing as jnp_indexing
 from ember._src.library.numpy import logic as jnp_logic
 from ember._src.library.numpy import reductions as jnp_reductions
@@ -59,8 +60,13 @@ class FailedCheckError(JaxException):
 
   @staticmethod
   def message(site, payload) -> str:
-    args, kwargs = tree_util.tree_unflatten(site.fmt_tree, [np.asarray(p) for p in payload])
+    # the values as Arrays, as JAX formats them: a pytree argument prints `Array(...)`
+    args, kwargs = tree_util.tree_unflatten(site.fmt_tree, [_as_array(p) for p in payload])
     return site.msg.format(*args, **kwargs) + " (`check` failed)"
+
+
+def _as_array(x):
+  return x if core.is_concrete_array(x) else jnp_creation.asarray(x)
 
 
 class NaNError(JaxException):
@@ -130,7 +136,7 @@ class Error:
 
   def _message(self, code: int, index: tuple) -> str:
     site = self._sites[code]
-    return site.kind.message(site, [np.asarray(p)[index] for p in self._payloads[code]])
+    return site.kind.message(site, [_as_array(p)[index] for p in self._payloads[code]])
 
   def get_exception(self) -> JaxRuntimeError | None:
     msg = self.get()
@@ -212,13 +218,22 @@ def _check_batch(axis_data, vals, dims, **params):
 check_p.batch = _check_batch
 
 
+def _is_array(x) -> bool:
+  return isinstance(x, (core.Tracer, np.ndarray)) or core.is_concrete_array(x)
+
+
 def _check(pred, msg: str, fmt_args, fmt_kwargs, debug: bool) -> None:
   if not isinstance(msg, str):
     raise TypeError(f"checkify.check: msg must be a str, got {type(msg).__name__}")
+  # JAX's rules: a Python bool or a scalar boolean array; arrays to format (a NumPy
+  # scalar is neither)
+  if not (isinstance(pred, bool) or _is_array(pred) and not isinstance(pred, np.ndarray)
+          and pred.shape == () and pred.dtype == np.bool_):
+    raise TypeError(f"{'debug_check' if debug else 'check'} takes a scalar pred as "
+                    f"argument, got {pred}")
   leaves, fmt_tree = tree_util.tree_flatten((fmt_args, fmt_kwargs))
   for x in leaves:
-    if not (isinstance(x, core.Tracer) or core.is_concrete_array(x)
-            or isinstance(x, (np.ndarray, np.generic))):
+    if not _is_array(x):
       raise TypeError(f"Formatting arguments to checkify.check need to be PyTrees of "
                       f"arrays, but got {x!r} of type {type(x)}.")
   error_pred = jnp_ufuncs.logical_not(pred)
@@ -500,9 +515,9 @@ def _nan_check(state: _State, eqn, ins, outs) -> None:
 
 
 def _div_check(state: _State, eqn, ins, outs) -> None:
-  if np.dtype(core.get_aval(ins[1]).dtype).kind in "iu":
-    state.add(_Site(DivisionByZeroError, eqn.primitive.name),
-              jnp_reductions.any(jnp_ufuncs.equal(ins[1], 0)), ())
+  """A zero divisor, of any dtype (JAX's check: a float x / 0 fails too)."""
+  state.add(_Site(DivisionByZeroError, eqn.primitive.name),
+            jnp_reductions.any(jnp_ufuncs.equal(ins[1], 0)), ())
 
 
 def _oob(state: _State, shape: tuple, starts: Sequence, axes: Sequence[int], bounds) -> None:
@@ -543,8 +558,7 @@ _NAN_PRIMITIVES = (
     "reduce_prod", "reduce_max", "reduce_min", "cumsum", "cumprod", "square", "max", "min",
     "nextafter", "polygamma", "zeta", "bessel_i0e", "bessel_i1e")
 _automatic: dict[str, list] = {name: [(NaNError, _nan_check)] for name in _NAN_PRIMITIVES}
-_automatic["div"].insert(0, (DivisionByZeroError, _div_check))
-_automatic["rem"].insert(0, (DivisionByZeroError, _div_check))
+_automatic["div"].insert(0, (DivisionByZeroError, _div_check))   # not rem's, as JAX
 _automatic["gather"] = [(OOBError, _gather_check)]
 _automatic["dynamic_slice"] = [(OOBError, _dynamic_slice_check)]
 

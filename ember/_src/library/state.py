@@ -1,17 +1,20 @@
-"""Mutable arrays (`jax.Ref`, `jax.new_ref`) and their type (`AbstractRef`), eagerly.
+"""Mutable arrays (`jax.Ref`, `jax.new_ref`, the `jax.ref` functions) and their type
+(`AbstractRef`).
 
-A Ref holds an array that `ref[idx] = value` replaces in place and `ref[idx]` reads. JAX also
-lets refs flow through jit and grad as effects; ember does not yet: creating or writing a
-ref with a traced value is a NotImplementedError, and a Ref is not an argument jit accepts.
-Libraries that only test `isinstance(x, jax.Ref)` / `jax.typeof(x)` (flax.nnx) work as with
-JAX.
+A Ref holds an array that `ref[idx] = value` replaces and `ref[idx]` reads, eagerly and in
+traced code: jit, grad, vmap, lax.scan / while_loop / fori_loop / cond / switch. A ref the
+traced code creates is a cell of that trace's values; a ref from outside a jitted function or
+a loop body or branch is threaded through it (its value an extra input, its new value an
+extra output written back after the call: core/refs.py), as JAX discharges refs. A jitted
+function may take refs as arguments (each once) but not return one, as in JAX.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ember._src import core
-from ember._src.library.numpy.creation import asarray
+from ember._src.core import refs
+from ember._src.library.numpy.creation import asarray, zeros
 
 
 class AbstractRef(core.AbstractValue):
@@ -38,51 +41,89 @@ class AbstractRef(core.AbstractValue):
     return hash((AbstractRef, self.inner_aval))
 
 
-def _untraced(what: str, value):
-  if isinstance(value, core.Tracer):
-    raise NotImplementedError(
-        f"{what} with a traced value (inside jit, grad or vmap): ember's jax.Ref is eager "
-        "only for now (JAX threads refs through transformations as effects). Create and "
-        "update refs outside the traced function, or pass arrays in and out instead.")
-
-
 class Ref:
-  """A mutable array (`jax.Ref`): `ref[...]` reads it, `ref[idx] = value` writes in place."""
-  __slots__ = ("_value",)
+  """A mutable array (`jax.Ref`): `ref[...]` reads it, `ref[idx] = value` writes it. `_frame`
+  and `_main`: the staging scope and trace it was created in (core/refs.py)."""
+  __slots__ = ("_value", "_frame", "_main", "__weakref__")
 
   def __init__(self, value):
     self._value = value
+    self._frame, self._main = refs.scope()
 
   @property
   def aval(self) -> AbstractRef:
-    return AbstractRef(core.get_aval(self._value))
+    a = core.get_aval(self._value)
+    return AbstractRef(core.ShapedArray(a.shape, a.dtype))
 
-  shape = property(lambda self: self._value.shape)
-  dtype = property(lambda self: self._value.dtype)
-  ndim = property(lambda self: self._value.ndim)
-  size = property(lambda self: self._value.size)
+  shape = property(lambda self: core.get_aval(self._value).shape)
+  dtype = property(lambda self: core.get_aval(self._value).dtype)
+  ndim = property(lambda self: len(self.shape))
+  size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
 
   def __getitem__(self, idx):
-    return self._value if idx is Ellipsis else self._value[idx]
+    value = refs.read(self)
+    return value if idx is Ellipsis else value[idx]
 
   def __setitem__(self, idx, value):
-    _untraced("writing a jax.Ref", value)
     inner, new = self.aval.inner_aval, core.get_aval(value)
-    target = self._value[idx] if idx is not Ellipsis else self._value
+    current = refs.read(self)
+    target = current if idx is Ellipsis else core.get_aval(current[idx])
     if not new.weak_type and new.dtype != inner.dtype:
       raise ValueError(f"Invalid dtype for `swap`. Ref dtype: {inner.dtype}. Value dtype: "
                        f"{new.dtype}.")
     if new.shape != target.shape:
       raise ValueError(f"Invalid shape for `swap`. Ref shape: {inner.shape}. Expected shape: "
                        f"{target.shape}. Value shape: {new.shape}.")
-    self._value = (asarray(value, inner.dtype) if idx is Ellipsis
-                   else self._value.at[idx].set(value))
+    refs.write(self, asarray(value, inner.dtype) if idx is Ellipsis
+               else current.at[idx].set(value), self.aval)
 
   def __repr__(self) -> str:
-    return "Ref(" + repr(np.asarray(self._value))[len("array("):]
+    value = refs.read(self)
+    if isinstance(value, core.Tracer):
+      return f"Ref({value})"
+    return "Ref(" + repr(np.asarray(value))[len("array("):]
 
 
-def new_ref(init_val) -> Ref:
+refs.register_ref_type(Ref)
+
+
+def new_ref(init_val, *, memory_space=None) -> Ref:
   """A new mutable array holding `init_val` (`jax.new_ref`)."""
-  _untraced("jax.new_ref", init_val)
+  del memory_space   # one memory here
   return Ref(asarray(init_val))
+
+
+def empty_ref(ty, *, memory_space=None) -> Ref:
+  """A new mutable array of type `ty` (its initial values unspecified: zeros here)."""
+  del memory_space
+  return Ref(zeros(ty.shape, ty.dtype))
+
+
+def free_ref(ref: Ref) -> None:
+  """JAX's hint that `ref` is no longer used: nothing to do here."""
+  del ref
+
+
+def freeze(ref: Ref):
+  """The value of `ref` (JAX's freeze, which also retires the ref)."""
+  return ref[...]
+
+
+def get(ref: Ref, idx=()):
+  return ref[idx]
+
+
+def set(ref: Ref, idx, value) -> None:  # noqa: A001 - jax.ref's name
+  ref[idx] = value
+
+
+def swap(ref: Ref, idx, value):
+  """Write `value` at `idx` and return what was there."""
+  old = ref[idx]
+  ref[idx] = value
+  return old
+
+
+def addupdate(ref: Ref, idx, x) -> None:
+  """Add `x` into `ref` at `idx`."""
+  ref[idx] = ref[idx] + x

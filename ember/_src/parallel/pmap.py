@@ -166,11 +166,26 @@ def pmap(fun: Callable, axis_name=None, *, in_axes=0, out_axes=0,
           f"pmap of {name} over the devices of {process_count()} processes inside jit (or "
           "another transformation): ember runs a pmap spanning processes only at top level; "
           "call it outside jit")
-    donate = _donated_positions(len(args), static, _as_tuple(donate_argnums))
+    return one_program(len(args), static)(static, *dyn, **kwargs)
+
+  def one_program(nargs: int, static: tuple):
+    """The jit of `mapped` (the whole mapped axis as one program) for `nargs` arguments."""
+    donate = _donated_positions(nargs, static, _as_tuple(donate_argnums))
     if donate not in compiled:
       compiled[donate] = jit(mapped, static_argnums=0, donate_argnums=donate)
-    return compiled[donate](static, *dyn, **kwargs)
+    return compiled[donate]
 
+  def lower(*args, **kwargs):
+    """JAX's `pmap(f).lower(*args)`: the whole mapped axis lowered as one program; its
+    Compiled takes the dynamic arguments only (static_broadcasted_argnums left out), as
+    JAX's, and computes on one device."""
+    static, dyn = _split_static(args, static_nums)
+    if layout()[3]:
+      raise NotImplementedError(f"pmap({name}).lower over the devices of {process_count()} "
+                                "processes: ember lowers a pmap of one process's devices")
+    return one_program(len(args), static).lower(static, *dyn, **kwargs)
+
+  pmap_f.lower = lower
   return pmap_f
 
 

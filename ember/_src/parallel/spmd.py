@@ -26,7 +26,7 @@ from ember._src.base import tree_util
 from ember._src.parallel.all_reduce_grouping import group_all_reduces
 from ember._src.driver import jit as jit_lib
 from ember._src.base.config import config
-from ember._src.driver.jit import JitWrapped, _compile_locked
+from ember._src.driver.jit import PjitFunction, _compile_locked
 from ember._src.runtime import collectives, executor
 from ember._src.core.array import Array, PlacedArray, from_shards, place
 from ember._src.core.sharding import _DEVICES, NamedSharding, PartitionSpec, _as_sharding, _context
@@ -43,7 +43,7 @@ class SpmdFunction:
 
   def __init__(self, fun: Callable, axis_sizes: dict, name: str):
     self.axis_sizes = dict(axis_sizes)
-    self.jitted = JitWrapped(fun)
+    self.jitted = PjitFunction(fun)
     self.jitted.__name__ = name
 
   def run(self, device_grid: np.ndarray, axis_names: Sequence, per_device: dict
@@ -165,13 +165,13 @@ def unflatten_outputs(tree, outs: list):
 # devices, runs where those say: on the one device all its committed arguments are on, or
 # partitioned over a mesh (driver/sharding_propagation.py) and run on every device of it.
 
-def _plan_key(wrapped: JitWrapped, leaves: list, shardings) -> tuple:
+def _plan_key(wrapped: PjitFunction, leaves: list, shardings) -> tuple:
   return (id(wrapped), tuple([x._sharding if type(x) is PlacedArray else None for x in leaves]),
           None if shardings is None else _context.mesh,
           config._values["ember_group_all_reduces"])
 
 
-def placed_runner(wrapped: JitWrapped, entry, leaves: list) -> Callable | None:
+def placed_runner(wrapped: PjitFunction, entry, leaves: list) -> Callable | None:
   """For jit's fast path: flat leaves -> the result, by the plan call_placed made for calls
   placed like `leaves` (without in/out_shardings) under the all-reduce grouping flag of now
   (another setting takes call_placed's way); None if there is no such plan."""
@@ -189,7 +189,7 @@ def placed_runner(wrapped: JitWrapped, entry, leaves: list) -> Callable | None:
   return runner
 
 
-def call_placed(wrapped: JitWrapped, entry, leaves: list, shardings) -> object:
+def call_placed(wrapped: PjitFunction, entry, leaves: list, shardings) -> object:
   """The result of the jitted call `entry` on flat `leaves`, run where they are placed
   (`shardings`: the jit's (in_shardings, out_shardings) or None); None when nothing places
   the call (the caller runs it as usual).
@@ -226,7 +226,12 @@ def _plan(wrapped, entry, leaves, shardings) -> tuple[Callable, object]:
   in_sh = out_sh = None
   if shardings is not None:
     in_sh = _flat_shardings("in_shardings", shardings[0], staged.in_tree, kws=True)
-    out_sh = _flat_shardings("out_shardings", shardings[1], staged.out_tree)
+    out_tree = staged.out_tree
+    if entry.refs is not None:   # the shardings name the outputs, not the refs' new values
+      out_tree = out_tree.children[0]
+      in_sh += [None] * len(entry.refs.captured)
+    out_sh = _flat_shardings("out_shardings", shardings[1], out_tree)
+    out_sh += [None] * (staged.out_tree.num_leaves - out_tree.num_leaves)
   mesh = _call_mesh(wrapped, staged, leaves, in_sh, out_sh)
   if mesh is not None:
     return _partitioned_plan(wrapped, entry, leaves, mesh, in_sh, out_sh)

@@ -21,6 +21,8 @@ A user primitive (`def_impl` + `def_abstract_eval`) with no lowering ember can r
 from __future__ import annotations
 
 import dataclasses
+import logging
+import traceback
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -89,36 +91,61 @@ def check_results(what: str, outs, avals: Sequence[ShapedArray]) -> list[np.ndar
   return checked
 
 
-def _calling(callback, what: str, *args):
-  """Call the user's callback; its exception becomes a JaxRuntimeError, as in JAX."""
+# JAX's loggers and messages of a failed callback (libraries filter them: equinox)
+_JAX_LOGS = {"pure_callback": ("jax._src.callback", "jax.pure_callback failed"),
+             "io_callback": ("jax._src.callback", "jax.io_callback failed"),
+             "debug_callback": ("jax._src.debugging", "jax.debug.callback failed")}
+
+
+def _calling(callback, api: str, *args, compiled: bool = True):
+  """Call the user's callback of `api` (pure_callback, ...); its exception is logged and
+  raised as JAX's: from compiled code a JaxRuntimeError whose message is the exception's
+  traceback, else (an eager debug.callback, which JAX calls directly) the exception."""
   try:
     return callback(*args)
   except errors.JaxRuntimeError:
     raise
   except Exception as e:
-    raise errors.JaxRuntimeError(f"INTERNAL: CpuCallback error calling {what}: "
-                                 f"{type(e).__name__}: {e}") from e
+    name, msg = _JAX_LOGS[api]
+    logging.getLogger(name).exception(msg)
+    if not compiled:
+      raise
+    raise errors.JaxRuntimeError("INTERNAL: CpuCallback error calling callback: "
+                                 f"{_traceback_text(e)}") from e
+
+
+def _traceback_text(e: Exception) -> str:
+  """The stack where `e` was raised, from the outermost frame, as jaxlib's CPU callback
+  writes it: `Traceback (most recent call last):`, one `  File "f", line n, in fn` per
+  frame, then `ValueError: message`."""
+  tb = e.__traceback__
+  frames = traceback.extract_stack(tb.tb_frame.f_back) + traceback.extract_tb(tb)
+  lines = [f'  File "{f.filename}", line {f.lineno}, in {f.name}' for f in frames]
+  return "\n".join(["Traceback (most recent call last):", *lines,
+                    *traceback.format_exception_only(e)]).rstrip("\n")
 
 
 def _result_callback_host(prim_name: str):
-  """pure_callback / io_callback: NumPy arrays in, checked NumPy arrays out."""
-  def host_fn(*, callback, result_avals, **_):
+  """pure_callback / io_callback: NumPy arrays in, checked NumPy arrays out (eagerly too,
+  as compiled code: JAX runs them eagerly as compiled calls)."""
+  def host_fn(*, callback, result_avals, compiled=True, **_):
     what = f"{prim_name} {_callback_name(callback)}"
-    return lambda *arrays: check_results(what, _calling(callback, what, *arrays),
+    return lambda *arrays: check_results(what, _calling(callback, prim_name, *arrays),
                                          result_avals)
   return host_fn
 
 
-def _debug_callback_host(*, callback, **_):
-  """debug.callback gets Arrays (JAX hands it jax Arrays); it returns nothing."""
+def _debug_callback_host(*, callback, compiled=True, **_):
+  """debug.callback gets Arrays (JAX hands it jax Arrays); it returns nothing. `compiled`:
+  called from compiled code (else eagerly: its exception is raised as it is)."""
   def run(*arrays):
-    _calling(callback, f"debug_callback {_callback_name(callback)}",
-             *[core.new_array(np.asarray(a)) for a in arrays])
+    _calling(callback, "debug_callback", *[core.new_array(np.asarray(a)) for a in arrays],
+             compiled=compiled)
     return []
   return run
 
 
-def _debug_print_host(*, fmt, in_tree, static_args, np_printoptions, **_):
+def _debug_print_host(*, fmt, in_tree, static_args, np_printoptions, compiled=True, **_):
   def run(*arrays):
     leaves = _merge_static(arrays, static_args)
     args, kwargs = tree_util.tree_unflatten(in_tree, leaves)
@@ -135,7 +162,7 @@ def _declare_callback(name: str, host_fn: Callable, effects: Callable) -> core.P
     return list(result_avals)
 
   def impl(*arrays, **params):
-    return host_fn(**params)(*arrays)
+    return host_fn(compiled=False, **params)(*arrays)
 
   p = declare(name, abstract_eval, impl, multiple_results=True)
   p.effects_rule = lambda *avals, **params: effects(**params)
@@ -145,19 +172,20 @@ def _declare_callback(name: str, host_fn: Callable, effects: Callable) -> core.P
 
 
 def emit_host_call(ctx, fn: Callable, args, out_avals, side_effect: bool,
-                   collective: tuple | None = None) -> list:
+                   collective: tuple | None = None, user_code: bool = True) -> list:
   """A custom call of the host function `fn` (registered for the module's lifetime).
   `collective`: (kind, start, done) for a call that runs a collective between devices:
   `start(*args)` starts it and returns [ticket], `done(ticket)` returns fn's results
-  (passes/async_collectives.py may run the call as those two)."""
+  (passes/async_collectives.py may run the call as those two). `user_code`: `fn` runs the
+  user's Python (a program calling it runs synchronously: host_callbacks.runs_user_code)."""
   extra = {}
   if collective is not None:
     kind, start, done = collective
     extra = dict(collective=kind, start=host_callbacks.register(start),
                  done=host_callbacks.register(done))
   attrs = {"target": host_callbacks.TARGET,
-           "backend_config": host_callbacks.backend_config(host_callbacks.register(fn),
-                                                           **extra)}
+           "backend_config": host_callbacks.backend_config(
+               host_callbacks.register(fn, user_code), **extra)}
   if side_effect:
     attrs["has_side_effect"] = True
   shape = TupleShape(tuple(Shape.of(a) for a in out_avals))
@@ -375,7 +403,7 @@ def impl_as_host_callback(prim: core.Primitive, ctx, /, *args, **params):
   def run(*arrays):
     ins = [core.new_array(np.asarray(a, av.dtype), weak_type=av.weak_type)
            for a, av in zip(arrays, in_avals)]
-    outs = _calling(lambda *xs: prim.impl(*xs, **params), what, *ins)
+    outs = _calling_impl(lambda *xs: prim.impl(*xs, **params), what, *ins)
     outs = list(outs) if prim.multiple_results else [outs]
     return check_results(what, [core.to_numpy(o) if core.is_concrete_array(o) else o
                                 for o in outs], out_avals)
@@ -383,6 +411,17 @@ def impl_as_host_callback(prim: core.Primitive, ctx, /, *args, **params):
   side_effect = bool(prim.effects(in_avals, params))
   outs = emit_host_call(ctx, run, args, out_avals, side_effect)
   return outs if prim.multiple_results else outs[0]
+
+
+def _calling_impl(impl, what: str, *args):
+  """A user primitive's impl run from compiled code; its exception is a JaxRuntimeError."""
+  try:
+    return impl(*args)
+  except errors.JaxRuntimeError:
+    raise
+  except Exception as e:
+    raise errors.JaxRuntimeError(f"INTERNAL: CpuCallback error calling {what}: "
+                                 f"{type(e).__name__}: {e}") from e
 
 
 lower.host_impl_lowering = impl_as_host_callback

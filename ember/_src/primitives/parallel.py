@@ -60,7 +60,8 @@ def _host_collective(ctx, args, body, collective: str | None):
     dctx, dev = collectives.current()
     return [body(dctx, dev, *arrays)]
   if collective is None:
-    return callbacks.emit_host_call(ctx, run, list(args), ctx.avals_out, False)[0]
+    return callbacks.emit_host_call(ctx, run, list(args), ctx.avals_out, False,
+                                    user_code=False)[0]
   return _emit_collective(ctx, run, list(args), ctx.avals_out, collective)[0]
 
 
@@ -74,7 +75,8 @@ def _emit_collective(ctx, run, args, avals, kind: str) -> list:
 
   def done(ticket):
     return collectives.done(int(ticket))
-  return callbacks.emit_host_call(ctx, run, args, avals, True, collective=(kind, start, done))
+  return callbacks.emit_host_call(ctx, run, args, avals, True, collective=(kind, start, done),
+                                  user_code=False)
 
 
 def _out_dtype(ctx):

@@ -19,13 +19,25 @@ TARGET = "ember_host_callback"
 
 _functions: dict[int, Callable] = {}
 _ids = itertools.count(1)
+_user_code: set[int] = set()   # the ids of functions that run the user's Python
 
 
-def register(fn: Callable) -> int:
-  """Keep `fn` for the compiled code that calls it; returns its id."""
+def register(fn: Callable, user_code: bool = False) -> int:
+  """Keep `fn` for the compiled code that calls it; returns its id. `user_code`: `fn` runs
+  the user's Python (a callback, a primitive's impl), not one of ember's collectives."""
   i = next(_ids)
   _functions[i] = fn
+  if user_code:
+    _user_code.add(i)
   return i
+
+
+def runs_user_code(instr) -> bool:
+  """Whether the HLO instruction `instr` calls a function that runs the user's Python: a
+  program holding one runs synchronously, as JAX's, so that the user's exception is raised
+  by the call."""
+  return (instr.opcode == "custom-call" and instr.attrs.get("target") == TARGET
+          and dict(instr.attrs["backend_config"])["callback_id"] in _user_code)
 
 
 def backend_config(callback_id: int, **extra) -> tuple:

@@ -40,7 +40,7 @@ import numpy as np
 
 from ember._src import core
 from ember._src.base import dtypes, tree_util
-from ember._src.core import Literal, ShapedArray, api_util, declare
+from ember._src.core import Literal, ShapedArray, api_util, declare, refs
 from ember._src.base.dtypes import dtype_kind
 from ember._src.transforms import batching
 from ember._src.transforms.partial_eval import partial_eval_jaxpr
@@ -241,6 +241,15 @@ class JVPTracer(core.Tracer):
   def _origin_msg(self):
     p = self.primal
     return p._origin_msg() if isinstance(p, core.Tracer) else ""
+
+  def ref_value(self, ref_aval):
+    """The value to store in a ref from outside this differentiation (core/refs.py): the
+    primal when nothing is differentiated through it, else JAX's error."""
+    if type(self.tangent) is Zero:
+      return self.primal
+    raise Exception(f"performing a set/swap operation with a differentiated value on a "
+                    f"non-differentiated array reference of type {ref_aval}. Move the array "
+                    "reference to be an argument of the differentiated function?")
 
 
 class JVPTrace(core.Trace):
@@ -893,6 +902,13 @@ _VALUE_AND_GRAD_DOC = (
     "arguments at positions {argnums}.")
 
 
+_REF_GRAD_ARG = (
+    "grad cannot differentiate with respect to a Ref-typed argument, because the gradient for "
+    "a ref must itself be accumulated into a ref. Instead, use `jax.vjp` and bind a gradient "
+    "ref using the returned VJP function's `with_refs` method. (Ref arguments not selected by "
+    "grad's argnums are fine: they are treated as plumbing, and are not differentiated.)")
+
+
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
                    allow_int: bool = False, reduce_axes=()):
   """A function returning (fun(*args), the gradient of fun with respect to `argnums`)."""
@@ -903,6 +919,8 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
   def value_and_grad_f(*args, **kwargs):
     f_partial, dyn = _split_argnums(fun, args, kwargs, argnums, "value_and_grad")
     for x in tree_util.tree_leaves(dyn):
+      if refs.is_ref(x):
+        raise TypeError(_REF_GRAD_ARG)
       _check_arg(x)
       _check_input_dtype("grad", x, holomorphic, allow_int)
     ans, vjp_fn, aux = _vjp(f_partial, dyn, has_aux, getattr(fun, "__name__", "fun"))

@@ -77,6 +77,15 @@ class BatchTracer(core.Tracer):
   def _origin_msg(self):
     return self.val._origin_msg() if isinstance(self.val, core.Tracer) else ""
 
+  def ref_value(self, ref_aval):
+    """The value to store in a ref from outside this vmap (core/refs.py): an unbatched
+    one's, else JAX's error."""
+    if self.batch_dim is None:
+      return self.val
+    raise Exception(f"performing a set/swap operation with vmapped value on an unbatched "
+                    f"array reference of type {ref_aval}. Move the array reference to be an "
+                    "argument to the vmapped function?")
+
 
 class BatchTrace(core.Trace):
   """Runs each primitive's batching rule on the batched values."""

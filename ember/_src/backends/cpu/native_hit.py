@@ -1,6 +1,6 @@
 """A jit cache hit as one native call: JAX's C++ fast path, in LLVM IR.
 
-The Python hit path (jit.JitWrapped.__call__ -> dispatch.hit_runner's runner ->
+The Python hit path (jit.PjitFunction.__call__ -> dispatch.hit_runner's runner ->
 Executable.execute_direct) costs ~3.5 us for `f(x)` with one small Array, of which the
 kernel is ~0.1 us: flattening, the signature key, argument checks, output allocation, the
 prologue's ctypes call and the Arrays' construction, each a few Python lines. Here the same
@@ -347,7 +347,7 @@ def _make_outputs(e: _Emit, d, nin, nout, outs, data, cleanup) -> None:
 
 def _allocation_stack(e: _Emit):
   """core/array.py's allocation stack of a jit cache hit's outputs, a new reference:
-  (code, lasti) of the caller of JitWrapped.__call__ and of its caller (ALLOC_STACK_FRAMES
+  (code, lasti) of the caller of PjitFunction.__call__ and of its caller (ALLOC_STACK_FRAMES
   of 1 or 2, the caller a user frame); () for 0; else array.py's own walk (`stack_fn`)."""
   b = e.b
   out = e.local()
@@ -364,7 +364,7 @@ def _allocation_stack(e: _Emit):
     b.branch(done)
   b.cbranch(b.icmp_signed(">", n, e.const(2)), walk, some)
   b.position_at_end(some)
-  frame = e.call("PyEval_GetFrame")               # JitWrapped.__call__'s (borrowed)
+  frame = e.call("PyEval_GetFrame")               # PjitFunction.__call__'s (borrowed)
   e.unless(e.is_(frame, e.const(0)), walk, "has_frame")
   user = e.call("PyFrame_GetBack", frame)         # its caller's (new)
   e.unless(e.is_(user, e.const(0)), walk, "has_caller")

@@ -12,7 +12,7 @@ import numpy as np
 
 from ember._src import core
 from ember._src.base import dtypes, tree_util
-from ember._src.core import Jaxpr, ShapedArray, Var, get_aval
+from ember._src.core import Jaxpr, ShapedArray, Var, get_aval, refs
 from ember._src.hlo.graph import Shape, TupleShape
 from ember._src.primitives.elementwise import convert_element_type
 from ember._src.transforms import ad, batching
@@ -37,10 +37,12 @@ def _concrete(x):
 # ------------------------------------------------------------------------------------
 
 
-def _trace(fun: Callable, in_avals: Sequence[ShapedArray], what: str = "function"):
+def _trace(fun: Callable, in_avals: Sequence[ShapedArray], what: str = "function",
+           frames: list | None = None):
   """Stage `fun(*flat) -> (flat outs, aux)` into a const-free jaxpr: (jaxpr, consts, aux).
   Closed-over values (outer tracers, arrays) become leading invars whose values are
-  `consts`."""
+  `consts`. `frames`: given, the trace's view of the refs from outside it (a threading
+  core/refs.Frame) is appended to it, for the caller to thread the refs it touched."""
   def flat(*xs):
     outs, aux = fun(*xs)
     for o in outs:
@@ -48,18 +50,46 @@ def _trace(fun: Callable, in_avals: Sequence[ShapedArray], what: str = "function
         raise TypeError(f"{what} returned a value of type {type(o).__name__} ({o!r}), "
                         "which is not a valid JAX type.")
     return outs, aux
-  closed, aux = core.trace_to_jaxpr(flat, list(in_avals))
+  frame = None
+  if frames is not None:
+    frame = refs.Frame(what, threads=True)
+    frames.append(frame)
+  closed, aux = core.trace_to_jaxpr(flat, list(in_avals), ref_frame=frame)
   jaxpr, consts = core.hoist_consts(closed)
   return jaxpr, consts, aux
 
 
-def _trace_pytree(fun: Callable, in_tree, in_avals, what: str):
+def _trace_pytree(fun: Callable, in_tree, in_avals, what: str, frames: list | None = None):
   """`fun` takes one pytree (`in_tree`, of `in_avals`): (jaxpr, consts, out_tree)."""
   def flat(*xs):
     out = fun(tree_util.tree_unflatten(in_tree, list(xs)))
     leaves, out_tree = tree_util.tree_flatten(out)
     return leaves, out_tree
-  return _trace(flat, in_avals, what)
+  return _trace(flat, in_avals, what, frames)
+
+
+# ------------------------------------------------------------------------------------
+# Refs from outside a loop body or branch (core/refs.py): threaded as carries / operands
+# ------------------------------------------------------------------------------------
+
+
+def _new_refs(frames: list, threaded: Sequence) -> list:
+  """The refs from outside that the traces of `frames` touched, not yet in `threaded`."""
+  out: list = []
+  for f in frames:
+    for r in f.touched():
+      if not any(r is t for t in threaded) and not any(r is o for o in out):
+        out.append(r)
+  return out
+
+
+def _ref_values(rs: Sequence) -> list:
+  return [refs.read(r) for r in rs]
+
+
+def _set_ref_values(rs: Sequence, values: Sequence) -> None:
+  for r, v in zip(rs, values):
+    refs.write(r, v, r.aval)
 
 
 def _trace_jaxpr_fn(fun: Callable, in_avals):

@@ -20,8 +20,9 @@ from ember._src.core import Var, get_aval
 from ember._src.primitives import eager_jit
 from ember._src.primitives.control.common import (
     Zero, _batch_jaxpr_front, _concrete, _disable_jit, _forwarding, _fun_loc, _join_consts,
-    _jvp_jaxpr, _map, _mismatch, _nonzero, _outs, _prune_outputs, _result_shape, _to_front,
-    _trace_jaxpr_fn, _trace_pytree, _typematch, _with_avals)
+    _jvp_jaxpr, _map, _mismatch, _new_refs, _nonzero, _outs, _prune_outputs, _ref_values,
+    _result_shape, _set_ref_values, _to_front, _trace_jaxpr_fn, _trace_pytree, _typematch,
+    _with_avals)
 from ember._src.primitives.elementwise import clamp, convert_element_type, select_n
 from ember._src.primitives.structural import broadcast_in_dim
 from ember._src.transforms import ad, batching
@@ -92,11 +93,18 @@ def _check_branch_outputs(what, name0, name1, f0, f1, tree0, avals0, tree1, aval
                     "match.")
 
 
-def _switch_internal(index, branches, operands, what, names):
+def _switch_internal(index, branches, operands, what, names, threaded: tuple = ()):
+  """The cond equation of `branches[index](*operands)`. Refs from outside that a branch
+  reads or writes are extra operands and outputs of every branch (`threaded`: those
+  already threaded)."""
   leaves, in_tree = tree_util.tree_flatten((tuple(operands), {}))
   avals = [get_aval(x) for x in leaves]
+  frames: list = []
   traced = [_trace_pytree(lambda ak, b=b: b(*ak[0], **ak[1]), in_tree, avals,
-                          f"{what} branch") for b in branches]
+                          f"{what} branch", frames) for b in branches]
+  new_refs = _new_refs(frames, threaded)
+  if new_refs:
+    return _switch_threading(index, branches, operands, what, names, (*threaded, *new_refs))
   jaxprs, consts = _join_consts([(j, c) for j, c, _ in traced])
   first = len(branches) - 1 if what == "cond" else 0   # cond names true_fun first (JAX)
   for k in range(len(branches)):
@@ -114,6 +122,20 @@ def _switch_internal(index, branches, operands, what, names):
   inputs = [*consts, *leaves]
   flat = [next(outs) if f is None else inputs[f] for f in in_fwd]
   return tree_util.tree_unflatten(traced[0][2], flat)
+
+
+def _switch_threading(index, branches, operands, what, names, rs):
+  """The cond of `branches`, the refs `rs` (from outside) threaded through every branch."""
+  def threading(b):
+    def branch(ops, values):
+      _set_ref_values(rs, values)
+      out = b(*ops)
+      return out, _ref_values(rs)
+    return branch
+  out, values = _switch_internal(index, [threading(b) for b in branches],
+                                 (tuple(operands), _ref_values(rs)), what, names, rs)
+  _set_ref_values(rs, values)
+  return out
 
 
 def switch(index, branches: Sequence[Callable], *operands, operand=_no_operand):

@@ -20,8 +20,9 @@ from ember._src.core import get_aval
 from ember._src.primitives import eager_jit
 from ember._src.primitives.control.common import (
     Zero, _batch_jaxpr_front, _carry_fixpoint, _check_carry_type, _disable_jit, _emit_while,
-    _forwarding, _jvp_jaxpr, _map, _nonzero, _promote_weak, _split, _to_front,
-    _trace_jaxpr_fn, _trace_pytree, _typematch, _with_avals)
+    _forwarding, _jvp_jaxpr, _map, _new_refs, _nonzero, _promote_weak, _ref_values,
+    _set_ref_values, _split, _to_front, _trace_jaxpr_fn, _trace_pytree, _typematch,
+    _with_avals)
 from ember._src.primitives.control.scans import scan
 from ember._src.primitives.elementwise import add, convert_element_type, lt, select
 from ember._src.primitives.reductions import reduce_or
@@ -61,8 +62,10 @@ while_p.abstract_eval = _while_abstract_eval
 while_p.eval_rule = _while_eval
 
 
-def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
-  """`while cond_fun(val): val = body_fun(val)`, staged as one `while`."""
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val, _threaded_refs: tuple = ()):
+  """`while cond_fun(val): val = body_fun(val)`, staged as one `while`. Refs from outside
+  that the functions read or write are extra carries (`_threaded_refs`: those already
+  threaded)."""
   if not (callable(cond_fun) and callable(body_fun)):
     raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
   if _disable_jit():   # a Python loop (JAX)
@@ -73,17 +76,21 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   if eager_jit.applies(init_val):   # one compiled call per (functions, types), as JAX runs it
     return eager_jit.call(body_fun, ("while", cond_fun), _while_compiled, init_val)
   init_flat, in_tree = tree_util.tree_flatten(init_val)
+  frames: list = []
 
   def create(vals):
     avals = [get_aval(v) for v in vals]
-    cj, cc, ctree = _trace_pytree(cond_fun, in_tree, avals, "cond_fun")
+    cj, cc, ctree = _trace_pytree(cond_fun, in_tree, avals, "cond_fun", frames)
     if (ctree.num_leaves != 1 or len(cj.out_avals) != 1 or cj.out_avals[0].shape != ()
         or cj.out_avals[0].dtype != np.bool_):
       raise TypeError("cond_fun must return a boolean scalar, but got output type(s) "
                       f"{cj.out_avals}.")
-    bj, bc, btree = _trace_pytree(body_fun, in_tree, avals, "body_fun")
+    bj, bc, btree = _trace_pytree(body_fun, in_tree, avals, "body_fun", frames)
     return avals, cj, cc, bj, bc, btree
   avals, cj, cc, bj, bc, btree = create(init_flat)
+  new_refs = _new_refs(frames, _threaded_refs)
+  if new_refs:
+    return _while_threading(cond_fun, body_fun, init_val, (*_threaded_refs, *new_refs))
   if btree == in_tree:
     init_flat, changed = _promote_weak(init_flat, avals, bj.out_avals)
     if changed:
@@ -99,6 +106,23 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val):
   if any(move):
     outs = _merge(move, outs, invariant)
   return tree_util.tree_unflatten(in_tree, outs)
+
+
+def _while_threading(cond_fun, body_fun, init_val, rs):
+  """while_loop of the functions, the refs `rs` (from outside) threaded as carries."""
+  def cond(state):
+    val, values = state
+    _set_ref_values(rs, values)
+    return cond_fun(val)
+
+  def body(state):
+    val, values = state
+    _set_ref_values(rs, values)
+    val = body_fun(val)
+    return val, _ref_values(rs)
+  val, values = while_loop(cond, body, (init_val, _ref_values(rs)), _threaded_refs=rs)
+  _set_ref_values(rs, values)
+  return val
 
 
 def _while_compiled(body_fun, static, init_val):

@@ -25,8 +25,8 @@ from ember._src.primitives.control.barriers import optimization_barrier
 from ember._src.primitives import eager_jit
 from ember._src.primitives.control.common import (
     Zero, _batch_jaxpr_front, _carry_fixpoint, _check_carry_type, _disable_jit, _emit_while,
-    _forwarding, _jvp_jaxpr, _nonzero, _promote_weak, _prune_outputs, _split, _to_front,
-    _trace, _trace_jaxpr_fn, _typematch)
+    _forwarding, _jvp_jaxpr, _new_refs, _nonzero, _promote_weak, _prune_outputs,
+    _ref_values, _set_ref_values, _split, _to_front, _trace, _trace_jaxpr_fn, _typematch)
 from ember._src.primitives.elementwise import add, bitwise_or, convert_element_type, lt, sub
 from ember._src.primitives.structural import (concatenate, expand_dims, index_in_dim, pad,
                                               reshape, rev, slice_in_dim)
@@ -151,9 +151,10 @@ def _infer_length(xs_flat, length):
 
 
 def scan(f: Callable, init, xs=None, length=None, reverse: bool = False, unroll=1,
-         _split_transpose: bool = False):
+         _split_transpose: bool = False, _threaded_refs: tuple = ()):
   """Loop `carry, y = f(carry, x)` over the leading axis of `xs` (pytrees), stacking the
-  ys: one `scan` equation (JAX's `lax.scan`)."""
+  ys: one `scan` equation (JAX's `lax.scan`). Refs from outside that `f` reads or writes
+  are extra carries (`_threaded_refs`: those already threaded)."""
   if not callable(f):
     raise TypeError("lax.scan: f argument should be a callable.")
   init_flat, init_tree = tree_util.tree_flatten(init)
@@ -189,11 +190,17 @@ def scan(f: Callable, init, xs=None, length=None, reverse: bool = False, unroll=
     y_leaves, y_tree = tree_util.tree_flatten(out[1])
     return c_leaves + y_leaves, (c_tree, y_tree)
 
+  frames: list = []
+
   def create(vals):
     avals = [get_aval(v) for v in vals]
-    jaxpr, consts, (c_tree, y_tree) = _trace(body, avals + x_avals, "scan body")
+    jaxpr, consts, (c_tree, y_tree) = _trace(body, avals + x_avals, "scan body", frames)
     return avals, jaxpr, consts, c_tree, y_tree
   avals, jaxpr, consts, c_tree, y_tree = create(init_flat)
+  new_refs = _new_refs(frames, _threaded_refs)
+  if new_refs:
+    return _scan_threading(f, init, xs, (*_threaded_refs, *new_refs), length, reverse, unroll,
+                           _split_transpose)
   ncar = len(init_flat)
   if c_tree == init_tree:
     init_flat, changed = _promote_weak(init_flat, avals,
@@ -230,6 +237,19 @@ def scan(f: Callable, init, xs=None, length=None, reverse: bool = False, unroll=
   carry = [x if m else next(carry) for x, m in zip(init_all, move)]
   ys = [next(ys) if e is None else xs_flat[e] for e in ext]
   return tree_util.tree_unflatten(c_tree, carry), tree_util.tree_unflatten(y_tree, ys)
+
+
+def _scan_threading(f, init, xs, rs, length, reverse, unroll, split_transpose):
+  """scan of `f`, the refs `rs` (from outside) threaded as carries."""
+  def body(carry, x):
+    c, values = carry
+    _set_ref_values(rs, values)
+    c, y = f(c, x)
+    return (c, _ref_values(rs)), y
+  (carry, values), ys = scan(body, (init, _ref_values(rs)), xs, length, reverse, unroll,
+                             split_transpose, _threaded_refs=rs)
+  _set_ref_values(rs, values)
+  return carry, ys
 
 
 def _scan_compiled(f, static, init, xs):

@@ -4,8 +4,8 @@ thunk, written as Chrome Trace Event Format JSON (what Perfetto and chrome://tra
 The traced code records into base/profiler_events.py (below everything); while no trace is
 active its hooks cost one global check each (`if events.active:`) on the paths they sit on:
 
-    driver/jit.py                 JitWrapped.__call__  -> `PjitFunction(f)` (dispatch span)
-                                  JitWrapped._miss     -> `trace jit(f)`
+    driver/jit.py                 PjitFunction.__call__ -> `PjitFunction(f)` (dispatch span)
+                                  PjitFunction._miss   -> `trace jit(f)`
     driver/compilation.py         compile_staged       -> `lower jit(f)`, `compile jit(f)`, stages
     driver/dispatch.py            _RunPlan call        -> one span per thunk (cpu/profiled.py)
     backends/cpu/control_flow.py  _Sub.__call__        -> the thunks of loop bodies/branches, nested
