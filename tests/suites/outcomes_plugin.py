@@ -29,9 +29,13 @@ def _outcome(report) -> str | None:
 
 
 def _first_line(report) -> str:
+  """The failure's message; for a collection error the exception pytest prints (`E   ...`),
+  not its header ("ImportError while importing test module ...")."""
   crash = getattr(report.longrepr, "reprcrash", None)
   text = crash.message if crash is not None else str(report.longrepr or "")
-  return text.strip().splitlines()[0][:300] if text.strip() else ""
+  errors = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+  lines = errors[-1:] if errors else text.strip().splitlines()
+  return lines[0][:300] if lines else ""
 
 
 def _record(nodeid: str, outcome: str, report) -> None:

@@ -41,7 +41,7 @@ DATA = os.path.join(REPO, "tests", "data", "suites")
 KNOWN = os.path.join(DATA, "known_failures.json")
 PLUGIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "outcomes_plugin.py")
 PASSED = "passed"
-SAMPLE_EVERY = 12      # the sample: one JAX-passing test in ~12, picked by a hash of its id
+SAMPLE_EVERY = 40      # the sample: one JAX-passing test in ~40, picked by a hash of its id
 TEST_TIMEOUT_S = 600   # pytest-timeout's limit for one test (a hang fails that test)
 
 
@@ -287,6 +287,17 @@ def print_comparison(c: Comparison, verbose: bool) -> None:
       print(f"  known {t}: {reason}")
 
 
+def update_known(known: dict, c: Comparison) -> None:
+  """Take the FIXED tests off the list and add the NEW failures as open causes; write it."""
+  mine = known.setdefault(c.suite, {})
+  for t in c.known_passing:
+    del mine[t]
+  mine.update({t: f"open: {m}" for t, m in c.new.items()})
+  known[c.suite] = dict(sorted(mine.items()))
+  with open(KNOWN, "w") as f:
+    f.write(json.dumps(dict(sorted(known.items())), indent=1) + "\n")
+
+
 # -- the command --------------------------------------------------------------------------------
 
 def targets_for(suite: Suite, args, jax_data: dict | None) -> list[str]:
@@ -346,6 +357,9 @@ def parse(argv):
   p.add_argument("--out", help="write ember's outcomes here, one JSON per suite")
   p.add_argument("--skip-unavailable", action="store_true",
                  help="a suite whose sources cannot be had is skipped (said) instead of failing")
+  p.add_argument("--update-known", action="store_true",
+                 help="list this run's NEW failures in known_failures.json (as open, with their "
+                      "message) and take off the FIXED ones")
   p.add_argument("-v", "--verbose", action="store_true", help="also list the known failures")
   return p.parse_args(argv)
 
@@ -366,7 +380,10 @@ def main(argv=None) -> int:
       if args.record:
         record(suite, root, args)
       else:
-        failed |= not check(suite, root, args, known).ok
+        c = check(suite, root, args, known)
+        failed |= not c.ok
+        if args.update_known:
+          update_known(known, c)
     except SourceUnavailable as e:
       print(f"{suite.name}: {'skipped' if args.skip_unavailable else 'FAILED'}: {e}")
       failed |= not args.skip_unavailable
