@@ -299,22 +299,30 @@ class PyTreeDef:
       return f"Expected named tuple, got {tree!r}."
     return f"Custom node type mismatch: expected type: {self.aux[0]}, value: {tree!r}."
 
-  def leaf_counts_under(self, full: "PyTreeDef") -> list[int]:
+  def leaf_counts_under(self, full: "PyTreeDef", loose: bool = False) -> list[int]:
     """For each leaf of this treedef, a prefix of `full`: how many leaves of `full` sit at
     or under its position. Works on structures alone: nothing is unflattened, so classes
-    whose unflatten converts its children (`jnp.asarray`) are never handed placeholders."""
+    whose unflatten converts its children (`jnp.asarray`) are never handed placeholders.
+    `loose`: containers match by their number of children alone (and keys, where both are
+    dicts), as JAX's vmap matches its axis specs."""
     out = []
-    self._counts_under(full, out)
+    self._counts_under(full, out, loose)
     return out
 
-  def _counts_under(self, full: "PyTreeDef", out: list) -> None:
+  def _counts_under(self, full: "PyTreeDef", out: list, loose: bool) -> None:
     if self.kind == "leaf":
       out.append(full.num_leaves)
       return
-    if not self._same_node(full):
+    if not (self._same_arity(full) if loose else self._same_node(full)):
       raise ValueError(f"Tree structure mismatch: expected {self}, got {full}")
     for c, f in zip(self.children, full.children):
-      c._counts_under(f, out)
+      c._counts_under(f, out, loose)
+
+  def _same_arity(self, other: "PyTreeDef") -> bool:
+    """Both containers, with as many children, and for two dicts the same keys."""
+    if other.kind == "leaf" or len(other.children) != len(self.children):
+      return False
+    return not (self.kind == other.kind == "dict") or self.aux[1] == other.aux[1]
 
   def _same_node(self, other: "PyTreeDef") -> bool:
     """Same kind and arity, and for dicts the same keys, for other nodes the same type."""

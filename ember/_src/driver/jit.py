@@ -41,8 +41,7 @@ from ember._src.primitives import eager_jit
 from ember._src.core.array import Array, PlacedArray
 from ember._src.runtime.pjrt_array import PjrtArray
 from ember._src.driver.sharding_propagation import constraint_sharding
-from ember._src.transforms import ad
-from ember._src.transforms import batching
+from ember._src.transforms import ad_calls, batching
 
 # --- the jit primitive --------------------------------------------------------------------
 
@@ -943,8 +942,8 @@ def _jit_params(params, jaxpr):
 
 
 def _install_ad_rules():
-  jit_p.jvp = ad.call_jvp(jit_p, _jit_params)
-  jit_p.transpose = ad.call_transpose(jit_p, _jit_params)
+  jit_p.jvp = ad_calls.call_jvp(jit_p, _jit_params)
+  jit_p.transpose = ad_calls.call_transpose(jit_p, _jit_params)
 
 
 _install_ad_rules()

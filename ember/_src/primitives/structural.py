@@ -721,7 +721,7 @@ def _zeros_like_shaped_array(aval: ShapedArray):
 # hooks of the transforms (a layer below, so they cannot import these)
 ad.aval_zeros_likers[ShapedArray] = _zeros_like_shaped_array
 batching.dimension_ops.update(transpose_p=transpose_p, broadcast_in_dim_p=broadcast_in_dim_p,
-                              broadcast_in_dim=broadcast_in_dim)
+                              broadcast_in_dim=broadcast_in_dim, reduce_sum=reduce_sum)
 
 
 # --- differentiation rules: every structural primitive is linear (jvp: the primitive on

@@ -20,9 +20,9 @@ JAX's design, in Autodidax's structure:
 Call-like primitives (jit, checkpoint) are differentiated as wholes. In forward mode
 (`jvp`) a call becomes one call of its jvp jaxpr, as in JAX; under linearize (and inside
 the jvp of a sub-jaxpr, which may itself be split later: `is_linearizing`) `call_jvp`
-splits the jvp of the sub-jaxpr by partial evaluation into a known call (primal outputs
-and residuals) and an unknown call (tangents), and `call_transpose` transposes the
-sub-jaxpr into a new call, so a nested jit stays one `jit` equation in the
+(ad_calls.py) splits the jvp of the sub-jaxpr by partial evaluation into a known call
+(primal outputs and residuals) and an unknown call (tangents), and `call_transpose`
+transposes the sub-jaxpr into a new call, so a nested jit stays one `jit` equation in the
 differentiated jaxpr. Loops and cond follow the same rule (primitives/control/).
 
 `vjp` returns a `VJP` and `linearize` a `tree_util.Partial`: pytrees whose leaves are the
@@ -33,8 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import operator
-import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -43,7 +42,6 @@ from ember._src.base import dtypes, tree_util
 from ember._src.core import Literal, ShapedArray, api_util, declare, refs
 from ember._src.base.dtypes import dtype_kind
 from ember._src.transforms import batching
-from ember._src.transforms.partial_eval import partial_eval_jaxpr
 
 # ------------------------------------------------------------------------------------
 # Tangent types and symbolic zeros
@@ -204,7 +202,17 @@ def defbilinear(prim, transpose_fn):
 # JAX's registries (jax.interpreters.ad): views onto the rules ember's transformations read.
 # A jvp rule is `rule(primals, tangents, **params) -> (out, tangent_out)` (Zero: symbolic
 # zero), a transpose rule `rule(ct, *args, **params) -> one cotangent per arg`, as in JAX.
-primitive_jvps = core.RuleRegistry("jvp")
+def _from_jax_jvp(prim, rule):
+  """A jvp rule set through JAX's registry (a primitive defined outside ember): it sees the
+  values given to jvp as JAX's rules do (`as_given`: a Python scalar stays one)."""
+  def jvp_as_jax(primals, tangents, **params):
+    return rule(primals, tangents, **params)
+  jvp_as_jax.jax_rule = rule
+  return jvp_as_jax
+
+
+primitive_jvps = core.RuleRegistry("jvp", _from_jax_jvp,
+                                   lambda prim, rule: getattr(rule, "jax_rule", rule))
 primitive_transposes = core.RuleRegistry("transpose")
 
 
@@ -222,7 +230,7 @@ class JVPTracer(core.Tracer):
   jax_name = "JVPTracer"
 
   def __repr__(self):
-    if self._trace.main.global_data is _LINEARIZING:  # grad, vjp, linearize: as JAX's
+    if self._trace.main.global_data.linearizing:  # grad, vjp, linearize: as JAX's
       tangent = self.tangent.aval.str_short(short_dtypes=True)
       return f"GradTracer(primal={self.primal!s}, typeof(tangent)={tangent})"
     return f"JVPTracer(primal={self.primal!s}, tangent={self.tangent!s})"
@@ -263,47 +271,97 @@ class JVPTrace(core.Trace):
     tangents = [t.tangent for t in tracers]
     if all(type(t) is Zero for t in tangents):
       outs = prim.bind(*primals, **params)
-      outs = outs if prim.multiple_results else [outs]
-      return [JVPTracer(self, o, Zero.from_value(o)) for o in outs]
+      return outs if prim.multiple_results else [outs]
     rule = prim.jvp
     if rule is None:
       out_avals = prim.out_avals([core.get_aval(p) for p in primals], params)
       if any(is_differentiable(a.dtype) for a in out_avals):
         raise NotImplementedError(f"Differentiation rule for '{prim.name}' not implemented")
       outs = prim.bind(*primals, **params)
-      outs = outs if prim.multiple_results else [outs]
-      return [JVPTracer(self, o, Zero.from_value(o)) for o in outs]
+      return outs if prim.multiple_results else [outs]
+    output = jvp_output
+    if getattr(rule, "jax_rule", None) is not None:   # a rule written for JAX
+      primals, tangents = rule_inputs(tracers)
+      output = given_jvp_output
     p_out, t_out = rule(primals, tangents, **params)
     if not prim.multiple_results:
-      p_out, t_out = [p_out], [t_out]
-    return [JVPTracer(self, p, t if is_differentiable(core.get_aval(p).dtype)
-                      else Zero.from_value(p)) for p, t in zip(p_out, t_out)]
+      return [output(self, p_out, t_out)]
+    return [output(self, p, t) for p, t in zip(p_out, t_out)]
 
 
-# the JVPTrace's global data when its tangents are staged into a linear jaxpr (grad, vjp,
-# linearize): its tracers print as JAX's GradTracer
-_LINEARIZING = "linearizing"
+def jvp_output(trace: JVPTrace, primal, tangent):
+  """An output of a jvp rule as the trace gives it (JAX's `maybe_jvp_tracer`): a JVPTracer,
+  or the primal itself when its tangent is zero (symbolically, or a float0 one of an
+  integer value), so code can tell which outputs depend on the differentiated inputs."""
+  if type(tangent) is Zero or not is_differentiable(core.get_aval(primal).dtype):
+    return primal
+  return JVPTracer(trace, primal, tangent)
+
+
+def given_jvp_output(trace: JVPTrace, primal, tangent):
+  """`jvp_output` for a rule handed values as given (a custom rule, a rule written for JAX),
+  which may return Python scalars: held as Arrays, given back by `as_given`."""
+  if type(tangent) is Zero or not is_differentiable(core.get_aval(primal).dtype):
+    return primal
+  return given_jvp_tracer(trace, primal, tangent)
+
+
+class _JvpData(NamedTuple):
+  """A JVPTrace's global data: whether its tangents are staged into a linear jaxpr (grad,
+  vjp, linearize: its tracers print as JAX's GradTracer), and its tracers that stand for
+  values given as Python scalars (jvp's inputs, a custom rule's outputs), which hold
+  Arrays: `id(tracer) -> (tracer, primal, tangent)` as given."""
+  linearizing: bool
+  given: dict
 
 
 def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, linearizing: bool = False):
   """`fun(*flat) -> (flat outs, aux)` under a JVPTrace: (primal outs, tangent outs
   (Zero where symbolically zero), aux with its tracers replaced by their primals)."""
-  with core.new_main(JVPTrace, _LINEARIZING if linearizing else None) as main:
+  with core.new_main(JVPTrace, _JvpData(linearizing, {})) as main:
     trace = JVPTrace(main)
-    p_in, t_in = [_as_array(p) for p in primals], [_as_array(t) for t in tangents]
-    ins = [JVPTracer(trace, p, t) for p, t in zip(p_in, t_in)]
+    ins = [given_jvp_tracer(trace, p, t) for p, t in zip(primals, tangents)]
     outs, aux = fun(*ins)
     outs = [core.full_raise(trace, o) for o in outs]
     aux = _strip_aux(aux, main)
     # an input returned as it is comes out as the caller's value, a Python scalar
     # included (`jvp(lambda x: x, (1.0,), (1.0,))` is `(1.0, 1.0)`, as JAX's)
-    given = {id(c): v for c, v in zip(p_in + t_in, [*primals, *tangents]) if c is not v}
-    return ([given.get(id(o.primal), o.primal) for o in outs],
-            [given.get(id(o.tangent), o.tangent) for o in outs], aux)
+    pairs = [as_given(o) for o in outs]
+    return [p for p, _ in pairs], [t for _, t in pairs], aux
+
+
+def given_jvp_tracer(trace: JVPTrace, primal, tangent) -> JVPTracer:
+  """A tracer of (primal, tangent), Python scalars held as (weakly typed) Arrays so the
+  primitives' rules never see two bare Python numbers; `as_given` gives them back."""
+  p, t = _as_array(primal), _as_array(tangent)
+  tracer = JVPTracer(trace, p, t)
+  if p is not primal or t is not tangent:
+    trace.main.global_data.given[id(tracer)] = (tracer, primal, tangent)
+  return tracer
+
+
+def as_given(tracer: JVPTracer) -> tuple:
+  """(primal, tangent) of `tracer` as given (JAX's tracers hold Python scalars: an input
+  returned as it is comes back as one)."""
+  given = tracer._trace.main.global_data.given.get(id(tracer))
+  return (tracer.primal, tracer.tangent) if given is None else given[1:]
+
+
+def rule_inputs(tracers) -> tuple[list, list]:
+  """(primals, tangents) of `tracers` as a rule written for JAX (a custom rule, a rule set
+  through `primitive_jvps`) sees them: under jvp, as given (JAX's rules see the Python
+  scalars given to jvp); under grad/vjp/linearize, the Arrays ember holds (JAX's hold its
+  own scalar type there, and as ember's no-op conversions (`jnp.asarray(x)`) keep a tracer
+  where JAX's make one holding an Array, code that converts before calling a rule would
+  otherwise see scalars)."""
+  if tracers and tracers[0]._trace.main.global_data.linearizing:
+    return [t.primal for t in tracers], [t.tangent for t in tracers]
+  pairs = [as_given(t) for t in tracers]
+  return [p for p, _ in pairs], [t for _, t in pairs]
 
 
 def _as_array(x):
-  """Python scalars as (weakly typed) Arrays, so rules never see two bare Python numbers."""
+  """Python scalars as (weakly typed) Arrays."""
   if type(x) in (bool, int, float, complex):
     aval = core.get_aval(x)
     return core.new_array(np.asarray(x, aval.dtype), weak_type=aval.weak_type)
@@ -453,127 +511,6 @@ def _undefined(v):
 
 
 # ------------------------------------------------------------------------------------
-# Differentiating call-like primitives (jit, checkpoint): jaxpr-level jvp and transpose
-# ------------------------------------------------------------------------------------
-
-_jvp_cache: "weakref.WeakKeyDictionary[core.Jaxpr, dict]" = weakref.WeakKeyDictionary()
-_transpose_cache: "weakref.WeakKeyDictionary[core.Jaxpr, dict]" = weakref.WeakKeyDictionary()
-
-
-def _trace_closed(fun, in_avals):
-  """Stage `fun(*tracers) -> outs` into a const-free jaxpr: (jaxpr, hoisted consts)."""
-  closed, _ = core.trace_to_jaxpr(lambda *xs: (fun(*xs), None), in_avals)
-  return core.hoist_consts(closed)
-
-
-def jvp_jaxpr(jaxpr: core.Jaxpr, nonzeros: Sequence[bool]):
-  """The jvp of a const-free `jaxpr` as a jaxpr: invars (hoisted consts, primals, nonzero
-  tangents), outvars (primal outs, nonzero tangent outs). Returns (jaxpr, consts,
-  out_nonzeros)."""
-  n = len(jaxpr.invars)
-  in_avals = list(jaxpr.in_avals) + [tangent_aval(a) for a, nz in zip(jaxpr.in_avals, nonzeros)
-                                     if nz]
-  out_nz = []
-
-  def fun(*args):
-    primals, nz_tangents = args[:n], iter(args[n:])
-    tangents = [next(nz_tangents) if nz else Zero(tangent_aval(a))
-                for a, nz in zip(jaxpr.in_avals, nonzeros)]
-    p_out, t_out, _ = jvp_flat(lambda *xs: (core.eval_jaxpr(jaxpr, jaxpr.consts, *xs), None),
-                               primals, tangents)
-    out_nz[:] = [type(t) is not Zero for t in t_out]
-    return p_out + [t for t in t_out if type(t) is not Zero]
-  with tracing_jvp_jaxpr():
-    jaxpr_out, consts = _trace_closed(fun, in_avals)
-  return jaxpr_out, consts, out_nz
-
-
-class _CallJvp:
-  """The jvp of one call jaxpr, split into a known call (consts + primals -> known outs +
-  residuals) and an unknown call (residuals + nonzero tangents -> unknown outs)."""
-
-  def __init__(self, jaxpr, nonzeros):
-    j, consts, self.out_nz = jvp_jaxpr(jaxpr, nonzeros)
-    self.jvp, self.consts = j, consts
-    unknowns = [False] * (len(consts) + len(jaxpr.invars)) + [True] * sum(nonzeros)
-    self.known, self.unknown, self.out_unknown, res = partial_eval_jaxpr(j, unknowns)
-    self.num_res = len(res)
-
-
-def _call_jvp_split(jaxpr, nonzeros) -> _CallJvp:
-  per = _jvp_cache.setdefault(jaxpr, {})
-  key = tuple(nonzeros)
-  if key not in per:
-    per[key] = _CallJvp(jaxpr, nonzeros)
-  return per[key]
-
-
-def call_jvp(prim, params_for: Callable):
-  """The jvp rule of a call primitive holding `jaxpr` in its params: a known call on the
-  primals (primal outputs and residuals) and an unknown call (the tangents), each bound
-  as `prim` with `params_for(params, new_jaxpr)`. Under linearize the known call runs
-  (or is staged) with the primals and the unknown one lands in the linear jaxpr."""
-  def rule(primals, tangents, *, jaxpr, **params):
-    nonzeros = [type(t) is not Zero for t in tangents]
-    s = _call_jvp_split(jaxpr, nonzeros)
-    n_out = len(jaxpr.outvars)
-    nz_tangents = [t for t in tangents if type(t) is not Zero]
-    if not is_linearizing(primals, nz_tangents):
-      # forward mode, as JAX: one call of the jvp jaxpr (primals and tangents)
-      outs = prim.bind(*s.consts, *primals, *nz_tangents, **params_for(params, s.jvp))
-      nz_t_out = iter(outs[n_out:])
-      return outs[:n_out], [next(nz_t_out) if nz else Zero(tangent_aval(a))
-                            for a, nz in zip(jaxpr.out_avals, s.out_nz)]
-    known_outs = prim.bind(*s.consts, *primals, **params_for(params, s.known))
-    res = known_outs[len(known_outs) - s.num_res:]
-    known_outs = iter(known_outs[:len(known_outs) - s.num_res])
-    unknown_outs = iter(prim.bind(*res, *nz_tangents, **params_for(params, s.unknown))
-                        if s.unknown.outvars else [])
-    outs = [next(unknown_outs) if u else next(known_outs) for u in s.out_unknown]
-    p_out, nz_t_out = outs[:n_out], iter(outs[n_out:])
-    t_out = [next(nz_t_out) if nz else Zero(tangent_aval(a))
-             for a, nz in zip(jaxpr.out_avals, s.out_nz)]
-    return p_out, t_out
-  return rule
-
-
-def transpose_jaxpr(jaxpr: core.Jaxpr, undefined: Sequence[bool], ct_nonzero: Sequence[bool]):
-  """The transpose of `jaxpr` (linear in the `undefined` inputs) as a jaxpr: invars
-  (hoisted consts, defined inputs, nonzero cotangents), outvars (cotangents of the
-  undefined inputs, zeros instantiated). Returns (jaxpr, consts)."""
-  per = _transpose_cache.setdefault(jaxpr, {})
-  key = (tuple(undefined), tuple(ct_nonzero))
-  if key in per:
-    return per[key]
-  defined_avals = [a for a, u in zip(jaxpr.in_avals, undefined) if not u]
-  ct_avals = [tangent_aval(a) for a, nz in zip(jaxpr.out_avals, ct_nonzero) if nz]
-  nd = len(defined_avals)
-
-  def fun(*vals):
-    defined, cts = iter(vals[:nd]), iter(vals[nd:])
-    args = [UndefinedPrimal(a) if u else next(defined) for a, u in zip(jaxpr.in_avals, undefined)]
-    cts_out = [next(cts) if nz else Zero(tangent_aval(a))
-               for a, nz in zip(jaxpr.out_avals, ct_nonzero)]
-    cts_in = backward_pass(jaxpr, jaxpr.consts, args, cts_out)
-    return [instantiate_zeros(c) for c, u in zip(cts_in, undefined) if u]
-  per[key] = _trace_closed(fun, defined_avals + ct_avals)
-  return per[key]
-
-
-def call_transpose(prim, params_for: Callable):
-  """The transpose rule of a call primitive: one call of the transposed sub-jaxpr."""
-  def rule(cts, *args, jaxpr, **params):
-    undefined = [is_undefined_primal(a) for a in args]
-    ct_nonzero = [type(c) is not Zero for c in cts]
-    tj, consts = transpose_jaxpr(jaxpr, undefined, ct_nonzero)
-    defined = [a for a, u in zip(args, undefined) if not u]
-    outs = iter(prim.bind(*consts, *defined, *[c for c in cts if type(c) is not Zero],
-                          **params_for(params, tj)))
-    return [next(outs) if u else None for u in undefined]
-  return rule
-
-
-# ------------------------------------------------------------------------------------
 # The user API
 # ------------------------------------------------------------------------------------
 
@@ -680,13 +617,16 @@ def _key_tangents(tangents):
   return tree_util.public.tree_map(fix, tangents)
 
 
-def _lift_linearized(jaxpr, tree, p_avals, out_avals, nonzero, out_tree, residuals, *tangents):
+def _lift_linearized(jaxpr, tree, key_specs, p_avals, out_avals, nonzero, out_tree, residuals,
+                     *tangents):
   """The linearized function of `linearize`: evaluates the linear jaxpr (its consts are
-  the `residuals`) on the tangents."""
-  t_flat, t_tree = tree_util.tree_flatten(tangents)
+  the `residuals`) on the tangents (structured as users see the primals: a key is one leaf,
+  its tangent a float0 array of its shape)."""
+  t_flat, t_tree = tree_util.public.tree_flatten(tangents)
   if t_tree != tree:
     raise TypeError(f"linearized function called on tangent values inconsistent with the "
                     f"original primal values: expected tree structure {tree}, got {t_tree}.")
+  t_flat = _key_leaves_as_data(t_flat, key_specs, _linearized_key_error)
   for pa, t in zip(p_avals, t_flat):
     ta = core.get_aval(t)
     if is_differentiable(pa.dtype) and (ta.shape, ta.dtype) != (pa.shape, pa.dtype):
@@ -696,7 +636,13 @@ def _lift_linearized(jaxpr, tree, p_avals, out_avals, nonzero, out_tree, residua
   diff = [t for pa, t in zip(p_avals, t_flat) if is_differentiable(pa.dtype)]
   outs = iter(core.eval_jaxpr(jaxpr, residuals, *diff))
   t_out = [next(outs) if nz else zeros_like_aval(a) for a, nz in zip(out_avals, nonzero)]
-  return tree_util.tree_unflatten(out_tree, t_out)
+  return _key_tangents(tree_util.tree_unflatten(out_tree, t_out))
+
+
+def _linearized_key_error(got: str, expected: str, key_type: str) -> Exception:
+  return ValueError(f"linearized function called on tangent values inconsistent with the "
+                    f"original primal values: got tangent {got} for primal {key_type} "
+                    f"(expected {expected}).")
 
 
 class _Shim:
@@ -727,7 +673,8 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
   p_out, jaxpr, nonzero, aux = linearize_flat(_flat_fun(fun, tree, has_aux, store, "linearize"),
                                               p_flat)
   out_avals = [tangent_aval(core.get_aval(p)) for p in p_out]
-  static = functools.partial(_lift_linearized, jaxpr.replace(consts=[]), tree,
+  static = functools.partial(_lift_linearized, jaxpr.replace(consts=[]),
+                             tree_util.public.tree_structure(primals), _key_specs(primals),
                              [core.get_aval(p) for p in p_flat], out_avals, nonzero,
                              store["out_tree"])
   f_jvp = tree_util.Partial(_Shim(static), list(jaxpr.consts))
@@ -737,7 +684,8 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
 
 def _type_str(aval) -> str:
   shape = ",".join(map(str, aval.shape))
-  return f"{np.dtype(aval.dtype).name}[{shape}]"
+  name = "float0" if aval.dtype == dtypes.float0 else np.dtype(aval.dtype).name
+  return f"{name}[{shape}]"
 
 
 class VJP:
@@ -776,12 +724,14 @@ def _vjp_too_many_args(name, n):
           "\narguments rather than in a tuple, this error can arise.")
 
 
-def _vjp_pullback(name, jaxpr, nonzero, in_avals, out_avals, in_tree, out_tree, residuals, ct):
-  ct_flat, ct_tree = tree_util.tree_flatten(ct)
+def _vjp_pullback(name, jaxpr, nonzero, in_avals, out_avals, key_specs, in_tree, out_tree,
+                  residuals, ct):
+  ct_flat, ct_tree = tree_util.public.tree_flatten(ct)
   if ct_tree != out_tree:
     raise ValueError(f"unexpected tree structure.\n\nThe argument to a VJP function "
                      f"returned by `jax.vjp` must match the pytree structure of the "
                      f"differentiated function {name}: expected {out_tree}, got {ct_tree}.")
+  ct_flat = _key_leaves_as_data(ct_flat, key_specs, _vjp_key_error)
   for c, a in zip(ct_flat, out_avals):
     ca = core.get_aval(c) if not (isinstance(c, np.ndarray) and c.dtype == dtypes.float0) \
         else ShapedArray(c.shape, dtypes.float0)
@@ -803,6 +753,43 @@ def _vjp_pullback(name, jaxpr, nonzero, in_avals, out_avals, in_tree, out_tree, 
   return tuple(_key_tangents(tree_util.tree_unflatten(in_tree, out)))
 
 
+def _key_specs(out) -> list | None:
+  """For each leaf of `out` as users flatten it: None, or for a typed key (its type as
+  JAX prints it, its shape, the shapes of its data's leaves); None when `out` holds no
+  key."""
+  leaves = tree_util.public.tree_leaves(out)
+  if not any(type(l) in tree_util._transform_nodes for l in leaves):
+    return None
+  return [(f"{l.dtype}[{','.join(map(str, l.shape))}]", tuple(l.shape),
+           [np.shape(d) for d in tree_util.tree_leaves(l)])
+          if type(l) in tree_util._transform_nodes else None for l in leaves]
+
+
+def _key_leaves_as_data(flat, key_specs, mismatch: Callable) -> list:
+  """Tangent or cotangent leaves as users give them (one float0 array for each typed key,
+  of the key's shape, as JAX's) as ember's transformations flatten them: one per leaf of
+  the key's data. `mismatch(got, expected, key type)`: the error for another value."""
+  if key_specs is None:
+    return flat
+  leaves = []
+  for c, spec in zip(flat, key_specs):
+    if spec is None:
+      leaves.append(c)
+      continue
+    key_type, shape, data_shapes = spec
+    if getattr(c, "dtype", None) != dtypes.float0 or np.shape(c) != shape:
+      got = _type_str(ShapedArray(np.shape(c), c.dtype)) if hasattr(c, "dtype") else repr(c)
+      raise mismatch(got, f"float0[{','.join(map(str, shape))}]", key_type)
+    leaves.extend(np.zeros(d, dtypes.float0) for d in data_shapes)
+  return leaves
+
+
+def _vjp_key_error(got: str, expected: str, key_type: str) -> Exception:
+  return ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP function: "
+                    f"got {got}, but expected {expected} because the corresponding output of "
+                    f"the differentiated function had JAX type {key_type}")
+
+
 def _vjp(fun, primals, has_aux, name="vjp"):
   p_flat, in_tree = tree_util.tree_flatten(primals)
   for p in p_flat:
@@ -810,12 +797,13 @@ def _vjp(fun, primals, has_aux, name="vjp"):
   store: dict = {}
   p_out, jaxpr, nonzero, aux = linearize_flat(_flat_fun(fun, in_tree, has_aux, store, name),
                                               p_flat)
-  out_tree = store["out_tree"]
+  out = tree_util.tree_unflatten(store["out_tree"], p_out)
   static = functools.partial(_vjp_pullback, name, jaxpr.replace(consts=[]), nonzero,
                              [core.get_aval(p) for p in p_flat],
-                             [core.get_aval(p) for p in p_out])
-  vjp_fn = VJP(static, in_tree, out_tree, list(jaxpr.consts))
-  return tree_util.tree_unflatten(out_tree, p_out), vjp_fn, aux
+                             [core.get_aval(p) for p in p_out], _key_specs(out))
+  # the pullback takes cotangents structured as users see the outputs (a key is one leaf)
+  vjp_fn = VJP(static, in_tree, tree_util.public.tree_structure(out), list(jaxpr.consts))
+  return out, vjp_fn, aux
 
 
 def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):
@@ -952,25 +940,48 @@ deflinear(add_any_p, lambda ct: [ct, ct])
 
 
 def linear_transpose(fun: Callable, *primals, reduce_axes=()):
-  """The transpose of the linear function `fun` at the types of `primals`: a function
-  mapping output cotangents to a tuple of input cotangents."""
+  """The transpose of the linear function `fun` at the types of `primals` (only their shape
+  and dtype are read: arrays, ShapeDtypeStructs or ShapedArrays): a function mapping output
+  cotangents to a tuple of input cotangents (a `tree_util.Partial`, as JAX's)."""
   _check_callable(fun, "linear_transpose")
   p_flat, in_tree = tree_util.tree_flatten(primals)
-  in_avals = [core.get_aval(p) for p in p_flat]
-  for a in in_avals:
-    if not is_differentiable(a.dtype):
-      raise TypeError(f"linear_transpose only supports [float or complex] -> [float or "
-                      f"complex], and integer -> integer functions, but got {a.dtype.name}.")
+  in_avals = [_shaped_aval(p) for p in p_flat]
   store: dict = {}
   flat = _flat_fun(fun, in_tree, False, store, "linear_transpose")
   jaxpr, _ = core.trace_to_jaxpr(lambda *xs: (flat(*xs)[0], None), in_avals)
-  out_tree = store["out_tree"]
+  out_avals = [v.aval for v in jaxpr.outvars]
+  _check_linear_transpose_dtypes([a.dtype for a in in_avals], [a.dtype for a in out_avals])
+  static = functools.partial(_linear_transposed, jaxpr.replace(consts=[]), in_tree,
+                             store["out_tree"], in_avals, out_avals)
+  return tree_util.Partial(_Shim(static), list(jaxpr.consts))
 
-  def transposed(out_ct):
-    ct_flat, ct_tree = tree_util.tree_flatten(out_ct)
-    if ct_tree != out_tree:
-      raise TypeError(f"cotangent tree does not match function output, got {ct_tree} and "
-                      f"{out_tree}")
-    cts = backward_pass(jaxpr, jaxpr.consts, [UndefinedPrimal(a) for a in in_avals], ct_flat)
-    return tuple(tree_util.tree_unflatten(in_tree, [instantiate_zeros(c) for c in cts]))
-  return transposed
+
+def _shaped_aval(x) -> ShapedArray:
+  """The type of `x`: a ShapedArray itself, else any value's or ShapeDtypeStruct's aval."""
+  return x if isinstance(x, ShapedArray) else core.get_aval(x)
+
+
+def _check_linear_transpose_dtypes(in_dtypes, out_dtypes):
+  dts = [*in_dtypes, *out_dtypes]
+  if not (all(d == dtypes.float0 or dtype_kind(d) in "fc" for d in dts)
+          or all(d == dtypes.float0 or dtype_kind(d) in "iu" for d in dts)):
+    raise TypeError("linear_transpose only supports [float, complex, or float0] -> "
+                    "[float, complex, or float0], and integer -> integer functions, "
+                    f"but got {[np.dtype(d) for d in in_dtypes]} -> "
+                    f"{[np.dtype(d) for d in out_dtypes]}.")
+
+
+def _linear_transposed(jaxpr, in_tree, out_tree, in_avals, out_avals, consts, out_ct):
+  ct_flat, ct_tree = tree_util.tree_flatten(out_ct)
+  if ct_tree != out_tree:
+    raise TypeError(f"cotangent tree does not match function output, expected {out_tree} "
+                    f"but got {ct_tree}")
+  for a, c in zip(out_avals, ct_flat):
+    ca = core.get_aval(c)
+    if (ca.shape, ca.dtype) != (a.shape, a.dtype):
+      raise TypeError(f"cotangent type does not match function output, expected "
+                      f"{tuple(out_avals)} but got {ct_flat}")
+  # float0 has one value: a symbolic zero, so no transpose rule meets float0 arrays
+  ct_flat = [Zero(a) if a.dtype == dtypes.float0 else c for a, c in zip(out_avals, ct_flat)]
+  cts = backward_pass(jaxpr, consts, [UndefinedPrimal(a) for a in in_avals], ct_flat)
+  return tuple(tree_util.tree_unflatten(in_tree, [instantiate_zeros(c) for c in cts]))

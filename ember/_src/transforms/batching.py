@@ -241,8 +241,9 @@ def named_axis_trace(axis_names, prim_name: str, trace: core.Trace) -> core.Trac
 # ------------------------------------------------------------------------------------
 
 
-# What moves and inserts batch dimensions: the primitives `transpose_p` and
-# `broadcast_in_dim_p`, and lax's `broadcast_in_dim(x, shape, broadcast_dimensions)`.
+# What moves, inserts and sums batch dimensions: the primitives `transpose_p` and
+# `broadcast_in_dim_p`, lax's `broadcast_in_dim(x, shape, broadcast_dimensions)` and
+# `reduce_sum(x, axes)`.
 # Primitives sit a layer above transforms: primitives/structural.py registers them here
 # when it is imported.
 dimension_ops: dict[str, Any] = {}
@@ -272,6 +273,12 @@ def broadcast(x, size: int, axis: int):
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
   return dimension_ops["broadcast_in_dim"](x, shape, broadcast_dimensions)
+
+
+def sum_batch_dim(x, bdim):
+  """`x` summed over its batch dimension (itself when unbatched): a cotangent of a value
+  every example shares."""
+  return x if bdim is None else dimension_ops["reduce_sum"](x, (bdim,))
 
 
 def bdim_at_front(x, bdim, size: int):
@@ -396,6 +403,33 @@ def _batch_main(axis_data: AxisData):
         _axis_env.stack.pop()
 
 
+def _is_innermost(main: core.MainTrace) -> bool:
+  """Whether `main` is the trace ops go to when no argument names a higher one."""
+  dynamic = trace_lib.dynamic_trace
+  return trace_lib.trace_stack[-1] is main and (dynamic is None or dynamic.level < main.level)
+
+
+def batch_subtrace(fun: Callable, axis_data: AxisData, vals, in_dims, trace=None):
+  """`fun(*xs) -> list` run on `vals` batched at `in_dims` (None: unbatched; a None value
+  passes as it is): (the batched values of its outputs, their batch dims). It runs under
+  `trace` while that is still the innermost trace (its vmap is running, so values `fun`
+  closes over belong to it), else under a new vmap of `axis_data` (a rule run later: by a
+  transpose, or by the jvp of a staged equation)."""
+  if trace is not None and _is_innermost(trace.main):
+    return _run_batched(fun, trace, vals, in_dims)
+  with _batch_main(axis_data) as main:
+    return _run_batched(fun, BatchTrace(main), vals, in_dims)
+
+
+def _run_batched(fun, trace, vals, in_dims):
+  xs = [v if d is None or v is None else BatchTracer(trace, v, d)
+        for v, d in zip(vals, in_dims)]
+  # outputs that are not tracers (constants, symbolic zeros) are the same for every example
+  outs = [core.full_raise(trace, o) if isinstance(o, core.Tracer) else o for o in fun(*xs)]
+  return ([o.val if isinstance(o, BatchTracer) else o for o in outs],
+          [o.batch_dim if isinstance(o, BatchTracer) else None for o in outs])
+
+
 _jaxpr_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -450,12 +484,15 @@ def _is_axis_spec(x) -> bool:
   return x is None or type(x) is int
 
 
-def flatten_axes(name: str, treedef, axis_tree, *, kws: bool = False) -> list:
+def flatten_axes(name: str, treedef, axis_tree, *, kws: bool = False,
+                 loose: bool = False) -> list:
   """The axis spec `axis_tree` (a tree prefix of the value's structure, with ints and
-  Nones as leaves) broadcast to one entry per leaf of `treedef`."""
+  Nones as leaves) broadcast to one entry per leaf of `treedef`. `loose` (vmap's axes, as
+  JAX 0.12's): its containers need only match the value's in number of children (and
+  keys, where both are dicts), so a list spec fits a tuple value and the reverse."""
   axis_leaves, axis_treedef = tree_util.tree_flatten(axis_tree, is_leaf=lambda x: x is None)
   try:
-    counts = axis_treedef.leaf_counts_under(treedef)
+    counts = axis_treedef.leaf_counts_under(treedef, loose)
   except ValueError:
     spec, val = (axis_tree[0], treedef.children[0]) if kws else (axis_tree, treedef)
     raise ValueError(
@@ -599,7 +636,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | 
                        "corresponding to the positional arguments passed to the function, "
                        f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}.")
     args_flat, in_tree = tree_util.tree_flatten((args, kwargs))
-    in_dims = flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True)
+    in_dims = flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True, loose=True)
     for x, d in zip(args_flat, in_dims):
       # an unmapped (None) argument may be anything (a function, a string): passed as is
       if d is not None and not core.is_arraylike(x):
@@ -621,7 +658,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | 
       for o in out_flat:
         _check_out(fun, o)
       out_tracers = [core.full_raise(trace, o) for o in out_flat]
-    out_dims = flatten_axes("vmap out_axes", out_tree, out_axes)
+    out_dims = flatten_axes("vmap out_axes", out_tree, out_axes, loose=True)
     paths = [tree_util.keystr(p) for p, _ in tree_util.tree_flatten_with_path(
         out_tree.unflatten(out_dims), is_leaf=lambda x: x is None)[0]]
     outs = [_match_out_axis(axis_data, t.val, t.batch_dim, d, p)

@@ -1,10 +1,13 @@
 """custom_jvp and custom_vjp: functions with user-defined derivative rules.
 
-Calling one under a trace stages ONE equation holding the function's jaxpr, as JAX does:
+What a call runs is the innermost trace's choice, as in JAX (`_bind_custom`): with no
+trace the function simply runs; under a jvp trace (jvp, grad, vjp, linearize) only the
+rule runs, on the primals, so the function is never traced while differentiating; under
+vmap the call goes one trace down batched (`_BatchedCall`); under a staging trace (jit,
+make_jaxpr) the function is traced into ONE equation holding its jaxpr, as JAX's:
 `custom_jvp_call[name=f call_jaxpr={...} jvp=f_jvp symbolic_zeros=False]` or
-`custom_vjp_call[name=f bwd=f_bwd call_jaxpr={...} fwd=f_fwd symbolic_zeros=False]`. With
-no trace active (eager), the function simply runs. Evaluating the equation runs the
-function's jaxpr; differentiating it runs the rule instead:
+`custom_vjp_call[name=f bwd=f_bwd call_jaxpr={...} fwd=f_fwd symbolic_zeros=False]`.
+Evaluating the equation runs the function's jaxpr; differentiating it runs the rule:
 
 - custom_jvp_call's jvp rule calls the user's jvp on (primals, tangents);
 - custom_vjp_call's jvp rule runs `fwd` on the primals (primal outputs and residuals) and
@@ -19,14 +22,14 @@ import dataclasses
 import functools
 import inspect
 import weakref
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ember._src import core
-from ember._src.base import dtypes, tree_util
+from ember._src.base import dtypes, errors, tree_util
 from ember._src.core import declare
-from ember._src.transforms import ad, batching
+from ember._src.transforms import ad, ad_calls, batching
 
 __all__ = ["custom_jvp", "custom_vjp", "custom_gradient", "custom_jvp_call_p",
            "custom_vjp_call_p", "custom_lin_p", "SymbolicZero", "zero_from_primal",
@@ -92,13 +95,18 @@ def _resolve_kwargs(fun, args, kwargs) -> tuple:
   return ba.args
 
 
-def _split_nondiff(args, nondiff_argnums):
+def _split_nondiff(args, nondiff_argnums, custom_vjp: bool):
+  """(the nondiff arguments, the differentiable ones, `merge`: differentiable -> all). As
+  JAX's: a custom_jvp's nondiff arguments may be traced, and are not differentiated; a
+  custom_vjp's may hold no tracer."""
   nums = {i % len(args) for i in nondiff_argnums} if args else set()
+  args = list(args)
   for i in nums:
     if any(isinstance(x, core.Tracer) for x in tree_util.tree_leaves(args[i])):
-      raise TypeError(f"argument {i} of a custom derivative function is in nondiff_argnums "
-                      "but is a traced value: pass arrays as ordinary arguments (use "
-                      "jax.lax.stop_gradient for values that should not be differentiated).")
+      if custom_vjp:
+        raise errors.UnexpectedTracerError(_NONDIFF_TRACER_MESSAGE)
+      args[i] = tree_util.tree_map(
+          lambda x: stop_gradient(x) if isinstance(x, core.Tracer) else x, args[i])
   nondiff = [args[i] for i in sorted(nums)]
   dyn_idx = [i for i in range(len(args)) if i not in nums]
 
@@ -110,52 +118,272 @@ def _split_nondiff(args, nondiff_argnums):
   return nondiff, tuple(args[i] for i in dyn_idx), merge
 
 
-class _Call(NamedTuple):
-  """A custom_jvp/custom_vjp call to stage: the function's name, the nondiff and the
-  differentiable arguments, `merge` (differentiable -> all), and the traced call
-  (`_trace_call`)."""
-  name: str
-  nondiff: list
-  dyn: tuple
-  merge: Callable
-  jaxpr: Any
-  consts: list
-  leaves: list
-  in_tree: Any
-  out_tree: Any
+_NONDIFF_TRACER_MESSAGE = (
+    "Found a JAX Tracer object passed as an argument to a custom_vjp function in a position "
+    "indicated by nondiff_argnums as non-differentiable. Tracers cannot be passed as "
+    "non-differentiable arguments to custom_vjp functions; instead, nondiff_argnums should "
+    "only be used for arguments that can't be or contain JAX tracers, e.g. function-valued "
+    "arguments. In particular, array-valued arguments should typically not be indicated as "
+    "nondiff_argnums.")
+
+# lax's `stop_gradient`, for a custom_jvp's traced nondiff arguments. It binds a primitive,
+# a layer above transforms: primitives/control/barriers.py registers it here at its import.
+stop_gradient: Callable | None = None
 
 
-def _prepare_call(custom, rule, missing: str, args, kwargs):
-  """The shared start of custom_jvp/custom_vjp calls: the rule must be defined, keyword
-  arguments are bound, and with no trace above the function simply runs (its result);
-  otherwise a `_Call` with the function traced on its differentiable arguments."""
-  name = _fun_name(custom.fun)
-  if rule is None:
-    raise AttributeError(missing.format(name))
-  args = _resolve_kwargs(custom.fun, args, kwargs)
-  nondiff, dyn, merge = _split_nondiff(args, custom.nondiff_argnums)
-  if _is_eager(tree_util.tree_leaves(dyn)):
-    return custom.fun(*args)
-  traced = _trace_call(lambda *d: custom.fun(*merge(d)), dyn)
-  return _Call(name, nondiff, dyn, merge, *traced)
+# ------------------------------------------------------------------------------------
+# One call, and which of its functions runs: the innermost trace's choice
+# ------------------------------------------------------------------------------------
 
 
-def _is_eager(leaves) -> bool:
-  return core.find_top_trace(leaves).main.level == 0
+class _CustomCall:
+  """One call of a custom_jvp/custom_vjp function on flat arguments, before a trace has
+  chosen what runs (JAX's `process_custom_jvp_call` / `process_custom_vjp_call`): the eval
+  trace runs `fun`; a jvp trace runs only the rule, on the primals (`jvp`: under grad the
+  function itself is never traced); a vmap passes down a batched call (`batched`) whose
+  functions run the inner ones batched; a staging trace traces `fun` into one equation
+  that keeps the rules (`stage`). `out_tree` is set by whichever function runs first.
+
+  Subclasses give `prim`, `fun(*args) -> outs`, `rule_params()` (the rules the equation
+  keeps) and `batched_cls`."""
+  prim: Any
+  batched_cls: type
+
+  def __init__(self, name: str, symbolic_zeros: bool):
+    self.name, self.symbolic_zeros = name, symbolic_zeros
+
+  def fun(self, *args) -> list:
+    raise NotImplementedError
+
+  def rule_params(self) -> dict:
+    raise NotImplementedError
+
+  def jvp(self, primals, tangents):
+    """(primal outs, tangent outs) from the rule alone (the equation's jvp rule with no
+    jaxpr: it never reads one)."""
+    return self.prim.jvp(primals, tangents, call_jaxpr=None, num_consts=0,
+                         **self.rule_params(), symbolic_zeros=self.symbolic_zeros,
+                         name=self.name)
+
+  def stage(self, args) -> list:
+    """Trace `fun` and bind one equation holding its jaxpr and the rules."""
+    jaxpr, consts = ad_calls.trace_closed(self.fun, [core.get_aval(a) for a in args])
+    return self.prim.bind(*consts, *args, call_jaxpr=jaxpr, **self.rule_params(),
+                          num_consts=len(consts), symbolic_zeros=self.symbolic_zeros,
+                          name=self.name)
+
+  def batched(self, trace, in_dims) -> "_CustomCall":
+    return self.batched_cls(self, trace, in_dims)
 
 
-def _trace_call(f, dyn_args):
-  """(call_jaxpr without consts, hoisted consts, flat args, out_tree) of f(*dyn_args)."""
-  leaves, in_tree = tree_util.tree_flatten(dyn_args)
-  store = {}
+class _UserCall(_CustomCall):
+  """A call of the user's custom function `custom` (custom_jvp or custom_vjp): its
+  arguments are `nondiff` (passed to the rules first) and the flat leaves of the others
+  (`in_tree`; `merge` puts them back among all the arguments)."""
 
-  def flat(*xs):
-    out = f(*tree_util.tree_unflatten(in_tree, xs))
-    out_leaves, store["out_tree"] = tree_util.tree_flatten(out)
-    return out_leaves, None
-  closed, _ = core.trace_to_jaxpr(flat, [core.get_aval(x) for x in leaves])
-  jaxpr, consts = core.hoist_consts(closed)
-  return jaxpr, consts, leaves, in_tree, store["out_tree"]
+  def __init__(self, custom, nondiff, merge, in_tree):
+    super().__init__(_fun_name(custom.fun), custom.symbolic_zeros)
+    self.custom, self.nondiff, self.merge, self.in_tree = custom, nondiff, merge, in_tree
+    self.out_tree = None
+
+  def fun(self, *leaves) -> list:
+    out = self.custom.fun(*self.merge(tree_util.tree_unflatten(self.in_tree, leaves)))
+    out_leaves, self.out_tree = tree_util.tree_flatten(out)
+    return out_leaves
+
+
+def _bind_custom(call: _CustomCall, args: list, trace=None) -> list:
+  """The flat outputs of `call` on the flat `args`, run as the innermost trace of `args`
+  (`trace`, when the caller found it) chooses."""
+  trace = core.find_top_trace(args) if trace is None else trace
+  if trace.main.level == 0:
+    return call.fun(*args)
+  if isinstance(trace, ad.JVPTrace):
+    return _custom_call_under_jvp(trace, call, [core.full_raise(trace, a) for a in args])
+  if isinstance(trace, batching.BatchTrace):
+    return _custom_call_under_vmap(trace, call, [core.full_raise(trace, a) for a in args])
+  return call.stage(args)
+
+
+def _custom_call_under_jvp(trace, call: _CustomCall, tracers) -> list:
+  """The rule on the primals and tangents; with every tangent zero, the call itself on
+  the primals, one trace down."""
+  primals, tangents = ad.rule_inputs(tracers)
+  if all(type(t) is ad.Zero for t in tangents):
+    return _bind_custom(call, primals)
+  p_out, t_out = call.jvp(primals, tangents)
+  return [ad.given_jvp_output(trace, p, t) for p, t in zip(p_out, t_out)]
+
+
+def _custom_call_under_vmap(trace, call: _CustomCall, tracers) -> list:
+  """The batched call on the batched values, one trace down; when that trace stages, the
+  equation is traced here, per example, and batched by its rule (`_custom_jvp_call_batch`)
+  so values the function closes over keep their batching."""
+  vals = [t.val for t in tracers]
+  dims = [t.batch_dim for t in tracers]
+  if all(d is None for d in dims):
+    return _bind_custom(call, vals)
+  below = core.find_top_trace(vals)
+  if isinstance(below, core.JaxprTrace):
+    return call.stage(tracers)
+  batched = call.batched(trace, dims)
+  outs = _bind_custom(batched, vals, below)
+  return [batching.BatchTracer(trace, o, d) for o, d in zip(outs, batched.out_dims)]
+
+
+class _BatchedCall(_CustomCall):
+  """`inner` under a vmap, on the batched values of its inputs (batched at `in_dims`).
+  Each function runs the inner one on the vmap's tracers (`batching.batch_subtrace`) and
+  returns the batched values; the batch dims of the outputs are fixed by the first function
+  to run (`out_dims`), and the others move theirs to match (a rule run after the function
+  was staged must give outputs laid out as the staged ones)."""
+
+  def __init__(self, inner: _CustomCall, trace, in_dims):
+    super().__init__(inner.name, inner.symbolic_zeros)
+    self.inner, self.prim, self.batched_cls = inner, inner.prim, type(self)
+    self.trace, self.axis_data, self.in_dims = trace, trace.axis_data, list(in_dims)
+    self.out_dims: list | None = None
+
+  @property
+  def out_tree(self):
+    return self.inner.out_tree
+
+  def fun(self, *vals) -> list:
+    outs, dims = batching.batch_subtrace(self.inner.fun, self.axis_data, vals, self.in_dims,
+                                         self.trace)
+    return self._fix_out_dims(outs, dims)
+
+  def _fix_out_dims(self, outs, dims) -> list:
+    """`outs` (batched at `dims`) moved to the recorded out dims, or recorded."""
+    if self.out_dims is None:
+      self.out_dims = list(dims)
+      return list(outs)
+    return [_match_batch_dim(self.axis_data, o, d, e, self.name)
+            for o, d, e in zip(outs, dims, self.out_dims)]
+
+
+def _match_batch_dim(axis_data, x, src, dst, name: str):
+  """`x` (batched at `src`) batched at `dst`: moved, or broadcast when unbatched."""
+  if src == dst:
+    return x
+  if isinstance(x, SymbolicZero):
+    return SymbolicZero(_batched_aval(_unbatched_aval(x.aval, src), dst, axis_data.size))
+  if src is None:
+    return batching.broadcast(x, axis_data.size, dst)
+  if dst is None:
+    raise ValueError(f"under vmap, a custom derivative rule of {name} gave a batched output "
+                     "where the function's output is unbatched (the same for every "
+                     "example); the function and its rules must agree on which outputs "
+                     "depend on the mapped inputs.")
+  return batching.moveaxis(x, src, dst)
+
+
+def _batched_aval(aval, dim, size: int):
+  if dim is None:
+    return aval
+  return aval.update(shape=aval.shape[:dim] + (size,) + aval.shape[dim:])
+
+
+def _unbatched_aval(aval, dim):
+  if dim is None:
+    return aval
+  return aval.update(shape=aval.shape[:dim] + aval.shape[dim + 1:])
+
+
+def _sym_zeros_per_example(xs, dims):
+  """SymbolicZero tangents/cotangents of batched values, as the per-example rule sees them."""
+  return [SymbolicZero(_unbatched_aval(x.aval, d)) if isinstance(x, SymbolicZero) else x
+          for x, d in zip(xs, dims)]
+
+
+class _BatchedJvpCall(_BatchedCall):
+  def __init__(self, inner, trace, in_dims):
+    super().__init__(inner, trace, in_dims)
+    self.jvp_rule = _Rule(self.rule, inner.rule_params()["jvp"].name)
+
+  def rule_params(self) -> dict:
+    return {"jvp": self.jvp_rule}
+
+  def rule(self, primals, tangents):
+    n = len(primals)
+    tangents = _sym_zeros_per_example(tangents, self.in_dims)
+
+    def per_example(*xs):
+      p_out, t_out = self.inner.rule(list(xs[:n]), list(xs[n:]))
+      return list(p_out) + list(t_out)
+    outs, dims = batching.batch_subtrace(per_example, self.axis_data, [*primals, *tangents],
+                                         self.in_dims * 2, self.trace)
+    m = len(outs) // 2
+    p_dims, t_dims = dims[:m], dims[m:]
+    merged = [p if p is not None else t for p, t in zip(p_dims, t_dims)]
+    if self.out_dims is None:
+      self.out_dims = merged
+    size, name = self.axis_data.size, self.name
+    p_out = [_match_batch_dim(self.axis_data, o, d, e, name)
+             for o, d, e in zip(outs[:m], p_dims, self.out_dims)]
+    t_out = [_match_batch_dim(self.axis_data, o, d, e, name)
+             if not isinstance(o, SymbolicZero) else
+             SymbolicZero(_batched_aval(o.aval, e, size))
+             for o, d, e in zip(outs[m:], t_dims, self.out_dims)]
+    return p_out, t_out
+
+
+class _BatchedVjpCall(_BatchedCall):
+  def __init__(self, inner, trace, in_dims):
+    super().__init__(inner, trace, in_dims)
+    self.res_dims: list | None = None
+    rules = inner.rule_params()
+    self.fwd_rule = _Rule(self.fwd, rules["fwd"].name)
+    self.bwd_rule = _Rule(self.bwd, rules["bwd"].name)
+
+  def rule_params(self) -> dict:
+    return {"fwd": self.fwd_rule, "bwd": self.bwd_rule}
+
+  def fwd(self, primals, perturbed=None):
+    n_out = []
+
+    def per_example(*xs):
+      p_out, res = self.inner.fwd(list(xs), perturbed)
+      n_out[:] = [len(p_out)]
+      return list(p_out) + list(res)
+    outs, dims = batching.batch_subtrace(per_example, self.axis_data, primals, self.in_dims,
+                                         self.trace)
+    m = n_out[0]
+    self.res_dims = dims[m:]
+    return self._fix_out_dims(outs[:m], dims[:m]), outs[m:]
+
+  def bwd(self, res, cts):
+    """The cotangents of the batched inputs: each per-example one moved to its input's
+    batch dim, or summed over the batch for an unbatched input (as JAX, an error when an
+    unbatched output's cotangent would be counted once per example)."""
+    cts = _sym_zeros_per_example(cts, self.out_dims)
+    n_res = len(res)
+    in_avals = []
+
+    def per_example(*xs):
+      cts_in = self.inner.bwd(list(xs[:n_res]), list(xs[n_res:]))
+      in_avals[:] = [c.aval if type(c) is ad.Zero else None for c in cts_in]
+      return [None if type(c) is ad.Zero else c for c in cts_in]
+    outs, dims = batching.batch_subtrace(per_example, self.axis_data, [*res, *cts],
+                                         self.res_dims + self.out_dims)
+    shared = any(d is None and not isinstance(c, SymbolicZero)
+                 for c, d in zip(cts, self.out_dims))
+    if shared and any(o is not None and d is not None and e is None
+                      for o, d, e in zip(outs, dims, self.in_dims)):
+      raise ValueError(_shared_cotangent_message(self.name))
+    size = self.axis_data.size
+    return [ad.Zero(_batched_aval(a, e, size)) if o is None else
+            batching.sum_batch_dim(o, d) if e is None else
+            _match_batch_dim(self.axis_data, o, d, e, self.name)
+            for o, d, e, a in zip(outs, dims, self.in_dims, in_avals)]
+
+
+def _shared_cotangent_message(name: str) -> str:
+  return (f"under vmap, the custom_vjp function {name} has a primal output that is shared "
+          "across the batch (unbatched) with a nonzero right cotangent, and its bwd rule "
+          "produced a batched left cotangent for an unbatched primal input. Summing that "
+          "left cotangent over the batch would count the shared primal output's right "
+          "cotangent once per example.")
 
 
 def _check_tangents(name, primal_out, tangent_out):
@@ -204,7 +432,7 @@ def _batched_call_jaxpr(call_jaxpr, axis_data, in_batched: tuple):
       return [batching.bdim_at_front(o, d, size) for o, d in zip(outs, out_dims)]
     avals = [a.update(shape=(size,) + a.shape) if b else a
              for a, b in zip(call_jaxpr.in_avals, in_batched)]
-    per[key] = ad._trace_closed(fun, avals)
+    per[key] = ad_calls.trace_closed(fun, avals)
   return per[key]
 
 
@@ -344,39 +572,56 @@ class custom_jvp:
     self.defjvp(jvp)
 
   def __call__(self, *args, **kwargs):
-    call = _prepare_call(self, self.jvp, "No JVP defined for custom_jvp function {} using "
-                         "defjvp.", args, kwargs)
-    if type(call) is not _Call:   # no trace above: the function itself
-      return call
-    name, nondiff, _, merge, jaxpr, consts, leaves, in_tree, out_tree = call
-    rule, rule_name = self.jvp, _fun_name(self.jvp)
+    if self.jvp is None:
+      raise AttributeError(f"No JVP defined for custom_jvp function {_fun_name(self.fun)} "
+                           "using defjvp.")
+    args = _resolve_kwargs(self.fun, args, kwargs)
+    nondiff, dyn, merge = _split_nondiff(args, self.nondiff_argnums, False)
+    leaves, in_tree = tree_util.tree_flatten(dyn)
+    trace = core.find_top_trace(leaves)
+    if trace.main.level == 0:   # no trace above: the function itself
+      return self.fun(*merge(dyn))
+    call = _JvpCall(self, nondiff, merge, in_tree)
+    outs = _bind_custom(call, leaves, trace)
+    return tree_util.tree_unflatten(call.out_tree, outs)
 
-    def jvp_flat(primals, tangents):
-      p = tree_util.tree_unflatten(in_tree, primals)
-      t = tree_util.tree_unflatten(in_tree, tangents)
-      out = rule(*nondiff, tuple(p), tuple(t))
-      if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError(f"Custom JVP rule must produce a pair (list or tuple of length two) "
-                        f"representing primal and tangent outputs, but got {out!r}.")
-      p_leaves, p_tree = tree_util.tree_flatten(out[0])
-      t_leaves, t_tree = tree_util.tree_flatten(
-          out[1], is_leaf=lambda v: isinstance(v, SymbolicZero))
-      if p_tree != out_tree:
-        raise TypeError(f"Custom JVP rule must produce primal outputs with the same container "
-                        f"(pytree) structure as the function {name}, but got {p_tree} and "
-                        f"{out_tree} respectively.")
-      if t_tree != p_tree:
-        raise TypeError("Custom JVP rule must produce primal and tangent outputs with equal "
-                        f"container (pytree) structures, but got {p_tree} and {t_tree} "
-                        "respectively.")
-      _check_tangents(rule_name, p_leaves, t_leaves)
-      return p_leaves, t_leaves
 
-    outs = custom_jvp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr,
-                                  jvp=_Rule(jvp_flat, rule_name), num_consts=len(consts),
-                                  symbolic_zeros=self.symbolic_zeros, name=name)
-    return tree_util.tree_unflatten(out_tree, outs)
+class _JvpCall(_UserCall):
+  """A call of a custom_jvp function: `fun` runs it, `rule(primals, tangents)` its rule
+  (flat lists in, flat lists out, checked as JAX checks them)."""
+  prim = custom_jvp_call_p
 
+  def __init__(self, custom: custom_jvp, nondiff, merge, in_tree):
+    super().__init__(custom, nondiff, merge, in_tree)
+    self.jvp_rule = _Rule(self.rule, _fun_name(custom.jvp))
+
+  def rule_params(self) -> dict:
+    return {"jvp": self.jvp_rule}
+
+  def rule(self, primals, tangents):
+    p = tree_util.tree_unflatten(self.in_tree, primals)
+    t = tree_util.tree_unflatten(self.in_tree, tangents)
+    out = self.custom.jvp(*self.nondiff, tuple(p), tuple(t))
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+      raise TypeError(f"Custom JVP rule must produce a pair (list or tuple of length two) "
+                      f"representing primal and tangent outputs, but got {out!r}.")
+    p_leaves, p_tree = tree_util.tree_flatten(out[0])
+    t_leaves, t_tree = tree_util.tree_flatten(
+        out[1], is_leaf=lambda v: isinstance(v, SymbolicZero))
+    if self.out_tree is not None and p_tree != self.out_tree:
+      raise TypeError(f"Custom JVP rule must produce primal outputs with the same container "
+                      f"(pytree) structure as the function {self.name}, but got {p_tree} and "
+                      f"{self.out_tree} respectively.")
+    if t_tree != p_tree:
+      raise TypeError("Custom JVP rule must produce primal and tangent outputs with equal "
+                      f"container (pytree) structures, but got {p_tree} and {t_tree} "
+                      "respectively.")
+    _check_tangents(self.jvp_rule.name, p_leaves, t_leaves)
+    self.out_tree = p_tree
+    return p_leaves, t_leaves
+
+
+_JvpCall.batched_cls = _BatchedJvpCall
 
 # lax's `add`, which sums the per-argument terms of `defjvps` rules. It binds a primitive,
 # a layer above transforms: primitives/elementwise/arithmetic.py registers it here at its import.
@@ -403,9 +648,9 @@ custom_lin_p.jvp = lambda primals, tangents, **params: _custom_lin_forward_error
 
 def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros):
   res = args[:num_res]
-  # with symbolic_zeros, bwd sees SymbolicZero for the cotangents that are zero
-  cts = [SymbolicZero(c.aval) if symbolic_zeros and type(c) is ad.Zero
-         else ad.instantiate_zeros(c) for c in cts]
+  # zero cotangents reach the rule as SymbolicZero (a vmapped rule tells an output nobody
+  # uses from one shared by the batch); the user's bwd sees them only with symbolic_zeros
+  cts = [SymbolicZero(c.aval) if type(c) is ad.Zero else c for c in cts]
   cts_in = bwd(res, cts)
   return [None] * num_res + list(cts_in)
 
@@ -465,66 +710,89 @@ class custom_vjp:
     self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
 
   def __call__(self, *args, **kwargs):
-    call = _prepare_call(self, self.fwd, "No VJP defined for custom_vjp function {} using "
-                         "defvjp.", args, kwargs)
-    if type(call) is not _Call:   # no trace above: the function itself
-      return call
-    name, nondiff, dyn, merge, jaxpr, consts, leaves, in_tree, out_tree = call
-    fwd, bwd = self.fwd, self.bwd
-    res_tree_box = {}
+    if self.fwd is None:
+      raise AttributeError(f"No VJP defined for custom_vjp function {_fun_name(self.fun)} "
+                           "using defvjp.")
+    args = _resolve_kwargs(self.fun, args, kwargs)
+    nondiff, dyn, merge = _split_nondiff(args, self.nondiff_argnums, True)
+    leaves, in_tree = tree_util.tree_flatten(dyn)
+    trace = core.find_top_trace(leaves)
+    if trace.main.level == 0:   # no trace above: the function itself
+      return self.fun(*args)
+    call = _VjpCall(self, nondiff, dyn, merge, in_tree)
+    outs = _bind_custom(call, leaves, trace)
+    return tree_util.tree_unflatten(call.out_tree, outs)
 
-    def fwd_flat(primals, perturbed=None):
-      if perturbed is not None:
-        primals = [CustomVJPPrimal(p, bool(z)) for p, z in zip(primals, perturbed)]
-      out = fwd(*merge(tree_util.tree_unflatten(in_tree, primals)))
-      if not (isinstance(out, (tuple, list)) and len(out) == 2):
-        raise TypeError(f"Custom VJP fwd rule {_fun_name(fwd)} for function {name} must "
-                        "produce a pair (list or tuple of length two) where the first element "
-                        "represents the primal output (equal to the output of the "
-                        f"custom_vjp-decorated function {name}) and the second element "
-                        f"represents residuals (i.e. values stored from the forward pass for "
-                        f"use on the backward pass), but instead the fwd rule output's type "
-                        f"was {type(out).__name__}.")
-      p_leaves, p_tree = tree_util.tree_flatten(out[0])
-      if p_tree != out_tree:
-        raise TypeError(f"Custom VJP fwd rule {_fun_name(fwd)} for function {name} must "
-                        f"produce a pair where the first element represents the primal output "
-                        f"(equal to the output of the custom_vjp-decorated function {name}), "
-                        f"but the fwd rule's primal output structure {p_tree} differs from "
-                        f"the function's {out_tree}.")
-      res_leaves, res_tree_box["tree"] = tree_util.tree_flatten(out[1])
-      return p_leaves, res_leaves
 
-    def bwd_flat(res, cts):
-      res = tree_util.tree_unflatten(res_tree_box["tree"], res)
-      ct = tree_util.tree_unflatten(out_tree, cts)
-      cts_in = bwd(*nondiff, res, ct)
-      if not isinstance(cts_in, (tuple, list)):
-        raise TypeError(f"Custom VJP bwd rule must produce a tuple, got "
-                        f"{type(cts_in).__name__} (for function {name}).")
-      if len(cts_in) != len(dyn):
-        raise TypeError("Custom VJP bwd rule must produce an output with the same container "
-                        "(pytree) structure as the args tuple of the primal function, and in "
-                        "particular must produce a tuple of length equal to the number of "
-                        "arguments to the primal function, but got bwd output structure "
-                        f"{tree_util.tree_structure(tuple(cts_in))} for primal input structure "
-                        f"{tree_util.tree_structure(tuple(dyn))}.")
-      out = []
-      for ct_i, x in zip(cts_in, dyn):
-        x_leaves = tree_util.tree_leaves(x)
-        cts = _bwd_cts_for_argument(ct_i, x)
-        out += [ad.Zero(ad.tangent_aval(core.get_aval(v)))
-                if c is None or isinstance(c, SymbolicZero)
-                or ad.tangent_aval(core.get_aval(v)).dtype == dtypes.float0 else c
-                for c, v in zip(cts, x_leaves)]
-      return out
+class _VjpCall(_UserCall):
+  """A call of a custom_vjp function: `fun` runs it, `fwd(primals, perturbed)` its fwd rule
+  (-> primal outs, residuals), `bwd(residuals, cts)` its bwd rule (-> one cotangent per
+  input leaf, Zero for none), on flat lists, checked as JAX checks them. `dyn`: the
+  differentiable arguments (their structure and types check bwd's output)."""
+  prim = custom_vjp_call_p
 
-    outs = custom_vjp_call_p.bind(*consts, *leaves, call_jaxpr=jaxpr,
-                                  fwd=_Rule(fwd_flat, _fun_name(fwd)),
-                                  bwd=_Rule(bwd_flat, _fun_name(bwd)), num_consts=len(consts),
-                                  symbolic_zeros=self.symbolic_zeros, name=name)
-    return tree_util.tree_unflatten(out_tree, outs)
+  def __init__(self, custom: custom_vjp, nondiff, dyn, merge, in_tree):
+    super().__init__(custom, nondiff, merge, in_tree)
+    self.dyn, self.res_tree = dyn, None
+    self.fwd_rule = _Rule(self.fwd, _fun_name(custom.fwd))
+    self.bwd_rule = _Rule(self.bwd, _fun_name(custom.bwd))
 
+  def rule_params(self) -> dict:
+    return {"fwd": self.fwd_rule, "bwd": self.bwd_rule}
+
+  def fwd(self, primals, perturbed=None):
+    if perturbed is not None:
+      primals = [CustomVJPPrimal(p, bool(z)) for p, z in zip(primals, perturbed)]
+    fwd, name = self.custom.fwd, self.name
+    out = fwd(*self.merge(tree_util.tree_unflatten(self.in_tree, primals)))
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+      raise TypeError(f"Custom VJP fwd rule {_fun_name(fwd)} for function {name} must "
+                      "produce a pair (list or tuple of length two) where the first element "
+                      "represents the primal output (equal to the output of the "
+                      f"custom_vjp-decorated function {name}) and the second element "
+                      f"represents residuals (i.e. values stored from the forward pass for "
+                      f"use on the backward pass), but instead the fwd rule output's type "
+                      f"was {type(out).__name__}.")
+    p_leaves, p_tree = tree_util.tree_flatten(out[0])
+    if self.out_tree is not None and p_tree != self.out_tree:
+      raise TypeError(f"Custom VJP fwd rule {_fun_name(fwd)} for function {name} must "
+                      f"produce a pair where the first element represents the primal output "
+                      f"(equal to the output of the custom_vjp-decorated function {name}), "
+                      f"but the fwd rule's primal output structure {p_tree} differs from "
+                      f"the function's {self.out_tree}.")
+    self.out_tree = p_tree
+    res_leaves, self.res_tree = tree_util.tree_flatten(out[1])
+    return p_leaves, res_leaves
+
+  def bwd(self, res, cts) -> list:
+    if not self.symbolic_zeros:
+      cts = [c.instantiate() if isinstance(c, SymbolicZero) else c for c in cts]
+    res = tree_util.tree_unflatten(self.res_tree, res)
+    ct = tree_util.tree_unflatten(self.out_tree, cts)
+    cts_in = self.custom.bwd(*self.nondiff, res, ct)
+    dyn, name = self.dyn, self.name
+    if not isinstance(cts_in, (tuple, list)):
+      raise TypeError(f"Custom VJP bwd rule must produce a tuple, got "
+                      f"{type(cts_in).__name__} (for function {name}).")
+    if len(cts_in) != len(dyn):
+      raise TypeError("Custom VJP bwd rule must produce an output with the same container "
+                      "(pytree) structure as the args tuple of the primal function, and in "
+                      "particular must produce a tuple of length equal to the number of "
+                      "arguments to the primal function, but got bwd output structure "
+                      f"{tree_util.tree_structure(tuple(cts_in))} for primal input structure "
+                      f"{tree_util.tree_structure(tuple(dyn))}.")
+    out = []
+    for ct_i, x in zip(cts_in, dyn):
+      x_leaves = tree_util.tree_leaves(x)
+      cts = _bwd_cts_for_argument(ct_i, x)
+      out += [ad.Zero(ad.tangent_aval(core.get_aval(v)))
+              if c is None or isinstance(c, SymbolicZero)
+              or ad.tangent_aval(core.get_aval(v)).dtype == dtypes.float0 else c
+              for c, v in zip(cts, x_leaves)]
+    return out
+
+
+_VjpCall.batched_cls = _BatchedVjpCall
 
 def _bwd_cts_for_argument(ct, x) -> list:
   """The cotangents a bwd rule gave for one primal argument `x`, one per leaf of `x`. As in

@@ -10,7 +10,7 @@ instead of storing them.
   the policy saves are computed inline (where the primals live); the tangents are a
   `remat2[differentiated=True]` equation of the rest, reading the saved residuals and f's
   inputs and recomputing every unsaved value it needs. That equation lands in the linear
-  jaxpr; its transpose (`ad.call_transpose`) is one `remat2` whose jaxpr re-evaluates the
+  jaxpr; its transpose (`ad_calls.call_transpose`) is one `remat2` whose jaxpr re-evaluates the
   non-linear equations before transposing the linear ones, so the unsaved intermediates
   are recomputed on the backward pass. Policy None saves nothing (only f's inputs).
 """
@@ -27,7 +27,7 @@ from ember._src.core import declare
 from ember._src.core import trace as trace_lib
 from ember._src.base.dtypes import dtype_kind
 from ember._src.hlo.graph import TupleShape
-from ember._src.transforms import ad, batching
+from ember._src.transforms import ad, ad_calls, batching
 from ember._src.transforms import partial_eval as pe
 from ember._src.transforms.partial_eval import dce_jaxpr
 
@@ -62,7 +62,7 @@ def _jvp_jaxpr(jaxpr, nonzeros):
   per = _jvp_jaxprs.setdefault(jaxpr, {})
   key = tuple(nonzeros)
   if key not in per:
-    per[key] = ad.jvp_jaxpr(jaxpr, nonzeros)
+    per[key] = ad_calls.jvp_jaxpr(jaxpr, nonzeros)
   return per[key]
 
 
@@ -166,7 +166,7 @@ def _remat_batch(axis_data, vals, dims, *, jaxpr, **params):
 
 
 remat_p.jvp = _remat_jvp
-remat_p.transpose = ad.call_transpose(remat_p, _remat_params)
+remat_p.transpose = ad_calls.call_transpose(remat_p, _remat_params)
 remat_p.batch = _remat_batch
 
 

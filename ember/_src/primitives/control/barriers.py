@@ -9,7 +9,7 @@ from ember._src.core import get_aval
 from ember._src.hlo.graph import TupleShape
 from ember._src.primitives import declare
 from ember._src.primitives.control.common import _map
-from ember._src.transforms import ad, batching
+from ember._src.transforms import ad, batching, custom_derivatives
 
 __all__ = ["stop_gradient", "optimization_barrier"]
 
@@ -27,6 +27,9 @@ def stop_gradient(x):
       return v  # keys carry no gradient
     return stop_gradient_p.bind(v)
   return tree_util.tree_map(leaf, x)
+
+
+custom_derivatives.stop_gradient = stop_gradient   # a custom_jvp's traced nondiff arguments
 
 
 optimization_barrier_p = declare("optimization_barrier", lambda *xs: list(xs),

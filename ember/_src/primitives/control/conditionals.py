@@ -25,7 +25,7 @@ from ember._src.primitives.control.common import (
     _with_avals)
 from ember._src.primitives.elementwise import clamp, convert_element_type, select_n
 from ember._src.primitives.structural import broadcast_in_dim
-from ember._src.transforms import ad, batching
+from ember._src.transforms import ad, ad_calls, batching
 from ember._src.transforms.partial_eval import partial_eval_jaxpr
 
 __all__ = ["cond", "switch"]
@@ -287,7 +287,7 @@ def _cond_transpose(cts, index, *args, branches):
     raise ValueError("cond: cannot transpose with respect to the branch index")
   undefined = [ad.is_undefined_primal(a) for a in args]
   ct_nz = [_nonzero(c) for c in cts]
-  tjs, consts = _join_consts([ad.transpose_jaxpr(b, undefined, ct_nz) for b in branches])
+  tjs, consts = _join_consts([ad_calls.transpose_jaxpr(b, undefined, ct_nz) for b in branches])
   defined = [a for a, u in zip(args, undefined) if not u]
   outs = iter(cond_p.bind(index, *consts, *defined, *[c for c in cts if _nonzero(c)],
                           branches=tuple(tjs)))

@@ -30,7 +30,7 @@ from ember._src.primitives.control.common import (
 from ember._src.primitives.elementwise import add, bitwise_or, convert_element_type, lt, sub
 from ember._src.primitives.structural import (concatenate, expand_dims, index_in_dim, pad,
                                               reshape, rev, slice_in_dim)
-from ember._src.transforms import ad, batching
+from ember._src.transforms import ad, ad_calls, batching
 from ember._src.transforms.batching import vmap
 from ember._src.transforms.partial_eval import partial_eval_jaxpr
 
@@ -447,7 +447,8 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, ft_in, ft_out):
   res_x = [a for a, l in zip(xs, x_lin) if not l]
   lin_c_avals = [ad.tangent_aval(a.aval) for a, l in zip(consts, c_lin) if l]
   nys = len(ct_ys)
-  tj, tconsts = ad.transpose_jaxpr(jaxpr, c_lin + [True] * ncar + x_lin, [True] * (ncar + nys))
+  tj, tconsts = ad_calls.transpose_jaxpr(jaxpr, c_lin + [True] * ncar + x_lin,
+                                         [True] * (ncar + nys))
   nlc = len(lin_c_avals)
 
   def body(*a):
