@@ -437,24 +437,37 @@ def preload_backend() -> None:
 def start_cpu_backend() -> None:
   """What `import ember` starts, as `import jax` starts XLA: the compiler and LLVM
   (`preload_backend`, ~40 ms) and the runtime functions every process runs (the hit
-  prologue, thread pool, loop driver and native hit path: ~8 ms loaded from
-  backends/cpu/runtime_cache's disk entries, compiled there once per machine), so that a
-  process's first jitted or eager compiled call pays for its own code only. Skipped when the
-  CPU backend is not the default (EMBER_JIT_BACKEND=interpreter); never fails the import: a
-  missing llvmlite (the TPU host's PJRT-only use) or any other failure is left for the first
-  compile to report."""
+  prologue, thread pool, loop driver, native hit path and the switches of the denormal
+  modes, base/denormals.py: ~8 ms loaded from backends/cpu/runtime_cache's disk entries,
+  compiled there once per machine), so that a process's first jitted or eager compiled call
+  pays for its own code only. Only the switches when the CPU backend is not the default
+  (EMBER_JIT_BACKEND=interpreter); never fails the import: a missing llvmlite (the TPU
+  host's PJRT-only use) or any other failure is left for the first compile to report."""
   if config.read("ember_jit_backend") != "cpu":
+    _install_denormal_modes()
     return
   try:
     preload_backend()
     # deferred: what this function loads is the point of calling it
     from ember._src.backends.cpu import control_flow, executable, native_hit, threadpool
     from ember._src.core import array as array_module
+    _install_denormal_modes()
     for runtime_function in (executable._hit_prologue, threadpool._native, control_flow._driver):
       runtime_function()
     native_hit.available(array_module)   # (hands it the Array class its checks read)
   except Exception as e:  # noqa: BLE001 -- the import goes on; the first compile says why
     logging.getLogger("ember._src.compiler").debug("CPU backend not started at import: %r", e)
+
+
+def _install_denormal_modes() -> None:
+  """XLA:CPU's flush-to-zero for the NumPy paths too (base/denormals.py), whichever backend
+  runs jitted code (the interpreter backend's eager references flush as the CPU's would)."""
+  try:
+    # deferred: llvmlite, as the backend's
+    from ember._src.backends.cpu import denormals, runtime_cache
+    denormals.install(runtime_cache.load_or_compile)
+  except Exception as e:  # noqa: BLE001 -- no llvmlite: NumPy paths keep subnormals
+    logging.getLogger("ember._src.compiler").debug("denormal modes not installed: %r", e)
 
 
 @contextlib.contextmanager
