@@ -2,8 +2,8 @@
 twice rounding, which differs from one direct rounding just above a tie. Eager, jit and
 constant folding agree; the expected bits are JAX 0.12's, stored as literals.
 
-One known difference stays: XLA's CPU runtime flushes float32 denormals, so JAX converts
-float64 1e-40 to bfloat16 0x0000 where ember (no flush anywhere) gives 0x0001."""
+Subnormals: XLA's CPU runtime flushes float32 subnormals, so JAX converts float64 1e-40 to
+bfloat16 0x0000, and so does ember now (tests/test_denormals.py)."""
 import numpy as np
 import pytest
 

@@ -79,7 +79,8 @@ at_import = dict(runtime_cache.stats)
 ember.jit(lambda x: x * 2)(np.ones(3, np.float32)).block_until_ready()
 print(json.dumps([at_import, runtime_cache.stats]))
 """
-RUNTIME_FUNCTIONS = ["ember_hit_prologue", "ember_loop_run", "ember_native_hit", "ember_pool_run"]
+RUNTIME_FUNCTIONS = ["ember_fz", "ember_hit_prologue", "ember_loop_run", "ember_native_hit",
+                     "ember_pool_run"]
 
 
 def _run_twice(script, directory):

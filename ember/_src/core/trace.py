@@ -21,7 +21,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ember._src.base import errors
+from ember._src.base import denormals, errors
 from ember._src.base.config import config
 from ember._src.core import leak_check
 from ember._src.core.avals import ShapedArray, get_aval
@@ -97,9 +97,16 @@ def eval_reference(primitive, vals, params) -> list:
   in_avals = [get_aval(v) for v in vals]
   out_avals = primitive.out_avals(in_avals, params)
   np_args = [to_numpy(v, a) for v, a in zip(vals, in_avals)]
-  out = primitive.impl(*np_args, **params)
-  outs = out if primitive.multiple_results else [out]
-  return [_wrap_result(o, a) for o, a in zip(outs, out_avals)]
+  # XLA:CPU computes with subnormals flushed to zero (base/denormals.py): the NumPy code
+  # too, so a reference gives the compiled op's bits
+  modes = denormals.flush_on()
+  try:
+    out = primitive.impl(*np_args, **params)
+    outs = out if primitive.multiple_results else [out]
+    return [_wrap_result(o, a) for o, a in zip(outs, out_avals)]
+  finally:
+    if modes >= 0:
+      denormals.restore(modes)
 
 
 def to_numpy(v, aval: ShapedArray | None = None) -> np.ndarray:

@@ -495,20 +495,23 @@ def preload_backend() -> None:
 def start_cpu_backend() -> None:
   """What `import ember` starts, as `import jax` starts XLA: the compiler and LLVM
   (`preload_backend`, ~40 ms) and the runtime functions every process runs (the hit
-  prologue, thread pool, loop driver and native hit path: ~8 ms loaded from
-  backends/cpu/runtime_cache's disk entries, compiled there once per machine), so that a
-  process's first jitted or eager compiled call pays for its own code only; and, on a thread,
-  the digest of the backend's sources that keys the store of eager kernels
-  (eager_kernels.warm_digest). Skipped when the CPU backend is not the default
+  prologue, thread pool, loop driver, native hit path and the switches of the denormal
+  modes, base/denormals.py: ~8 ms loaded from backends/cpu/runtime_cache's disk entries,
+  compiled there once per machine), so that a process's first jitted or eager compiled call
+  pays for its own code only; and, on a thread, the digest of the backend's sources that keys
+  the store of eager kernels (eager_kernels.warm_digest). Only the switches when the CPU
+  backend is not the default
   (EMBER_JIT_BACKEND=interpreter); never fails the import: a missing llvmlite (the TPU
   host's PJRT-only use) or any other failure is left for the first compile to report."""
   if config.read("ember_jit_backend") != "cpu":
+    _install_denormal_modes()
     return
   try:
     preload_backend()
     # deferred: what this function loads is the point of calling it
     from ember._src.backends.cpu import control_flow, executable, native_hit, threadpool
     from ember._src.core import array as array_module
+    _install_denormal_modes()
     for runtime_function in (executable._hit_prologue, threadpool._native, control_flow._driver):
       runtime_function()
     native_hit.available(array_module)   # (hands it the Array class its checks read)
@@ -526,6 +529,17 @@ def freeze_startup_objects() -> None:
   49-53 ms of CPU, 31-33 with them frozen). Later objects are collected as before; frozen
   ones are not (cyclic garbage among objects made before the import stays)."""
   gc.freeze()
+
+
+def _install_denormal_modes() -> None:
+  """XLA:CPU's flush-to-zero for the NumPy paths too (base/denormals.py), whichever backend
+  runs jitted code (the interpreter backend's eager references flush as the CPU's would)."""
+  try:
+    # deferred: llvmlite, as the backend's
+    from ember._src.backends.cpu import denormals, runtime_cache
+    denormals.install(runtime_cache.load_or_compile)
+  except Exception as e:  # noqa: BLE001 -- no llvmlite: NumPy paths keep subnormals
+    logging.getLogger("ember._src.compiler").debug("denormal modes not installed: %r", e)
 
 
 @contextlib.contextmanager

@@ -16,6 +16,11 @@ map one to one.
 
 Every result has exactly the dtype and dims of its instruction's shape (a shape mismatch
 means malformed IR and raises `HloEvalError` naming the instruction).
+
+Subnormals: a module run (`evaluate`, `evaluate_intermediates`) computes as the compiled
+code runs it, with subnormal operands read and results written as zeros (XLA:CPU's
+flush-to-zero, base/denormals.py); `eval_instr` and `evaluate_computation` compute in the
+caller's modes: constant folding's (IEEE, as XLA folds on the compiling thread).
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember._src.hlo import graph as hlo
+from ember._src.base import denormals
 from ember._src.base.dtypes import dtype_kind
 from ember._src.reference import (
     convolution, elementwise as ew, fft, indexing as ix, lapack, linalg, reductions, sorting,
@@ -732,13 +738,15 @@ def evaluate(module: hlo.Module, args: Sequence, *, record: dict | None = None
              ) -> list[np.ndarray]:
   """Run the module's entry computation on `args` (one array per parameter); returns one
   array per output (a tuple root is flattened), each of the exact dtype of its shape."""
-  out = evaluate_computation(module.entry, list(args), record=record)
-  return [np.array(v) for v in _flat(out)]
+  with denormals.flushed():
+    out = evaluate_computation(module.entry, list(args), record=record)
+    return [np.array(v) for v in _flat(out)]
 
 
 def evaluate_intermediates(module: hlo.Module, args: Sequence) -> dict[str, Any]:
   """Every entry-computation instruction's value by instruction name (np.ndarray, or a
   tuple for tuple shapes): what the checked mode compares with the compiled program."""
   record: dict = {}
-  evaluate_computation(module.entry, list(args), record=record)
+  with denormals.flushed():
+    evaluate_computation(module.entry, list(args), record=record)
   return {instr.name: value for instr, value in record.items()}

@@ -22,7 +22,10 @@ What it leaves alone:
 Why it is value-preserving: the folded value is the instruction's value under the
 reference semantics the evaluator implements (XLA's, the same the backend compiles), in
 the instruction's exact dtype and shape; the operands it reads are compile-time constants,
-so every run of the program would compute that same value.
+so every run of the program would compute that same value. Except for subnormals: like
+XLA's folder (which runs on the compiling thread, outside the runtime's flush-to-zero),
+folding computes with IEEE subnormals, where the compiled code would flush them
+(base/denormals.py): jit(lambda: f32(2**-126) * 0.5)() is 2**-127 in JAX and here.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ember._src.base import denormals
 from ember._src.hlo import graph as hlo, evaluator as hlo_eval
 
 NAME = "constant_folding"
@@ -173,6 +177,7 @@ def _remove_dead(comp: hlo.Computation, folded: list[hlo.Instr]) -> None:
 
 def run(module: hlo.Module, flags=None) -> hlo.Module:
   """Fold constants in every computation of `module` (in place); returns the module."""
-  for comp in module.called_computations():
-    _fold_computation(comp)
+  with denormals.flushed(False):   # IEEE subnormals on any thread (see the docstring)
+    for comp in module.called_computations():
+      _fold_computation(comp)
   return module

@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ember._src import core, lower
-from ember._src.base import dtypes, errors, tree_util
+from ember._src.base import denormals, dtypes, errors, tree_util
 from ember._src.core import ShapedArray, declare
 from ember._src.hlo.graph import Shape, TupleShape
 from ember._src.primitives import structural
@@ -162,7 +162,8 @@ def _declare_callback(name: str, host_fn: Callable, effects: Callable) -> core.P
     return list(result_avals)
 
   def impl(*arrays, **params):
-    return host_fn(compiled=False, **params)(*arrays)
+    with denormals.flushed(False):   # the user's Python keeps IEEE subnormals, as in JAX
+      return host_fn(compiled=False, **params)(*arrays)
 
   p = declare(name, abstract_eval, impl, multiple_results=True)
   p.effects_rule = lambda *avals, **params: effects(**params)

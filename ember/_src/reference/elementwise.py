@@ -196,6 +196,10 @@ def div(x, y):
 def rem(x, y):
   if x.dtype.kind in "iu":
     return _int_rem(x, y)
+  if x.dtype in _NARROW_FLOATS:   # in float32, as the compiled code (exact: fmod rounds
+    # nothing); ml_dtypes' bfloat16 fmod reads a subnormal divisor under flush-to-zero as
+    # itself, not as the zero XLA:CPU reads (sub % sub: nan)
+    return np.fmod(x.astype(np.float32), y.astype(np.float32)).astype(x.dtype)
   return np.fmod(x, y).astype(x.dtype, copy=False)
 
 
@@ -210,7 +214,7 @@ def max(x, y):
     return np.where(_lex_gt(x, y), x, y)
   out = np.maximum(x, y)
   if dtype_kind(x.dtype) == "f":  # max(-0.0, +0.0) = +0.0, as XLA
-    out = np.where((x == 0) & (y == 0), np.where(np.signbit(x), y, x), out)
+    out = _flushed(np.where((x == 0) & (y == 0), np.where(np.signbit(x), y, x), out))
   return out
 
 
@@ -220,13 +224,33 @@ def min(x, y):
     return np.where(_lex_gt(y, x), x, y)
   out = np.minimum(x, y)
   if dtype_kind(x.dtype) == "f":  # min(-0.0, +0.0) = -0.0, as XLA
-    out = np.where((x == 0) & (y == 0), np.where(np.signbit(x), x, y), out)
+    out = _flushed(np.where((x == 0) & (y == 0), np.where(np.signbit(x), x, y), out))
   return out
 
 
+def _flushed(x):
+  """x with its subnormals as zeros of their sign where this thread flushes them (x * 1
+  under flush-to-zero, base/denormals.py; unchanged otherwise): the compiled max/min
+  return an operand as the processor's max reads it (maxps: a subnormal is a zero), where
+  NumPy's scalar loops return an operand's bits."""
+  return np.multiply(x, x.dtype.type(1))
+
+
 def _nextafter(x, y):
-  # C99: y when x == y (nextafter(0, -0) = -0); NumPy's float16 loop returns x there
-  return np.where(x == y, y, np.nextafter(x, y))
+  """XLA's next_after (chlo's decomposition) on the bits, as the compiled code: y where
+  x == y (nextafter(0, -0) = -0; a subnormal x equals 0 under flush-to-zero); from a zero
+  of the bits the smallest subnormal of y's sign; else the magnitude bits one down when
+  |x| > |y| or the signs differ, one up otherwise; NaN when either is."""
+  x, y = np.broadcast_arrays(x, y)
+  ux, uy = as_unsigned(x), as_unsigned(y)
+  ut = ux.dtype.type
+  sign = ut(1 << (bits(x.dtype) - 1))
+  ax, ay = ux & ~sign, uy & ~sign
+  down = (ax > ay) | ((ux & sign) != (uy & sign))
+  stepped = np.where(down, ux - ut(1), ux + ut(1))
+  out = np.where(ax == 0, (uy & sign) | ut(1), stepped).astype(ut).view(x.dtype)
+  out = np.where(x == y, y, out)
+  return np.where(np.isnan(x) | np.isnan(y), x + y, out)
 
 
 add = _same(np.add)
@@ -351,7 +375,8 @@ def _sign(x):
     return (x != 0).astype(x.dtype)
   if x.dtype.kind == "i":
     return np.sign(x)
-  return np.where(x == 0, x, np.sign(x))  # keeps -0.0 and NaN, as XLA
+  # a zero of x's sign for +-0 (and subnormals, zeros under flush-to-zero); NaN stays
+  return np.where(x == 0, np.copysign(np.zeros_like(x), x), np.sign(x))
 
 
 @_quiet

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from typing import Callable
 
+from ember._src.base import denormals
 from ember._src.reference import lapack
 
 TARGET = "ember_host_callback"
@@ -60,8 +61,11 @@ def async_halves(instr) -> tuple[str, int, int] | None:
 
 
 def run(config, *arrays) -> list:
-  """The custom-call target: call the registered function on the operands."""
-  return list(_functions[dict(config)["callback_id"]](*arrays))
+  """The custom-call target: call the registered function on the operands, with IEEE
+  subnormals (the kernels around it flush them: base/denormals.py; JAX's callbacks run the
+  user's Python without)."""
+  with denormals.flushed(False):
+    return list(_functions[dict(config)["callback_id"]](*arrays))
 
 
 lapack.CUSTOM_CALL_TARGETS[TARGET] = run

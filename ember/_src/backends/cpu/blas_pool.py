@@ -28,7 +28,8 @@ a serialized executable: a thunk builds its descriptor from the instruction.
 
 Each chunk computes its part of C with the same K-loop as the whole call would (BLAS's
 kernels do not reassociate across an M or N split), so results do not depend on the
-chunk count beyond BLAS's own blocking.
+chunk count beyond BLAS's own blocking. A chunk runs BLAS with XLA:CPU's flush-to-zero
+modes on, as a kernel does (denormals.py), on whichever thread claims it.
 """
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ import threading
 
 import numpy as np
 
-from ember._src.backends.cpu import dot_kernels, host, llvm_jit, runtime_cache, threadpool
+from ember._src.backends.cpu import (denormals, dot_kernels, host, llvm_jit, runtime_cache,
+                                     threadpool)
 
 # OpenBLAS's functions, called by name: the names resolve to NumPy's OpenBLAS in this process
 # (`_register_blas`), so the IR is the same in every process and its object is kept on disk
@@ -60,6 +62,7 @@ declare void @ember_blas_domatcopy(i32, i32, $INT, $INT, double, i8*, $INT, i8*,
 _IR = """
 define void @ember_blas_chunk(i8** %b, i64 %start, i64 %stop) {
 entry:
+  %fz = call i64 @"ember.fz.on"()
   %dp = getelementptr i8*, i8** %b, i64 3
   %draw = load i8*, i8** %dp
   %d = bitcast i8* %draw to i64*
@@ -101,6 +104,7 @@ dgemm:
   call void @ember_blas_dgemm(i32 101, i32 %ta, i32 %tb, $INT %mi, $INT %ni, $INT %ki, double 1.0, i8* %a, $INT %ldai, i8* %bb, $INT %ldbi, double 0.0, i8* %c, $INT %ldci)
   br label %done
 done:
+  call void @"ember.fz.restore"(i64 %fz)
   ret void
 }
 
@@ -195,7 +199,7 @@ def _native():
     return None
   s, d, get, set_, int_ty = found
   _register_blas(sgemm=s, dgemm=d)
-  text = string.Template(_DECLARES + _IR).substitute(
+  text = denormals.TEXT_HELPERS + string.Template(_DECLARES + _IR).substitute(
       LOADS=_loads(), INT=int_ty, CONV="trunc" if int_ty == "i32" else "bitcast")
   engine, addr = runtime_cache.load_or_compile("ember_blas_chunk", lambda: text, text, 2)
   return engine, addr("ember_blas_chunk"), (get, set_), addr("ember_blas_batches")
@@ -334,6 +338,7 @@ class BatchedGemm(Gemm):
 _GRAM_IR = """
 define void @ember_gram_chunk(i8** %b, i64 %start, i64 %stop) {
 entry:
+  %fz = call i64 @"ember.fz.on"()
   %a = load i8*, i8** %b
   %cp = getelementptr i8*, i8** %b, i64 1
   %c = load i8*, i8** %cp
@@ -419,6 +424,7 @@ next:
   %u1 = add i64 %u, 1
   br label %head
 done:
+  call void @"ember.fz.restore"(i64 %fz)
   ret void
 }
 """
@@ -446,7 +452,8 @@ def _gram_native():
     return None
   s, d = (ctypes.cast(getattr(lib, n), ctypes.c_void_p).value for n in names)
   _register_blas(sgemm=gemms[0], dgemm=gemms[1], somatcopy=s, domatcopy=d)
-  text = string.Template(_DECLARES + _OMATCOPY_DECLARES + _GRAM_IR).substitute(
+  text = denormals.TEXT_HELPERS + string.Template(
+      _DECLARES + _OMATCOPY_DECLARES + _GRAM_IR).substitute(
       LOADS=_loads(_GRAM_NAMES), MOVES="\n".join(_GRAM_MOVE.format(w=w, b=8 * w) for w in (4, 8)),
       INT=int_ty, CONV="trunc" if int_ty == "i32" else "bitcast")
   engine, addr = runtime_cache.load_or_compile("ember_gram_chunk", lambda: text, text, 2)

@@ -31,7 +31,7 @@ from llvmlite import ir
 
 from ember._src.base import dtypes, flags as flags_lib
 from ember._src.hlo import graph as hlo, evaluator as hlo_eval
-from ember._src.backends.cpu import dot_kernels
+from ember._src.backends.cpu import denormals, dot_kernels
 from ember._src.backends.cpu.codegen import ir_types
 from ember._src.backends.cpu.codegen.abi import KernelInfo
 from ember._src.backends.cpu.codegen.ir_types import CodegenError
@@ -702,10 +702,11 @@ _BLOBS = ("obj", "ir", "opt_ir")
 
 def environment() -> bytes:
   """What besides a module decides its compiled code (the persistent compilation cache's
-  key): the runtime cache's environment (versions, host CPU) and the symbols of the shared
+  key): the runtime cache's environment (versions, host CPU), the symbols of the shared
   dot bodies, whose configurations are in their names (objects calling another's would not
-  link)."""
-  return runtime_cache.environment() + dot_kernels.body_symbols().encode()
+  link), and the denormal modes the kernels set (objects from before they did must not load)."""
+  return runtime_cache.environment() + dot_kernels.body_symbols().encode() + \
+      b"flush-denormals:%d" % denormals.FLUSH_BITS
 
 
 def serialize_executable(exe: ex.Executable) -> bytes:

@@ -29,7 +29,7 @@ from ember._src.base import flags as flags_lib, profiler_events as _profiler
 from ember._src.hlo import graph as hlo, evaluator as hlo_eval
 from ember._src.backends.cpu import profiled
 from ember._src.backends.cpu import executable as ex
-from ember._src.backends.cpu import runtime_cache, tiering
+from ember._src.backends.cpu import denormals, runtime_cache, tiering
 from ember._src.backends.cpu.codegen.ir_types import CodegenError
 
 # Opcode -> how many called computations fell back to the reference evaluator because the
@@ -99,13 +99,15 @@ class _Sub:
 # like the thread pool) that runs a program of i64 words, so a loop needs no LLVM of its own
 # (and a persistent-cache hit none at all). Ops: CALL fn bufs outer (a kernel over
 # [0, outer)), COPY dst src nbytes, BRZ byte_ptr target (jump when the byte is 0),
-# JUMP target, RET value (the function's result).
+# JUMP target, RET value (the function's result). The denormal modes (denormals.py) are
+# switched once for the whole loop, not by each kernel call.
 _CALL, _COPY, _BRZ, _JUMP, _RET = range(5)
-_DRIVER_IR = """
+_DRIVER_IR = denormals.TEXT_HELPERS + """
 declare void @llvm.memcpy.p0i8.p0i8.i64(i8*, i8*, i64, i1)
 
 define i64 @ember_loop_run(i64* %prog) {
 entry:
+  %fz = call i64 @"ember.fz.on"()
   br label %fetch
 fetch:
   %pc = phi i64 [0, %entry], [%pc.call, %call], [%pc.copy, %copy], [%pc.next, %brz.no],
@@ -160,6 +162,7 @@ jump:
   %tgt.jump = add i64 %a1, 0
   br label %fetch
 ret:
+  call void @"ember.fz.restore"(i64 %fz)
   ret i64 %a1
 }
 """
@@ -326,6 +329,7 @@ class ControlFlowThunk(ex.Thunk):
     return all(e is None or e.thunks is t
                for e, t in zip((self.subs[0].exe, self.subs[1].exe), self.built_for))
 
+  @ex.flushing   # (a computation on the reference evaluator computes as the kernels do)
   def run(self, frame: ex.Frame) -> None:
     if self.loop is not None:      # copies the carry in once and the result out once
       with self._lock:

@@ -84,7 +84,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src.hlo import graph as hlo
-from ember._src.backends.cpu import host, llvm_jit, runtime_cache
+from ember._src.backends.cpu import denormals, host, llvm_jit, runtime_cache
 from ember._src.backends.cpu.codegen import abi, ir_helpers, ir_types
 from ember._src.backends.cpu.codegen.abi import KERNEL_TYPE
 from ember._src.backends.cpu.codegen.ir_types import I32, I64, PTR, VOID
@@ -465,11 +465,16 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   A at buffers[lhs], B at buffers[rhs], C (or, with an epilogue, the fusion's output) at
   buffers[out]. The loops live in the dtype's shared body functions; this entry gathers the
   pointers and, with an epilogue, runs the blocks: the body on a block, then the epilogue
-  kernel on it."""
+  kernel on it. With XLA:CPU's denormal modes (denormals.py)."""
   assert not (by_columns and epilogue), "an epilogue runs on whole rows"
   fn = ir.Function(module, KERNEL_TYPE, name)
   fn.attributes.add("nounwind")
   b = ir.IRBuilder(fn.append_basic_block("entry"))
+  modes = denormals.emit_flush_on(b)
+
+  def ret():
+    denormals.emit_restore(b, modes)
+    b.ret_void()
   e = DotEmitter(b)
   bufs, start, stop = fn.args
   ptr = lambda k: b.load(b.gep(bufs, [e.i64(k)], inbounds=True, source_etype=PTR), typ=PTR)
@@ -477,11 +482,11 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
   call_body = _body_caller(module, e, lay, A, Bp)
   if by_columns:
     call_body(O, e.i64(0), e.i64(lay.outer), (start, stop))
-    b.ret_void()
+    ret()
     return abi.KernelInfo(name, column_panels(lay), True)
   if epilogue is None:
     call_body(O, start, stop)
-    b.ret_void()
+    ret()
     return abi.KernelInfo(name, lay.outer, True)
   T = ir_types.mem_type(lay.dtype)
   E, U = unit_elements(lay), block_units(lay)
@@ -512,7 +517,7 @@ def emit_dot_kernel(module: ir.Module, name: str, lay: DotLayout, lhs: int, rhs:
     return []
   nblocks = b.udiv(e.add_idx(b.sub(stop, start), e.i64(U - 1)), e.i64(U))
   e.loop(e.i64(0), nblocks, [], block)
-  b.ret_void()
+  ret()
   return abi.KernelInfo(name, lay.outer, True)
 
 

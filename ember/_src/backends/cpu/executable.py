@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ember._src.base import buffer_pool, dtypes, flags as flags_lib
+from ember._src.base import buffer_pool, denormals, dtypes, flags as flags_lib
 from ember._src.hlo import evaluator as hlo_eval, graph as hlo
 from ember._src.backends.cpu import blas_pool, cost_model, runtime_cache, threadpool
 from ember._src.reference import sorting
@@ -248,6 +248,20 @@ class Thunk:
     return f"<{type(self).__name__} {self.name}>"
 
 
+def flushing(run: Callable) -> Callable:
+  """A thunk's `run` computing in Python (NumPy, BLAS, LAPACK) what a kernel computes, with
+  XLA:CPU's flush-to-zero on as a kernel has it (base/denormals.py)."""
+  def flushed_run(self, frame, *args):
+    modes = denormals.flush_on()
+    try:
+      return run(self, frame, *args)
+    finally:
+      if modes >= 0:
+        denormals.restore(modes)
+  flushed_run.__name__, flushed_run.__doc__ = run.__name__, run.__doc__
+  return flushed_run
+
+
 class KernelThunk(Thunk):
   """Call a generated kernel: `fn(buffers, start, stop)` over [0, outer).
 
@@ -332,6 +346,7 @@ class DotThunk(Thunk):
     else:
       o3[...] = blas_pool.numpy_matmul(l, r)
 
+  @flushing
   def run(self, frame: Frame) -> None:
     if self.gemm is not None:
       ptr = frame.ptr
@@ -386,6 +401,7 @@ class DotEpilogueThunk(Thunk):
     elif u1 > u0:
       self.epilogue.fn(buffers, u0, u1)
 
+  @flushing
   def run(self, frame: Frame) -> None:
     d = self.dot
     M, N, R, outer = d.M, d.N, self.R, self.epilogue.outer
@@ -448,6 +464,7 @@ class SortThunk(Thunk):
     self.num_keys = num_keys
     self.instr = instr
 
+  @flushing
   def run(self, frame: Frame) -> None:
     vals = [frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)]
     if vals[0].ndim == 0 or vals[0].shape[self.dimension] <= 1:
@@ -475,6 +492,7 @@ class TopKThunk(Thunk):
     self.out_shapes = list(instr.shape.elements)
     self.in_slot, self.out_slots = in_slot, tuple(out_slots)
 
+  @flushing
   def run(self, frame: Frame) -> None:
     x = frame.view(self.in_slot, self.in_shape)
     vals, idx = sorting.top_k(x, k=self.k, axis=self.axis, is_stable=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember._src.hlo import graph as hlo
-from ember._src.backends.cpu.executable import Frame, Thunk
+from ember._src.backends.cpu.executable import Frame, Thunk, flushing
 from ember._src.reference import fft
 
 
@@ -25,6 +25,7 @@ class FftThunk(Thunk):
     self.in_shape, self.out_shape = instr.operands[0].shape, instr.shape
     self.in_slots, self.out_slots = (in_slot,), (out_slot,)
 
+  @flushing
   def run(self, frame: Frame) -> None:
     # a copy: the result may be computed into a buffer that also holds the operand
     x = np.array(frame.view(self.in_slots[0], self.in_shape))

@@ -59,7 +59,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src.hlo import graph as hlo
-from ember._src.backends.cpu import dot_kernels, host, llvm_jit, vector_dots
+from ember._src.backends.cpu import denormals, dot_kernels, host, llvm_jit, vector_dots
 from ember._src.backends.cpu.codegen import abi, ir_types
 from ember._src.backends.cpu.codegen import transpose as codegen_transpose
 from ember._src.backends.cpu.codegen.abi import KERNEL_TYPE
@@ -136,14 +136,16 @@ def _matrices(shape: hlo.Shape) -> int:
 
 def _entry(module: ir.Module, name: str, body, args, buffers: int = 3) -> None:
   """`void name(buffers, start, stop)`: the body on matrices [start, stop) with the buffers'
-  pointers first, then `args` (i64 constants)."""
+  pointers first, then `args` (i64 constants), with XLA:CPU's denormal modes (denormals.py)."""
   fn = ir.Function(module, KERNEL_TYPE, name)
   fn.attributes.add("nounwind")
   b = ir.IRBuilder(fn.append_basic_block("entry"))
+  modes = denormals.emit_flush_on(b)
   bufs, start, stop = fn.args
   ptrs = [b.load(b.gep(bufs, [ir.Constant(I64, k)], inbounds=True, source_etype=PTR), typ=PTR)
           for k in range(buffers)]
   b.call(body, ptrs + [ir.Constant(I64, int(v)) for v in args] + [start, stop])
+  denormals.emit_restore(b, modes)
   b.ret_void()
 
 

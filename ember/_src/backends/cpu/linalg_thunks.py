@@ -36,7 +36,7 @@ import numpy as np
 
 from ember._src.hlo import graph as hlo
 from ember._src.backends.cpu import blas_pool, cost_model, linalg_kernels
-from ember._src.backends.cpu.executable import Frame, KernelThunk, Thunk
+from ember._src.backends.cpu.executable import Frame, KernelThunk, Thunk, flushing
 from ember._src.reference import lapack
 
 
@@ -53,6 +53,7 @@ class NumpyCustomCallThunk(Thunk):
     self.out_shapes = _result_shapes(instr)
     self.in_slots, self.out_slots = tuple(in_slots), tuple(out_slots)
 
+  @flushing
   def run(self, frame: Frame) -> None:
     # copies: a result may be computed into a buffer that also holds an operand
     vals = [np.array(frame.view(s, sh)) for s, sh in zip(self.in_slots, self.in_shapes)]
@@ -116,6 +117,7 @@ class _LapackThunk(Thunk):
   def _int(self, v: int):
     return ctypes.byref(self.int_t(v))
 
+  @flushing
   def run(self, frame: Frame) -> None:
     blas_pool._single_threaded_blas(*self._threads)
     try:

@@ -34,7 +34,7 @@ from typing import Callable, NamedTuple, Sequence
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
 
-from ember._src.backends.cpu import host
+from ember._src.backends.cpu import denormals, host
 
 # --------------------------------------------------------------------------------------
 # Initialization and locks
@@ -151,6 +151,7 @@ def compile_ir(ir_text: str, tier: LLVMTier, private: bool, times: dict,
   the caller holds `jit_lock`). Records seconds per stage in `times` (llvm_parse,
   llvm_optimize, llvm_ir_text, llvm_emit_object)."""
   t0 = time.perf_counter()
+  ir_text = denormals.declare_mode(ir_text)
   mod = llvm.parse_assembly(ir_text, llvm.create_context() if private else None)
   mod.verify()
   for name in internal:

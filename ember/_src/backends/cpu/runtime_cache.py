@@ -40,7 +40,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from ember._src.base import persistent_cache, version
-from ember._src.backends.cpu import host, llvm_jit
+from ember._src.backends.cpu import denormals, host, llvm_jit
 from ember._src.base.config import config
 
 stats = {"compiled": 0, "loaded": 0}    # modules compiled / loaded from disk
@@ -54,10 +54,12 @@ def cache_dir() -> str | None:
 @functools.cache
 def environment() -> bytes:
   """What besides a module's own code decides its machine code: ember's, llvmlite's and
-  LLVM's versions, the target triple, the host CPU and its features (compiler.environment
-  adds what compiled users' modules depend on besides)."""
+  LLVM's versions, the target triple, the host CPU and its features, the denormal mode
+  llvm_jit declares (compiler.environment adds what compiled users' modules depend on
+  besides)."""
   return repr((persistent_cache.MAGIC, version.__version__, llvmlite.__version__,
-               llvm.llvm_version_info, llvm.get_process_triple(), host.cpu())).encode()
+               llvm.llvm_version_info, llvm.get_process_triple(), host.cpu(),
+               denormals.MODE_ATTRIBUTE)).encode()
 
 
 @functools.cache

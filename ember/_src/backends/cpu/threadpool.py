@@ -14,7 +14,8 @@ many kernels take; the pool's costs ~1 us with its workers spinning, ~5 us wakin
 like the kernels; no C compiler needed):
 
 - `ember_pool_worker(state, id)`: entered once by each worker, a Python daemon thread that
-  calls it through ctypes (which releases the GIL) and stays inside it until shutdown. It
+  calls it through ctypes (which releases the GIL) and stays inside it until shutdown, with
+  XLA:CPU's flush-to-zero modes on (denormals.py: kernels then find them set). It
   waits for a new job generation: spinning on an atomic load for up to EMBER_SPIN_US
   microseconds (clock_gettime; after the first 3 us each round of the spin also calls
   sched_yield, so a spinning thread never keeps a busy machine's core from a thread that
@@ -64,7 +65,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ember._src.base import flags
-from ember._src.backends.cpu import host, runtime_cache
+from ember._src.backends.cpu import denormals, host, runtime_cache
 
 __all__ = ["run", "spin_us", "noop_kernel_address", "step_table", "stats", "shutdown", "share",
            "bind_thread", "retarget"]
@@ -264,8 +265,10 @@ exit:
   ret i64 %ran
 }
 
+; a worker runs nothing but kernels: XLA:CPU's denormal modes on for its life (denormals.py)
 define void @ember_pool_worker(ptr %s, i64 %id) {
 entry:
+  %fz = call i64 @"ember.fz.on"()
   %sl = call ptr @f(ptr %s, i64 $SLEEPERS)
   %stp = call ptr @f(ptr %s, i64 $STOP)
   %g0 = load atomic i32, ptr %s acquire, align 4
@@ -286,6 +289,7 @@ go:
   %x = atomicrmw add ptr %statp, i64 %ran monotonic
   br label %loop
 exit:
+  call void @"ember.fz.restore"(i64 %fz)
   ret void
 }
 
@@ -368,9 +372,11 @@ define void @ember_pool_noop(ptr %bufs, i64 %start, i64 %stop) {
 
 ; a kernel-ABI function running rows [start, stop) of a table: row 0 holds the pool's state
 ; (null when no row splits, or no pool), rows 1.. (kernel, buffers, outer, nchunks), each run
-; by ember_pool_run (whole on this thread when nchunks <= 1): a chain of kernels in one call
+; by ember_pool_run (whole on this thread when nchunks <= 1): a chain of kernels in one call,
+; with the denormal modes switched once for the chain
 define void @ember_pool_run_steps(ptr %table, i64 %start, i64 %stop) {
 entry:
+  %fz = call i64 @"ember.fz.on"()
   %s = load ptr, ptr %table
   br label %hdr
 hdr:
@@ -392,6 +398,7 @@ body:
   %next = add i64 %i, 1
   br label %hdr
 done:
+  call void @"ember.fz.restore"(i64 %fz)
   ret void
 }
 """
@@ -399,7 +406,7 @@ done:
 
 def _ir_text() -> str:
   x86 = platform.machine().lower() in ("x86_64", "amd64")
-  return string.Template(_IR).substitute(
+  return denormals.TEXT_HELPERS + string.Template(_IR).substitute(
       CLOCK=_CLOCK, SYSCALL=_SYSCALL, FUTEX_NR=_FUTEX_NR, SPIN_NS=_SPIN_NS,
       SPINS=_SPINS_PER_CLOCK, WAIT=_WAIT, WAKE=_WAKE, FN=_FN, BUFS=_BUFS, OUTER=_OUTER,
       NCHUNKS=_NCHUNKS, TICKET=_TICKET, REMAINING=_REMAINING,

@@ -44,6 +44,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src.hlo import graph as hlo
+from ember._src.backends.cpu import denormals
 from ember._src.backends.cpu.codegen.abi import KERNEL_TYPE, KernelInfo, outer_extent
 from ember._src.backends.cpu.codegen.concatenate import ConcatNests, concat_regions
 from ember._src.backends.cpu.codegen.emitter import ElementalEmitter
@@ -122,8 +123,9 @@ class KernelBuilder(ColumnReduceNests, ConcatNests, TiledNests, ScanNests):
     self.aliases: dict[str, str] = {}
 
   def _entry(self, name: str, n_ptrs: int, noalias: Sequence[bool]):
-    """The exported ABI function and the always-inlined body it calls; returns (body
-    builder, pointer args, start, stop)."""
+    """The exported ABI function and the always-inlined body it calls, between flush-to-zero
+    on and the caller's modes back (XLA:CPU's denormal modes, backends/cpu/denormals.py);
+    returns (body builder, pointer args, start, stop)."""
     fn = ir.Function(self.module, KERNEL_TYPE, name)
     fn.attributes.add("nounwind")
     for f in (fn,):
@@ -137,11 +139,13 @@ class KernelBuilder(ColumnReduceNests, ConcatNests, TiledNests, ScanNests):
       if na:
         a.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
+    modes = denormals.emit_flush_on(b)
     ptrs = []
     for k in range(n_ptrs):
       slot = b.gep(fn.args[0], [ir.Constant(I64, k)], inbounds=True, source_etype=PTR)
       ptrs.append(b.load(slot, typ=PTR))
     b.call(body, ptrs + [fn.args[1], fn.args[2]])
+    denormals.emit_restore(b, modes)
     b.ret_void()
     bb = ir.IRBuilder(body.append_basic_block("entry"))
     return bb, list(body.args[:n_ptrs]), body.args[n_ptrs], body.args[n_ptrs + 1]

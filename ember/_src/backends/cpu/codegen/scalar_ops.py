@@ -169,10 +169,13 @@ def _sign_rule(em, instr, v):
   b, x = em.b, v[0]
   k = kind(instr.dtype)
   if k == "f":
-    one = em.intrinsic(f"llvm.copysign.{float_suffix(x.type)}", x.type,
-                       [ir.Constant(x.type, 1.0), x])
-    keep = b.fcmp_unordered("==", x, ir.Constant(x.type, 0.0))   # 0, -0 and NaN stay
-    return b.select(keep, x, one)
+    copysign = lambda m: em.intrinsic(f"llvm.copysign.{float_suffix(x.type)}", x.type,
+                                      [ir.Constant(x.type, m), x])
+    # a zero of x's sign for 0, -0 and (read as zeros: XLA:CPU's flush-to-zero) subnormals;
+    # NaN stays
+    zero = b.fcmp_ordered("==", x, ir.Constant(x.type, 0.0))
+    return b.select(b.fcmp_unordered("uno", x, x), x,
+                    b.select(zero, copysign(0.0), copysign(1.0)))
   zero = ir.Constant(x.type, 0)
   if k in "ub":
     return b.zext(b.icmp_unsigned("!=", x, zero), x.type) if k == "u" else x
@@ -342,18 +345,23 @@ def _reduce_precision(em, instr, v):
 
 
 def _next_after(em, instr, v):
+  """XLA's next_after (chlo's decomposition), on the bits: a subnormal x that the
+  flush-to-zero comparisons read as 0 still steps from its own bits."""
   b = em.b
   x, y = v
   dt = instr.dtype
-  ux = em.to_bits(x, dt)
+  ux, uy = em.to_bits(x, dt), em.to_bits(y, dt)
   t = ux.type
   n = t.width
   sign = ir.Constant(t, 1 << (n - 1))
-  tiny = b.or_(b.and_(em.to_bits(y, dt), sign), ir.Constant(t, 1))   # +-smallest subnormal
-  up = b.xor(b.fcmp_ordered("<", x, y), b.fcmp_ordered("<", x, ir.Constant(x.type, 0.0)))
-  # moving away from zero increments the magnitude bits; toward zero decrements them
-  stepped = b.select(up, b.add(ux, ir.Constant(t, 1)), b.sub(ux, ir.Constant(t, 1)))
-  out = b.select(b.fcmp_ordered("==", x, ir.Constant(x.type, 0.0)), tiny, stepped)
+  magnitude = ir.Constant(t, (1 << (n - 1)) - 1)
+  ax, ay = b.and_(ux, magnitude), b.and_(uy, magnitude)
+  tiny = b.or_(b.and_(uy, sign), ir.Constant(t, 1))   # +-smallest subnormal
+  # toward zero (|x| > |y|, or y across zero) decrements the magnitude bits, else increments
+  down = b.or_(b.icmp_unsigned(">", ax, ay),
+               b.icmp_unsigned("!=", b.and_(ux, sign), b.and_(uy, sign)))
+  stepped = b.select(down, b.sub(ux, ir.Constant(t, 1)), b.add(ux, ir.Constant(t, 1)))
+  out = b.select(b.icmp_unsigned("==", ax, ir.Constant(t, 0)), tiny, stepped)
   res = em.from_bits(out, dt)
   res = b.select(b.fcmp_ordered("==", x, y), y, res)
   nan = b.fcmp_unordered("uno", x, y)

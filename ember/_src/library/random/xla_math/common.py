@@ -39,7 +39,9 @@ _TINY64 = np.finfo(np.float64).tiny
 
 def _daz64(x):
   """XLA:CPU's denormals-are-zero and flush-to-zero: a subnormal reads (is written) as a
-  zero of its sign."""
+  zero of its sign. (ember's kernels and NumPy paths run with those modes on too,
+  base/denormals.py; this and `_ftz` keep the formulas' flushes explicit, whatever the
+  thread's modes.)"""
   return lax.select(lax.lt(lax.abs(x), _f64c(_TINY64)), lax.mul(x, _f64c(0)), x)
 
 

@@ -80,8 +80,9 @@ def _xla_pow_f32(x, y):
   shape = tuple(core.get_aval(x).shape)
   k = lambda v: _k64(v, shape)
   c = _f32c
-  # y's integer-ness decides the sign for x < 0 (non-integer y: nan)
-  y_int = lax.eq(lax.floor(y), y)
+  # y's integer-ness decides the sign for x < 0 (non-integer y: nan); glibc reads it off the
+  # bits, so a subnormal y is no integer (floor(y) == y is true under flush-to-zero)
+  y_int = lax.bitwise_and(lax.eq(lax.floor(y), y), lax.bitwise_not(_subnormal_bits(y, u32)))
   y_odd = lax.bitwise_and(y_int, lax.eq(lax.abs(lax.rem(y, c(2))), c(1)))
   ax = lax.abs(x)
   x_neg = lax.ne(lax.shift_right_logical(lax.bitcast_convert_type(x, u32), np.uint32(31)),
@@ -140,7 +141,7 @@ def _xla_pow_f32(x, y):
   # glibc's special cases: x or y zero, infinite or nan; x < 0
   nan, inf = c(np.nan), c(np.inf)
   out = lax.select(lax.bitwise_and(x_neg, lax.bitwise_not(y_int)), lax.full_like(out, nan), out)
-  x_zin = lax.bitwise_or(lax.eq(x, c(0)), lax.bitwise_or(lax.eq(ax, inf), lax.ne(x, x)))
+  x_zin = lax.bitwise_or(_zero_bits(x, u32), lax.bitwise_or(lax.eq(ax, inf), lax.ne(x, x)))
   x2 = lax.mul(x, x)
   x2 = lax.select(neg, lax.neg(x2), x2)
   out = lax.select(x_zin, lax.select(lax.lt(y, c(0)), lax.div(c(1), x2), x2), out)
@@ -150,7 +151,27 @@ def _xla_pow_f32(x, y):
                                    lax.full_like(out, 0), lax.full_like(out, inf)))
   out = lax.select(y_inf, inf_case, out)
   out = lax.select(lax.bitwise_or(lax.ne(x, x), lax.ne(y, y)), lax.add(x, y), out)
-  return lax.select(lax.bitwise_or(lax.eq(y, c(0)), lax.eq(x, c(1))), lax.full_like(out, 1), out)
+  return lax.select(lax.bitwise_or(_zero_bits(y, u32), lax.eq(x, c(1))), lax.full_like(out, 1),
+                    out)
+
+
+# glibc's powf and pow test zeros and integers on the bits; XLA:CPU's comparisons, under its
+# flush-to-zero (base/denormals.py), read a subnormal as a zero: these read the bits
+
+def _zero_bits(v, ut):
+  """v is +-0 (a subnormal is not)."""
+  return lax.eq(lax.shift_left(lax.bitcast_convert_type(v, ut), np.array(1, ut)),
+                np.array(0, ut))
+
+
+def _subnormal_bits(v, ut):
+  """v is subnormal: exponent bits zero, significand not."""
+  bits = lax.bitcast_convert_type(v, ut)
+  width = np.dtype(ut).itemsize * 8
+  mant = (1 << (23 if width == 32 else 52)) - 1
+  exp_mask = ((1 << (width - 1)) - 1) ^ mant
+  return lax.bitwise_and(lax.eq(lax.bitwise_and(bits, np.array(exp_mask, ut)), np.array(0, ut)),
+                         lax.ne(lax.bitwise_and(bits, np.array(mant, ut)), np.array(0, ut)))
 
 
 # --- glibc's float64 pow (`__pow_fma`: log in double-double from a 128-entry table, exp
@@ -372,7 +393,7 @@ def _glibc_pow(x, y):
   c, u64, sel = _f64c, _U64, lax.select
   cu = lambda v: np.array(v, np.uint64)
   ax = lax.abs(x)
-  is_int = lax.eq(lax.floor(y), y)
+  is_int = lax.bitwise_and(lax.eq(lax.floor(y), y), lax.bitwise_not(_subnormal_bits(y, u64)))
   half = lax.mul(y, c(0.5))
   odd = lax.bitwise_and(is_int, lax.ne(lax.floor(half), half))
   negx = lax.lt(lax.bitcast_convert_type(x, dtypes.int64), np.int64(0))
@@ -381,7 +402,8 @@ def _glibc_pow(x, y):
   # subnormal |x|: glibc normalizes asuint(x * 2**52) - (52 << 52); the product is 0 under
   # XLA:CPU's denormals-are-zero
   ix = sel(lax.lt(ix, cu(1 << 52)), lax.full_like(ix, cu((-(52 << 52)) % 2**64)), ix)
-  ix = sel(lax.bitwise_and(lax.gt(ax, c(0)), lax.lt(ax, c(np.inf))), ix,
+  x_zero = _zero_bits(x, u64)
+  ix = sel(lax.bitwise_and(lax.bitwise_not(x_zero), lax.lt(ax, c(np.inf))), ix,
            lax.full_like(ix, cu(0x3FF0000000000000)))
   hi, lo = _pow_log(ix)
   ehi = lax.mul(y, hi)
@@ -399,7 +421,7 @@ def _glibc_pow(x, y):
   out = sel(lax.bitwise_and(negx, lax.bitwise_not(is_int)), lax.full_like(x, np.nan), out)
   # x zero or infinite: +-x*x or its reciprocal
   x2 = sel(odd_neg, lax.neg(lax.mul(x, x)), lax.mul(x, x))
-  zero_inf = lax.bitwise_or(lax.eq(ax, c(0)), lax.eq(ax, c(np.inf)))
+  zero_inf = lax.bitwise_or(x_zero, lax.eq(ax, c(np.inf)))
   out = sel(zero_inf, sel(lax.lt(y, c(0)), lax.div(c(1), x2), x2), out)
   # y infinite: 1 for |x| = 1, else 0 or inf by whether |x| < 1 agrees with y > 0
   y_inf = sel(lax.eq(ax, c(1)), lax.full_like(x, 1),
@@ -407,4 +429,4 @@ def _glibc_pow(x, y):
                   lax.full_like(x, np.inf)))
   out = sel(lax.eq(lax.abs(y), c(np.inf)), y_inf, out)
   out = sel(lax.bitwise_or(lax.ne(x, x), lax.ne(y, y)), lax.add(x, y), out)
-  return sel(lax.bitwise_or(lax.eq(y, c(0)), lax.eq(x, c(1))), lax.full_like(x, 1), out)
+  return sel(lax.bitwise_or(_zero_bits(y, u64), lax.eq(x, c(1))), lax.full_like(x, 1), out)
