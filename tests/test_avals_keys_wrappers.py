@@ -254,3 +254,15 @@ def test_complex_normal():
       rtol=2e-6)
   with pytest.raises(ValueError, match="must be a float or complex dtype"):
     jax.random.normal(k, (2,), dtype=jnp.int32)
+
+
+def test_eval_shape_takes_avals_and_objects_with_shape_and_dtype():
+  # flax's ConvLocal: eval_shape(conv, ShapedArray, ShapedArray); JAX 0.12.1 gives these
+  class Duck:
+    shape, dtype = (2, 3), np.dtype("float32")
+  out = jax.eval_shape(lambda a, b: a @ b.T, jax.core.ShapedArray((4, 3), jnp.float32), Duck())
+  assert (out.shape, out.dtype, out.weak_type) == ((4, 2), jnp.float32, False)
+  weak = jax.eval_shape(lambda a: a * 2, jax.core.ShapedArray((), jnp.float32, weak_type=True))
+  assert (weak.shape, weak.dtype, weak.weak_type) == ((), jnp.float32, True)
+  with pytest.raises(TypeError, match="not a valid"):
+    jax.eval_shape(lambda a: a, object())

@@ -433,3 +433,35 @@ def test_dtype_mismatch_names_the_operation():
   with pytest.raises(TypeError, match=r"lax.conv_general_dilated requires arguments to have "
                                       r"the same dtypes, got float32, float16"):
     lax.conv(np.zeros((1, 2, 3), np.float32), np.zeros((1, 2, 2), np.float16), (1,), "VALID")
+
+
+def _local_conv_reference(x, w, strides, pads, fs):
+  """float64 unshared conv, NHWC / HWIO with I = channels * taps (channel-major, as JAX)."""
+  x = np.pad(x.astype(np.float64), ((0, 0), *pads, (0, 0)))
+  oh, ow = w.shape[:2]
+  out = np.zeros((x.shape[0], oh, ow, w.shape[3]))
+  for i in range(oh):
+    for j in range(ow):
+      win = x[:, i * strides[0]:i * strides[0] + fs[0], j * strides[1]:j * strides[1] + fs[1]]
+      feats = np.moveaxis(win, 3, 1).reshape(x.shape[0], -1)   # (N, C * taps)
+      out[:, i, j] = feats @ w[i, j].astype(np.float64)
+  return out
+
+
+@pytest.mark.parametrize("strides,pads", [((1, 1), ((0, 0), (0, 0))), ((2, 1), ((1, 1), (0, 1))),
+                                          ((1, 2), ((1, 0), (0, 1)))])
+def test_conv_general_dilated_local_matches_numpy(strides, pads):
+  rng = np.random.RandomState(0)
+  x, fs = rng.randn(2, 7, 6, 3).astype(np.float32), (3, 2)
+  oh = (7 + sum(pads[0]) - fs[0]) // strides[0] + 1
+  ow = (6 + sum(pads[1]) - fs[1]) // strides[1] + 1
+  w = rng.randn(oh, ow, 3 * 6, 4).astype(np.float32)
+  dn = ("NHWC", "HWIO", "NHWC")
+  f = lambda x, w: lax.conv_general_dilated_local(x, w, strides, pads, fs, dimension_numbers=dn)
+  want = _local_conv_reference(x, w, strides, pads, fs)
+  for got in (f(x, w), ember.jit(f)(x, w)):
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+  # NCHW / OIHW layout: the same numbers, moved
+  xn, wn = np.moveaxis(x, 3, 1), np.transpose(w, (3, 2, 0, 1))
+  got = lax.conv_general_dilated_local(xn, wn, strides, pads, fs)
+  np.testing.assert_allclose(np.moveaxis(np.asarray(got), 1, 3), want, rtol=1e-5, atol=1e-5)

@@ -285,10 +285,22 @@ def eval_shape(fun, *args, **kwargs):
 def _abstract_arg(x):
   if refs.is_ref(x):   # its value is read, never written back
     return x
-  aval = x.aval if isinstance(x, ShapeDtypeStruct) else core.get_aval(x)
+  aval = x.aval if isinstance(x, ShapeDtypeStruct) else x if isinstance(
+      x, core.ShapedArray) else _duck_aval(x)   # an aval itself: flax's eval_shape(conv, *avals)
   if isinstance(aval.dtype, dtypes.ExtendedDType) and abstract_extended[0] is not None:
     return abstract_extended[0](aval, _Abstract)
   return _Abstract(aval)
+
+
+def _duck_aval(x):
+  """The aval of a value, or of any object with `shape` and `dtype` (JAX's eval_shape takes
+  those as abstract arguments)."""
+  try:
+    return core.get_aval(x)
+  except TypeError:
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+      return core.ShapedArray(tuple(x.shape), x.dtype, weak_type=getattr(x, "weak_type", False))
+    raise
 
 
 def _key_shape(x):

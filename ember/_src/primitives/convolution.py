@@ -25,7 +25,7 @@ from ember._src.base import dtypes
 from ember._src.core import ShapedArray
 from ember._src.primitives import check_same_dtypes, declare
 from ember._src.primitives.elementwise import convert_element_type
-from ember._src.primitives.linalg import canonicalize_precision
+from ember._src.primitives.linalg import canonicalize_precision, dot_general
 from ember._src.primitives.structural import full, padtype_to_pads, reshape, rev, transpose
 from ember._src.reference import (
     convolution as reference_conv, linalg as reference_linalg, windows as reference_windows)
@@ -34,7 +34,8 @@ from ember._src.transforms import ad
 __all__ = ["conv_general_dilated", "conv", "conv_with_general_padding", "conv_transpose",
            "conv_dimension_numbers", "conv_general_permutations", "ConvDimensionNumbers",
            "ConvGeneralDilatedDimensionNumbers", "conv_shape_tuple", "conv_general_shape_tuple",
-           "conv_transpose_shape_tuple", "conv_general_dilated_patches", "conv_general_dilated_p"]
+           "conv_transpose_shape_tuple", "conv_general_dilated_patches", "conv_general_dilated_local",
+           "conv_general_dilated_p"]
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -353,6 +354,34 @@ def conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
       feature_group_count=channels,
       precision=None if precision is None else (precision, "default"),
       preferred_element_type=preferred_element_type)
+
+
+def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
+                               lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                               precision=None):
+  """An unshared convolution: its own kernel at every output position. `rhs` is laid out by
+  the rhs spec as (out features, in features * taps, *output spatial); the input's patches
+  (conv_general_dilated_patches) are contracted with it position by position: a dot batched
+  over the output's spatial dims. `precision`: one for both, or (patches', dot's)."""
+  lhs_precision, rhs_precision = (precision if isinstance(precision, (tuple, list))
+                                  and len(precision) == 2 else (precision, precision))
+  patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
+                                         lhs_dilation, rhs_dilation, dimension_numbers,
+                                         precision=lhs_precision)
+  dn = conv_dimension_numbers(_shape(lhs), (1, 1) + tuple(filter_shape), dimension_numbers)
+  # batch dims in the order they stand in the output, so the result's leading dims are the
+  # output's spatial dims in order, followed by (batch, out features)
+  order = sorted(range(len(filter_shape)), key=lambda i: dn.out_spec[2 + i])
+  batch = ([dn.out_spec[2 + i] for i in order], [dn.rhs_spec[2 + i] for i in order])
+  out = dot_general(patches, rhs, (([dn.out_spec[1]], [dn.rhs_spec[1]]), batch),
+                    precision=rhs_precision)
+  rank = len(dn.out_spec)
+  spatial = [d for d in range(rank) if d not in dn.out_spec[:2]]
+  perm = [0] * rank
+  for position, source in zip([dn.out_spec[0], dn.out_spec[1], *spatial],
+                              [rank - 2, rank - 1, *range(rank - 2)]):
+    perm[position] = source
+  return transpose(out, perm)
 
 
 def conv_shape_tuple(lhs_shape, rhs_shape, strides, pads, batch_group_count=1):
