@@ -386,9 +386,10 @@ def _thunk_types(f, *args):
 
 def test_numpy_thunks_flush():
   """Thunks that compute in NumPy or BLAS (a large dot, sort) flush as kernels do."""
-  a = np.full((1024, 1024), np.float32(1e-22))
+  # (A of 16 MB: above the AVX-512 large body's 12 MB, so BLAS runs it on every machine)
+  a = np.full((2048, 2048), np.float32(1e-22))
   assert exm.DotThunk in _thunk_types(jnp.dot, a, a)
-  assert not np.asarray(ember.jit(jnp.dot)(a, a)).any()     # 1024 * 1e-44: flushed
+  assert not np.asarray(ember.jit(jnp.dot)(a, a)).any()     # 2048 * 1e-44: flushed
   x = np.float32([1e-39, 0.0, -1e-39, -0.0, -1.0])
   assert exm.SortThunk in _thunk_types(lax.sort, x)
   # JAX 0.12.1: the subnormals compare equal to the zeros and keep their places (stable)
