@@ -255,14 +255,19 @@ def compare(suite: Suite, jax_outcomes: dict, ember: dict, known: dict) -> Compa
   got, messages = ember["outcomes"], ember["messages"]
   ran = [t for t in jax_outcomes if t in got or collect_error_for(t, got)]
   jax_passed = [t for t in ran if jax_outcomes[t] == PASSED]
-  failing = {t: messages.get(t) or messages.get(collect_error_for(t, got) or "", "") or
-             got.get(t, "collect-error") for t in jax_passed if got.get(t) != PASSED}
+  failing = {t: failure_message(t, got, messages) for t in jax_passed if got.get(t) != PASSED}
   return Comparison(
       suite.name, len(ran), len(jax_passed), len(jax_passed) - len(failing),
       new={t: m for t, m in failing.items() if t not in known},
       known_failing={t: known[t] for t in failing if t in known},
       known_passing=sorted(t for t in known if got.get(t) == PASSED),
       ember_only=sum(1 for t, o in got.items() if o == PASSED and jax_outcomes.get(t) != PASSED))
+
+
+def failure_message(test_id: str, got: dict, messages: dict) -> str:
+  """Why a test did not pass: its message (or its collection error's), else its outcome."""
+  where = test_id if test_id in got else collect_error_for(test_id, got)
+  return messages.get(where) or got.get(where, "not run")
 
 
 def collect_error_for(test_id: str, got: dict) -> str | None:

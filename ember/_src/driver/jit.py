@@ -214,7 +214,9 @@ def _ref_leaf(ref):
   """The one flat leaf of a ref argument's value (a typed key's: its data)."""
   value = tree_util.tree_leaves(refs.read(ref))
   if len(value) != 1:
-    raise NotImplementedError(f"a jax.Ref argument of jit holding {len(value)} arrays")
+    raise NotImplementedError(
+        f"jit: a jax.Ref argument holding {len(value)} arrays is not supported (ember passes "
+        "a ref argument holding one array): pass one ref per array")
   return value[0]
 
 

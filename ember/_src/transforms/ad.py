@@ -320,13 +320,18 @@ def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, linearizing: 
   (Zero where symbolically zero), aux with its tracers replaced by their primals)."""
   with core.new_main(JVPTrace, _JvpData(linearizing, {})) as main:
     trace = JVPTrace(main)
-    ins = [given_jvp_tracer(trace, p, t) for p, t in zip(primals, tangents)]
-    outs, aux = fun(*ins)
-    outs = [core.full_raise(trace, o) for o in outs]
-    aux = _strip_aux(aux, main)
-    # an input returned as it is comes out as the caller's value, a Python scalar
-    # included (`jvp(lambda x: x, (1.0,), (1.0,))` is `(1.0, 1.0)`, as JAX's)
-    pairs = [as_given(o) for o in outs]
+    try:
+      ins = [given_jvp_tracer(trace, p, t) for p, t in zip(primals, tangents)]
+      outs, aux = fun(*ins)
+      outs = [core.full_raise(trace, o) for o in outs]
+      aux = _strip_aux(aux, main)
+      # an input returned as it is comes out as the caller's value, a Python scalar
+      # included (`jvp(lambda x: x, (1.0,), (1.0,))` is `(1.0, 1.0)`, as JAX's)
+      pairs = [as_given(o) for o in outs]
+    finally:
+      # the table's tracers refer back to `main`: a cycle that would keep them (and the
+      # values they stand for) alive until the next gc, seen as a leak by checking_leaks
+      main.global_data.given.clear()
     return [p for p, _ in pairs], [t for _, t in pairs], aux
 
 
