@@ -370,6 +370,72 @@ def check_device_pools():
     assert tables and all(t[0, 0] == pool.state for t in tables)
 
 
+def _raises(exc, text, f, *args):
+  try:
+    f(*args)
+  except exc as e:
+    assert text in str(e), str(e)
+  else:
+    raise AssertionError(f"no {exc.__name__} ({text})")
+
+
+def check_abstract_mesh_constraint():
+  """with_sharding_constraint to a NamedSharding over an AbstractMesh (flax's shardings over
+  get_abstract_mesh()) is laid out over the mesh in context, else over the array's own mesh;
+  JAX 0.12's results, shardings and errors."""
+  if n % 2:
+    return
+  mesh = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, n // 2), ("in", "out"))
+  split = NamedSharding(mesh, P("in", "out"))
+  x = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+  wide = jax.sharding.AbstractMesh((1, n), ("in", "out"), (jax.sharding.AxisType.Auto,) * 2)
+  with jax.set_mesh(mesh):
+    s = NamedSharding(jax.sharding.get_abstract_mesh(), P("in", "out"))
+    for v in (jnp.asarray(x), x):
+      r = lax.with_sharding_constraint(v, s)
+      assert r.sharding == split, r.sharding
+      np.testing.assert_array_equal(np.asarray(r), x)
+    r = jax.jit(lambda v: lax.with_sharding_constraint(v * 2, s))(jnp.asarray(x))
+    assert r.sharding.is_equivalent_to(split, 2), r.sharding
+    np.testing.assert_array_equal(np.asarray(r), x * 2)
+    # JAX takes the context mesh even where the abstract mesh's shape differs
+    assert lax.with_sharding_constraint(x, NamedSharding(wide, P("in"))).sharding == \
+        NamedSharding(mesh, P("in"))
+  s = NamedSharding(mesh.abstract_mesh, P("in", "out"))
+  placed = jax.device_put(x, NamedSharding(mesh, P()))
+  r = lax.with_sharding_constraint(placed, s)
+  assert r.sharding == split, r.sharding
+  np.testing.assert_array_equal(np.asarray(r), x)
+  r = jax.jit(lambda v: lax.with_sharding_constraint(v * 2, s))(jnp.asarray(x))
+  assert isinstance(r.sharding, jax.sharding.SingleDeviceSharding), r.sharding
+  np.testing.assert_array_equal(np.asarray(r), x * 2)
+  _raises(TypeError, "The sharding on the input must be a `NamedSharding` since the target "
+          "sharding has an `AbstractMesh` in it.", lax.with_sharding_constraint,
+          jnp.asarray(x), s)
+  _raises(ValueError, "requires the input passed should be a `jax.Array`",
+          lax.with_sharding_constraint, x, s)
+  _raises(ValueError, f"Mesh shape of the input (('in', 2), ('out', {n // 2})) does not match "
+          f"the mesh shape of the target sharding (('in', 1), ('out', {n})) for shape "
+          "float32[4,4]", lax.with_sharding_constraint, placed, NamedSharding(wide, P("in")))
+
+
+def check_is_equivalent_to():
+  """Shardings that put the same pieces on the same devices, split or not: JAX 0.12's."""
+  if n != 4:
+    return
+  sq = jax.sharding.Mesh(np.array(jax.devices()).reshape(2, 2), ("in", "out"))
+  tall = jax.sharding.Mesh(np.array(jax.devices()).reshape(4, 1), ("in", "out"))
+  ns = lambda m, *spec: NamedSharding(m, P(*spec))   # noqa: E731
+  assert ns(sq, "in", "out").is_equivalent_to(ns(sq, "in", "out"), 2)
+  assert not ns(sq, "in", "out").is_equivalent_to(ns(sq, "in"), 2)
+  assert ns(sq, "in").is_equivalent_to(ns(sq, "in", None), 2)
+  assert ns(tall, "in").is_equivalent_to(ns(tall, "in", "out"), 2)
+  assert ns(tall, "out").is_equivalent_to(ns(tall), 2)
+  assert not ns(sq, ("in", "out")).is_equivalent_to(ns(sq, ("out", "in")), 1)
+  assert ns(sq, ("in", "out")).is_equivalent_to(ns(tall, "in"), 1)
+  assert not ns(sq).is_equivalent_to(jax.sharding.SingleDeviceSharding(jax.devices()[0]), 2)
+
+
 def flat(ps):
   return [np.asarray(a, np.float64).ravel().tolist() for a in jax.tree.leaves(ps)]
 
@@ -383,6 +449,8 @@ if __name__ == "__main__":
   check_async_collectives()
   check_maps_inside_jit()
   check_device_pools()
+  check_abstract_mesh_constraint()
+  check_is_equivalent_to()
   json.dump({"n": n, "pmap": flat(pmap_steps()), "shard_map": flat(shard_map_steps()),
              "jit": flat(jit_steps()), "jit_constraint": flat(constrained_steps())},
             sys.stdout)

@@ -447,8 +447,10 @@ class Sharding:
     return {d: i for d, i in self.devices_indices_map(global_shape).items() if d in local}
 
   def is_equivalent_to(self, other: "Sharding", ndim: int) -> bool:
-    shape = (1,) * ndim  # any shape works with one device: every piece is the whole array
-    return (self.device_set == other.device_set
+    # the same pieces on the same devices, for a shape each sharding splits evenly (the
+    # number of pieces along a dimension divides the number of devices)
+    shape = (self.num_devices * other.num_devices,) * ndim
+    return (self.device_set == other.device_set and self.memory_kind == other.memory_kind
             and self.devices_indices_map(shape) == other.devices_indices_map(shape))
 
 
@@ -699,14 +701,44 @@ def _constrain(what: str, x, shardings):
   leaves, tree = tree_util.tree_flatten(x)
   out = []
   for leaf, s in zip(leaves, _per_leaf(x, shardings)):
-    s = None if s is None else _as_sharding(s, what)
-    if s is None or len(s.device_set) == 1:
+    s = None if s is None else _on_devices(_as_sharding(s, what), leaf)
+    if s is None or s.num_devices == 1:
       out.append(leaf)
     elif isinstance(leaf, core.Tracer):
       out.append(stage_constraint[0](leaf, sharding=s))
     else:
       out.append(put_on_devices[0](leaf, s))
   return tree_util.tree_unflatten(tree, out)
+
+
+def _on_devices(s: Sharding, leaf) -> Sharding | None:
+  """`s`, where it is a NamedSharding over an AbstractMesh, over devices as JAX makes it:
+  over the mesh `jax.set_mesh` put in context, else over that of the array's own
+  NamedSharding, which must have the same mesh shape. Arrays made under `jax.set_mesh` are
+  NamedSharding'd over its mesh in JAX and on one device in ember, so ember takes any array
+  there. A traced value has no sharding of its own: without a mesh in context, None (the
+  constraint is left out; the values are the same)."""
+  if not isinstance(s, NamedSharding) or not isinstance(s.mesh, AbstractMesh):
+    return s
+  if _context.mesh is not None:
+    return NamedSharding(_context.mesh, s.spec, memory_kind=s.memory_kind)
+  if isinstance(leaf, core.Tracer):
+    return None
+  aval = core.get_aval(leaf)
+  own = getattr(leaf, "sharding", None)
+  if own is None:
+    raise ValueError("Target sharding contains a `jax.sharding.AbstractMesh` which requires "
+                     f"the input passed should be a `jax.Array`. Got {type(leaf)} with shape "
+                     f"{aval.str_short()}")
+  if not isinstance(own, NamedSharding) or isinstance(own.mesh, AbstractMesh):
+    raise TypeError("The sharding on the input must be a `NamedSharding` since the target "
+                    "sharding has an `AbstractMesh` in it. Got sharding type "
+                    f"{type(own)} for shape {aval.str_short()}")
+  if own.mesh.shape_tuple != s.mesh.shape_tuple:
+    raise ValueError(f"Mesh shape of the input {own.mesh.shape_tuple} does not match the mesh "
+                     f"shape of the target sharding {s.mesh.shape_tuple} for shape "
+                     f"{aval.str_short()}")
+  return NamedSharding(own.mesh, s.spec, memory_kind=s.memory_kind)
 
 
 def with_sharding_constraint(x, shardings):
