@@ -3,7 +3,8 @@
 `import ember as jax; import ember.numpy as jnp` runs JAX code unchanged.
 """
 from ember._src.base.config import (  # noqa: F401
-    config, default_device, disable_jit, enable_x64, numpy_dtype_promotion, numpy_rank_promotion)
+    config, debug_key_reuse, default_device, disable_jit, enable_x64, numpy_dtype_promotion,
+    numpy_rank_promotion)
 from ember._src.library import numpy as _np_impl  # noqa: F401  (attaches Array methods)
 from ember._src.library.numpy import array_methods as _array_methods  # noqa: F401
 from ember._src.base.basearray import Array  # noqa: F401 (abstract: arrays, tracers, keys)
@@ -28,7 +29,7 @@ from ember._src.transforms.remat import checkpoint, checkpoint_policies, remat  
 from ember._src.driver.cache_miss import log_compiles  # noqa: F401
 from ember._src.core.api_util import ShapeDtypeStruct  # noqa: F401
 from ember import dtypes, errors, extend, lax, numpy, tree, tree_util  # noqa: F401
-from ember import ad_checkpoint, custom_derivatives, ref, stages  # noqa: F401
+from ember import ad_checkpoint, api_util, custom_derivatives, ref, stages  # noqa: F401
 from ember._src.primitives.callbacks import pure_callback  # noqa: F401
 from ember._src.runtime.executor import effects_barrier  # noqa: F401
 from ember import debug, experimental, interpreters  # noqa: F401

@@ -266,3 +266,127 @@ def test_eval_shape_takes_avals_and_objects_with_shape_and_dtype():
   assert (weak.shape, weak.dtype, weak.weak_type) == ((), jnp.float32, True)
   with pytest.raises(TypeError, match="not a valid"):
     jax.eval_shape(lambda a: a, object())
+
+
+# --- flax's uses (issue 32, flax 0.12.12) -------------------------------------------------
+
+def test_shaped_array_takes_jax_type_keywords():
+  am = AbstractMesh((2,), ("x",), (jax.sharding.AxisType.Explicit,))
+  # JAX: ShapedArray(float32[4@x]); ember's types carry no sharding, so the type is float32[4]
+  a = jax.core.ShapedArray((4,), jnp.float32, sharding=NamedSharding(am, P("x")))
+  assert a == jax.core.ShapedArray((4,), jnp.float32) and a.sharding.spec == P(None)
+  b = jax.core.ShapedArray(shape=(2, 3), dtype=jnp.int32, weak_type=True,
+                           sharding=jax.typeof(jnp.ones((2, 3))).sharding)
+  assert b.shape == (2, 3) and b.dtype == np.int32 and b.weak_type
+  assert a.update(shape=(2, 4), sharding=NamedSharding(am, P("x"))).shape == (2, 4)
+  # JAX's checks of the sharding, and its messages
+  with pytest.raises(ValueError, match=r"Sharding spec \('x',\) implies that array axis 0 is "
+                     r"partitioned 2 times, but does not evenly divide the dimension size 3"):
+    jax.core.ShapedArray((3,), jnp.float32, sharding=NamedSharding(am, P("x")))
+  with pytest.raises(ValueError, match=r"Length of sharding.spec \(3\) must be equal to "
+                     r"aval's ndim \(2\)"):
+    jax.core.ShapedArray((4, 3), jnp.float32, sharding=NamedSharding(am, P("x", None, None)))
+  with pytest.raises(ValueError, match="Mesh of an aval must be an AbstractMesh"):
+    jax.core.ShapedArray((4,), jnp.float32,
+                         sharding=NamedSharding(jax.make_mesh((1,), ("x",)), P("x")))
+  with pytest.raises(ValueError, match="sharding with memory_kind is not allowed"):
+    jax.core.ShapedArray((4,), jnp.float32,
+                         sharding=NamedSharding(am, P("x"), memory_kind="device"))
+
+
+def test_named_sharding_update():
+  am = AbstractMesh((2,), ("x",), (jax.sharding.AxisType.Explicit,))
+  s = NamedSharding(am, P(None))
+  # JAX: spec=P('x',) from a tuple or a P; memory_kind given; the mesh kept
+  assert s.update(spec=("x",)) == NamedSharding(am, P("x")) == s.update(spec=P("x"))
+  assert s.update(memory_kind="device").memory_kind == "device"
+  assert s.update(memory_kind="device").spec == P(None)
+  assert repr(jax.typeof(jnp.ones((2, 3))).sharding.update(spec=P(None))) == (
+      "NamedSharding(mesh=AbstractMesh((), axis_types=()), spec=P(None,))")
+  mesh = jax.make_mesh((1,), ("y",))
+  assert s.update(mesh=mesh, spec=P("y")) == NamedSharding(mesh, P("y"))
+  with pytest.raises(ValueError, match="Resource axis: y"):
+    s.update(spec=P("y"))
+
+
+def test_api_util_is_an_attribute_of_jax():
+  # flax's scan calls jax.api_util.debug_info after a plain `import jax`
+  assert jax.api_util.debug_info is not None and jax.api_util.flatten_fun_nokwargs
+
+
+KEY_DATA_3_SPLIT = [[1797259609, 2579123966], [928981903, 3453687069],
+                    [4146024105, 2718843009]]   # JAX: key_data(split(key(0), 3))
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, jax.jit], ids=["eager", "jit"])
+def test_keys_broadcast_compare_and_update(wrap):
+  ks = jax.random.split(jax.random.key(0), 3)
+  np.testing.assert_array_equal(jax.random.key_data(ks), KEY_DATA_3_SPLIT)
+  b = wrap(lambda k: jnp.broadcast_to(k, (2, 3)))(ks)
+  assert b.shape == (2, 3) and b.dtype == ks.dtype
+  np.testing.assert_array_equal(jax.random.key_data(b), [KEY_DATA_3_SPLIT] * 2)
+  one = wrap(lambda k: jnp.broadcast_to(k[1], (2,)))(ks)
+  np.testing.assert_array_equal(jax.random.key_data(one), [KEY_DATA_3_SPLIT[1]] * 2)
+  # JAX: [False  True False], True, False and [ True  True  True] / [False True True]
+  np.testing.assert_array_equal(wrap(jnp.isclose)(ks, ks[1]), [False, True, False])
+  assert bool(wrap(jnp.allclose)(ks, ks)) and not bool(wrap(jnp.allclose)(ks, ks[0]))
+  np.testing.assert_array_equal(wrap(jnp.equal)(ks, ks[1]), [False, True, False])
+  np.testing.assert_array_equal(wrap(jnp.not_equal)(ks, ks[0]), [False, True, True])
+  k5 = jax.random.key(5)
+  # JAX: the rows replaced by key(5)'s data [0, 5]
+  np.testing.assert_array_equal(
+      jax.random.key_data(wrap(lambda k, n: k.at[1].set(n))(ks, k5)),
+      [KEY_DATA_3_SPLIT[0], [0, 5], KEY_DATA_3_SPLIT[2]])
+  np.testing.assert_array_equal(
+      jax.random.key_data(wrap(lambda k, n: k.at[1:].set(n))(ks, k5)),
+      [KEY_DATA_3_SPLIT[0], [0, 5], [0, 5]])
+  np.testing.assert_array_equal(jax.random.key_data(wrap(lambda k: k.at[2].get())(ks)),
+                                KEY_DATA_3_SPLIT[2])
+
+
+def test_key_update_and_broadcast_errors():
+  ks = jax.random.split(jax.random.key(0), 3)
+  # JAX: ValueError Incompatible types for broadcasting: input type=key<fry>[3] and
+  # requested type=key<fry>[2]
+  with pytest.raises(ValueError, match=r"input type=key<fry>\[3\] and requested "
+                     r"type=key<fry>\[2\]"):
+    jnp.broadcast_to(ks, (2,))
+  # JAX raises TypeErrors here too (its messages name no key operation)
+  with pytest.raises(TypeError, match="must be PRNG keys"):
+    ks.at[0].set(jnp.uint32(3))
+  with pytest.raises(TypeError, match="no arithmetic"):
+    ks.at[0].add(jax.random.key(5))
+
+
+def test_debug_key_reuse_off_only():
+  with jax.debug_key_reuse(False):
+    assert jax.config.jax_debug_key_reuse is False
+    jax.random.uniform(jax.random.key(0))
+  with pytest.raises(NotImplementedError, match="no key-reuse checker"):
+    jax.config.update("jax_debug_key_reuse", True)
+  with pytest.raises(NotImplementedError, match="no key-reuse checker"):
+    with jax.debug_key_reuse(True):
+      pass
+  assert jax.config.jax_debug_key_reuse is False
+
+
+def test_trace_to_jaxpr_dynamic_with_a_key_argument():
+  from ember.extend import linear_util as lu
+  from ember.interpreters import partial_eval as pe
+
+  def body(key, x):
+    return jax.random.uniform(jax.random.fold_in(key, 7), (2,)) + x, jax.random.split(key)
+
+  key = jax.random.key(3)
+  f_flat, out_tree = jax.api_util.flatten_fun_nokwargs(
+      lu.wrap_init(body, debug_info=jax.api_util.debug_info("s", body, (0, 0), {})),
+      jax.tree.structure((0, 0)))
+  jaxpr, out_avals, consts = pe.trace_to_jaxpr_dynamic(
+      f_flat, [jax.typeof(key), jax.core.ShapedArray((2,), jnp.float32)])
+  # JAX: invars key<fry>[], float32[2]; out_avals float32[2], key<fry>[2]. ember's jaxprs
+  # hold keys as their data (uint32[..., 2])
+  assert [str(v.aval) for v in jaxpr.invars[len(consts):]] == ["uint32[2]", "float32[2]"]
+  assert [str(a) for a in out_avals] == ["float32[2]", "uint32[2,2]"]
+  u, split = jax.core.eval_jaxpr(jaxpr, consts, jax.random.key_data(key), jnp.ones(2))
+  np.testing.assert_allclose(u, [1.4369426, 1.3668886], rtol=1e-6)   # JAX's
+  np.testing.assert_array_equal(split, [[3716834203, 3481239269], [1946498123, 2217676430]])

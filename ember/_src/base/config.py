@@ -61,6 +61,8 @@ class Config:
       "jax_disable_jit": lambda: _env_bool("JAX_DISABLE_JIT", False),
       # look for tracers left reachable after their transformation (core/leak_check.py)
       "jax_check_tracer_leaks": lambda: _env_bool("JAX_CHECK_TRACER_LEAKS", False),
+      # JAX's key-reuse checker: ember has none, so only False (off, JAX's default) is taken
+      "jax_debug_key_reuse": lambda: False,
       # how many CPU devices the CPU backend has; -1: EMBER_NUM_CPU_DEVICES, else XLA_FLAGS'
       # --xla_force_host_platform_device_count, else 1 (base/flags.py). Read when the backend
       # is first used; changing it afterwards raises, as in JAX
@@ -144,6 +146,9 @@ class Config:
     if name == "jax_numpy_dtype_promotion" and value not in ("standard", "strict"):
       raise ValueError(f"jax_numpy_dtype_promotion must be 'standard' or 'strict', got "
                        f"{value!r}")
+    if name == "jax_debug_key_reuse" and value:
+      raise NotImplementedError("jax_debug_key_reuse: ember has no key-reuse checker (JAX's "
+                                "jax.experimental.key_reuse); only False (off) is supported")
     if name == "jax_traceback_filtering" and value not in _TRACEBACK_FILTERING_MODES:
       raise ValueError(f"jax_traceback_filtering must be one of {_TRACEBACK_FILTERING_MODES}, "
                        f"got {value!r}")
@@ -276,6 +281,12 @@ def disable_jit(disable: bool = True):
 def numpy_dtype_promotion(mode: str):
   """Context manager: the dtype promotion rules inside the block, "standard" or "strict"."""
   return config._override("jax_numpy_dtype_promotion", mode)
+
+
+def debug_key_reuse(enabled: bool):
+  """Context manager: JAX's key-reuse checking on or off inside the block
+  (`jax.debug_key_reuse`); ember has no checker, so only False is taken."""
+  return config._override("jax_debug_key_reuse", bool(enabled))
 
 
 def numpy_rank_promotion(mode: str):

@@ -29,10 +29,16 @@ class ShapedArray(AbstractValue):
   """The type of an array value: shape, dtype and whether the dtype is weak."""
   __slots__ = ("shape", "dtype", "weak_type")
 
-  def __init__(self, shape, dtype, weak_type: bool = False):
+  def __init__(self, shape, dtype, weak_type: bool = False, *, sharding=None,
+               manual_axis_type=None, memory_space=None, layout=None):
     self.shape = tuple(int(d) for d in shape)
     self.dtype = dtype if isinstance(dtype, dtypes.ExtendedDType) else np.dtype(dtype)
     self.weak_type = bool(weak_type)
+    # JAX's types also carry a sharding, the mesh axes a value varies over, a memory space
+    # and a layout; ember's carry none of them (one layout, device memory; `.sharding` is
+    # the unsplit one), so a given sharding is checked as JAX checks it, then not kept
+    if sharding is not None:
+      check_type_sharding[0](sharding, self.shape)
 
   ndim = property(lambda self: len(self.shape))
   size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
@@ -44,10 +50,12 @@ class ShapedArray(AbstractValue):
     context (empty without `jax.set_mesh`) with a None per dimension (`P(None, None)`)."""
     return type_sharding[0](self)
 
-  def update(self, shape=None, dtype=None, weak_type=None) -> "ShapedArray":
+  def update(self, shape=None, dtype=None, weak_type=None, **kwargs) -> "ShapedArray":
+    """This type with the given fields changed (JAX's `sharding=`, `manual_axis_type=`,
+    `memory_space=`, `layout=` are taken as the constructor takes them)."""
     return ShapedArray(self.shape if shape is None else shape,
                        self.dtype if dtype is None else dtype,
-                       self.weak_type if weak_type is None else weak_type)
+                       self.weak_type if weak_type is None else weak_type, **kwargs)
 
   def strip_weak_type(self) -> "ShapedArray":
     return self.update(weak_type=False) if self.weak_type else self
@@ -78,8 +86,10 @@ class ShapedArray(AbstractValue):
     return ("~" if self.weak_type else "") + self.str_short()
 
 
-# aval -> the sharding in its type; filled by core/sharding.py (which imports this module)
+# aval -> the sharding in its type, and the check of a sharding given to ShapedArray; filled
+# by core/sharding.py (which imports this module)
 type_sharding: list = [None]
+check_type_sharding: list = [None]
 
 
 def _python_scalar_aval(x) -> ShapedArray:

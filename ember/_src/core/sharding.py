@@ -566,6 +566,14 @@ class NamedSharding(Sharding):
   def with_memory_kind(self, kind: str) -> "NamedSharding":
     return NamedSharding(self.mesh, self.spec, memory_kind=kind)
 
+  def update(self, *, mesh=None, spec=None, memory_kind=None) -> "NamedSharding":
+    """This sharding with the given mesh, spec (a PartitionSpec or a sequence of its
+    entries) or memory kind in place of its own (`NamedSharding.update`)."""
+    spec = self.spec if spec is None else spec
+    return NamedSharding(self.mesh if mesh is None else mesh,
+                         spec if isinstance(spec, PartitionSpec) else PartitionSpec(*spec),
+                         memory_kind=self.memory_kind if memory_kind is None else memory_kind)
+
   def is_equivalent_to(self, other: Sharding, ndim: int) -> bool:
     if isinstance(self.mesh, AbstractMesh) or isinstance(getattr(other, "mesh", None),
                                                          AbstractMesh):
@@ -595,6 +603,36 @@ def _type_sharding(aval) -> NamedSharding:
 
 
 core.avals.type_sharding[0] = _type_sharding
+
+
+def _check_type_sharding(sharding, shape: tuple) -> None:
+  """A sharding given to `ShapedArray(..., sharding=)` is one JAX takes into a type: a
+  NamedSharding over an AbstractMesh, without a memory kind, whose spec (padded with Nones)
+  has one entry per dimension and splits each evenly."""
+  if not isinstance(sharding, NamedSharding):
+    raise TypeError(f"ShapedArray: sharding must be a NamedSharding, got {sharding!r}")
+  if len(sharding.spec) > len(shape):
+    raise ValueError(
+        f"Length of sharding.spec ({len(sharding.spec)}) must be equal to aval's ndim "
+        f"({len(shape)}). Got sharding.spec {sharding.spec}, aval.ndim {len(shape)} and "
+        f"sharding {sharding}")
+  if not isinstance(sharding.mesh, AbstractMesh):
+    raise ValueError("Mesh of an aval must be an AbstractMesh. "
+                     f"Got {sharding.mesh} of type {type(sharding.mesh)}")
+  for dim, (entry, size) in enumerate(zip(sharding.spec, shape)):
+    axes = _entry_axes(entry)
+    n = math.prod(sharding.mesh.shape[a] for a in axes)
+    if size % n:
+      raise ValueError(
+          f"Sharding spec {axes} implies that array axis {dim} is partitioned {n} times, but "
+          f"does not evenly divide the dimension size {size}. Got shape: {shape} and "
+          f"sharding {sharding}")
+  if sharding.memory_kind is not None:
+    raise ValueError("sharding with memory_kind is not allowed. Please use `jax.device_put` "
+                     f"to transfer to different memory spaces. Got sharding={sharding}")
+
+
+core.avals.check_type_sharding[0] = _check_type_sharding
 
 
 def _entry_axes(entry) -> tuple:

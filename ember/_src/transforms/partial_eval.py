@@ -19,6 +19,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from ember._src import core
+from ember._src.base import dtypes, tree_util
 from ember._src.core.api_util import WrappedFun
 from ember._src.core import Jaxpr, Var, eqn_effects
 
@@ -84,12 +85,35 @@ def dce_jaxpr_used(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None):
   return j.replace(invars=[v for v, u in zip(j.invars, used_inputs) if u]), used_inputs
 
 
+# (aval of an extended dtype, data aval -> value) -> that dtype's value over the value;
+# filled by library/random/keys.py (typed keys over their uint32 data)
+abstract_extended: list = [None]
+
+
 def trace_to_jaxpr_dynamic(fun: WrappedFun, in_avals: Sequence[core.ShapedArray]):
   """Stage `fun` (flat arguments -> flat outputs) into (jaxpr, out_avals, consts), as
   JAX's: the values it closes over are leading invars of the jaxpr and `consts` holds them
-  (`core.eval_jaxpr(jaxpr, consts, *args)` runs it)."""
+  (`core.eval_jaxpr(jaxpr, consts, *args)` runs it). An argument of an extended dtype (a
+  typed key, flax's scan carries them) is a key over traced data: as everywhere in ember,
+  the jaxpr's inputs and outputs are the keys' data (`u32[..., 2]`, where JAX's show
+  `key<fry>[...]`)."""
+  if any(isinstance(a.dtype, dtypes.ExtendedDType) for a in in_avals):
+    return _trace_over_extended(fun, in_avals)
   jaxpr, _ = core.trace_to_jaxpr(lambda *args: (fun.call_wrapped(*args), None), in_avals,
                                  fun.debug_info)
+  jaxpr, consts = core.hoist_consts(jaxpr)
+  return jaxpr, [v.aval for v in jaxpr.outvars], consts
+
+
+def _trace_over_extended(fun: WrappedFun, in_avals: Sequence[core.ShapedArray]):
+  stand_ins = [abstract_extended[0](a, lambda data: data)
+               if isinstance(a.dtype, dtypes.ExtendedDType) else a for a in in_avals]
+  data_avals, in_tree = tree_util.tree_flatten(stand_ins)
+
+  def flat(*tracers):
+    outs = fun.call_wrapped(*tree_util.tree_unflatten(in_tree, tracers))
+    return tree_util.tree_flatten(list(outs))[0], None
+  jaxpr, _ = core.trace_to_jaxpr(flat, data_avals, fun.debug_info)
   jaxpr, consts = core.hoist_consts(jaxpr)
   return jaxpr, [v.aval for v in jaxpr.outvars], consts
 

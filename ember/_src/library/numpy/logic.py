@@ -16,6 +16,7 @@ from ember._src.driver.jit import jit
 from ember._src.library.numpy import util
 from ember._src.library.numpy.creation import _zero, asarray
 from ember._src.library.numpy import indexing, ufuncs
+from ember._src.library.random.keys import PRNGKeyArray
 
 __all__ = ["where", "isclose", "iscomplex", "isreal"]
 
@@ -61,6 +62,8 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
   """Elementwise |a - b| <= atol + rtol * |b|; infinities are close to themselves, NaNs
   only with equal_nan."""
   a, b = util.promote_args("isclose", a, b)
+  if isinstance(a, PRNGKeyArray):   # keys have no distance: close means equal, as in JAX
+    return a == b
   a, b = util.promote_args_inexact("isclose", a, b)
   dtype = a.dtype
   if dtypes.is_complex(dtype):

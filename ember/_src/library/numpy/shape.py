@@ -442,23 +442,31 @@ def broadcast_shapes(*shapes) -> tuple:
 
 
 def broadcast_to(array, shape, *, out_sharding=None):
-  """`array` broadcast to `shape` with NumPy's rules."""
-  arr = _asarray("broadcast_to", array)
+  """`array` broadcast to `shape` with NumPy's rules (typed keys too: their data, with its
+  trailing key-word axis kept)."""
   shape = canonicalize_shape(shape, "broadcast_to")
-  a_shape = _shape(arr)
-  if a_shape == shape:
+  if isinstance(array, PRNGKeyArray):
+    _check_broadcast_to(array.aval, shape)
+    return PRNGKeyArray(broadcast_to(array._data, (*shape, *_shape(array._data)[-1:])))
+  arr = _asarray("broadcast_to", array)
+  if _shape(arr) == shape:
     return arr
+  _check_broadcast_to(core.get_aval(arr), shape)
+  nlead = len(shape) - _ndim(arr)
+  return lax.broadcast_in_dim(arr, shape, tuple(_range(nlead, len(shape))))
+
+
+def _check_broadcast_to(aval, shape: tuple) -> None:
+  a_shape = aval.shape
   if len(shape) < len(a_shape):
     raise ValueError(f"Cannot broadcast to shape with fewer dimensions: arr_shape={a_shape} "
                      f"shape={shape}")
   nlead = len(shape) - len(a_shape)
   if any(d < 0 for d in shape) or any(d not in (1, s)
                                       for d, s in zip(a_shape, shape[nlead:])):
-    aval = core.get_aval(arr)
     raise ValueError(f"Incompatible types for broadcasting: input type={aval.str_short()} and "
                      f"requested type={aval.update(shape=()).str_short()[:-2]}"
                      f"[{','.join(map(str, shape))}]")
-  return lax.broadcast_in_dim(arr, shape, tuple(_range(nlead, len(shape))))
 
 
 def broadcast_arrays(*args) -> tuple:

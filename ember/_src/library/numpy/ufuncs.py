@@ -20,6 +20,7 @@ from ember._src.library.numpy.util import (
 from ember._src.primitives import dtype_kind
 from ember._src.primitives.reductions import _scan_jvp, cumlogsumexp_p
 from ember._src.core.array import Array
+from ember._src.library.random.keys import PRNGKeyArray
 from ember._src.transforms.custom_derivatives import custom_jvp
 
 __all__ = [
@@ -879,18 +880,21 @@ def angle(z, deg=False):
 # --- comparison and logic ---------------------------------------------------------------
 
 
-def _comparison(name, lax_fn, complex_order=False):
+def _comparison(name, lax_fn, complex_order=False, keys_fn=None):
+  """`keys_fn`: how typed PRNG keys compare (equality only, as in JAX)."""
   def fn(x, y, /):
     x, y = promote_args(name, x, y)
     if complex_order and _is(x, np.complexfloating):  # lexicographic, as NumPy
       return lax.select(lax.eq(lax.real(x), lax.real(y)), lax_fn(lax.imag(x), lax.imag(y)),
                         lax_fn(lax.real(x), lax.real(y)))
+    if keys_fn is not None and isinstance(x, PRNGKeyArray):
+      return keys_fn(x, y)
     return lax_fn(x, y)
   return _named(name, fn)
 
 
-equal = _comparison("equal", lax.eq)
-not_equal = _comparison("not_equal", lax.ne)
+equal = _comparison("equal", lax.eq, keys_fn=operator.eq)
+not_equal = _comparison("not_equal", lax.ne, keys_fn=operator.ne)
 less = _comparison("less", lax.lt, complex_order=True)
 less_equal = _comparison("less_equal", lax.le, complex_order=True)
 greater = _comparison("greater", lax.gt, complex_order=True)

@@ -30,6 +30,7 @@ from ember._src.library.numpy.util import broadcast_arrays_rank
 from ember._src.primitives.prng import threefry2x32
 from ember._src.core.array import Array
 from ember._src.driver import jit as jit_lib
+from ember._src.transforms import partial_eval as pe
 
 IMPL_NAME = "threefry2x32"
 KEY_SHAPE = (2,)
@@ -166,6 +167,8 @@ class PRNGKeyArray:
       out = self._data[(*idx, slice(None))]  # keep the trailing key-word axis
     return PRNGKeyArray(out)
 
+  at = property(lambda self: _KeyIndexer(self))   # `keys.at[i].set(k)`, `.get()`
+
   def reshape(self, *shape, order="C"):
     if order != "C":
       raise ValueError(f"PRNGKeyArray.reshape supports only order='C', got {order!r}")
@@ -231,6 +234,50 @@ class PRNGKeyArray:
   __str__ = __repr__
 
 
+def _data_index(idx) -> tuple:
+  """The index of key data (`u32[..., 2]`) that `idx` is of the keys: the trailing
+  key-word axis kept whole."""
+  idx = idx if isinstance(idx, tuple) else (idx,)
+  if not any(i is Ellipsis for i in idx):
+    idx = (*idx, Ellipsis)
+  return (*idx, slice(None))
+
+
+class _KeyIndexer:
+  """`keys.at`: `keys.at[idx]` names the keys to get or replace."""
+  __slots__ = ("keys",)
+
+  def __init__(self, keys: PRNGKeyArray):
+    self.keys = keys
+
+  def __getitem__(self, idx) -> "_KeyIndexRef":
+    return _KeyIndexRef(self.keys, idx)
+
+
+class _KeyIndexRef:
+  """`keys.at[idx]`: `.get()` the keys there, `.set(new_keys)` a copy with them replaced.
+  Keys have no arithmetic, so the other updates (add, min, ...) are errors, as in JAX."""
+  __slots__ = ("keys", "idx")
+
+  def __init__(self, keys: PRNGKeyArray, idx):
+    self.keys, self.idx = keys, idx
+
+  def get(self, **kwargs) -> PRNGKeyArray:
+    return PRNGKeyArray(self.keys._data.at[_data_index(self.idx)].get(**kwargs))
+
+  def set(self, values, **kwargs) -> PRNGKeyArray:
+    if not isinstance(values, PRNGKeyArray):
+      raise TypeError(f"keys.at[...].set: the new values must be PRNG keys (dtype "
+                      f"{KEY_DTYPE}), got {getattr(values, 'dtype', type(values).__name__)}")
+    return PRNGKeyArray(self.keys._data.at[_data_index(self.idx)].set(values._data, **kwargs))
+
+  def __getattr__(self, name):
+    if name in ("add", "subtract", "multiply", "divide", "power", "min", "max", "apply"):
+      raise TypeError(f"keys.at[...].{name}: PRNG keys (dtype {KEY_DTYPE}) have no "
+                      "arithmetic; only .get() and .set(keys) apply to them")
+    raise AttributeError(name)
+
+
 for _op in ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "divmod", "pow",
             "lshift", "rshift", "and", "or", "xor", "lt", "le", "gt", "ge"):
   setattr(PRNGKeyArray, f"__{_op}__", _key_arith_error(f"__{_op}__"))
@@ -249,7 +296,7 @@ def _abstract_key(aval, abstract):
   return PRNGKeyArray._unchecked(abstract(core.ShapedArray((*aval.shape, *KEY_SHAPE), _U32)))
 
 
-jit_lib.abstract_extended[0] = _abstract_key
+jit_lib.abstract_extended[0] = pe.abstract_extended[0] = _abstract_key
 # a leaf of users' pytrees, as in JAX; a node over its data to ember's transformations
 tree_util.register_transform_node(PRNGKeyArray, lambda k: ((k._data,), None),
                                   lambda _, children: PRNGKeyArray._unchecked(children[0]))
