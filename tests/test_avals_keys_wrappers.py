@@ -390,3 +390,19 @@ def test_trace_to_jaxpr_dynamic_with_a_key_argument():
   u, split = jax.core.eval_jaxpr(jaxpr, consts, jax.random.key_data(key), jnp.ones(2))
   np.testing.assert_allclose(u, [1.4369426, 1.3668886], rtol=1e-6)   # JAX's
   np.testing.assert_array_equal(split, [[3716834203, 3481239269], [1946498123, 2217676430]])
+
+
+def test_traced_and_lowered_out_info():
+  f = jax.jit(lambda x: (x * 2, {"a": x.sum(), "b": x > 1}))
+  x = jnp.ones((3,))
+  # JAX: (ShapeDtypeStruct(shape=(3,), dtype=float32),
+  #       {'a': ShapeDtypeStruct(shape=(), dtype=float32), 'b': ...(shape=(3,), dtype=bool)})
+  for info in (f.lower(x).out_info, f.trace(x).out_info, f.trace(x).lower().out_info):
+    assert isinstance(info, tuple) and set(info[1]) == {"a", "b"}
+    assert (info[0].shape, info[0].dtype) == ((3,), np.float32)
+    assert (info[1]["a"].shape, info[1]["a"].dtype) == ((), np.float32)
+    assert (info[1]["b"].shape, info[1]["b"].dtype) == ((3,), np.bool_)
+    assert isinstance(info[0], jax.ShapeDtypeStruct)
+  # JAX: a weak-typed result is weak in Traced.out_info, not in Lowered.out_info
+  assert jax.jit(lambda y: y).trace(1.0).out_info.weak_type is True
+  assert jax.jit(lambda y: y).lower(1.0).out_info.weak_type is False

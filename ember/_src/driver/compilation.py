@@ -72,9 +72,7 @@ class Traced:
 
   @property
   def out_info(self):
-    return self._staged.out_tree.unflatten(
-        [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
-         for a in self._staged.jaxpr.out_avals])
+    return _out_info(self._staged)
 
   @property
   def fun_name(self) -> str:
@@ -84,6 +82,14 @@ class Traced:
     t0 = time.perf_counter()
     module = lower_staged(self._staged)
     return Lowered(module, self._staged, time.perf_counter() - t0, self._compile_on)
+
+
+def _out_info(staged: Staged, keep_weak_type: bool = True):
+  """The results' shapes and dtypes (ShapeDtypeStructs in the results' tree): `out_info`
+  of Traced and Lowered. As in JAX, Lowered's (the lowered module's types) are not weak."""
+  return staged.out_tree.unflatten(
+      [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type and keep_weak_type)
+       for a in staged.jaxpr.out_avals])
 
 
 def lower_staged(staged: Staged) -> hlo.Module:
@@ -162,6 +168,8 @@ class Lowered:
     self._module, self._staged, self._lower_secs = module, staged, lower_secs
     self._compile_on = compile_on     # see Traced
     self._compiled: Compiled | None = None
+
+  out_info = property(lambda self: _out_info(self._staged, keep_weak_type=False))
 
   def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
     if dialect not in (None, "stablehlo", "hlo"):
