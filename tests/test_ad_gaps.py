@@ -468,6 +468,22 @@ def test_checkpoint_static_argnums():
     ember.grad(ember.checkpoint(f, static_argnums=(2,)))(x, 2)
 
 
+def test_checkpoint_traces_at_top_level():
+  # JAX traces the function even when nothing else is traced: it sees tracers for its
+  # non-static arguments (flax's nn.remat relies on a bool being an array), the values of
+  # the static ones
+  seen = []
+
+  def f(x, flag):
+    seen.append((isinstance(x, ember.core.Tracer), isinstance(flag, jnp.ndarray),
+                 type(flag) is bool))
+    return x * 2 if type(flag) is bool and flag else x * 3
+  np.testing.assert_array_equal(ember.checkpoint(f)(jnp.ones(2), True), [3.0, 3.0])
+  np.testing.assert_array_equal(ember.checkpoint(f, static_argnums=(1,))(jnp.ones(2), True),
+                                [2.0, 2.0])
+  assert seen == [(True, True, False), (True, False, True)]
+
+
 def test_checkpoint_name_and_policy_errors():
   x = np.float32([1.0, 2.0])
   y = checkpoint_name({"a": x}, "n")

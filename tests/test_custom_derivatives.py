@@ -398,3 +398,74 @@ def test_custom_gradient():
     return x * y, lambda g: (g * y, g * x * 2)
   gx, gy = ember.grad(h, argnums=(0, 1))(2.0, 3.0)
   assert (float(gx), float(gy)) == (3.0, 4.0)
+
+
+def _quant_and_use(calls):
+  """flax's fp8 pattern: a custom_vjp whose bwd ignores its cotangent and sends a side value
+  back (the new amax history), feeding one whose bwd gives no cotangent for it."""
+  @custom_vjp
+  def quant(x, h):
+    return jnp.round(x), h + 1
+
+  def qbwd(new_h, g):
+    calls.append("q")
+    return None, new_h * 10
+  quant.defvjp(lambda x, h: ((jnp.round(x), h + 1), h + 1), qbwd)
+
+  @custom_vjp
+  def use(x, qx):
+    return x * qx
+
+  def ubwd(res, g):
+    calls.append("u")
+    return g * res[1], None
+  use.defvjp(lambda x, qx: (x * qx, (x, qx)), ubwd)
+  return quant, use
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, ember.jit], ids=["eager", "jit"])
+def test_custom_vjp_bwd_runs_for_zero_cotangents_of_used_outputs(wrap):
+  calls = []
+  quant, use = _quant_and_use(calls)
+
+  def loss(x, h):
+    qx, _ = quant(x, h)
+    return jnp.sum(use(x, qx))
+  gx, gh = wrap(ember.grad(loss, (0, 1)))(jnp.array([1.2, 2.7]), jnp.arange(2.0))
+  # JAX 0.12.1: (Array([1., 3.]), Array([10., 20.])), both bwds called: use's, then quant's
+  np.testing.assert_allclose(gx, [1.0, 3.0], rtol=1e-6)
+  np.testing.assert_array_equal(gh, [10.0, 20.0])
+  assert calls == ["u", "q"]
+
+
+@pytest.mark.parametrize("wrap", [lambda f: f, ember.jit], ids=["eager", "jit"])
+def test_custom_vjp_bwd_skipped_for_unused_outputs(wrap):
+  calls = []
+  quant, _ = _quant_and_use(calls)
+
+  def loss(x, h):
+    qx, nh = quant(x, h)
+    return jnp.sum(ember.lax.stop_gradient(qx)) + jnp.sum(ember.lax.stop_gradient(nh))
+  gx, gh = wrap(ember.grad(loss, (0, 1)))(jnp.array([1.2, 2.7]), jnp.arange(2.0))
+  # JAX 0.12.1: zeros, and quant's bwd is not called
+  np.testing.assert_array_equal(gx, [0.0, 0.0])
+  np.testing.assert_array_equal(gh, [0.0, 0.0])
+  assert calls == []
+
+
+def test_custom_derivative_rules_keep_no_tracer_of_the_caller():
+  # the rules a custom_jvp call stages keep only its nondiff arguments, never the traced
+  # ones: with leak checking on, tracing again finds no tracer of a finished trace (flax's
+  # tabulate of a scanned LSTM; JAX 0.12.1 runs this without a leak error)
+  def body(c, x):
+    return ember.nn.relu(c * x), ember.nn.sigmoid(c)
+
+  def f(c, xs):
+    return ember.lax.scan(body, c, xs)
+  with ember.checking_leaks():
+    assert ember.eval_shape(f, jnp.ones(3), jnp.ones((4, 3)))[0].shape == (3,)
+    g = ember.eval_shape(ember.grad(lambda c, xs: f(c, xs)[0].sum()), jnp.ones(3),
+                         jnp.ones((4, 3)))
+    assert g.shape == (3,)
+    np.testing.assert_allclose(ember.jit(jnp.cos)(1.0), np.cos(np.float32(1.0)), rtol=1e-6)
+    assert ember.eval_shape(f, jnp.ones(3), jnp.ones((4, 3)))[0].shape == (3,)

@@ -154,6 +154,32 @@ def test_unhashable_static_argument_names_it():
     f(jnp.ones(4), [2, 2])
 
 
+def test_static_argnums_and_argnames_given_both_are_taken_as_given():
+  # JAX completes one from the other only where it is not given (None): given both, a
+  # positional argument named in static_argnames is not static, nor a keyword one whose
+  # position is in static_argnums (flax's nn.jit relies on it)
+  def f(a, b, c=1):
+    return a * c
+
+  # JAX: [2. 2.]; with static_argnames alone, b is static: the dict cannot be hashed
+  np.testing.assert_array_equal(
+      ember.jit(f, static_argnums=(), static_argnames=("b",))(jnp.ones(2), {"x": 1}, c=2.0),
+      [2.0, 2.0])
+  with pytest.raises(TypeError, match="unhashable"):
+    ember.jit(f, static_argnames=("b",))(jnp.ones(2), {"x": 1}, c=2.0)
+
+  def g(a, b):
+    return a if b == "hi" else -a
+  # JAX: [1.] where b is static, a TypeError where the string is taken as an array
+  np.testing.assert_array_equal(
+      ember.jit(g, static_argnums=(), static_argnames=["b"])(jnp.ones(1), b="hi"), [1.0])
+  np.testing.assert_array_equal(ember.jit(g, static_argnums=1)(jnp.ones(1), b="hi"), [1.0])
+  with pytest.raises(TypeError, match="'hi' of type str"):
+    ember.jit(g, static_argnums=(), static_argnames=["b"])(jnp.ones(1), "hi")
+  with pytest.raises(TypeError, match="'hi' of type str"):
+    ember.jit(g, static_argnums=1, static_argnames=())(jnp.ones(1), b="hi")
+
+
 def test_trace_cache_hits_do_not_log_and_nested_jit_compiles_once():
   inner = ember.jit(lambda x: x * 3.0)
   inner.__name__ = "inner"

@@ -107,6 +107,28 @@ def test_partial_is_a_pytree_passable_to_jit():
   np.testing.assert_array_equal(out, [3.0, 3.0])
 
 
+def test_partial_of_a_partial_keeps_its_arguments_static():
+  # functools.partial would merge the inner partial's arguments into the Partial's, making
+  # them leaves; JAX keeps them in the static function (flax's custom_vjp passes a treedef so)
+  td = tu.tree_structure((1, 2))
+
+  def f(t, x, y):
+    return t.num_leaves, x * y
+  p = tu.Partial(functools.partial(f, td), jnp.ones(2))
+  assert len(tu.tree_leaves(p)) == 1    # JAX: 1 (the array)
+  assert p.func.func is f and p.func.args == (td,)
+  n, y = p(3.0)
+  assert n == 2
+  np.testing.assert_array_equal(y, [3.0, 3.0])
+  n, y = jax.jit(lambda q: q(2.0))(p)
+  np.testing.assert_array_equal(y, [2.0, 2.0])
+  leaves, tree = tu.tree_flatten(p)
+  np.testing.assert_array_equal(tu.tree_unflatten(tree, leaves)(1.0)[1], [1.0, 1.0])
+  assert tu.tree_structure(p) == tu.tree_structure(tu.tree_unflatten(tree, leaves))
+  # a treedef bound directly is a leaf, in JAX too
+  assert len(tu.tree_leaves(tu.Partial(f, td, jnp.ones(2)))) == 2
+
+
 def test_tree_transpose_and_reduce():
   outer = tu.tree_structure([0, 0])
   inner = tu.tree_structure({"a": 0, "b": 0})

@@ -625,6 +625,39 @@ class Partial(functools.partial):
   """A functools.partial that is a pytree: its bound arguments are leaves, the function
   is static. Pass it to jitted functions as an ordinary argument."""
 
+  def __new__(cls, func, *args, **kwargs):
+    # functools.partial merges a partial `func`'s arguments into its own: they would turn
+    # into leaves (flax's `Partial(partial(f, treedef), vjp_fn)`); as in JAX, the partial
+    # stays the static function
+    if isinstance(func, functools.partial):
+      func = _PartialFunc(func)
+    return super().__new__(cls, func, *args, **kwargs)
+
+
+class _PartialFunc:
+  """A functools.partial as Partial's function, unmerged: called, compared and hashed as it
+  is (its func, args and keywords readable as the partial's)."""
+  __slots__ = ("partial",)
+
+  def __init__(self, partial: functools.partial):
+    self.partial = partial
+
+  def __call__(self, *args, **kwargs):
+    return self.partial(*args, **kwargs)
+
+  func = property(lambda self: self.partial.func)
+  args = property(lambda self: self.partial.args)
+  keywords = property(lambda self: self.partial.keywords)
+
+  def __eq__(self, other):
+    return isinstance(other, _PartialFunc) and other.partial is self.partial
+
+  def __hash__(self):
+    return hash(self.partial)
+
+  def __repr__(self):
+    return repr(self.partial)
+
 
 
 register_pytree_node(

@@ -51,6 +51,10 @@ class Primitive:
     self.named_trace: Callable | None = None
     # `effects_rule(*avals, **params) -> frozenset`: the effects of an application (callbacks)
     self.effects_rule: Callable | None = None
+    # the backward pass transposes it when only zero cotangents reach its outputs from the
+    # equations that use them (a custom VJP's bwd may give cotangents that do not depend on
+    # them, and JAX calls it); unused outputs still skip it
+    self.transpose_zero_cotangents = False
     self.impl_on_arrays = False   # set by def_impl: `impl` takes Arrays, not NumPy arrays
     self.foreign_lowering = None  # a lowering rule written for JAX (mlir.register_lowering)
     # the NumPy reference computes the compiled code's bits (correctly rounded arithmetic,

@@ -92,12 +92,18 @@ jit_p.batch = _jit_batch
 # --- argument handling shared by jit and make_jaxpr ---------------------------------------
 
 def _normalize_static(fun, static_argnums, static_argnames):
+  """(argnums, argnames), each completed from the other where that one is None (not
+  given), as JAX does: given both, they are taken as they are (flax's nn.jit passes
+  static_argnums for its own leading arguments and static_argnames for the module's)."""
+  given_both = static_argnums is not None and static_argnames is not None
   if isinstance(static_argnums, int):
     static_argnums = (static_argnums,)
   if isinstance(static_argnames, str):
     static_argnames = (static_argnames,)
   static_argnums = tuple(static_argnums or ())
   static_argnames = tuple(static_argnames or ())
+  if given_both:
+    return static_argnums, static_argnames
   try:
     sig = inspect.signature(fun)
   except (TypeError, ValueError):
@@ -249,7 +255,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
   """`make_jaxpr(f)(*args)` returns the closed jaxpr of `f` at the types of `args`."""
   if not callable(fun):
     raise TypeError(f"make_jaxpr expects a callable, got {type(fun).__name__}")
-  snums, snames = _normalize_static(fun, static_argnums, ())
+  snums, snames = _normalize_static(fun, static_argnums, None)
 
   @functools.wraps(fun)
   def make_jaxpr_f(*args, **kwargs):
@@ -474,8 +480,8 @@ class PjitFunction:
   bound method): libraries recognise a jitted function by its type's name or its repr (chex's
   assert_max_traces refuses to wrap one)."""
 
-  def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
-               donate_argnames=(), keep_unused=False, inline=False, in_shardings=None,
+  def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=None,
+               donate_argnames=None, keep_unused=False, inline=False, in_shardings=None,
                out_shardings=None):
     if not callable(fun):
       raise TypeError(f"jit expects a callable, got {type(fun).__name__}: {fun!r}")
@@ -921,8 +927,9 @@ def _compile_locked(entry: _Entry):
     return entry.compiled or _compile(entry)
 
 
-def jit(fun: Callable | None = None, *, static_argnums=(), static_argnames=(),
-        donate_argnums=(), donate_argnames=(), keep_unused: bool = False, inline: bool = False,
+def jit(fun: Callable | None = None, *, static_argnums=None, static_argnames=None,
+        donate_argnums=None, donate_argnames=None, keep_unused: bool = False,
+        inline: bool = False,
         **kwargs):
   """Stage `fun` as one jitted computation. Usable as `@jit` or `@jit(static_argnums=...)`."""
   for k in kwargs:

@@ -31,6 +31,10 @@ _HLO_TYPE = {
     "complex64": "c64", "complex128": "c128",
     "void": "pred",   # float0 (the tangents of integers: no data), printed as JAX lowers it
 }
+# ml_dtypes' 8-bit floats: float8_e4m3fn is f8e4m3fn in HLO, f8E4M3FN in MLIR
+_FLOAT8_NAMES = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz",
+                 "float8_e4m3", "float8_e3m4", "float8_e4m3b11fnuz")
+_HLO_TYPE.update({n: "f8" + n[len("float8_"):] for n in _FLOAT8_NAMES})
 _MLIR_TYPE = {
     "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "ui8", "uint16": "ui16", "uint32": "ui32", "uint64": "ui64",
@@ -38,6 +42,7 @@ _MLIR_TYPE = {
     "complex64": "complex<f32>", "complex128": "complex<f64>",
     "void": "i1",     # float0, as JAX lowers it
 }
+_MLIR_TYPE.update({n: "f8" + n[len("float8_"):].upper() for n in _FLOAT8_NAMES})
 
 
 class Shape(NamedTuple):

@@ -485,9 +485,13 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence, args: Sequence, cts_out: 
       primal_env[id(v)] = o
 
   ct_env: dict[int, Any] = {}
+  reached: set[int] = set()   # the vars a transposed equation gave a cotangent, zero or not
 
   def write_ct(v, ct):
-    if isinstance(v, Literal) or type(ct) is Zero or ct is None:
+    if isinstance(v, Literal) or ct is None:
+      return
+    reached.add(id(v))
+    if type(ct) is Zero:
       return
     ct_env[id(v)] = add_tangents(ct_env[id(v)], ct) if id(v) in ct_env else ct
 
@@ -495,7 +499,8 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence, args: Sequence, cts_out: 
     write_ct(v, ct)
   for eqn in reversed(linear_eqns):
     cts = [ct_env.pop(id(v), None) for v in eqn.outvars]
-    if all(c is None for c in cts):
+    if all(c is None for c in cts) and not (eqn.primitive.transpose_zero_cotangents and any(
+        id(v) in reached for v in eqn.outvars)):
       continue
     cts = [Zero(tangent_aval(v.aval)) if c is None else c for v, c in zip(eqn.outvars, cts)]
     rule = eqn.primitive.transpose

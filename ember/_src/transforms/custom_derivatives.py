@@ -109,12 +109,13 @@ def _split_nondiff(args, nondiff_argnums, custom_vjp: bool):
           lambda x: stop_gradient(x) if isinstance(x, core.Tracer) else x, args[i])
   nondiff = [args[i] for i in sorted(nums)]
   dyn_idx = [i for i in range(len(args)) if i not in nums]
+  # `merge` outlives the call (the fwd and bwd rules keep it): it holds the nondiff
+  # arguments only, never the differentiable ones (tracers of the caller's trace: a leak)
+  fixed, n = {i: args[i] for i in nums}, len(args)
 
   def merge(dyn):
-    full, it = list(args), iter(dyn)
-    for i in dyn_idx:
-      full[i] = next(it)
-    return full
+    it = iter(dyn)
+    return [fixed[i] if i in fixed else next(it) for i in range(n)]
   return nondiff, tuple(args[i] for i in dyn_idx), merge
 
 
@@ -652,10 +653,14 @@ def _custom_lin_transpose(cts, *args, num_res, bwd, out_avals, symbolic_zeros):
   # uses from one shared by the batch); the user's bwd sees them only with symbolic_zeros
   cts = [SymbolicZero(c.aval) if type(c) is ad.Zero else c for c in cts]
   cts_in = bwd(res, cts)
-  return [None] * num_res + list(cts_in)
+  # a None from the user's bwd is a zero cotangent (its input still reached, as in JAX)
+  return [None] * num_res + [ad.Zero(ad.tangent_aval(x.aval)) if c is None and
+                             ad.is_undefined_primal(x) else c
+                             for x, c in zip(args[num_res:], cts_in)]
 
 
 custom_lin_p.transpose = _custom_lin_transpose
+custom_lin_p.transpose_zero_cotangents = True   # bwd runs for zero cotangents too (JAX's)
 
 custom_vjp_call_p = declare("custom_vjp_call", lambda *avals, call_jaxpr, **_: call_jaxpr.out_avals,
                             multiple_results=True)

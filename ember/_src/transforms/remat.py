@@ -24,7 +24,6 @@ from typing import Callable
 from ember._src import core
 from ember._src.base import dtypes, tree_util
 from ember._src.core import declare
-from ember._src.core import trace as trace_lib
 from ember._src.base.dtypes import dtype_kind
 from ember._src.hlo.graph import TupleShape
 from ember._src.transforms import ad, ad_calls, batching
@@ -202,8 +201,8 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Callable | No
     snums = _static_argnums(static_argnums, n)
     dyn = tuple(a for i, a in enumerate(args) if i not in snums)
     leaves, in_tree = tree_util.tree_flatten((dyn, kwargs))
-    if core.find_top_trace(leaves).main.level == 0 and trace_lib.dynamic_trace is None:
-      return fun(*args, **kwargs)  # nothing is traced: remat2's impl would just run it
+    # traced even at top level, as in JAX: `fun` sees tracers for its non-static arguments
+    # (a Python bool among them is a bool array, not True), never the values themselves
     store = {}
 
     def flat(*xs):

@@ -350,19 +350,32 @@ def _shape_leaves(shape) -> list:
   return [shape] if isinstance(shape, hlo.Shape) else [s for x in shape for s in _shape_leaves(x)]
 
 
+# What the backend compiles of the 8-bit floats (codegen/float8.py: float32 registers, each
+# result rounded): elementwise ops and moving elements; not reductions, dots, sorts, ...
+_FLOAT8_OPCODES = (hlo.ELEMENTWISE - {"next-after", "reduce-precision"}) | {
+    "parameter", "constant", "broadcast", "reshape", "transpose", "slice", "dynamic-slice",
+    "dynamic-update-slice", "concatenate", "pad", "reverse", "tuple", "get-tuple-element",
+    "bitcast", "fusion", "iota"}
+
+
 def _check_dtypes(module: hlo.Module) -> None:
-  """The backend has no code for ml_dtypes' narrow types (float8_*, float4_e2m1fn, int2,
-  int4, ...): a module that uses one fails here, with the fix, not deep in codegen."""
+  """The backend has no code for ml_dtypes' 4-bit floats and narrow integers (int2, int4,
+  ...), nor for the 8-bit floats beyond _FLOAT8_OPCODES: a module that uses one fails here,
+  with the fix, not deep in codegen."""
   for comp in module.computations:
     for instr in comp.instrs:
       narrow = [s.dtype for s in _shape_leaves(instr.shape) if s.dtype in dtypes.narrow_dtypes]
-      if narrow:
+      narrow += [o.dtype for o in instr.operands if isinstance(o.shape, hlo.Shape)
+                 and o.dtype in ir_types.FLOAT8]
+      if narrow and (instr.opcode not in _FLOAT8_OPCODES
+                     or any(np.dtype(d) not in ir_types.FLOAT8 for d in narrow)):
         dt = narrow[0]
         raise NotImplementedError(
             f"jit: ember's CPU backend does not compile {dt} (the {instr.opcode} {instr.name} "
-            f"of {module.name} makes one): 8- and 4-bit floats and 2- and 4-bit integers run "
-            "eagerly only. Convert them outside the jitted function (x.astype(jnp.float32) "
-            f"in, .astype(jnp.{dt}) out), run without jit, or set "
+            f"of {module.name} makes or reads one): of the 8- and 4-bit floats and 2- and "
+            "4-bit integers it compiles only the 8-bit floats' elementwise operations and "
+            "moves. Convert them outside the jitted function (x.astype(jnp.float32) in, "
+            f".astype(jnp.{dt}) out), run without jit, or set "
             "ember.config.update('ember_jit_backend', 'interpreter') to run jitted functions "
             "on the reference interpreter.")
 

@@ -23,6 +23,7 @@ from llvmlite import ir
 
 from ember._src.base import dtypes
 from ember._src.hlo import graph as hlo
+from ember._src.backends.cpu.codegen import float8
 from ember._src.backends.cpu.codegen.complex_ops import _complex_op
 from ember._src.backends.cpu.codegen.concatenate import _concatenate
 from ember._src.backends.cpu.codegen.index_maps import (
@@ -30,8 +31,8 @@ from ember._src.backends.cpu.codegen.index_maps import (
     _get_tuple_element, _iota, _pad, _param, _reshape, _reverse, _slice, _transpose, _tuple)
 from ember._src.backends.cpu.codegen.ir_helpers import (IRHelpers, Inner, _flatten_vals,
                                                          _select_value, _unflatten_vals)
-from ember._src.backends.cpu.codegen.ir_types import (F16, F32, F64, I8, I16, I32, I64,
-                                                       CodegenError, Cx, bits, const_of,
+from ember._src.backends.cpu.codegen.ir_types import (F16, F32, F64, FLOAT8, I8, I16, I32,
+                                                       I64, CodegenError, Cx, bits, const_of,
                                                        float_suffix, is_narrow, kind, mem_type,
                                                        reg_type)
 from ember._src.backends.cpu.codegen.reductions import (FIXED_LANES_BYTES, _reduce,
@@ -309,6 +310,8 @@ class ElementalEmitter(IRHelpers):
       return b.fpext(v, F32)
     if dt == dtypes.bfloat16:
       return b.bitcast(b.shl(b.zext(v, I32), ir.Constant(I32, 16)), F32)
+    if dt in FLOAT8:
+      return float8.from_bits(self, FLOAT8[dt], v)
     return v
 
   def to_mem(self, v: ir.Value, dt) -> ir.Value:
@@ -320,6 +323,8 @@ class ElementalEmitter(IRHelpers):
       return b.fptrunc(v, F16)
     if dt == dtypes.bfloat16:   # the register already holds a bfloat16 value: exact
       return b.trunc(b.lshr(b.bitcast(v, I32), ir.Constant(I32, 16)), I16)
+    if dt in FLOAT8:            # so does it a float8 one
+      return float8.to_bits(self, FLOAT8[dt], v)
     return v
 
   def global_array(self, instr: hlo.Instr) -> ir.GlobalVariable:
@@ -340,7 +345,8 @@ class ElementalEmitter(IRHelpers):
 
   # --- narrow floats -------------------------------------------------------------------
   def round_to(self, dt, v: ir.Value) -> ir.Value:
-    """Round a float32 register to float16/bfloat16 (nearest even); other dtypes: as is."""
+    """Round a float32 register to float16/bfloat16/float8 (nearest even); other dtypes: as
+    is."""
     dt = np.dtype(dt)
     b = self.b
     if dt == dtypes.float16:
@@ -352,6 +358,8 @@ class ElementalEmitter(IRHelpers):
       quiet = b.or_(u, ir.Constant(I32, 0x00400000))       # NaN stays NaN (quiet)
       u = b.select(b.fcmp_unordered("uno", v, v), quiet, rounded)
       return b.bitcast(b.and_(u, ir.Constant(I32, -65536)), F32)
+    if dt in FLOAT8:
+      return float8.round_to(self, FLOAT8[dt], v)
     return v
 
   def to_bits(self, v: ir.Value, dt) -> ir.Value:
@@ -360,7 +368,7 @@ class ElementalEmitter(IRHelpers):
     b = self.b
     if dt == dtypes.float16:
       return b.bitcast(b.fptrunc(v, F16), I16)
-    if dt == dtypes.bfloat16:
+    if dt == dtypes.bfloat16 or dt in FLOAT8:
       return self.to_mem(v, dt)
     if kind(dt) == "f":
       return b.bitcast(v, ir.IntType(bits(dt)))

@@ -37,8 +37,35 @@ def bits(dt) -> int:
   return np.dtype(dt).itemsize * 8
 
 
+class Float8Format(NamedTuple):
+  """An 8-bit float of ml_dtypes as the backend computes it: in float32 registers, each
+  result rounded to it (nearest even). `style`: "ieee" (infinities, NaNs with an all-ones
+  exponent), "fn" (no infinities, NaN is all ones), "fnuz" (no infinities, no -0, NaN is
+  0x80). Its smallest normal is 2^min_exp; overflow is inf ("ieee") or NaN."""
+  mant_bits: int
+  exp_bits: int
+  min_exp: int
+  max_value: float
+  style: str
+
+
+def _float8_format(name: str) -> Float8Format:
+  dt = np.dtype(getattr(dtypes.ml_dtypes, name))
+  fi = dtypes.ml_dtypes.finfo(dt)
+  style = "fnuz" if name.endswith("fnuz") else "fn" if name.endswith("fn") else "ieee"
+  return Float8Format(int(fi.nmant), int(fi.nexp), int(fi.minexp), float(fi.max), style)
+
+
+# the 8-bit floats the backend compiles (float8_e8m0fnu, float4 and the narrow ints: not)
+FLOAT8 = {np.dtype(getattr(dtypes.ml_dtypes, n)): _float8_format(n) for n in (
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e4m3",
+    "float8_e3m4", "float8_e4m3b11fnuz")}
+
+
 def is_narrow(dt) -> bool:
-  return np.dtype(dt) in (dtypes.float16, dtypes.bfloat16)
+  """Whether `dt` lives in float32 registers, rounded back after each operation."""
+  dt = np.dtype(dt)
+  return dt in (dtypes.float16, dtypes.bfloat16) or dt in FLOAT8
 
 
 def mem_type(dt) -> ir.Type:
@@ -50,6 +77,8 @@ def mem_type(dt) -> ir.Type:
     return F16
   if dt == dtypes.bfloat16:
     return I16
+  if dt in FLOAT8:
+    return I8
   k = kind(dt)
   if k in "iu":
     return ir.IntType(bits(dt))
