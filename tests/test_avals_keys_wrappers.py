@@ -406,3 +406,27 @@ def test_traced_and_lowered_out_info():
   # JAX: a weak-typed result is weak in Traced.out_info, not in Lowered.out_info
   assert jax.jit(lambda y: y).trace(1.0).out_info.weak_type is True
   assert jax.jit(lambda y: y).lower(1.0).out_info.weak_type is False
+
+
+class _ArrayBox:
+  """An object standing for an array (`__jax_array__`, with shape, dtype and aval), as flax's
+  nnx.Variable: inside a trace it may hold a tracer."""
+
+  def __init__(self, v):
+    self.v = v
+
+  def __jax_array__(self):
+    return self.v
+
+  shape = property(lambda self: jnp.shape(self.v))
+  dtype = property(lambda self: self.v.dtype)
+  aval = property(lambda self: jax.typeof(self.v))
+
+
+def test_objects_with_jax_array_holding_tracers():
+  # JAX 0.12.1: 6.0 12.0 and `mul a b` of the traced box's value (no constant captured)
+  f = jax.jit(lambda x: x * _ArrayBox(x + 1))
+  assert float(f(jnp.float32(2.0))) == 6.0 and float(f(jnp.float32(3.0))) == 12.0
+  jaxpr = jax.make_jaxpr(lambda x: x * _ArrayBox(x + 1))(jnp.float32(1.0))
+  assert str(jaxpr) == "{ lambda ; a:f32[]. let b:f32[] = add a 1.0:f32[]; c:f32[] = mul a b in (c,) }"
+  assert float(jnp.float32(2.0) * _ArrayBox(jnp.float32(3.0))) == 6.0
