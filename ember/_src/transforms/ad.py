@@ -42,6 +42,7 @@ from ember._src.base import dtypes, tree_util
 from ember._src.core import Literal, ShapedArray, api_util, declare, refs
 from ember._src.base.dtypes import dtype_kind
 from ember._src.transforms import batching
+from ember._src.transforms.partial_eval import dce_deep
 
 # ------------------------------------------------------------------------------------
 # Tangent types and symbolic zeros
@@ -403,7 +404,19 @@ def linearize_flat(fun: Callable, primals: Sequence):
     outs = [core.full_raise(ttrace, t) for t in t_out if type(t) is not Zero]
     jaxpr = builder.build([t for t in tan_in if type(t) is not Zero], outs)
   builder.release()
-  return p_out, jaxpr, nonzero, aux
+  return p_out, _prune_linear(jaxpr), nonzero, aux
+
+
+def _prune_linear(jaxpr: core.Jaxpr) -> core.Jaxpr:
+  """The linear jaxpr without the tangent work no output needs, inside sub-jaxprs too, and
+  without the residuals only that work read (JAX's tangent trace stages with `auto_dce`)."""
+  jaxpr, _ = dce_deep(jaxpr)
+  read = {id(v) for e in jaxpr.eqns for v in e.invars} | {id(v) for v in jaxpr.outvars}
+  keep = [id(v) in read for v in jaxpr.constvars]
+  if all(keep):
+    return jaxpr
+  return jaxpr.replace(constvars=[v for v, k in zip(jaxpr.constvars, keep) if k],
+                       consts=[c for c, k in zip(jaxpr.consts, keep) if k])
 
 
 _jvp_jaxpr_depth = [0]
@@ -471,9 +484,8 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence, args: Sequence, cts_out: 
 
   for v, x in zip(jaxpr.constvars, consts):
     primal_env[id(v)] = x
-  for v, x in zip(jaxpr.invars, args):
-    if not is_undefined_primal(x):
-      primal_env[id(v)] = x
+  for v, x in zip(jaxpr.invars, args):   # an UndefinedPrimal too: its aval may be the caller's
+    primal_env[id(v)] = x
   linear_eqns = []
   for eqn in jaxpr.eqns:
     ins = [read_primal(v) for v in eqn.invars]

@@ -26,7 +26,7 @@ from ember._src.primitives.control.common import (
 from ember._src.primitives.elementwise import clamp, convert_element_type, select_n
 from ember._src.primitives.structural import broadcast_in_dim
 from ember._src.transforms import ad, ad_calls, batching
-from ember._src.transforms.partial_eval import partial_eval_jaxpr
+from ember._src.transforms.partial_eval import dce_sub, partial_eval_jaxpr
 
 __all__ = ["cond", "switch"]
 
@@ -46,9 +46,7 @@ def _cond_abstract_eval(index, *args, branches):
   if len(args) != len(want) or not all(_typematch(a, b) for a, b in zip(args, want)):
     raise TypeError(f"cond: operands {[a.str_short() for a in args]} do not match the "
                     f"branches' inputs {[a.str_short() for a in want]}")
-  outs = [b.out_avals for b in branches]   # weak only where every branch's is (JAX)
-  return [a.update(weak_type=all(o[k].weak_type for o in outs))
-          for k, a in enumerate(outs[0])]
+  return branches[0].out_avals   # JAX's: the weak types of the first branch (false_fun's)
 
 
 def _cond_eval(index, *args, branches):
@@ -294,8 +292,25 @@ def _cond_transpose(cts, index, *args, branches):
   return [None] + [next(outs) if u else None for u in undefined]
 
 
+def _cond_dce(used_outputs, eqn):
+  """Every branch keeps the used outputs and what they need; the cond keeps the operands
+  some branch still reads (JAX's `_cond_dce_rule`)."""
+  branches = eqn.params["branches"]
+  used_in = [False] * len(branches[0].invars)
+  for b in branches:
+    used_in = [x or y for x, y in zip(used_in, dce_sub(b, used_outputs)[1])]
+  new = tuple(dce_sub(b, used_outputs, used_in)[0] for b in branches)
+  if all(n is b for n, b in zip(new, branches)):
+    return [True] * len(eqn.invars), eqn
+  return [True] + used_in, eqn.replace(
+      invars=eqn.invars[:1] + [v for v, u in zip(eqn.invars[1:], used_in) if u],
+      outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+      params=dict(eqn.params, branches=new))
+
+
 cond_p.jvp = _cond_jvp
 cond_p.transpose = _cond_transpose
+cond_p.dce = _cond_dce
 
 
 # ------------------------------------------------------------------------------------
