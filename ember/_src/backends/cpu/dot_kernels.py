@@ -84,7 +84,7 @@ import numpy as np
 from llvmlite import ir
 
 from ember._src.hlo import graph as hlo
-from ember._src.backends.cpu import denormals, host, llvm_jit, runtime_cache
+from ember._src.backends.cpu import cost_model, denormals, host, llvm_jit, runtime_cache
 from ember._src.backends.cpu.codegen import abi, ir_helpers, ir_types
 from ember._src.backends.cpu.codegen.abi import KERNEL_TYPE
 from ember._src.backends.cpu.codegen.ir_types import I32, I64, PTR, VOID
@@ -366,12 +366,16 @@ def column_panels(lay: DotLayout) -> int:
 def split_by_columns(lay: DotLayout, epilogue: bool = False, in_place: bool = True) -> bool:
   """Whether threads split this dot's C by column panels rather than by rows (see the
   module docstring); with an `epilogue`, only when the dot's value is computed in the
-  output (`in_place`) and C stays in L2 for the epilogue's own pass."""
+  output (`in_place`), C stays in L2 for the epilogue's own pass, and the dot is large
+  enough for the pool to split it at all (else one kernel with the epilogue fused is one
+  call less, and C's blocks are still in L1 for it)."""
   if lay.B != 1 or lay.M > COLUMN_SPLIT_ROWS or column_panels(lay) < MIN_SPLIT_PANELS \
       or lay.cols_per_unit is not None:   # (units are columns already)
     return False
-  return not epilogue or (in_place and lay.M * lay.N * lay.dtype.itemsize
-                          <= COLUMN_SPLIT_EPILOGUE_BYTES)
+  if not epilogue:
+    return True
+  return (in_place and lay.M * lay.N * lay.dtype.itemsize <= COLUMN_SPLIT_EPILOGUE_BYTES
+          and dot_flops(lay) * cost_model.NS_PER_DOT_FLOP >= cost_model.MIN_SPLIT_NS)
 
 
 def block_units(lay: DotLayout) -> int:
