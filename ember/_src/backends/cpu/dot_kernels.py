@@ -78,7 +78,7 @@ import functools
 import math
 import os
 import threading
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -623,13 +623,22 @@ def ensure_shared_bodies(code: bytes) -> None:
   file (or IR text) refers to, once per process, and make their symbols resolvable for the
   code about to be loaded (MCJIT links by name, so an object from the persistent cache finds
   them too). Waits for a compile in progress."""
+  for name, make_ir in shared_body_makers():
+    if name.encode() in code:
+      compile_shared_ir(name, make_ir, (vector_dots.__file__,))
+
+
+def shared_body_makers() -> list[tuple[str, Callable[[], str]]]:
+  """(symbol, a function making its module's IR text) of each shared body: per dtype, the
+  gemm bodies of this ISA's configurations, the gemv and the gevm body."""
+  makers = []
   for dt in (np.float32, np.float64):
     bodies = [(_body_symbol(dt, cfg), functools.partial(_define_body, cfg=cfg))
               for cfg in _configs()]
     for name, define in bodies + [(gemv_symbol(dt), define_gemv_body),
                                   (gevm_symbol(dt), define_gevm_body)]:
-      if name.encode() in code:
-        compile_shared_ir(name, _body_ir(define, dt, name), (vector_dots.__file__,))
+      makers.append((name, _body_ir(define, dt, name)))
+  return makers
 
 
 def _body_ir(define, dt, name: str):
