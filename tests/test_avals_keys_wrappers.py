@@ -266,3 +266,22 @@ def test_eval_shape_takes_avals_and_objects_with_shape_and_dtype():
   assert (weak.shape, weak.dtype, weak.weak_type) == ((), jnp.float32, True)
   with pytest.raises(TypeError, match="not a valid"):
     jax.eval_shape(lambda a: a, object())
+
+
+# --- out_info of the stages (flax's nnx.tabulate reads Lowered.out_info) -----------------
+
+def test_out_info_of_traced_lowered_and_compiled():
+  f = jax.jit(lambda x, y: (x * 2, {"a": y + 1}))
+  traced = f.trace(jnp.ones(3), 1.0)
+  lowered = f.lower(jnp.ones(3), 1.0)
+  # JAX 0.12.1: the traced jaxpr's types keep weak types; the lowered module's do not
+  assert repr(traced.out_info) == ("(ShapeDtypeStruct(shape=(3,), dtype=float32), {'a': "
+                                   "ShapeDtypeStruct(shape=(), dtype=float32, weak_type=True)})")
+  assert repr(lowered.out_info) == ("(ShapeDtypeStruct(shape=(3,), dtype=float32), {'a': "
+                                    "ShapeDtypeStruct(shape=(), dtype=float32)})")
+  compiled = lowered.compile()
+  outs = jax.tree.leaves(compiled.out_info)
+  assert [(o.shape, o.dtype, o.weak_type) for o in outs] == [
+      ((3,), np.dtype("float32"), False), ((), np.dtype("float32"), False)]
+  assert jax.tree.structure(compiled.out_info) == jax.tree.structure(
+      compiled(jnp.ones(3), 1.0))

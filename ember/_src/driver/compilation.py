@@ -145,6 +145,12 @@ def _warn_unusable_donations(staged: Staged) -> None:
                 "https://docs.jax.dev/en/latest/201/jit.html#jax-201-buffer-donation.")
 
 
+def _strong_out_info(staged: Staged):
+  """A pytree of ShapeDtypeStruct, one per output of `staged`, without weak types."""
+  return staged.out_tree.unflatten(
+      [ShapeDtypeStruct(a.shape, a.dtype) for a in staged.jaxpr.out_avals])
+
+
 def _result_names(out_tree) -> list[str]:
   n = out_tree.num_leaves
   if out_tree.kind == "leaf":
@@ -182,6 +188,12 @@ class Lowered:
     n = len(s.consts)
     return lower_jaxpr(s.closed_jaxpr, s.name, arg_names=s.arg_names[n:],
                        result_names=_result_names(s.out_tree), donated=s.donated[n:])
+
+  @property
+  def out_info(self):
+    """The outputs' shapes and dtypes, as JAX's Lowered.out_info: the lowered module's
+    types, where weak types are gone."""
+    return _strong_out_info(self._staged)
 
   def compiler_ir(self, dialect: str | None = None) -> hlo.Module:
     """The lowered module (`.as_hlo_text()` prints it). With dialect="hlo" the jaxpr's
@@ -658,6 +670,11 @@ class Compiled:
 
   def runtime_executable(self):
     return self._computation.executable
+
+  @property
+  def out_info(self):
+    """The outputs' shapes and dtypes (no weak types), as Lowered.out_info."""
+    return _strong_out_info(self._staged)
 
   @property
   def compile_times(self) -> dict[str, float]:

@@ -318,7 +318,8 @@ class _JvpData(NamedTuple):
 
 def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, linearizing: bool = False):
   """`fun(*flat) -> (flat outs, aux)` under a JVPTrace: (primal outs, tangent outs
-  (Zero where symbolically zero), aux with its tracers replaced by their primals)."""
+  (Zero where symbolically zero), aux flattened with its tracers replaced by their
+  primals: `_strip_aux`)."""
   with core.new_main(JVPTrace, _JvpData(linearizing, {})) as main:
     trace = JVPTrace(main)
     try:
@@ -375,11 +376,21 @@ def _as_array(x):
 
 
 def _strip_aux(aux, main):
+  """`aux`'s leaves with the tracers of `main` replaced by their primals, and its tree:
+  (leaves, treedef), unflattened by `_unflatten_aux` once the transformation's traces are
+  closed (as JAX: flax's Variables in an aux output record the trace they are made in)."""
   def strip(x):
     while isinstance(x, JVPTracer) and x._trace.main is main:
       x = x.primal
     return x
-  return tree_util.tree_map(strip, aux) if aux is not None else None
+  if aux is None:
+    return None
+  leaves, treedef = tree_util.tree_flatten(aux)
+  return [strip(x) for x in leaves], treedef
+
+
+def _unflatten_aux(flat_aux):
+  return None if flat_aux is None else tree_util.tree_unflatten(flat_aux[1], flat_aux[0])
 
 
 # ------------------------------------------------------------------------------------
@@ -603,7 +614,7 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   out_tree = store["out_tree"]
   res = (tree_util.tree_unflatten(out_tree, p_out),
          ad_keys.key_tangents(tree_util.tree_unflatten(out_tree, t_out)))
-  return (*res, aux) if has_aux else res
+  return (*res, _unflatten_aux(aux)) if has_aux else res
 
 
 def _lift_linearized(jaxpr, tree, key_specs, p_avals, out_avals, nonzero, out_tree, residuals,
@@ -663,7 +674,7 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
                              store["out_tree"])
   f_jvp = tree_util.Partial(_Shim(static), list(jaxpr.consts))
   out = tree_util.tree_unflatten(store["out_tree"], p_out)
-  return (out, f_jvp, aux) if has_aux else (out, f_jvp)
+  return (out, f_jvp, _unflatten_aux(aux)) if has_aux else (out, f_jvp)
 
 
 class VJP:
@@ -745,7 +756,7 @@ def _vjp(fun, primals, has_aux, name="vjp"):
                              [core.get_aval(p) for p in p_out], ad_keys.key_specs(out))
   # the pullback takes cotangents structured as users see the outputs (a key is one leaf)
   vjp_fn = VJP(static, in_tree, tree_util.public.tree_structure(out), list(jaxpr.consts))
-  return out, vjp_fn, aux
+  return out, vjp_fn, _unflatten_aux(aux)
 
 
 def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):

@@ -98,8 +98,7 @@ def _switch_internal(index, branches, operands, what, names, threaded: tuple = (
   leaves, in_tree = tree_util.tree_flatten((tuple(operands), {}))
   avals = [get_aval(x) for x in leaves]
   frames: list = []
-  traced = [_trace_pytree(lambda ak, b=b: b(*ak[0], **ak[1]), in_tree, avals,
-                          f"{what} branch", frames) for b in branches]
+  traced = _trace_branches(branches, in_tree, avals, what, frames)
   new_refs = _new_refs(frames, threaded)
   if new_refs:
     return _switch_threading(index, branches, operands, what, names, (*threaded, *new_refs))
@@ -122,6 +121,17 @@ def _switch_internal(index, branches, operands, what, names, threaded: tuple = (
   return tree_util.tree_unflatten(traced[0][2], flat)
 
 
+def _trace_branches(branches, in_tree, avals, what, frames) -> list:
+  """(jaxpr, consts, out_tree) per branch; a function given as several branches is traced
+  once (as JAX, whose trace cache flax's cond/switch wrappers count on)."""
+  by_fun: dict[int, tuple] = {}
+  for b in branches:
+    if id(b) not in by_fun:
+      by_fun[id(b)] = _trace_pytree(lambda ak, b=b: b(*ak[0], **ak[1]), in_tree, avals,
+                                    f"{what} branch", frames)
+  return [by_fun[id(b)] for b in branches]
+
+
 def _switch_threading(index, branches, operands, what, names, rs):
   """The cond of `branches`, the refs `rs` (from outside) threaded through every branch."""
   def threading(b):
@@ -130,7 +140,8 @@ def _switch_threading(index, branches, operands, what, names, rs):
       out = b(*ops)
       return out, _ref_values(rs)
     return branch
-  out, values = _switch_internal(index, [threading(b) for b in branches],
+  wrapped = {id(b): threading(b) for b in branches}   # (a function given twice: once)
+  out, values = _switch_internal(index, [wrapped[id(b)] for b in branches],
                                  (tuple(operands), _ref_values(rs)), what, names, rs)
   _set_ref_values(rs, values)
   return out
