@@ -14,6 +14,17 @@ bandwidth and sgemm rate (NumPy's np.copyto and float32 matmul, measured at star
     PYTHONPATH=. /path/to/jax-venv/bin/python bench/cpu_workloads.py \
         --markdown bench/results.md --png docs/bench.png
 
+Modes (issue 33: fast on every machine, not only a quiet one), combinable:
+    --history     each library's worker, after measuring a workload, compiles it a second time
+                  (`jit(f).lower(*args).compile()`) and calls it eagerly, as a notebook does:
+                  every later workload is measured after all of that in the same process
+    --fresh       the opposite: each workload in new worker processes (nothing before it)
+    --load N      N busy processes (a Python spin loop each; `--load cores`: one per core the
+                  run may use) compete for the cores during the whole run
+    --cores 0,1   the workers (and the load) run on these cores only (as `taskset -c 0,1`:
+                  both libraries size their thread pools from the affinity)
+The header and the Markdown name the machine: cores, instruction set, load average, mode.
+
 Each library runs in a worker process of its own (`--worker ember|jax|numpy`), one measuring
 at a time (ember's and JAX's thread pools would otherwise compete for the cores), taking turns
 workload by workload: first calls alternate, then ROUNDS steady-state rounds alternate, so a
@@ -395,6 +406,8 @@ def serve(lib: str, selected) -> None:
     f, args, jitted, compiled = entry = prepared[req["name"]]
     if req["what"] == "bytes":
       out = minimal_bytes(f, args)
+    elif req["what"] == "history":
+      out = history(lib, f, args, jitted)
     elif req["what"] == "first":
       out = first_call(lib, f, args, jitted)
     else:
@@ -405,13 +418,28 @@ def serve(lib: str, selected) -> None:
     print(ANSWER + json.dumps(out), flush=True)
 
 
+def history(lib: str, f, args, jitted: bool) -> float:
+  """What a session does with a function besides calling it (--history): a second compile
+  through the AOT API, then EAGER_CALLS calls of it outside jit. Returns the time taken."""
+  t0 = time.perf_counter()
+  if jitted:
+    jit = ember.jit if lib == "ember" else real_jax.jit
+    _wait(jit(f).lower(*args).compile()(*args))
+  for _ in range(EAGER_CALLS):
+    _wait(f(*args))
+  settle(lib)
+  return time.perf_counter() - t0
+
+
+EAGER_CALLS = 2
 ROUNDS = 3   # steady-state rounds per workload, the libraries taking turns
 
 
-def measure_workload(name: str, workers: dict, budget_s: float) -> dict:
+def measure_workload(name: str, workers: dict, budget_s: float, with_history: bool = False
+                     ) -> dict:
   """One row: first calls and steady-state rounds of the jit libraries taking turns (the
   machine's speed drifts over seconds: each library sees the same drift), medians of each;
-  NumPy once, with the whole budget."""
+  NumPy once, with the whole budget. `with_history`: then each jit library's `history`."""
   jits = [w for lib, w in workers.items() if lib != "numpy"]
   row = {}
   firsts = {w.lib: [] for w in jits}
@@ -428,29 +456,37 @@ def measure_workload(name: str, workers: dict, budget_s: float) -> dict:
   if "numpy" in workers:
     row["bytes"] = workers["numpy"].ask(name=name, what="bytes")
     row["numpy"] = workers["numpy"].ask(name=name, what="steady", budget=budget_s)
+  if with_history:
+    for w in jits:
+      w.ask(name=name, what="history")
   return row
 
 
-def run(selected, budget_s: float) -> tuple[list[dict], float, float]:
+def run(selected, budget_s: float, mode=None) -> tuple[list[dict], float, float]:
   """Every library's worker started at once (each idle while another measures), then one
-  row per workload, printed as it is measured."""
+  row per workload, printed as it is measured. `mode.fresh`: new workers for each workload;
+  `mode.history`: each workload's `history` after it."""
+  mode = mode or SimpleNamespace(fresh=False, history=False)
   copy_gbs, sgemm = machine_rates()
   libs = ["ember"] + (["jax"] if real_jax else []) + ["numpy"]
-  workers = {lib: Worker(lib, selected) for lib in libs}
-  ready = {lib: set(w.answer()) for lib, w in workers.items()}    # the workloads it has
   flops = {n: spec[2] for n, spec in workloads(namespace("ember")).items()}
+  names = [n for n in flops if not selected or any(sel in n for sel in selected)]
   rows = []
-  try:
-    for name in flops:                                 # every workload, in table order
-      present = {lib: w for lib, w in workers.items() if name in ready[lib]}
-      if not present:
-        continue
-      row = {"name": name, "flops": flops[name], **measure_workload(name, present, budget_s)}
-      rows.append(row)
-      print(format_row(row, copy_gbs, sgemm), flush=True)
-  finally:
-    for w in workers.values():
-      w.close()
+  for group in ([[n] for n in names] if mode.fresh else [names]):
+    workers = {lib: Worker(lib, group) for lib in libs}
+    try:
+      ready = {lib: set(w.answer()) for lib, w in workers.items()}    # the workloads it has
+      for name in group:                                 # every workload, in table order
+        present = {lib: w for lib, w in workers.items() if name in ready[lib]}
+        if not present:
+          continue
+        row = {"name": name, "flops": flops[name],
+               **measure_workload(name, present, budget_s, mode.history)}
+        rows.append(row)
+        print(format_row(row, copy_gbs, sgemm), flush=True)
+    finally:
+      for w in workers.values():
+        w.close()
   return rows, copy_gbs, sgemm
 
 
@@ -537,6 +573,27 @@ def bar_chart(rows, path: str) -> None:
   fig.savefig(path, dpi=110)
 
 
+def start_load(n: int) -> list:
+  """n processes spinning in Python (a competing load, one per core for `--load cores`);
+  they inherit the run's core affinity."""
+  return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def describe_machine(cores: int, mode: str) -> str:
+  """The machine as the results must name it: cores, instruction set, load, mode."""
+  flags = ""
+  try:
+    with open("/proc/cpuinfo") as f:
+      flags = next((l for l in f if l.startswith("flags")), "")
+  except OSError:
+    pass
+  isa = next((name for feat, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"),
+                                      ("asimd", "NEON")) if f" {feat}" in flags), "unknown ISA")
+  load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+  return (f"Machine: {cores} cores ({os.cpu_count()} in all), {isa}, load average "
+          f"{load:.1f} at start; mode: {mode}.")
+
+
 def main():
   p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   p.add_argument("names", nargs="*", help="substrings of workload names to run")
@@ -546,20 +603,39 @@ def main():
   p.add_argument("--png", help="write a bar chart of the JAX/ember ratios (needs matplotlib)")
   p.add_argument("--worker", choices=("ember", "jax", "numpy"),
                  help="(internal) measure one library and print its results as JSON")
+  p.add_argument("--history", action="store_true",
+                 help="after each workload, compile it again and call it eagerly (a session)")
+  p.add_argument("--fresh", action="store_true",
+                 help="each workload in new worker processes (nothing run before it)")
+  p.add_argument("--load", default="0",
+                 help="busy processes competing for the cores: a number, or 'cores'")
+  p.add_argument("--cores", help="run on these cores only, e.g. 0,1 (as taskset -c)")
   a = p.parse_args()
   if a.worker:
     serve(a.worker, a.names)
     return
-  print(" ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
-                 enumerate(zip(COLUMNS, (18, 10, 10, 10, 9, 12, 12, 8, 28)))))
-  rows, copy_gbs, sgemm = run(a.names, a.budget)
+  if a.cores:
+    os.sched_setaffinity(0, {int(c) for c in a.cores.split(",")})   # workers inherit it
+  cores = len(os.sched_getaffinity(0))
+  spinners = start_load(cores if a.load == "cores" else int(a.load))
+  try:
+    mode = ", ".join(name for name, on in (("history", a.history), ("fresh", a.fresh),
+                                           (f"load {len(spinners)}", spinners)) if on)
+    machine = describe_machine(cores, mode or "plain")
+    print(machine)
+    print(" ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
+                   enumerate(zip(COLUMNS, (18, 10, 10, 10, 9, 12, 12, 8, 28)))))
+    rows, copy_gbs, sgemm = run(a.names, a.budget, a)
+  finally:
+    for sp in spinners:
+      sp.kill()
   s = summary(rows)
   print(f"\ncopy bandwidth {copy_gbs:.1f} GB/s, sgemm {sgemm:.0f} GFLOP/s")
   if real_jax:
     print(f"geometric mean JAX/ember: steady {s['speedup']:.2f}x, first call {s['first']:.2f}x")
   if a.markdown:
     with open(a.markdown, "w") as f:
-      f.write(markdown(rows, copy_gbs, sgemm))
+      f.write(machine + "\n\n" + markdown(rows, copy_gbs, sgemm))
   if a.png:
     bar_chart(rows, a.png)
 

@@ -144,6 +144,14 @@ def check_jit_partitioned():
   assert y.sharding == data and [s.data.shape for s in y.addressable_shards] == \
       [(8 // n, 4)] * n
   np.testing.assert_array_equal(np.asarray(y), x * 2)
+  # a 0-d argument's pieces stay 0-d (np.ascontiguousarray made them 1-d: a "mul" shape
+  # error), a Python scalar, NumPy scalar or 0-d Array, with a split argument; JAX 0.12.1:
+  # 8.0 each, and a replicated 0-d device_put has 0-d shards
+  f = jax.jit(lambda a, s: (a * s).sum(), in_shardings=(data, None))
+  for s in (0.5, np.float32(0.5), jnp.float32(0.5)):
+    assert float(f(jnp.ones((4 * n, 4)), s)) == 8.0 * n
+  r = jax.device_put(jnp.float32(2.0), repl)
+  assert r.shape == () and [s.data.shape for s in r.addressable_shards] == [()] * n
   z = jax.jit(lambda a: jax.sharding.reshard(a * 2, P("data")) + 1)
   with jax.set_mesh(mesh):
     zz = z(x)

@@ -102,7 +102,8 @@ PRIMITIVES = {
     "atan2": (lambda x: lax.atan2(x, lax.cos(x) + 2), (2, 3), None),
     "pow": (lambda x: lax.pow(x, lax.cos(x)), (2, 3), (0.5, 2)),
     "pow_int_exponent": (lambda x: lax.pow(x, np.int32(3)), (2, 3), None),
-    "nextafter": (lambda x: x * lax.nextafter(x, x + 1), (3,), None),  # d nextafter = 0
+    # JAX 0.12: d nextafter(x, y) = dx (a one-ulp step is locally the identity), 0 for y
+    "nextafter": (lambda x: x * lax.nextafter(x, x + 1), (3,), None),
     "select_n": (lambda x: lax.select_n(x > 0, x ** 2, lax.sin(x)), (2, 3), None),
     "select_n_int": (lambda x: lax.select_n(np.array([0, 1, 2]), x, x ** 2, x ** 3), (3,), None),
     "clamp": (lambda x: lax.clamp(x[0, 0] * 0.3, x, x * 0.5 + 1), (2, 3), None),
@@ -168,7 +169,7 @@ _ANALYTIC = {
     # rounding x to float32 makes finite differences useless; d/dx round32(x) * x ~ 2x
     "convert_element_type": lambda x, w: w * (x.astype(f32).astype(f64) + x),
     "stop_gradient": lambda x, w: w * 3 * x,      # the stopped factor counts as a constant
-    "nextafter": lambda x, w: w * np.nextafter(x, x + 1),
+    "nextafter": lambda x, w: w * (np.nextafter(x, x + 1) + x),
 }
 
 

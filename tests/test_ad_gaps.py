@@ -544,6 +544,45 @@ def test_vjp_has_aux_and_errors():
     vjp_fn((1.0, 2.0))
 
 
+@ember.tree_util.register_pytree_node_class
+class _MadeIn:
+  """A pytree that records the trace it is made in, as flax's Variables do."""
+
+  def __init__(self, v):
+    self.v, self.trace_state = v, ember.extend.core.get_opaque_trace_state()
+
+  def tree_flatten(self):
+    return (self.v,), None
+
+  @classmethod
+  def tree_unflatten(cls, aux, children):
+    return cls(*children)
+
+
+@pytest.mark.parametrize("name", ["grad", "value_and_grad", "vjp", "jvp", "linearize",
+                                  "jacrev"])
+def test_aux_output_is_made_in_the_callers_trace(name):
+  # JAX 0.12.1: an aux output's pytrees are unflattened after the transformation's traces
+  # closed, in the caller's (flax's nnx.jit refuses a Variable made in another trace)
+  f = lambda x: (jnp.sin(x), _MadeIn(x * 2))
+  get_aux = {
+      "grad": lambda x: ember.grad(f, has_aux=True)(x)[1],
+      "value_and_grad": lambda x: ember.value_and_grad(f, has_aux=True)(x)[0][1],
+      "vjp": lambda x: ember.vjp(f, x, has_aux=True)[2],
+      "jvp": lambda x: ember.jvp(f, (x,), (1.0,), has_aux=True)[2],
+      "linearize": lambda x: ember.linearize(f, x, has_aux=True)[2],
+      "jacrev": lambda x: ember.jacrev(f, has_aux=True)(x)[1],
+  }[name]
+  made_in_caller = []
+
+  def outer(x):
+    aux = get_aux(x)
+    made_in_caller.append(aux.trace_state == ember.extend.core.get_opaque_trace_state())
+    return aux.v
+  assert float(ember.jit(outer)(1.0)) == 2.0 and float(outer(1.0)) == 2.0
+  assert made_in_caller == [True, True]
+
+
 def test_linearize_function_through_jit():
   y, lin = ember.linearize(f_sinx, XS)
   assert isinstance(lin, Partial) and len(tree_leaves(lin)) == 3

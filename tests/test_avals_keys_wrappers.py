@@ -430,3 +430,20 @@ def test_objects_with_jax_array_holding_tracers():
   jaxpr = jax.make_jaxpr(lambda x: x * _ArrayBox(x + 1))(jnp.float32(1.0))
   assert str(jaxpr) == "{ lambda ; a:f32[]. let b:f32[] = add a 1.0:f32[]; c:f32[] = mul a b in (c,) }"
   assert float(jnp.float32(2.0) * _ArrayBox(jnp.float32(3.0))) == 6.0
+# --- out_info of the stages (flax's nnx.tabulate reads Lowered.out_info) -----------------
+
+def test_out_info_of_traced_lowered_and_compiled():
+  f = jax.jit(lambda x, y: (x * 2, {"a": y + 1}))
+  traced = f.trace(jnp.ones(3), 1.0)
+  lowered = f.lower(jnp.ones(3), 1.0)
+  # JAX 0.12.1: the traced jaxpr's types keep weak types; the lowered module's do not
+  assert repr(traced.out_info) == ("(ShapeDtypeStruct(shape=(3,), dtype=float32), {'a': "
+                                   "ShapeDtypeStruct(shape=(), dtype=float32, weak_type=True)})")
+  assert repr(lowered.out_info) == ("(ShapeDtypeStruct(shape=(3,), dtype=float32), {'a': "
+                                    "ShapeDtypeStruct(shape=(), dtype=float32)})")
+  compiled = lowered.compile()
+  outs = jax.tree.leaves(compiled.out_info)
+  assert [(o.shape, o.dtype, o.weak_type) for o in outs] == [
+      ((3,), np.dtype("float32"), False), ((), np.dtype("float32"), False)]
+  assert jax.tree.structure(compiled.out_info) == jax.tree.structure(
+      compiled(jnp.ones(3), 1.0))

@@ -275,8 +275,14 @@ def test_no_leak_reported_for_clean_code_even_without_gc():
   def g(x):
     return jnp.sin(x) * 2
 
+  @jax.custom_jvp
+  def softplus(x):
+    return jnp.log1p(jnp.exp(x))
+  softplus.defjvp(lambda p, t: (softplus(p[0]), t[0] * jax.nn.sigmoid(p[0])))
+
   with mock.patch.object(gc, "collect", return_value=0), jax.checking_leaks():
     for _ in range(2):
+      jax.jit(jax.vmap(softplus))(jnp.ones(3))   # (flax's LeakTests: a custom_jvp in a jit)
       jax.jit(g)(1.0)
       jax.grad(g)(1.0)
       jax.jit(jax.grad(g))(2.0)

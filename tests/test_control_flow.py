@@ -336,6 +336,33 @@ def test_cond_and_switch():
     assert int(out["t"][0]) == 2
 
 
+def test_a_function_given_as_several_branches_is_traced_once():
+  # JAX 0.12.1 traces f once for cond(p, f, f, x) and for switch(i, (f, f, g), x) (its
+  # trace cache; flax's nnx.cond/switch count on it), eagerly and under jit; the values
+  # are each branch's
+  counts = collections.Counter()
+
+  def f(x):
+    counts["f"] += 1
+    return x + 1.0
+
+  def g(x):
+    counts["g"] += 1
+    return x - 1.0
+  x = jnp.float32(1.0)
+  assert float(lax.cond(jnp.array(False), f, f, x)) == 2.0 and counts["f"] == 1
+  counts.clear()
+  assert float(ember.jit(lambda p, x: lax.cond(p, g, g, x))(True, x)) == 0.0
+  assert counts == {"g": 1}
+  counts.clear()
+  out = ember.jit(lambda i, x: lax.switch(i, (f, g, f), x))
+  assert [float(out(i, x)) for i in range(3)] == [2.0, 0.0, 2.0]
+  assert counts == {"f": 1, "g": 1}
+  # grad through a cond whose branches are one function
+  assert float(ember.grad(lambda x: lax.cond(x > 0, jnp.sin, jnp.sin, x))(0.5)) == \
+      pytest.approx(np.cos(0.5), rel=1e-6)
+
+
 def test_map_and_associative_scan():
   xs = np.arange(7, dtype=np.float32)
   for bs in (None, 3, 7):

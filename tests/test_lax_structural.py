@@ -322,8 +322,9 @@ def test_cumulative(lax_fn, ref, dtype, axis, reverse):
   x64 = x.astype(np.float64) if np.dtype(dtype).kind == "f" or dtype == bf16 else x
   expected = ref(x64, axis, reverse).astype(dtype)
   for f in modes(lambda x: lax_fn(x, axis, reverse=reverse)):
-    # bf16: the reference accumulates in float64; ember rounds once at the end (f32 scan)
-    check(f(x), expected, dtype, rtol=3e-2 if dtype == bf16 else 1e-5)
+    # bf16: the reference accumulates in float64; ember rounds at every step, as XLA's scan
+    # (its bits: test_xla_scans.py), a few bfloat16 ulps where a logsumexp cancels
+    check(f(x), expected, dtype, rtol=6e-2 if dtype == bf16 else 1e-5)
 
 
 def test_cumulative_special_values():

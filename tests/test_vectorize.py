@@ -3,7 +3,8 @@ packed vector instructions for the host (read from the generated assembly), and 
 what NumPy computes in float64; reductions are bitwise deterministic run to run and for any
 split of the outer loop (the runtime may split it across threads).
 
-Host ISA: x86-64 kernels use ymm (AVX2) or zmm (AVX-512) registers in packed `...ps` forms;
+Host ISA: x86-64 kernels use ymm (AVX2) or zmm (AVX-512) registers in packed `v...ps` forms,
+xmm registers in SSE's `...ps` forms on a host without AVX or under --cpu_max_isa=SSE4_2;
 aarch64 kernels use NEON `v<n>.4s` registers. Other hosts skip the assembly checks.
 """
 import platform
@@ -14,6 +15,7 @@ import pytest
 
 import ember
 import ember.numpy as jnp
+from ember._src.backends.cpu import host
 
 _MACHINE = platform.machine().lower()
 _X86 = _MACHINE in ("x86_64", "amd64")
@@ -23,20 +25,24 @@ _ARM = _MACHINE in ("aarch64", "arm64")
 _PACKED = {
     "x86": r"\bv(add|sub|mul|div|max|min|fn?m(add|sub)\d*)ps\s[^\n]*%[yz]mm",
     "arm": r"\bf(add|sub|mul|div|max|min|maxnm|minnm|mla|mls|fmla|fmls)\s+v\d+\.4s",
+    "sse": r"\b(add|sub|mul|div|max|min)ps\s[^\n]*%xmm",   # --cpu_max_isa=SSE4_2
 }
-_ADD = {"x86": r"\bvaddps\s[^\n]*%[yz]mm", "arm": r"\bfadd\s+v\d+\.4s"}
-_MAX = {"x86": r"\bvmaxps\s[^\n]*%[yz]mm", "arm": r"\bfmax\s+v\d+\.4s"}
-_FMA = {"x86": r"\bvfn?m(add|sub)\d+ps\s[^\n]*%[yz]mm", "arm": r"\bfml[as]\s+v\d+\.4s"}
-_DIV = {"x86": r"\b(div|idiv)[bwlq]?\s", "arm": r"\b[su]div\s"}   # integer division
+_ADD = {"x86": r"\bvaddps\s[^\n]*%[yz]mm", "arm": r"\bfadd\s+v\d+\.4s",
+        "sse": r"\baddps\s[^\n]*%xmm"}
+_MAX = {"x86": r"\bvmaxps\s[^\n]*%[yz]mm", "arm": r"\bfmax\s+v\d+\.4s",
+        "sse": r"\bmaxps\s[^\n]*%xmm"}
+# SSE4.2 has no fused multiply-add: a packed multiply (then an add)
+_FMA = {"x86": r"\bvfn?m(add|sub)\d+ps\s[^\n]*%[yz]mm", "arm": r"\bfml[as]\s+v\d+\.4s",
+        "sse": r"\bmulps\s[^\n]*%xmm"}
+_DIV = {"x86": r"\b(div|idiv)[bwlq]?\s", "arm": r"\b[su]div\s",   # integer division
+        "sse": r"\b(div|idiv)[bwlq]?\s"}
 
 
 def isa() -> str:
+  """The patterns' key for the code ember generates: the host's, or the level
+  EMBER_FLAGS=--cpu_max_isa caps it to (CI runs these tests under AVX2 and SSE4_2)."""
   if _X86:
-    import llvmlite.binding as llvm
-    llvm.initialize_native_target()
-    if not llvm.get_host_cpu_features().get("avx"):
-      pytest.skip("x86 host without AVX: kernels use 128-bit SSE registers only")
-    return "x86"
+    return "x86" if host.has("avx") else "sse"
   if _ARM:
     return "arm"
   pytest.skip(f"no vector-instruction patterns for host {_MACHINE!r}")

@@ -1,6 +1,7 @@
 """ember.numpy: the NumPy API on ember arrays (jax.numpy)."""
 from ember._src.library.numpy.scalar_types import *  # noqa: F401,F403
 from ember._src.library.numpy.ufuncs import *  # noqa: F401,F403
+from ember._src.library.numpy.float_fields import *  # noqa: F401,F403
 from ember._src.library.numpy.creation import *  # noqa: F401,F403
 from ember._src.library.numpy.shape import *  # noqa: F401,F403
 from ember._src.library.numpy.reductions import *  # noqa: F401,F403

@@ -653,7 +653,7 @@ def _placed_value(value: np.ndarray, weak_type: bool, sharding: Sharding) -> Pla
   if len(devs) == 1:
     return place(Array(value, weak_type), next(iter(devs)))
   sharding.shard_shape(value.shape)   # the error when a dimension does not split evenly
-  shards = {d: place(Array(np.ascontiguousarray(value[index]), weak_type), d)
+  shards = {d: place(Array(np.asarray(value[index], order="C"), weak_type), d)   # (0-d: 0-d)
             for d, index in sharding.addressable_devices_indices_map(value.shape).items()}
   return from_shards(value.shape, value.dtype, weak_type, sharding, shards)
 

@@ -31,6 +31,9 @@ class Primitive:
   - `fold_literals`: when True, applying it to literals while staging folds to a literal
   - `effects_rule(*avals, **params) -> frozenset`: effects (host callbacks, checks): an
     equation with effects is not dead code (see `effects`)
+  - `dce(used_outputs, eqn) -> (used_inputs, new_eqn | None)`: for higher-order
+    primitives, the equation with only the `used_outputs` and what they need inside its
+    sub-jaxprs (transforms/partial_eval.dce_deep)
 
   Primitives defined outside ember use JAX's API on the same attributes: `def_impl`,
   `def_abstract_eval`, `def_effectful_abstract_eval`, and the registries of
@@ -55,6 +58,7 @@ class Primitive:
     # equations that use them (a custom VJP's bwd may give cotangents that do not depend on
     # them, and JAX calls it); unused outputs still skip it
     self.transpose_zero_cotangents = False
+    self.dce: Callable | None = None   # pruning inside sub-jaxprs (see the docstring)
     self.impl_on_arrays = False   # set by def_impl: `impl` takes Arrays, not NumPy arrays
     self.foreign_lowering = None  # a lowering rule written for JAX (mlir.register_lowering)
     # the NumPy reference computes the compiled code's bits (correctly rounded arithmetic,

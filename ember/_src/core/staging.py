@@ -204,6 +204,9 @@ class JaxprTrace(Trace):
     t = b.const_tracers.get(id(val))
     if t is not None:
       return t
+    if hasattr(val, "__jax_array__"):
+      # as JAX: staged as a constant, the object (a flax Variable) could hold a tracer
+      raise ValueError(_JAX_ARRAY_NOT_ABSTRACTED)
     aval = get_aval(val)
     if _is_literalable(val):
       # A Python scalar keeps its value, as in JAX: a weak `0.1:f32[]` prints as 0.1.
@@ -243,6 +246,12 @@ class JaxprTrace(Trace):
     self.builder.tracer_to_var[id(t)] = lit
     self.builder.keep.append(t)
     return t
+
+
+_JAX_ARRAY_NOT_ABSTRACTED = (
+    "Triggering __jax_array__() during abstractification is no longer supported. To avoid "
+    "this error, either explicitly convert your object using ember.numpy.array(), or "
+    "register your object as a pytree.")
 
 
 def trace_to_jaxpr(flat_fun: Callable, in_avals: Sequence[ShapedArray],

@@ -115,9 +115,6 @@ def to_numpy(v, aval: ShapedArray | None = None) -> np.ndarray:
   if val is not None:
     return val
   aval = aval or get_aval(v)
-  to_array = getattr(type(v), "__jax_array__", None)
-  if to_array is not None and not isinstance(v, np.ndarray):   # an object standing for one
-    return to_numpy(to_array(v), aval)
   return np.asarray(v, dtype=aval.dtype)
 
 
@@ -267,9 +264,6 @@ def get_opaque_trace_state(convention=None) -> OpaqueTraceState:
 
 def full_raise(trace: Trace, val):
   if not isinstance(val, Tracer):
-    to_array = getattr(type(val), "__jax_array__", None)
-    if to_array is not None:   # its array, which may be a tracer (flax's Variable holds one)
-      return full_raise(trace, to_array(val))
     return trace.pure(val)
   vmain = val._trace.main
   if vmain is trace.main:

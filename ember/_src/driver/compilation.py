@@ -72,7 +72,9 @@ class Traced:
 
   @property
   def out_info(self):
-    return _out_info(self._staged)
+    return self._staged.out_tree.unflatten(
+        [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+         for a in self._staged.jaxpr.out_avals])
 
   @property
   def fun_name(self) -> str:
@@ -82,14 +84,6 @@ class Traced:
     t0 = time.perf_counter()
     module = lower_staged(self._staged)
     return Lowered(module, self._staged, time.perf_counter() - t0, self._compile_on)
-
-
-def _out_info(staged: Staged, keep_weak_type: bool = True):
-  """The results' shapes and dtypes (ShapeDtypeStructs in the results' tree): `out_info`
-  of Traced and Lowered. As in JAX, Lowered's (the lowered module's types) are not weak."""
-  return staged.out_tree.unflatten(
-      [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type and keep_weak_type)
-       for a in staged.jaxpr.out_avals])
 
 
 def lower_staged(staged: Staged) -> hlo.Module:
@@ -151,6 +145,12 @@ def _warn_unusable_donations(staged: Staged) -> None:
                 "https://docs.jax.dev/en/latest/201/jit.html#jax-201-buffer-donation.")
 
 
+def _strong_out_info(staged: Staged):
+  """A pytree of ShapeDtypeStruct, one per output of `staged`, without weak types."""
+  return staged.out_tree.unflatten(
+      [ShapeDtypeStruct(a.shape, a.dtype) for a in staged.jaxpr.out_avals])
+
+
 def _result_names(out_tree) -> list[str]:
   n = out_tree.num_leaves
   if out_tree.kind == "leaf":
@@ -168,8 +168,6 @@ class Lowered:
     self._module, self._staged, self._lower_secs = module, staged, lower_secs
     self._compile_on = compile_on     # see Traced
     self._compiled: Compiled | None = None
-
-  out_info = property(lambda self: _out_info(self._staged, keep_weak_type=False))
 
   def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
     if dialect not in (None, "stablehlo", "hlo"):
@@ -190,6 +188,12 @@ class Lowered:
     n = len(s.consts)
     return lower_jaxpr(s.closed_jaxpr, s.name, arg_names=s.arg_names[n:],
                        result_names=_result_names(s.out_tree), donated=s.donated[n:])
+
+  @property
+  def out_info(self):
+    """The outputs' shapes and dtypes, as JAX's Lowered.out_info: the lowered module's
+    types, where weak types are gone."""
+    return _strong_out_info(self._staged)
 
   def compiler_ir(self, dialect: str | None = None) -> hlo.Module:
     """The lowered module (`.as_hlo_text()` prints it). With dialect="hlo" the jaxpr's
@@ -666,6 +670,11 @@ class Compiled:
 
   def runtime_executable(self):
     return self._computation.executable
+
+  @property
+  def out_info(self):
+    """The outputs' shapes and dtypes (no weak types), as Lowered.out_info."""
+    return _strong_out_info(self._staged)
 
   @property
   def compile_times(self) -> dict[str, float]:

@@ -42,6 +42,7 @@ from ember._src.core.array import Array, PlacedArray
 from ember._src.runtime.pjrt_array import PjrtArray
 from ember._src.driver.sharding_propagation import constraint_sharding
 from ember._src.transforms import ad_calls, batching
+from ember._src.transforms import partial_eval as pe
 
 # --- the jit primitive --------------------------------------------------------------------
 
@@ -965,6 +966,7 @@ def _jit_params(params, jaxpr):
 def _install_ad_rules():
   jit_p.jvp = ad_calls.call_jvp(jit_p, _jit_params)
   jit_p.transpose = ad_calls.call_transpose(jit_p, _jit_params)
+  jit_p.dce = pe.call_dce(("donated_invars",))
 
 
 _install_ad_rules()

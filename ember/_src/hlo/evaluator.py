@@ -32,8 +32,8 @@ from ember._src.hlo import graph as hlo
 from ember._src.base import denormals
 from ember._src.base.dtypes import dtype_kind
 from ember._src.reference import (
-    convolution, elementwise as ew, fft, indexing as ix, lapack, linalg, reductions, sorting,
-    structural as st, threefry, windows)
+    convolution, elementwise as ew, fft, indexing as ix, lapack, linalg, reductions, scans,
+    sorting, structural as st, threefry, windows)
 
 __all__ = ["evaluate", "evaluate_intermediates", "evaluate_computation", "eval_instr",
            "HloEvalError"]
@@ -273,31 +273,34 @@ def _reduce_generic(comp, xs, inits, dims, out_dims) -> list:
 
 
 def _scan_window(instr: hlo.Instr, vals: list, axis: int, reverse: bool) -> np.ndarray:
-  """A reduce-window that is an inclusive scan (hlo.scan_window): the init, then the
-  elements along `axis` (from the end when `reverse`) folded in order, in O(n): NumPy's
-  accumulate for sum, product, max and min (max/min with XLA's signed zeros), else the
-  computation once per step on all the other positions at once (lanes)."""
+  """A reduce-window that is an inclusive scan (hlo.scan_window), in O(n). A combine any
+  grouping of which gives the same bits (hlo.regroupable) folds the elements along `axis`
+  (from the end when `reverse`) with NumPy's accumulate (max/min with XLA's signed zeros);
+  any other (float sums and products, logaddexp) runs in XLA:CPU's order and rounding
+  (reference/scans.py), its binary op by NumPy in the operand's dtype, else the
+  computation on all positions at once (lanes)."""
   x, init = vals
   comp = instr.called[0]
   op = _binary_root(comp)
-  cdt = reductions.compute_dtype(x.dtype) if op == "add" else x.dtype
-  y = np.moveaxis(x.astype(cdt), axis, 0)
-  y = y[::-1] if reverse else y
-  seq = np.concatenate([np.broadcast_to(np.asarray(init).astype(cdt), (1,) + y.shape[1:]), y])
-  with np.errstate(all="ignore"):
-    if op in ("add", "multiply", "maximum", "minimum") and not (
-        dtype_kind(cdt) == "c" and op in ("maximum", "minimum")):
+  if not hlo.regroupable(comp, x.dtype):
+    if op in ("add", "multiply"):
       ufunc = _REDUCE_UFUNCS[op]
-      out = ufunc.accumulate(seq, axis=0, dtype=cdt)[1:]
-      if op in ("maximum", "minimum"):
-        won = np.logical_or.accumulate(reductions.is_zero_winner(ufunc, seq), axis=0)
-        out = reductions.xla_zero_order(ufunc, out, won[1:])
+      combine = lambda a, b: ufunc(a, b, dtype=x.dtype)
     else:
-      acc, steps = seq[0].reshape(-1), []
-      for k in range(1, seq.shape[0]):
-        acc = _apply_lanes(comp, [acc, seq[k].reshape(-1)])[0]
-        steps.append(acc)
-      out = np.stack(steps).reshape(y.shape)
+      def combine(a, b):
+        a, b = np.broadcast_arrays(a, b)
+        return _apply_lanes(comp, [a.reshape(-1), b.reshape(-1)])[0].reshape(a.shape)
+    return scans.xla_scan(x, axis, reverse, combine, init).astype(instr.dtype, copy=False)
+  y = np.moveaxis(x, axis, 0)
+  y = y[::-1] if reverse else y
+  seq = np.concatenate([np.broadcast_to(np.asarray(init).astype(x.dtype), (1,) + y.shape[1:]),
+                        y])
+  with np.errstate(all="ignore"):
+    ufunc = _REDUCE_UFUNCS[op]
+    out = ufunc.accumulate(seq, axis=0, dtype=x.dtype)[1:]
+    if op in ("maximum", "minimum"):
+      won = np.logical_or.accumulate(reductions.is_zero_winner(ufunc, seq), axis=0)
+      out = reductions.xla_zero_order(ufunc, out, won[1:])
   out = out[::-1] if reverse else out
   return np.moveaxis(out, 0, axis).astype(instr.dtype, copy=False)
 

@@ -323,6 +323,20 @@ def has_side_effect(instr: Instr) -> bool:
       has_side_effect(i) for c in instr.called for i in c.instrs)
 
 
+def regroupable(comp: "Computation", dtype) -> bool:
+  """Whether `comp` is op(p0, p1) with an op whose every grouping gives the same bits:
+  max/min (NaN wins, -0 < +0, at any grouping), integer add/multiply (wrapping) and
+  bitwise ops; not float add/multiply, whose rounding depends on the grouping (a scan of
+  those runs in XLA:CPU's order: reference/scans.py)."""
+  r = comp.root
+  if len(comp.params) != 2 or {o.id for o in r.operands} != {p.id for p in comp.params} \
+      or len(r.operands) != 2:
+    return False
+  if r.opcode in ("maximum", "minimum"):
+    return np.dtype(dtype).kind != "c"
+  return r.opcode in ("add", "multiply", "and", "or", "xor") and np.dtype(dtype).kind in "biu"
+
+
 def scan_window(instr: Instr) -> tuple[int, bool] | None:
   """(axis, reverse) when `instr` is a single-operand reduce-window that is an inclusive
   scan: a window spanning the whole of one axis of length n, padded by n - 1 before it

@@ -152,7 +152,7 @@ def device_piece(x, index: tuple, device) -> object:
   if type(x) is PlacedArray and x._shards is not None and device in x._shards:
     if x._sharding.devices_indices_map(x.shape).get(device) == index:
       return x._shards[device]
-  return np.ascontiguousarray(np.asarray(x)[index])
+  return np.asarray(np.asarray(x)[index], order="C")   # (0-d stays 0-d)
 
 
 def unflatten_outputs(tree, outs: list):
@@ -401,7 +401,7 @@ def _partitioned_plan(wrapped, entry, leaves, mesh, in_sh, out_sh) -> tuple[Call
         index, own = take[i]
         shard = x._shards.get(dev) if own else None
         args.append(_host_arg(shard) if shard is not None
-                    else np.ascontiguousarray(np.asarray(x)[index]))
+                    else np.asarray(np.asarray(x)[index], order="C"))
       per_device[dev] = args
     return per_device
 

@@ -4,8 +4,9 @@
     reduction_splitter, dot_split_k, fusion, dot_epilogue, dce, async_collectives
 
 preceded by `conv_expansion` (always: the backend has no convolution kernel, each
-`convolution` becomes im2col + one dot) and followed by `copy_outputs` (always: the
-outputs get buffers of their own). Each pass is a module
+`convolution` becomes im2col + one dot) and `scan_expansion` (always: a long float scan
+becomes XLA:CPU's blocks, whose order defines its bits) and followed by `copy_outputs`
+(always: the outputs get buffers of their own). Each pass is a module
 `ember._src.passes.<name>` with `run(module, flags) -> module`. A pass is skipped when its
 name is in `flags.disable_passes` (`EMBER_FLAGS=--disable_passes=fusion,cse`), when
 `flags.opt_level` is below its level, or while its module does not exist yet; an error
@@ -21,7 +22,7 @@ from typing import Callable
 
 from ember._src.base import flags as flags_lib
 from ember._src.hlo import graph as hlo
-from ember._src.passes import conv_expansion, dumps
+from ember._src.passes import conv_expansion, dumps, scan_expansion
 
 PASSES = ("inline", "algsimp", "constant_folding", "dot_transpose", "algsimp", "cse", "dce",
           "reduction_splitter", "dot_split_k", "fusion", "dot_epilogue", "dce",
@@ -150,9 +151,10 @@ def optimize_control_flow(module: hlo.Module, flags=None) -> hlo.Module:
 
 
 def optimize_program(module: hlo.Module, flags=None) -> hlo.Module:
-  """Convolution expansion, the passes, copy insertion and the control-flow recursion,
-  without dumps."""
+  """Convolution and scan expansion, the passes, copy insertion and the control-flow
+  recursion, without dumps."""
   module = conv_expansion.run(module, flags)
+  module = scan_expansion.run(module, flags)
   module = run_passes(module, flags)
   module = copy_outputs(module, flags)
   return optimize_control_flow(module, flags)

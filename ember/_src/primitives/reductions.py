@@ -22,6 +22,7 @@ from ember._src.primitives import elementwise as ew
 from ember._src.primitives import structural
 from ember._src.reference.reductions import compute_dtype, is_zero_winner, xla_zero_order
 from ember._src.reference.reductions import identity as _identity
+from ember._src.reference.scans import xla_scan
 from ember._src.primitives.elementwise import convert_element_type
 
 
@@ -216,7 +217,7 @@ argmin_p.lower = _argminmax_lowering("argmin", "LT")
 
 # --- cumulative -------------------------------------------------------------------------
 
-def _cumulative(name: str, kinds: str, accumulate):
+def _cumulative(name: str, kinds: str, accumulate, float_scan=None):
   def abstract_eval(x, *, axis, reverse):
     check_dtype(name, x, kinds, "operand")
     if not 0 <= axis < x.ndim:
@@ -224,6 +225,8 @@ def _cumulative(name: str, kinds: str, accumulate):
     return x
 
   def impl(x, *, axis, reverse):
+    if float_scan is not None and dtype_kind(x.dtype) in "fc":
+      return float_scan(x, axis, reverse)
     y = np.flip(x, axis) if reverse else x
     with np.errstate(over="ignore", invalid="ignore"):
       out = accumulate(y.astype(compute_dtype(x.dtype)), axis).astype(x.dtype)
@@ -246,6 +249,19 @@ def _accumulate_in_dtype(ufunc):
   return lambda y, axis: ufunc.accumulate(y, axis=axis, dtype=y.dtype)
 
 
+def _in_xla_order(ufunc, init):
+  """A float scan whose rounding depends on the grouping (sum, product, logaddexp), in
+  XLA:CPU's order, rounding to the operand's dtype at each step (reference/scans.py)."""
+  def scan(x, axis, reverse):
+    dt = x.dtype
+    if ufunc is np.logaddexp:   # NumPy has no 16-bit logaddexp: in float32, then rounded
+      combine = lambda a, b: np.logaddexp(a, b, dtype=compute_dtype(dt)).astype(dt)
+    else:
+      combine = lambda a, b: ufunc(a, b, dtype=dt)
+    return xla_scan(x, axis, reverse, combine, init)
+  return scan
+
+
 def _accumulate_extremal(ufunc):
   def accumulate(y, axis):
     out = ufunc.accumulate(y, axis=axis, dtype=y.dtype)
@@ -255,12 +271,15 @@ def _accumulate_extremal(ufunc):
   return accumulate
 
 
-cumsum_p, cumsum = _cumulative("cumsum", NUMERIC, _accumulate_in_dtype(np.add))
-cumprod_p, cumprod = _cumulative("cumprod", NUMERIC, _accumulate_in_dtype(np.multiply))
+cumsum_p, cumsum = _cumulative("cumsum", NUMERIC, _accumulate_in_dtype(np.add),
+                                _in_xla_order(np.add, 0))
+cumprod_p, cumprod = _cumulative("cumprod", NUMERIC, _accumulate_in_dtype(np.multiply),
+                                  _in_xla_order(np.multiply, 1))
 cummax_p, cummax = _cumulative("cummax", NUMERIC, _accumulate_extremal(np.maximum))
 cummin_p, cummin = _cumulative("cummin", NUMERIC, _accumulate_extremal(np.minimum))
 cumlogsumexp_p, cumlogsumexp = _cumulative("cumlogsumexp", FLOAT,
-                                           _accumulate_in_dtype(np.logaddexp))
+                                           _accumulate_in_dtype(np.logaddexp),
+                                           _in_xla_order(np.logaddexp, -np.inf))
 
 
 def _logaddexp(ctx, a, b):
@@ -275,15 +294,17 @@ def _logaddexp(ctx, a, b):
 
 def _cumulative_lowering(name: str, opcode: str | None, identity):
   """An inclusive scan as one reduce-window whose window spans the whole axis, padded by
-  n - 1 identities before it (after it when `reverse`), as JAX lowers it for TPUs. Backends
-  recognize the shape (hlo.scan_window) and run it as one sequential pass along the axis
-  (the CPU's scan kernel: O(n) combines, bit for bit NumPy's accumulate order), never as n
-  windows of n. `identity(dt)` is the init: -0.0 for sums keeps -0.0; max/min use theirs."""
+  n - 1 identities before it (after it when `reverse`), as JAX lowers it. Backends
+  recognize the shape (hlo.scan_window) and run it as a scan along the axis, never as n
+  windows of n: in XLA:CPU's order and rounding where grouping matters (float sums and
+  products: reference/scans.py, the scan_expansion pass). It runs in the operand's dtype
+  (a bfloat16 sum rounds at every step, as XLA's). `identity(dt)` is the init (+0.0 for
+  sums, JAX's: a cumsum of -0.0 is +0.0); max/min use theirs."""
   def rule(ctx, x, *, axis, reverse):
     n = x.shape.dims[axis]
     if n == 0:
       return x
-    dt = compute_dtype(x.dtype)
+    dt = x.dtype
     comp = (ctx.scalar_computation(opcode, dt) if opcode is not None else
             ctx.region(f"{name}_combine", [dt, dt], _logaddexp))
     init = ctx.constant(identity(dt) if identity else _identity(
@@ -294,17 +315,11 @@ def _cumulative_lowering(name: str, opcode: str | None, identity):
               "window_strides": [1] * rank,
               "padding": [pad if d == axis else (0, 0) for d in range(rank)],
               "base_dilation": [1] * rank, "window_dilation": [1] * rank}
-    scan = lambda y: ctx.reduce_window([y], [init], comp, y.dims, window)[0]
-    return _lower_in_compute_dtype(ctx, x, scan)
+    return ctx.reduce_window([x], [init], comp, x.dims, window)[0]
   return rule
 
 
-def _neg_zero(dt):
-  """The additive identity that keeps -0.0: -0.0 + x == x for every x."""
-  return 0 if np.dtype(dt).kind in "iu" else -0.0
-
-
-cumsum_p.lower = _cumulative_lowering("cumsum", "add", _neg_zero)
+cumsum_p.lower = _cumulative_lowering("cumsum", "add", lambda dt: 0)
 cumprod_p.lower = _cumulative_lowering("cumprod", "multiply", lambda dt: 1)
 cummax_p.lower = _cumulative_lowering("cummax", "maximum", None)
 cummin_p.lower = _cumulative_lowering("cummin", "minimum", None)

@@ -85,6 +85,8 @@ def asarray(x):
   """lax.asarray: an Array (or tracer) for any array-like; Python scalars stay weak."""
   if _is_array(x):
     return x
+  if hasattr(x, "__jax_array__"):   # (the jnp functions' ensure_arraylike, as in JAX)
+    return asarray(x.__jax_array__())
   aval = core.get_aval(x)
   return convert_element_type(x, aval.dtype, weak_type=aval.weak_type)
 

@@ -41,7 +41,8 @@ from ember._src import core
 from ember._src.base import dtypes, tree_util
 from ember._src.core import Literal, ShapedArray, api_util, declare, refs
 from ember._src.base.dtypes import dtype_kind
-from ember._src.transforms import batching
+from ember._src.transforms import ad_keys, batching
+from ember._src.transforms.partial_eval import dce_deep
 
 # ------------------------------------------------------------------------------------
 # Tangent types and symbolic zeros
@@ -317,7 +318,8 @@ class _JvpData(NamedTuple):
 
 def jvp_flat(fun: Callable, primals: Sequence, tangents: Sequence, linearizing: bool = False):
   """`fun(*flat) -> (flat outs, aux)` under a JVPTrace: (primal outs, tangent outs
-  (Zero where symbolically zero), aux with its tracers replaced by their primals)."""
+  (Zero where symbolically zero), aux flattened with its tracers replaced by their
+  primals: `_strip_aux`)."""
   with core.new_main(JVPTrace, _JvpData(linearizing, {})) as main:
     trace = JVPTrace(main)
     try:
@@ -374,11 +376,21 @@ def _as_array(x):
 
 
 def _strip_aux(aux, main):
+  """`aux`'s leaves with the tracers of `main` replaced by their primals, and its tree:
+  (leaves, treedef), unflattened by `_unflatten_aux` once the transformation's traces are
+  closed (as JAX: flax's Variables in an aux output record the trace they are made in)."""
   def strip(x):
     while isinstance(x, JVPTracer) and x._trace.main is main:
       x = x.primal
     return x
-  return tree_util.tree_map(strip, aux) if aux is not None else None
+  if aux is None:
+    return None
+  leaves, treedef = tree_util.tree_flatten(aux)
+  return [strip(x) for x in leaves], treedef
+
+
+def _unflatten_aux(flat_aux):
+  return None if flat_aux is None else tree_util.tree_unflatten(flat_aux[1], flat_aux[0])
 
 
 # ------------------------------------------------------------------------------------
@@ -403,7 +415,19 @@ def linearize_flat(fun: Callable, primals: Sequence):
     outs = [core.full_raise(ttrace, t) for t in t_out if type(t) is not Zero]
     jaxpr = builder.build([t for t in tan_in if type(t) is not Zero], outs)
   builder.release()
-  return p_out, jaxpr, nonzero, aux
+  return p_out, _prune_linear(jaxpr), nonzero, aux
+
+
+def _prune_linear(jaxpr: core.Jaxpr) -> core.Jaxpr:
+  """The linear jaxpr without the tangent work no output needs, inside sub-jaxprs too, and
+  without the residuals only that work read (JAX's tangent trace stages with `auto_dce`)."""
+  jaxpr, _ = dce_deep(jaxpr)
+  read = {id(v) for e in jaxpr.eqns for v in e.invars} | {id(v) for v in jaxpr.outvars}
+  keep = [id(v) in read for v in jaxpr.constvars]
+  if all(keep):
+    return jaxpr
+  return jaxpr.replace(constvars=[v for v, k in zip(jaxpr.constvars, keep) if k],
+                       consts=[c for c, k in zip(jaxpr.consts, keep) if k])
 
 
 _jvp_jaxpr_depth = [0]
@@ -471,9 +495,8 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence, args: Sequence, cts_out: 
 
   for v, x in zip(jaxpr.constvars, consts):
     primal_env[id(v)] = x
-  for v, x in zip(jaxpr.invars, args):
-    if not is_undefined_primal(x):
-      primal_env[id(v)] = x
+  for v, x in zip(jaxpr.invars, args):   # an UndefinedPrimal too: its aval may be the caller's
+    primal_env[id(v)] = x
   linear_eqns = []
   for eqn in jaxpr.eqns:
     ins = [read_primal(v) for v in eqn.invars]
@@ -570,14 +593,14 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
     raise TypeError("primal and tangent arguments to jax.jvp must have the same tree "
                     f"structure; primals have tree structure {tree} whereas tangents have "
                     f"tree structure {t_tree}.")
-  p_flat, t_flat = _keys_as_data(p_flat, t_flat)
+  p_flat, t_flat = ad_keys.keys_as_data(p_flat, t_flat)
   tree = tree_util.tree_structure(tuple(primals))
   tans = []
   for p, t in zip(p_flat, t_flat):
     _check_arg(p)
     pa = core.get_aval(p)
-    ta = ShapedArray(np.shape(t), t.dtype) if isinstance(t, np.ndarray) and t.dtype == dtypes.float0 \
-        else core.get_aval(t)
+    ta = (ShapedArray(np.shape(t), t.dtype)
+          if isinstance(t, np.ndarray) and t.dtype == dtypes.float0 else core.get_aval(t))
     expected = tangent_aval(pa).dtype
     if ta.dtype != expected:
       raise TypeError("primal and tangent arguments to jax.jvp do not match; dtypes must be "
@@ -595,36 +618,8 @@ def jvp(fun: Callable, primals, tangents, has_aux: bool = False):
   t_out = [instantiate_zeros(t) for t in t_out]
   out_tree = store["out_tree"]
   res = (tree_util.tree_unflatten(out_tree, p_out),
-         _key_tangents(tree_util.tree_unflatten(out_tree, t_out)))
-  return (*res, aux) if has_aux else res
-
-
-def _keys_as_data(p_flat, t_flat):
-  """Primal leaves with each typed key replaced by its data, and their tangents (a key's:
-  a float0 array of the key's shape, JAX's) by float0 arrays of the data's shape."""
-  ps, ts = [], []
-  for p, t in zip(p_flat, t_flat):
-    if type(p) in tree_util._transform_nodes:
-      if getattr(t, "dtype", None) != dtypes.float0 or np.shape(t) != tuple(p.shape):
-        raise TypeError(f"jvp: the tangent of a PRNG key array of shape {tuple(p.shape)} "
-                        f"must be a float0 array of that shape, got {t!r}.")
-      data = tree_util.tree_leaves(p)
-      ps.extend(data)
-      ts.extend(np.zeros(np.shape(d), dtypes.float0) for d in data)
-    else:
-      ps.append(p)
-      ts.append(t)
-  return ps, ts
-
-
-def _key_tangents(tangents):
-  """`tangents` with each typed key's tangent (a key over float0 data, as ember's
-  transformations unflatten it) a float0 array of the key's shape, as JAX's."""
-  def fix(t):
-    if type(t) in tree_util._transform_nodes:
-      return np.zeros(tuple(t.shape), dtypes.float0)
-    return t
-  return tree_util.public.tree_map(fix, tangents)
+         ad_keys.key_tangents(tree_util.tree_unflatten(out_tree, t_out)))
+  return (*res, _unflatten_aux(aux)) if has_aux else res
 
 
 def _lift_linearized(jaxpr, tree, key_specs, p_avals, out_avals, nonzero, out_tree, residuals,
@@ -636,7 +631,7 @@ def _lift_linearized(jaxpr, tree, key_specs, p_avals, out_avals, nonzero, out_tr
   if t_tree != tree:
     raise TypeError(f"linearized function called on tangent values inconsistent with the "
                     f"original primal values: expected tree structure {tree}, got {t_tree}.")
-  t_flat = _key_leaves_as_data(t_flat, key_specs, _linearized_key_error)
+  t_flat = ad_keys.key_leaves_as_data(t_flat, key_specs, ad_keys.linearized_key_error)
   for pa, t in zip(p_avals, t_flat):
     ta = core.get_aval(t)
     if is_differentiable(pa.dtype) and (ta.shape, ta.dtype) != (pa.shape, pa.dtype):
@@ -646,13 +641,7 @@ def _lift_linearized(jaxpr, tree, key_specs, p_avals, out_avals, nonzero, out_tr
   diff = [t for pa, t in zip(p_avals, t_flat) if is_differentiable(pa.dtype)]
   outs = iter(core.eval_jaxpr(jaxpr, residuals, *diff))
   t_out = [next(outs) if nz else zeros_like_aval(a) for a, nz in zip(out_avals, nonzero)]
-  return _key_tangents(tree_util.tree_unflatten(out_tree, t_out))
-
-
-def _linearized_key_error(got: str, expected: str, key_type: str) -> Exception:
-  return ValueError(f"linearized function called on tangent values inconsistent with the "
-                    f"original primal values: got tangent {got} for primal {key_type} "
-                    f"(expected {expected}).")
+  return ad_keys.key_tangents(tree_util.tree_unflatten(out_tree, t_out))
 
 
 class _Shim:
@@ -684,18 +673,13 @@ def linearize(fun: Callable, *primals, has_aux: bool = False):
                                               p_flat)
   out_avals = [tangent_aval(core.get_aval(p)) for p in p_out]
   static = functools.partial(_lift_linearized, jaxpr.replace(consts=[]),
-                             tree_util.public.tree_structure(primals), _key_specs(primals),
+                             tree_util.public.tree_structure(primals),
+                             ad_keys.key_specs(primals),
                              [core.get_aval(p) for p in p_flat], out_avals, nonzero,
                              store["out_tree"])
   f_jvp = tree_util.Partial(_Shim(static), list(jaxpr.consts))
   out = tree_util.tree_unflatten(store["out_tree"], p_out)
-  return (out, f_jvp, aux) if has_aux else (out, f_jvp)
-
-
-def _type_str(aval) -> str:
-  shape = ",".join(map(str, aval.shape))
-  name = "float0" if aval.dtype == dtypes.float0 else np.dtype(aval.dtype).name
-  return f"{name}[{shape}]"
+  return (out, f_jvp, _unflatten_aux(aux)) if has_aux else (out, f_jvp)
 
 
 class VJP:
@@ -741,15 +725,16 @@ def _vjp_pullback(name, jaxpr, nonzero, in_avals, out_avals, key_specs, in_tree,
     raise ValueError(f"unexpected tree structure.\n\nThe argument to a VJP function "
                      f"returned by `jax.vjp` must match the pytree structure of the "
                      f"differentiated function {name}: expected {out_tree}, got {ct_tree}.")
-  ct_flat = _key_leaves_as_data(ct_flat, key_specs, _vjp_key_error)
+  ct_flat = ad_keys.key_leaves_as_data(ct_flat, key_specs, ad_keys.vjp_key_error)
   for c, a in zip(ct_flat, out_avals):
     ca = core.get_aval(c) if not (isinstance(c, np.ndarray) and c.dtype == dtypes.float0) \
         else ShapedArray(c.shape, dtypes.float0)
     if ca.shape != a.shape:
       raise ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP "
-                       f"function: got {_type_str(ca)}, but expected "
-                       f"{_type_str(tangent_aval(a))} because the corresponding output of "
-                       f"the differentiated function had JAX type {_type_str(a)}")
+                       f"function: got {ad_keys.type_str(ca)}, but expected "
+                       f"{ad_keys.type_str(tangent_aval(a))} because the corresponding "
+                       f"output of the differentiated function had JAX type "
+                       f"{ad_keys.type_str(a)}")
     if ca.dtype != tangent_aval(a).dtype and not dtypes.is_python_scalar(c):
       raise ValueError(f"Type of cotangent input to vjp pullback function "
                        f"({np.dtype(ca.dtype).name}) is not the expected tangent type "
@@ -760,44 +745,7 @@ def _vjp_pullback(name, jaxpr, nonzero, in_avals, out_avals, key_specs, in_tree,
                               [UndefinedPrimal(v.aval) for v in jaxpr.invars], cts))
   out = [instantiate_zeros(next(cts_in)) if is_differentiable(a.dtype)
          else zeros_like_aval(tangent_aval(a)) for a in in_avals]
-  return tuple(_key_tangents(tree_util.tree_unflatten(in_tree, out)))
-
-
-def _key_specs(out) -> list | None:
-  """For each leaf of `out` as users flatten it: None, or for a typed key (its type as
-  JAX prints it, its shape, the shapes of its data's leaves); None when `out` holds no
-  key."""
-  leaves = tree_util.public.tree_leaves(out)
-  if not any(type(l) in tree_util._transform_nodes for l in leaves):
-    return None
-  return [(f"{l.dtype}[{','.join(map(str, l.shape))}]", tuple(l.shape),
-           [np.shape(d) for d in tree_util.tree_leaves(l)])
-          if type(l) in tree_util._transform_nodes else None for l in leaves]
-
-
-def _key_leaves_as_data(flat, key_specs, mismatch: Callable) -> list:
-  """Tangent or cotangent leaves as users give them (one float0 array for each typed key,
-  of the key's shape, as JAX's) as ember's transformations flatten them: one per leaf of
-  the key's data. `mismatch(got, expected, key type)`: the error for another value."""
-  if key_specs is None:
-    return flat
-  leaves = []
-  for c, spec in zip(flat, key_specs):
-    if spec is None:
-      leaves.append(c)
-      continue
-    key_type, shape, data_shapes = spec
-    if getattr(c, "dtype", None) != dtypes.float0 or np.shape(c) != shape:
-      got = _type_str(ShapedArray(np.shape(c), c.dtype)) if hasattr(c, "dtype") else repr(c)
-      raise mismatch(got, f"float0[{','.join(map(str, shape))}]", key_type)
-    leaves.extend(np.zeros(d, dtypes.float0) for d in data_shapes)
-  return leaves
-
-
-def _vjp_key_error(got: str, expected: str, key_type: str) -> Exception:
-  return ValueError(f"unexpected JAX type (e.g. shape/dtype) for argument to VJP function: "
-                    f"got {got}, but expected {expected} because the corresponding output of "
-                    f"the differentiated function had JAX type {key_type}")
+  return tuple(ad_keys.key_tangents(tree_util.tree_unflatten(in_tree, out)))
 
 
 def _vjp(fun, primals, has_aux, name="vjp"):
@@ -810,10 +758,10 @@ def _vjp(fun, primals, has_aux, name="vjp"):
   out = tree_util.tree_unflatten(store["out_tree"], p_out)
   static = functools.partial(_vjp_pullback, name, jaxpr.replace(consts=[]), nonzero,
                              [core.get_aval(p) for p in p_flat],
-                             [core.get_aval(p) for p in p_out], _key_specs(out))
+                             [core.get_aval(p) for p in p_out], ad_keys.key_specs(out))
   # the pullback takes cotangents structured as users see the outputs (a key is one leaf)
   vjp_fn = VJP(static, in_tree, tree_util.public.tree_structure(out), list(jaxpr.consts))
-  return out, vjp_fn, aux
+  return out, vjp_fn, _unflatten_aux(aux)
 
 
 def vjp(fun: Callable, *primals, has_aux: bool = False, reduce_axes=()):

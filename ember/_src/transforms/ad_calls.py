@@ -98,12 +98,16 @@ def call_jvp(prim, params_for: Callable):
   return rule
 
 
-def transpose_jaxpr(jaxpr: core.Jaxpr, undefined: Sequence[bool], ct_nonzero: Sequence[bool]):
+def transpose_jaxpr(jaxpr: core.Jaxpr, undefined: Sequence[bool], ct_nonzero: Sequence[bool],
+                    lin_avals: Sequence | None = None):
   """The transpose of `jaxpr` (linear in the `undefined` inputs) as a jaxpr: invars
   (hoisted consts, defined inputs, nonzero cotangents), outvars (cotangents of the
-  undefined inputs, zeros instantiated). Returns (jaxpr, consts)."""
+  undefined inputs, zeros instantiated). `lin_avals` (one per input, None: its own) gives
+  the cotangent type an undefined input's transpose aims for (a loop carry's: the incoming
+  cotangent's, whose weak type may differ from the body's input). Returns (jaxpr, consts)."""
   per = _transpose_cache.setdefault(jaxpr, {})
-  key = (tuple(undefined), tuple(ct_nonzero))
+  lin_avals = lin_avals or [None] * len(jaxpr.invars)
+  key = (tuple(undefined), tuple(ct_nonzero), tuple(lin_avals))
   if key in per:
     return per[key]
   defined_avals = [a for a, u in zip(jaxpr.in_avals, undefined) if not u]
@@ -112,7 +116,8 @@ def transpose_jaxpr(jaxpr: core.Jaxpr, undefined: Sequence[bool], ct_nonzero: Se
 
   def fun(*vals):
     defined, cts = iter(vals[:nd]), iter(vals[nd:])
-    args = [UndefinedPrimal(a) if u else next(defined) for a, u in zip(jaxpr.in_avals, undefined)]
+    args = [UndefinedPrimal(la or a) if u else next(defined)
+            for a, la, u in zip(jaxpr.in_avals, lin_avals, undefined)]
     cts_out = [next(cts) if nz else Zero(tangent_aval(a))
                for a, nz in zip(jaxpr.out_avals, ct_nonzero)]
     cts_in = backward_pass(jaxpr, jaxpr.consts, args, cts_out)

@@ -35,7 +35,7 @@ from typing import Any, Callable, NamedTuple
 import numpy as np
 
 from ember._src import core
-from ember._src.base import tree_util
+from ember._src.base import dtypes, tree_util
 from ember._src.core import ShapedArray, api_util
 from ember._src.core import trace as trace_lib
 
@@ -264,8 +264,11 @@ def moveaxis(x, src: int, dst: int):
 
 def broadcast(x, size: int, axis: int):
   """`x` with a new axis of `size` inserted at `axis` (every example the same)."""
-  shape = list(core.get_aval(x).shape)
+  aval = core.get_aval(x)
+  shape = list(aval.shape)
   shape.insert(axis, size)
+  if aval.dtype == dtypes.float0:   # no data (an integer's tangent): a constant, never a
+    return np.zeros(shape, dtypes.float0)   # staged broadcast the compiler cannot store
   dims = tuple(np.delete(np.arange(len(shape)), axis))
   return dimension_ops["broadcast_in_dim_p"].bind(x, shape=tuple(shape),
                                                   broadcast_dimensions=dims, sharding=None)

@@ -109,13 +109,15 @@ def _split_nondiff(args, nondiff_argnums, custom_vjp: bool):
           lambda x: stop_gradient(x) if isinstance(x, core.Tracer) else x, args[i])
   nondiff = [args[i] for i in sorted(nums)]
   dyn_idx = [i for i in range(len(args)) if i not in nums]
-  # `merge` outlives the call (the fwd and bwd rules keep it): it holds the nondiff
-  # arguments only, never the differentiable ones (tracers of the caller's trace: a leak)
-  fixed, n = {i: args[i] for i in nums}, len(args)
+  # merge keeps only the nondiff values: the call (with merge) lives on in the jaxpr's
+  # equation, and holding the differentiable ones would keep a finished trace's tracers
+  template = [a if i in nums else None for i, a in enumerate(args)]
 
   def merge(dyn):
-    it = iter(dyn)
-    return [fixed[i] if i in fixed else next(it) for i in range(n)]
+    full, it = list(template), iter(dyn)
+    for i in dyn_idx:
+      full[i] = next(it)
+    return full
   return nondiff, tuple(args[i] for i in dyn_idx), merge
 
 

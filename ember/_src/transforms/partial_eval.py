@@ -14,6 +14,7 @@ jax.interpreters.partial_eval (flax's nn.scan).
 """
 from __future__ import annotations
 
+import weakref
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -88,6 +89,78 @@ def dce_jaxpr_used(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None):
 # (aval of an extended dtype, data aval -> value) -> that dtype's value over the value;
 # filled by library/random/keys.py (typed keys over their uint32 data)
 abstract_extended: list = [None]
+
+
+def dce_deep(jaxpr: Jaxpr, used_outputs: Sequence[bool] | None = None):
+  """DCE that also prunes inside higher-order equations (JAX's `dce_jaxpr` with its
+  `dce_rules`): an equation whose primitive has a `dce` rule (jit, checkpoint, cond, scan,
+  while) keeps only the outputs something reads and, in its sub-jaxprs, only the work they
+  need, so the values only the dropped outputs read die in turn. Autodiff runs it on linear
+  jaxprs (JAX's tangent trace does as it stages: `auto_dce`): a tangent no output needs
+  never reaches a transpose, so its cotangent stays a symbolic zero and is never multiplied
+  by a residual (an infinity in a branch not taken would make it NaN).
+
+  Returns (the jaxpr with the used outputs and all its invars, used_inputs); the jaxpr is
+  `jaxpr` itself when nothing goes."""
+  outvars = jaxpr.outvars if used_outputs is None else \
+      [v for v, u in zip(jaxpr.outvars, used_outputs) if u]
+  live = {id(v) for v in outvars if isinstance(v, Var)}
+  kept, changed = [], len(outvars) != len(jaxpr.outvars)
+  for eqn in reversed(jaxpr.eqns):
+    used = [id(v) in live for v in eqn.outvars]
+    if not any(used) and not eqn_effects(eqn):
+      changed = True
+      continue
+    used_in, new = [True] * len(eqn.invars), eqn
+    if eqn.primitive.dce is not None:
+      used_in, new = eqn.primitive.dce(used, eqn)
+      if new is None:
+        changed = True
+        continue
+    changed = changed or new is not eqn
+    kept.append(new)
+    live.update(id(v) for v, u in zip(eqn.invars, used_in) if u and isinstance(v, Var))
+  used_inputs = [id(v) in live for v in jaxpr.invars]
+  if not changed:
+    return jaxpr, used_inputs
+  return jaxpr.replace(outvars=outvars, eqns=kept[::-1]), used_inputs
+
+
+_dce_sub_cache: "weakref.WeakKeyDictionary[Jaxpr, dict]" = weakref.WeakKeyDictionary()
+
+
+def dce_sub(jaxpr: Jaxpr, used_outputs: Sequence[bool], keep_inputs: Sequence[bool] = ()):
+  """For `dce` rules: a sub-jaxpr with only its `used_outputs`, the work they need, and the
+  invars they read (or `keep_inputs` marks): (jaxpr, used_inputs). Memoized, so a call
+  pruned alike twice keeps one jaxpr (the transpose and compile caches key on it); `jaxpr`
+  itself when nothing goes."""
+  per = _dce_sub_cache.setdefault(jaxpr, {})
+  key = (tuple(used_outputs), tuple(keep_inputs))
+  if key not in per:
+    j, used = dce_deep(jaxpr, used_outputs)
+    used = [u or k for u, k in zip(used, list(keep_inputs) + [False] * len(used))]
+    if not all(used):
+      j = j.replace(invars=[v for v, u in zip(j.invars, used) if u])
+    per[key] = None if j is jaxpr else j, used   # a value holding its key would never go
+  j, used = per[key]
+  return jaxpr if j is None else j, used
+
+
+def call_dce(per_input: Sequence[str] = ()):
+  """The `dce` rule of a call primitive (jit, checkpoint) holding its sub-jaxpr as
+  `jaxpr`; `per_input` names the params holding one entry per input (pruned with them)."""
+  def rule(used_outputs, eqn):
+    j, used_in = dce_sub(eqn.params["jaxpr"], used_outputs)
+    if j is eqn.params["jaxpr"]:
+      return used_in, eqn
+    params = dict(eqn.params, jaxpr=j)
+    for name in per_input:
+      if isinstance(params[name], tuple):
+        params[name] = tuple(x for x, u in zip(params[name], used_in) if u)
+    return used_in, eqn.replace(invars=[v for v, u in zip(eqn.invars, used_in) if u],
+                                outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+                                params=params)
+  return rule
 
 
 def trace_to_jaxpr_dynamic(fun: WrappedFun, in_avals: Sequence[core.ShapedArray]):

@@ -166,6 +166,7 @@ def _remat_batch(axis_data, vals, dims, *, jaxpr, **params):
 
 remat_p.jvp = _remat_jvp
 remat_p.transpose = ad_calls.call_transpose(remat_p, _remat_params)
+remat_p.dce = pe.call_dce(("prevent_cse",))
 remat_p.batch = _remat_batch
 
 

@@ -32,9 +32,11 @@ import re
 import string
 import sys
 
+import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ember._src.base import denormals as modes
+from ember._src.backends.cpu import host
 
 I32, I64 = ir.IntType(32), ir.IntType(64)
 _ARCH = platform.machine().lower()
@@ -44,6 +46,16 @@ AARCH64 = _ARCH in ("aarch64", "arm64")
 FLUSH_BITS = (modes.MXCSR_FTZ | modes.MXCSR_DAZ) if X86 else modes.FPCR_FZ if AARCH64 else 0
 
 ON, OFF, RESTORE = "ember.fz.on", "ember.fz.off", "ember.fz.restore"
+
+
+def _target() -> tuple[bool, int]:
+  """(x86?, the flush bits) of the CPU the kernels are generated for: the host's, or a
+  cross-compilation target's (host.triple(); cross.py)."""
+  if host.triple() == llvm.get_process_triple():
+    return X86, FLUSH_BITS
+  if host.is_x86():
+    return True, modes.MXCSR_FTZ | modes.MXCSR_DAZ
+  return False, modes.FPCR_FZ if host.triple().startswith(("aarch64", "arm64")) else 0
 
 # What every function ember compiles is told about the modes it runs in (llvm_jit adds it to
 # each definition: `declare_mode`), so that LLVM's optimizations keep to what the processor
@@ -182,38 +194,39 @@ def _define_helpers(module: ir.Module) -> None:
     fn.linkage = "internal"
     fn.attributes.add("alwaysinline")
     fn.attributes.add("nounwind")
-  if not FLUSH_BITS:
+  x86, flush_bits = _target()
+  if not flush_bits:
     for fn in (on, off):
       ir.IRBuilder(fn.append_basic_block("entry")).ret(ir.Constant(I64, -1))
     ir.IRBuilder(back.append_basic_block("entry")).ret_void()
     return
-  access = _register_access(module)
+  access = _register_access(module, x86)
   for fn, flush in ((on, True), (off, False)):
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     read, write = access(b)
     v = read()
-    bits = b.and_(v, ir.Constant(I64, FLUSH_BITS))
-    done = b.icmp_unsigned("==", bits, ir.Constant(I64, FLUSH_BITS if flush else 0))
+    bits = b.and_(v, ir.Constant(I64, flush_bits))
+    done = b.icmp_unsigned("==", bits, ir.Constant(I64, flush_bits if flush else 0))
     with b.if_then(done):
       b.ret(ir.Constant(I64, -1))
-    write(b.or_(v, ir.Constant(I64, FLUSH_BITS)) if flush
-          else b.and_(v, ir.Constant(I64, ~FLUSH_BITS)))
+    write(b.or_(v, ir.Constant(I64, flush_bits)) if flush
+          else b.and_(v, ir.Constant(I64, ~flush_bits)))
     b.ret(v)
   b = ir.IRBuilder(back.append_basic_block("entry"))
   read, write = access(b)
   token = back.args[0]
   with b.if_then(b.icmp_signed(">=", token, ir.Constant(I64, 0))):   # the mode bits only
-    write(b.or_(b.and_(read(), ir.Constant(I64, ~FLUSH_BITS)),
-                b.and_(token, ir.Constant(I64, FLUSH_BITS))))
+    write(b.or_(b.and_(read(), ir.Constant(I64, ~flush_bits)),
+                b.and_(token, ir.Constant(I64, flush_bits))))
   b.ret_void()
 
 
-def _register_access(module: ir.Module):
+def _register_access(module: ir.Module, x86: bool):
   """access(b) -> (read() -> i64, write(i64)): the thread's control register at builder
   `b` (x86: through a stack slot made now, at the function's entry)."""
   def declared(name, fty):
     return module.globals.get(name) or ir.Function(module, fty, name)
-  if X86:
+  if x86:
     to_slot = ir.FunctionType(ir.VoidType(), [ir.PointerType()])
     st = declared("llvm.x86.sse.stmxcsr", to_slot)
     ld = declared("llvm.x86.sse.ldmxcsr", to_slot)

@@ -78,13 +78,13 @@ import functools
 import math
 import os
 import threading
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 from llvmlite import ir
 
 from ember._src.hlo import graph as hlo
-from ember._src.backends.cpu import denormals, host, llvm_jit, runtime_cache
+from ember._src.backends.cpu import cost_model, denormals, host, llvm_jit, runtime_cache
 from ember._src.backends.cpu.codegen import abi, ir_helpers, ir_types
 from ember._src.backends.cpu.codegen.abi import KERNEL_TYPE
 from ember._src.backends.cpu.codegen.ir_types import I32, I64, PTR, VOID
@@ -366,12 +366,16 @@ def column_panels(lay: DotLayout) -> int:
 def split_by_columns(lay: DotLayout, epilogue: bool = False, in_place: bool = True) -> bool:
   """Whether threads split this dot's C by column panels rather than by rows (see the
   module docstring); with an `epilogue`, only when the dot's value is computed in the
-  output (`in_place`) and C stays in L2 for the epilogue's own pass."""
+  output (`in_place`), C stays in L2 for the epilogue's own pass, and the dot is large
+  enough for the pool to split it at all (else one kernel with the epilogue fused is one
+  call less, and C's blocks are still in L1 for it)."""
   if lay.B != 1 or lay.M > COLUMN_SPLIT_ROWS or column_panels(lay) < MIN_SPLIT_PANELS \
       or lay.cols_per_unit is not None:   # (units are columns already)
     return False
-  return not epilogue or (in_place and lay.M * lay.N * lay.dtype.itemsize
-                          <= COLUMN_SPLIT_EPILOGUE_BYTES)
+  if not epilogue:
+    return True
+  return (in_place and lay.M * lay.N * lay.dtype.itemsize <= COLUMN_SPLIT_EPILOGUE_BYTES
+          and dot_flops(lay) * cost_model.NS_PER_DOT_FLOP >= cost_model.MIN_SPLIT_NS)
 
 
 def block_units(lay: DotLayout) -> int:
@@ -619,13 +623,22 @@ def ensure_shared_bodies(code: bytes) -> None:
   file (or IR text) refers to, once per process, and make their symbols resolvable for the
   code about to be loaded (MCJIT links by name, so an object from the persistent cache finds
   them too). Waits for a compile in progress."""
+  for name, make_ir in shared_body_makers():
+    if name.encode() in code:
+      compile_shared_ir(name, make_ir, (vector_dots.__file__,))
+
+
+def shared_body_makers() -> list[tuple[str, Callable[[], str]]]:
+  """(symbol, a function making its module's IR text) of each shared body: per dtype, the
+  gemm bodies of this ISA's configurations, the gemv and the gevm body."""
+  makers = []
   for dt in (np.float32, np.float64):
     bodies = [(_body_symbol(dt, cfg), functools.partial(_define_body, cfg=cfg))
               for cfg in _configs()]
     for name, define in bodies + [(gemv_symbol(dt), define_gemv_body),
                                   (gevm_symbol(dt), define_gevm_body)]:
-      if name.encode() in code:
-        compile_shared_ir(name, _body_ir(define, dt, name), (vector_dots.__file__,))
+      makers.append((name, _body_ir(define, dt, name)))
+  return makers
 
 
 def _body_ir(define, dt, name: str):

@@ -41,8 +41,19 @@ ISA_CPUS = {"SSE4_2": "nehalem", "AVX": "sandybridge", "AVX2": "haswell",
 _LEVEL_FEATURE = {"SSE4_2": "sse4.2", "AVX": "avx", "AVX2": "avx2", "AVX512": "avx512f"}
 
 
+# A cross-compilation target in force (cross.py: `targeting`), else None: (LLVM triple, CPU
+# name, feature string) that the code generators then ask about instead of the host's. Code
+# generated under it is never run here; it only shows that every kernel compiles there.
+_cross: tuple[str, str, str] | None = None
+
+
+def triple() -> str:
+  """The LLVM target triple ember generates code for."""
+  return _cross[0] if _cross else llvm.get_process_triple()
+
+
 def is_x86() -> bool:
-  return llvm.get_process_triple().startswith(("x86_64", "i686"))
+  return triple().startswith(("x86_64", "i686"))
 
 
 def _host_level(features: dict) -> int:
@@ -51,10 +62,14 @@ def _host_level(features: dict) -> int:
              default=-1)
 
 
-@functools.cache
 def cpu() -> tuple[str, str]:
-  """(LLVM CPU name, feature string) of the code ember generates (parsing the host's
-  features costs ~0.4 ms: computed once)."""
+  """(LLVM CPU name, feature string) of the code ember generates."""
+  return _cross[1:] if _cross else _host_cpu()
+
+
+@functools.cache
+def _host_cpu() -> tuple[str, str]:
+  """cpu() for the host (parsing its features costs ~0.4 ms: computed once)."""
   name, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features()
   cap = flags_lib.get().cpu_max_isa
   if cap and is_x86() and list(ISA_CPUS).index(cap) < _host_level(features):
@@ -80,10 +95,14 @@ _LEVEL_FEATURES = {"nehalem": ("sse4.2",), "sandybridge": ("sse4.2", "avx"),
 # Vector widths
 # --------------------------------------------------------------------------------------
 
-@functools.cache
 def vector_bytes() -> int:
   """The vector width of ember's explicit vector code (the generated dot kernels): 64 on
   AVX-512 hosts (zmm registers), else 32 (AVX2; LLVM splits them on narrower targets)."""
+  return _vector_bytes(_cross)
+
+
+@functools.cache
+def _vector_bytes(_target) -> int:   # (cached per target)
   return 64 if has("avx512f") else 32
 
 
@@ -92,10 +111,14 @@ def vector_lanes(dt) -> int:
   return vector_bytes() // np.dtype(dt).itemsize
 
 
-@functools.cache
 def vector_register_bits() -> tuple[int, ...]:
   """The widths of the vector registers LLVM's loop vectorizer may choose here: 256 bits
   (128 without AVX) and, with AVX-512, 512 on x86; 128 on other targets."""
+  return _vector_register_bits(_cross)
+
+
+@functools.cache
+def _vector_register_bits(_target) -> tuple[int, ...]:   # (cached per target)
   if not is_x86():
     return (128,)
   regs = [256] if has("avx") else [128]

@@ -54,15 +54,16 @@ def _parse_einsum(spec: str, shapes):
   spec = spec.replace(" ", "")
   in_spec, arrow, out_spec = spec.partition("->")
   out_spec = out_spec if arrow else None
-  for part, allowed in ((in_spec, ",."), (out_spec or "", ".")):
-    for c in part:
-      if not (c.isalpha() or c in allowed):
-        raise ValueError(f"einsum: invalid character {c!r} in subscripts {spec!r}.")
+  # any character but ',', '.' and one '->' is a label, as opt_einsum's parser (JAX's)
+  # takes it: flax's attention writes '...kh1d'
+  if ("-" in spec or ">" in spec) and \
+      (spec.count("-") > 1 or spec.count(">") > 1 or spec.count("->") != 1):
+    raise ValueError("Subscripts can only contain one '->'.")
   terms = in_spec.split(",")
   if len(terms) != len(shapes):
     raise ValueError(f"Number of einsum subscripts, {len(terms)}, must be equal to the "
                      f"number of operands, {len(shapes)}.")
-  used = set(c for c in spec if c.isalpha())
+  used = set(spec) - set(",->.")
   fresh = [c for c in _EINSUM_LETTERS + "".join(chr(i) for i in range(192, 592))
            if c not in used]
   n_ell = 0

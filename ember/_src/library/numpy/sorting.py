@@ -340,6 +340,13 @@ def _pad_to(x, size, fill):
 def _unique(ar, return_index, return_inverse, return_counts, axis, equal_nan, size,
             fill_value):
   ar = asarray_arg("unique", ar)
+  if size is None and isinstance(ar, core.Tracer):
+    # as JAX's concrete_or_error: without a size the values must be known, and they are
+    # used as constants (under grad the results carry no tangent: JAX's gradient is 0)
+    val = ar.to_concrete_value()
+    if val is None:
+      raise _concrete_size_error(ar)
+    ar = np.asarray(val)
   axis = static_axes(axis, "unique")
   if axis is None:
     in_shape = aval(ar).shape
@@ -351,12 +358,7 @@ def _unique(ar, return_index, return_inverse, return_counts, axis, equal_nan, si
     rows = lax.reshape(moved, (aval(moved).shape[0], math.prod(rest)))
   n, c = aval(rows).shape
   if size is None:
-    if isinstance(ar, core.Tracer):
-      val = ar.to_concrete_value()
-      if val is None:
-        raise _concrete_size_error(ar)
-    else:
-      val = core.to_numpy(ar)
+    val = core.to_numpy(ar)
     np_rows = np.asarray(val).reshape(n, c) if axis is None else \
         np.moveaxis(np.asarray(val), axis, 0).reshape(n, c)
     size = _count_unique_np(np_rows, equal_nan)

@@ -133,6 +133,15 @@ def broadcast_to_shape(x, shape):
   return broadcast_in_dim(x, shape, tuple(range(nlead, len(shape))))
 
 
+def jax_array_protocol(args) -> tuple:
+  """`args` with each object that defines `__jax_array__` (flax's Variables, equinox's
+  modules) replaced by the array it stands for, as JAX's jnp functions read them: left as
+  it is, it would reach `bind` as a constant, and under a trace that constant would hold
+  the trace's tracer."""
+  return tuple(a if isinstance(a, (Array, core.Tracer)) or not hasattr(a, "__jax_array__")
+               else a.__jax_array__() for a in args)
+
+
 def promote_args(fun_name: str, *args):
   """Check, promote dtypes and broadcast: the standard preamble of a jnp function."""
   if len(args) == 2:
@@ -140,6 +149,7 @@ def promote_args(fun_name: str, *args):
     if fast is not None:
       return fast
   check_arraylike(fun_name, *args)
+  args = jax_array_protocol(args)
   check_no_float0s(fun_name, *args)
   return broadcast_arrays_rank(*promote_dtypes(*args))
 
@@ -197,12 +207,14 @@ def promote_args_inexact(fun_name: str, *args):
         isinstance(x, core.Tracer) and x.aval.dtype.kind in "fc":
       return [x]
   check_arraylike(fun_name, *args)
+  args = jax_array_protocol(args)
   check_no_float0s(fun_name, *args)
   return broadcast_arrays_rank(*promote_dtypes_inexact(*args))
 
 
 def promote_args_numeric(fun_name: str, *args):
   check_arraylike(fun_name, *args)
+  args = jax_array_protocol(args)
   check_no_float0s(fun_name, *args)
   return broadcast_arrays_rank(*promote_dtypes_numeric(*args))
 

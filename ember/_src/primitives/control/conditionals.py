@@ -26,7 +26,7 @@ from ember._src.primitives.control.common import (
 from ember._src.primitives.elementwise import clamp, convert_element_type, select_n
 from ember._src.primitives.structural import broadcast_in_dim
 from ember._src.transforms import ad, ad_calls, batching
-from ember._src.transforms.partial_eval import partial_eval_jaxpr
+from ember._src.transforms.partial_eval import dce_sub, partial_eval_jaxpr
 
 __all__ = ["cond", "switch"]
 
@@ -46,9 +46,7 @@ def _cond_abstract_eval(index, *args, branches):
   if len(args) != len(want) or not all(_typematch(a, b) for a, b in zip(args, want)):
     raise TypeError(f"cond: operands {[a.str_short() for a in args]} do not match the "
                     f"branches' inputs {[a.str_short() for a in want]}")
-  outs = [b.out_avals for b in branches]   # weak only where every branch's is (JAX)
-  return [a.update(weak_type=all(o[k].weak_type for o in outs))
-          for k, a in enumerate(outs[0])]
+  return branches[0].out_avals   # JAX's: the weak types of the first branch (false_fun's)
 
 
 def _cond_eval(index, *args, branches):
@@ -100,8 +98,7 @@ def _switch_internal(index, branches, operands, what, names, threaded: tuple = (
   leaves, in_tree = tree_util.tree_flatten((tuple(operands), {}))
   avals = [get_aval(x) for x in leaves]
   frames: list = []
-  traced = [_trace_pytree(lambda ak, b=b: b(*ak[0], **ak[1]), in_tree, avals,
-                          f"{what} branch", frames) for b in branches]
+  traced = _trace_branches(branches, in_tree, avals, what, frames)
   new_refs = _new_refs(frames, threaded)
   if new_refs:
     return _switch_threading(index, branches, operands, what, names, (*threaded, *new_refs))
@@ -124,6 +121,17 @@ def _switch_internal(index, branches, operands, what, names, threaded: tuple = (
   return tree_util.tree_unflatten(traced[0][2], flat)
 
 
+def _trace_branches(branches, in_tree, avals, what, frames) -> list:
+  """(jaxpr, consts, out_tree) per branch; a function given as several branches is traced
+  once (as JAX, whose trace cache flax's cond/switch wrappers count on)."""
+  by_fun: dict[int, tuple] = {}
+  for b in branches:
+    if id(b) not in by_fun:
+      by_fun[id(b)] = _trace_pytree(lambda ak, b=b: b(*ak[0], **ak[1]), in_tree, avals,
+                                    f"{what} branch", frames)
+  return [by_fun[id(b)] for b in branches]
+
+
 def _switch_threading(index, branches, operands, what, names, rs):
   """The cond of `branches`, the refs `rs` (from outside) threaded through every branch."""
   def threading(b):
@@ -132,7 +140,8 @@ def _switch_threading(index, branches, operands, what, names, rs):
       out = b(*ops)
       return out, _ref_values(rs)
     return branch
-  out, values = _switch_internal(index, [threading(b) for b in branches],
+  wrapped = {id(b): threading(b) for b in branches}   # (a function given twice: once)
+  out, values = _switch_internal(index, [wrapped[id(b)] for b in branches],
                                  (tuple(operands), _ref_values(rs)), what, names, rs)
   _set_ref_values(rs, values)
   return out
@@ -294,8 +303,25 @@ def _cond_transpose(cts, index, *args, branches):
   return [None] + [next(outs) if u else None for u in undefined]
 
 
+def _cond_dce(used_outputs, eqn):
+  """Every branch keeps the used outputs and what they need; the cond keeps the operands
+  some branch still reads (JAX's `_cond_dce_rule`)."""
+  branches = eqn.params["branches"]
+  used_in = [False] * len(branches[0].invars)
+  for b in branches:
+    used_in = [x or y for x, y in zip(used_in, dce_sub(b, used_outputs)[1])]
+  new = tuple(dce_sub(b, used_outputs, used_in)[0] for b in branches)
+  if all(n is b for n, b in zip(new, branches)):
+    return [True] * len(eqn.invars), eqn
+  return [True] + used_in, eqn.replace(
+      invars=eqn.invars[:1] + [v for v, u in zip(eqn.invars[1:], used_in) if u],
+      outvars=[v for v, u in zip(eqn.outvars, used_outputs) if u],
+      params=dict(eqn.params, branches=new))
+
+
 cond_p.jvp = _cond_jvp
 cond_p.transpose = _cond_transpose
+cond_p.dce = _cond_dce
 
 
 # ------------------------------------------------------------------------------------

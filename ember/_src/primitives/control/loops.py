@@ -28,7 +28,7 @@ from ember._src.primitives.elementwise import add, convert_element_type, lt, sel
 from ember._src.primitives.reductions import reduce_or
 from ember._src.primitives.structural import broadcast_in_dim
 from ember._src.transforms import ad, batching
-from ember._src.transforms.partial_eval import dce_jaxpr
+from ember._src.transforms.partial_eval import dce_jaxpr, dce_sub
 
 __all__ = ["while_loop", "fori_loop"]
 
@@ -46,7 +46,7 @@ def _while_abstract_eval(*avals, cond_jaxpr, cond_nconsts, body_jaxpr, body_ncon
   if len(carry) != len(outs) or not all(_typematch(a, b) for a, b in zip(carry, outs)):
     raise TypeError(f"while: the body maps carry {[a.str_short() for a in carry]} to "
                     f"{[a.str_short() for a in outs]}; they must have equal types")
-  return [a.update(weak_type=a.weak_type and b.weak_type) for a, b in zip(carry, outs)]
+  return list(outs)   # JAX's: the body's output types (a strong init may come out weak)
 
 
 def _while_eval(*args, cond_jaxpr, cond_nconsts, body_jaxpr, body_nconsts):
@@ -269,8 +269,34 @@ def _while_transpose_error(*_, **__):
                    "using fori_loop with static start/stop.")
 
 
+def _while_dce(used_outputs, eqn):
+  """The loop with only the live carries: used after it, read by the condition, or read by
+  the body for a live carry (a fixpoint), and the consts those read (JAX's
+  `_while_dce_rule`). A linear loop whose tangents nothing needs goes, with its error."""
+  p = eqn.params
+  cj, bj, cn, bn = p["cond_jaxpr"], p["body_jaxpr"], p["cond_nconsts"], p["body_nconsts"]
+  ncar = len(eqn.outvars)
+  live = [u or r for u, r in zip(used_outputs, dce_sub(cj, [True])[1][cn:])]
+  for _ in range(ncar + 1):
+    new = [a or b for a, b in zip(live, dce_sub(bj, live)[1][bn:])]
+    if new == live:
+      break
+    live = new
+  nbj, b_used = dce_sub(bj, live, [False] * bn + live)
+  ncj, c_used = dce_sub(cj, [True], [False] * cn + live)
+  if nbj is bj and ncj is cj:
+    return [True] * len(eqn.invars), eqn
+  used_in = c_used[:cn] + b_used[:bn] + live
+  params = dict(p, cond_jaxpr=ncj, body_jaxpr=nbj, cond_nconsts=sum(c_used[:cn]),
+                body_nconsts=sum(b_used[:bn]))
+  return used_in, eqn.replace(invars=[v for v, u in zip(eqn.invars, used_in) if u],
+                              outvars=[v for v, u in zip(eqn.outvars, live) if u],
+                              params=params)
+
+
 while_p.jvp = _while_jvp
 while_p.transpose = _while_transpose_error
+while_p.dce = _while_dce
 
 
 # ------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from ember._src.primitives.structural import (concatenate, expand_dims, index_in
                                               reshape, rev, slice_in_dim)
 from ember._src.transforms import ad, ad_calls, batching
 from ember._src.transforms.batching import vmap
-from ember._src.transforms.partial_eval import partial_eval_jaxpr
+from ember._src.transforms.partial_eval import dce_sub, partial_eval_jaxpr
 
 __all__ = ["scan", "map", "associative_scan"]
 
@@ -85,10 +85,8 @@ def _scan_abstract_eval(*avals, jaxpr, length, reverse, unroll, ft_in, ft_out):
     if not _typematch(a, b):
       raise TypeError(f"scan: operand of type {a.str_short()} where the body takes "
                       f"{b.str_short()}")
-  outs = jaxpr.out_avals
-  carry = [a.update(weak_type=a.weak_type and b.weak_type)
-           for a, b in zip(avals[nc:nc + ncar], outs[:ncar])]
-  return carry + [a.update(shape=(length,) + a.shape) for a in outs[ncar:]]
+  outs = jaxpr.out_avals   # JAX's: the body's carry types (a strong init may come out weak)
+  return outs[:ncar] + [a.update(shape=(length,) + a.shape) for a in outs[ncar:]]
 
 
 def _scan_eval(*args, jaxpr, length, reverse, unroll, ft_in, ft_out):
@@ -447,8 +445,11 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, ft_in, ft_out):
   res_x = [a for a, l in zip(xs, x_lin) if not l]
   lin_c_avals = [ad.tangent_aval(a.aval) for a, l in zip(consts, c_lin) if l]
   nys = len(ct_ys)
+  # a carry's cotangent keeps the incoming one's type (JAX's accumulators: a weak carry
+  # whose body output is strong gets a strong cotangent)
+  lin_avals = [None] * nc + [core.get_aval(c) for c in ct_carry] + [None] * nxs
   tj, tconsts = ad_calls.transpose_jaxpr(jaxpr, c_lin + [True] * ncar + x_lin,
-                                         [True] * (ncar + nys))
+                                         [True] * (ncar + nys), lin_avals)
   nlc = len(lin_c_avals)
 
   def body(*a):
@@ -469,8 +470,33 @@ def _scan_transpose(cts, *args, jaxpr, length, reverse, unroll, ft_in, ft_out):
           + [next(d_x) if l else None for l in x_lin])
 
 
+def _scan_dce(used_outputs, eqn):
+  """The scan with only the used ys and the carries they or a used carry need (a
+  fixpoint: a carry the body reads for a live carry is live), and the consts and xs those
+  read (JAX's `_scan_dce_rule`)."""
+  jaxpr, (nc, ncar, nxs), ft_out = eqn.params["jaxpr"], eqn.params["ft_in"], eqn.params["ft_out"]
+  live, used_ys = list(used_outputs[:ncar]), list(used_outputs[ncar:])
+  for _ in range(ncar + 1):
+    read = dce_sub(jaxpr, live + used_ys)[1][nc:nc + ncar]
+    new = [a or b for a, b in zip(live, read)]
+    if new == live:
+      break
+    live = new
+  j, used_in = dce_sub(jaxpr, live + used_ys, [False] * nc + live)
+  if j is jaxpr:
+    return [True] * len(eqn.invars), eqn
+  c_used, _, x_used = _split(used_in, nc, ncar)
+  params = dict(eqn.params, jaxpr=j, ft_in=ScanIn(sum(c_used), sum(live), sum(x_used)),
+                ft_out=ScanOut(sum(live), tuple(k for k, u in zip(ft_out.ys, used_ys) if u)))
+  used_in = c_used + live + x_used
+  return used_in, eqn.replace(invars=[v for v, u in zip(eqn.invars, used_in) if u],
+                              outvars=[v for v, u in zip(eqn.outvars, live + used_ys) if u],
+                              params=params)
+
+
 scan_p.jvp = _scan_jvp
 scan_p.transpose = _scan_transpose
+scan_p.dce = _scan_dce
 
 
 # ------------------------------------------------------------------------------------

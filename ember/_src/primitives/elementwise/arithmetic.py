@@ -24,7 +24,7 @@ from ember._src.primitives.elementwise.common import (_abs_dtype, _bcast_like, _
                                                       _strong_zeros, _unary_fn, _zeros,
                                                       unbroadcast)
 from ember._src.primitives.elementwise.convert import convert_element_type
-from ember._src.primitives.elementwise.logical import eq, ge, select
+from ember._src.primitives.elementwise.logical import eq, ge, gt, select
 from ember._src.reference import elementwise as reference_elementwise
 from ember._src.reference.elementwise import RoundingMethod
 
@@ -105,18 +105,38 @@ ad.defjvp(rem_p, lambda g, x, y: _bcast_like(g, rem(x, y)),
           lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
 
 
+def _balanced_cmp(a, b):
+  """1 where a > b, 1/2 where a == b, else 0 (NaN too): the share of max(a, b)'s derivative
+  that goes to a (JAX 0.12's rule). Its constants are strongly typed, so the cotangent of a
+  weakly typed operand is strong, as JAX's."""
+  # deferred: cycle among the primitive families
+  from ember._src.primitives.structural import full_like
+  a_wins = gt(a, b)
+  one, half, zero = (full_like(a_wins, v, dtype=core.get_aval(a).dtype) for v in (1, 0.5, 0))
+  return select(a_wins, one, select(eq(a, b), half, zero))
+
+
 def _balanced_eq(x, z, y):
-  """1 where x alone attains the max/min z, 1/2 where x and y both do, else 0 (JAX)."""
+  """1 where x alone attains the max/min z, 1/2 where x and y both do, else 0: complex
+  operands' share (JAX cannot compare them and raises; ember differentiates them)."""
   # deferred: cycle among the primitive families
   from ember._src.primitives.structural import full_like
   return select(eq(x, z), select(eq(y, z), full_like(z, 0.5), full_like(z, 1)), _zeros(z))
 
 
-ad.defjvp2(max_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
-           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
-ad.defjvp2(min_p, lambda g, ans, x, y: mul(g, _balanced_eq(x, ans, y)),
-           lambda g, ans, x, y: mul(g, _balanced_eq(y, ans, x)))
-ad.defjvp_zero(nextafter_p)
+def _share(x, y, ans, a, b):
+  """x's share of the derivative of ans = max(x, y) or min(x, y): `_balanced_cmp(a, b)`."""
+  if dtypes.dtype_kind(core.get_aval(x).dtype) == "c":
+    return _balanced_eq(x, ans, y)
+  return _balanced_cmp(a, b)
+
+
+ad.defjvp2(max_p, lambda g, ans, x, y: mul(g, _share(x, y, ans, x, y)),
+           lambda g, ans, x, y: mul(g, _share(y, x, ans, y, x)))
+ad.defjvp2(min_p, lambda g, ans, x, y: mul(g, _share(x, y, ans, y, x)),
+           lambda g, ans, x, y: mul(g, _share(y, x, ans, x, y)))
+# as JAX 0.12: the step's tangent is x's (a one-ulp move is locally the identity), none for y
+ad.defjvp2(nextafter_p, lambda g, ans, x, y: _bcast_like(g, ans), None)
 
 # --- fma: one rounding of x * y + z (ember's own; JAX's lax has none) ------------------
 # ember's random samplers reproduce XLA:CPU's float32 log/exp/erf_inv op for op, and XLA's

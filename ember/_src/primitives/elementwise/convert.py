@@ -50,8 +50,9 @@ def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
 
 
 convert_element_type_p.jvp = _convert_jvp
+# a cotangent already of x's type passes as it is (JAX forwards a no-op conversion)
 convert_element_type_p.transpose = lambda ct, x, *, new_dtype, weak_type: [
-    convert_element_type_p.bind(ct, new_dtype=x.aval.dtype, weak_type=x.aval.weak_type)]
+    convert_element_type(ct, x.aval.dtype, x.aval.weak_type)]
 
 
 def convert_element_type(operand, new_dtype, weak_type: bool = False):
@@ -62,6 +63,8 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
   new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type")
   if type(operand) in (float, int) and core.cur_level_is_eval():
     return _number_array(operand, new_dtype, bool(weak_type))
+  if not isinstance(operand, (core.Tracer, Array)) and hasattr(operand, "__jax_array__"):
+    operand = operand.__jax_array__()   # (jnp's promotion reads flax's Variables, as JAX)
   aval = core.get_aval(operand)
   if (aval.dtype, aval.weak_type) == (new_dtype, bool(weak_type)) and not dtypes.is_python_scalar(operand) \
       and not isinstance(operand, (np.ndarray, np.generic)):

@@ -1,5 +1,7 @@
 """Scans: the kernel of a scan-shaped reduce-window (hlo.scan_window: cumsum, cumprod,
-cummax, cummin, cumlogsumexp), one sequential pass along the axis.
+cummax, cummin, cumlogsumexp), one sequential pass along the axis (a reverse scan whose
+grouping matters: each window folded in window order, as XLA's; scan_expansion blocks the
+long ones first, so its windows are short).
 
 A reduce-window evaluated element by element (reductions._reduce_window) would fold a
 window of n elements per output: O(n^2). A scan instead carries each lane's running value
@@ -35,17 +37,6 @@ ROW_GROUP = 8      # rows (or segments of a row) a unit scans together: independ
 SEGMENT_MIN = 512  # elements per segment below which a row is not cut into segments
 
 
-def regroupable(comp: hlo.Computation, dtype) -> bool:
-  """Whether `comp` is op(p0, p1) with an op whose every grouping gives the same bits:
-  max/min (NaN wins, -0 < +0, at any grouping), integer add/multiply (wrapping) and
-  bitwise ops; not float add/multiply, whose rounding depends on the grouping."""
-  r = comp.root
-  if len(comp.params) != 2 or {o.id for o in r.operands} != {p.id for p in comp.params} \
-      or len(r.operands) != 2:
-    return False
-  if r.opcode in ("maximum", "minimum"):
-    return np.dtype(dtype).kind != "c"
-  return r.opcode in ("add", "multiply", "and", "or", "xor") and np.dtype(dtype).kind in "biu"
 
 
 def scan_layout(dims, axis: int) -> tuple[int, int, int]:
@@ -132,8 +123,30 @@ class ScanNests:
         return []
       em.loop(em.i64(1), em.i64(n), [], later)
 
-    if inner == 1 and outer < ROW_GROUP and n >= ROW_GROUP * SEGMENT_MIN and \
-        regroupable(comp, dt):
+    def windows(base) -> None:
+      """A reverse scan whose grouping matters, as XLA's reduce-window: output i folds its
+      window x[i], x[i + 1], ..., x[n - 1] left to right (n <= BASE after scan_expansion)."""
+      at = lambda k: em.add_idx(base, em.mul_idx(k, inner))
+
+      def output(i, _c):
+        def fold(k, carried):
+          acc = _unflatten_vals(carried, [init])[0]
+          return _flatten_vals([combine(acc, em.load(x_ptr, at(k), dt))])
+        acc = _unflatten_vals(em.loop(i, em.i64(n), _flatten_vals([init]), fold), [init])[0]
+        em.store(out_ptr, at(i), dt, acc)
+        return []
+      em.loop(em.i64(0), em.i64(n), [], output)
+
+    if reverse and not hlo.regroupable(comp, dt):
+      units = outer * inner
+
+      def unit(u, _c):
+        o, j = (u, em.i64(0)) if inner == 1 else (
+            b.udiv(u, em.i64(inner)), b.urem(u, em.i64(inner)))
+        windows(em.add_idx(em.mul_idx(o, n * inner), j))
+        return []
+    elif inner == 1 and outer < ROW_GROUP and n >= ROW_GROUP * SEGMENT_MIN and \
+        hlo.regroupable(comp, dt):
       units = outer
 
       def unit(u, _c):

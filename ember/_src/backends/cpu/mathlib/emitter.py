@@ -11,7 +11,6 @@ families only compose its operations.
 """
 from __future__ import annotations
 
-import functools
 import math
 
 from llvmlite import binding as llvm
@@ -284,7 +283,6 @@ class _E:
     return acc
 
 
-@functools.lru_cache(None)
 def _vector_ldexp() -> bool:
   """Whether `scale` may use llvm.ldexp: one vscalef on AVX-512, but the loop vectorizer
   widens llvm.ldexp only in newer LLVMs (LLVM 22 does; LLVM 20, llvmlite 0.45, leaves the

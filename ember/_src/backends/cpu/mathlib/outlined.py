@@ -9,7 +9,6 @@ only code that knows the vector-function ABI.
 """
 from __future__ import annotations
 
-import functools
 
 from llvmlite import ir
 
@@ -17,7 +16,6 @@ from ember._src.backends.cpu import host
 from ember._src.backends.cpu.mathlib.emitter import _E, _suffix
 
 
-@functools.lru_cache(None)
 def _vfabi_widths(bits: int) -> tuple:
   """Vector widths (lanes of `bits`-bit floats) the host's loop vectorizer can choose: each
   masked variant we name costs compile time, so only the host's register widths
