@@ -281,6 +281,11 @@ class _GeneratedLoop:
       if _native_conditional(t):
         self._conditional(prog, t, addr)
         continue
+      if type(t) is ex.ScatterThunk and t.kernel.nchunks <= 1:
+        for src, dst, shape in t.copies:     # the operand into the output, then scatter
+          if src != dst and shape.nbytes:
+            prog.extend([_COPY, addr(dst), addr(src), shape.nbytes])
+        t = t.kernel
       if not (type(t) is ex.KernelThunk and t.nchunks <= 1):
         self._python_call(prog, t, self._frame(exe, params, outs, arena))
         continue
@@ -371,12 +376,13 @@ class _GeneratedLoop:
 
 
 def _straight(exe, in_branch: bool = False) -> bool:
-  """Whether the generated loop can run `exe`: single-call kernels, copies, conditionals
-  it can branch over (`_native_conditional`), and inside a conditional's branch anything
-  else too, through a Python call (`_GeneratedLoop._python_call`: a branch that reports an
-  error or prints runs rarely or cheaply enough)."""
+  """Whether the generated loop can run `exe`: single-call kernels (scatters too), copies,
+  conditionals it can branch over (`_native_conditional`), and inside a conditional's
+  branch anything else too, through a Python call (`_GeneratedLoop._python_call`: a branch
+  that reports an error or prints runs rarely or cheaply enough)."""
   for t in exe.thunks:
-    if type(t) is ex.CopyThunk or (type(t) is ex.KernelThunk and t.nchunks <= 1):
+    if type(t) is ex.CopyThunk or (type(t) is ex.KernelThunk and t.nchunks <= 1) or \
+        (type(t) is ex.ScatterThunk and t.kernel.nchunks <= 1):
       continue
     if not (in_branch or _native_conditional(t)):
       return False
