@@ -34,6 +34,8 @@ SINGLE_WINDOW = [
     (lambda x, i: x.at[i].set(-1.0), X10, -1, list(range(9)) + [-1]),
     (lambda x, i: x.at[i].set(-1.0), X10, 0, [-1] + list(range(1, 10))),
     (lambda x, i: x.at[i].set(-1.0), X10, 10, list(range(10))),
+    (lambda x, i: x.at[i].set(-1.0), X10.astype(ember.numpy.bfloat16), 3,
+     [0, 1, 2, -1] + list(range(4, 10))),
     (lambda x, i: x.at[i].add(5.0, mode="clip"), X10, -3, [0, 1, 2, 3, 4, 5, 6, 12, 8, 9]),
     (lambda x, i: x.at[i].add(5.0, mode="clip"), X10, 12, list(range(9)) + [14]),
     (lambda m, i: m.at[i, :].mul(3), M34, 1, [[0, 1, 2, 3], [12, 15, 18, 21], [8, 9, 10, 11]]),

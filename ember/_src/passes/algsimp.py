@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._src.base import dtypes
 from ember._src.hlo import graph as hlo
 
 # opcode -> the constant that leaves the other operand unchanged (on the right / left).
@@ -157,7 +158,7 @@ def _select_of_update(i, rw):
   p, a, b = i.operands
   for update_first, d, x in ((True, a, b), (False, b, a)):
     if d.opcode != "dynamic-update-slice" or d.operands[0] is not x or d.shape != i.shape or \
-        np.dtype(i.dtype).kind == "V":
+        np.dtype(i.dtype) == dtypes.float0:
       continue
     u, starts = d.operands[1], d.operands[2:]
     pw = _window_pred(p, x, u, rw, i)

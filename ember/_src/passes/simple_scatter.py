@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._src.base import dtypes
 from ember._src.hlo import graph as hlo
 
 # Combiners whose value is one op of (old, update) with the operand's dtype, as the backend's
@@ -116,7 +117,7 @@ def _in_bounds(b: _Builder, comps, dims, x_dims, sizes) -> hlo.Instr | None:
 def _rewrite(comp: hlo.Computation, s: hlo.Instr) -> tuple[list, hlo.Instr] | None:
   """(new instructions, the dynamic-update-slice replacing scatter `s`) or None."""
   if len(s.operands) != 3 or not isinstance(s.shape, hlo.Shape) or len(s.called) != 1 or \
-      not s.shape.rank or np.dtype(s.dtype).kind == "V":   # (float0: no elements to move)
+      not s.shape.rank or np.dtype(s.dtype) == dtypes.float0:   # (no elements to move)
     return None
   op = _combiner(s.called[0])
   sizes = _window_sizes(s)

@@ -340,7 +340,7 @@ class _ThunkPlan:
 
 def _all_float0(shape) -> bool:
   elements = shape.elements if isinstance(shape, hlo.TupleShape) else (shape,)
-  return all(np.dtype(e.dtype).kind == "V" for e in elements)
+  return all(np.dtype(e.dtype) == dtypes.float0 for e in elements)
 
 
 def _scratch_slot(shape: hlo.Shape):
