@@ -203,8 +203,15 @@ def test_transformed_functions_keep_metadata():
     """Doc of h."""
     return x
   h.attr = 7
-  for t in (jax.vmap(h), jax.jit(h), jax.grad(h), jax.value_and_grad(h)):
+  for t in (jax.vmap(h), jax.jit(h), jax.grad(h), jax.value_and_grad(h), jax.jacfwd(h),
+            jax.jacrev(h)):
     assert t.attr == 7 and t.__name__ == "h" and t.__wrapped__ is h
+  # JAX 0.12.1's: jacfwd/jacrev name the function; hessian is jacfwd of jacrev
+  for t in (jax.jacfwd(h), jax.jacrev(h), jax.hessian(h)):
+    assert t.__doc__ == ("Jacobian of h with respect to positional argument(s) 0. Takes the "
+                         "same arguments as h but returns the jacobian of the output with "
+                         "respect to the arguments at positions 0.")
+  assert jax.hessian(h).__wrapped__.__wrapped__ is h
   assert jax.vmap(h).__doc__.startswith("Vectorized version of h. Takes similar arguments")
   assert "Original documentation:\n\nDoc of h." in jax.vmap(h).__doc__
   assert jax.grad(h).__doc__.startswith("Gradient of h with respect to positional argument(s) 0")
