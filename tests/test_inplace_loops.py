@@ -201,3 +201,26 @@ def test_generated_loop_runs_a_python_branch_and_raises_its_error():
   calls.clear()
   i, v = f(np.float32(0.25), 4)          # the loop runs again after an error
   assert int(i) == 4 and float(v) == 4.0 and calls == [0.25, 1.5]
+
+
+def test_python_branch_calling_the_same_loop_again():
+  """A branch's Python call that runs the same jitted loop (nested, recursively) takes the
+  sub-executables' path while the generated loop's buffers are busy: no deadlock, and the
+  outer loop's state is intact."""
+  depth = []
+
+  def host(v):
+    depth.append(float(v))
+    if len(depth) < 3:
+      return np.asarray(f(np.float32(v), 2)[1], np.float32)
+    return np.float32(v + 100)
+
+  def body(c):
+    i, v = c
+    v = lax.cond(i == 0,
+                 lambda v: ember.pure_callback(host, ember.ShapeDtypeStruct((), jnp.float32), v),
+                 lambda v: v + 1.0, v)
+    return i + 1, v
+  f = ember.jit(lambda x, n: lax.while_loop(lambda c: c[0] < n, body, (0, x)))
+  i, v = f(np.float32(1.0), 2)
+  assert int(i) == 2 and float(v) == 104.0 and depth == [1.0, 1.0, 1.0]

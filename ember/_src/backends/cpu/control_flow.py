@@ -475,14 +475,19 @@ class ControlFlowThunk(ex.Thunk):
 
   @ex.flushing   # (a computation on the reference evaluator computes as the kernels do)
   def run(self, frame: ex.Frame) -> None:
-    if self.loop is not None:      # copies the carry in once and the result out once
-      with self._lock:
+    # copies the carry in once and the result out once; a run already holding the loop's
+    # buffers (another thread, or this one from a Python call inside the loop) takes the
+    # sub-executables' path instead
+    if self.loop is not None and self._lock.acquire(False):
+      try:
         if not self._loop_current():
           self._build_loop()
         if self.loop is not None:
           self.loop.run([frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)],
                         [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)])
           return
+      finally:
+        self._lock.release()
     if self.kind == "while" and all(self.native) and not _profiler.active:
       if not self.clobbers:
         self._run_in_place([frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)],
