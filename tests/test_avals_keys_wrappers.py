@@ -136,6 +136,32 @@ def test_typed_keys_through_transformations():
   assert isinstance(c, jax.random.PRNGKeyArray) and ys.shape == (3,)
 
 
+@pytest.mark.parametrize("wrap", [lambda f: f, jax.jit])
+def test_where_and_astype_of_keys(wrap):
+  """jnp.where chooses keys (broadcasting the condition), jnp.astype to the key dtype is
+  the keys themselves: an optax MultiSteps state (jnp.where(emit, new, old) over its
+  AddNoiseState's key) keeps its tree structure through lax.cond (JAX 0.12.1's values)."""
+  ks = jax.random.split(jax.random.key(0), 3)
+  k1 = jax.random.key(7)
+  r = wrap(lambda c: jnp.where(c, ks, k1))(jnp.array([True, False, True]))
+  assert isinstance(r, jax.random.PRNGKeyArray) and r.shape == (3,)
+  assert jax.random.key_data(r).tolist() == [[1797259609, 2579123966], [0, 7],
+                                             [4146024105, 2718843009]]
+  r = wrap(lambda c: jnp.where(c, k1, ks))(jnp.array([[True], [False]]))
+  assert jax.random.key_data(r).tolist() == [
+      [[0, 7], [0, 7], [0, 7]],
+      [[1797259609, 2579123966], [928981903, 3453687069], [4146024105, 2718843009]]]
+  assert jnp.astype(k1, k1.dtype) is k1
+  out = wrap(lambda p, k: jax.lax.cond(
+      p, lambda: {"key": k}, lambda: {"key": jnp.astype(jnp.where(p, k1, k), k.dtype)}))(
+      False, jax.random.key(1))
+  assert jax.random.key_data(out["key"]).tolist() == [0, 1]
+  with pytest.raises(ValueError, match="dtype=key<fry> is not a valid dtype for JAX type"):
+    jnp.where(True, k1, 0)
+  with pytest.raises(ValueError, match="Cannot convert_element_type from key<fry> to float32"):
+    jnp.astype(k1, jnp.float32)
+
+
 def test_eval_shape_of_keys():
   k = jax.random.key(0)
   out = jax.eval_shape(lambda k: jax.random.split(k), k)
@@ -177,8 +203,15 @@ def test_transformed_functions_keep_metadata():
     """Doc of h."""
     return x
   h.attr = 7
-  for t in (jax.vmap(h), jax.jit(h), jax.grad(h), jax.value_and_grad(h)):
+  for t in (jax.vmap(h), jax.jit(h), jax.grad(h), jax.value_and_grad(h), jax.jacfwd(h),
+            jax.jacrev(h)):
     assert t.attr == 7 and t.__name__ == "h" and t.__wrapped__ is h
+  # JAX 0.12.1's: jacfwd/jacrev name the function; hessian is jacfwd of jacrev
+  for t in (jax.jacfwd(h), jax.jacrev(h), jax.hessian(h)):
+    assert t.__doc__ == ("Jacobian of h with respect to positional argument(s) 0. Takes the "
+                         "same arguments as h but returns the jacobian of the output with "
+                         "respect to the arguments at positions 0.")
+  assert jax.hessian(h).__wrapped__.__wrapped__ is h
   assert jax.vmap(h).__doc__.startswith("Vectorized version of h. Takes similar arguments")
   assert "Original documentation:\n\nDoc of h." in jax.vmap(h).__doc__
   assert jax.grad(h).__doc__.startswith("Gradient of h with respect to positional argument(s) 0")

@@ -87,6 +87,35 @@ def test_foreign_lowering_falls_back_to_impl():
   mlir.register_lowering(q, lambda ctx, x: [x], platform="cuda")   # other platforms: ignored
 
 
+def test_foreign_lowering_that_emits_a_python_callback():
+  """A rule written against JAX's MLIR whose only op is `mlir.emit_python_callback`
+  (equinox's noinline) runs in ember: compiled code calls the callback (JAX 0.12.1: jit
+  gives [3, 6, 9], the impl eagerly [2, 3, 4]); its exception is a JaxRuntimeError."""
+  p = Primitive("tripled")
+  p.def_impl(lambda x: x + 1)
+  p.def_abstract_eval(lambda x: x)
+  seen = []
+
+  def host(a):
+    seen.append(type(a))
+    if a[0] < 0:
+      raise ValueError("negative")
+    return (np.asarray(a) * 3,)
+
+  def rule(ctx, x):
+    res, _, keep = mlir.emit_python_callback(ctx, host, None, [x], ctx.avals_in,
+                                             ctx.avals_out, has_side_effect=False)
+    ctx.module_context.add_keepalive(keep)
+    return res
+  mlir.register_lowering(p, rule)
+  x = np.arange(1, 4, dtype=np.float32)
+  np.testing.assert_array_equal(np.asarray(ember.jit(p.bind)(x)), [3, 6, 9])
+  np.testing.assert_array_equal(np.asarray(p.bind(x)), [2, 3, 4])
+  assert seen == [np.ndarray]
+  with pytest.raises(ember.errors.JaxRuntimeError, match="ValueError: negative"):
+    ember.block_until_ready(ember.jit(p.bind)(-x))
+
+
 def test_linear_primitive_transpose():
   double_p = Primitive("double")
   double_p.def_impl(lambda x: 2 * x)

@@ -39,6 +39,16 @@ def test_float0_into_and_out_of_jit():
   assert s.shape == (2,) and s.dtype == F0
 
 
+@pytest.mark.parametrize("wrap", [lambda f: f, ember.jit])
+def test_float0_broadcast_compiles_no_kernel(wrap):
+  """A broadcast of a float0 scalar (equinox's linearized checkpointed loop): no bytes to
+  write, so no kernel (one that loads a float0 element cannot be compiled)."""
+  z = np.zeros((), F0)
+  b, y = wrap(lambda z, x: (lax.broadcast_in_dim(z, (2, 3), ()), x * 2))(z, jnp.arange(3.0))
+  assert _is_f0(np.asarray(b), (2, 3))
+  np.testing.assert_array_equal(np.asarray(y), [0.0, 2.0, 4.0])
+
+
 def test_scan_vjp_with_an_integer_carry_under_jit():
   def run(c, xs):
     return lax.scan(lambda c, x: (c + 1, x * 2.0), c, xs)

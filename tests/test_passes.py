@@ -481,8 +481,8 @@ def test_dot_keeps_a_transpose_that_reorders_free_dims():
 
 
 def test_pipeline_order_and_names():
-  assert pipeline.PASSES == ("inline", "algsimp", "constant_folding", "dot_transpose", "algsimp",
-                             "cse", "dce", "reduction_splitter", "dot_split_k", "fusion",
+  assert pipeline.PASSES == ("inline", "simple_scatter", "algsimp", "constant_folding",
+                             "dot_transpose", "algsimp", "cse", "dce", "reduction_splitter", "dot_split_k", "fusion",
                              "dot_epilogue", "dce", "async_collectives")
   assert set(pipeline.PASSES) == set(flags_lib.PASS_NAMES)
 

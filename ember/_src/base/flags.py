@@ -24,8 +24,8 @@ from ember._src.base import config as config_lib
 from ember._src.base.config import config
 
 # The passes of `passes/pipeline.py`, by the names `--disable_passes` takes.
-PASS_NAMES = ("inline", "algsimp", "constant_folding", "dot_transpose", "cse", "dce",
-              "reduction_splitter", "dot_split_k", "fusion", "dot_epilogue",
+PASS_NAMES = ("inline", "simple_scatter", "algsimp", "constant_folding", "dot_transpose", "cse",
+              "dce", "reduction_splitter", "dot_split_k", "fusion", "dot_epilogue",
               "async_collectives")
 
 # XLA's pass names (`--xla_disable_hlo_passes`) -> ember's. Other XLA names are accepted and
@@ -33,6 +33,7 @@ PASS_NAMES = ("inline", "algsimp", "constant_folding", "dot_transpose", "cse", "
 XLA_PASS_NAMES = {
     "inline": "inline", "call-inliner": "inline",
     "algsimp": "algsimp",
+    "scatter_expander": "simple_scatter",
     "constant_folding": "constant_folding",
     "dot_transpose": "dot_transpose", "transpose-folding": "dot_transpose",
     "cse": "cse",

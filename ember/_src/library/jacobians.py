@@ -9,6 +9,7 @@ from typing import Callable
 import numpy as np
 
 from ember._src import core
+from ember._src.core import api_util
 from ember._src.base import dtypes, tree_util
 from ember._src.base.dtypes import dtype_kind
 from ember._src.library.numpy.creation import eye
@@ -67,11 +68,18 @@ def _check_jac_input(name, x, holomorphic, allow_int):
                     "use jax.jvp directly.")
 
 
+# The docstring of jacfwd's and jacrev's functions (JAX's words).
+_JAC_DOC = ("Jacobian of {fun} with respect to positional argument(s) {argnums}. Takes the "
+            "same arguments as {fun} but returns the jacobian of the output with respect to "
+            "the arguments at positions {argnums}.")
+
+
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
   """The Jacobian of `fun` by forward mode: out.shape + in.shape per (output, input) leaf.
   As JAX: the jvp vmapped over the standard basis, tangents stacked on the last axis."""
   ad._check_callable(fun, "jacfwd")
 
+  @api_util.wraps(fun, docstr=_JAC_DOC, argnums=argnums)
   def jacfun(*args, **kwargs):
     f_partial, dyn = ad._split_argnums(fun, args, kwargs, argnums, "jacfwd")
     for x in tree_util.tree_leaves(dyn):
@@ -95,6 +103,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
   As JAX: the pullback vmapped over the standard basis of the outputs."""
   ad._check_callable(fun, "jacrev")
 
+  @api_util.wraps(fun, docstr=_JAC_DOC, argnums=argnums)
   def jacfun(*args, **kwargs):
     f_partial, dyn = ad._split_argnums(fun, args, kwargs, argnums, "jacrev")
     for x in tree_util.tree_leaves(dyn):

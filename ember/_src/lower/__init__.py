@@ -382,16 +382,60 @@ def _read(ctx: LoweringContext, env: dict, atom) -> Instr:
 host_impl_lowering: Callable | None = None
 
 
+class _ForeignContext:
+  """What a lowering rule written against JAX's MLIR may use of its context when all it
+  emits is a Python callback (`mlir.emit_python_callback`: equinox's noinline): the avals,
+  the module context's keepalives and platforms; `ember_context` is the real context."""
+
+  class _Module:
+    platforms = ("cpu",)
+
+    def __init__(self):
+      self.keepalives: list = []
+
+    def add_keepalive(self, keepalive) -> None:
+      self.keepalives.append(keepalive)
+
+  def __init__(self, ctx: "LoweringContext"):
+    self.ember_context = ctx
+    self.avals_in, self.avals_out = list(ctx.avals_in), list(ctx.avals_out)
+    self.module_context = self._Module()
+    self.tokens_in = None
+    self.called_back = False     # set by emit_python_callback: the rule's results are ours
+
+
+def _foreign_or_host(prim: core.Primitive) -> Callable:
+  """The rule of a primitive whose lowering builds JAX's MLIR: run it on a
+  `_ForeignContext` (its results count when it emitted a Python callback: all it emits
+  then is that); when it needs more of JAX's MLIR than that, or emits no callback, the
+  primitive's impl as a host callback instead."""
+  def rule(ctx, /, *args, **params):
+    pending = list(ctx._pending)
+    foreign = _ForeignContext(ctx)
+    try:
+      outs = prim.foreign_lowering(foreign, *args, **params)
+      if foreign.called_back:   # JAX's rules return a sequence, one result or more
+        return outs if prim.multiple_results else outs[0]
+      raise NotImplementedError("the rule emitted no Python callback")
+    except Exception as e:  # noqa: BLE001 - JAX's MLIR is not here: call the impl instead
+      if not (prim.impl_on_arrays and host_impl_lowering is not None):
+        raise NotImplementedError(
+            f"ember cannot compile the primitive `{prim.name}`: its lowering rule builds "
+            "JAX's MLIR, which ember cannot run, and it has no impl to call back instead. "
+            "Register `mlir.lower_fun(fun)` as its lowering, or give it an impl with "
+            "`def_impl`.") from e
+      ctx._pending[:] = pending           # what the failed rule emitted is dropped
+      return host_impl_lowering(prim, ctx, *args, **params)
+  return rule
+
+
 def _rule_of(prim: core.Primitive) -> Callable:
   if prim.lower is not None:
     return prim.lower
+  if prim.foreign_lowering is not None:
+    return _foreign_or_host(prim)
   if prim.impl_on_arrays and host_impl_lowering is not None:
     return lambda ctx, /, *args, **params: host_impl_lowering(prim, ctx, *args, **params)
-  if prim.foreign_lowering is not None:
-    raise NotImplementedError(
-        f"ember cannot compile the primitive `{prim.name}`: its lowering rule builds JAX's "
-        "MLIR, which ember cannot run, and it has no impl to call back instead. Register "
-        "`mlir.lower_fun(fun)` as its lowering, or give it an impl with `def_impl`.")
   raise NotImplementedError(
       f"ember cannot compile the primitive `{prim.name}` yet: it has no lowering rule. "
       "Run it outside `ember.jit` (eagerly) instead.")

@@ -15,6 +15,13 @@ Rewrites, each giving bit-for-bit the value the original computes (exceptions no
                       match: broadcast to [1000,1,64] then reshape to [1000,64])
   tuples              get-tuple-element(tuple(a, b, ...), i) -> the i-th operand
   select              select(all-true, a, b) -> a; select(all-false, a, b) -> b; select(p, a, a) -> a
+  select of an update select(p, dynamic-update-slice(x, u, s...), x) -> dynamic-update-slice(x,
+                      select(p_w, u, dynamic-slice(x, s...)), s...) and the mirror image, when
+                      p is a broadcast whose dims the window covers whole (p_w: p at the
+                      window; the batched predicate of a vmapped while loop updating its carry
+                      by index): outside the window both keep x; inside, p_w picks what p picks
+                      (a whole-covered dim's start is clamped to 0). The loop body then writes
+                      one window in place instead of selecting over the whole carry.
   scalar broadcasts   an elementwise op whose operands are all broadcasts of scalars is computed
                       once on the scalars and broadcast; reshape/transpose/reverse/slice/broadcast
                       of a broadcast scalar is a broadcast of that scalar; a constant whose
@@ -38,6 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember._src.base import dtypes
 from ember._src.hlo import graph as hlo
 
 # opcode -> the constant that leaves the other operand unchanged (on the right / left).
@@ -125,9 +133,40 @@ def _elementwise(i, rw):
       chosen = a if bool(s) else b
       if chosen.shape == i.shape:
         return chosen
+    return _select_of_update(i, rw)
   if i.shape.rank and i.operands and all(_is_scalar_broadcast(o) for o in i.operands):
     scalar = rw.new(i, op, hlo.Shape(i.dtype, ()), [o.operands[0] for o in i.operands], i.attrs)
     return rw.broadcast(i, scalar)
+  return None
+
+
+def _window_pred(p: hlo.Instr, x: hlo.Instr, u: hlo.Instr, rw, like) -> hlo.Instr | None:
+  """Predicate `p` (a select's over `x`'s shape) at the elements of update window `u`, when
+  it is a broadcast that is the same at every window position (its dims covered whole)."""
+  if p.opcode != "broadcast" or p.shape.dims != x.shape.dims:
+    return None
+  dims = tuple(p.attrs["dimensions"])
+  if any(u.shape.dims[d] != x.shape.dims[d] for d in dims):
+    return None
+  return rw.new(like, "broadcast", hlo.Shape(p.dtype, u.shape.dims), [p.operands[0]],
+                {"dimensions": dims})
+
+
+def _select_of_update(i, rw):
+  """select(p, dynamic-update-slice(x, u, s...), x) (or its mirror) -> the select moved into
+  the update window (see the module docstring)."""
+  p, a, b = i.operands
+  for update_first, d, x in ((True, a, b), (False, b, a)):
+    if d.opcode != "dynamic-update-slice" or d.operands[0] is not x or d.shape != i.shape or \
+        np.dtype(i.dtype) == dtypes.float0:
+      continue
+    u, starts = d.operands[1], d.operands[2:]
+    pw = _window_pred(p, x, u, rw, i)
+    if pw is None:
+      return None
+    old = rw.new(i, "dynamic-slice", u.shape, [x, *starts], {"sizes": u.shape.dims})
+    sel = rw.new(i, "select", u.shape, [pw, u, old] if update_first else [pw, old, u])
+    return rw.new(i, "dynamic-update-slice", i.shape, [x, sel, *starts])
   return None
 
 

@@ -268,12 +268,67 @@ def _identity_params(comp: hlo.Computation) -> set[int]:
   return {p.attrs["number"] for p in comp.params if ok.get(p.id)}
 
 
+def _same_starts(a: list, b: list) -> bool:
+  """Start-index operands that are the same values: the same instructions, or equal scalar
+  constants."""
+  def same(x, y):
+    return x is y or (x.opcode == y.opcode == "constant" and x.shape == y.shape and
+                      np.array_equal(x.attrs["value"], y.attrs["value"]))
+  return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+
+
+def _keeps_linear_index(u: hlo.Instr, i: hlo.Instr) -> bool:
+  """Whether element k (row-major) of `u` reads element k of its operand `i` (both of one
+  size): elementwise ops on equal shapes, reshapes, broadcasts that only add size-1 dims."""
+  if u.opcode in hlo.ELEMENTWISE:
+    return u.shape.dims == i.shape.dims
+  if u.opcode == "reshape":
+    return True
+  if u.opcode == "broadcast":
+    dims = tuple(u.attrs["dimensions"])
+    return u.shape.size == i.shape.size and list(dims) == sorted(dims)
+  return False
+
+
+def window_update_in_place(comp: hlo.Computation) -> hlo.Instr | None:
+  """The parameter a fused computation's root dynamic-update-slice updates, when the output
+  may overwrite it: besides being the root's operand 0 it is read only by dynamic-slices of
+  the root's window (same starts, the update's sizes) whose values reach the root's update
+  only through ops that keep each element's row-major position (`select(p, u,
+  dynamic-slice(x, s))`, the moved select of a batched while loop: algsimp; `x.at[i].set(
+  f(x[i]))`: a reshape to a scalar and back). Element j of the window then reads
+  x only at the element it writes, and the rest of x is left as it is; else None."""
+  root = comp.root
+  if root.opcode != "dynamic-update-slice" or root.operands[0].opcode != "parameter":
+    return None
+  base, upd, starts = root.operands[0], root.operands[1], root.operands[2:]
+  if base in root.operands[1:]:
+    return None
+  wdims, wsize = upd.shape.dims, upd.shape.size
+  users = comp.users()
+  ok: dict[int, bool] = {}
+  for i in reversed(comp.instrs):   # reaches the update only at the same window element
+    us = users.get(i.id, [])
+    ok[i.id] = bool(us) and isinstance(i.shape, hlo.Shape) and i.shape.size == wsize and all(
+        (u is root and i is upd and i not in starts) or
+        (ok.get(u.id, False) and _keeps_linear_index(u, i)) for u in us)
+  for u in users.get(base.id, []):
+    if u is root:
+      continue
+    if not (u.opcode == "dynamic-slice" and u.operands[0] is base and base not in u.operands[1:]
+            and tuple(u.attrs["sizes"]) == wdims and _same_starts(u.operands[1:], starts)
+            and ok.get(u.id, False)):
+      return None
+  return base
+
+
 def _in_place_positions(d: hlo.Instr) -> set[int]:
   """Operand positions of entry instruction `d` that it may overwrite with its output."""
   if not isinstance(d.shape, hlo.Shape):
     return set()
   if d.opcode == "fusion" and d.attrs.get("kind") == "kLoop":
-    return _identity_params(d.called[0])
+    base = window_update_in_place(d.called[0])
+    return _identity_params(d.called[0]) | ({base.attrs["number"]} if base is not None else set())
   if d.opcode in hlo.ELEMENTWISE:
     return {j for j, o in enumerate(d.operands) if _same_index_read(d, o, o.shape.dims)}
   if d.opcode == "scatter":             # the runtime scatters into operand 0 in place

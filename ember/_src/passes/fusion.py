@@ -45,8 +45,10 @@ Before grouping, `transpose(dot(a, b), {1,0})` of a 2-D dot becomes `dot(b, a)`
 dot, sort, top-k, scatter, parameters, tuples, non-scalar constants (data, not code),
 custom-call, while/conditional, `optimization-barrier` and scan-shaped reduce-windows
 (hlo.scan_window: cumsum and friends, a sequential kernel of their own) stay outside;
-nothing fuses through an optimization barrier, so the value before it is materialized. dynamic-update-slice can be
-the root of a fusion but never fuses into a consumer. Within a fusion the emitter computes each
+nothing fuses through an optimization barrier, so the value before it is materialized.
+dynamic-update-slice can be the root of a fusion but never fuses into a consumer, and an op
+reading the buffer it updates (other than at the window: `_reads_updated_buffer`) does not
+fuse into it, so it stays in place. Within a fusion the emitter computes each
 instruction once per index it is evaluated at (an elementwise op used twice at the same index
 is one value); `_count_in` models exactly that.
 
@@ -371,6 +373,22 @@ def _column_reduce(i: hlo.Instr) -> bool:
   return int(np.prod([dims[d] for d in i.attrs["dimensions"]])) >= COLUMN_REDUCE_MIN_ROWS
 
 
+def _reads_updated_buffer(root: hlo.Instr, i: hlo.Instr) -> bool:
+  """Whether `i` reads the buffer that fusion root `root`, a dynamic-update-slice, would
+  update in place (its operand 0, a value computed outside the fusion) other than as the
+  window's own elements (a dynamic-slice of the same starts and sizes): fused, it would
+  make the kernel copy the whole buffer (as XLA, such a reader stays a fusion of its own,
+  run before the update)."""
+  if root.opcode != "dynamic-update-slice" or i is root:
+    return False
+  base = root.operands[0]
+  if base not in i.operands or (_fusible(base) and base.opcode not in ROOT_ONLY):
+    return False
+  return not (i.opcode == "dynamic-slice" and i.operands[0] is base and
+              base not in i.operands[1:] and i.operands[1:] == root.operands[2:] and
+              tuple(i.attrs["sizes"]) == root.operands[1].shape.dims)
+
+
 def _reads_in(group: _Group, p: hlo.Instr, users: list[hlo.Instr]) -> list:
   """(reader, operand position) of every read of `p` inside the fusion."""
   return [(u, k) for u in users if u.id in group.members
@@ -491,7 +509,8 @@ def _plan(entry: hlo.Computation, fuse: bool) -> tuple[list[_Group], set[int]]:
       for g in groups_of.get(u.id, []):
         if g not in targets:
           targets.append(g)
-    room = [g for g in targets if len(g.members) < MAX_FUSED_INSTRS]
+    room = [g for g in targets if len(g.members) < MAX_FUSED_INSTRS and
+            not _reads_updated_buffer(g.root, i)]
     counts = {id(g): _count_in(g, i, us) for g in room}
     if i.opcode in ROOT_ONLY or not (fuse or i.opcode == "constant"):
       chosen = []

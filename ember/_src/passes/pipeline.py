@@ -1,6 +1,6 @@
 """The pass pipeline: lowered module -> optimized module (what `Compiled.as_text()` prints).
 
-    inline, algsimp, constant_folding, dot_transpose, algsimp, cse, dce,
+    inline, simple_scatter, algsimp, constant_folding, dot_transpose, algsimp, cse, dce,
     reduction_splitter, dot_split_k, fusion, dot_epilogue, dce, async_collectives
 
 preceded by `conv_expansion` (always: the backend has no convolution kernel, each
@@ -24,15 +24,15 @@ from ember._src.base import flags as flags_lib
 from ember._src.hlo import graph as hlo
 from ember._src.passes import conv_expansion, dumps, scan_expansion
 
-PASSES = ("inline", "algsimp", "constant_folding", "dot_transpose", "algsimp", "cse", "dce",
-          "reduction_splitter", "dot_split_k", "fusion", "dot_epilogue", "dce",
+PASSES = ("inline", "simple_scatter", "algsimp", "constant_folding", "dot_transpose", "algsimp",
+          "cse", "dce", "reduction_splitter", "dot_split_k", "fusion", "dot_epilogue", "dce",
           "async_collectives")
 
 # Lowest opt_level each pass runs at. At 0 only what the backend contract needs runs: no
 # `call` left (inline), no dead code, every computing op in a fusion.
-MIN_OPT_LEVEL = {"inline": 0, "algsimp": 1, "constant_folding": 1, "dot_transpose": 1,
-                 "cse": 1, "dce": 0, "reduction_splitter": 1, "dot_split_k": 1, "fusion": 0, "dot_epilogue": 1,
-                 "async_collectives": 0}
+MIN_OPT_LEVEL = {"inline": 0, "simple_scatter": 1, "algsimp": 1, "constant_folding": 1,
+                 "dot_transpose": 1, "cse": 1, "dce": 0, "reduction_splitter": 1, "dot_split_k": 1,
+                 "fusion": 0, "dot_epilogue": 1, "async_collectives": 0}
 
 
 # What still has to happen when a pass is switched off: with fusion disabled every computing

@@ -414,6 +414,25 @@ def impl_as_host_callback(prim: core.Primitive, ctx, /, *args, **params):
   return outs if prim.multiple_results else outs[0]
 
 
+def emit_python_callback(ctx, callback, token, operands, operand_avals, result_avals, *,
+                         has_side_effect: bool, returns_token: bool = True,
+                         partitioned: bool = False, sharding=None, **_):
+  """JAX's `mlir.emit_python_callback`, for lowering rules written against JAX's MLIR that
+  only call back into Python (equinox's noinline): a host call of `callback` on NumPy
+  arrays, its results checked against `result_avals`. Returns (results, token,
+  keepalive), as JAX's."""
+  ectx = getattr(ctx, "ember_context", ctx)
+  if ectx is not ctx:
+    ctx.called_back = True
+  avals = list(result_avals)
+  what = f"python callback {_callback_name(callback)}"
+
+  def run(*arrays):
+    outs = _calling_impl(callback, what, *arrays)
+    return check_results(what, outs, avals)
+  return emit_host_call(ectx, run, list(operands), avals, has_side_effect), token, None
+
+
 def _calling_impl(impl, what: str, *args):
   """A user primitive's impl run from compiled code; its exception is a JaxRuntimeError."""
   try:

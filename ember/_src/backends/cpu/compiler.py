@@ -53,6 +53,8 @@ _NO_CODE = {"parameter", "constant", "tuple", "get-tuple-element", "optimization
 _FUSIBLE = hlo.ELEMENTWISE | {"broadcast", "reshape", "transpose", "reverse", "slice",
                               "dynamic-slice", "dynamic-update-slice", "concatenate", "pad",
                               "iota", "gather", "reduce", "reduce-window"}
+# Ops with no code when their result is float0 (a kernel cannot load or store it).
+_FLOAT0_OK = _FUSIBLE | {"fusion", "copy"}
 
 # --------------------------------------------------------------------------------------
 # Slots and aliasing
@@ -180,8 +182,8 @@ class _ThunkPlan:
 
   def add(self, instr: hlo.Instr) -> None:
     op = instr.opcode
-    if op in _NO_CODE:
-      return
+    if op in _NO_CODE or (op in _FLOAT0_OK and _all_float0(instr.shape)):
+      return      # float0 values (tangents of integers) have no bytes to compute
     if op == "fusion" and instr.attrs.get("kind") == "kOutput":
       self.output_fusion(instr)
     elif op in ("fusion", "dot", "copy", "sort", "top-k", "scatter"):
@@ -334,6 +336,11 @@ class _ThunkPlan:
     self.pending.append(lambda addr: ex.ScatterThunk(
         instr, ex.KernelThunk(info.name, addr(info.name), ins + outs, info.outer,
                               info.splittable, cost), copies))
+
+
+def _all_float0(shape) -> bool:
+  elements = shape.elements if isinstance(shape, hlo.TupleShape) else (shape,)
+  return all(np.dtype(e.dtype) == dtypes.float0 for e in elements)
 
 
 def _scratch_slot(shape: hlo.Shape):

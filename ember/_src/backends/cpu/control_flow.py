@@ -99,9 +99,10 @@ class _Sub:
 # like the thread pool) that runs a program of i64 words, so a loop needs no LLVM of its own
 # (and a persistent-cache hit none at all). Ops: CALL fn bufs outer (a kernel over
 # [0, outer)), COPY dst src nbytes, BRZ byte_ptr target (jump when the byte is 0),
-# JUMP target, RET value (the function's result). The denormal modes (denormals.py) are
+# JUMP target, RET value (the function's result), BREQ i32_ptr value target (jump when the
+# int32 equals value: a conditional's branch index). The denormal modes (denormals.py) are
 # switched once for the whole loop, not by each kernel call.
-_CALL, _COPY, _BRZ, _JUMP, _RET = range(5)
+_CALL, _COPY, _BRZ, _JUMP, _RET, _BREQ = range(6)
 _DRIVER_IR = denormals.TEXT_HELPERS + """
 declare void @llvm.memcpy.p0i8.p0i8.i64(i8*, i8*, i64, i1)
 
@@ -111,7 +112,8 @@ entry:
   br label %fetch
 fetch:
   %pc = phi i64 [0, %entry], [%pc.call, %call], [%pc.copy, %copy], [%pc.next, %brz.no],
-                [%tgt.brz, %brz.yes], [%tgt.jump, %jump]
+                [%tgt.brz, %brz.yes], [%tgt.jump, %jump], [%pc.eqnext, %breq.no],
+                [%tgt.breq, %breq.yes]
   %w0 = getelementptr i64, i64* %prog, i64 %pc
   %op = load i64, i64* %w0
   %pc1 = add i64 %pc, 1
@@ -120,7 +122,8 @@ fetch:
   switch i64 %op, label %ret [i64 0, label %call
                               i64 1, label %copy
                               i64 2, label %brz
-                              i64 3, label %jump]
+                              i64 3, label %jump
+                              i64 5, label %breq]
 call:
   %pc2 = add i64 %pc, 2
   %w2 = getelementptr i64, i64* %prog, i64 %pc2
@@ -161,6 +164,23 @@ brz.no:
 jump:
   %tgt.jump = add i64 %a1, 0
   br label %fetch
+breq:
+  %qp2 = add i64 %pc, 2
+  %qw2 = getelementptr i64, i64* %prog, i64 %qp2
+  %want = load i64, i64* %qw2
+  %qp3 = add i64 %pc, 3
+  %qw3 = getelementptr i64, i64* %prog, i64 %qp3
+  %tgt.breq = load i64, i64* %qw3
+  %ip = inttoptr i64 %a1 to i32*
+  %iv = load i32, i32* %ip
+  %iv64 = sext i32 %iv to i64
+  %eq = icmp eq i64 %iv64, %want
+  %pc.eqnext = add i64 %pc, 4
+  br i1 %eq, label %breq.yes, label %breq.no
+breq.yes:
+  br label %fetch
+breq.no:
+  br label %fetch
 ret:
   call void @"ember.fz.restore"(i64 %fz)
   ret i64 %a1
@@ -187,9 +207,14 @@ class _GeneratedLoop:
 
       c0: cond(A); BRZ -> x0;  body(A -> B);  cond(B); BRZ -> x1;  body(B -> A);  JUMP c0
       x0: RET 0 (the result is in A)           x1: RET 1 (in B)
+      (RET 2: a thunk run through Python raised)
 
-  Built only when both sub-executables consist of single-call kernels and copies (big
-  bodies keep the thread pool: `build` returns None)."""
+  A `conditional` inside the body (or inside a branch) becomes branches of the program
+  (`_conditional`): a checkpointed loop's body picks its step that way, and a Python call
+  per iteration would cost more than the whole step.
+
+  Built only when both sub-executables consist of single-call kernels, copies and such
+  conditionals (big bodies keep the thread pool: `build` returns None; see `_straight`)."""
 
   def __init__(self, cond_exe, body_exe, state_shapes):
     a = [_buffer(s) for s in state_shapes]
@@ -198,21 +223,25 @@ class _GeneratedLoop:
                        in enumerate(zip(state_shapes, body_exe.output_slots))])
     self.pred = _buffer(cond_exe.output_shapes[0])
     self.keep: list = [cond_exe, body_exe]   # what the program points to stays alive
+    self.exes: list = []                     # (sub-executable, its thunk list) emitted
+    self.failed = np.zeros(1, np.uint8)      # set by a Python call that raised (`error`)
+    self.error: BaseException | None = None
     a, b = self.states
+    pa, pb, pp = ([x.ctypes.data for x in xs] for xs in (a, b, [self.pred]))
     prog: list = []
-    fixups = []                              # positions of forward jump targets
+    exits = []                               # positions of the exits' jump targets
 
     def brz():
       prog.extend([_BRZ, self.pred.ctypes.data, 0])
-      fixups.append(len(prog) - 1)
-    self._calls(prog, cond_exe, a, [self.pred])
+      exits.append(len(prog) - 1)
+    self._calls(prog, cond_exe, pa, pp)
     brz()
-    self._calls(prog, body_exe, a, b)
-    self._calls(prog, cond_exe, b, [self.pred])
+    self._calls(prog, body_exe, pa, pb)
+    self._calls(prog, cond_exe, pb, pp)
     brz()
-    self._calls(prog, body_exe, b, a)
+    self._calls(prog, body_exe, pb, pa)
     prog.extend([_JUMP, 0])
-    for k, pos in enumerate(fixups):        # x0: RET 0, x1: RET 1
+    for k, pos in enumerate(exits):         # x0: RET 0, x1: RET 1
       prog[pos] = len(prog)
       prog.extend([_RET, k])
     self.program = np.array(prog, np.int64)
@@ -221,9 +250,7 @@ class _GeneratedLoop:
   @staticmethod
   def build(cond_exe, body_exe, state_shapes):
     for e in (cond_exe, body_exe):
-      if e is None or any(not (type(t) is ex.CopyThunk or (type(t) is ex.KernelThunk
-                                                              and t.nchunks <= 1))
-                          for t in e.thunks):
+      if e is None or not _straight(e):
         return None
       if any(s.index != k or s.kind not in ("output", "parameter")
              for k, s in enumerate(e.output_slots)):
@@ -231,16 +258,18 @@ class _GeneratedLoop:
     return _GeneratedLoop(cond_exe, body_exe, state_shapes)
 
   def _calls(self, prog: list, exe, params: list, outs: list) -> None:
-    """Append `exe`'s thunks reading `params` and writing `outs` to the program."""
+    """Append `exe`'s thunks reading the parameters at addresses `params` and writing the
+    outputs at `outs` to the program."""
     arena = ex._aligned_bytes(max(exe.temp_size, 1))
     self.keep.append(arena)
+    self.exes.append((exe, exe.thunks))
 
     def addr(slot) -> int:
       k = slot.kind
       if k == "parameter":
-        return params[slot.index].ctypes.data
+        return params[slot.index]
       if k == "output":
-        return outs[slot.index].ctypes.data
+        return outs[slot.index]
       if k == "temp":
         return arena.ctypes.data + slot.offset
       return exe.const_ptrs[slot.index]
@@ -249,19 +278,133 @@ class _GeneratedLoop:
         if t.src != t.dst and t.shape.nbytes:
           prog.extend([_COPY, addr(t.dst), addr(t.src), t.shape.nbytes])
         continue
+      if _native_conditional(t):
+        self._conditional(prog, t, addr)
+        continue
+      if type(t) is ex.ScatterThunk and t.kernel.nchunks <= 1:
+        for src, dst, shape in t.copies:     # the operand into the output, then scatter
+          if src != dst and shape.nbytes:
+            prog.extend([_COPY, addr(dst), addr(src), shape.nbytes])
+        t = t.kernel
+      if not (type(t) is ex.KernelThunk and t.nchunks <= 1):
+        self._python_call(prog, t, self._frame(exe, params, outs, arena))
+        continue
       arr = (ctypes.c_void_p * max(len(t.slots), 1))(*[addr(sl) for sl in t.slots])
       self.keep.append(arr)
       if t.outer > 0:
         prog.extend([_CALL, t.address, ctypes.addressof(arr), t.outer])
+
+  def _frame(self, exe, params: list, outs: list, arena: np.ndarray) -> ex.Frame:
+    """A frame over one emission's fixed buffers, for thunks run through Python."""
+    def at(addr: int, shape: hlo.Shape) -> np.ndarray:
+      n = shape.nbytes
+      return np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(addr)) if n and addr \
+          else np.zeros(max(n, 1), np.uint8)
+    return ex.Frame([at(a, s) for a, s in zip(params, exe.param_shapes)], exe.consts,
+                    exe.const_ptrs, [at(a, s) for a, s in zip(outs, exe.output_shapes)], arena,
+                    arg_ptrs=list(params), out_ptrs=list(outs), arena_ptr=arena.ctypes.data)
+
+  def _python_call(self, prog: list, t, frame: ex.Frame) -> None:
+    """Append thunk `t` run by Python: the program calls back into the interpreter (ctypes
+    takes the GIL). An exception it raises ends the loop (RET 2); `run` raises it."""
+    def call(_bufs, _start, _stop):
+      try:
+        t.run(frame)
+      except BaseException as e:  # noqa: BLE001 - raised again by `run`, outside the loop
+        self.error = e
+        self.failed[0] = 1
+    fn = ex.KERNEL_CFUNC(call)
+    self.keep.append(fn)
+    prog.extend([_CALL, ctypes.cast(fn, ctypes.c_void_p).value, 0, 1])
+    prog.extend([_BRZ, self.failed.ctypes.data, len(prog) + 5, _RET, 2])
+
+  def _conditional(self, prog: list, t: "ControlFlowThunk", addr) -> None:
+    """Append conditional thunk `t`: pick the branch by its index (pred: true -> branch 0;
+    int32: k -> branch k, out of range -> the last), run it, continue after all branches.
+    The branches read their operands where they live unless an output shares bytes with
+    one (a branch writes its outputs before it has read every operand): then from copies."""
+    operands = [(addr(s), sh.nbytes) for s, sh in zip(t.in_slots[1:], t.in_shapes[1:])]
+    outs = [addr(s) for s in t.out_slots]
+    spans = [(o, o + sh.nbytes) for o, sh in zip(outs, t.out_shapes) if sh.nbytes]
+    if any(lo < hi2 and lo2 < hi for lo, hi in spans for p, n in operands if n
+           for lo2, hi2 in [(p, p + n)]):
+      copies = [_buffer(sh) for sh in t.in_shapes[1:]]
+      self.keep.extend(copies)
+      for c, (p, n) in zip(copies, operands):
+        if n:
+          prog.extend([_COPY, c.ctypes.data, p, n])
+      params = [c.ctypes.data for c in copies]
+    else:
+      params = [p for p, _ in operands]
+    index = addr(t.in_slots[0])
+    n = len(t.subs)
+    to_branch = []                           # (position of a jump target, branch)
+    if t.in_shapes[0].dtype == np.bool_:
+      prog.extend([_BRZ, index, 0])          # false -> branch 1; true falls into branch 0
+      to_branch.append((len(prog) - 1, 1))
+      order = [0, 1]
+    else:
+      for k in range(n - 1):
+        prog.extend([_BREQ, index, k, 0])
+        to_branch.append((len(prog) - 1, k))
+      order = [n - 1] + list(range(n - 1))   # out of range falls into the last branch
+    ends = []
+    starts = {}
+    for k in order:
+      starts[k] = len(prog)
+      self._calls(prog, t.subs[k].exe, params, outs)
+      prog.extend([_JUMP, 0])
+      ends.append(len(prog) - 1)
+    for pos, k in to_branch:
+      prog[pos] = starts[k]
+    for pos in ends:
+      prog[pos] = len(prog)
 
   def run(self, vals, outs) -> None:
     """Run from the carry `vals`, writing the final carry into `outs`."""
     a = self.states[0]
     for d, v in zip(a, vals):
       np.copyto(d, v)
-    final = self.states[self.fn(self.program.ctypes.data)]
+    self.failed[0], self.error = 0, None
+    result = self.fn(self.program.ctypes.data)
+    if result == 2:
+      error, self.error = self.error, None
+      raise error
+    final = self.states[result]
     for o, v in zip(outs, final):
       np.copyto(o, v)
+
+
+def _straight(exe, in_branch: bool = False) -> bool:
+  """Whether the generated loop can run `exe`: single-call kernels (scatters too), copies,
+  conditionals it can branch over (`_native_conditional`), and inside a conditional's
+  branch anything else too, through a Python call (`_GeneratedLoop._python_call`: a branch
+  that reports an error or prints runs rarely or cheaply enough)."""
+  for t in exe.thunks:
+    if type(t) is ex.CopyThunk or (type(t) is ex.KernelThunk and t.nchunks <= 1) or \
+        (type(t) is ex.ScatterThunk and t.kernel.nchunks <= 1):
+      continue
+    if not (in_branch or _native_conditional(t)):
+      return False
+  return True
+
+
+def _native_conditional(t) -> bool:
+  """Whether the generated loop branches over conditional thunk `t` itself: a pred or
+  int32 index (two branches for a pred), branches it can run that write their outputs to
+  their own output buffers."""
+  if type(t) is not ControlFlowThunk or t.kind != "conditional":
+    return False
+  index = np.dtype(t.in_shapes[0].dtype)
+  if index not in (np.dtype(np.bool_), np.dtype(np.int32)) or \
+      (index == np.bool_ and len(t.subs) != 2):
+    return False
+  for sub in t.subs:
+    e = sub.exe
+    if e is None or not _straight(e, True) or any(s.index != k or s.kind != "output"
+                                                  for k, s in enumerate(e.output_slots)):
+      return False
+  return True
 
 
 def _count_fallback(error: Exception, module: hlo.Module, comp: hlo.Computation) -> None:
@@ -325,20 +468,26 @@ class ControlFlowThunk(ex.Thunk):
 
   def _loop_current(self) -> bool:
     """Whether the generated loop points to the sub-executables' current code (a tier-up
-    swaps it: the loop is then built again)."""
+    swaps it: the loop is then built again), its conditionals' branches included."""
     return all(e is None or e.thunks is t
-               for e, t in zip((self.subs[0].exe, self.subs[1].exe), self.built_for))
+               for e, t in zip((self.subs[0].exe, self.subs[1].exe), self.built_for)) and (
+        self.loop is None or all(e.thunks is t for e, t in self.loop.exes))
 
   @ex.flushing   # (a computation on the reference evaluator computes as the kernels do)
   def run(self, frame: ex.Frame) -> None:
-    if self.loop is not None:      # copies the carry in once and the result out once
-      with self._lock:
+    # copies the carry in once and the result out once; a run already holding the loop's
+    # buffers (another thread, or this one from a Python call inside the loop) takes the
+    # sub-executables' path instead
+    if self.loop is not None and self._lock.acquire(False):
+      try:
         if not self._loop_current():
           self._build_loop()
         if self.loop is not None:
           self.loop.run([frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)],
                         [frame.view(s, sh) for s, sh in zip(self.out_slots, self.out_shapes)])
           return
+      finally:
+        self._lock.release()
     if self.kind == "while" and all(self.native) and not _profiler.active:
       if not self.clobbers:
         self._run_in_place([frame.view(s, sh) for s, sh in zip(self.in_slots, self.in_shapes)],

@@ -24,6 +24,7 @@ from ember._src.library.numpy import ufuncs, util
 from ember._src.primitives.elementwise import convert_element_type_p
 from ember._src.core import trace as trace_lib
 from ember._src.core.array import Array
+from ember._src.library.random.keys import PRNGKeyArray
 
 __all__ = [
     "array", "asarray", "copy", "astype", "frombuffer", "_view",  # _view: Array.view
@@ -280,6 +281,11 @@ def frombuffer(buffer, dtype=float, count: int = -1, offset: int = 0):
 
 def astype(x, dtype, /, *, copy: bool = False, device=None):
   """Cast `x` to `dtype` (default: the default float dtype)."""
+  if isinstance(x, PRNGKeyArray):   # keys cast only to their own dtype: the keys themselves
+    if dtype is not None and dtype == x.dtype:
+      return x
+    target = dtypes.default_float_dtype() if dtype is None else _user_dtype(dtype, "astype")
+    raise ValueError(f"Cannot convert_element_type from {x.dtype} to {target}")
   x = _ensure_arraylike("astype", x)
   dtype = dtypes.default_float_dtype() if dtype is None else _user_dtype(dtype, "astype")
   if dtypes.is_complex(x.dtype):

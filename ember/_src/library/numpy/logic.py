@@ -16,7 +16,7 @@ from ember._src.driver.jit import jit
 from ember._src.library.numpy import util
 from ember._src.library.numpy.creation import _zero, asarray
 from ember._src.library.numpy import indexing, ufuncs
-from ember._src.library.random.keys import PRNGKeyArray
+from ember._src.library.random.keys import KEY_SHAPE, PRNGKeyArray
 
 __all__ = ["where", "isclose", "iscomplex", "isreal"]
 
@@ -31,7 +31,28 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
   if size is not None or fill_value is not None:
     raise ValueError("size and fill_value arguments cannot be used in three-term where "
                      "function.")
+  if isinstance(x, PRNGKeyArray) or isinstance(y, PRNGKeyArray):
+    return _where_keys(condition, x, y)
   return _where(condition, x, y)
+
+
+def _where_keys(condition, x, y):
+  """where over typed PRNG keys, as JAX's: a key array of each chosen key's data (keys
+  mixed with numbers are an error, as in JAX's type promotion)."""
+  if not (isinstance(x, PRNGKeyArray) and isinstance(y, PRNGKeyArray)):
+    key = x if isinstance(x, PRNGKeyArray) else y
+    raise ValueError(f"dtype={key.dtype} is not a valid dtype for JAX type promotion.")
+  c = asarray(condition)
+  if c.dtype != np.bool_:
+    c = lax.ne(c, _zero(c))
+  shape = util.broadcast_shapes(c.shape, x.shape, y.shape)
+  full = (*shape, *KEY_SHAPE)
+  n = len(shape)
+
+  def data(k):
+    return lax.broadcast_in_dim(k._data, full, tuple(range(n - k.ndim, n + len(KEY_SHAPE))))
+  pred = lax.broadcast_in_dim(c, full, tuple(range(n - c.ndim, n)))
+  return PRNGKeyArray(lax.select(pred, data(x), data(y)))
 
 
 def _broadcast_arrays(*args):

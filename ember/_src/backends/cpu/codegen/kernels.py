@@ -55,6 +55,7 @@ from ember._src.backends.cpu.codegen.reductions import ColumnReduceNests
 from ember._src.backends.cpu.codegen.scan import ScanNests
 from ember._src.backends.cpu.codegen.transpose import (TiledNests, _transposed_dim,
                                                         block_transpose_param)
+from ember._src.passes.buffer_assignment import window_update_in_place
 from ember._src.passes.fusion import row_cached
 
 
@@ -87,16 +88,16 @@ def _is_pure_elementwise(comp: hlo.Computation) -> bool:
 def in_place_update(comp: hlo.Computation, in_place: dict[int, int] | None
                     ) -> hlo.Instr | None:
   """The root dynamic-update-slice of a fused computation whose kernel runs in place (its
-  operand 0 a parameter read nowhere else, in the output's buffer: `in_place`), so the
-  kernel writes only the update window (a scan's ys element per iteration), not the whole
-  output; else None."""
+  operand 0 a parameter read nowhere else but at the window's own elements, in the output's
+  buffer: `in_place`; buffer_assignment.window_update_in_place), so the kernel writes only
+  the update window (a scan's ys element per iteration), not the whole output; else None."""
   root = comp.root
   if root.opcode != "dynamic-update-slice" or not in_place:
     return None
-  base = root.operands[0]
-  if base.opcode != "parameter" or in_place != {base.attrs["number"]: 0}:
+  base = window_update_in_place(comp)
+  if base is None or in_place != {base.attrs["number"]: 0}:
     return None
-  return root if comp.users().get(base.id) == [root] else None
+  return root
 
 
 def _longer_rows_under_reshape(root: hlo.Instr, dims) -> hlo.Instr | None:
