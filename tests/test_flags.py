@@ -70,7 +70,7 @@ def test_repeated_flags_last_value_wins_and_pass_sets_accumulate():
     ("--opt_level", r"--opt_level.*None"),
     ("--xla_backend_optimization_level=-1", r"--xla_backend_optimization_level"),
     ("--xla_dump_hlo_as_text=maybe", r"--xla_dump_hlo_as_text.*true or false"),
-    ("--disable_passes=fusion,nosuchpass", r"unknown pass 'nosuchpass'.*inline, algsimp"),
+    ("--disable_passes=fusion,nosuchpass", r"unknown pass 'nosuchpass'.*inline, simple_scatter, algsimp"),
     ("--dump_to", r"--dump_to.*directory"),
     ("--xla_disable_hlo_passes", r"--xla_disable_hlo_passes.*pass names"),
     ("--cpu_max_isa=AVX3", r"--cpu_max_isa.*SSE4_2, AVX, AVX2, AVX512.*'AVX3'"),
