@@ -72,7 +72,8 @@ def _host_cpu() -> tuple[str, str]:
   """cpu() for the host (parsing its features costs ~0.4 ms: computed once)."""
   name, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features()
   cap = flags_lib.get().cpu_max_isa
-  if cap and is_x86() and list(ISA_CPUS).index(cap) < _host_level(features):
+  if cap and llvm.get_process_triple().startswith(("x86_64", "i686")) and \
+      list(ISA_CPUS).index(cap) < _host_level(features):
     return ISA_CPUS[cap], ""
   return name, features.flatten()
 
