@@ -101,6 +101,14 @@ def _python_scalar_aval(x) -> ShapedArray:
   return ShapedArray((), dt, weak_type=type(x) is not bool)
 
 
+def unwrap_jax_array(x):
+  """`x`, or the array it stands for when it defines `__jax_array__` (flax's Variables,
+  equinox's modules: JAX's operators and jnp functions read them so); tracers as they are."""
+  if isinstance(x, Tracer) or not hasattr(x, "__jax_array__"):
+    return x
+  return x.__jax_array__()
+
+
 def get_aval(x) -> ShapedArray:
   """The abstract value of any array-like argument: Array, Tracer, NumPy value or scalar."""
   aval = getattr(x, "aval", None)

@@ -412,20 +412,21 @@ def _foreign_or_host(prim: core.Primitive) -> Callable:
   def rule(ctx, /, *args, **params):
     pending = list(ctx._pending)
     foreign = _ForeignContext(ctx)
+    failure = None
     try:
       outs = prim.foreign_lowering(foreign, *args, **params)
-      if foreign.called_back:   # JAX's rules return a sequence, one result or more
-        return outs if prim.multiple_results else outs[0]
-      raise NotImplementedError("the rule emitted no Python callback")
     except Exception as e:  # noqa: BLE001 - JAX's MLIR is not here: call the impl instead
-      if not (prim.impl_on_arrays and host_impl_lowering is not None):
-        raise NotImplementedError(
-            f"ember cannot compile the primitive `{prim.name}`: its lowering rule builds "
-            "JAX's MLIR, which ember cannot run, and it has no impl to call back instead. "
-            "Register `mlir.lower_fun(fun)` as its lowering, or give it an impl with "
-            "`def_impl`.") from e
-      ctx._pending[:] = pending           # what the failed rule emitted is dropped
-      return host_impl_lowering(prim, ctx, *args, **params)
+      failure = e
+    if failure is None and foreign.called_back:   # JAX's rules return one result or more
+      return outs if prim.multiple_results else outs[0]
+    if not (prim.impl_on_arrays and host_impl_lowering is not None):
+      raise NotImplementedError(
+          f"ember cannot compile the primitive `{prim.name}`: its lowering rule builds "
+          "JAX's MLIR, which ember cannot run, and it has no impl to call back instead. "
+          "Register `mlir.lower_fun(fun)` as its lowering, or give it an impl with "
+          "`def_impl`.") from failure
+    ctx._pending[:] = pending           # what the rule emitted is dropped
+    return host_impl_lowering(prim, ctx, *args, **params)
   return rule
 
 

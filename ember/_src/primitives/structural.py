@@ -86,7 +86,7 @@ def asarray(x):
   if _is_array(x):
     return x
   if hasattr(x, "__jax_array__"):   # (the jnp functions' ensure_arraylike, as in JAX)
-    return asarray(x.__jax_array__())
+    return asarray(core.unwrap_jax_array(x))
   aval = core.get_aval(x)
   return convert_element_type(x, aval.dtype, weak_type=aval.weak_type)
 

@@ -43,10 +43,8 @@ def _operand(other):
   when the operator should return NotImplemented."""
   if not core.is_arraylike(other):
     return None
-  if hasattr(other, "__jax_array__") and not isinstance(other, core.Tracer):
-    # (even one with an `aval`: a flax Variable forwards attributes to its value)
-    return other.__jax_array__()
-  return other
+  # (even one with an `aval`: a flax Variable forwards attributes to its value)
+  return core.unwrap_jax_array(other)
 
 
 def _binop(name):

@@ -138,8 +138,7 @@ def jax_array_protocol(args) -> tuple:
   modules) replaced by the array it stands for, as JAX's jnp functions read them: left as
   it is, it would reach `bind` as a constant, and under a trace that constant would hold
   the trace's tracer."""
-  return tuple(a if isinstance(a, (Array, core.Tracer)) or not hasattr(a, "__jax_array__")
-               else a.__jax_array__() for a in args)
+  return tuple(a if isinstance(a, Array) else core.unwrap_jax_array(a) for a in args)
 
 
 def promote_args(fun_name: str, *args):

@@ -63,8 +63,8 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
   new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type")
   if type(operand) in (float, int) and core.cur_level_is_eval():
     return _number_array(operand, new_dtype, bool(weak_type))
-  if not isinstance(operand, (core.Tracer, Array)) and hasattr(operand, "__jax_array__"):
-    operand = operand.__jax_array__()   # (jnp's promotion reads flax's Variables, as JAX)
+  if not isinstance(operand, Array):   # (jnp's promotion reads flax's Variables, as JAX)
+    operand = core.unwrap_jax_array(operand)
   aval = core.get_aval(operand)
   if (aval.dtype, aval.weak_type) == (new_dtype, bool(weak_type)) and not dtypes.is_python_scalar(operand) \
       and not isinstance(operand, (np.ndarray, np.generic)):
