@@ -120,6 +120,31 @@ def test_gram_products_split_over_the_pool(shape, dtype):
       assert dots and all(isinstance(t.gemm, blas_pool.Gram) for t in dots)
 
 
+@pytest.mark.parametrize("columns", [False, True])
+def test_gram_units_give_the_same_bits_for_any_thread_count(columns):
+  """However many units the lower part is cut into (one per row block on one thread, single
+  tiles on many), every element comes from the same K-loop: the same bits, C symmetric."""
+  if blas_pool._gram_native() is None:
+    pytest.skip("no OpenBLAS omatcopy")
+  n, K = 3 * blas_pool.GRAM_ROWS + 17, 70
+  a = data((K, n) if columns else (n, K))
+  outs = []
+  for threads in (1, 2, 3, 5, 13):
+    units = blas_pool.gram_units(n, threads)
+    covered = sorted((b, j + t) for b, j0, tiles in units for t, j in enumerate([j0] * tiles))
+    assert covered == [(b, j) for b in range(4) for j in range(b + 1)]   # each tile once
+    c = np.full((n, n), np.nan, np.float32)
+    gram = blas_pool.Gram(blas_pool._gram_native(), False, columns, n, K, n if columns else K,
+                          4, threads=threads)
+    gram.run(a.ctypes.data, a.ctypes.data, c.ctypes.data)
+    outs.append(c)
+  a64 = a.astype(np.float64)
+  want = a64.T @ a64 if columns else a64 @ a64.T
+  np.testing.assert_allclose(outs[0], want, rtol=1e-5, atol=1e-4)
+  assert np.array_equal(outs[0], outs[0].T)
+  assert all(np.array_equal(o, outs[0]) for o in outs[1:])
+
+
 @pytest.mark.usefixtures("blas_dots")
 def test_gram_product_with_an_epilogue():
   """A Gram product feeding a fused epilogue (a dot output fusion) on the pooled path."""

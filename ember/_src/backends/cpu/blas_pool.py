@@ -329,12 +329,13 @@ class BatchedGemm(Gemm):
     self._setup(address, thread_counts, desc, 3, B, chunks)
 
 
-# A Gram product C = A A^T (or A^T A) on the pool: unit b is the row block
-# [b*W, min((b+1)*W, n)) of C's lower part, one gemm against the rows above it (its diagonal
-# square whole), then omatcopy mirrors the block left of the square above the diagonal and
-# a loop the square's lower triangle.
+# A Gram product C = A A^T (or A^T A) on the pool, in units of C's lower part: unit u is
+# `tiles` squares of W x W along row block `block` from tile column `first` (the row block's
+# diagonal square whole when the unit reaches it), one gemm against those rows of A; then
+# omatcopy mirrors what lies left of the diagonal above it, and a loop the square's lower
+# triangle.
 # Descriptor words: is_f64, columns (0: C = A A^T, the vectors are A's rows; 1: C = A^T A),
-# n, K, lda, W, itemsize, then the units' order.
+# n, K, lda, W, itemsize, then (block, first, tiles) per unit, in the order they are claimed.
 _GRAM_IR = """
 define void @ember_gram_chunk(i8** %b, i64 %start, i64 %stop) {
 entry:
@@ -362,39 +363,61 @@ head:
   %more = icmp slt i64 %u, %stop
   br i1 %more, label %body, label %done
 body:
-  %oi = add i64 %u, 7
+  %u3 = mul i64 %u, 3
+  %oi = add i64 %u3, 7
   %op = getelementptr i64, i64* %d, i64 %oi
   %blk = load i64, i64* %op
+  %fp = getelementptr i64, i64* %op, i64 1
+  %first = load i64, i64* %fp
+  %tp = getelementptr i64, i64* %op, i64 2
+  %tiles = load i64, i64* %tp
   %s0 = mul i64 %blk, %w
   %e = add i64 %s0, %w
   %lt = icmp slt i64 %e, %n
   %s1 = select i1 %lt, i64 %e, i64 %n
   %h = sub i64 %s1, %s0
+  %c0 = mul i64 %first, %w
+  %span = mul i64 %tiles, %w
+  %ce = add i64 %c0, %span
+  %clt = icmp slt i64 %ce, %s1
+  %c1 = select i1 %clt, i64 %ce, i64 %s1
+  %nn = sub i64 %c1, %c0
+  %mlt = icmp slt i64 %c1, %s0
+  %mend = select i1 %mlt, i64 %c1, i64 %s0
+  %wm = sub i64 %mend, %c0
   %ao = mul i64 %s0, %astep
   %ab = getelementptr i8, i8* %a, i64 %ao
-  %co = mul i64 %s0, %crow
+  %bo = mul i64 %c0, %astep
+  %bb = getelementptr i8, i8* %a, i64 %bo
+  %cr = mul i64 %s0, %crow
+  %cc = mul i64 %c0, %size
+  %co = add i64 %cr, %cc
   %cb = getelementptr i8, i8* %c, i64 %co
-  %cs = mul i64 %s0, %size
-  %ct = getelementptr i8, i8* %c, i64 %cs
+  %tr0 = mul i64 %c0, %crow
+  %tc0 = mul i64 %s0, %size
+  %to = add i64 %tr0, %tc0
+  %ct = getelementptr i8, i8* %c, i64 %to
   %hi = $CONV i64 %h to $INT
-  %s1i = $CONV i64 %s1 to $INT
-  %s0i = $CONV i64 %s0 to $INT
-  %mirror = icmp sgt i64 %s0, 0
+  %nni = $CONV i64 %nn to $INT
+  %wmi = $CONV i64 %wm to $INT
+  %mirror = icmp sgt i64 %wm, 0
+  %diag = icmp eq i64 %c1, %s1
   br i1 %f64, label %dgemm, label %sgemm
 sgemm:
-  call void @ember_blas_sgemm(i32 101, i32 %ta, i32 %tb, $INT %hi, $INT %s1i, $INT %ki, float 1.0, i8* %ab, $INT %ldai, i8* %a, $INT %ldai, float 0.0, i8* %cb, $INT %ldci)
+  call void @ember_blas_sgemm(i32 101, i32 %ta, i32 %tb, $INT %hi, $INT %nni, $INT %ki, float 1.0, i8* %ab, $INT %ldai, i8* %bb, $INT %ldai, float 0.0, i8* %cb, $INT %ldci)
   br i1 %mirror, label %scopy, label %square
 scopy:
-  call void @ember_blas_somatcopy(i32 101, i32 112, $INT %hi, $INT %s0i, float 1.0, i8* %cb, $INT %ldci, i8* %ct, $INT %ldci)
+  call void @ember_blas_somatcopy(i32 101, i32 112, $INT %hi, $INT %wmi, float 1.0, i8* %cb, $INT %ldci, i8* %ct, $INT %ldci)
   br label %square
 dgemm:
-  call void @ember_blas_dgemm(i32 101, i32 %ta, i32 %tb, $INT %hi, $INT %s1i, $INT %ki, double 1.0, i8* %ab, $INT %ldai, i8* %a, $INT %ldai, double 0.0, i8* %cb, $INT %ldci)
+  call void @ember_blas_dgemm(i32 101, i32 %ta, i32 %tb, $INT %hi, $INT %nni, $INT %ki, double 1.0, i8* %ab, $INT %ldai, i8* %bb, $INT %ldai, double 0.0, i8* %cb, $INT %ldci)
   br i1 %mirror, label %dcopy, label %square
 dcopy:
-  call void @ember_blas_domatcopy(i32 101, i32 112, $INT %hi, $INT %s0i, double 1.0, i8* %cb, $INT %ldci, i8* %ct, $INT %ldci)
+  call void @ember_blas_domatcopy(i32 101, i32 112, $INT %hi, $INT %wmi, double 1.0, i8* %cb, $INT %ldci, i8* %ct, $INT %ldci)
   br label %square
 square:                 ; the diagonal square's lower triangle copied above it: exactly
-  br label %rows        ; symmetric (gemm's kernel need not give C[i,j] == C[j,i] bitwise)
+  br i1 %diag, label %rows, label %next   ; symmetric (gemm's kernel need not give C[i,j] ==
+                                          ; C[j,i] bitwise)
 rows:
   %i = phi i64 [1, %square], [%i1, %rowdone]
   %imore = icmp slt i64 %i, %h
@@ -437,7 +460,23 @@ _GRAM_MOVE = """move{w}:
   %v{w} = load i{b}, i{b}* %src{w}
   store i{b} %v{w}, i{b}* %dst{w}
   br label %moved"""
-GRAM_ROWS = 256      # rows of C per unit: the gemm's packing of A's rows above is amortized
+GRAM_ROWS = 256      # W: rows of C per row block (the gemm's packing of A is amortized)
+# Units a Gram product is cut into per thread at least: the pool claims them one at a time,
+# largest first, so a thread that starts late or is descheduled leaves its share to the
+# others, and on many cores no single row block (a quarter of the flops of n = 2000 in
+# 256-row blocks) sets the time (m @ m.T 2000^2 on 13 cores: 21 ms as 8 row blocks).
+GRAM_UNITS_PER_THREAD = 3
+
+
+def gram_units(n: int, threads: int, w: int = GRAM_ROWS) -> list[tuple[int, int, int]]:
+  """(row block, first tile, tiles) of C's lower part in W x W tiles, cut into at least
+  GRAM_UNITS_PER_THREAD units per thread where there are tiles enough (a unit is never more
+  than one row block's), largest first; fewer, longer units pack A less often."""
+  blocks = -(-n // w)
+  span = max(1, blocks * (blocks + 1) // 2 // (GRAM_UNITS_PER_THREAD * max(1, threads)))
+  units = [(b, j, min(span, b + 1 - j)) for b in range(blocks) for j in range(0, b + 1, span)]
+  size = lambda u: min(w, n - u[0] * w) * (min((u[1] + u[2]) * w, n) - u[1] * w)
+  return sorted(units, key=lambda u: (-size(u), u))
 
 
 @runtime_cache.once
@@ -462,22 +501,20 @@ def _gram_native():
 
 class Gram(_PooledChunks):
   """C[n, n] = A A^T (`columns` False: A is n x K, leading dimension lda) or A^T A (A is
-  K x n) on the pool, `run(a, _, c)` like Gemm's: half a gemm's flops, as BLAS's syrk,
-  split into row blocks of C's lower triangle (GRAM_ROWS each, ordered first, last, second,
-  second to last, ... so that equal runs of units are equal work), each mirrored above the
-  diagonal. A unit is computed the same way whatever the chunk count; C is exactly
-  symmetric."""
+  K x n) on the pool, `run(a, _, c)` like Gemm's: half a gemm's flops, as BLAS's syrk, in
+  units of C's lower part (`gram_units`), each mirrored above the diagonal, each claimed on
+  its own. Every element is one gemm's K-loop whatever the units (BLAS's kernels do not
+  reassociate across an M or N split), and C is exactly symmetric."""
 
   def __init__(self, native, is_f64: bool, columns: bool, n: int, K: int, lda: int,
                itemsize: int, threads: int | None = None):
     self.engine, address = native
     threads = host.num_threads() if threads is None else threads
-    units = -(-n // GRAM_ROWS)
-    order = [b for i in range(units // 2) for b in (i, units - 1 - i)]
-    order += [units // 2] if units % 2 else []
-    desc = np.array([int(is_f64), int(columns), n, K, lda, GRAM_ROWS, itemsize, *order],
-                    np.int64)
-    self._setup(address, _native()[2], desc, 2, units, max(1, min(threads, units)))
+    units = gram_units(n, threads)
+    desc = np.array([int(is_f64), int(columns), n, K, lda, GRAM_ROWS, itemsize,
+                     *(w for u in units for w in u)], np.int64)
+    chunks = len(units) if threads > 1 else 1
+    self._setup(address, _native()[2], desc, 2, len(units), chunks)
 
   def run(self, a: int, b: int, c: int) -> None:
     self._run(a, c)          # (b is a: the same matrix)
