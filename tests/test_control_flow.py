@@ -498,6 +498,24 @@ def test_compiled_loop_bodies_are_native():
   assert all(t.loop is not None for t in loops)   # one generated loop: no Python per step
 
 
+def test_a_program_of_thunks_alone_skips_llvm(cache):
+  """A loop's outer program holds no kernel: no LLVM compile, no engine; it still runs, and
+  its persistent-cache entry (written, then loaded) runs too."""
+  from ember._src.backends.cpu import llvm_jit
+  newton = lambda c: lax.while_loop(lambda c: c[0] < 50,
+                                    lambda c: (c[0] + 1, 0.5 * (c[1] + 2.0 / c[1])), (0, c))
+  exe = ember.jit(newton).lower(jnp.float32(0.5)).compile().runtime_executable()
+  assert not llvm_jit.defines_code(exe.llvm_ir) and exe.engine is None
+  assert llvm_jit.compile_whole(exe.llvm_ir, 3, {}) == (0, exe.llvm_ir, llvm_jit.NO_CODE)
+  assert llvm_jit.load_object(llvm_jit.NO_CODE, 3)[0] is None
+  with pytest.raises(ValueError, match="defines no function"):
+    llvm_jit.load_object(llvm_jit.NO_CODE, 3)[1]("fusion")
+  for _ in range(2):     # compiled and written, then loaded
+    ember.clear_caches()
+    close(ember.jit(newton)(jnp.float32(0.5))[1], np.sqrt(2.0))
+  assert list(cache.iterdir())
+
+
 @pytest.mark.parametrize("n", [8, 64])
 def test_compiled_loop_with_matmul_body(n):
   rng = np.random.default_rng(2)

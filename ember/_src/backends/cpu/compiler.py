@@ -413,6 +413,8 @@ def compile_module(module: hlo.Module, assignment, flags=None,
   times["llvm_ir"] = time.perf_counter() - t1
   times["codegen"] = t1 - t0
   start = tiering.QUICK if tiered is True else tiered
+  if not llvm_jit.defines_code(ir_text):
+    start = None             # thunks alone (a loop's): no code to start low and upgrade
   quick = _quick_kernels(ir_text, opt_level) if start else []
   if start == tiering.VECTOR_CALLS and (quick is not None or not _has_math(ir_text)):
     quick = []               # every kernel must qualify, and only math gains

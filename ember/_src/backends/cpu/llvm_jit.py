@@ -26,6 +26,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import re
 import struct
 import threading
 import time
@@ -184,9 +185,22 @@ def compile_whole(ir_text: str, opt_level: int, times: dict, private: bool = Fal
                   tier: LLVMTier | None = None) -> tuple[int, str, bytes]:
   """`compile_ir` of the whole module at `tier`, by default `LLVM_TIERS[opt_level]`: a
   foreground compile under `jit_lock`, a `private` one outside it."""
+  if not defines_code(ir_text):   # a program of thunks alone (a loop's, a branch's): no LLVM
+    return 0, ir_text, NO_CODE
   init()
   with (contextlib.nullcontext() if private else jit_lock):
     return compile_ir(ir_text, tier or LLVM_TIERS[opt_level], private, times)
+
+
+# The object code of a module that defines no function: nothing to optimize, emit or load
+# (each would cost ~1 ms, and an engine ~1.2 ms: a third of an eager while_loop's first call
+# went to its empty outer module).
+NO_CODE = b""
+_DEFINE = re.compile(r"^define ", re.M)
+
+
+def defines_code(ir_text: str) -> bool:
+  return _DEFINE.search(ir_text) is not None
 
 
 # the optimized IR texts of a module compiled in parts, joined
@@ -275,7 +289,9 @@ def assembly(opt_ir: str, opt_level: int) -> str:
 def load_object(obj: bytes, opt_level: int):
   """An MCJIT engine holding the object code `obj` (one object file, or `_pack_objects`'
   several), and its symbol -> address lookup. Raises RuntimeError, before loading, when a
-  symbol the code calls resolves nowhere (`check_resolved`)."""
+  symbol the code calls resolves nowhere (`check_resolved`). `NO_CODE`: no engine."""
+  if obj == NO_CODE:
+    return None, _no_symbol
   check_resolved(obj)
   with jit_lock:
     holder = llvm.parse_assembly("")
@@ -293,6 +309,10 @@ def load_object(obj: bytes, opt_level: int):
       raise ValueError(f"kernel {name} was not found in the compiled object")
     return a
   return engine, addr
+
+
+def _no_symbol(name: str) -> int:
+  raise ValueError(f"kernel {name} was not found: the module defines no function")
 
 
 def load(compiled: tuple[int, str, bytes], opt_level: int, times: dict):
