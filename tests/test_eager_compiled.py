@@ -315,10 +315,18 @@ def test_small_inexact_elementwise_is_the_jitted_bits(prim, dtype):
 
 
 def test_a_shape_called_often_compiles_its_own_with_the_same_bits(fresh, monkeypatch):
-  monkeypatch.setattr(eager, "BUCKETED_CALLS", 3)
   x = jnp.asarray(np.linspace(-4, 4, 1000, dtype=np.float32).reshape(10, 100))
-  outs = [jnp.tanh(x) for _ in range(5)]
-  assert [s.mode for s in _sig("tanh")] == [eager.COMPILED]   # bought after 3 bucketed calls
+  first = jnp.tanh(x)
+  (sig,) = _sig("tanh")
+  assert sig.mode == eager.BUCKETED and 0 < sig.ref_seconds < eager.BUCKETED_RENT_SECONDS
+  # the copies' time adds up: bought once it reaches a compile's cost
+  monkeypatch.setattr(eager, "BUCKETED_RENT_SECONDS", sig.ref_seconds * 3)
+  outs = [first]
+  while sig.mode == eager.BUCKETED and len(outs) < 1000:
+    outs.append(jnp.tanh(x))
+  assert sig.mode == eager.COMPILED and 2 <= len(outs) < 1000
+  assert sig.ref_seconds >= eager.BUCKETED_RENT_SECONDS
+  outs.append(jnp.tanh(x))     # its own shape
   for out in outs:
     assert_same_bits(out, outs[-1])
   assert_same_bits(outs[0], ember.jit(jnp.tanh)(x))

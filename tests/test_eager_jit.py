@@ -219,3 +219,36 @@ def test_sampler_errors_are_raised_eagerly():
     random.uniform(KEY, (3,), minval=np.zeros(4, np.float32))
   with pytest.raises(ValueError, match="Cannot take a larger sample"):
     random.choice(KEY, 3, (4,), replace=False)
+
+
+@pytest.mark.parametrize("idx", [[3, -1, 0, 49, -50, 7], [[1, 2], [48, -3]], [60, -70]],
+                         ids=["negative", "2-d", "out of bounds"])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.int64])
+def test_indexing_by_an_integer_array_rents_then_buys_the_jitted_bits(idx, dtype, monkeypatch):
+  """x[idx] outside jit: op by op (normalize, gather) until its runs have cost a compile,
+  then one compiled call, always jit's values (NumPy's where the indices are in bounds;
+  out of bounds they are clamped, as jit's gather does). Each shape rents on its own."""
+  idx = np.asarray(idx)
+  if dtype == np.uint8:
+    idx = idx % 50
+  with ember.enable_x64(dtype == np.int64):
+    i = jnp.asarray(idx.astype(dtype))
+    want = ember.jit(lambda x, i: x[i])(V, i)
+    in_bounds = np.clip(np.where(idx < 0, idx + 50, idx), 0, 49)   # == idx when in bounds
+    np.testing.assert_array_equal(np.asarray(want), np.asarray(V)[in_bounds])
+    with Compiles() as c:
+      _same(V[i], want)                               # a first call: op by op
+    assert "_take_by_array" not in c.names
+    monkeypatch.setattr(eager_jit, "COMPILE_SECONDS", 0.0)   # the rent is paid
+    with Compiles() as c:
+      for _ in range(3):
+        _same(V[i], want)
+    assert c.names.count("_take_by_array") == 1     # bought: compiled once
+    assert V[i].weak_type == want.weak_type and V[i].dtype == want.dtype
+
+
+def test_indexing_by_other_indices_stays_as_written():
+  mask = V > 0
+  _same(V[mask], jnp.asarray(np.asarray(V)[np.asarray(V) > 0]))   # a data-dependent shape
+  with pytest.raises(IndexError):
+    V[jnp.asarray(np.int32(3)), 0]                  # too many indices: the user's error

@@ -23,8 +23,8 @@ params, argument types) is a `_Signature` that picks, by this rule:
   the result sliced out, and one compile per (primitive, dtypes, bucket) serves every
   shape, which the compiled elementwise kernel computes element by element alike. Under a
   jvp, vmap or grad of concrete values the compiled call runs as at top level
-  (trace.at_eval_level). A signature called BUCKETED_CALLS times (its copies have cost a
-  compile by then) compiles its own shape, the same bits without the copies.
+  (trace.at_eval_level). Once a signature's copies (timed) have cost a compile
+  (BUCKETED_RENT_SECONDS) it compiles its own shape, the same bits without the copies.
 - **Other primitives compile at first sight** (reductions, dots, cumulative ops and other
   inexact ones: their reference rounds differently -- NumPy's pairwise sums, OpenBLAS's
   dots without FMA -- and the compiled order depends on the shape, so no bucket can
@@ -64,16 +64,13 @@ TIMED_CALLS = 5                 # compiled calls timed before a bought signature
 BUY_ROUNDS = 3                  # rent-then-buy rounds before the reference is kept for good
 REFERENCE, RENTING, BUYING, COMPILED, BUCKETED = range(5)
 BUCKET_MIN = 1024               # the smallest flat length a bucketed call computes
-# a bucketed call's copies in and out cost ~10 us (sin of 100 elements: 15 us bucketed, 4
-# compiled for its shape); this many calls of one shape add up to a compile of that shape,
-# which then runs without them (rent-or-buy again)
-BUCKETED_CALLS = int(eager_jit.COMPILE_SECONDS / 10e-6)
+BUCKETED_RENT_SECONDS = eager_jit.COMPILE_SECONDS   # copies that cost a compile of the shape
 
 
 class _Signature:
   """One signature's choice (`mode`) and what it has measured."""
   __slots__ = ("mode", "ref_seconds", "ref_calls", "fn", "ran", "trials", "rounds")
-  # (ref_calls also counts a BUCKETED signature's calls)
+  # (ref_seconds also sums a BUCKETED signature's copies)
 
   def __init__(self, mode: int):
     self.mode, self.ref_seconds, self.ref_calls, self.fn = mode, 0.0, 0, None
@@ -100,10 +97,10 @@ def run(prim, vals, params) -> list | None:
   if mode == COMPILED:
     return _compiled(sig, prim, vals)
   if mode == BUCKETED:
-    sig.ref_calls += 1
-    if sig.ref_calls >= BUCKETED_CALLS:   # the copies have cost a compile: buy this shape
-      sig.mode = COMPILED
-    return _bucketed(sig, prim, vals)
+    outs = _bucketed(sig, prim, vals)
+    if sig.ref_seconds >= BUCKETED_RENT_SECONDS:   # the copies have cost a compile: the
+      sig.mode = COMPILED                          # next call buys this shape
+    return outs
   if mode == REFERENCE or not _may_compile():
     return None
   if mode == RENTING:
@@ -200,7 +197,9 @@ def _bucket(n: int) -> int:
 def _bucketed(sig: _Signature, prim, vals) -> list | None:
   """The one-op computation over flat copies of the operands `bucket` elements long (the
   padding: ones, a value every inexact primitive takes quietly), its result's first
-  elements in the operands' shape."""
+  elements in the operands' shape. The copies' time is the signature's rent (a few us for
+  100 elements, ~20 for 1e4: sin of 100 elements 15 us bucketed, 4 for its own shape)."""
+  t0 = time.perf_counter()
   avals = [core.get_aval(v) for v in vals]   # (Arrays, NumPy arrays, Python numbers)
   shape = avals[0].shape
   n = math.prod(shape)
@@ -212,11 +211,15 @@ def _bucketed(sig: _Signature, prim, vals) -> list | None:
     a = Array(buf, weak_type=aval.weak_type)
     array_lib.ready_ptr(a)   # (its address set: jit's native path takes the call)
     flat.append(a)
+  t1 = time.perf_counter()
   outs = _compiled(sig, prim, flat)
   if outs is None:
     return None
+  t2 = time.perf_counter()
   out = outs[0]
-  return [Array(np.asarray(out)[:n].reshape(shape), weak_type=out._weak_type)]
+  out = Array(np.asarray(out)[:n].reshape(shape), weak_type=out._weak_type)
+  sig.ref_seconds += t1 - t0 + time.perf_counter() - t2
+  return [out]
 
 
 def _may_compile() -> bool:

@@ -83,7 +83,7 @@ def _jit_body(fun_ref, static, body):
   return jit(run)
 
 
-def compiled(static_argnames: tuple = (), static_if_int: tuple = ()):
+def compiled(static_argnames: tuple = (), static_if_int: tuple = (), per_shape: bool = False):
   """Decorate a library function to run jitted when called outside any trace on array-like
   arguments; elsewhere it runs as written. `static_argnames` are static; `static_if_int`
   are static when given as a Python int (a population size, `permutation(key, 10)`) and
@@ -92,7 +92,9 @@ def compiled(static_argnames: tuple = (), static_if_int: tuple = ()):
   gets a jitted function of the dynamic arguments' leaves, so calls take jit's fast path,
   once its op-by-op runs have taken COMPILE_SECONDS (a one-off small draw never compiles),
   or at once for a `shape` of EAGER_COMPILE_ELEMENTS or more (op by op, its large inexact
-  operations would each compile: driver/eager.py)."""
+  operations would each compile: driver/eager.py). `per_shape`: each set of the dynamic
+  leaves' shapes and dtypes rents on its own (a function called with ever new shapes, as
+  indexing is, would otherwise compile at each new one)."""
   def wrap(fn):
     jitted: dict = {}    # (dynamic names, static items, their types) -> jitted function
     spent: dict = {}     # the same keys -> seconds run op by op so far
@@ -115,6 +117,8 @@ def compiled(static_argnames: tuple = (), static_if_int: tuple = ()):
       # keyed by the static values' types too: `split(key, 2.0)` is not the `split(key, 2)`
       # seen before (2.0 == 2), and raises
       key = (dynamic, tree, fixed, tuple(type(v) for _, v in fixed))
+      if per_shape:
+        key += tuple((np.shape(x), np.result_type(x)) for x in leaves)
       try:
         f = jitted.get(key)
       except TypeError:   # an unhashable static argument

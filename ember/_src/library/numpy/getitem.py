@@ -17,9 +17,11 @@ import numpy as np
 
 from ember._src.base import dtypes, errors
 from ember._src.library.lax import api as lax
+from ember._src.core.array import Array
 from ember._src.library.numpy import creation, util
 from ember._src.library.numpy.index_parser import (
     IndexType, NDIndexer, _asarray, _aval, _concrete_value, _full)
+from ember._src.primitives import eager_jit
 from ember._src.primitives.indexing import GatherScatterMode
 
 
@@ -340,5 +342,14 @@ def rewriting_take(arr, idx, *, indices_are_sorted=False, unique_indices=False, 
 
 
 def getitem(arr, idx):
-  """`arr[idx]` for ember arrays and tracers."""
+  """`arr[idx]` for ember arrays and tracers. Outside jit, an Array indexed by one integer
+  Array (`x[idx]`: a gather, its indices normalized first) runs as one compiled call once
+  its op-by-op runs for those shapes have cost a compile, as JAX runs its jitted indexing."""
+  if type(idx) is Array and type(arr) is Array and idx.dtype.kind in "iu":
+    return _take_by_array(arr=arr, idx=idx)
+  return rewriting_take(arr, idx)
+
+
+@eager_jit.compiled(per_shape=True)
+def _take_by_array(arr, idx):
   return rewriting_take(arr, idx)
