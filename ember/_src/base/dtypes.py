@@ -85,6 +85,20 @@ class KeyTy(ExtendedDType):
     return hash(("KeyTy", self.impl))
 
 
+def has_rules(dt) -> bool:
+  """Whether `dt` is a user's extended dtype (jax.dtypes.ExtendedDType with `_rules`), whose
+  values ember stores as arrays of its physical element (typed keys have no rules: they are
+  wrappers of their data, library/random/keys.py)."""
+  return isinstance(dt, ExtendedDType) and getattr(dt, "_rules", None) is not None
+
+
+def physical_element(dt) -> tuple[tuple, np.dtype]:
+  """(shape, dtype) of one element of a user's extended dtype as stored: its rules'
+  `physical_element_aval`."""
+  elt = dt._rules.physical_element_aval(dt)
+  return tuple(elt.shape), np.dtype(elt.dtype)
+
+
 def canonicalize_dtype(dtype, allow_extended: bool = True) -> np.dtype:
   """The dtype ember computes in: 64-bit types become 32-bit ones unless x64 is on."""
   if isinstance(dtype, ExtendedDType):

@@ -546,7 +546,7 @@ def _scan_lower(ctx, *args, jaxpr, length, reverse, unroll, ft_in, ft_out):
   n_in = nc + ncar + nxs
 
   if length == 0:   # no iteration: the carry as given, empty ys
-    return list(args[nc:nc + ncar]) + [ctx.full(0, a.dtype, a.shape) for a in y_avals]
+    return list(args[nc:nc + ncar]) + [ctx.zeros_of(a) for a in y_avals]
 
   def cond_fn(limit):
     return lambda i, *_: [lt(i, np.int32(limit))]
@@ -572,7 +572,7 @@ def _scan_lower(ctx, *args, jaxpr, length, reverse, unroll, ft_in, ft_out):
   # unroll: blocks of `unroll` iterations in one loop body, then the remaining iterations
   u = length if unroll == 0 else max(1, min(int(unroll), length))
   state = ([ctx.constant(np.int32(0))] + list(args)
-           + [ctx.full(0, a.dtype, a.shape) for a in y_avals])
+           + [ctx.zeros_of(a) for a in y_avals])
   blocks, rem = divmod(length, u)
   state = _emit_while(ctx, cond_fn(blocks * u), body_fn(u), state, avals, "scan")
   if rem:

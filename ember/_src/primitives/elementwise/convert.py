@@ -61,6 +61,9 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
       operand._dtype == new_dtype and operand._dtype.itemsize <= 4:
     return operand   # (no x64 flag turns a 32-bit or narrower dtype into another)
   new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type")
+  if isinstance(new_dtype, dtypes.ExtendedDType) or \
+      isinstance(getattr(operand, "dtype", None), dtypes.ExtendedDType):
+    return _convert_extended(operand, new_dtype)
   if type(operand) in (float, int) and core.cur_level_is_eval():
     return _number_array(operand, new_dtype, bool(weak_type))
   if not isinstance(operand, Array):   # (jnp's promotion reads flax's Variables, as JAX)
@@ -79,6 +82,93 @@ def _number_array(number, new_dtype, weak_type: bool):
     value = np.asarray(number, core.get_aval(number).dtype)
   return core.new_array(reference_elementwise.convert_element_type(
       value, new_dtype=new_dtype, weak_type=weak_type), weak_type=weak_type)
+
+
+# --- to_edtype / from_edtype: to and from a user's extended dtype -----------------------
+# A value of a user's extended dtype (jax.dtypes.ExtendedDType with `_rules`) is stored as an
+# array of its physical element (core.physical_aval): both conversions keep the stored
+# values, so their impls and lowerings are the identity; the rules say which are allowed.
+
+def _convert_extended(operand, new_dtype):
+  old_dtype = core.get_aval(operand).dtype
+  if isinstance(old_dtype, dtypes.ExtendedDType) and isinstance(new_dtype, dtypes.ExtendedDType):
+    if old_dtype == new_dtype:
+      return operand
+    raise ValueError(f"cannot directly convert between extended dtypes: from {old_dtype} to "
+                     f"{new_dtype}. Instead, convert to and from their representation dtypes.")
+  if isinstance(new_dtype, dtypes.ExtendedDType):
+    return to_edtype_p.bind(operand, edtype=new_dtype)
+  return from_edtype_p.bind(operand, dtype=np.dtype(new_dtype))
+
+
+def _rules_of(dt, verb: str):
+  if not dtypes.has_rules(dt):   # a typed key: a wrapper of its data, never converted
+    raise TypeError(f"convert_element_type cannot convert {verb} {dt}: it has no `_rules`; "
+                    "use random.key_data / random.wrap_key_data for PRNG keys.")
+  return dt._rules
+
+
+def _allowed(rules, name: str, *args) -> bool:
+  check = getattr(rules, name, None)
+  return check(*args) if check is not None else bool(getattr(rules, "allow_conversion", False))
+
+
+def _to_edtype_abstract_eval(x, *, edtype):
+  rules = _rules_of(edtype, "to")
+  if not _allowed(rules, "convert_to", x.dtype, edtype):
+    raise ValueError(f"Cannot convert_element_type from {dtypes.dtype_name(x.dtype)} to "
+                     f"{edtype}")
+  elt_shape, elt_dtype = dtypes.physical_element(edtype)
+  if x.dtype != elt_dtype:
+    raise ValueError(f"can only convert to extended dtype from its representation dtype, but "
+                     f"tried to convert from {dtypes.dtype_name(x.dtype)} to {edtype} which "
+                     f"doesn't match the representation type {elt_dtype.name}.")
+  n = x.ndim - len(elt_shape)
+  if n < 0 or x.shape[n:] != elt_shape:
+    raise ValueError(f"can only convert to extended dtype from an array of its representation "
+                     f"type, but the extended dtype {edtype} has a representation shape "
+                     f"{elt_shape} while the given representation array has shape {x.shape}.")
+  return ShapedArray(x.shape[:n], edtype, x.weak_type)
+
+
+def _from_edtype_abstract_eval(x, *, dtype):
+  rules = _rules_of(x.dtype, "from")
+  if not _allowed(rules, "convert_from", x.dtype, dtype):
+    raise ValueError(f"Cannot convert_element_type from {x.dtype} to {dtypes.dtype_name(dtype)}")
+  elt_shape, elt_dtype = dtypes.physical_element(x.dtype)
+  if dtype != elt_dtype:
+    raise ValueError(f"can only convert from extended dtype to its representation dtype, but "
+                     f"tried to convert from {x.dtype} to {dtypes.dtype_name(dtype)} which "
+                     f"doesn't match the representation type {elt_dtype.name}.")
+  return ShapedArray((*x.shape, *elt_shape), dtype, x.weak_type)
+
+
+to_edtype_p = declare("to_edtype", _to_edtype_abstract_eval, lambda x, *, edtype: x)
+from_edtype_p = declare("from_edtype", _from_edtype_abstract_eval, lambda x, *, dtype: x)
+for _p in (to_edtype_p, from_edtype_p):
+  _p.lower = lambda ctx, x, **_: x       # the same stored values (hlo Shape.of: physical)
+  _p.batch = batching.vectorized(_p)
+
+
+def _to_edtype_jvp(primals, tangents, *, edtype):
+  (x,), (t,) = primals, tangents
+  out = to_edtype_p.bind(x, edtype=edtype)
+  if type(t) is ad.Zero:
+    return out, ad.Zero.from_value(out)
+  return out, convert_element_type(t, ad.primal_dtype_to_tangent_dtype(edtype))
+
+
+def _from_edtype_jvp(primals, tangents, *, dtype):
+  (x,), (t,) = primals, tangents
+  out = from_edtype_p.bind(x, dtype=dtype)
+  if type(t) is ad.Zero or not ad.is_differentiable(dtype):
+    return out, ad.Zero.from_value(out)
+  return out, convert_element_type(t, dtype)
+
+
+to_edtype_p.jvp, from_edtype_p.jvp = _to_edtype_jvp, _from_edtype_jvp
+to_edtype_p.transpose = lambda ct, x, *, edtype: [from_edtype_p.bind(ct, dtype=x.aval.dtype)]
+from_edtype_p.transpose = lambda ct, x, *, dtype: [to_edtype_p.bind(ct, edtype=x.aval.dtype)]
 
 
 # --- bitcast_convert_type ----------------------------------------------------------------
