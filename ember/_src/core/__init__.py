@@ -17,8 +17,8 @@ those names from the modules that hold them, bottom first:
 - trace.py: Trace, the trace stack, eager evaluation, bind, eval_jaxpr
 - primitive.py: Primitive, its rule registries, effects
 - staging.py: the jaxpr-building trace, named scopes, source and debug info
-- array.py, api_util.py, sharding.py: Array, the flattening helpers, shardings (imported by
-  their own module names)
+- array.py, earray.py, api_util.py, sharding.py: Array, EArray (arrays of a user's extended
+  dtype), the flattening helpers, shardings (imported by their own module names)
 
 Mutable state is not re-exported: the trace stack, the dynamic trace, the count of open
 traces, the registered array type and `eager_hook` live in trace.py, and are read

@@ -166,7 +166,8 @@ def _new_signature(key, prim, vals, params) -> _Signature:
     _signatures.clear()
   avals = [core.get_aval(v) for v in vals]
   if prim.effects_rule is not None or prim.eval_rule is not None or \
-      (prim.lower is None and prim.foreign_lowering is None):
+      (prim.lower is None and prim.foreign_lowering is None) or _makes_extended(prim, avals,
+                                                                              params):
     mode = REFERENCE
   elif prim.reference_exact and not any(np.dtype(a.dtype).kind == "c" for a in avals):
     mode = RENTING
@@ -178,6 +179,12 @@ def _new_signature(key, prim, vals, params) -> _Signature:
   if mode in (COMPILED, BUCKETED):
     sig.fn = _one_op(prim, params)
   return sig
+
+
+def _makes_extended(prim, avals, params) -> bool:
+  """Whether the call's results are of a user's extended dtype: EArrays, which the
+  reference makes (trace._wrap_result), not a compiled call's Arrays."""
+  return any(not isinstance(a.dtype, np.dtype) for a in prim.out_avals(avals, params))
 
 
 def _bucketable(prim, avals) -> bool:

@@ -106,9 +106,6 @@ def add_tangents(x, y):
     return y
   if type(y) is Zero:
     return x
-  dt = core.get_aval(x).dtype
-  if not isinstance(dt, np.dtype) and dtypes.has_rules(dt):
-    return dt._rules.add(dt, x, y)   # a user's extended dtype accumulates by its rules
   return add_any_p.bind(x, y)
 
 
@@ -126,12 +123,20 @@ def _add_any_lower(ctx, x, y):
   if isinstance(dt, np.dtype) or not dtypes.has_rules(dt):
     return ctx.add(x, y)
   # a user's extended dtype accumulates by its rules (a scan's transpose binds add_any)
-  jaxpr, _ = core.trace_to_jaxpr(lambda a, b: ([dt._rules.add(dt, a, b)], None),
+  jaxpr, _ = core.trace_to_jaxpr(lambda a, b: ([_rules_add(dt, a, b)], None),
                                  ctx.avals_in)
   return ctx.call(jaxpr, "add_any", [x, y])[0]
 
 
 add_any_p.lower = _add_any_lower
+# eagerly too (a scan's transposed body runs step by step): the rules' add
+add_any_p.extended_eval = lambda x, y: _rules_add(core.get_aval(x).dtype, x, y)
+
+
+def _rules_add(dt, x, y):
+  if not dtypes.has_rules(dt):
+    raise TypeError(f"add_any: values of dtype {dt} have no rules to add them by")
+  return dt._rules.add(dt, x, y)
 
 
 def _add_any_batch(axis_data, vals, dims):

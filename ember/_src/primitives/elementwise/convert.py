@@ -12,6 +12,7 @@ from ember._src import core
 from ember._src.base import dtypes
 from ember._src.core import ShapedArray
 from ember._src.core.array import Array
+from ember._src.core import earray  # noqa: F401 (eager results of extended dtypes: EArrays)
 from ember._src.transforms import ad, batching, remat
 from ember._src.primitives import BOOL, COMPLEX, FLOAT, check_dtype, declare, dtype_kind
 from ember._src.primitives.elementwise.common import _abs_dtype
