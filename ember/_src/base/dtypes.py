@@ -408,8 +408,14 @@ _ABSTRACT_OF_KIND = {"f": (np.floating, np.inexact, np.number, np.generic),
 
 
 def dtype_kind(dt) -> str:
-  """The NumPy kind letter of `dt` ("b", "i", "u", "f", "c"); bfloat16 is "f", int4 "i"."""
-  return _custom_kinds.get(dt) or np.dtype(dt).kind
+  """The NumPy kind letter of `dt` ("b", "i", "u", "f", "c"); bfloat16 is "f", int4 "i"; an
+  extended dtype (keys, a user's) is "V", no numeric kind, so ops that check kinds reject it."""
+  try:
+    return _custom_kinds.get(dt) or np.dtype(dt).kind
+  except TypeError:
+    if isinstance(dt, ExtendedDType):
+      return "V"
+    raise
 
 
 def is_inexact(dt) -> bool:

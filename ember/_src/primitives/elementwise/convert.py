@@ -95,34 +95,42 @@ def _convert_extended(operand, new_dtype):
   if isinstance(old_dtype, dtypes.ExtendedDType) and isinstance(new_dtype, dtypes.ExtendedDType):
     if old_dtype == new_dtype:
       return operand
+    old_rep, new_rep = (_representation(dt) for dt in (old_dtype, new_dtype))
     raise ValueError(f"cannot directly convert between extended dtypes: from {old_dtype} to "
-                     f"{new_dtype}. Instead, convert to and from their representation dtypes.")
+                     f"{new_dtype}. Instead, convert to and from their representation dtypes, "
+                     f"e.g.:\n{old_dtype} -> {old_rep} -> {new_rep} -> {new_dtype}")
   if isinstance(new_dtype, dtypes.ExtendedDType):
     return to_edtype_p.bind(operand, edtype=new_dtype)
   return from_edtype_p.bind(operand, dtype=np.dtype(new_dtype))
 
 
-def _rules_of(dt, verb: str):
-  if not dtypes.has_rules(dt):   # a typed key: a wrapper of its data, never converted
-    raise TypeError(f"convert_element_type cannot convert {verb} {dt}: it has no `_rules`; "
-                    "use random.key_data / random.wrap_key_data for PRNG keys.")
-  return dt._rules
+def _representation(dt) -> str:
+  return dtypes.physical_element(dt)[1].name if dtypes.has_rules(dt) else "uint32"
 
 
-def _allowed(rules, name: str, *args) -> bool:
-  check = getattr(rules, name, None)
-  return check(*args) if check is not None else bool(getattr(rules, "allow_conversion", False))
+def _check_allowed(src, dst, edtype, rule: str) -> None:
+  """The rules of `edtype` (src or dst) allow converting src to dst (JAX's error if not)."""
+  rules = getattr(edtype, "_rules", None)
+  if rules is not None:
+    check = getattr(rules, rule, None)
+    allowed = check(src, dst) if check is not None else getattr(rules, "allow_conversion", False)
+    if allowed:
+      return
+  hint = "" if rules is not None else \
+      " (PRNG keys: use random.key_data and random.wrap_key_data)"
+  raise ValueError(f"Cannot convert_element_type from {_name(src)} to {_name(dst)}{hint}")
+
+
+def _name(dt) -> str:
+  return str(dt) if isinstance(dt, dtypes.ExtendedDType) else dtypes.dtype_name(dt)
 
 
 def _to_edtype_abstract_eval(x, *, edtype):
-  rules = _rules_of(edtype, "to")
-  if not _allowed(rules, "convert_to", x.dtype, edtype):
-    raise ValueError(f"Cannot convert_element_type from {dtypes.dtype_name(x.dtype)} to "
-                     f"{edtype}")
+  _check_allowed(x.dtype, edtype, edtype, "convert_to")
   elt_shape, elt_dtype = dtypes.physical_element(edtype)
   if x.dtype != elt_dtype:
     raise ValueError(f"can only convert to extended dtype from its representation dtype, but "
-                     f"tried to convert from {dtypes.dtype_name(x.dtype)} to {edtype} which "
+                     f"tried to convert from {_name(x.dtype)} to {edtype} which "
                      f"doesn't match the representation type {elt_dtype.name}.")
   n = x.ndim - len(elt_shape)
   if n < 0 or x.shape[n:] != elt_shape:
@@ -133,13 +141,11 @@ def _to_edtype_abstract_eval(x, *, edtype):
 
 
 def _from_edtype_abstract_eval(x, *, dtype):
-  rules = _rules_of(x.dtype, "from")
-  if not _allowed(rules, "convert_from", x.dtype, dtype):
-    raise ValueError(f"Cannot convert_element_type from {x.dtype} to {dtypes.dtype_name(dtype)}")
+  _check_allowed(x.dtype, dtype, x.dtype, "convert_from")
   elt_shape, elt_dtype = dtypes.physical_element(x.dtype)
   if dtype != elt_dtype:
     raise ValueError(f"can only convert from extended dtype to its representation dtype, but "
-                     f"tried to convert from {x.dtype} to {dtypes.dtype_name(dtype)} which "
+                     f"tried to convert from {x.dtype} to {_name(dtype)} which "
                      f"doesn't match the representation type {elt_dtype.name}.")
   return ShapedArray((*x.shape, *elt_shape), dtype, x.weak_type)
 
