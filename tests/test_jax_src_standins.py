@@ -37,6 +37,11 @@ def test_standins_are_embers_objects(alias):
   assert dtypes.extended is ember.dtypes.extended
   assert dtypes.ExtendedDType is ember.dtypes.ExtendedDType
   assert dtypes.DType is np.dtype and dtypes.finfo is ember.dtypes.finfo
+  from jax._src import earray
+  from jax._src.interpreters import pxla
+  from ember._src.core.earray import EArray
+  assert earray.EArray is EArray and core.physical_aval is ember._src.core.physical_aval
+  assert set(pxla.global_result_handlers) == {core.ShapedArray}
 
 
 @pytest.mark.parametrize("name", ["jax._src.interpreters.partial_eval", "jax._src.pjit"])
