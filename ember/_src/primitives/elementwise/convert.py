@@ -62,14 +62,15 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
       operand._dtype == new_dtype and operand._dtype.itemsize <= 4:
     return operand   # (no x64 flag turns a 32-bit or narrower dtype into another)
   new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type")
-  if isinstance(new_dtype, dtypes.ExtendedDType) or \
-      isinstance(getattr(operand, "dtype", None), dtypes.ExtendedDType):
+  if isinstance(new_dtype, dtypes.ExtendedDType):
     return _convert_extended(operand, new_dtype)
   if type(operand) in (float, int) and core.cur_level_is_eval():
     return _number_array(operand, new_dtype, bool(weak_type))
   if not isinstance(operand, Array):   # (jnp's promotion reads flax's Variables, as JAX)
     operand = core.unwrap_jax_array(operand)
   aval = core.get_aval(operand)
+  if isinstance(aval.dtype, dtypes.ExtendedDType):
+    return _convert_extended(operand, new_dtype)
   if (aval.dtype, aval.weak_type) == (new_dtype, bool(weak_type)) and not dtypes.is_python_scalar(operand) \
       and not isinstance(operand, (np.ndarray, np.generic)):
     return operand
