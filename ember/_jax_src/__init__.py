@@ -2,7 +2,7 @@
 
 Under ember's jax alias (ember.compat), `import jax._src.X` gives `ember._jax_src.X` when
 this package has it; every other `jax._src` module raises ImportError (libraries that try
-one inside try/except, as flax does for jax._src.earray, take their fallback). Each module
+one inside try/except, as flax does for jax._src.pjit, take their fallback). Each module
 here holds exactly the names a library uses, each one ember's real equivalent, not a
 placeholder; docs/ecosystem.md lists them with the library that needs each.
 

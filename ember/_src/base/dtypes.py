@@ -85,6 +85,20 @@ class KeyTy(ExtendedDType):
     return hash(("KeyTy", self.impl))
 
 
+def has_rules(dt) -> bool:
+  """Whether `dt` is a user's extended dtype (jax.dtypes.ExtendedDType with `_rules`), whose
+  values ember stores as arrays of its physical element (typed keys have no rules: they are
+  wrappers of their data, library/random/keys.py)."""
+  return isinstance(dt, ExtendedDType) and getattr(dt, "_rules", None) is not None
+
+
+def physical_element(dt) -> tuple[tuple, np.dtype]:
+  """(shape, dtype) of one element of a user's extended dtype as stored: its rules'
+  `physical_element_aval`."""
+  elt = dt._rules.physical_element_aval(dt)
+  return tuple(elt.shape), np.dtype(elt.dtype)
+
+
 def canonicalize_dtype(dtype, allow_extended: bool = True) -> np.dtype:
   """The dtype ember computes in: 64-bit types become 32-bit ones unless x64 is on."""
   if isinstance(dtype, ExtendedDType):
@@ -394,8 +408,14 @@ _ABSTRACT_OF_KIND = {"f": (np.floating, np.inexact, np.number, np.generic),
 
 
 def dtype_kind(dt) -> str:
-  """The NumPy kind letter of `dt` ("b", "i", "u", "f", "c"); bfloat16 is "f", int4 "i"."""
-  return _custom_kinds.get(dt) or np.dtype(dt).kind
+  """The NumPy kind letter of `dt` ("b", "i", "u", "f", "c"); bfloat16 is "f", int4 "i"; an
+  extended dtype (keys, a user's) is "V", no numeric kind, so ops that check kinds reject it."""
+  try:
+    return _custom_kinds.get(dt) or np.dtype(dt).kind
+  except TypeError:
+    if isinstance(dt, ExtendedDType):
+      return "V"
+    raise
 
 
 def is_inexact(dt) -> bool:

@@ -17,8 +17,8 @@ those names from the modules that hold them, bottom first:
 - trace.py: Trace, the trace stack, eager evaluation, bind, eval_jaxpr
 - primitive.py: Primitive, its rule registries, effects
 - staging.py: the jaxpr-building trace, named scopes, source and debug info
-- array.py, api_util.py, sharding.py: Array, the flattening helpers, shardings (imported by
-  their own module names)
+- array.py, earray.py, api_util.py, sharding.py: Array, EArray (arrays of a user's extended
+  dtype), the flattening helpers, shardings (imported by their own module names)
 
 Mutable state is not re-exported: the trace stack, the dynamic trace, the count of open
 traces, the registered array type and `eager_hook` live in trace.py, and are read
@@ -28,8 +28,8 @@ rebound after import would be stale here.
 from ember._src.core.tracers import Tracer, concrete_or_error
 from ember._src.core.avals import (
     AbstractValue, ParamDict, ShapedArray, Value, array_types, canonicalize_shape, get_aval,
-    is_arraylike, mapped_aval, max_dim, min_dim, real_jax_mixing_note, unmapped_aval,
-    unwrap_jax_array, valid_jaxtype)
+    is_arraylike, mapped_aval, max_dim, min_dim, physical_aval, real_jax_mixing_note,
+    unmapped_aval, unwrap_jax_array, valid_jaxtype)
 from ember._src.core.jaxpr import (
     Atom, ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, SourceInfo, Var, _pp_eqn, gensym,
     jaxprs_in_params, new_jaxpr_eqn, pp_eqn, pp_jaxpr, pp_toplevel_jaxpr, subjaxprs)

@@ -63,8 +63,11 @@ class ShapedArray(AbstractValue):
   def to_tangent_aval(self) -> "ShapedArray":
     """The type of this value's tangents: itself for floats and complex numbers, float0 of
     the same shape for integers and bools (JAX's)."""
-    if not isinstance(self.dtype, dtypes.ExtendedDType) and dtypes.dtype_kind(self.dtype) in "fc":
+    dt = self.dtype
+    if not isinstance(dt, dtypes.ExtendedDType) and dtypes.dtype_kind(dt) in "fc":
       return self
+    if dtypes.has_rules(dt):   # a user's extended dtype names its tangents' dtype
+      return ShapedArray(self.shape, dt._rules.tangent_dtype(dt), False)
     return ShapedArray(self.shape, dtypes.float0, False)
 
   def str_short(self, short_dtypes: bool = False) -> str:
@@ -90,6 +93,15 @@ class ShapedArray(AbstractValue):
 # by core/sharding.py (which imports this module)
 type_sharding: list = [None]
 check_type_sharding: list = [None]
+
+
+def physical_aval(aval: ShapedArray) -> ShapedArray:
+  """The type a value of a user's extended dtype is stored as (JAX's `core.physical_aval`):
+  its shape followed by the physical element's shape, of that element's dtype."""
+  if not dtypes.has_rules(aval.dtype):
+    return aval
+  elt_shape, elt_dtype = dtypes.physical_element(aval.dtype)
+  return ShapedArray((*aval.shape, *elt_shape), elt_dtype)
 
 
 def _python_scalar_aval(x) -> ShapedArray:

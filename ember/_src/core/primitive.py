@@ -26,6 +26,8 @@ class Primitive:
   - `abstract_eval(*avals, **params) -> aval | list[aval]`: shape/dtype rule (required)
   - `impl(*np_arrays, **params) -> ndarray | list`: NumPy reference implementation
   - `eval_rule(*values, **params)`: for higher-order primitives, runs them eagerly on values
+  - `extended_eval(*values, **params)`: runs it eagerly when an operand is of a user's
+    extended dtype, whose meaning its rules give (add_any: the rules' add)
   - `jvp`, `transpose`, `batch`, `lower`: added by the transformation/compiler issues
   - `pp_rule(eqn, ctx) -> Doc`: custom jaxpr printing (hides default params as JAX does)
   - `fold_literals`: when True, applying it to literals while staging folds to a literal
@@ -46,6 +48,7 @@ class Primitive:
     self.abstract_eval: Callable | None = None
     self.impl: Callable | None = None
     self.eval_rule: Callable | None = None
+    self.extended_eval: Callable | None = None
     self.jvp = self.transpose = self.batch = self.lower = None
     self.pp_rule: Callable | None = None
     self.fold_literals = False

@@ -92,9 +92,13 @@ def eval_reference(primitive, vals, params) -> list:
       # values (`jit(lambda x: (x, 2.0))(1)`): return them as Arrays of their out avals.
       out_avals = primitive.out_avals([get_aval(v) for v in vals], params)
       outs = [o if isinstance(o, Tracer) or getattr(o, "_value", None) is not None
-              else _wrap_result(np.asarray(o, a.dtype), a) for o, a in zip(outs, out_avals)]
+              else _wrap_result(_raw_value(o, a), a) for o, a in zip(outs, out_avals)]
     return outs
   in_avals = [get_aval(v) for v in vals]
+  if primitive.extended_eval is not None and \
+      any(not isinstance(a.dtype, np.dtype) for a in in_avals):
+    out = primitive.extended_eval(*vals, **params)
+    return out if primitive.multiple_results else [out]
   out_avals = primitive.out_avals(in_avals, params)
   np_args = [to_numpy(v, a) for v, a in zip(vals, in_avals)]
   # XLA:CPU computes with subnormals flushed to zero (base/denormals.py): the NumPy code
@@ -118,7 +122,15 @@ def to_numpy(v, aval: ShapedArray | None = None) -> np.ndarray:
   return np.asarray(v, dtype=aval.dtype)
 
 
+def _raw_value(o, aval: ShapedArray):
+  """A raw Python/NumPy output as a NumPy array of its type (of a user's extended dtype:
+  as it is, the physical values)."""
+  return np.asarray(o, aval.dtype) if isinstance(aval.dtype, np.dtype) else o
+
+
 def _wrap_result(x, aval: ShapedArray):
+  if not isinstance(aval.dtype, np.dtype):   # a user's extended dtype: an EArray of x
+    return extended_array_type[0](aval, x)
   x = np.asarray(x)
   if x.dtype != aval.dtype:
     x = x.astype(aval.dtype)
@@ -131,6 +143,11 @@ def _wrap_result(x, aval: ShapedArray):
 # them) and registers itself here when its module is imported: eager evaluation returns
 # arrays of it, and staging writes its 0-d ones inline as literals.
 _array_type: type | None = None
+
+
+# (aval of a user's extended dtype, its physical values) -> its concrete array (an EArray:
+# core/earray.py, above this module, sets it)
+extended_array_type: list = [None]
 
 
 def register_array_type(cls: type) -> None:

@@ -158,12 +158,14 @@ def _key(prim, vals, params) -> tuple | None:
 def _new_signature(key, prim, vals, params) -> _Signature:
   """A signature seen for the first time, with its mode by the module's rule. Never
   compiled: effects (callbacks run on the host), an eval rule (a primitive that runs
-  itself: jitted calls, control flow, custom derivatives, user impls), no lowering."""
+  itself: jitted calls, control flow, custom derivatives, user impls), no lowering, results
+  of a user's extended dtype (EArrays, which the reference makes)."""
   if len(_signatures) >= _SIGNATURE_LIMIT:
     _signatures.clear()
   avals = [core.get_aval(v) for v in vals]
   if prim.effects_rule is not None or prim.eval_rule is not None or \
-      (prim.lower is None and prim.foreign_lowering is None):
+      (prim.lower is None and prim.foreign_lowering is None) or \
+      _makes_extended(prim, avals, params):
     mode = REFERENCE
   elif prim.reference_exact and not any(np.dtype(a.dtype).kind == "c" for a in avals):
     mode = RENTING
@@ -175,6 +177,12 @@ def _new_signature(key, prim, vals, params) -> _Signature:
   if mode in (COMPILED, BUCKETED):
     sig.fn = _one_op(prim, params)
   return sig
+
+
+def _makes_extended(prim, avals, params) -> bool:
+  """Whether the call's results are of a user's extended dtype: EArrays, which the
+  reference makes (trace._wrap_result), not a compiled call's Arrays."""
+  return any(not isinstance(a.dtype, np.dtype) for a in prim.out_avals(avals, params))
 
 
 def _bucketable(prim, avals) -> bool:

@@ -30,7 +30,7 @@ import numpy as np
 from ember._src.driver import cache_miss, compilation, eager, pjrt_dispatch  # noqa: F401
 from ember._src import core
 from ember._src.base import dtypes, profiler_events as _profiler, tree_util
-from ember._src.core import api_util, refs
+from ember._src.core import api_util, earray, refs
 from ember._src.core.api_util import ShapeDtypeStruct
 from ember._src.base.config import TRACE_CONFIG, config
 from ember._src.driver.compilation import Lowered, Staged, Traced
@@ -381,13 +381,17 @@ def _finisher(staged) -> tuple[Callable[[list], Any], int | None]:
   unflatten = _unflattener(staged.out_tree)
   float0 = [i for i, v in enumerate(staged.jaxpr.outvars)
             if isinstance(v.aval.dtype, np.dtype) and v.aval.dtype == dtypes.float0]
-  if not float0:
+  extended = [(i, v.aval) for i, v in enumerate(staged.jaxpr.outvars)
+              if not isinstance(v.aval.dtype, np.dtype)]
+  if not float0 and not extended:
     return unflatten, _result_kind(staged.out_tree)
 
   def finish(outs):
     outs = list(outs)
     for i in float0:
       outs[i] = np.zeros(np.shape(outs[i]), dtypes.float0)
+    for i, aval in extended:   # a user's extended dtype: an EArray over the stored data
+      outs[i] = earray.EArray(aval, outs[i])
     return unflatten(outs)
   return finish, None
 

@@ -76,7 +76,13 @@ class Shape(NamedTuple):
 
   @staticmethod
   def of(aval) -> "Shape":
-    return Shape(np.dtype(aval.dtype), tuple(aval.shape))
+    dt = aval.dtype
+    if isinstance(dt, np.dtype):
+      return Shape(dt, tuple(aval.shape))
+    if dtypes.has_rules(dt):   # a user's extended dtype is stored as its physical element
+      elt_shape, elt_dtype = dtypes.physical_element(dt)
+      return Shape(elt_dtype, (*aval.shape, *elt_shape))
+    return Shape(np.dtype(dt), tuple(aval.shape))
 
 
 class TupleShape(NamedTuple):

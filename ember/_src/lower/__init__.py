@@ -124,6 +124,12 @@ class LoweringContext:
   def full_like(self, value, x: Instr) -> Instr:
     return self.full(value, x.dtype, x.dims)
 
+  def zeros_of(self, aval) -> Instr:
+    """Zeros of the stored type of `aval` (a user's extended dtype: its physical one), the
+    filler of a buffer the program then writes."""
+    shape = Shape.of(aval)
+    return self.full(0, shape.dtype, shape.dims)
+
   # --- shapes ---------------------------------------------------------------------------
 
   def broadcast_in_dim(self, x: Instr, dims: Sequence[int], mapping: Sequence[int]) -> Instr:

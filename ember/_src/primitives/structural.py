@@ -703,6 +703,8 @@ def full(shape, fill_value, dtype=None, *, sharding=None):
     weak, dt = dtypes.is_weakly_typed(fill_value), core.get_aval(fill_value).dtype
   else:
     weak, dt = False, dtypes.check_user_dtype(dtype, "full")
+  if dtypes.has_rules(dt):   # a user's extended dtype fills by its rules
+    return dt._rules.full(shape, fill_value, dt)
   return broadcast(convert_element_type(fill_value, dt, weak), shape)
 
 
@@ -716,7 +718,10 @@ def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
 
 
 def _zeros_like_shaped_array(aval: ShapedArray):
-  """The zeros AD instantiates for a symbolic zero of type `aval`."""
+  """The zeros AD instantiates for a symbolic zero of type `aval` (a user's extended dtype:
+  its rules' zero)."""
+  if dtypes.has_rules(aval.dtype):
+    return broadcast(aval.dtype._rules.zero(aval.dtype), aval.shape)
   return full(aval.shape, convert_element_type(0, aval.dtype, aval.weak_type))
 
 

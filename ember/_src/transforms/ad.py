@@ -50,12 +50,18 @@ from ember._src.transforms.partial_eval import dce_deep
 
 
 def is_differentiable(dt) -> bool:
-  """Float and complex values have tangents; integers and bools have float0 ones."""
-  return not isinstance(dt, dtypes.ExtendedDType) and dtype_kind(dt) in "fc"
+  """Float and complex values have tangents; integers, bools and keys have float0 ones; a
+  user's extended dtype has those its rules name."""
+  if isinstance(dt, dtypes.ExtendedDType):
+    return dtypes.has_rules(dt) and dt._rules.tangent_dtype(dt) != dtypes.float0
+  return dtype_kind(dt) in "fc"
 
 
 def primal_dtype_to_tangent_dtype(primal_dtype):
-  """The dtype of a value's tangents: its own for floats and complexes, else float0."""
+  """The dtype of a value's tangents: its own for floats and complexes, its rules' for a
+  user's extended dtype, else float0."""
+  if dtypes.has_rules(primal_dtype):
+    return primal_dtype._rules.tangent_dtype(primal_dtype)
   return primal_dtype if is_differentiable(primal_dtype) else dtypes.float0
 
 
@@ -110,7 +116,27 @@ def _add_any_impl(x, y):
 
 
 add_any_p = declare("add_any", lambda x, y: x, _add_any_impl)
-add_any_p.lower = lambda ctx, x, y: ctx.add(x, y)
+
+
+def _add_any_lower(ctx, x, y):
+  dt = ctx.avals_in[0].dtype
+  if isinstance(dt, np.dtype) or not dtypes.has_rules(dt):
+    return ctx.add(x, y)
+  # a user's extended dtype accumulates by its rules (a scan's transpose binds add_any)
+  jaxpr, _ = core.trace_to_jaxpr(lambda a, b: ([_rules_add(dt, a, b)], None),
+                                 ctx.avals_in)
+  return ctx.call(jaxpr, "add_any", [x, y])[0]
+
+
+add_any_p.lower = _add_any_lower
+# eagerly too (a scan's transposed body runs step by step): the rules' add
+add_any_p.extended_eval = lambda x, y: _rules_add(core.get_aval(x).dtype, x, y)
+
+
+def _rules_add(dt, x, y):
+  if not dtypes.has_rules(dt):
+    raise TypeError(f"add_any: values of dtype {dt} have no rules to add them by")
+  return dt._rules.add(dt, x, y)
 
 
 def _add_any_batch(axis_data, vals, dims):

@@ -20,6 +20,7 @@ from ember._src import core
 from ember._src.base import errors, tree_util
 from ember._src.core import ShapedArray, get_aval
 from ember._src.core.array import Array
+from ember._src.core import earray
 from ember._src.primitives import slicing
 from ember._src.primitives.control.barriers import optimization_barrier
 from ember._src.primitives import eager_jit
@@ -98,15 +99,27 @@ def _scan_eval(*args, jaxpr, length, reverse, unroll, ft_in, ft_out):
   for t in range(length):
     i = length - 1 - t if reverse else t
     outs = core.eval_jaxpr(jaxpr, [], *consts, *carry,
-                           *[Array(x[i], weak_type=a.weak_type) for x, a in zip(xs, x_avals)])
+                           *[_element(x[i], a) for x, a in zip(xs, x_avals)])
     carry, y = outs[:ncar], outs[ncar:]
     ys.append([core.to_numpy(v, a) for v, a in zip(y, jaxpr.out_avals[ncar:])])
   if reverse:
     ys.reverse()
   y_avals = jaxpr.out_avals[ncar:]
-  stacked = [np.stack([y[k] for y in ys]) if ys else np.zeros((0,) + a.shape, a.dtype)
+  stacked = [np.stack([y[k] for y in ys]) if ys else _empty_stack(a)
              for k, a in enumerate(y_avals)]
   return list(carry) + stacked
+
+
+def _element(x: np.ndarray, aval):
+  """One step's slice of an xs operand as the body's value of type `aval`."""
+  if isinstance(aval.dtype, np.dtype):
+    return Array(x, weak_type=aval.weak_type)
+  return earray.wrap(aval, x)   # a user's extended dtype: its stored values
+
+
+def _empty_stack(aval) -> np.ndarray:
+  phys = core.physical_aval(aval)   # stored values (an extended dtype's physical ones)
+  return np.zeros((0,) + phys.shape, phys.dtype)
 
 
 scan_p.abstract_eval = _scan_abstract_eval
@@ -546,7 +559,7 @@ def _scan_lower(ctx, *args, jaxpr, length, reverse, unroll, ft_in, ft_out):
   n_in = nc + ncar + nxs
 
   if length == 0:   # no iteration: the carry as given, empty ys
-    return list(args[nc:nc + ncar]) + [ctx.full(0, a.dtype, a.shape) for a in y_avals]
+    return list(args[nc:nc + ncar]) + [ctx.zeros_of(a) for a in y_avals]
 
   def cond_fn(limit):
     return lambda i, *_: [lt(i, np.int32(limit))]
@@ -572,7 +585,7 @@ def _scan_lower(ctx, *args, jaxpr, length, reverse, unroll, ft_in, ft_out):
   # unroll: blocks of `unroll` iterations in one loop body, then the remaining iterations
   u = length if unroll == 0 else max(1, min(int(unroll), length))
   state = ([ctx.constant(np.int32(0))] + list(args)
-           + [ctx.full(0, a.dtype, a.shape) for a in y_avals])
+           + [ctx.zeros_of(a) for a in y_avals])
   blocks, rem = divmod(length, u)
   state = _emit_while(ctx, cond_fn(blocks * u), body_fn(u), state, avals, "scan")
   if rem:

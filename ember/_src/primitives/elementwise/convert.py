@@ -12,6 +12,7 @@ from ember._src import core
 from ember._src.base import dtypes
 from ember._src.core import ShapedArray
 from ember._src.core.array import Array
+from ember._src.core import earray  # noqa: F401 (eager results of extended dtypes: EArrays)
 from ember._src.transforms import ad, batching, remat
 from ember._src.primitives import BOOL, COMPLEX, FLOAT, check_dtype, declare, dtype_kind
 from ember._src.primitives.elementwise.common import _abs_dtype
@@ -61,11 +62,15 @@ def convert_element_type(operand, new_dtype, weak_type: bool = False):
       operand._dtype == new_dtype and operand._dtype.itemsize <= 4:
     return operand   # (no x64 flag turns a 32-bit or narrower dtype into another)
   new_dtype = dtypes.check_user_dtype(new_dtype, "convert_element_type")
+  if isinstance(new_dtype, dtypes.ExtendedDType):
+    return _convert_extended(operand, new_dtype)
   if type(operand) in (float, int) and core.cur_level_is_eval():
     return _number_array(operand, new_dtype, bool(weak_type))
   if not isinstance(operand, Array):   # (jnp's promotion reads flax's Variables, as JAX)
     operand = core.unwrap_jax_array(operand)
   aval = core.get_aval(operand)
+  if isinstance(aval.dtype, dtypes.ExtendedDType):
+    return _convert_extended(operand, new_dtype)
   if (aval.dtype, aval.weak_type) == (new_dtype, bool(weak_type)) and not dtypes.is_python_scalar(operand) \
       and not isinstance(operand, (np.ndarray, np.generic)):
     return operand
@@ -79,6 +84,99 @@ def _number_array(number, new_dtype, weak_type: bool):
     value = np.asarray(number, core.get_aval(number).dtype)
   return core.new_array(reference_elementwise.convert_element_type(
       value, new_dtype=new_dtype, weak_type=weak_type), weak_type=weak_type)
+
+
+# --- to_edtype / from_edtype: to and from a user's extended dtype -----------------------
+# A value of a user's extended dtype (jax.dtypes.ExtendedDType with `_rules`) is stored as an
+# array of its physical element (core.physical_aval): both conversions keep the stored
+# values, so their impls and lowerings are the identity; the rules say which are allowed.
+
+def _convert_extended(operand, new_dtype):
+  old_dtype = core.get_aval(operand).dtype
+  if isinstance(old_dtype, dtypes.ExtendedDType) and isinstance(new_dtype, dtypes.ExtendedDType):
+    if old_dtype == new_dtype:
+      return operand
+    old_rep, new_rep = (_representation(dt) for dt in (old_dtype, new_dtype))
+    raise ValueError(f"cannot directly convert between extended dtypes: from {old_dtype} to "
+                     f"{new_dtype}. Instead, convert to and from their representation dtypes, "
+                     f"e.g.:\n{old_dtype} -> {old_rep} -> {new_rep} -> {new_dtype}")
+  if isinstance(new_dtype, dtypes.ExtendedDType):
+    return to_edtype_p.bind(operand, edtype=new_dtype)
+  return from_edtype_p.bind(operand, dtype=np.dtype(new_dtype))
+
+
+def _representation(dt) -> str:
+  return dtypes.physical_element(dt)[1].name if dtypes.has_rules(dt) else "uint32"
+
+
+def _check_allowed(src, dst, edtype, rule: str) -> None:
+  """The rules of `edtype` (src or dst) allow converting src to dst (JAX's error if not)."""
+  rules = getattr(edtype, "_rules", None)
+  if rules is not None:
+    check = getattr(rules, rule, None)
+    allowed = check(src, dst) if check is not None else getattr(rules, "allow_conversion", False)
+    if allowed:
+      return
+  hint = "" if rules is not None else \
+      " (PRNG keys: use random.key_data and random.wrap_key_data)"
+  raise ValueError(f"Cannot convert_element_type from {_name(src)} to {_name(dst)}{hint}")
+
+
+def _name(dt) -> str:
+  return str(dt) if isinstance(dt, dtypes.ExtendedDType) else dtypes.dtype_name(dt)
+
+
+def _to_edtype_abstract_eval(x, *, edtype):
+  _check_allowed(x.dtype, edtype, edtype, "convert_to")
+  elt_shape, elt_dtype = dtypes.physical_element(edtype)
+  if x.dtype != elt_dtype:
+    raise ValueError(f"can only convert to extended dtype from its representation dtype, but "
+                     f"tried to convert from {_name(x.dtype)} to {edtype} which "
+                     f"doesn't match the representation type {elt_dtype.name}.")
+  n = x.ndim - len(elt_shape)
+  if n < 0 or x.shape[n:] != elt_shape:
+    raise ValueError(f"can only convert to extended dtype from an array of its representation "
+                     f"type, but the extended dtype {edtype} has a representation shape "
+                     f"{elt_shape} while the given representation array has shape {x.shape}.")
+  return ShapedArray(x.shape[:n], edtype, x.weak_type)
+
+
+def _from_edtype_abstract_eval(x, *, dtype):
+  _check_allowed(x.dtype, dtype, x.dtype, "convert_from")
+  elt_shape, elt_dtype = dtypes.physical_element(x.dtype)
+  if dtype != elt_dtype:
+    raise ValueError(f"can only convert from extended dtype to its representation dtype, but "
+                     f"tried to convert from {x.dtype} to {_name(dtype)} which "
+                     f"doesn't match the representation type {elt_dtype.name}.")
+  return ShapedArray((*x.shape, *elt_shape), dtype, x.weak_type)
+
+
+to_edtype_p = declare("to_edtype", _to_edtype_abstract_eval, lambda x, *, edtype: x)
+from_edtype_p = declare("from_edtype", _from_edtype_abstract_eval, lambda x, *, dtype: x)
+for _p in (to_edtype_p, from_edtype_p):
+  _p.lower = lambda ctx, x, **_: x       # the same stored values (hlo Shape.of: physical)
+  _p.batch = batching.vectorized(_p)
+
+
+def _to_edtype_jvp(primals, tangents, *, edtype):
+  (x,), (t,) = primals, tangents
+  out = to_edtype_p.bind(x, edtype=edtype)
+  if type(t) is ad.Zero:
+    return out, ad.Zero.from_value(out)
+  return out, convert_element_type(t, ad.primal_dtype_to_tangent_dtype(edtype))
+
+
+def _from_edtype_jvp(primals, tangents, *, dtype):
+  (x,), (t,) = primals, tangents
+  out = from_edtype_p.bind(x, dtype=dtype)
+  if type(t) is ad.Zero or not ad.is_differentiable(dtype):
+    return out, ad.Zero.from_value(out)
+  return out, convert_element_type(t, dtype)
+
+
+to_edtype_p.jvp, from_edtype_p.jvp = _to_edtype_jvp, _from_edtype_jvp
+to_edtype_p.transpose = lambda ct, x, *, edtype: [from_edtype_p.bind(ct, dtype=x.aval.dtype)]
+from_edtype_p.transpose = lambda ct, x, *, dtype: [to_edtype_p.bind(ct, edtype=x.aval.dtype)]
 
 
 # --- bitcast_convert_type ----------------------------------------------------------------
