@@ -67,6 +67,16 @@ class ShapedArray(AbstractValue):
       return self
     return ShapedArray(self.shape, dtypes.float0, False)
 
+  # as a hi type's part (core/hitypes.py): an array is its own one lo value
+  def lo_ty(self) -> list:
+    return [self]
+
+  def lower_val(self, x) -> list:
+    return [x]
+
+  def raise_val(self, x):
+    return x
+
   def str_short(self, short_dtypes: bool = False) -> str:
     dt = dtypes.short_dtype_name(self.dtype) if short_dtypes else dtypes.dtype_name(self.dtype)
     return f"{dt}[{','.join(map(str, self.shape))}]"
