@@ -162,6 +162,14 @@ def test_jit_takes_and_returns_hi_values_as_their_lo_values():
   assert [str(v.aval) for v in jaxpr.jaxpr.invars] == ["float32[2]", "float32[]"]
 
 
+def test_eval_shape_of_hi_values():
+  lo = ember.eval_shape(lambda p: first(p) * 2, _pair())
+  assert (lo.shape, lo.dtype) == ((2,), np.float32)
+  hi = ember.eval_shape(lambda p: p, _pair())
+  assert hi == ember.typeof(_pair()) and repr(hi) == "PairTy(float32[2], float32[])"
+  assert ember.eval_shape(lambda p: p, ember.typeof(_pair())) == hi   # a hi type as argument
+
+
 def test_jit_caches_by_hi_type():
   traces = [0]
 
