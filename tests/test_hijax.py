@@ -51,6 +51,7 @@ class PairTy(hijax.HiType):
 
   first = hijax.aval_method(lambda p: first(p))
   kind = hijax.aval_property(lambda p: "pair")
+  __jax_array__ = hijax.aval_method(lambda p: first(p))
 
   def _getitem(self, p, i):
     return (first, second)[i](p)
@@ -149,6 +150,15 @@ def test_aval_members_are_records_read_through_tracers():
     np.testing.assert_array_equal(np.asarray(out), want)
   with pytest.raises(AttributeError, match="has no attribute nothing"):
     ember.jit(lambda p: p.nothing)(_pair())
+
+
+def test_jnp_functions_read_a_hi_tracer_through_its_jax_array():
+  outs = ember.jit(lambda p: (jnp.sin(p), jnp.sum(p), jnp.dot(p, p)))(_pair())
+  for out, want in zip(outs, [np.sin(np.float32([1.0, 2.0])), 3.0, 5.0]):
+    np.testing.assert_allclose(np.asarray(out), want, rtol=1e-6)
+  # Tracer's array methods are not a hi value's (JAX: 'PairTy' object has no attribute)
+  with pytest.raises(AttributeError, match="has no attribute copy"):
+    ember.jit(lambda p: p.copy())(_pair())
 
 
 def test_jit_takes_and_returns_hi_values_as_their_lo_values():

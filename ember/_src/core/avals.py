@@ -113,8 +113,9 @@ def _python_scalar_aval(x) -> ShapedArray:
 
 def unwrap_jax_array(x):
   """`x`, or the array it stands for when it defines `__jax_array__` (flax's Variables,
-  equinox's modules: JAX's operators and jnp functions read them so); tracers as they are."""
-  if isinstance(x, Tracer) or not hasattr(x, "__jax_array__"):
+  equinox's modules, a hi value's tracer: JAX's operators and jnp functions read them so);
+  array tracers as they are."""
+  if isinstance(x, Tracer) and x.stands_for_array or not hasattr(x, "__jax_array__"):
     return x
   return x.__jax_array__()
 

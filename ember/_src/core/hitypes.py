@@ -109,9 +109,17 @@ class HiTracer(Tracer):
     self._aval, self.lo, self._trace = aval, lo, tracer._trace
     self._jax_name = tracer.jax_name   # JAX prints it as its trace's tracers: JitTracer(...)
 
+  stands_for_array = False   # core.unwrap_jax_array reads its type's __jax_array__
   aval = property(lambda self: self._aval)
   jax_name = property(lambda self: self._jax_name)
   __jax_array__ = property(lambda self: _forward_jax_array(self))
+
+  def __getattribute__(self, name):
+    # the array methods ember attaches to Tracer (copy, sum, astype, ...) are not a hi
+    # value's: a name that is not HiTracer's own or the object protocol's is its type's
+    if name in _OWN or name.startswith("__"):
+      return object.__getattribute__(self, name)
+    return HiTracer.__getattr__(self, name)
 
   def __getattr__(self, name):
     try:
@@ -137,4 +145,5 @@ def _forward_jax_array(tracer: HiTracer):
 
 for _name in _OPERATORS:
   setattr(HiTracer, f"__{_name}__", _forward(_name))
+_OWN = frozenset(HiTracer.__dict__) | {"_trace", "stands_for_array"}
 tree_util.register_transform_node(HiTracer, lambda t: (t.lo, t.aval), hi_value)
