@@ -201,6 +201,7 @@ def test_grad_with_respect_to_a_hi_value_is_a_hi_value():
 
   _check_pair(ember.grad(loss)(_pair()), [6.0, 12.0], 5.0)
   _check_pair(ember.jit(ember.grad(loss))(_pair()), [6.0, 12.0], 5.0)
+  _check_pair(ember.grad(ember.jit(loss))(_pair()), [6.0, 12.0], 5.0)
 
 
 def test_grad_through_hi_values_made_inside():

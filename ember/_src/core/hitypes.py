@@ -66,10 +66,11 @@ def _lower(x) -> tuple[list, Any]:
 def hi_value(aval: HiType, lo: list):
   """The hi value of type `aval` over `lo`: a HiTracer while any of them is traced."""
   lo = list(lo)
-  tracer = next((x for x in lo if isinstance(x, Tracer)), None)
-  if tracer is None:
+  tracers = [x for x in lo if isinstance(x, Tracer)]
+  if not tracers:
     return aval.raise_val(*lo)
-  return HiTracer(aval, lo, tracer)
+  # the innermost transformation's tracer names it (grad inside jit: a JVPTracer's)
+  return HiTracer(aval, lo, max(tracers, key=lambda t: t._trace.main.level))
 
 
 def raised(x):
