@@ -54,6 +54,11 @@ def hitype_of(x):
   return None if to_aval is None else to_aval(x)
 
 
+def any_registered() -> bool:
+  """Whether any hi type is registered (else no value is hi: checks can be skipped)."""
+  return bool(_HITYPES)
+
+
 def is_hi(x) -> bool:
   return type(x) is HiTracer or type(x) in _HITYPES
 

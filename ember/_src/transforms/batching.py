@@ -654,7 +654,7 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | 
                        f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}.")
     args_flat, in_tree = tree_util.tree_flatten((args, kwargs))
     in_dims = flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True, loose=True)
-    if hitypes._HITYPES and any(tree_util.leaves_of_transform_nodes(in_tree)):
+    if hitypes.any_registered() and any(tree_util.leaves_of_transform_nodes(in_tree)):
       _check_hi_unmapped(args, kwargs, in_axes)
     for x, d in zip(args_flat, in_dims):
       # an unmapped (None) argument may be anything (a function, a string): passed as is
