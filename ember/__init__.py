@@ -48,12 +48,12 @@ def typeof(x):
   (`Ref{float32[3]}`), or of a value of a registered hijax type."""
   # here, not at the top: keeps ember's namespace JAX's
   from ember._src.core import AbstractValue, get_aval
-  from ember._src.library.hijax import hitype_of
+  from ember._src.core.hitypes import hitype_of
+  hitype = hitype_of(x)   # first: a hi value's own attributes may be its type's methods
+  if hitype is not None:
+    return hitype
   aval = getattr(x, "aval", None)
-  if isinstance(aval, AbstractValue):
-    return aval
-  hitype = hitype_of(x)
-  return get_aval(x) if hitype is None else hitype
+  return aval if isinstance(aval, AbstractValue) else get_aval(x)
 
 
 def device_count(backend=None) -> int:

@@ -1,6 +1,6 @@
 """jax.Ref / jax.new_ref (eager mutable arrays, typed AbstractRef; refs in traced code:
-tests/test_refs.py) and the jax.experimental.hijax base classes; values and messages as real
-JAX 0.12's."""
+tests/test_refs.py) and `hijax.AbstractRef`, their type; values and messages as real JAX
+0.12's (the rest of jax.experimental.hijax: tests/test_hijax.py)."""
 import numpy as np
 import pytest
 
@@ -38,50 +38,3 @@ def test_writes_must_keep_dtype_and_shape():
   with pytest.raises(ValueError, match=r"Invalid shape for `swap`. Ref shape: \(3,\).*Value "
                                        r"shape: \(4,\)"):
     r[...] = jnp.ones(4)
-
-
-class _Pair:
-  def __init__(self, a):
-    self.a = a
-
-
-class _AbstractPair(hijax.HiType):
-  __slots__ = ("inner",)
-
-  def __init__(self, inner):
-    self.inner = inner
-
-  @hijax.aval_method
-  def double(self):
-    return 2 * self.a
-
-  size = hijax.aval_property(fget=lambda self: 2)
-
-
-def test_hitype_registry_gives_typeof():
-  hijax.register_hitype(_Pair, lambda p: _AbstractPair(ember.typeof(p.a)))
-  ty = ember.typeof(_Pair(jnp.ones(2)))
-  assert isinstance(ty, _AbstractPair) and isinstance(ty, hijax.AbstractValue)
-  assert ty.inner == ember.typeof(jnp.ones(2))
-  assert isinstance(_AbstractPair.__dict__["double"], hijax.aval_method)
-  assert _AbstractPair.__dict__["double"].fun(_Pair(3)) == 6
-  assert ty.size == 2
-
-
-def test_hiprim_params_and_call():
-  class Wrap(hijax.HiPrim):
-    def __init__(self, aval, *, scale):
-      self.in_avals, self.out_aval = (aval,), aval
-      self.params = dict(scale=scale)
-      super().__init__()
-
-  p = Wrap(ember.typeof(jnp.ones(2)), scale=3)
-  assert p.scale == 3 and p.params == {"scale": 3}
-  with pytest.raises(NotImplementedError, match="hijax primitive Wrap: ember does not "
-                                                "support jax.experimental.hijax"):
-    p(jnp.ones(2))
-
-
-def test_instantiate_zeros_passes_arrays_through():
-  x = jnp.ones(2)
-  assert hijax.instantiate_zeros(x) is x

@@ -70,6 +70,16 @@ class ShapedArray(AbstractValue):
       return ShapedArray(self.shape, dt._rules.tangent_dtype(dt), False)
     return ShapedArray(self.shape, dtypes.float0, False)
 
+  # as a hi type's part (core/hitypes.py): an array is its own one lo value
+  def lo_ty(self) -> list:
+    return [self]
+
+  def lower_val(self, x) -> list:
+    return [x]
+
+  def raise_val(self, x):
+    return x
+
   def str_short(self, short_dtypes: bool = False) -> str:
     dt = dtypes.short_dtype_name(self.dtype) if short_dtypes else dtypes.dtype_name(self.dtype)
     return f"{dt}[{','.join(map(str, self.shape))}]"
@@ -115,8 +125,9 @@ def _python_scalar_aval(x) -> ShapedArray:
 
 def unwrap_jax_array(x):
   """`x`, or the array it stands for when it defines `__jax_array__` (flax's Variables,
-  equinox's modules: JAX's operators and jnp functions read them so); tracers as they are."""
-  if isinstance(x, Tracer) or not hasattr(x, "__jax_array__"):
+  equinox's modules, a hi value's tracer: JAX's operators and jnp functions read them so);
+  array tracers as they are."""
+  if isinstance(x, Tracer) and x.stands_for_array or not hasattr(x, "__jax_array__"):
     return x
   return x.__jax_array__()
 

@@ -93,6 +93,7 @@ class Tracer:
                     "used as dict keys or static arguments.")
 
   jax_name = "Tracer"   # the class name JAX 0.12 prints for this kind of tracer
+  stands_for_array = True   # False for a hi value's tracer (core/hitypes.py)
 
   def __repr__(self):
     return f"{self.jax_name}({self.aval})"

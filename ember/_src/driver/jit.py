@@ -30,7 +30,7 @@ import numpy as np
 from ember._src.driver import cache_miss, compilation, eager, pjrt_dispatch  # noqa: F401
 from ember._src import core
 from ember._src.base import dtypes, profiler_events as _profiler, tree_util
-from ember._src.core import api_util, earray, refs
+from ember._src.core import api_util, earray, hitypes, refs
 from ember._src.core.api_util import ShapeDtypeStruct
 from ember._src.base.config import TRACE_CONFIG, config
 from ember._src.driver.compilation import Lowered, Staged, Traced
@@ -294,6 +294,9 @@ def eval_shape(fun, *args, **kwargs):
 def _abstract_arg(x):
   if refs.is_ref(x):   # its value is read, never written back
     return x
+  hitype = x if isinstance(x, hitypes.HiType) else hitypes.hitype_of(x)
+  if hitype is not None:   # a hi value (or type): its value over stand-ins of its lo values
+    return hitype.raise_val(*(_Abstract(a) for a in hitype.lo_ty()))
   aval = x.aval if isinstance(x, ShapeDtypeStruct) else x if isinstance(
       x, core.ShapedArray) else _duck_aval(x)   # an aval itself: flax's eval_shape(conv, *avals)
   if isinstance(aval.dtype, dtypes.ExtendedDType) and abstract_extended[0] is not None:
@@ -313,7 +316,10 @@ def _duck_aval(x):
 
 
 def _key_shape(x):
-  """A result that is a typed key over a ShapeDtypeStruct: the key's ShapeDtypeStruct."""
+  """A result that is a typed key over a ShapeDtypeStruct: the key's ShapeDtypeStruct; a
+  hi value over ShapeDtypeStructs: its hi type (as JAX's eval_shape gives it)."""
+  if hitypes.is_hi(x):
+    return hitypes.hitype_of(x)
   if type(x) in tree_util._transform_nodes:
     return ShapeDtypeStruct(x.shape, x.dtype)
   return x

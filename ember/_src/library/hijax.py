@@ -1,41 +1,31 @@
-"""The base classes and decorators of JAX's hijax API (`jax.experimental.hijax`): user-defined
-high-level types (HiType) and primitives over them (HiPrim).
+"""JAX's hijax API (`jax.experimental.hijax`): user-defined high-level types (HiType, in
+core/hitypes.py with the tracer that stands for their values in transformations) and
+primitives over them (HiPrim).
 
-Libraries define their hi types and primitives at import (flax.nnx's variablelib does, for
-its optional `flax_hijax_variable` mode), so the classes, decorators and the type registry
-are real here. Running a HiPrim needs the hijax machinery (lowering hi types to arrays
-through every transformation), which ember does not have yet: calling one raises
-NotImplementedError naming hijax.
+A HiPrim runs its `expand` (its meaning in lower-level operations) on the values it is given:
+a HiTracer as the library's value over its lo tracers, so the lo operations `expand` performs
+are traced, differentiated and batched as any others. Its AD and batching rules (`jvp`,
+`vjp_fwd`, `transpose`, `batch`) are not consulted: ember differentiates and batches the
+expansion, which is what the rules of pack/unpack primitives such as flax's Variables say.
 """
 from __future__ import annotations
 
-from typing import Callable
-
-from ember._src import core
+from ember._src.base import tree_util
+from ember._src.core import Tracer, hitypes
+from ember._src.core.hitypes import (  # noqa: F401 (re-exported)
+    HiType, aval_method, aval_property, hitype_of, register_hitype)
 from ember._src.transforms.ad import Zero, instantiate_zeros  # noqa: F401 (re-exported)
-
-_HITYPES: dict[type, Callable] = {}
-
-
-def _unsupported(what: str) -> NotImplementedError:
-  return NotImplementedError(
-      f"{what}: ember does not support jax.experimental.hijax primitives yet (high-level "
-      "types lowered through jit/grad/vmap). With flax, leave the `flax_hijax_variable` "
-      "config off (its default).")
-
-
-class HiType(core.AbstractValue):
-  """The base of a high-level type: subclasses give `lo_ty()` (the array types it stands
-  for) and `raise_val(*lo_vals)`; `aval_method` / `aval_property` members act on values."""
-  __slots__ = ()
 
 
 class HiPrim:
   """The base of a primitive over hi types: subclasses set `in_avals`, `out_aval`, `params`
-  and give `expand` (its meaning in lower-level operations) and its AD rules."""
+  in their `__init__` and give `expand`."""
 
   def __init__(self):
-    self.params = getattr(self, "params", {})
+    for name in ("in_avals", "out_aval", "params"):
+      if not hasattr(self, name):
+        raise AttributeError(f"subclass __init__ should set `self.{name}`")
+    self.check(*self.in_avals)
 
   def __getattr__(self, name):  # params read as attributes, as in JAX (self.treedef, ...)
     params = self.__dict__.get("params", {})
@@ -43,30 +33,14 @@ class HiPrim:
       return params[name]
     raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
+  def check(self, *in_avals):
+    """Subclasses may check their input types here (JAX's hook)."""
+
+  def expand(self, *args):
+    raise NotImplementedError(f"subclass {type(self)} must implement `expand`")
+
   def __call__(self, *args):
-    raise _unsupported(f"calling the hijax primitive {type(self).__name__}")
-
-
-class aval_method:  # noqa: N801 (JAX's name)
-  """Marks `fun` as a method of a hi type that applies to its values (`x.fun(...)`)."""
-
-  def __init__(self, fun: Callable):
-    self.fun = fun
-
-  def __get__(self, instance, owner=None):
-    return self if instance is None else self.fun.__get__(instance, owner)
-
-
-class aval_property(property):  # noqa: N801 (JAX's name)
-  """Marks a property of a hi type that applies to its values (`x.prop`)."""
-
-
-def register_hitype(cls: type, to_aval: Callable) -> None:
-  """Values of class `cls` have the hi type `to_aval(value)` (what `jax.typeof` gives)."""
-  _HITYPES[cls] = to_aval
-
-
-def hitype_of(x):
-  """The registered hi type of `x`, or None when its class is not registered."""
-  to_aval = _HITYPES.get(type(x))
-  return None if to_aval is None else to_aval(x)
+    traced = any(isinstance(x, Tracer) for x in tree_util.public.tree_leaves(args))
+    out = self.expand(*map(hitypes.raised, args))
+    # a hi value over traced lo values is a HiTracer to the caller, as JAX's hi results are
+    return tree_util.public.tree_map(hitypes.as_tracer, out) if traced else out

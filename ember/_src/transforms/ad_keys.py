@@ -10,7 +10,13 @@ from typing import Callable
 import numpy as np
 
 from ember._src.base import dtypes, tree_util
-from ember._src.core import ShapedArray
+from ember._src.core import ShapedArray, hitypes
+
+
+def _is_key(x) -> bool:
+  """A typed key: a transform node of tree_util that is not a hi value (core/hitypes.py:
+  those are their lo values, with the lo values' own tangents)."""
+  return type(x) in tree_util._transform_nodes and not hitypes.is_hi(x)
 
 
 def keys_as_data(p_flat, t_flat):
@@ -18,7 +24,7 @@ def keys_as_data(p_flat, t_flat):
   a float0 array of the key's shape, JAX's) by float0 arrays of the data's shape."""
   ps, ts = [], []
   for p, t in zip(p_flat, t_flat):
-    if type(p) in tree_util._transform_nodes:
+    if _is_key(p):
       if getattr(t, "dtype", None) != dtypes.float0 or np.shape(t) != tuple(p.shape):
         raise TypeError(f"jvp: the tangent of a PRNG key array of shape {tuple(p.shape)} "
                         f"must be a float0 array of that shape, got {t!r}.")
@@ -35,7 +41,7 @@ def key_tangents(tangents):
   """`tangents` with each typed key's tangent (a key over float0 data, as ember's
   transformations unflatten it) a float0 array of the key's shape, as JAX's."""
   def fix(t):
-    if type(t) in tree_util._transform_nodes:
+    if _is_key(t):
       return np.zeros(tuple(t.shape), dtypes.float0)
     return t
   return tree_util.public.tree_map(fix, tangents)
@@ -58,11 +64,11 @@ def key_specs(out) -> list | None:
   JAX prints it, its shape, the shapes of its data's leaves); None when `out` holds no
   key."""
   leaves = tree_util.public.tree_leaves(out)
-  if not any(type(l) in tree_util._transform_nodes for l in leaves):
+  if not any(map(_is_key, leaves)):
     return None
   return [(f"{l.dtype}[{','.join(map(str, l.shape))}]", tuple(l.shape),
            [np.shape(d) for d in tree_util.tree_leaves(l)])
-          if type(l) in tree_util._transform_nodes else None for l in leaves]
+          if _is_key(l) else None for l in leaves]
 
 
 def key_leaves_as_data(flat, key_specs, mismatch: Callable) -> list:

@@ -36,7 +36,7 @@ import numpy as np
 
 from ember._src import core
 from ember._src.base import dtypes, tree_util
-from ember._src.core import ShapedArray, api_util
+from ember._src.core import ShapedArray, api_util, hitypes
 from ember._src.core import trace as trace_lib
 
 not_mapped = None
@@ -509,6 +509,20 @@ def flatten_axes(name: str, treedef, axis_tree, *, kws: bool = False,
   return out
 
 
+def _check_hi_unmapped(args, kwargs, in_axes) -> None:
+  """JAX maps a hi value (core/hitypes.py) only along a MappingSpec, which ember does not
+  have: one given an integer axis raises JAX's error (unmapped ones pass through)."""
+  leaves, tree = tree_util.public.tree_flatten((args, kwargs))
+  dims = flatten_axes("vmap in_axes", tree, (in_axes, 0), kws=True, loose=True)
+  for x, d in zip(leaves, dims):
+    if d is not None and hitypes.is_hi(x):
+      raise ValueError(
+          f"vmap was requested to map a value of non-array type {hitypes.hitype_of(x)} along "
+          f"axis {d}, but non-array types can't be mapped along an integer axis. Instead pass "
+          "a mapping spec (a MappingSpec instance) as this argument's in_axes entry, and "
+          "pass axis_size explicitly.")
+
+
 def _arg_names(fun, args, kwargs) -> list[str]:
   """'argument a', "argument b['p']", ... for each flat leaf (JAX's mismatch message)."""
   try:
@@ -640,6 +654,8 @@ def vmap(fun: Callable, in_axes=0, out_axes=0, axis_name=None, axis_size: int | 
                        f"but got len(in_axes)={len(in_axes)}, len(args)={len(args)}.")
     args_flat, in_tree = tree_util.tree_flatten((args, kwargs))
     in_dims = flatten_axes("vmap in_axes", in_tree, (in_axes, 0), kws=True, loose=True)
+    if hitypes.any_registered() and any(tree_util.leaves_of_transform_nodes(in_tree)):
+      _check_hi_unmapped(args, kwargs, in_axes)
     for x, d in zip(args_flat, in_dims):
       # an unmapped (None) argument may be anything (a function, a string): passed as is
       if d is not None and not core.is_arraylike(x):

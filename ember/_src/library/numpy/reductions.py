@@ -47,7 +47,7 @@ def asarray_arg(fun_name: str, x):
   """JAX's `ensure_arraylike` for one argument: Arrays and tracers pass through; Python
   scalars and NumPy values become constant Arrays (scalars stay weakly typed)."""
   util.check_arraylike(fun_name, x)
-  if isinstance(x, (Array, core.Tracer)):
+  if isinstance(x, Array) or isinstance(x, core.Tracer) and x.stands_for_array:
     return x
   if hasattr(x, "__jax_array__"):
     return asarray_arg(fun_name, x.__jax_array__())

@@ -203,7 +203,7 @@ def promote_args_inexact(fun_name: str, *args):
   if len(args) == 1:   # (jnp.sin's preamble: one Array or tracer, already inexact)
     x = args[0]
     if type(x) is Array and x._dtype.kind in "fc" or \
-        isinstance(x, core.Tracer) and x.aval.dtype.kind in "fc":
+        isinstance(x, core.Tracer) and x.stands_for_array and x.aval.dtype.kind in "fc":
       return [x]
   check_arraylike(fun_name, *args)
   args = jax_array_protocol(args)
