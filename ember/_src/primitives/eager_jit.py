@@ -118,7 +118,8 @@ def compiled(static_argnames: tuple = (), static_if_int: tuple = (), per_shape: 
       # seen before (2.0 == 2), and raises
       key = (dynamic, tree, fixed, tuple(type(v) for _, v in fixed))
       if per_shape:
-        key += tuple((np.shape(x), np.result_type(x)) for x in leaves)
+        key += tuple((np.shape(x), getattr(x, "dtype", type(x)), getattr(x, "weak_type", None))
+                     for x in leaves)
       try:
         f = jitted.get(key)
       except TypeError:   # an unhashable static argument
