@@ -13,7 +13,8 @@ ember here:
 - `@compiled(static_argnames=...)`: a library function (a sampler) whose op-by-op run
   gives the jitted bits: called outside any trace it rents, then buys, as driver/eager.py's
   exact primitives do: it runs op by op until those runs add up to COMPILE_SECONDS, then
-  jitted. Under a trace it is called as it is, so jaxprs are unchanged.
+  jitted. Under a trace it is called as it is, so jaxprs are unchanged. `x[idx]` by an
+  integer Array (library/numpy/getitem.py) rents per argument shapes (`per_shape`).
 
 Both apply only at the eval level (no trace open, jit not disabled) to arguments that are all
 array-like, so what jit traces is what the caller passed. As with jit, values a function
