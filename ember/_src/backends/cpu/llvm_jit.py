@@ -196,7 +196,7 @@ def compile_whole(ir_text: str, opt_level: int, times: dict, private: bool = Fal
 # (each would cost ~1 ms, and an engine ~1.2 ms: a third of an eager while_loop's first call
 # went to its empty outer module).
 NO_CODE = b""
-_DEFINE = re.compile(r"^define ", re.M)
+_DEFINE = re.compile(r"^\s*define\s", re.M)
 
 
 def defines_code(ir_text: str) -> bool:
