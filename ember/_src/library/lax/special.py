@@ -13,6 +13,7 @@ floats are computed in float32, as JAX does.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -23,7 +24,7 @@ from ember._src.library.lax import api as lax
 from ember._src.library.numpy import util
 from ember._src.library.random.gamma import random_gamma_grad
 from ember._src.primitives.elementwise.transcendental import _bessel_i1e
-from ember._src.transforms.custom_derivatives import custom_jvp
+from ember._src.transforms.custom_derivatives import SymbolicZero, custom_jvp
 
 __all__ = ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "betainc",
            "polygamma", "zeta", "bessel_i1e"]
@@ -83,6 +84,18 @@ def _isnan(x):
 def _keep(enabled, new, old):
   """Converged elements keep their state, so each result is independent of the others."""
   return tuple(lax.select(enabled, n, o) for n, o in zip(new, old))
+
+
+def _defjvps(fn, *rules):
+  """`fn.defjvps(*rules)` that calls only the rules of arguments being differentiated (not
+  those with a symbolic-zero tangent), so a rule that raises (JAX's "gradient with respect
+  to a and b not supported") fires only when that argument is differentiated."""
+  def jvp(primals, tangents):
+    ans = fn(*primals)
+    terms = [rule(t, ans, *primals) for t, rule in zip(tangents, rules)
+             if not isinstance(t, SymbolicZero)]
+    return ans, functools.reduce(lax.add, terms) if terms else lax.full_like(ans, 0)
+  fn.defjvp(jvp, symbolic_zeros=True)
 
 
 # --- regularized incomplete gamma -------------------------------------------------------
@@ -253,9 +266,9 @@ def _igammac(a, x):
   return _in_float32_if_narrow(_igammac_value)(a, x)
 
 
-_igamma.defjvps(lambda g, ans, a, x: lax.mul(g, igamma_grad_a(a, x)),
+_defjvps(_igamma, lambda g, ans, a, x: lax.mul(g, igamma_grad_a(a, x)),
                 lambda g, ans, a, x: lax.mul(g, _igamma_dx(a, x)))
-_igammac.defjvps(lambda g, ans, a, x: lax.neg(lax.mul(g, igamma_grad_a(a, x))),
+_defjvps(_igammac, lambda g, ans, a, x: lax.neg(lax.mul(g, igamma_grad_a(a, x))),
                  lambda g, ans, a, x: lax.neg(lax.mul(g, _igamma_dx(a, x))))
 
 
@@ -370,7 +383,7 @@ def _betainc_dx(g, ans, a, b, x):
   return lax.mul(g, lax.exp(lax.sub(log_density, lbeta)))
 
 
-_betainc.defjvps(_no_grad("Betainc", "a and b"), _no_grad("Betainc", "a and b"), _betainc_dx)
+_defjvps(_betainc, _no_grad("Betainc", "a and b"), _no_grad("Betainc", "a and b"), _betainc_dx)
 
 
 def betainc(a, b, x):
@@ -443,7 +456,7 @@ def _polygamma(m, x):
   return _in_float32_if_narrow(_polygamma_value)(m, x)
 
 
-_polygamma.defjvps(_no_grad("polygamma", "m"),
+_defjvps(_polygamma, _no_grad("polygamma", "m"),
                    lambda g, ans, m, x: lax.mul(g, _polygamma(lax.add(m, _c(m, 1)), x)))
 
 
@@ -467,7 +480,7 @@ def _i1e_jvp(g, ans, x):
   return lax.mul(g, lax.select(zero, lax.full_like(x, 0.5), slope))
 
 
-_i1e.defjvps(_i1e_jvp)
+_defjvps(_i1e, _i1e_jvp)
 
 
 def bessel_i1e(x):
