@@ -262,3 +262,39 @@ def test_bessel_grads(x64):
   close(ember.grad(sp.i0)(0.0), 0.0)
   close(ember.grad(ember.grad(sp.i1))(0.5), (ss.i1(0.5 + 1e-5) + ss.i1(0.5 - 1e-5)
                                              - 2 * ss.i1(0.5)) / 1e-10, 1e-5)
+
+
+# --- erfcx ----------------------------------------------------------------------------------
+
+ERFCX_X = np.array([-26.0, -3.0, -0.5, 0.0, 0.3, 1.0, 2.0, 4.99, 5.0, 5.1, 7.0, 30.0, 1e5,
+                    1e200])
+
+
+def test_erfcx_float64_and_float32(x64):
+  for out in both(sp.erfcx, ERFCX_X):
+    assert out.dtype == np.float64
+    close(out, ss.erfcx(ERFCX_X), 1e-14, 0)   # erfc and exp of an exactly split x^2
+  with enable_x64(False):
+    x = ERFCX_X[(ERFCX_X > -9) & (ERFCX_X < 1e30)].astype(np.float32)
+    out = sp.erfcx(x)
+    assert out.dtype == np.float32
+    close(out, ss.erfcx(x.astype(np.float64)), 1e-6, 0)   # a few eps32
+
+
+def test_erfcx_edges_match_jax(x64):
+  close(sp.erfcx(np.array([-30., inf, -inf, nan, 0., -27.])),
+        [inf, 0., inf, nan, 1., inf])   # JAX 0.12.1
+  close(ember.grad(sp.erfcx)(inf), 0.0)
+  close(ember.grad(sp.erfcx)(-inf), -inf)
+  with pytest.raises(NotImplementedError, match="complex"):
+    sp.erfcx(np.complex128(1 + 1j))
+  assert sp.erfcx(jnp.bfloat16(2.0)).dtype == jnp.bfloat16
+
+
+def test_erfcx_grads(x64):
+  x = ERFCX_X[:12]
+  # erfcx' = 2 x erfcx - 2 / sqrt(pi): in float64 SciPy this cancels ~2 x^2 ulps (x <= 30)
+  close(ember.vmap(ember.grad(sp.erfcx))(x), 2 * x * ss.erfcx(x) - 2 / np.sqrt(np.pi), 1e-11)
+  for v in (1.0, 4.9, 5.0, 7.0):   # erfcx'' = 2 erfcx + 2 x erfcx'
+    d1 = 2 * v * ss.erfcx(v) - 2 / np.sqrt(np.pi)
+    close(ember.grad(ember.grad(sp.erfcx))(v), 2 * ss.erfcx(v) + 2 * v * d1, 1e-9)
