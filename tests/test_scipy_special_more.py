@@ -298,3 +298,43 @@ def test_erfcx_grads(x64):
   for v in (1.0, 4.9, 5.0, 7.0):   # erfcx'' = 2 erfcx + 2 x erfcx'
     d1 = 2 * v * ss.erfcx(v) - 2 / np.sqrt(np.pi)
     close(ember.grad(ember.grad(sp.erfcx))(v), 2 * ss.erfcx(v) + 2 * v * d1, 1e-9)
+
+
+# --- exponential integrals ------------------------------------------------------------------
+
+EXP_X = np.array([1e-8, 0.1, 0.9, 1.49, 1.5, 2.0, 5.0, 20.0, 39.0, 41.0, 100.0, 600.0, 700.0])
+
+
+def test_exp1_expi_float64(x64):
+  for out in both(sp.exp1, EXP_X):
+    close(out, ss.exp1(EXP_X), 1e-14, 0)   # series cancel < 20 ulps below 1.5
+  for out in both(sp.expi, -EXP_X):
+    close(out, ss.expi(-EXP_X), 1e-14, 0)
+  # Ei(x > 0): exp(x - log x) rounds ~x ulps of its argument (7e-14 at 700)
+  for out in both(sp.expi, EXP_X):
+    close(out, ss.expi(EXP_X), 2e-13, 0)
+
+
+def test_exp1_expi_float32():
+  x = EXP_X[EXP_X < 60].astype(np.float32)   # E1(100) and Ei(100) leave float32's range
+  ref = x.astype(np.float64)
+  close(sp.exp1(x), ss.exp1(ref), 5e-6, 0)   # the series cancels ~20 eps32 near 1.5
+  close(sp.expi(x), ss.expi(ref), 5e-6, 0)
+  assert sp.exp1(x).dtype == np.float32 and sp.expi(x).dtype == np.float32
+
+
+def test_exp1_expi_edges_match_jax(x64):
+  x = np.array([0., -0., -1., inf, -inf, nan, 1e-300, 800., -800.])
+  close(sp.exp1(x), [inf, inf, nan, 0., nan, nan, 690.19831223, 0., nan], 1e-9)   # JAX
+  close(sp.expi(x), [-inf, -inf, -0.21938393439552029, inf, -0.0, nan, -690.19831223, inf,
+                     -0.0], 1e-9)   # JAX 0.12.1
+  assert sp.exp1(1).dtype == np.float64
+  assert sp.expi(jnp.float16(1.0)).dtype == np.float16
+
+
+def test_exp1_expi_grads(x64):
+  x = np.array([0.2, 1.0, 3.0, 50.0])
+  close(ember.vmap(ember.grad(sp.exp1))(x), -np.exp(-x) / x, 1e-14, 0)
+  close(ember.vmap(ember.grad(sp.expi))(x), np.exp(x) / x, 1e-14, 0)
+  close(ember.vmap(ember.grad(sp.expi))(-x), np.exp(-x) / -x, 1e-14, 0)
+  close(ember.grad(ember.grad(sp.exp1))(1.0), 2 * np.exp(-1.0), 1e-14)   # e^-x (1/x + 1/x^2)

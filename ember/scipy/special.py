@@ -6,7 +6,8 @@ The incomplete gamma and beta functions, polygamma, zeta and the order 0/1 modif
 functions call the lax composites of ember/_src/library/lax/special.py (lax.igamma, ...).
 
 erfcx is real-valued only (JAX's complex erfcx goes through the Faddeeva function, not
-provided here). Not provided yet: the exponential integrals (expi, exp1, expn), the other Bessel
+provided here). exp1 and expi are power series near 0, a continued fraction (E1) or the
+asymptotic series (Ei) beyond. Not provided yet: expn, the other Bessel
 functions, hypergeometric and spherical-harmonic functions."""
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "erf", "erfc", "erfinv", "expi
            "logit", "gammaln", "loggamma", "gammasgn", "gamma", "digamma", "betaln", "beta",
            "factorial", "multigammaln", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div",
            "boxcox", "boxcox1p", "ndtr", "ndtri", "log_ndtr", "gammainc", "gammaincc",
-           "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "erfcx"]
+           "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "erfcx", "exp1", "expi"]
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
@@ -691,3 +692,100 @@ def erfcx(x):
   if dtypes.finfo(dt).bits < 32:
     return convert_element_type(_erfcx(convert_element_type(x, np.float32)), dt)
   return _erfcx(x)
+
+
+# --- exponential integrals ---------------------------------------------------------------------
+
+_EULER_GAMMA = 0.5772156649015329
+_E1_SPLIT = 1.5         # E1: the series below (it cancels ~20 ulps at 1.5), the fraction above
+_E1_FRACTION_TERMS = 80     # float64-accurate at x >= 1.5 (checked against SciPy)
+_EI_SPLIT = 40.0        # Ei(x > 0): the series below, the asymptotic series above
+_EI_SERIES_TERMS = 150      # x^k / (k k!) is below eps * Ei(x) by then for x <= 40
+_EI_ASYMPTOTIC_TERMS = 40   # the smallest term k! / x^k sits near k = x >= 40: ~1e-17
+
+
+def _ein_series(x, terms):
+  """sum_{k>=1} x^k / (k k!) (Ei(x) - gamma - log|x|; for -x, -(E1(x) + gamma + log x))."""
+  term, total = lax.full_like(x, 1), lax.full_like(x, 0)
+  for k in range(1, terms + 1):
+    term = lax.mul(term, lax.div(x, _const(x, k)))
+    total = lax.add(total, lax.div(term, _const(x, k)))
+  return total
+
+
+def _e1_fraction(x):
+  """E1(x) = e^-x / (x + 1 - 1 / (x + 3 - 4 / (x + 5 - ...))), evaluated backwards."""
+  n_max = _E1_FRACTION_TERMS
+  t = lax.add(x, _const(x, 2 * n_max + 1))
+  for n in range(n_max, 0, -1):
+    t = lax.sub(lax.add(x, _const(x, 2 * n - 1)), lax.div(_const(x, n * n), t))
+  return lax.div(lax.exp(lax.neg(x)), t)
+
+
+def _exp1_value(x):
+  small = lax.lt(x, _const(x, _E1_SPLIT))
+  use_series = lax.bitwise_and(small, lax.gt(x, _const(x, 0)))   # log(0), log(-x) aside
+  xs = lax.select(use_series, x, lax.full_like(x, 1))
+  xl = lax.select(small, lax.full_like(x, _E1_SPLIT), x)
+  series = lax.neg(lax.add(lax.add(_const(x, _EULER_GAMMA), lax.log(xs)),
+                           _ein_series(lax.neg(xs), 40)))
+  out = lax.select(small, series, _e1_fraction(xl))
+  out = lax.select(lax.eq(x, _const(x, 0)), lax.full_like(x, np.inf), out)
+  return lax.select(lax.lt(x, _const(x, 0)), lax.full_like(x, np.nan), out)
+
+
+def _ei_positive(x):
+  """Ei(x) for x > 0: gamma + log x + the series up to 40; e^x / x sum k! / x^k beyond."""
+  small = lax.le(x, _const(x, _EI_SPLIT))
+  xs = lax.select(small, x, lax.full_like(x, 1))
+  xl = lax.select(small, lax.full_like(x, 2 * _EI_SPLIT), x)
+  series = lax.add(lax.add(_const(x, _EULER_GAMMA), lax.log(xs)),
+                   _ein_series(xs, _EI_SERIES_TERMS))
+  term, total, inv = lax.full_like(x, 1), lax.full_like(x, 1), lax.reciprocal(xl)
+  for k in range(1, _EI_ASYMPTOTIC_TERMS + 1):
+    term = lax.mul(term, lax.mul(inv, _const(x, k)))
+    total = lax.add(total, term)
+  asymptotic = lax.mul(lax.exp(lax.sub(xl, lax.log(xl))), total)   # e^x / x, overflow-late
+  return lax.select(small, series, asymptotic)
+
+
+def _expi_value(x):
+  positive = lax.gt(x, _const(x, 0))
+  xp = lax.select(positive, x, lax.full_like(x, 1))
+  xn = lax.select(positive, lax.full_like(x, 1), lax.neg(x))
+  out = lax.select(positive, _ei_positive(xp), lax.neg(_exp1_value(xn)))
+  return lax.select(lax.eq(x, _const(x, np.inf)), x, out)
+
+
+@custom_jvp
+def _exp1(x):
+  return _exp1_value(x)
+
+
+@custom_jvp
+def _expi(x):
+  return _expi_value(x)
+
+
+# E1'(x) = -e^-x / x, Ei'(x) = e^x / x
+_exp1.defjvps(lambda g, ans, x: lax.mul(g, lax.neg(lax.div(lax.exp(lax.neg(x)), x))))
+_expi.defjvps(lambda g, ans, x: lax.mul(g, lax.div(lax.exp(x), x)))
+
+
+def _real_float_unary(name, fn, doc):
+  def wrapped(x):
+    x, = util.promote_args_inexact(name, x)
+    _real_only(name, x)
+    dt = aval(x).dtype
+    if dtypes.finfo(dt).bits < 32:   # the series' constants need float32
+      return convert_element_type(fn(convert_element_type(x, np.float32)), dt)
+    return fn(x)
+  wrapped.__name__ = wrapped.__qualname__ = name
+  wrapped.__doc__ = doc
+  return wrapped
+
+
+exp1 = _real_float_unary("exp1", _exp1, "The exponential integral E1(x) = int_x^inf e^-t / t "
+                         "dt (NaN for x < 0, inf at 0).")
+expi = _real_float_unary("expi", _expi, "The exponential integral Ei(x) = -E1(-x) (the "
+                         "principal value for x > 0; -inf at 0).")
