@@ -338,3 +338,40 @@ def test_exp1_expi_grads(x64):
   close(ember.vmap(ember.grad(sp.expi))(x), np.exp(x) / x, 1e-14, 0)
   close(ember.vmap(ember.grad(sp.expi))(-x), np.exp(-x) / -x, 1e-14, 0)
   close(ember.grad(ember.grad(sp.exp1))(1.0), 2 * np.exp(-1.0), 1e-14)   # e^-x (1/x + 1/x^2)
+
+
+def test_expn_float64(x64):
+  # SciPy switches to a ~1e-7 uniform asymptotic expansion for n > 50: compare below that
+  n, x = [g.ravel() for g in np.meshgrid([0, 1, 2, 3, 5, 10, 30, 50],
+                                         [1e-6, 0.1, 0.9, 1.5, 1.6, 3.0, 10.0, 50.0, 300.0])]
+  for out in both(sp.expn, n, x):
+    close(out, ss.expn(n, x), 2e-14, 0)   # the series cancels ~30 ulps at x = 1.5
+  # n = 100, x = 50: JAX 0.12.1 and quadrature of int_1^inf e^(-x t) t^-n dt agree
+  close(sp.expn(100, 50.0), 1.2915478777847485e-24, 1e-14)
+  close(sp.expn(1000, 0.9), ss.expn(1000, 0.9), 1e-14)
+
+
+def test_expn_float32():
+  n, x = np.array([0, 1, 2, 5, 20], np.float32), np.array([0.3, 1.2, 2.0, 7.0, 30.0], np.float32)
+  out = sp.expn(n, x)
+  assert out.dtype == np.float32
+  close(out, ss.expn(n.astype(int), x.astype(np.float64)), 1e-5, 0)   # ~30 eps32 near 1.5
+
+
+def test_expn_edges_match_jax(x64):
+  n = np.array([0, 0, 1, 2, 3, -1, 2, 2, 2.5, 5, 2, 0, 50, 2])
+  x = np.array([0., 1., 0., 0., 0., 1., -1., inf, 1., 1e-300, nan, 800., 1.2, 1e4])
+  expected = [inf, 0.3678794411714423, inf, 1.0, 0.5, nan, nan, 0.0, 0.14849550677592194,
+              0.25, nan, 0.0, 0.00599697394226555, 0.0]   # JAX 0.12.1 (n = 2.5 -> 2)
+  for out in both(sp.expn, n, x):
+    close(out, expected, 1e-13)
+
+
+def test_expn_grads(x64):
+  dx = lambda n, x: ember.grad(sp.expn, argnums=1)(n, x)
+  close(dx(0.0, 1.0), -2 * np.exp(-1.0))     # -(x + 1) e^-x / x^2
+  close(dx(3.0, 1.0), -ss.expn(2, 1.0))
+  close(dx(2.0, 0.0), -inf)                  # JAX: -E_1(0)
+  close(ember.grad(sp.expn)(2.0, 1.0), 0.0)  # no derivative in the order (JAX: zero)
+  x = np.array([0.5, 2.0, 9.0])
+  close(ember.vmap(ember.grad(lambda x: sp.expn(4, x)))(x), -ss.expn(3, x), 1e-13)

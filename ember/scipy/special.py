@@ -7,7 +7,8 @@ functions call the lax composites of ember/_src/library/lax/special.py (lax.igam
 
 erfcx is real-valued only (JAX's complex erfcx goes through the Faddeeva function, not
 provided here). exp1 and expi are power series near 0, a continued fraction (E1) or the
-asymptotic series (Ei) beyond. Not provided yet: expn, the other Bessel
+asymptotic series (Ei) beyond; expn the same series and continued fraction for E_n. Not
+provided yet: the other Bessel
 functions, hypergeometric and spherical-harmonic functions."""
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "erf", "erfc", "erfinv", "expi
            "logit", "gammaln", "loggamma", "gammasgn", "gamma", "digamma", "betaln", "beta",
            "factorial", "multigammaln", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div",
            "boxcox", "boxcox1p", "ndtr", "ndtri", "log_ndtr", "gammainc", "gammaincc",
-           "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "erfcx", "exp1", "expi"]
+           "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "erfcx", "exp1", "expi", "expn"]
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
@@ -789,3 +790,98 @@ exp1 = _real_float_unary("exp1", _exp1, "The exponential integral E1(x) = int_x^
                          "dt (NaN for x < 0, inf at 0).")
 expi = _real_float_unary("expi", _expi, "The exponential integral Ei(x) = -E1(-x) (the "
                          "principal value for x > 0; -inf at 0).")
+
+
+_EN_SERIES_TERMS = 40   # E_n(x <= 1.5): (-x)^k / k! is < 1e-22 by k = 40
+
+
+def _expn_series(n, x):
+  """E_n(x) = (-x)^(n-1) / (n-1)! (psi(n) - log x) - sum_{k != n-1} (-x)^k / ((k-n+1) k!)
+  (n >= 1, 0 < x <= 1.5)."""
+  total, power = lax.full_like(x, 0), lax.full_like(x, 1)   # power: (-x)^k / k!
+  for k in range(_EN_SERIES_TERMS + 1):
+    if k:
+      power = lax.mul(power, lax.div(lax.neg(x), _const(x, k)))
+    denom = lax.sub(_const(n, k + 1), n)
+    skip = lax.eq(denom, _const(n, 0))
+    term = lax.div(power, lax.select(skip, lax.full_like(n, 1), denom))
+    total = lax.sub(total, lax.select(skip, lax.full_like(x, 0), term))
+  m = lax.sub(n, _const(n, 1))
+  sign = lax.select(lax.eq(lax.rem(m, _const(m, 2)), _const(m, 0)), lax.full_like(x, 1),
+                    lax.full_like(x, -1))
+  special = lax.mul(sign, lax.exp(lax.sub(lax.mul(m, lax.log(x)), lax.lgamma(n))))
+  return lax.add(total, lax.mul(special, lax.sub(lax.digamma(n), lax.log(x))))
+
+
+def _expn_fraction(n, x):
+  """E_n(x) = e^-x / (x + n - 1 n / (x + n + 2 - 2 (n+1) / (x + n + 4 - ...))) (x > 1.5)."""
+  terms = _E1_FRACTION_TERMS
+  xn = lax.add(x, n)
+  t = lax.add(xn, _const(x, 2 * terms))
+  for k in range(terms, 0, -1):
+    a_k = lax.mul(_const(n, k), lax.add(n, _const(n, k - 1)))
+    t = lax.sub(lax.add(xn, _const(x, 2 * (k - 1))), lax.div(a_k, t))
+  return lax.div(lax.exp(lax.neg(x)), t)
+
+
+def _expn_value(n, x):
+  zero, one = _const(x, 0), _const(x, 1)
+  max_log = _const(x, math.log(dtypes.finfo(aval(x).dtype).max))
+  invalid = _any_of(lax.lt(n, zero), lax.lt(x, zero), lax.ne(n, n), lax.ne(x, x),
+                    lax.eq(n, _const(n, np.inf)))
+  positive = lax.bitwise_and(lax.gt(x, zero), lax.le(x, max_log))
+  x_safe = lax.select(positive, x, lax.full_like(x, 1))
+  n_safe = lax.select(lax.bitwise_or(invalid, lax.lt(n, one)), lax.full_like(n, 1), n)
+  small = lax.le(x_safe, _const(x, _E1_SPLIT))
+  xs = lax.select(small, x_safe, lax.full_like(x, 1))
+  xl = lax.select(small, lax.full_like(x, 2), x_safe)
+  out = lax.select(small, _expn_series(n_safe, xs), _expn_fraction(n_safe, xl))
+  out = lax.select(lax.eq(n, zero), lax.div(lax.exp(lax.neg(x_safe)), x_safe), out)
+  out = lax.select(lax.gt(x, max_log), lax.full_like(x, 0), out)
+  at_zero = lax.select(lax.lt(n, _const(n, 2)), lax.full_like(x, np.inf),
+                       lax.reciprocal(lax.sub(n, one)))
+  out = lax.select(lax.eq(x, zero), at_zero, out)
+  return lax.select(invalid, lax.full_like(x, np.nan), out)
+
+
+def _any_of(*preds):
+  out = preds[0]
+  for p in preds[1:]:
+    out = lax.bitwise_or(out, p)
+  return out
+
+
+@custom_jvp
+def _expn(n, x):
+  return _expn_value(lax.floor(n), x)
+
+
+def _expn_dx(g, ans, n, x):
+  """dE_n/dx = -E_{n-1}(x); for n = 0, d(e^-x / x) = -(x + 1) e^-x / x^2."""
+  n = lax.floor(n)
+  zero, one = _const(x, 0), _const(x, 1)
+  big = lax.gt(x, _const(x, math.log(dtypes.finfo(aval(x).dtype).max)))
+  x_safe = lax.select(lax.bitwise_and(lax.gt(x, zero), lax.bitwise_not(big)), x,
+                      lax.full_like(x, 1))
+  d0 = lax.neg(lax.div(lax.mul(lax.add(x_safe, one), lax.exp(lax.neg(x_safe))),
+                       lax.mul(x_safe, x_safe)))
+  d0 = lax.select(big, lax.full_like(x, 0), d0)
+  d0 = lax.select(lax.eq(x, zero), lax.full_like(x, -np.inf), d0)
+  previous = lax.neg(_expn(lax.max(lax.sub(n, one), zero), x))
+  out = lax.select(lax.eq(n, zero), d0, previous)
+  return lax.mul(g, lax.select(lax.ne(ans, ans), lax.full_like(x, np.nan), out))
+
+
+_expn.defjvps(None, _expn_dx)   # n is an integer order: no derivative (JAX: zero)
+
+
+def expn(n, x):
+  """The generalized exponential integral E_n(x) = int_1^inf e^(-x t) / t^n dt, n >= 0 (a
+  non-integer n is truncated, as JAX does); NaN for n < 0 or x < 0."""
+  n, x = util.promote_args_inexact("expn", n, x)
+  _real_only("expn", x)
+  dt = aval(x).dtype
+  if dtypes.finfo(dt).bits < 32:   # the series' constants need float32
+    up = lambda v: convert_element_type(v, np.float32)
+    return convert_element_type(_expn(up(n), up(x)), dt)
+  return _expn(n, x)
