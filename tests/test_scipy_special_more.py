@@ -375,3 +375,11 @@ def test_expn_grads(x64):
   close(ember.grad(sp.expn)(2.0, 1.0), 0.0)  # no derivative in the order (JAX: zero)
   x = np.array([0.5, 2.0, 9.0])
   close(ember.vmap(ember.grad(lambda x: sp.expn(4, x)))(x), -ss.expn(3, x), 1e-13)
+
+
+def test_expn_broadcasts_a_scalar_order(x64):
+  x = np.array([[0.5, 2.0, 9.0]])
+  for out in both(sp.expn, 3, x):
+    assert out.shape == (1, 3)
+    close(out, ss.expn(3, x), 1e-14)
+  close(sp.expn(np.array([[1], [4]]), x), ss.expn(np.array([[1], [4]]), x), 1e-14)

@@ -275,6 +275,8 @@ def expn(n, x):
   non-integer n is truncated, as JAX does); NaN for n < 0 or x < 0."""
   n, x = util.promote_args_inexact("expn", n, x)
   _real_only("expn", x)
+  shape = util.broadcast_shapes(aval(n).shape, aval(x).shape)   # elementwise selects below
+  n, x = util.broadcast_to_shape(n, shape), util.broadcast_to_shape(x, shape)
   dt = aval(x).dtype
   if dtypes.finfo(dt).bits < 32:   # the series' constants need float32
     up = lambda v: convert_element_type(v, np.float32)
