@@ -383,3 +383,12 @@ def test_expn_broadcasts_a_scalar_order(x64):
     assert out.shape == (1, 3)
     close(out, ss.expn(3, x), 1e-14)
   close(sp.expn(np.array([[1], [4]]), x), ss.expn(np.array([[1], [4]]), x), 1e-14)
+
+
+def test_grads_under_jit(x64):
+  da, dx = ember.jit(ember.grad(sp.gammainc, argnums=(0, 1)))(2.0, 3.0)
+  close(da, -0.19742542, 1e-7)   # JAX 0.12.1 (printed to 8 digits)
+  close(dx, 3.0 * np.exp(-3.0), 1e-13)
+  close(ember.jit(ember.grad(sp.betainc, argnums=2))(2.0, 3.0, 0.4), 0.4 * 0.6 ** 2 * 12, 1e-13)
+  close(ember.jit(ember.grad(sp.expn, argnums=1))(3.0, 1.0), -ss.expn(2, 1.0), 1e-13)
+  close(ember.jit(ember.grad(sp.erfcx))(7.0), 14 * ss.erfcx(7.0) - 2 / np.sqrt(np.pi), 1e-11)
