@@ -6,5 +6,6 @@ from ember._src.primitives import public_lax_fns as _public_lax_fns
 # calls the converting forms in ember._src.library.lax.api)
 globals().update(_public_lax_fns)
 del _public_lax_fns
+from ember._src.library.lax.special import *  # noqa: E402,F401,F403
 from ember.lax import linalg  # noqa: E402,F401  (jax.lax.linalg)
 from ember._src.core.sharding import with_sharding_constraint  # noqa: E402,F401

@@ -2,9 +2,17 @@
 built on lax's erf/lgamma/digamma/logistic primitives, written as
 jax/_src/scipy/special.py writes them (same branches, constants and custom JVPs).
 
-Not provided (no lax primitive here yet): betainc, gammainc(c), polygamma, zeta, the Bessel
-functions, hypergeometric, exponential-integral and spherical-harmonic functions."""
+The incomplete gamma and beta functions, polygamma, zeta and the order 0/1 modified Bessel
+functions call the lax composites of ember/_src/library/lax/special.py (lax.igamma, ...).
+
+erfcx is real-valued only (JAX's complex erfcx goes through the Faddeeva function, not
+provided here). exp1 and expi are power series near 0, a continued fraction (E1) or the
+asymptotic series (Ei) beyond; expn the same series and continued fraction for E_n (these
+and erfcx are ember's own algorithms, with JAX's edge values and derivatives). Not provided
+yet: the other Bessel functions, hypergeometric and spherical-harmonic functions."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -12,8 +20,10 @@ import ember.numpy as jnp
 from ember._src import core
 from ember._src.base import dtypes
 from ember._src.library.lax import api as lax
+from ember._src.library.lax import special as lax_special
 from ember._src.driver.jit import jit
 from ember._src.library.numpy import util
+from ember._src.library.scipy.expint import erfcx, exp1, expi, expn  # noqa: F401
 from ember._src.library.numpy.reductions import aval, reduction_dims, static_axes
 from ember._src.library.numpy.ufuncs import _const  # JAX's lax._const: weak for weak scalars
 from ember._src.primitives.elementwise import convert_element_type
@@ -22,7 +32,9 @@ from ember._src.transforms.custom_derivatives import custom_jvp
 __all__ = ["logsumexp", "softmax", "log_softmax", "erf", "erfc", "erfinv", "expit",
            "logit", "gammaln", "loggamma", "gammasgn", "gamma", "digamma", "betaln", "beta",
            "factorial", "multigammaln", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div",
-           "boxcox", "boxcox1p", "ndtr", "ndtri", "log_ndtr"]
+           "boxcox", "boxcox1p", "ndtr", "ndtri", "log_ndtr", "gammainc", "gammaincc",
+           "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "erfcx", "exp1", "expi",
+           "expn"]
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
@@ -515,3 +527,107 @@ def _log_ndtr_jvp(series_order, primals, tangents):
   (x,), (t,) = primals, tangents  # d log Phi = phi / Phi, formed in log space
   ans = _log_ndtr(x, series_order)
   return ans, lax.mul(t, lax.exp(lax.sub(_norm_logpdf(x), ans)))
+
+
+# --- incomplete gamma and beta, polygamma, zeta -------------------------------------------
+
+def gammainc(a, x):
+  """The regularized lower incomplete gamma function P(a, x) (lax.igamma)."""
+  a, x = util.promote_args_inexact("gammainc", a, x)
+  return lax_special.igamma(a, x)
+
+
+def gammaincc(a, x):
+  """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x) (lax.igammac)."""
+  a, x = util.promote_args_inexact("gammaincc", a, x)
+  return lax_special.igammac(a, x)
+
+
+def betainc(a, b, x):
+  """The regularized incomplete beta function I_x(a, b); differentiable in x only."""
+  a, b, x = util.promote_args_inexact("betainc", a, b, x)
+  _real_only("betainc", x)
+  return lax_special.betainc(a, b, x)
+
+
+def polygamma(n, x):
+  """The n-th derivative of digamma; `n` must have an integer dtype."""
+  if not dtypes.issubdtype(lax.dtype(n), np.integer):
+    raise ValueError(f"Argument `n` to polygamma must be of integer type. Got dtype "
+                     f"{lax.dtype(n)}.")
+  n, x = util.promote_args_inexact("polygamma", n, x)
+  _real_only("polygamma", x)
+  return lax_special.polygamma(n, x)
+
+
+def zeta(x, q=None):
+  """The Hurwitz zeta function sum_{k>=0} (q + k)^-x (the Riemann one, q=None, is not
+  provided, as in JAX)."""
+  if q is None:
+    raise NotImplementedError("Riemann zeta function not implemented; pass q != None to "
+                              "compute the Hurwitz Zeta function.")
+  x, q = util.promote_args_inexact("zeta", x, q)
+  return lax_special.zeta(x, q)
+
+
+# --- modified Bessel functions of orders 0 and 1 ------------------------------------------
+
+def i0e(x):
+  """exp(-|x|) I0(x)."""
+  x, = util.promote_args_inexact("i0e", x)
+  return lax.bessel_i0e(x)
+
+
+def i1e(x):
+  """exp(-|x|) I1(x)."""
+  x, = util.promote_args_inexact("i1e", x)
+  return lax_special.bessel_i1e(x)
+
+
+def _exp_times(abs_x, scaled):
+  """exp(|x|) * scaled without overflowing exp where the product is finite: past log(max)
+  the exponential is applied in two halves."""
+  max_log = _const(abs_x, math.floor(math.log(dtypes.finfo(aval(abs_x).dtype).max)))
+  halve = lax.gt(abs_x, max_log)
+  e = lax.exp(lax.select(halve, lax.mul(abs_x, _const(abs_x, 0.5)), abs_x))
+  return lax.mul(lax.select(halve, lax.mul(e, scaled), scaled), e)
+
+
+@custom_jvp
+def _i0(x):
+  abs_x = lax.abs(x)
+  return _exp_times(abs_x, lax.bessel_i0e(abs_x))
+
+
+@custom_jvp
+def _i1(x):
+  return _exp_times(lax.abs(x), lax_special.bessel_i1e(x))
+
+
+def _i1_slope(x, ans):
+  """I1'(x) = I0(x) - I1(x) / x; near 0 (0/0) its series 1/2 + 3 x^2 / 16."""
+  near_zero = lax.le(lax.abs(x), _const(x, math.sqrt(dtypes.finfo(aval(x).dtype).eps)))
+  safe_x = lax.select(near_zero, lax.full_like(x, 1), x)
+  series = lax.add(_const(x, 0.5), lax.mul(_const(x, 3 / 16), lax.mul(x, x)))
+  return lax.select(near_zero, series, lax.sub(_i0(safe_x), lax.div(ans, safe_x)))
+
+
+_i0.defjvps(lambda g, ans, x: lax.mul(g, _i1(x)))
+_i1.defjvps(lambda g, ans, x: lax.mul(g, _i1_slope(x, ans)))
+
+
+def _bessel_float(name, fn):
+  def wrapped(x):
+    x, = util.promote_args_inexact(name, x)
+    if not dtypes.issubdtype(aval(x).dtype, np.floating):
+      raise ValueError(f"Unsupported input type to jax.scipy.special.{name}: {aval(x).dtype}")
+    return fn(x)
+  wrapped.__name__ = wrapped.__qualname__ = name
+  return wrapped
+
+
+i0 = _bessel_float("i0", _i0)
+i0.__doc__ = "The modified Bessel function of the first kind of order 0, I0(x)."
+i1 = _bessel_float("i1", _i1)
+i1.__doc__ = "The modified Bessel function of the first kind of order 1, I1(x)."
+

@@ -315,18 +315,19 @@ def _trigamma(x):
 
 def _bessel_i1e(x):
   """exp(-|x|) I1(x) from lax ops (d i0e = i1e - sign(x) i0e): the power series, its terms
-  by recurrence (no overflow), up to |x| = 15; the asymptotic series beyond."""
+  by recurrence (no overflow), up to |x| = 30; the asymptotic series beyond (relative
+  error < 1e-15 there, 2e-11 if switched at 15)."""
   a = abs(x)
-  small = le(a, _full(a, 15.0))
+  small = le(a, _full(a, 30.0))
   xs = select(small, a, _zeros(a))
   q = mul(mul(xs, xs), 0.25)
   term = mul(xs, 0.5)
   total = term
-  for k in range(1, 60):
+  for k in range(1, 80):
     term = div(mul(term, q), float(k * (k + 1)))
     total = add(total, term)
   series = mul(total, exp(neg(xs)))
-  xl = select(small, _full(a, 16.0), a)
+  xl = select(small, _full(a, 31.0), a)
   coef, asym, inv = 1.0, _full(a, 1.0), reciprocal(xl)
   power = _full(a, 1.0)
   for k in range(1, 12):  # a_k = prod_{j<=k} (4 - (2j-1)^2) / (k! 8^k), with (-1)^k
