@@ -1,0 +1,227 @@
+"""ember.scipy.stats distributions beyond norm against scipy.stats in float64, eager and
+under ember.jit; loc/scale/shape broadcasting, out-of-support inputs, gradients (finite
+differences), vmap, and dtypes/weak types as JAX 0.12.1 gives them."""
+import numpy as np
+import pytest
+import scipy.stats as sps
+
+import ember
+import ember.numpy as jnp
+import ember.scipy.stats as stats
+
+# module -> (shape parameters of the float32 broadcasting test, of the float64 test, functions)
+CONTINUOUS = {
+    "t": ((np.float32(2.5),), (7.0,), ["logpdf", "pdf"]),
+    "expon": ((), (), ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]),
+    "laplace": ((), (), ["logpdf", "pdf", "cdf"]),
+    "logistic": ((), (), ["logpdf", "pdf", "cdf", "sf"]),
+    "cauchy": ((), (), ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]),
+    "uniform": ((), (), ["logpdf", "pdf", "cdf"]),
+}
+QUANTILES = {  # module -> functions of q
+    "expon": ["ppf"], "logistic": ["ppf", "isf"], "cauchy": ["ppf", "isf"], "uniform": ["ppf"],
+}
+CASES = [(m, f) for m, (_, _, fs) in CONTINUOUS.items() for f in fs]
+Q_CASES = [(m, f) for m, fs in QUANTILES.items() for f in fs]
+
+X = np.array([-9., -3., -1.5, -0.3, 0., 0.3, 1., 4., 5.5], np.float32)
+XB = X[:, None]                                         # (9, 1)
+LOC = np.array([0., 1., -2.], np.float32)               # (3,)
+SCALE = np.array([[0.5], [3.]], np.float32)[:, :, None]  # (2, 1, 1): broadcasts to (2, 9, 3)
+Q = np.array([0., 1e-6, 0.01, 0.2, 0.3, 0.5, 0.7, 0.9, 0.999, 1.], np.float32)
+
+# float32: each op rounds to ~6e-8 relative; z = (x - loc) / scale takes two roundings and the
+# log-densities are sums of terms up to ~30 in size (z^2 / 2-like terms, |z| up to 22 here),
+# so the absolute error of a log-quantity is a few ulps of 30 (~2e-6 each), which exp turns
+# into the same relative error: rtol 2e-5 with atol 1e-5 covers that with margin. The scipy
+# reference is evaluated at the float32 inputs themselves, so input rounding is not counted.
+RTOL32, ATOL32 = 2e-5, 1e-5
+# float64: the same argument with ulp 1.1e-16 (cauchy's cdf = 1/2 + arctan(z)/pi cancels in
+# the lower tail, ~1e-14 relative at z = -30, as in JAX and scipy)
+RTOL64, ATOL64 = 1e-12, 1e-13
+
+
+def both(f, *args):
+  return [f(*args), ember.jit(f)(*args)]
+
+
+def check(out, expected, dtype="float32", rtol=RTOL32, atol=ATOL32):
+  assert out.dtype == np.dtype(dtype), out.dtype
+  assert out.shape == np.shape(expected), (out.shape, np.shape(expected))
+  got = np.asarray(out, np.float64)
+  ok = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+  assert ok.all(), (got[~ok], np.broadcast_to(expected, got.shape)[~ok])
+
+
+def ref(module, name, *args):
+  """scipy.stats' float64 value (its argument order is ember's: x, shapes, loc, scale)."""
+  with np.errstate(all="ignore"):
+    return getattr(getattr(sps, module), name)(*(np.asarray(a, np.float64) for a in args))
+
+
+@pytest.mark.parametrize("module,name", CASES, ids=[f"{m}.{f}" for m, f in CASES])
+def test_values_and_broadcasting(module, name):
+  f = getattr(getattr(stats, module), name)
+  shapes32, shapes64, _ = CONTINUOUS[module]
+  for out in both(f, X, *shapes32):
+    check(out, ref(module, name, X, *shapes32))
+  for out in both(f, XB, *shapes32, LOC, SCALE):
+    check(out, ref(module, name, XB, *shapes32, LOC, SCALE))
+  with ember.enable_x64():
+    x = np.linspace(-30, 8, 13)
+    for out in both(f, x, *shapes64, 0.5, 2.0):
+      check(out, ref(module, name, x, *shapes64, 0.5, 2.0), "float64", RTOL64, ATOL64)
+
+
+@pytest.mark.parametrize("module,name", Q_CASES, ids=[f"{m}.{f}" for m, f in Q_CASES])
+def test_quantiles(module, name):
+  f = getattr(getattr(stats, module), name)
+  # the quantile's condition number in q is q f'/f ~ 1/(1-q) near 1 (log1p(-q), logit), so the
+  # float32 rounding error of q = 0.999 gives ~6e-5 relative: rtol 1e-4 there
+  rtol = np.where(Q > 0.99, 1e-4, RTOL32)
+  for out in both(f, Q):
+    check(out, ref(module, name, Q), rtol=rtol)
+  for out in both(f, Q[:, None], LOC, np.float32(2.)):
+    check(out, ref(module, name, Q[:, None], LOC, 2.), rtol=rtol[:, None])
+  with ember.enable_x64():
+    q = np.array([0., 1e-300, 1e-20, 0.1, 0.3, 0.5, 0.7, 0.999, 1 - 1e-15, 1.])
+    for out in both(f, q, 0.5, 2.0):
+      # near q = 1, 1 - q carries q's rounding (the relative error of 1 - 1e-15 is 1e-1):
+      # scipy and ember see the same float64 q, so only rounding inside the formula counts
+      check(out, ref(module, name, q, 0.5, 2.0), "float64", RTOL64, ATOL64)
+
+
+def test_quantiles_outside_zero_one_are_nan():
+  bad = np.array([-0.1, 1.1, np.nan], np.float32)
+  for module, name in Q_CASES:
+    if module == "logistic":  # JAX's logistic.ppf is logit(q) * scale + loc: NaN by logit
+      continue
+    out = getattr(getattr(stats, module), name)(bad)
+    assert np.isnan(np.asarray(out)).all(), (module, name, out)
+  assert np.isnan(np.asarray(stats.logistic.ppf(bad))).all()
+
+
+def test_cauchy_ppf_is_relative_accurate_near_the_median():
+  # tan(pi (q - 1/2)) with q - 1/2 exact: JAX's tanpi keeps this; tan(pi * q') with
+  # q' ~ 1/2 would lose ~4 digits at q = 0.4999
+  q = np.array([0.4999, 0.49999, 0.5001, 0.25, 0.75, 0.2499], np.float32)
+  check(stats.cauchy.ppf(q), ref("cauchy", "ppf", q), rtol=2e-6, atol=0)
+
+
+def test_support_edges():
+  inf = np.inf
+  below = np.array([-1., -1e-30, -inf], np.float32)
+  check(stats.expon.logpdf(below), [-inf] * 3)
+  check(stats.expon.pdf(below), [0.] * 3)
+  check(stats.expon.cdf(below), [0.] * 3)
+  check(stats.expon.logcdf(below), [-inf] * 3)
+  check(stats.expon.sf(below), [1.] * 3)
+  check(stats.expon.logsf(below), [0.] * 3)
+  check(stats.expon.logcdf(np.float32([0., 1e-30, 30., inf])),
+        [-inf, np.log(1e-30), -np.exp(-30.), 0.], rtol=1e-6, atol=0)
+  check(stats.expon.ppf(np.float32([0., 1.])), [0., inf])
+  # uniform: both ends belong to the support; NaN stays NaN; scale 0 leaves x = loc only
+  x = np.array([-0.5, 0., 1., 1.5, np.nan], np.float32)
+  check(stats.uniform.logpdf(x), [-inf, 0., 0., -inf, np.nan])
+  check(stats.uniform.pdf(x), [0., 1., 1., 0., np.nan])
+  check(stats.uniform.cdf(x), [0., 0., 1., 1., np.nan])
+  check(stats.uniform.logpdf(np.float32([0.5, 1.]), 0., 0.), [-inf, -inf])
+  # the infinite ends of the others
+  ends = np.array([-inf, inf], np.float32)
+  check(stats.laplace.cdf(ends), [0., 1.])
+  check(stats.logistic.cdf(ends), [0., 1.])
+  check(stats.cauchy.cdf(ends), [0., 1.])
+  check(stats.cauchy.logsf(ends), [0., -inf])
+  check(stats.t.logpdf(ends, 3.), [-inf, -inf])
+  for module in ("logistic", "cauchy"):
+    m = getattr(stats, module)
+    check(m.ppf(np.float32([0., 1.])), [-inf, inf])
+    check(m.isf(np.float32([0., 1.])), [inf, -inf])
+
+
+def test_t_tends_to_the_normal():
+  with ember.enable_x64():
+    x = np.linspace(-4, 4, 9)
+    check(stats.t.logpdf(x, 1e8), sps.norm.logpdf(x), "float64", rtol=1e-7, atol=1e-7)
+
+
+def _fd(f, x, h=1e-6):
+  return (f(x + h) - f(x - h)) / (2 * h)
+
+
+GRAD_POINTS = {"t": (0.7, 3.5, 0.2, 1.5)}  # (x, *shapes, loc, scale): inside the support
+GRAD_CASES = CASES + Q_CASES
+
+
+@pytest.mark.parametrize("module,name", GRAD_CASES, ids=[f"{m}.{f}" for m, f in GRAD_CASES])
+def test_gradients(module, name):
+  f = getattr(getattr(stats, module), name)
+  args = GRAD_POINTS.get(module, (0.7, 0.2, 1.5))
+  if name in ("ppf", "isf"):
+    args = (0.3,) + args[1:]
+  with ember.enable_x64():
+    argnums = tuple(range(len(args)))
+    for g in (ember.grad(f, argnums), ember.jit(ember.grad(f, argnums))):
+      grads = g(*(np.float64(a) for a in args))
+      for i in argnums:
+        def along(v):
+          a = list(args)
+          a[i] = v
+          return float(f(*a))
+        np.testing.assert_allclose(float(grads[i]), _fd(along, args[i]), rtol=1e-6, atol=1e-9)
+
+
+def test_gradients_stay_finite_in_the_tails():
+  # JAX 0.12: laplace.cdf forms exp(-|z|) only, expon.logcdf's log1mexp has the custom
+  # derivative 1/expm1(z) (inf at z = 0, 0 below loc)
+  x = np.array([-100., -1., 0.5, 100.], np.float32)
+  g = ember.vmap(ember.grad(stats.laplace.cdf))(x)
+  # exp(-100) / 2 is a float32 subnormal, flushed to 0 as XLA's CPU backend does: atol 1e-37
+  check(g, 0.5 * np.exp(-np.abs(x.astype(np.float64))), rtol=1e-6, atol=1e-37)
+  g = ember.vmap(ember.grad(stats.expon.logcdf))(np.float32([-1., 0., 1., 50.]))
+  check(g, [0., np.inf, 1 / np.expm1(1.), 1 / np.expm1(50.)], rtol=1e-6, atol=0)
+  g = ember.vmap(ember.grad(stats.logistic.logpdf))(np.float32([-200., 0., 200.]))
+  check(g, [1., 0., -1.], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("module,name", CASES, ids=[f"{m}.{f}" for m, f in CASES])
+def test_vmap(module, name):
+  f = getattr(getattr(stats, module), name)
+  shapes32 = CONTINUOUS[module][0]
+  # x and loc mapped together, scale broadcast
+  out = ember.vmap(lambda x, loc: f(x, *shapes32, loc, np.float32(2.)))(X, X[::-1])
+  check(out, ref(module, name, X, *shapes32, X[::-1], 2.))
+
+
+# JAX 0.12.1's (dtype, weak_type) for a Python float, a float16, an int32 array and a bfloat16
+_JAX_DTYPES = [("float32", True), ("float16", False), ("float32", False), ("bfloat16", False)]
+
+
+@pytest.mark.parametrize("module,name", CASES + Q_CASES,
+                         ids=[f"{m}.{f}" for m, f in CASES + Q_CASES])
+def test_dtypes_and_weak_types(module, name):
+  f = getattr(getattr(stats, module), name)
+  shapes = (2.5,) if module == "t" else ()
+  want = list(_JAX_DTYPES)
+  if module == "t":
+    # JAX's betaln returns a strong float32 for weak inputs (ember's keeps the weak type),
+    # so JAX's t.logpdf(0.3, 2.5) is strong; ember follows its own betaln here
+    want[0] = ("float32", True)
+  got = [(str(o.dtype), bool(o.weak_type)) for o in
+         (f(x, *shapes) for x in (0.3, np.float16(0.3), np.array([0, 1]), jnp.bfloat16(0.3)))]
+  assert got == want
+  with ember.enable_x64():
+    assert f(np.array([0, 1]), *shapes).dtype == np.float64
+    assert f(np.float32(0.3), *shapes).dtype == np.float32
+
+
+def test_errors_and_namespaces():
+  with pytest.raises(ValueError, match="Incompatible shapes for broadcasting"):
+    stats.cauchy.cdf(np.ones(2), np.ones(3))
+  with pytest.raises(TypeError):
+    stats.t.logpdf(0.3)  # df is required, as in JAX
+  import ember.scipy.stats.t as t_module
+  assert stats.t is t_module
+  for module, (_, _, names) in CONTINUOUS.items():
+    m = getattr(stats, module)
+    assert sorted(m.__all__) == sorted(names + QUANTILES.get(module, [])), module
