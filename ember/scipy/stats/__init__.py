@@ -1,7 +1,7 @@
-"""ember.scipy.stats (jax.scipy.stats): the distributions below, each a module with JAX
-0.12's function names and signatures. Provided: norm, t, expon, laplace, logistic, cauchy,
-uniform. Functions that need gammainc/gammaincc/betainc (not in ember.scipy.special yet)
-are left out rather than stubbed."""
+"""ember.scipy.stats (jax.scipy.stats): each distribution a module with JAX 0.12's function
+names and signatures. Provided: norm, t, expon, laplace, logistic, cauchy, uniform, gamma,
+beta, chi2 (logpdf/pdf), poisson (logpmf/pmf), binom, bernoulli, geom. Functions that need
+gammainc/gammaincc/betainc (not in ember.scipy.special yet) are left out, not stubbed."""
 from ember.scipy.stats import norm  # noqa: F401
 from ember.scipy.stats import t  # noqa: F401
 from ember.scipy.stats import expon  # noqa: F401
@@ -9,3 +9,10 @@ from ember.scipy.stats import laplace  # noqa: F401
 from ember.scipy.stats import logistic  # noqa: F401
 from ember.scipy.stats import cauchy  # noqa: F401
 from ember.scipy.stats import uniform  # noqa: F401
+from ember.scipy.stats import gamma  # noqa: F401
+from ember.scipy.stats import beta  # noqa: F401
+from ember.scipy.stats import chi2  # noqa: F401
+from ember.scipy.stats import poisson  # noqa: F401
+from ember.scipy.stats import binom  # noqa: F401
+from ember.scipy.stats import bernoulli  # noqa: F401
+from ember.scipy.stats import geom  # noqa: F401
