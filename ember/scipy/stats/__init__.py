@@ -1,6 +1,7 @@
 """ember.scipy.stats (jax.scipy.stats): each distribution a module with JAX 0.12's function
 names and signatures. Provided: norm, t, expon, laplace, logistic, cauchy, uniform, gamma,
-beta, chi2 (logpdf/pdf), poisson (logpmf/pmf), binom, bernoulli, geom. Functions that need
+beta, chi2 (logpdf/pdf), poisson (logpmf/pmf), binom, bernoulli, geom, nbinom, betabinom,
+pareto, gennorm (logpdf/pdf), vonmises, multivariate_normal, dirichlet. Functions that need
 gammainc/gammaincc/betainc (not in ember.scipy.special yet) are left out, not stubbed."""
 from ember.scipy.stats import norm  # noqa: F401
 from ember.scipy.stats import t  # noqa: F401
@@ -16,3 +17,10 @@ from ember.scipy.stats import poisson  # noqa: F401
 from ember.scipy.stats import binom  # noqa: F401
 from ember.scipy.stats import bernoulli  # noqa: F401
 from ember.scipy.stats import geom  # noqa: F401
+from ember.scipy.stats import nbinom  # noqa: F401
+from ember.scipy.stats import betabinom  # noqa: F401
+from ember.scipy.stats import pareto  # noqa: F401
+from ember.scipy.stats import gennorm  # noqa: F401
+from ember.scipy.stats import vonmises  # noqa: F401
+from ember.scipy.stats import multivariate_normal  # noqa: F401
+from ember.scipy.stats import dirichlet  # noqa: F401
