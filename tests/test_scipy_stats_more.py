@@ -21,10 +21,12 @@ CONTINUOUS = {
     "chi2": ((np.float32(3.),), (5.,), ["logpdf", "pdf"]),
     "beta": ((np.float32(2.), np.float32(3.)), (0.5, 1.5), ["logpdf", "pdf"]),
     "pareto": ((np.float32(2.5),), (1.5,), ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]),
+    "gumbel_r": ((), (), ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]),
+    "gumbel_l": ((), (), ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]),
 }
 QUANTILES = {  # module -> functions of q
     "expon": ["ppf"], "logistic": ["ppf", "isf"], "cauchy": ["ppf", "isf"], "uniform": ["ppf"],
-    "pareto": ["ppf"],
+    "pareto": ["ppf"], "gumbel_r": ["ppf"], "gumbel_l": ["ppf"],
 }
 CASES = [(m, f) for m, (_, _, fs) in CONTINUOUS.items() for f in fs]
 Q_CASES = [(m, f) for m, fs in QUANTILES.items() for f in fs]
@@ -78,6 +80,15 @@ def test_values_and_broadcasting(module, name):
       check(out, ref(module, name, x, *shapes64, 0.5, 2.0), "float64", RTOL64, ATOL64)
 
 
+def quantile_ref(module, name, q, *args):
+  """scipy's quantile, except that JAX 0.12.1's gumbel_r/gumbel_l.ppf give NaN at q = 0 and 1
+  (scipy: -+inf)."""
+  out = ref(module, name, q, *args)
+  if module.startswith("gumbel"):
+    out = np.where((np.asarray(q) == 0) | (np.asarray(q) == 1), np.nan, out)
+  return out
+
+
 @pytest.mark.parametrize("module,name", Q_CASES, ids=[f"{m}.{f}" for m, f in Q_CASES])
 def test_quantiles(module, name):
   f = getattr(getattr(stats, module), name)
@@ -86,15 +97,15 @@ def test_quantiles(module, name):
   rtol = np.where(Q > 0.99, 1e-4, RTOL32)
   shapes32, shapes64, _ = CONTINUOUS[module]
   for out in both(f, Q, *shapes32):
-    check(out, ref(module, name, Q, *shapes32), rtol=rtol)
+    check(out, quantile_ref(module, name, Q, *shapes32), rtol=rtol)
   for out in both(f, Q[:, None], *shapes32, LOC, np.float32(2.)):
-    check(out, ref(module, name, Q[:, None], *shapes32, LOC, 2.), rtol=rtol[:, None])
+    check(out, quantile_ref(module, name, Q[:, None], *shapes32, LOC, 2.), rtol=rtol[:, None])
   with ember.enable_x64():
     q = np.array([0., 1e-300, 1e-20, 0.1, 0.3, 0.5, 0.7, 0.999, 1 - 1e-15, 1.])
     for out in both(f, q, *shapes64, 0.5, 2.0):
       # near q = 1, 1 - q carries q's rounding (the relative error of 1 - 1e-15 is 1e-1):
       # scipy and ember see the same float64 q, so only rounding inside the formula counts
-      check(out, ref(module, name, q, *shapes64, 0.5, 2.0), "float64", RTOL64, ATOL64)
+      check(out, quantile_ref(module, name, q, *shapes64, 0.5, 2.0), "float64", RTOL64, ATOL64)
 
 
 def test_quantiles_outside_zero_one_are_nan():
@@ -518,3 +529,85 @@ def test_dirichlet():
   with pytest.raises(ValueError, match="one entry fewer"):
     stats.dirichlet.logpdf(np.ones(5, np.float32), ALPHA)
   assert stats.dirichlet.logpdf(np.array([0, 1, 0]), ALPHA).dtype == np.float32
+
+
+def test_gumbel_scale_must_be_positive():
+  # JAX 0.12.1: NaN wherever scale <= 0, for every function of x
+  for module in ("gumbel_r", "gumbel_l"):
+    for name in CONTINUOUS[module][2]:
+      out = getattr(getattr(stats, module), name)(np.float32([0., 1.]), 0., np.float32(-1.))
+      assert np.isnan(np.asarray(out)).all(), (module, name)
+
+
+def test_wrapcauchy():
+  # not float32(2 pi): it rounds above 2 pi, so scipy (float64) puts it outside the support
+  # while the float32 comparison with 2 pi (rounded the same way) keeps it inside, as JAX's
+  x = np.array([-0.1, 0., 1., 3., 6.2, 6.28, 7.], np.float32)
+  c = np.array([[0.1], [0.5], [0.9]], np.float32)
+  # scipy's wrapcauchy is 0 off [0, 2 pi]; c near 1 makes 1 + c^2 - 2c cos(x) cancel near
+  # x = 0: ~1/(1-c)^2 = 100 times float32's rounding, hence 1e-4 relative
+  for name in ("logpdf", "pdf"):
+    for out in both(getattr(stats.wrapcauchy, name), x, c):
+      check(out, ref("wrapcauchy", name, x, c), rtol=1e-4, atol=1e-30)
+  with ember.enable_x64():
+    x64 = np.linspace(0, 2 * np.pi, 9)
+    check(stats.wrapcauchy.logpdf(x64, 0.4), sps.wrapcauchy.logpdf(x64, 0.4), "float64",
+          RTOL64, ATOL64)
+    g = ember.grad(stats.wrapcauchy.logpdf, (0, 1))(1.0, 0.4)
+    for i, args in ((0, (1.0, 0.4)), (1, (1.0, 0.4))):
+      def along(v):
+        a = list(args)
+        a[i] = v
+        return float(stats.wrapcauchy.logpdf(*a))
+      np.testing.assert_allclose(float(g[i]), _fd(along, args[i]), rtol=1e-6)
+  # c outside (0, 1): NaN (JAX 0.12.1)
+  assert np.isnan(np.asarray(stats.wrapcauchy.logpdf(np.float32([1.]), np.float32([0.])))).all()
+  assert np.isnan(np.asarray(stats.wrapcauchy.logpdf(np.float32([1.]), np.float32([1.])))).all()
+  assert stats.wrapcauchy.logpdf(0.3, 0.5).weak_type
+
+
+def test_multinomial():
+  x = np.array([[1, 2, 3], [0, 0, 6], [1, 1, 1]])
+  p = np.array([0.2, 0.3, 0.5], np.float32)
+  # scipy wants probabilities summing to 1 within 2e-15: renormalize (a ~1e-8 change)
+  p_ref = p.astype(np.float64) / p.astype(np.float64).sum()
+  for name in ("logpmf", "pmf"):
+    f = getattr(stats.multinomial, name)
+    for out in both(f, x, 6, p):
+      # the counts that do not sum to n give -inf (0), as scipy
+      check(out, getattr(sps.multinomial, name)(x, 6, p_ref))
+  # a zero probability with a zero count is fine (xlogy's 0 log 0 = 0)
+  check(stats.multinomial.logpmf(np.array([0, 2, 3]), 5, np.float32([0., 0.5, 0.5])),
+        sps.multinomial.logpmf([0, 2, 3], 5, [0., 0.5, 0.5]))
+  with ember.enable_x64():
+    # probabilities that sum to 1 exactly: scipy replaces the last by 1 - the others' sum
+    p64 = np.array([0.2, 0.3, 0.5])
+    check(stats.multinomial.logpmf(x, 6, p64), sps.multinomial.logpmf(x, 6, p64), "float64",
+          RTOL64, ATOL64)
+    g = ember.grad(lambda p: stats.multinomial.logpmf(x[0], 6, p))(p64)
+    np.testing.assert_allclose(np.asarray(g), x[0] / p64, rtol=1e-12)
+  out = ember.vmap(lambda x: stats.multinomial.logpmf(x, 6, p))(x)
+  check(out, sps.multinomial.logpmf(x, 6, p_ref))
+  with pytest.raises(ValueError, match="x and n must be of integer type"):
+    stats.multinomial.logpmf(np.float32([1, 2, 3]), 6, p)
+  with pytest.raises(TypeError, match="requires ndarray or scalar arguments"):
+    stats.multinomial.pmf(x, 6, [0.2, 0.3, 0.5])
+
+
+def test_module_names_match_jax():
+  # JAX 0.12.1's public functions per module (jax/scipy/stats/*.py), for the modules ember has
+  # in full; gamma, beta, chi2, poisson and gennorm lack their gammainc/betainc functions
+  jax_names = {
+      "gumbel_r": ["logpdf", "pdf", "logcdf", "cdf", "ppf", "sf", "logsf"],
+      "gumbel_l": ["logpdf", "pdf", "logcdf", "cdf", "ppf", "sf", "logsf"],
+      "wrapcauchy": ["logpdf", "pdf"], "multinomial": ["logpmf", "pmf"],
+      "vonmises": ["logpdf", "pdf"], "dirichlet": ["logpdf", "pdf"],
+      "multivariate_normal": ["logpdf", "pdf"], "nbinom": ["logpmf", "pmf"],
+      "betabinom": ["logpmf", "pmf"],
+      "pareto": ["logcdf", "logpdf", "logsf", "cdf", "pdf", "ppf", "sf"],
+      "gennorm": ["logpdf", "pdf"], "poisson": ["logpmf", "pmf"],
+  }
+  for module, names in jax_names.items():
+    m = getattr(stats, module)
+    assert sorted(m.__all__) == sorted(names), module
+    assert all(callable(getattr(m, n)) for n in names)

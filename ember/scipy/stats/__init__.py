@@ -1,8 +1,9 @@
 """ember.scipy.stats (jax.scipy.stats): each distribution a module with JAX 0.12's function
 names and signatures. Provided: norm, t, expon, laplace, logistic, cauchy, uniform, gamma,
 beta, chi2 (logpdf/pdf), poisson (logpmf/pmf), binom, bernoulli, geom, nbinom, betabinom,
-pareto, gennorm (logpdf/pdf), vonmises, multivariate_normal, dirichlet. Functions that need
-gammainc/gammaincc/betainc (not in ember.scipy.special yet) are left out, not stubbed."""
+pareto, gennorm (logpdf/pdf), vonmises, multivariate_normal, dirichlet, gumbel_r, gumbel_l,
+wrapcauchy, multinomial. Functions that need gammainc/gammaincc/betainc (not in
+ember.scipy.special yet) are left out, not stubbed."""
 from ember.scipy.stats import norm  # noqa: F401
 from ember.scipy.stats import t  # noqa: F401
 from ember.scipy.stats import expon  # noqa: F401
@@ -24,3 +25,7 @@ from ember.scipy.stats import gennorm  # noqa: F401
 from ember.scipy.stats import vonmises  # noqa: F401
 from ember.scipy.stats import multivariate_normal  # noqa: F401
 from ember.scipy.stats import dirichlet  # noqa: F401
+from ember.scipy.stats import gumbel_r  # noqa: F401
+from ember.scipy.stats import gumbel_l  # noqa: F401
+from ember.scipy.stats import wrapcauchy  # noqa: F401
+from ember.scipy.stats import multinomial  # noqa: F401

@@ -8,7 +8,7 @@ import ember.numpy as jnp
 from ember._src.library.lax import api as lax
 from ember._src.library.numpy import util
 from ember._src.library.numpy.ufuncs import _const
-from ember._src.transforms.custom_derivatives import custom_jvp
+from ember.scipy.stats._common import log1mexp
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf"]
 
@@ -32,26 +32,13 @@ def cdf(x, loc=0, scale=1):
   return jnp.where(lax.lt(x, loc), jnp.zeros_like(neg_z), lax.neg(lax.expm1(neg_z)))
 
 
-@custom_jvp
-def _log1mexp(z):
-  """log(1 - exp(-z)) for z >= 0 (Maechler 2012, as jax.nn.log1mexp): log(-expm1(-z)) below
-  log 2, log1p(-exp(-z)) above. (ember.nn imports ember.scipy, so it is not imported here.)"""
-  small = lax.lt(z, _const(z, np.log(2)))
-  return jnp.where(small, lax.log(lax.neg(lax.expm1(lax.neg(z)))),
-                   lax.log1p(lax.neg(lax.exp(lax.neg(z)))))
-
-
-# d/dz = 1 / expm1(z): inf at z = 0 as in JAX (the chain rule through both branches gives NaN)
-_log1mexp.defjvps(lambda g, ans, z: lax.div(g, lax.expm1(z)))
-
-
 def logcdf(x, loc=0, scale=1):
   """log(1 - exp(-z)), -inf below loc (where z is replaced by 1 so log1mexp gives no NaN that a
   gradient would pick up)."""
   x, loc, scale = util.promote_args_inexact("expon.logcdf", x, loc, scale)
   below = lax.lt(x, loc)
   safe_z = jnp.where(below, 1, lax.div(lax.sub(x, loc), scale))
-  return jnp.where(below, -np.inf, _log1mexp(safe_z))
+  return jnp.where(below, -np.inf, log1mexp(safe_z))
 
 
 def logsf(x, loc=0, scale=1):
