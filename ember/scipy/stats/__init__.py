@@ -2,7 +2,7 @@
 names and signatures. Provided: norm, t, expon, laplace, logistic, cauchy, uniform, gamma,
 beta, chi2 (logpdf/pdf), poisson (logpmf/pmf), binom, bernoulli, geom, nbinom, betabinom,
 pareto, gennorm (logpdf/pdf), vonmises, multivariate_normal, dirichlet, gumbel_r, gumbel_l,
-wrapcauchy, multinomial. Functions that need gammainc/gammaincc/betainc (not in
+wrapcauchy, multinomial, truncnorm. Functions that need gammainc/gammaincc/betainc (not in
 ember.scipy.special yet) are left out, not stubbed."""
 from ember.scipy.stats import norm  # noqa: F401
 from ember.scipy.stats import t  # noqa: F401
@@ -29,3 +29,4 @@ from ember.scipy.stats import gumbel_r  # noqa: F401
 from ember.scipy.stats import gumbel_l  # noqa: F401
 from ember.scipy.stats import wrapcauchy  # noqa: F401
 from ember.scipy.stats import multinomial  # noqa: F401
+from ember.scipy.stats import truncnorm  # noqa: F401
