@@ -647,3 +647,64 @@ def test_truncnorm_tails_and_bad_bounds():
     assert np.isnan(np.asarray(f(x, np.float32(2.), np.float32(1.)))).all()
   check(stats.truncnorm.logpdf(np.float32([-2., 3.]), -1., 2.), [-np.inf, -np.inf])
   check(stats.truncnorm.cdf(np.float32([-2., 3.]), -1., 2.), [0., 1.])
+
+
+# ---- mode, rankdata, sem against scipy.stats
+
+A_INT = np.array([[3, 1, 2, 3], [1, 1, 4, 4], [2, 5, 2, 2]])
+
+
+@pytest.mark.parametrize("method", ["average", "min", "max", "dense", "ordinal"])
+def test_rankdata(method):
+  for axis in (None, 0, 1):
+    want = sps.rankdata(A_INT, method, axis=axis)
+    for out in (stats.rankdata(A_INT, method, axis=axis),
+                ember.jit(lambda a: stats.rankdata(a, method, axis=axis))(A_INT)):
+      check(out, want.reshape(out.shape) if axis is None else want, atol=0, rtol=0)
+  # JAX 0.12.1: a NaN anywhere makes every rank NaN (nan_policy='propagate')
+  check(stats.rankdata(np.float32([3., 1., np.nan])), [np.nan] * 3)
+  out = ember.vmap(lambda r: stats.rankdata(r, method))(A_INT)
+  check(out, sps.rankdata(A_INT, method, axis=1), atol=0, rtol=0)
+
+
+def test_rankdata_errors():
+  with pytest.raises(ValueError, match="unknown method 'foo'"):
+    stats.rankdata(A_INT, "foo")
+  with pytest.raises(NotImplementedError, match="omit is not implemented"):
+    stats.rankdata(A_INT, nan_policy="omit")
+  with pytest.raises(ValueError, match="Illegal nan_policy value 'x'"):
+    stats.rankdata(A_INT, nan_policy="x")
+
+
+def test_mode():
+  for axis, keepdims in ((0, False), (1, True), (None, False), (-1, False)):
+    want = sps.mode(A_INT, axis=axis, keepdims=keepdims)
+    got = stats.mode(A_INT, axis=axis, keepdims=keepdims)
+    assert type(got).__name__ == "ModeResult"
+    np.testing.assert_array_equal(np.asarray(got.mode), want.mode)
+    np.testing.assert_array_equal(np.asarray(got.count), want.count)
+    assert got.mode.dtype == np.int32 and got.count.dtype == np.int32   # JAX 0.12.1
+  got = stats.mode(np.float32([1.5, 2.5, 2.5]))
+  assert float(got.mode) == 2.5 and int(got.count) == 2 and got.mode.dtype == np.float32
+  with pytest.raises(NotImplementedError, match="best JIT compile `mode`"):
+    stats.mode(A_INT, nan_policy="raise")
+
+
+def test_sem():
+  x = np.array([[1., 2., 4.], [3., 5., 9.]], np.float32)
+  # std over 2-3 elements and a square root: a few float32 ulps
+  for axis in (0, 1, None):
+    for out in (stats.sem(x, axis=axis), ember.jit(lambda x: stats.sem(x, axis=axis))(x)):
+      check(out, sps.sem(x.astype(np.float64), axis=axis), rtol=1e-6, atol=0)
+  check(stats.sem(x, axis=1, ddof=0, keepdims=True),
+        sps.sem(x.astype(np.float64), axis=1, ddof=0)[:, None], rtol=1e-6, atol=0)
+  y = np.float32([1., 2., np.nan, 4.])
+  check(stats.sem(y, nan_policy="omit"), sps.sem(y.astype(np.float64), nan_policy="omit"),
+        rtol=1e-6, atol=0)
+  assert np.isnan(float(stats.sem(y)))
+  assert stats.sem(A_INT).dtype == np.float32   # integers promote as JAX's
+  with pytest.raises(ValueError, match="raise is not supported"):
+    stats.sem(y, nan_policy="raise")
+  with ember.enable_x64():
+    z = np.linspace(0, 1, 7)
+    check(stats.sem(z), sps.sem(z), "float64", RTOL64, ATOL64)

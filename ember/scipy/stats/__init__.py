@@ -2,8 +2,10 @@
 names and signatures. Provided: norm, t, expon, laplace, logistic, cauchy, uniform, gamma,
 beta, chi2 (logpdf/pdf), poisson (logpmf/pmf), binom, bernoulli, geom, nbinom, betabinom,
 pareto, gennorm (logpdf/pdf), vonmises, multivariate_normal, dirichlet, gumbel_r, gumbel_l,
-wrapcauchy, multinomial, truncnorm. Functions that need gammainc/gammaincc/betainc (not in
-ember.scipy.special yet) are left out, not stubbed."""
+wrapcauchy, multinomial, truncnorm; and mode, rankdata, sem. Functions that need
+gammainc/gammaincc/betainc (not in ember.scipy.special yet) are left out, not stubbed:
+gamma/chi2/beta cdf, logcdf, sf, logsf; poisson.cdf; gennorm.cdf. Not yet: gaussian_kde and
+poisson.entropy."""
 from ember.scipy.stats import norm  # noqa: F401
 from ember.scipy.stats import t  # noqa: F401
 from ember.scipy.stats import expon  # noqa: F401
@@ -30,3 +32,4 @@ from ember.scipy.stats import gumbel_l  # noqa: F401
 from ember.scipy.stats import wrapcauchy  # noqa: F401
 from ember.scipy.stats import multinomial  # noqa: F401
 from ember.scipy.stats import truncnorm  # noqa: F401
+from ember.scipy.stats._core import mode, rankdata, sem  # noqa: F401
