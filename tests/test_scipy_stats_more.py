@@ -403,7 +403,7 @@ def test_discrete_dtypes(module, name):
 
 def test_discrete_namespaces():
   for module, (_, _, _, names) in DISCRETE.items():
-    extra = ["cdf", "ppf"] if module == "bernoulli" else []
+    extra = {"bernoulli": ["cdf", "ppf"], "poisson": ["entropy"]}.get(module, [])
     assert sorted(getattr(stats, module).__all__) == sorted(names + extra), module
   for module in ("gamma", "chi2", "beta"):   # cdf/sf wait for gammainc/betainc
     assert getattr(stats, module).__all__ == ["logpdf", "pdf"]
@@ -618,7 +618,7 @@ def test_module_names_match_jax():
       "multivariate_normal": ["logpdf", "pdf"], "nbinom": ["logpmf", "pmf"],
       "betabinom": ["logpmf", "pmf"],
       "pareto": ["logcdf", "logpdf", "logsf", "cdf", "pdf", "ppf", "sf"],
-      "gennorm": ["logpdf", "pdf"], "poisson": ["logpmf", "pmf"],
+      "gennorm": ["logpdf", "pdf"], "poisson": ["logpmf", "pmf", "entropy"],
   }
   for module, names in jax_names.items():
     m = getattr(stats, module)
@@ -708,3 +708,38 @@ def test_sem():
   with ember.enable_x64():
     z = np.linspace(0, 1, 7)
     check(stats.sem(z), sps.sem(z), "float64", RTOL64, ATOL64)
+
+
+def _poisson_entropy_ref(mu):
+  """-sum p log p in float64 over k < mu + 20 sqrt(mu) + 50 (scipy's poisson.entropy is off
+  by 2.5e-3 at mu = 1e4)."""
+  out = []
+  for m in np.asarray(mu, np.float64).ravel():
+    k = np.arange(0, int(m + 20 * np.sqrt(m) + 50))
+    logp = sps.poisson.logpmf(k, m)
+    out.append(0.0 if m == 0 else -np.sum(np.exp(logp) * logp))
+  return np.array(out).reshape(np.shape(mu))
+
+
+def test_poisson_entropy():
+  mu = np.array([0., 0.5, 3., 9.9, 10., 50., 99., 100., 1e4], np.float32)
+  want = _poisson_entropy_ref(mu)
+  # float32: up to 250 summed terms, each a few ulps: 2e-5 relative. mu >= 100 uses
+  # log(2 pi e mu) / 2 - 1 / (12 mu), whose next term is -1 / (24 mu^2) (4e-6 at mu = 100)
+  rtol = np.where(mu >= 100, 2e-5 + 1 / (24 * np.maximum(mu, 1) ** 2), 2e-5)
+  for out in both(stats.poisson.entropy, mu):
+    check(out, want, rtol=rtol, atol=0)
+  # loc only broadcasts
+  check(stats.poisson.entropy(mu[:, None], np.float32([0., 3.])),
+        np.broadcast_to(want[:, None], (9, 2)), rtol=rtol[:, None], atol=0)
+  with ember.enable_x64():
+    m = np.array([0.2, 4., 30., 99.5, 150.])
+    # the small-mu sum stops at k = mu + 20 (as JAX's): the tail left out is ~1e-10 at mu = 4
+    rtol64 = np.where(m >= 100, 1 / (24 * m ** 2), 1e-9)
+    check(stats.poisson.entropy(m), _poisson_entropy_ref(m), "float64", rtol64, 0)
+    # d/dmu of the sum form against finite differences, away from integer mu (where the
+    # summation bound ceil(mu + 20) steps and a difference quotient sees the jump)
+    g = float(ember.grad(stats.poisson.entropy)(3.3))
+    fd = _fd(lambda v: float(stats.poisson.entropy(v)), 3.3)
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+  assert stats.poisson.entropy(np.array([1, 20])).dtype == np.float32

@@ -4,8 +4,7 @@ beta, chi2 (logpdf/pdf), poisson (logpmf/pmf), binom, bernoulli, geom, nbinom, b
 pareto, gennorm (logpdf/pdf), vonmises, multivariate_normal, dirichlet, gumbel_r, gumbel_l,
 wrapcauchy, multinomial, truncnorm; and mode, rankdata, sem. Functions that need
 gammainc/gammaincc/betainc (not in ember.scipy.special yet) are left out, not stubbed:
-gamma/chi2/beta cdf, logcdf, sf, logsf; poisson.cdf; gennorm.cdf. Not yet: gaussian_kde and
-poisson.entropy."""
+gamma/chi2/beta cdf, logcdf, sf, logsf; poisson.cdf; gennorm.cdf. Not yet: gaussian_kde."""
 from ember.scipy.stats import norm  # noqa: F401
 from ember.scipy.stats import t  # noqa: F401
 from ember.scipy.stats import expon  # noqa: F401
