@@ -1,0 +1,32 @@
+"""ember.scipy.stats.chi2 (jax.scipy.stats.chi2): the chi-squared distribution with `df`
+degrees of freedom. Provided: logpdf, pdf. Not yet: cdf, logcdf, sf, logsf (they need
+gammainc/gammaincc)."""
+from __future__ import annotations
+
+import numpy as np
+
+import ember.numpy as jnp
+from ember._src.library.lax import api as lax
+from ember._src.library.numpy import util
+from ember._src.library.numpy.ufuncs import _const
+from ember.scipy import special
+
+__all__ = ["logpdf", "pdf"]
+
+
+def logpdf(x, df, loc=0, scale=1):
+  """(df/2 - 1) log(y) - y/2 - lgamma(df/2) - (df/2) log 2 - log(scale), y = (x - loc) /
+  scale; -inf below loc."""
+  x, df, loc, scale = util.promote_args_inexact("chi2.logpdf", x, df, loc, scale)
+  one, two = _const(x, 1), _const(x, 2)
+  y = lax.div(lax.sub(x, loc), scale)
+  half_df = lax.div(df, two)
+  kernel = lax.sub(special.xlogy(lax.sub(half_df, one), y), lax.div(y, two))
+  log_normalizer = lax.add(lax.lgamma(half_df), lax.mul(half_df, _const(x, np.log(2))))
+  log_probs = lax.add(lax.sub(lax.neg(log_normalizer), lax.log(scale)), kernel)
+  return jnp.where(lax.lt(x, loc), -np.inf, log_probs)
+
+
+def pdf(x, df, loc=0, scale=1):
+  """The chi-squared density, exp(logpdf)."""
+  return lax.exp(logpdf(x, df, loc, scale))
