@@ -257,7 +257,8 @@ def test_errors_and_namespaces():
   assert stats.t is t_module
   for module, (_, _, names) in CONTINUOUS.items():
     m = getattr(stats, module)
-    assert sorted(m.__all__) == sorted(names + QUANTILES.get(module, [])), module
+    extra = ["cdf", "logcdf", "sf", "logsf"] if module in ("gamma", "chi2", "beta") else []
+    assert sorted(m.__all__) == sorted(names + QUANTILES.get(module, []) + extra), module
 
 
 # ---- discrete distributions: module -> (float32 parameters, broadcasting parameters, float64
@@ -403,10 +404,11 @@ def test_discrete_dtypes(module, name):
 
 def test_discrete_namespaces():
   for module, (_, _, _, names) in DISCRETE.items():
-    extra = {"bernoulli": ["cdf", "ppf"], "poisson": ["entropy"]}.get(module, [])
+    extra = {"bernoulli": ["cdf", "ppf"], "poisson": ["cdf", "entropy"]}.get(module, [])
     assert sorted(getattr(stats, module).__all__) == sorted(names + extra), module
-  for module in ("gamma", "chi2", "beta"):   # cdf/sf wait for gammainc/betainc
-    assert getattr(stats, module).__all__ == ["logpdf", "pdf"]
+  for module in ("gamma", "chi2", "beta"):   # their cdf/sf: test_cdfs_by_incomplete_functions
+    assert sorted(getattr(stats, module).__all__) == sorted(
+        ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"])
 
 
 # ---- distributions without loc/scale: gennorm, vonmises; multivariate: multivariate_normal,
@@ -608,8 +610,7 @@ def test_multinomial():
 
 
 def test_module_names_match_jax():
-  # JAX 0.12.1's public functions per module (jax/scipy/stats/*.py), for the modules ember has
-  # in full; gamma, beta, chi2, poisson and gennorm lack their gammainc/betainc functions
+  # JAX 0.12.1's public functions per module (jax/scipy/stats/*.py)
   jax_names = {
       "gumbel_r": ["logpdf", "pdf", "logcdf", "cdf", "ppf", "sf", "logsf"],
       "gumbel_l": ["logpdf", "pdf", "logcdf", "cdf", "ppf", "sf", "logsf"],
@@ -618,7 +619,10 @@ def test_module_names_match_jax():
       "multivariate_normal": ["logpdf", "pdf"], "nbinom": ["logpmf", "pmf"],
       "betabinom": ["logpmf", "pmf"],
       "pareto": ["logcdf", "logpdf", "logsf", "cdf", "pdf", "ppf", "sf"],
-      "gennorm": ["logpdf", "pdf"], "poisson": ["logpmf", "pmf", "entropy"],
+      "gennorm": ["logpdf", "pdf", "cdf"], "poisson": ["logpmf", "pmf", "cdf", "entropy"],
+      "gamma": ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"],
+      "chi2": ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"],
+      "beta": ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"],
   }
   for module, names in jax_names.items():
     m = getattr(stats, module)
@@ -743,3 +747,54 @@ def test_poisson_entropy():
     fd = _fd(lambda v: float(stats.poisson.entropy(v)), 3.3)
     np.testing.assert_allclose(g, fd, rtol=1e-6)
   assert stats.poisson.entropy(np.array([1, 20])).dtype == np.float32
+
+
+# ---- cdfs and survival functions through gammainc/gammaincc/betainc (ember.scipy.special)
+INCOMPLETE = [("gamma", (2.5,), (0.5, 1.5)), ("chi2", (3.,), (0.2, 1.1)),
+              ("beta", (2., 3.), (0.1, 5.))]
+
+
+@pytest.mark.parametrize("module,shapes,locscale", INCOMPLETE, ids=[m for m, _, _ in INCOMPLETE])
+@pytest.mark.parametrize("name", ["cdf", "logcdf", "sf", "logsf"])
+def test_cdfs_by_incomplete_functions(module, shapes, locscale, name):
+  f = getattr(getattr(stats, module), name)
+  x = np.linspace(-1, 6, 29)
+  with ember.enable_x64():   # float64: the series/continued fractions converge to ~1e-13
+    for out in both(f, x, *shapes, *locscale):
+      check(out, ref(module, name, x, *shapes, *locscale), "float64", 1e-11, 1e-13)
+  # float32: gammainc's and betainc's own float32 error (a few 1e-6 relative, up to ~1e-4
+  # where the continued fraction takes over), and log of a tail value near 1e-7
+  x32 = x.astype(np.float32)
+  args32 = [np.float32(a) for a in (*shapes, *locscale)]
+  for out in both(f, x32, *args32):
+    check(out, ref(module, name, x32, *args32), "float32", 3e-4, 3e-6)
+
+
+def test_poisson_cdf():
+  k = np.array([-2., -0.5, 0., 1., 2.5, 3., 7., 20.])
+  with ember.enable_x64():
+    for out in both(stats.poisson.cdf, k, 3.5, 0.5):
+      check(out, ref("poisson", "cdf", k, 3.5, 0.5), "float64", 1e-11, 1e-13)
+  for out in both(stats.poisson.cdf, k.astype(np.float32), np.float32(3.5)):
+    check(out, ref("poisson", "cdf", k.astype(np.float32), 3.5), "float32", 3e-4, 3e-6)
+  assert float(stats.poisson.cdf(-1.0, 2.0)) == 0.0    # below the support, as JAX
+
+
+def test_cdf_gradients_in_x():
+  # d cdf / dx is the density (gammainc's and betainc's x-derivatives, as JAX defines them)
+  with ember.enable_x64():
+    for module, shapes, (loc, scale) in INCOMPLETE:
+      m = getattr(stats, module)
+      for x in (0.7, 2.0):
+        g = ember.grad(lambda v: m.cdf(v, *shapes, loc, scale))(x)
+        np.testing.assert_allclose(g, m.pdf(x, *shapes, loc, scale), rtol=1e-9)
+
+
+def test_gennorm_cdf():
+  x = np.linspace(-3, 3, 25)
+  with ember.enable_x64():
+    for beta in (0.7, 2.0, 5.0):
+      for out in both(stats.gennorm.cdf, x, beta):
+        check(out, ref("gennorm", "cdf", x, beta), "float64", 1e-11, 1e-13)
+  for out in both(stats.gennorm.cdf, x.astype(np.float32), np.float32(1.5)):
+    check(out, ref("gennorm", "cdf", x.astype(np.float32), 1.5), "float32", 3e-4, 3e-6)

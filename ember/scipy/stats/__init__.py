@@ -1,10 +1,8 @@
 """ember.scipy.stats (jax.scipy.stats): each distribution a module with JAX 0.12's function
 names and signatures. Provided: norm, t, expon, laplace, logistic, cauchy, uniform, gamma,
-beta, chi2 (logpdf/pdf), poisson (logpmf/pmf), binom, bernoulli, geom, nbinom, betabinom,
-pareto, gennorm (logpdf/pdf), vonmises, multivariate_normal, dirichlet, gumbel_r, gumbel_l,
-wrapcauchy, multinomial, truncnorm; and mode, rankdata, sem. Functions that need
-gammainc/gammaincc/betainc (not in ember.scipy.special yet) are left out, not stubbed:
-gamma/chi2/beta cdf, logcdf, sf, logsf; poisson.cdf; gennorm.cdf. Not yet: gaussian_kde."""
+beta, chi2, poisson, binom, bernoulli, geom, nbinom, betabinom, pareto, gennorm, vonmises,
+multivariate_normal, dirichlet, gumbel_r, gumbel_l, wrapcauchy, multinomial, truncnorm; and
+mode, rankdata, sem. Not yet: gaussian_kde."""
 from ember.scipy.stats import norm  # noqa: F401
 from ember.scipy.stats import t  # noqa: F401
 from ember.scipy.stats import expon  # noqa: F401

@@ -32,3 +32,9 @@ def standardize(name, x, loc, scale):
 def nan_unless_positive(scale, value):
   """value where scale > 0, NaN elsewhere."""
   return jnp.where(lax.gt(scale, _const(scale, 0)), value, np.nan)
+
+
+def clamped(x, loc, scale, lo, hi, divisor=1):
+  """(x - loc) / (scale * divisor) clamped to [lo, hi] (the argument of a cdf or sf)."""
+  den = scale if divisor == 1 else lax.mul(scale, _const(scale, divisor))
+  return lax.clamp(_const(x, lo), lax.div(lax.sub(x, loc), den), _const(x, hi))

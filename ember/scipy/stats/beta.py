@@ -1,5 +1,5 @@
 """ember.scipy.stats.beta (jax.scipy.stats.beta): the beta distribution on [loc, loc +
-scale]. Provided: logpdf, pdf. Not yet: cdf, logcdf, sf, logsf (they need betainc)."""
+scale]. Provided: logpdf, pdf, cdf, logcdf, sf, logsf."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,8 +9,9 @@ from ember._src.library.lax import api as lax
 from ember._src.library.numpy import util
 from ember._src.library.numpy.ufuncs import _const
 from ember.scipy import special
+from ember.scipy.stats._common import clamped
 
-__all__ = ["logpdf", "pdf"]
+__all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 
 
 def logpdf(x, a, b, loc=0, scale=1):
@@ -31,3 +32,23 @@ def logpdf(x, a, b, loc=0, scale=1):
 def pdf(x, a, b, loc=0, scale=1):
   """The beta density, exp(logpdf)."""
   return lax.exp(logpdf(x, a, b, loc, scale))
+
+
+def cdf(x, a, b, loc=0, scale=1):
+  """P(X <= x): betainc(a, b, y), y = (x - loc) / scale clamped to [0, 1]."""
+  x, a, b, loc, scale = util.promote_args_inexact("beta.cdf", x, a, b, loc, scale)
+  return special.betainc(a, b, clamped(x, loc, scale, 0, 1))
+
+
+def logcdf(x, a, b, loc=0, scale=1):
+  return lax.log(cdf(x, a, b, loc, scale))
+
+
+def sf(x, a, b, loc=0, scale=1):
+  """P(X > x): betainc(b, a, 1 - y) (the upper tail by symmetry, accurate near 1)."""
+  x, a, b, loc, scale = util.promote_args_inexact("beta.sf", x, a, b, loc, scale)
+  return special.betainc(b, a, lax.sub(_const(x, 1), clamped(x, loc, scale, 0, 1)))
+
+
+def logsf(x, a, b, loc=0, scale=1):
+  return lax.log(sf(x, a, b, loc, scale))

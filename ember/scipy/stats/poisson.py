@@ -1,5 +1,5 @@
 """ember.scipy.stats.poisson (jax.scipy.stats.poisson): the Poisson distribution with mean
-`mu`. Provided: logpmf, pmf, entropy. Not yet: cdf (it needs gammaincc)."""
+`mu`. Provided: logpmf, pmf, cdf, entropy."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,7 @@ from ember._src.library.numpy.ufuncs import _const
 from ember._src.driver.jit import jit
 from ember.scipy import special
 
-__all__ = ["logpmf", "pmf", "entropy"]
+__all__ = ["logpmf", "pmf", "cdf", "entropy"]
 
 
 def logpmf(k, mu, loc=0):
@@ -63,3 +63,11 @@ def entropy(mu, loc=0):
                           _entropy_by_sum(medium, 250, lambda m: m + 10 * jnp.sqrt(m) + 20),
                           _entropy_large_mu(large))))
   return jnp.broadcast_to(jnp.reshape(result, mu.shape), shape)
+
+
+def cdf(k, mu, loc=0):
+  """P(K <= k) = gammaincc(floor(k - loc) + 1, mu); 0 below loc."""
+  k, mu, loc = util.promote_args_inexact("poisson.logpmf", k, mu, loc)   # (JAX's name)
+  x = lax.sub(k, loc)
+  p = special.gammaincc(jnp.floor(lax.add(_const(x, 1), x)), mu)
+  return jnp.where(lax.lt(x, _const(x, 0)), _const(x, 0), p)
