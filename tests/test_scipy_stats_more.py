@@ -3,11 +3,12 @@ under ember.jit; loc/scale/shape broadcasting, out-of-support inputs, gradients 
 differences), vmap, and dtypes/weak types as JAX 0.12.1 gives them."""
 import numpy as np
 import pytest
-import scipy.stats as sps
 
 import ember
 import ember.numpy as jnp
 import ember.scipy.stats as stats
+
+sps = pytest.importorskip("scipy.stats")   # (the oldest-dependencies venv has no SciPy)
 
 # module -> (shape parameters of the float32 broadcasting test, of the float64 test, functions)
 CONTINUOUS = {
