@@ -65,14 +65,17 @@ def test_odeint_float32_and_vmap():
 def test_adjoint_gradients():
   # y' = -k y: y(t) = y0 exp(-k t); d/dk = -t y, d/dy0 = exp(-k t), d/dt = -k y
   t = jnp.array([0., 0.5, 1.5])
-  def total(y0, k, t):
-    return odeint(lambda y, t, k: -k * y, y0, t, k).sum()
+  def total(y0, k, t):   # k closed over: closure_convert makes it an argument of the vjp
+    return odeint(lambda y, t: -k * y, y0, t).sum()
   gy0, gk, gt = ember.grad(total, argnums=(0, 1, 2))(2.0, 0.8, t)
   e = np.exp(-0.8 * np.asarray(t))
   np.testing.assert_allclose(gy0, e.sum(), rtol=1e-7)
   np.testing.assert_allclose(gk, (-np.asarray(t) * 2.0 * e).sum(), rtol=1e-7)
   np.testing.assert_allclose(gt[1:], -0.8 * 2.0 * e[1:], rtol=1e-7)
   np.testing.assert_allclose(gt[0], 0.8 * 2.0 * e[1:].sum(), rtol=1e-7)
+
+
+def test_grad_matches_jax():
   g = ember.grad(lambda t: odeint(forced, jnp.array(Y0), t, 0.7).sum())(jnp.array(T))
   np.testing.assert_allclose(g, JAX_DT, rtol=1e-7)
 
@@ -82,8 +85,6 @@ def test_closure_and_hmax_mxstep():
   t = jnp.array([0., 1.])
   ys = odeint(lambda y, t: -k * y, 1.0, t, hmax=0.05)   # a closed-over array
   np.testing.assert_allclose(ys[-1], np.exp(-0.3), rtol=1e-8)
-  g = ember.grad(lambda k: odeint(lambda y, t: -k * y, 1.0, t)[-1])(0.3)
-  np.testing.assert_allclose(g, -np.exp(-0.3), rtol=1e-7)
   short = odeint(lambda y, t: -k * y, 1.0, jnp.array([0., 10.]), mxstep=1)
   assert abs(float(short[-1]) - np.exp(-3.0)) > 1e-3   # one step cannot reach t = 10
 
