@@ -149,6 +149,13 @@ def test_errors(exp):
   relaxed = export.export(ember.jit(jnp.sin), platforms=("tpu",),
                           disabled_checks=[export.DisabledSafetyCheck.platform()])(X)
   np.testing.assert_allclose(relaxed.call(X), np.sin(X), rtol=1e-6)
+  with_callback = export.export(ember.jit(lambda x: ember.pure_callback(
+      np.sin, ember.ShapeDtypeStruct((3, 3), np.float32), x)))(X)
+  np.testing.assert_allclose(with_callback.call(X), np.sin(X), rtol=1e-6)   # in-process
+  with pytest.raises(ValueError, match="calls Python functions"):
+    with_callback.serialize()
+  with pytest.raises(NotImplementedError, match="call_exported"):   # as JAX: no batching
+    ember.vmap(exp.call)(np.stack([X, X]), np.stack([Y, Y]))
   with pytest.raises(ValueError, match="not a serialized ember Exported"):
     export.deserialize(b"garbage")
   cc = export.DisabledSafetyCheck.custom_call("my_target")
