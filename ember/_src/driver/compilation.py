@@ -29,7 +29,8 @@ import numpy as np
 from ember._src import core
 from ember._src.hlo import graph as hlo
 from ember._src.base import (
-    errors, flags as flags_lib, monitoring, persistent_cache, profiler_events as _profiler, tree_util)
+    errors, flags as flags_lib, monitoring, persistent_cache, profiler_events as _profiler,
+    tree_util)
 from ember._src.reference import host_callbacks
 from ember._src.core.api_util import ShapeDtypeStruct
 from ember._src.driver.cache_miss import log, log_enabled, timed

@@ -112,20 +112,24 @@ def register_ffi_target_as_batch_partitionable(name: str) -> None:
 # The primitive
 # ------------------------------------------------------------------------------------
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class _Attr:
   """An attribute value made hashable (arrays and dicts) for the primitive's params."""
   value: Any
 
-  def __hash__(self):
+  def _key(self):
     v = self.value
     if isinstance(v, np.ndarray):
-      return hash((v.dtype.str, v.shape, v.tobytes()))
-    return hash(repr(v))
+      return ("array", v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, dict):
+      return ("dict", tuple((k, _Attr(x)._key()) for k, x in sorted(v.items())))
+    return (type(v).__name__, v)
+
+  def __hash__(self):
+    return hash(self._key())
 
   def __eq__(self, other):
-    return isinstance(other, _Attr) and repr(self.value) == repr(other.value) and \
-        type(self.value) is type(other.value)
+    return isinstance(other, _Attr) and self._key() == other._key()
 
 
 _sites = itertools.count(1)
