@@ -29,7 +29,6 @@ JAX_YS = [[1.0, 2.0], [0.8177390112526235, 1.4092943750504954],
           [0.9353644540995031, 1.0578208849834843]]
 
 
-
 def test_odeint_matches_jax_and_scipy():
   ys = odeint(forced, jnp.array(Y0), jnp.array(T), 0.7)
   assert ys.shape == (5, 2) and ys.dtype == np.float64
