@@ -360,6 +360,11 @@ def reducer(prim):
   return rule
 
 
+def defreducer(prim) -> None:
+  """JAX's: `prim` reduces its one operand over the dimensions in its `axes` parameter."""
+  prim.batch = reducer(prim)
+
+
 def cumulative(prim):
   """Cumulative reductions along `axis` (cumsum, ...): shift the axis past the batch dim."""
   def rule(axis_data, vals, dims, *, axis, **params):
@@ -476,6 +481,49 @@ def batch_jaxpr_hoisted(jaxpr: core.Jaxpr, axis_data: AxisData, in_dims):
   if hit is None:
     hit = _hoisted[closed] = core.hoist_consts(closed)
   return hit[0], hit[1], out_dims
+
+
+class ZeroIfMapped:
+  """An out_axes_dest of batch_jaxpr_axes: batched at axis 0 when the output is batched,
+  left unbatched when it is not."""
+
+  def __repr__(self):
+    return "zero_if_mapped"
+
+
+zero_if_mapped = ZeroIfMapped()
+
+
+def _match_axis(axis_data: AxisData, x, src, dst):
+  if src == dst:
+    return x
+  if src is None:
+    return broadcast(x, axis_data.size, dst % (ndim_of(x) + 1))
+  if dst is None:
+    raise ValueError(f"vmap has mapped output (axis_name={axis_data.name}) but out_axes "
+                     "is None")
+  return moveaxis(x, src, dst)
+
+
+def batch_jaxpr_axes(jaxpr: core.Jaxpr, axis_data: AxisData, in_axes, out_axes_dest
+                     ) -> tuple[core.Jaxpr, list[bool]]:
+  """JAX's: the closed jaxpr of `jaxpr` vmapped over `axis_data` with inputs batched at
+  `in_axes` (None: unbatched) and outputs moved to `out_axes_dest` (an axis, None, or
+  `zero_if_mapped`; one entry serves all outputs); with which outputs are batched."""
+  in_dims = [None if a is None else a % (len(v.aval.shape) + 1)
+             for v, a in zip(jaxpr.invars, in_axes)]
+  inner, out_dims = batch_jaxpr(jaxpr, axis_data, in_dims)
+  dests = list(out_axes_dest)
+  if len(dests) == 1 and len(out_dims) != 1:
+    dests = dests * len(out_dims)
+  dests = [(None if src is None else 0) if dst is zero_if_mapped else dst
+           for src, dst in zip(out_dims, dests)]
+
+  def matched(*args):
+    outs = core.eval_jaxpr(inner, inner.consts, *args)
+    return [_match_axis(axis_data, x, s, d) for x, s, d in zip(outs, out_dims, dests)], None
+  out, _ = core.trace_to_jaxpr(matched, list(inner.in_avals), jaxpr.debug_info)
+  return out, [d is not None for d in dests]
 
 
 # ------------------------------------------------------------------------------------
