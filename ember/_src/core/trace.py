@@ -279,6 +279,41 @@ def get_opaque_trace_state(convention=None) -> OpaqueTraceState:
   return OpaqueTraceState(_state.trace_stack[-1])
 
 
+class TraceTag:
+  """A tag naming a transformation's traces (JAX's): every tag compares equal and hashes
+  alike, so a cache keyed by one never misses for the tag alone."""
+
+  def __hash__(self):
+    return hash(TraceTag)
+
+  def __eq__(self, other):
+    return isinstance(other, TraceTag)
+
+
+def _innermost_main() -> MainTrace:
+  state = _state
+  top, dynamic = state.trace_stack[-1], state.dynamic_trace
+  return dynamic if dynamic is not None and dynamic.level > top.level else top
+
+
+@contextlib.contextmanager
+def take_current_trace():
+  """The innermost trace in context (the eval trace outside every transformation): a
+  library's primitive hands its operands to `trace.process_primitive` with it."""
+  main = _innermost_main()
+  yield main.trace_type(main)
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: Trace, check_leaks: bool = False):
+  """Within the block, operations on values no inner trace owns go to `trace` (the eval
+  trace: they run at once), as `take_current_trace` then reports it."""
+  del check_leaks   # ember checks leaks when a trace closes (jax_check_tracer_leaks)
+  main = trace.main
+  with new_dynamic(None if main.level == 0 else main):
+    yield
+
+
 def full_raise(trace: Trace, val):
   if not isinstance(val, Tracer):
     return trace.pure(val)

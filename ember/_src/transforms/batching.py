@@ -210,6 +210,28 @@ def axis_size(name) -> int:
   return main.global_data.size
 
 
+def unsafe_get_axis_names() -> list:
+  """The axis names bound where this runs (vmaps' and device axes'), outermost first."""
+  names = [n for n, _ in _axis_env.stack]
+  return names + [n for n in _axis_env.spmd if n not in names]
+
+
+def nonempty_axis_env() -> bool:
+  return bool(_axis_env.stack or _axis_env.spmd)
+
+
+def unsafe_am_i_under_a_vmap() -> bool:
+  """Whether a vmap's trace is open here (an axis name or none)."""
+  return any(m.trace_type is BatchTrace for m in trace_lib.trace_stack)
+
+
+def unsafe_am_i_under_a_jit() -> bool:
+  """Whether a jaxpr is being staged here (jit, make_jaxpr, a loop's body, ...)."""
+  dynamic = trace_lib.dynamic_trace
+  return (dynamic is not None or
+          any(issubclass(m.trace_type, core.JaxprTrace) for m in trace_lib.trace_stack))
+
+
 def unbound_axis_error(name, prim_name: str = "psum") -> NameError:
   """JAX's NameError (its first sentence verbatim), with ember's fix: ember binds axis
   names only with vmap (it has no pmap / shard_map)."""
