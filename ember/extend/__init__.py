@@ -1,2 +1,5 @@
-"""ember.extend: interfaces for libraries built on ember (jax.extend)."""
-from ember.extend import core  # noqa: F401
+"""ember.extend: interfaces for libraries built on ember (jax.extend).
+
+Left out: `mlir` (MLIR bytecode artifacts), `sharding` (XLA's sharding protos), `xla`
+(XLA's HLO-module transformation hooks), `pallas` (ember has no Pallas), `backend`."""
+from ember.extend import core, linear_util, lowering, random, source_info_util  # noqa: F401

@@ -14,7 +14,7 @@ is `emit_python_callback` (a host call of the callback).
 Left out: what exists only with MLIR's Python bindings (`make_ir_context`,
 `module_to_bytecode`, `ir_tree_registry`), tokens and host transfer channels
 (`token_type`, `SEND_TO_HOST_TYPE`, ...: ember's IR orders effects without tokens)."""
-from ember._src.lower import LowerFun, lower_fun, register_lowering  # noqa: F401
+from ember._src.lower import LowerFun, lower_fun  # noqa: F401
 from ember._src.lower.rule_api import (  # noqa: F401
     AxisContext, ConstantHandler, LoweringParameters, LoweringResult, LoweringRule,
     LoweringRuleContext, Mesh, MeshAxisName, ModuleContext, ShapePolyLoweringState,
@@ -23,5 +23,6 @@ from ember._src.lower.rule_api import (  # noqa: F401
     dtype_to_ir_type, flatten_ir_types, flatten_ir_values, i32_attr, i64_attr, ir_attribute,
     ir_constant, ir_constants, ir_type_handlers, jaxpr_subcomp, lower_jaxpr_to_fun,
     lower_jaxpr_to_module, lowerable_effects, merge_mlir_modules, module_to_string,
-    register_constant_handler, shape_tensor, unflatten_ir_values_like_types)
+    register_constant_handler, register_lowering, shape_tensor,
+    unflatten_ir_values_like_types)
 from ember._src.primitives.callbacks import emit_python_callback  # noqa: F401

@@ -29,7 +29,7 @@ from ember._src.hlo import graph as hlo
 from ember._src.hlo.graph import Instr, Shape, TupleShape
 
 __all__ = ["lower_jaxpr", "LoweringContext", "elementwise", "compare_type", "sanitize_name",
-           "lower_fun", "register_lowering"]
+           "lower_fun"]
 
 
 # --------------------------------------------------------------------------------------
@@ -391,8 +391,6 @@ host_impl_lowering: Callable | None = None
 def _rule_of(prim: core.Primitive) -> Callable:
   if prim.lower is not None:
     return prim.lower
-  if prim.foreign_lowering is not None:
-    return rule_api.foreign_rule(prim)
   if prim.impl_on_arrays and host_impl_lowering is not None:
     return lambda ctx, /, *args, **params: host_impl_lowering(prim, ctx, *args, **params)
   raise NotImplementedError(
@@ -566,21 +564,3 @@ class LowerFun:
 
 def lower_fun(fun: Callable, multiple_results: bool = True) -> LowerFun:
   return LowerFun(fun, multiple_results)
-
-
-def register_lowering(prim: core.Primitive, rule: Callable, platform: str | None = None):
-  """JAX's `mlir.register_lowering`: a `lower_fun` rule becomes the primitive's lowering;
-  any other rule builds JAX's MLIR, which ember cannot run, so compiled code calls the
-  primitive's impl on the host instead. Rules for other platforms than the CPU are
-  ignored."""
-  if platform not in (None, "cpu"):
-    return rule
-  if isinstance(rule, LowerFun):
-    prim.lower, prim.foreign_lowering = rule, None
-  else:
-    prim.lower, prim.foreign_lowering = None, rule
-  return rule
-
-
-# the rules written with JAX's lowering vocabulary (a module built on this one)
-from ember._src.lower import rule_api  # noqa: E402

@@ -488,3 +488,17 @@ def foreign_rule(prim: core.Primitive) -> Callable:
     ctx._pending[:] = pending           # what the rule emitted is dropped
     return lower_lib.host_impl_lowering(prim, ctx, *args, **params)
   return rule
+
+
+def register_lowering(prim: core.Primitive, rule: Callable, platform: str | None = None,
+                      **_options):
+  """JAX's `mlir.register_lowering`: a `lower_fun` rule becomes the primitive's lowering;
+  any other rule runs on a LoweringRuleContext (`foreign_rule`). Rules for other platforms
+  than the CPU are ignored."""
+  if platform not in (None, "cpu"):
+    return rule
+  if isinstance(rule, lower_lib.LowerFun):
+    prim.lower, prim.foreign_lowering = rule, None
+  else:
+    prim.lower, prim.foreign_lowering = foreign_rule(prim), rule
+  return rule
