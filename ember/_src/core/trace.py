@@ -306,11 +306,16 @@ def take_current_trace():
 
 @contextlib.contextmanager
 def set_current_trace(trace: Trace, check_leaks: bool = False):
-  """Within the block, operations on values no inner trace owns go to `trace` (the eval
-  trace: they run at once), as `take_current_trace` then reports it."""
+  """Run the block under `trace`. ember finds an operation's trace from its operands (and
+  the staging trace), so only the eval trace needs setting: under it, operations on
+  concrete values run at once, even while jit traces (JAX's `eval_context`). Any other
+  trace is the one the operands already name: nothing changes (values are JAX's: under
+  `ensure_compile_time_eval` concrete operations still run at once, as JAX folds them)."""
   del check_leaks   # ember checks leaks when a trace closes (jax_check_tracer_leaks)
-  main = trace.main
-  with new_dynamic(None if main.level == 0 else main):
+  if trace.main.level != 0:
+    yield
+    return
+  with new_dynamic(None):
     yield
 
 

@@ -234,8 +234,9 @@ def aval_to_ir_types(*args) -> tuple:
   raise TypeError(f"No ir_type_handler for aval type: {type(aval)}")
 
 
-def aval_to_ir_type(aval) -> Shape:
-  """The IR type (a tensor `Shape`) of an array aval."""
+def aval_to_ir_type(*args) -> Shape:
+  """The IR type (a tensor `Shape`) of an array aval; JAX's `(ctx, aval)` form too."""
+  aval = args[-1]
   types = aval_to_ir_types(aval)
   if len(types) != 1:
     raise TypeError(f"aval_to_ir_type called on {aval}, which has {len(types)} IR types")
@@ -397,10 +398,12 @@ class LoweringResult(NamedTuple):
 
 def lower_jaxpr_to_module(module_name: str, jaxpr, *, donated_args=(), arg_names=None,
                           result_names=None, **_options) -> LoweringResult:
-  """A whole module `jit_<module_name>` whose `main` computes `jaxpr` (its consts become
-  constants); `module_to_string(result.module)` prints it."""
-  module = lower_lib.lower_jaxpr(jaxpr, module_name, arg_names=arg_names,
+  """A whole module named `module_name` (jit's: `jit_f`) whose `main` computes `jaxpr`
+  (its consts become constants); `module_to_string(result.module)` prints it."""
+  fun_name = module_name[4:] if module_name.startswith("jit_") else module_name
+  module = lower_lib.lower_jaxpr(jaxpr, fun_name, arg_names=arg_names,
                                  result_names=result_names, donated=donated_args)
+  module.name = module_name
   return LoweringResult(module, None, [], ShapePolyLoweringState())
 
 
