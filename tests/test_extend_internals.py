@@ -195,6 +195,15 @@ def test_batch_jaxpr_axes_as_jax_prints_it():
   _close(f, 4.0)
 
 
+def test_batch_subtrace_on_a_wrapped_fun():
+  f = extend.linear_util.wrap_init(lambda x, y: [jnp.sin(x) * y, y + 1.0])
+  g, dims = batching.batch_subtrace(f, ec.TraceTag(), batching.AxisData(None, 3, None),
+                                    [0, None])
+  a, b = g.call_wrapped(jnp.arange(3.0), 2.0)
+  _close(a, [0.0, 1.6829419, 1.8185948])             # JAX 0.12.1's values and dims
+  assert b == 3.0 and dims() == (0, None)
+
+
 def test_defreducer():
   rsum = ec.Primitive("my_reduce_sum")
   rsum.def_impl(lambda x, *, axes: jnp.sum(x, axis=axes))

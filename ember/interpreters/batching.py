@@ -10,3 +10,5 @@ from ember._src.transforms.batching import (  # noqa: F401
     AxisData, BatchTrace, BatchTracer, axis_primitive_batchers, batch_jaxpr_axes,
     bdim_at_front, broadcast, defbroadcasting, defreducer, defvectorized,
     fancy_primitive_batchers, moveaxis, not_mapped, primitive_batchers, zero_if_mapped)
+from ember._src.transforms.batching import (  # noqa: F401 (JAX's WrappedFun form)
+    batch_subtrace_wrapped as batch_subtrace)

@@ -451,6 +451,24 @@ def batch_subtrace(fun: Callable, axis_data: AxisData, vals, in_dims, trace=None
     return _run_batched(fun, BatchTrace(main), vals, in_dims)
 
 
+def batch_subtrace_wrapped(fun: api_util.WrappedFun, tag, axis_data: AxisData, in_dims):
+  """JAX's `batch_subtrace` (jax.interpreters.batching): `fun` (a WrappedFun on flat
+  values) as one run on values batched at `in_dims` (None: unbatched; a thunk giving them
+  is accepted), returning its outputs' batched values; the second value is a thunk giving
+  their batch dims once it has run."""
+  del tag   # ember's vmap is identified by its trace
+  out_dims = api_util.Store()
+
+  def layer(inner):
+    def run(*vals):
+      dims = in_dims() if callable(in_dims) else in_dims
+      outs, dims_out = batch_subtrace(lambda *xs: list(inner(*xs)), axis_data, vals, dims)
+      out_dims.store(tuple(dims_out))
+      return tuple(outs)
+    return run
+  return fun.wrap("batch_subtrace", layer), lambda: out_dims.val
+
+
 def _run_batched(fun, trace, vals, in_dims):
   xs = [v if d is None or v is None else BatchTracer(trace, v, d)
         for v, d in zip(vals, in_dims)]
