@@ -230,3 +230,15 @@ def test_extend_submodules_and_threefry_2x32():
   assert erandom.threefry2x32_p.name == "threefry2x32"
   with pytest.raises(TypeError, match="threefry_2x32 requires uint32 arguments"):
     erandom.threefry_2x32(key, jnp.arange(4))
+
+
+def test_extend_backend():
+  from ember.extend import backend
+  assert list(backend.backends()) == ["cpu"] and backend.get_backend().platform == "cpu"
+  assert backend.get_default_device() == ember.devices()[0]
+  with ember.default_device(ember.devices("cpu")[0]):
+    assert backend.get_default_device() == ember.devices("cpu")[0]
+  assert backend.backend_xla_version() is None         # as JAX's on CPU
+  with pytest.raises(RuntimeError, match="Unknown backend"):
+    backend.backend_xla_version("gpu")
+  backend.clear_in_memory_compilation_cache()

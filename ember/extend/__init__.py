@@ -1,5 +1,6 @@
 """ember.extend: interfaces for libraries built on ember (jax.extend).
 
 Left out: `mlir` (MLIR bytecode artifacts), `sharding` (XLA's sharding protos), `xla`
-(XLA's HLO-module transformation hooks), `pallas` (ember has no Pallas), `backend`."""
-from ember.extend import core, linear_util, lowering, random, source_info_util  # noqa: F401
+(XLA's HLO-module transformation hooks), `pallas` (ember has no Pallas)."""
+from ember.extend import (  # noqa: F401
+    backend, core, linear_util, lowering, random, source_info_util)
