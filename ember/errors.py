@@ -3,3 +3,4 @@ from ember._src.base.errors import (  # noqa: F401
     ConcretizationTypeError, JAXTypeError, JaxRuntimeError, KeyReuseError,
     NonConcreteBooleanIndexError, TracerArrayConversionError, TracerBoolConversionError,
     TracerIntegerConversionError, UnexpectedTracerError)
+from ember._src.base.errors import InconclusiveDimensionOperation, JaxprTypeError  # noqa: F401

@@ -38,3 +38,13 @@ class JaxRuntimeError(RuntimeError):
   """An error raised while running a compiled computation (jax.errors.JaxRuntimeError): its
   message starts with a status (`INTERNAL: `, `RESOURCE_EXHAUSTED: `); the original
   exception, when there is one, is its __cause__."""
+
+
+class JaxprTypeError(TypeError):
+  """A jaxpr is ill-typed (check_jaxpr): a variable used before it is bound, bound twice,
+  or an equation whose result types differ from its binders' annotations."""
+
+
+class InconclusiveDimensionOperation(Exception):
+  """An operation on symbolic dimensions whose result depends on their values (JAX's shape
+  polymorphism; ember's shapes are static, so its own code never raises it)."""
