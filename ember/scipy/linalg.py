@@ -5,3 +5,5 @@ from ember._src.library.scipy.linalg import (  # noqa: F401
 from ember._src.library.scipy.special_matrices import (  # noqa: F401
     circulant, companion, convolution_matrix, dft, fiedler, fiedler_companion, hadamard,
     hankel, helmert, hilbert, invhilbert, invpascal, leslie, pascal, toeplitz)
+from ember._src.library.scipy.linalg_schur import (  # noqa: F401
+    eigh_tridiagonal, funm, hessenberg, qr_multiply, rsf2csf, schur, solve_sylvester, sqrtm)
