@@ -90,7 +90,8 @@ def _polar_iterations(x, max_iterations: int, eps: float):
 
   k0 = len(qr_params) + len(chol_params)
   k, u, moving = while_loop(keep_going, halley,
-                            (creation.asarray(k0, np.int32), u, creation.asarray(moving)))
+                            (creation.asarray(k0, dtypes.default_int_dtype()), u,
+                             creation.asarray(moving)))
   u = 1.5 * u - 0.5 * u @ (_H(u) @ u)
   h = _H(u) @ x
   return u, (h + _H(h)) / 2, k, ufuncs.logical_not(moving)
