@@ -205,10 +205,7 @@ def _tridiagonal_solve_abstract_eval(dl, d, du, b, *, perturb_singular):
 
 
 def _tridiagonal_solve_impl(dl, d, du, b, *, perturb_singular):
-  if perturb_singular:
-    return lapack_condensed.gtsv_perturbed((), dl, d, du, b)[0]
-  x, info = lapack_condensed._gtsv_batch(dl, d, du, b, perturb=False)
-  return x
+  return lapack_condensed.gtsv_solve(dl, d, du, b, perturb=perturb_singular)[0]
 
 
 tridiagonal_solve_p = declare("tridiagonal_solve", _tridiagonal_solve_abstract_eval,

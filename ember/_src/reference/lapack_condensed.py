@@ -216,7 +216,8 @@ def _gtsv_one(dl, d, du, b, perturb: bool = False):
   return x, 0
 
 
-def _gtsv_batch(dl, d, du, b, perturb: bool):
+def gtsv_solve(dl, d, du, b, perturb: bool):
+  """(x, info) of gtsv's elimination for each system of the batch."""
   batch = b.shape[:-2]
   flat = [x.reshape((-1,) + x.shape[len(batch):]) for x in (dl, d, du, b)]
   xs = np.empty_like(flat[3])
@@ -230,13 +231,13 @@ def gtsv(attrs, dl, d, du, b):
   """(dl, d, du, x, info): x solving the tridiagonal system (sub-diagonal dl[1:], diagonal
   d, super-diagonal du[:-1]) for each column of b; info k > 0 (x NaN) for a singular
   system."""
-  x, info = _gtsv_batch(dl, d, du, b, perturb=False)
+  x, info = gtsv_solve(dl, d, du, b, perturb=False)
   return [dl, d, du, x, info]
 
 
 def gtsv_perturbed(attrs, dl, d, du, b):
   """(x,): gtsv's solution, tiny pivots perturbed to eps * max|U| (never NaN)."""
-  return [_gtsv_batch(dl, d, du, b, perturb=True)[0]]
+  return [gtsv_solve(dl, d, du, b, perturb=True)[0]]
 
 
 def cholesky_update(attrs, r, w):

@@ -21,7 +21,6 @@ from ember._src.library.numpy.linalg_norms import diagonal, norm
 from ember._src.library.numpy.linalg_solvers import inv, solve
 from ember._src.library.numpy.vectorize import vectorize
 from ember._src.primitives import decompositions, linalg_forms
-from ember._src.primitives.control import cond as lax_cond
 
 __all__ = ["schur", "rsf2csf", "hessenberg", "sqrtm", "funm", "solve_sylvester",
            "eigh_tridiagonal", "qr_multiply"]

@@ -13,8 +13,7 @@ import operator
 import numpy as np
 
 from ember._src.base import dtypes
-from ember._src.driver.jit import jit
-from ember._src.library.numpy import creation, indexing, logic, ufuncs, util
+from ember._src.library.numpy import creation, logic, ufuncs, util
 from ember._src.library.numpy import shape as shape_ops
 from ember._src.library.numpy.vectorize import vectorize
 
