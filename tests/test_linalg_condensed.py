@@ -16,6 +16,7 @@ import pytest
 import ember
 import ember.numpy as jnp
 import ember.scipy.linalg as SL
+from ember._src.base.config import config
 from ember.lax import linalg as L
 
 RNG = np.random.default_rng(34)
@@ -464,3 +465,31 @@ def test_tensorinv_tensorsolve(x64):
     jnp.linalg.tensorinv(rand((2, 3)), 1)
   with pytest.raises(ValueError, match="leading shape"):
     jnp.linalg.tensorsolve(rand((3, 6)), rand(2))
+
+
+# --------------------------------------------------------------------------------------
+# Compilation: JAX's LAPACK targets; checked mode runs them through the reference evaluator
+# --------------------------------------------------------------------------------------
+
+def _all_forms(a, b):
+  s = a + a.T
+  dl, d, du = a[0], a[1] + 4, a[2]
+  return (L.schur(a), L.hessenberg(a), L.tridiagonal(s, lower=False),
+          L.tridiagonal_solve(dl, d, du, b), L.symmetric_product(a, s))
+
+
+def test_lowered_targets_and_checked_mode():
+  a, b = rand((4, 4), np.float32), rand((4, 2), np.float32)
+  text = ember.jit(_all_forms).lower(a, b).as_text()
+  for target in ("lapack_sgees_ffi", "lapack_sgehrd_ffi", "lapack_ssytrd_ffi",
+                 "lapack_sgtsv_ffi"):
+    assert f"stablehlo.custom_call @{target}" in text
+  t = ember.jit(lambda a: L.schur(a.astype(np.complex64))).lower(a).as_text()
+  assert "@lapack_cgees_ffi" in t
+  old = config.read("ember_check_compiled")
+  config.update("ember_check_compiled", True)
+  try:
+    outs = ember.jit(_all_forms)(a, b)
+  finally:
+    config.update("ember_check_compiled", old)
+  check_schur(a.astype(np.float64), *outs[0], 2e-5)
