@@ -1,0 +1,403 @@
+"""BCOO, the batched-coordinate sparse array, and its operations (jax.experimental.sparse's
+bcoo_* functions). The primitives are bcoo_core's; the structural operations (slice,
+reshape, concatenate, ...) rewrite data and indices with jnp ops directly."""
+from __future__ import annotations
+
+import math
+import operator
+from typing import Sequence
+
+import numpy as np
+
+from ember._src.base import tree_util
+from ember._src.library.lax import api as lax
+from ember._src.library.numpy import creation, logic, reductions, shape as shape_ops
+from ember._src.library.sparse import bcoo_core as core
+from ember._src.library.sparse.base import JAXSparse
+from ember._src.library.sparse.util import (
+    SparseInfo, broadcast_batch, count_stored_elements, linear_index, nfold_vmap,
+    static_int, unravel_index)
+
+bcoo_todense_p = core.bcoo_todense_p
+bcoo_fromdense_p = core.bcoo_fromdense_p
+bcoo_extract_p = core.bcoo_extract_p
+bcoo_transpose_p = core.bcoo_transpose_p
+bcoo_sort_indices_p = core.bcoo_sort_indices_p
+bcoo_sum_duplicates_p = core.bcoo_sum_duplicates_p
+bcoo_dot_general_p = core.bcoo_dot_general_p
+bcoo_dot_general_sampled_p = core.bcoo_dot_general_sampled_p
+bcoo_spdot_general_p = core.bcoo_spdot_general_p
+
+
+@tree_util.register_pytree_node_class
+class BCOO(JAXSparse):
+  """A batched-COO sparse array: `data` (batch + (nse,) + dense) and `indices`
+  (batch + (nse, n_sparse)) for an array of `shape` = batch + sparse + dense."""
+
+  def __init__(self, args, *, shape, indices_sorted: bool = False,
+               unique_indices: bool = False):
+    self.data, self.indices = (creation.asarray(a) for a in args)
+    self.indices_sorted, self.unique_indices = indices_sorted, unique_indices
+    super().__init__(args, shape=shape)
+    core.layout(self.data, self.indices, self.shape)
+
+  @property
+  def _info(self) -> SparseInfo:
+    return SparseInfo(self.shape, self.indices_sorted, self.unique_indices)
+
+  @property
+  def _bufs(self):
+    return self.data, self.indices
+
+  nse = property(lambda self: self.indices.shape[-2])
+  dtype = property(lambda self: self.data.dtype)
+  n_batch = property(lambda self: self.indices.ndim - 2)
+  n_sparse = property(lambda self: self.indices.shape[-1])
+  n_dense = property(lambda self: self.data.ndim - 1 - self.n_batch)
+
+  def tree_flatten(self):
+    return (self.data, self.indices), self._info._asdict()
+
+  @classmethod
+  def tree_unflatten(cls, aux_data, children):
+    obj = object.__new__(cls)
+    obj.data, obj.indices = children
+    obj.shape = tuple(aux_data["shape"])
+    obj.indices_sorted = aux_data["indices_sorted"]
+    obj.unique_indices = aux_data["unique_indices"]
+    return obj
+
+  @classmethod
+  def fromdense(cls, mat, *, nse=None, index_dtype=np.int32, n_dense=0, n_batch=0):
+    return bcoo_fromdense(mat, nse=nse, index_dtype=index_dtype, n_dense=n_dense,
+                          n_batch=n_batch)
+
+  @classmethod
+  def _empty(cls, shape, *, dtype=None, index_dtype="int32", n_dense=0, n_batch=0, nse=0):
+    shape = tuple(shape)
+    n_sparse = len(shape) - n_dense - n_batch
+    if n_sparse < 0 or n_dense < 0 or n_batch < 0 or nse < 0:
+      raise ValueError(f"Invalid inputs: shape={shape}, n_dense={n_dense}, n_batch={n_batch}, "
+                       f"nse={nse}")
+    batch, sparse, dense = (shape[:n_batch], shape[n_batch:n_batch + n_sparse],
+                            shape[n_batch + n_sparse:])
+    data = creation.zeros((*batch, nse, *dense), dtype)
+    indices = shape_ops.broadcast_to(creation.asarray(sparse, index_dtype),
+                                     (*batch, nse, n_sparse))
+    return cls((data, indices), shape=shape, indices_sorted=True, unique_indices=True)
+
+  @classmethod
+  def _eye(cls, N, M, k, *, dtype=None, index_dtype="int32", n_batch=0, n_dense=0):
+    if n_batch or n_dense:
+      dense = creation.eye(N, M, k, dtype=dtype)
+      return bcoo_fromdense(dense, n_batch=n_batch, n_dense=n_dense, index_dtype=index_dtype)
+    diag = max(0, min(N + min(k, 0), M - max(k, 0)))
+    rows = creation.arange(diag, dtype=index_dtype) - min(k, 0)
+    cols = creation.arange(diag, dtype=index_dtype) + max(k, 0)
+    indices = shape_ops.stack([rows, cols], axis=-1)
+    data = creation.ones((diag,), dtype)
+    return cls((data, indices), shape=(N, M), indices_sorted=True, unique_indices=True)
+
+  def todense(self):
+    return bcoo_todense(self)
+
+  def transpose(self, axes=None):
+    axes = tuple(reversed(range(self.ndim))) if axes is None else tuple(axes)
+    return bcoo_transpose(self, permutation=axes)
+
+  def sum_duplicates(self, nse=None, remove_zeros=True):
+    return bcoo_sum_duplicates(self, nse=nse)
+
+  def sort_indices(self):
+    return bcoo_sort_indices(self)
+
+  def update_layout(self, *, n_batch=None, n_dense=None, on_inefficient="error"):
+    return bcoo_update_layout(self, n_batch=n_batch, n_dense=n_dense,
+                              on_inefficient=on_inefficient)
+
+  def reshape(self, *args, **kwargs):
+    new = args[0] if len(args) == 1 and not isinstance(args[0], int) else args
+    return bcoo_reshape(self, new_sizes=tuple(kwargs.get("new_sizes", new)))
+
+  def astype(self, dtype):
+    return BCOO((self.data.astype(dtype), self.indices), shape=self.shape,
+                indices_sorted=self.indices_sorted, unique_indices=self.unique_indices)
+
+  def sum(self, axis=None):
+    axes = range(self.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+    return bcoo_reduce_sum(self, axes=[a % self.ndim for a in axes])
+
+  def __neg__(self):
+    return BCOO((-self.data, self.indices), shape=self.shape,
+                indices_sorted=self.indices_sorted, unique_indices=self.unique_indices)
+
+  def __pos__(self):
+    return self
+
+  def __matmul__(self, other):
+    return _matmul(self, other)
+
+  def __rmatmul__(self, other):
+    return _matmul(other, self)
+
+  def __mul__(self, other):
+    if isinstance(other, BCOO):
+      return bcoo_multiply_sparse(self, other)
+    other = creation.asarray(other)
+    if other.ndim == 0 or tuple(other.shape) == self.shape or \
+       np.broadcast_shapes(tuple(other.shape), self.shape) == self.shape:
+      return BCOO((bcoo_multiply_dense(self, other), self.indices), shape=self.shape,
+                  indices_sorted=self.indices_sorted, unique_indices=self.unique_indices)
+    return self.todense() * other
+
+  __rmul__ = __mul__
+
+  def __truediv__(self, other):
+    return self * (1 / creation.asarray(other))
+
+  def __add__(self, other):
+    if isinstance(other, BCOO):
+      return _add_sparse(self, other)
+    return self.todense() + other
+
+  __radd__ = __add__
+
+  def __sub__(self, other):
+    return self + (-other)
+
+  def __rsub__(self, other):
+    return (-self) + other
+
+
+def _matmul(lhs, rhs):
+  """`@` with NumPy's rules for 1-D and 2-D operands (stacked matrices: the sparse
+  operand's leading axes must be batch axes)."""
+  lshape, rshape = tuple(lhs.shape), tuple(rhs.shape)
+  if not lshape or not rshape:
+    raise ValueError("matmul: a 0-d operand has no matrix dimensions")
+  lc = len(lshape) - 1
+  rc = max(len(rshape) - 2, 0)
+  nb = min(len(lshape), len(rshape)) - 2
+  if nb > 0:
+    if lshape[:nb] != rshape[:nb]:
+      raise ValueError(f"matmul: batch shapes {lshape[:nb]} and {rshape[:nb]} differ")
+    dims = (((lc,), (rc,)), (tuple(range(nb)), tuple(range(nb))))
+  else:
+    dims = (((lc,), (rc,)), ((), ()))
+  return bcoo_dot_general(lhs, rhs, dimension_numbers=dims)
+
+
+def _add_sparse(a: BCOO, b: BCOO) -> BCOO:
+  """a + b as one BCOO holding both's stored elements (duplicates add up in todense)."""
+  if a.shape != b.shape:
+    raise ValueError(f"add: BCOO shapes {a.shape} and {b.shape} differ")
+  if (a.n_batch, a.n_dense) != (b.n_batch, b.n_dense):
+    raise ValueError(f"add: BCOO layouts differ (n_batch {a.n_batch} vs {b.n_batch}, n_dense "
+                     f"{a.n_dense} vs {b.n_dense}); use bcoo_update_layout first")
+  if a.indices is b.indices:
+    return BCOO((a.data + b.data, a.indices), shape=a.shape,
+                indices_sorted=a.indices_sorted, unique_indices=a.unique_indices)
+  return _concat_nse([a, b])
+
+
+def _concat_nse(mats):
+  """The stored elements of same-shape, same-layout BCOOs side by side."""
+  shape, nb = mats[0].shape, mats[0].n_batch
+  bshape = tuple(max(s) for s in zip(*(m.data.shape[:nb] for m in mats),
+                                     *(m.indices.shape[:nb] for m in mats))) if nb else ()
+  dtype = np.result_type(*(m.dtype for m in mats))
+  data = shape_ops.concatenate(
+      [broadcast_batch(m.data.astype(dtype), bshape, nb) for m in mats], axis=nb)
+  idx = shape_ops.concatenate([broadcast_batch(m.indices, bshape, nb) for m in mats], axis=nb)
+  return BCOO((data, idx), shape=shape)
+
+
+# --- conversions ------------------------------------------------------------------------
+
+def bcoo_todense(mat: BCOO):
+  """The dense array of a BCOO (duplicates add up, padding is dropped)."""
+  return bcoo_todense_p.bind(mat.data, mat.indices, spinfo=mat._info)
+
+
+def bcoo_fromdense(mat, *, nse=None, n_batch: int = 0, n_dense: int = 0,
+                   index_dtype=np.int32) -> BCOO:
+  """The BCOO of a dense array: `nse` defaults to the largest count of nonzero elements
+  over the batches (a concrete value: under jit pass `nse`)."""
+  mat = creation.asarray(mat)
+  if n_batch < 0 or n_dense < 0 or n_batch + n_dense > mat.ndim:
+    raise ValueError(f"bcoo_fromdense: invalid n_batch={n_batch}, n_dense={n_dense} for an "
+                     f"array of shape {tuple(mat.shape)}")
+  if nse is None:
+    nse = count_stored_elements(mat, n_batch, n_dense)
+  nse = static_int(nse, "the nse argument of bcoo_fromdense")
+  data, indices = bcoo_fromdense_p.bind(mat, nse=nse, n_batch=n_batch, n_dense=n_dense,
+                                        index_dtype=np.dtype(index_dtype))
+  return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
+
+
+def bcoo_extract(sparr: BCOO, arr, *, assume_unique=None) -> BCOO:
+  """A BCOO with `sparr`'s indices holding the values of the dense `arr` there (a duplicated
+  index gets the value once unless `assume_unique`)."""
+  arr = creation.asarray(arr)
+  if tuple(arr.shape) != sparr.shape:
+    raise ValueError(f"bcoo_extract: sparr.shape={sparr.shape} and arr.shape="
+                     f"{tuple(arr.shape)} differ")
+  if assume_unique is None:
+    assume_unique = sparr.unique_indices
+  data = bcoo_extract_p.bind(sparr.indices, arr, assume_unique=bool(assume_unique))
+  return BCOO((data, sparr.indices), shape=sparr.shape, indices_sorted=sparr.indices_sorted,
+              unique_indices=sparr.unique_indices)
+
+
+# --- primitives' front ends ---------------------------------------------------------------
+
+def bcoo_transpose(mat: BCOO, *, permutation: Sequence[int]) -> BCOO:
+  """Permutes the axes; batch, sparse and dense axes each permute among themselves."""
+  permutation = tuple(operator.index(p) for p in permutation)
+  if sorted(permutation) != list(range(mat.ndim)):
+    raise ValueError(f"bcoo_transpose: permutation {permutation} is not a permutation of "
+                     f"the {mat.ndim} axes")
+  nb, ns = mat.n_batch, mat.n_sparse
+  parts = (permutation[:nb], permutation[nb:nb + ns], permutation[nb + ns:])
+  if (sorted(parts[0]) != list(range(nb)) or sorted(parts[1]) != list(range(nb, nb + ns))):
+    raise NotImplementedError(
+        "bcoo_transpose: permutation must not mix batch, sparse and dense dimensions, got "
+        f"permutation={permutation} with n_batch={nb}, n_sparse={ns}")
+  data, indices = bcoo_transpose_p.bind(mat.data, mat.indices, permutation=permutation,
+                                        spinfo=mat._info)
+  return BCOO((data, indices), shape=tuple(mat.shape[p] for p in permutation))
+
+
+def bcoo_sort_indices(mat: BCOO) -> BCOO:
+  """The same array with each batch's indices in lexicographic order."""
+  data, indices = bcoo_sort_indices_p.bind(mat.data, mat.indices, spinfo=mat._info)
+  return BCOO((data, indices), shape=mat.shape, indices_sorted=True,
+              unique_indices=mat.unique_indices)
+
+
+def bcoo_sum_duplicates(mat: BCOO, nse=None) -> BCOO:
+  """Sorted, unique indices, duplicates summed; padding to `nse` (default: the true count,
+  a concrete value) uses the sentinel index `shape`."""
+  if nse is None:
+    nse = core.count_unique(mat.indices, mat._info)
+  nse = static_int(nse, "the nse argument of bcoo_sum_duplicates")
+  data, indices = bcoo_sum_duplicates_p.bind(mat.data, mat.indices, spinfo=mat._info, nse=nse)
+  return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
+
+
+def bcoo_dot_general(lhs, rhs, *, dimension_numbers, precision=None,
+                     preferred_element_type=None, out_sharding=None):
+  """lax.dot_general with a BCOO operand: dense result, or BCOO when both are sparse."""
+  del precision, out_sharding
+  (lc, rc), (lb, rb) = dimension_numbers
+  dims = ((tuple(map(int, lc)), tuple(map(int, rc))), (tuple(map(int, lb)), tuple(map(int, rb))))
+  pet = None if preferred_element_type is None else np.dtype(preferred_element_type)
+  if isinstance(lhs, BCOO) and isinstance(rhs, BCOO):
+    out_shape, _ = core.spdot_layout(lhs.data, lhs.indices, rhs.data, rhs.indices, lhs._info,
+                                     rhs._info, dims)
+    data, indices = bcoo_spdot_general_p.bind(
+        lhs.data, lhs.indices, rhs.data, rhs.indices, lhs_spinfo=lhs._info,
+        rhs_spinfo=rhs._info, dimension_numbers=dims, preferred_element_type=pet)
+    return BCOO((data, indices), shape=out_shape)
+  if isinstance(lhs, BCOO):
+    return bcoo_dot_general_p.bind(lhs.data, lhs.indices, creation.asarray(rhs),
+                                   dimension_numbers=dims, preferred_element_type=pet,
+                                   lhs_spinfo=lhs._info)
+  if isinstance(rhs, BCOO):
+    lhs = creation.asarray(lhs)
+    out = bcoo_dot_general_p.bind(rhs.data, rhs.indices, lhs,
+                                  dimension_numbers=((dims[0][1], dims[0][0]),
+                                                     (dims[1][1], dims[1][0])),
+                                  preferred_element_type=pet, lhs_spinfo=rhs._info)
+    nb = len(lb)
+    n_rfree = rhs.ndim - nb - len(rc)
+    perm = [*range(nb), *range(nb + n_rfree, out.ndim), *range(nb, nb + n_rfree)]
+    return out.transpose(*perm)
+  return lax.dot_general(lhs, rhs, dims, preferred_element_type=pet)
+
+
+def bcoo_dot_general_sampled(A, B, indices, *, dimension_numbers):
+  """The data of dot_general(A, B) at `indices` (an SDDMM)."""
+  (lc, rc), (lb, rb) = dimension_numbers
+  dims = ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+  return bcoo_dot_general_sampled_p.bind(creation.asarray(A), creation.asarray(B),
+                                         creation.asarray(indices), dimension_numbers=dims)
+
+
+# --- elementwise ---------------------------------------------------------------------------
+
+def bcoo_multiply_dense(sp_mat: BCOO, v):
+  """The data of sp_mat * v (v dense, broadcasting to sp_mat's shape)."""
+  v = creation.asarray(v)
+  if v.ndim == 0:
+    return sp_mat.data * v
+  shape = sp_mat.shape
+  if np.broadcast_shapes(tuple(v.shape), shape) != shape:
+    raise NotImplementedError(
+        "multiplication between sparse and dense is only implemented for cases where the "
+        f"output shape matches the sparse matrix shape. Got shape={shape}, v.shape="
+        f"{tuple(v.shape)}")
+  v = shape_ops.broadcast_to(v, shape)
+  return sp_mat.data * bcoo_extract_p.bind(sp_mat.indices, v, assume_unique=True)
+
+
+def bcoo_multiply_sparse(lhs: BCOO, rhs: BCOO) -> BCOO:
+  """lhs * rhs elementwise, both sparse of one shape: a stored element per pair of stored
+  elements with equal indices (nse = lhs.nse * rhs.nse, as JAX)."""
+  if lhs.shape != rhs.shape:
+    raise ValueError(f"bcoo_multiply_sparse: shapes {lhs.shape} and {rhs.shape} differ")
+  if lhs.n_dense != rhs.n_dense:
+    raise NotImplementedError("bcoo_multiply_sparse: arrays with differing numbers of dense "
+                              f"dimensions: {lhs}, {rhs}")
+  nb = min(lhs.n_batch, rhs.n_batch)
+  lhs = bcoo_update_layout(lhs, n_batch=nb, on_inefficient=None)
+  rhs = bcoo_update_layout(rhs, n_batch=nb, on_inefficient=None)
+  nse = lhs.nse * rhs.nse
+  ld, li = _full(lhs)
+  rd, ri = _full(rhs)
+
+  def one(ld, li, rd, ri):
+    mask = reductions.all(li[:, None] == ri[None, :], axis=-1)
+    il, ir = _nonzero2(mask, nse)
+    data = (ld.at[il].get(mode="fill", fill_value=0) * rd.at[ir].get(mode="fill", fill_value=0))
+    idx = li.at[il].get(mode="fill", fill_value=max(lhs.shape, default=0))
+    return data, idx
+  data, indices = nfold_vmap(one, nb)(ld, li, rd, ri)
+  return BCOO((data, indices), shape=lhs.shape)
+
+
+def _nonzero2(mask, size):
+  """Row and column of the first `size` True entries of a 2-D mask in row-major order,
+  padded with (rows, cols)."""
+  n, m = mask.shape
+  key = creation.arange(n * m)
+  key = creation.asarray(lax.sort(logic.where(mask.ravel(), key, n * m)))
+  key = key[:size] if size <= n * m else shape_ops.concatenate(
+      [key, creation.full((size - n * m,), n * m, key.dtype)])
+  pad = key >= n * m
+  return logic.where(pad, n, key // max(m, 1)), logic.where(pad, m, key % max(m, 1))
+
+
+def _full(mat: BCOO):
+  nb = mat.n_batch
+  return (broadcast_batch(mat.data, mat.shape[:nb], nb),
+          broadcast_batch(mat.indices, mat.shape[:nb], nb))
+
+
+def bcoo_update_layout(mat, **kwargs):
+  """See ops.bcoo_update_layout (the structural operations live there)."""
+  # ops imports this module: the structural operations are looked up when first used
+  from ember._src.library.sparse import ops
+  return ops.bcoo_update_layout(mat, **kwargs)
+
+
+def bcoo_reshape(mat, **kwargs):
+  # ops imports this module: looked up when first used
+  from ember._src.library.sparse import ops
+  return ops.bcoo_reshape(mat, **kwargs)
+
+
+def bcoo_reduce_sum(mat, **kwargs):
+  # ops imports this module: looked up when first used
+  from ember._src.library.sparse import ops
+  return ops.bcoo_reduce_sum(mat, **kwargs)

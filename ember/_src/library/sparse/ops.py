@@ -1,0 +1,283 @@
+"""BCOO's structural operations (reduce_sum, update_layout, reshape, squeeze, slice,
+dynamic_slice, rev, broadcast_in_dim, concatenate): index arithmetic on the stored
+elements, written with jnp ops so they trace under jit, grad and vmap."""
+from __future__ import annotations
+
+import math
+import operator
+import warnings
+from typing import Sequence
+
+import numpy as np
+
+from ember._src.library.lax import api as lax
+from ember._src.library.numpy import creation, logic, reductions, shape as shape_ops
+from ember._src.library.sparse.bcoo import BCOO, _full, bcoo_fromdense, bcoo_todense
+from ember._src.library.sparse.util import (
+    SparseEfficiencyError, SparseEfficiencyWarning, linear_index, unravel_index)
+
+
+def _valid(mat: BCOO):
+  """True for stored elements whose indices are in bounds (not padding)."""
+  nb, ns = mat.n_batch, mat.n_sparse
+  bound = creation.asarray(mat.shape[nb:nb + ns], mat.indices.dtype)
+  return reductions.all(mat.indices < bound, axis=-1) & reductions.all(mat.indices >= 0,
+                                                                        axis=-1)
+
+
+def _mask_data(data, valid):
+  return logic.where(valid.reshape(valid.shape + (1,) * (data.ndim - valid.ndim)), data, 0)
+
+
+def bcoo_reduce_sum(mat: BCOO, *, axes: Sequence[int]) -> BCOO:
+  """Sums over `axes`: dense axes sum the data, sparse axes drop their index column,
+  batch axes fold into the stored elements."""
+  axes = sorted({operator.index(a) % mat.ndim for a in axes})
+  nb, ns = mat.n_batch, mat.n_sparse
+  data, indices = _full(mat)
+  dense_axes = tuple(a - ns + 1 for a in axes if a >= nb + ns)
+  data = reductions.sum(data, axis=dense_axes) if dense_axes else data
+  if ns:
+    data = _mask_data(data, _valid(BCOO((data, indices), shape=mat.shape[:nb + ns]
+                                        + tuple(data.shape[nb + 1:]))))
+  keep = [i for i in range(ns) if i + nb not in axes]
+  indices = indices[..., np.array(keep, dtype=np.int32)] if keep else \
+      creation.zeros(indices.shape[:-1] + (0,), indices.dtype)
+  batch_axes = [a for a in axes if a < nb]
+  kept_b = [a for a in range(nb) if a not in batch_axes]
+  if batch_axes:
+    nse = mat.nse * math.prod(mat.shape[a] for a in batch_axes)
+    bshape = tuple(mat.shape[a] for a in kept_b)
+    data = data.transpose(*kept_b, *batch_axes, *range(nb, data.ndim))
+    data = data.reshape(bshape + (nse,) + tuple(data.shape[nb + 1:]))
+    indices = indices.transpose(*kept_b, *batch_axes, nb, nb + 1)
+    indices = indices.reshape(bshape + (nse, indices.shape[-1]))
+  out_shape = tuple(s for i, s in enumerate(mat.shape) if i not in axes)
+  return BCOO((data, indices), shape=out_shape)
+
+
+def bcoo_update_layout(mat: BCOO, *, n_batch=None, n_dense=None, on_inefficient="error"):
+  """The same array with `n_batch` batch and `n_dense` dense dimensions; a change goes
+  through the dense array with nse the largest the new layout can need."""
+  n_batch = mat.n_batch if n_batch is None else operator.index(n_batch)
+  n_dense = mat.n_dense if n_dense is None else operator.index(n_dense)
+  if (n_batch, n_dense) == (mat.n_batch, mat.n_dense):
+    return mat
+  n_sparse = mat.ndim - n_batch - n_dense
+  if n_batch < 0 or n_dense < 0 or n_sparse < 0:
+    raise ValueError(f"bcoo_update_layout: invalid n_batch={n_batch}, n_dense={n_dense} for "
+                     f"shape {mat.shape}")
+  growth = math.prod(mat.shape[n_batch:mat.n_batch]) * math.prod(
+      mat.shape[mat.ndim - mat.n_dense:mat.ndim - n_dense])
+  if n_batch > mat.n_batch or n_dense > mat.n_dense or growth > 1:
+    msg = (f"bcoo_update_layout to n_batch={n_batch}, n_dense={n_dense} may store many more "
+           "elements than needed")
+    if on_inefficient == "error":
+      raise SparseEfficiencyError(msg + "; set on_inefficient=None to allow it")
+    if on_inefficient == "warn":
+      warnings.warn(msg, SparseEfficiencyWarning, stacklevel=2)
+  nse = min(mat.nse * max(growth, 1), math.prod(mat.shape[n_batch:n_batch + n_sparse]))
+  return bcoo_fromdense(bcoo_todense(mat), nse=nse, n_batch=n_batch, n_dense=n_dense,
+                        index_dtype=mat.indices.dtype)
+
+
+def bcoo_reshape(mat: BCOO, *, new_sizes: Sequence[int], dimensions=None,
+                 sharding=None) -> BCOO:
+  """Reshape that keeps batch sizes among the batch dimensions and the dense ones."""
+  if dimensions is not None:
+    raise ValueError("bcoo_reshape: dimensions must be None (no transposition)")
+  new_sizes = tuple(operator.index(s) for s in new_sizes)
+  if math.prod(new_sizes) != mat.size:
+    raise TypeError(f"bcoo_reshape: cannot reshape {mat.shape} to {new_sizes}")
+  nb, ns, nd = mat.n_batch, mat.n_sparse, mat.n_dense
+  bsize = math.prod(mat.shape[:nb])
+  cut = next((k for k in range(len(new_sizes) + 1) if math.prod(new_sizes[:k]) == bsize
+              and (k == nb or new_sizes[k - 1:k] != (1,) or nb == 0)), None)
+  dense_shape = mat.shape[mat.ndim - nd:]
+  if cut is None or new_sizes[len(new_sizes) - nd:] != dense_shape and nd:
+    raise ValueError(f"bcoo_reshape: {mat.shape} -> {new_sizes} mixes batch, sparse and "
+                     f"dense dimensions (n_batch={nb}, n_dense={nd})")
+  new_b, new_s = new_sizes[:cut], new_sizes[cut:len(new_sizes) - nd]
+  data, indices = _full(mat)
+  lin = linear_index(indices, mat.shape[nb:nb + ns])
+  lin = logic.where(lin >= math.prod(mat.shape[nb:nb + ns]), math.prod(new_s), lin)
+  indices = unravel_index(lin, new_s, indices.dtype)
+  data = data.reshape(new_b + tuple(data.shape[nb:]))
+  indices = indices.reshape(new_b + tuple(indices.shape[nb:]))
+  return BCOO((data, indices), shape=new_sizes)
+
+
+def bcoo_squeeze(arr: BCOO, *, dimensions: Sequence[int]) -> BCOO:
+  """Removes the size-1 `dimensions`."""
+  dims = sorted({operator.index(d) % arr.ndim for d in dimensions})
+  if any(arr.shape[d] != 1 for d in dims):
+    raise ValueError(f"cannot select an axis to squeeze out which has size not equal to "
+                     f"one, got shape={arr.shape} and dimensions={tuple(dimensions)}")
+  nb, ns = arr.n_batch, arr.n_sparse
+  data, indices = arr.data, arr.indices
+  b = tuple(d for d in dims if d < nb)
+  dd = tuple(d - ns + 1 for d in dims if d >= nb + ns)
+  data = lax.squeeze(data, b + dd)
+  indices = lax.squeeze(indices, b)
+  keep = [i for i in range(ns) if i + nb not in dims]
+  indices = indices[..., np.array(keep, dtype=np.int32)] if keep else \
+      creation.zeros(indices.shape[:-1] + (0,), indices.dtype)
+  shape = tuple(s for i, s in enumerate(arr.shape) if i not in dims)
+  return BCOO((data, indices), shape=shape)
+
+
+def _remap_sparse(indices, nb, old_sizes, fn, new_sizes):
+  """Applies `fn(col, k) -> (new col, keep)` to each sparse index column; elements not
+  kept (and padding) become the new sentinel."""
+  cols, keep = [], None
+  for k in range(indices.shape[-1]):
+    col = indices[..., k]
+    new, ok = fn(col, k)
+    ok = ok & (col >= 0) & (col < old_sizes[k])
+    keep = ok if keep is None else keep & ok
+    cols.append(new)
+  if keep is None:
+    return indices
+  cols = [logic.where(keep, c, s).astype(indices.dtype) for c, s in zip(cols, new_sizes)]
+  return shape_ops.stack(cols, axis=-1)
+
+
+def bcoo_slice(mat: BCOO, *, start_indices: Sequence[int], limit_indices: Sequence[int],
+               strides=None) -> BCOO:
+  """lax.slice of a BCOO."""
+  start = tuple(operator.index(s) for s in start_indices)
+  limit = tuple(operator.index(s) for s in limit_indices)
+  strides = (1,) * mat.ndim if strides is None else tuple(operator.index(s) for s in strides)
+  if not len(start) == len(limit) == len(strides) == mat.ndim:
+    raise ValueError(f"bcoo_slice: start_indices, limit_indices and strides must have "
+                     f"length {mat.ndim}")
+  for s, l_, n in zip(start, limit, mat.shape):
+    if not 0 <= s <= l_ <= n:
+      raise ValueError(f"bcoo_slice: invalid start_indices={start}, limit_indices={limit} "
+                       f"for shape {mat.shape}")
+  new_shape = tuple(max(0, -(-(l_ - s) // st)) for s, l_, st in zip(start, limit, strides))
+  return _window(mat, start, new_shape, strides, lambda x, ax: lax.slice_in_dim(
+      x, start[ax], limit[ax], strides[ax], axis=ax if ax >= 0 else x.ndim + ax))
+
+
+def _window(mat, start, new_shape, strides, cut_axis):
+  nb, ns = mat.n_batch, mat.n_sparse
+  data, indices = _full(mat)
+  for ax in range(nb):
+    data, indices = cut_axis(data, ax), cut_axis(indices, ax)
+  for ax in range(nb + ns, mat.ndim):
+    data = cut_axis(data, ax - ns + 1)
+
+  def move(col, k):
+    off = col - start[nb + k]
+    st = strides[nb + k]
+    new = off // st
+    return new, (off >= 0) & (off % st == 0) & (new < new_shape[nb + k])
+  indices = _remap_sparse(indices, nb, mat.shape[nb:nb + ns], move,
+                          new_shape[nb:nb + ns])
+  return BCOO((data, indices), shape=new_shape)
+
+
+def bcoo_dynamic_slice(mat: BCOO, start_indices, slice_sizes: Sequence[int]) -> BCOO:
+  """lax.dynamic_slice of a BCOO: starts may be traced (clamped as lax clamps them)."""
+  sizes = tuple(operator.index(s) for s in slice_sizes)
+  if len(start_indices) != mat.ndim or len(sizes) != mat.ndim:
+    raise ValueError(f"bcoo_dynamic_slice: start_indices and slice_sizes must have length "
+                     f"{mat.ndim}")
+  if any(not 0 <= z <= n for z, n in zip(sizes, mat.shape)):
+    raise TypeError(f"bcoo_dynamic_slice: slice_sizes {sizes} do not fit shape {mat.shape}")
+  start = tuple(lax.clamp(0, creation.asarray(s).astype(np.int32), n - z)
+                for s, z, n in zip(start_indices, sizes, mat.shape))
+  return _window(mat, start, sizes, (1,) * mat.ndim, lambda x, ax: lax.dynamic_slice_in_dim(
+      x, start[ax], sizes[ax], axis=ax if ax >= 0 else x.ndim + ax))
+
+
+def bcoo_rev(operand: BCOO, dimensions: Sequence[int]) -> BCOO:
+  """lax.rev of a BCOO."""
+  dims = sorted({operator.index(d) % operand.ndim for d in dimensions})
+  nb, ns = operand.n_batch, operand.n_sparse
+  data, indices = _full(operand)
+  bdims = [d for d in dims if d < nb]
+  if bdims:
+    data, indices = lax.rev(data, bdims), lax.rev(indices, bdims)
+  ddims = [d - ns + 1 for d in dims if d >= nb + ns]
+  if ddims:
+    data = lax.rev(data, ddims)
+  sizes = operand.shape[nb:nb + ns]
+  flip = lambda col, k: ((sizes[k] - 1 - col, col == col) if k + nb in dims
+                         else (col, col == col))
+  indices = _remap_sparse(indices, nb, sizes, flip, sizes)
+  return BCOO((data, indices), shape=operand.shape)
+
+
+def bcoo_broadcast_in_dim(mat: BCOO, *, shape: Sequence[int],
+                          broadcast_dimensions: Sequence[int], sharding=None) -> BCOO:
+  """lax.broadcast_in_dim of a BCOO: new leading dimensions become batch dimensions, new
+  trailing ones dense dimensions; size-1 batch and dense dimensions may grow."""
+  shape = tuple(operator.index(s) for s in shape)
+  bdims = tuple(operator.index(d) for d in broadcast_dimensions)
+  if len(bdims) != mat.ndim or any(mat.shape[i] not in (1, shape[d])
+                                   for i, d in enumerate(bdims)):
+    raise ValueError(f"bcoo_broadcast_in_dim: cannot broadcast {mat.shape} to {shape} with "
+                     f"broadcast_dimensions={bdims}")
+  nb, ns = mat.n_batch, mat.n_sparse
+  sparse_out = bdims[nb:nb + ns]
+  if ns and (list(sparse_out) != list(range(sparse_out[0], sparse_out[0] + ns))
+             or any(mat.shape[nb + k] != shape[d] for k, d in enumerate(sparse_out))):
+    raise ValueError("bcoo_broadcast_in_dim: sparse dimensions must stay adjacent and keep "
+                     "their sizes")
+  first = sparse_out[0] if ns else (bdims[nb] if nb < mat.ndim else len(shape))
+  new_nb, new_ns = first, ns
+  new_bshape = shape[:new_nb]
+  dense_out = shape[new_nb + new_ns:]
+  data, indices = mat.data, mat.indices
+  data = lax.broadcast_in_dim(
+      data, new_bshape + (mat.nse,) + dense_out,
+      tuple(bdims[:nb]) + (new_nb,) + tuple(d - ns + 1 for d in bdims[nb + ns:]))
+  indices = lax.broadcast_in_dim(
+      indices, new_bshape + tuple(indices.shape[nb:]),
+      tuple(bdims[:nb]) + (new_nb, new_nb + 1))
+  return BCOO((data, indices), shape=shape)
+
+
+def bcoo_concatenate(operands: Sequence[BCOO], *, dimension: int) -> BCOO:
+  """lax.concatenate of BCOOs of one layout: along a batch dimension the buffers join,
+  along a sparse or dense one the stored elements do (offset into place)."""
+  ops = list(operands)
+  if not ops:
+    raise ValueError("bcoo_concatenate: need at least one operand")
+  if any(not isinstance(o, BCOO) for o in ops):
+    raise TypeError("bcoo_concatenate: operands must be BCOO arrays")
+  first = ops[0]
+  dim = operator.index(dimension) % first.ndim
+  if any((o.n_batch, o.n_dense, o.ndim) != (first.n_batch, first.n_dense, first.ndim)
+         or any(a != b for i, (a, b) in enumerate(zip(o.shape, first.shape)) if i != dim)
+         for o in ops):
+    raise ValueError("bcoo_concatenate: operands must have one layout and equal shapes "
+                     "outside `dimension`")
+  nb, ns = first.n_batch, first.n_sparse
+  total = sum(o.shape[dim] for o in ops)
+  shape = first.shape[:dim] + (total,) + first.shape[dim + 1:]
+  bufs = [_full(o) for o in ops]
+  if dim < nb:
+    data = shape_ops.concatenate([b[0] for b in bufs], axis=dim)
+    indices = shape_ops.concatenate([b[1] for b in bufs], axis=dim)
+    return BCOO((data, indices), shape=shape)
+  datas, idxs, offset = [], [], 0
+  for o, (d, i) in zip(ops, bufs):
+    if dim < nb + ns:
+      k = dim - nb
+      sizes = o.shape[nb:nb + ns]
+      out_sizes = shape[nb:nb + ns]
+      i = _remap_sparse(i, nb, sizes, lambda col, j, k=k, off=offset: (
+          col + off if j == k else col, col == col), out_sizes)
+    else:
+      ax = dim - ns + 1
+      pad = [(0, 0, 0)] * d.ndim
+      pad[ax] = (offset, total - offset - o.shape[dim], 0)
+      d = lax.pad(d, creation.zeros((), d.dtype), pad)
+    datas.append(d.astype(np.result_type(*(x.dtype for x in ops))))
+    idxs.append(i)
+    offset += o.shape[dim]
+  return BCOO((shape_ops.concatenate(datas, axis=nb), shape_ops.concatenate(idxs, axis=nb)),
+              shape=shape)
