@@ -12,3 +12,5 @@ from ember._src.library.sparse.bcoo import (  # noqa: F401
 from ember._src.library.sparse.ops import (  # noqa: F401
     bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dynamic_slice, bcoo_reduce_sum, bcoo_reshape,
     bcoo_rev, bcoo_slice, bcoo_squeeze, bcoo_update_layout)
+from ember._src.library.sparse.transform import (  # noqa: F401
+    empty, eye, random_bcoo, sparsify, todense)
