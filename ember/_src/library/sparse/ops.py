@@ -5,106 +5,15 @@ from __future__ import annotations
 
 import math
 import operator
-import warnings
 from typing import Sequence
 
 import numpy as np
 
 from ember._src.library.lax import api as lax
 from ember._src.library.numpy import creation, logic, reductions, shape as shape_ops
-from ember._src.library.sparse.bcoo import BCOO, _full, bcoo_fromdense, bcoo_todense
-from ember._src.library.sparse.util import (
-    SparseEfficiencyError, SparseEfficiencyWarning, linear_index, unravel_index)
+from ember._src.library.sparse.bcoo import (  # noqa: F401 (re-exported)
+    BCOO, _full, bcoo_reduce_sum, bcoo_reshape, bcoo_update_layout)
 
-
-def _valid(mat: BCOO):
-  """True for stored elements whose indices are in bounds (not padding)."""
-  nb, ns = mat.n_batch, mat.n_sparse
-  bound = creation.asarray(mat.shape[nb:nb + ns], mat.indices.dtype)
-  return reductions.all(mat.indices < bound, axis=-1) & reductions.all(mat.indices >= 0,
-                                                                        axis=-1)
-
-
-def _mask_data(data, valid):
-  return logic.where(valid.reshape(valid.shape + (1,) * (data.ndim - valid.ndim)), data, 0)
-
-
-def bcoo_reduce_sum(mat: BCOO, *, axes: Sequence[int]) -> BCOO:
-  """Sums over `axes`: dense axes sum the data, sparse axes drop their index column,
-  batch axes fold into the stored elements."""
-  axes = sorted({operator.index(a) % mat.ndim for a in axes})
-  nb, ns = mat.n_batch, mat.n_sparse
-  data, indices = _full(mat)
-  dense_axes = tuple(a - ns + 1 for a in axes if a >= nb + ns)
-  data = reductions.sum(data, axis=dense_axes) if dense_axes else data
-  if ns:
-    data = _mask_data(data, _valid(BCOO((data, indices), shape=mat.shape[:nb + ns]
-                                        + tuple(data.shape[nb + 1:]))))
-  keep = [i for i in range(ns) if i + nb not in axes]
-  indices = indices[..., np.array(keep, dtype=np.int32)] if keep else \
-      creation.zeros(indices.shape[:-1] + (0,), indices.dtype)
-  batch_axes = [a for a in axes if a < nb]
-  kept_b = [a for a in range(nb) if a not in batch_axes]
-  if batch_axes:
-    nse = mat.nse * math.prod(mat.shape[a] for a in batch_axes)
-    bshape = tuple(mat.shape[a] for a in kept_b)
-    data = data.transpose(*kept_b, *batch_axes, *range(nb, data.ndim))
-    data = data.reshape(bshape + (nse,) + tuple(data.shape[nb + 1:]))
-    indices = indices.transpose(*kept_b, *batch_axes, nb, nb + 1)
-    indices = indices.reshape(bshape + (nse, indices.shape[-1]))
-  out_shape = tuple(s for i, s in enumerate(mat.shape) if i not in axes)
-  return BCOO((data, indices), shape=out_shape)
-
-
-def bcoo_update_layout(mat: BCOO, *, n_batch=None, n_dense=None, on_inefficient="error"):
-  """The same array with `n_batch` batch and `n_dense` dense dimensions; a change goes
-  through the dense array with nse the largest the new layout can need."""
-  n_batch = mat.n_batch if n_batch is None else operator.index(n_batch)
-  n_dense = mat.n_dense if n_dense is None else operator.index(n_dense)
-  if (n_batch, n_dense) == (mat.n_batch, mat.n_dense):
-    return mat
-  n_sparse = mat.ndim - n_batch - n_dense
-  if n_batch < 0 or n_dense < 0 or n_sparse < 0:
-    raise ValueError(f"bcoo_update_layout: invalid n_batch={n_batch}, n_dense={n_dense} for "
-                     f"shape {mat.shape}")
-  growth = math.prod(mat.shape[n_batch:mat.n_batch]) * math.prod(
-      mat.shape[mat.ndim - mat.n_dense:mat.ndim - n_dense])
-  if n_batch > mat.n_batch or n_dense > mat.n_dense or growth > 1:
-    msg = (f"bcoo_update_layout to n_batch={n_batch}, n_dense={n_dense} may store many more "
-           "elements than needed")
-    if on_inefficient == "error":
-      raise SparseEfficiencyError(msg + "; set on_inefficient=None to allow it")
-    if on_inefficient == "warn":
-      warnings.warn(msg, SparseEfficiencyWarning, stacklevel=2)
-  nse = min(mat.nse * max(growth, 1), math.prod(mat.shape[n_batch:n_batch + n_sparse]))
-  return bcoo_fromdense(bcoo_todense(mat), nse=nse, n_batch=n_batch, n_dense=n_dense,
-                        index_dtype=mat.indices.dtype)
-
-
-def bcoo_reshape(mat: BCOO, *, new_sizes: Sequence[int], dimensions=None,
-                 sharding=None) -> BCOO:
-  """Reshape that keeps batch sizes among the batch dimensions and the dense ones."""
-  if dimensions is not None:
-    raise ValueError("bcoo_reshape: dimensions must be None (no transposition)")
-  new_sizes = tuple(operator.index(s) for s in new_sizes)
-  if math.prod(new_sizes) != mat.size:
-    raise TypeError(f"bcoo_reshape: cannot reshape {mat.shape} to {new_sizes}")
-  nb, ns, nd = mat.n_batch, mat.n_sparse, mat.n_dense
-  bsize = math.prod(mat.shape[:nb])
-  cut = next((k for k in range(len(new_sizes) + 1) if math.prod(new_sizes[:k]) == bsize
-              and (k == nb or new_sizes[k - 1:k] != (1,) or nb == 0)), None)
-  dense_shape = mat.shape[mat.ndim - nd:]
-  if cut is None or new_sizes[len(new_sizes) - nd:] != dense_shape and nd:
-    raise ValueError(f"bcoo_reshape: {mat.shape} -> {new_sizes} mixes batch, sparse and "
-                     f"dense dimensions (n_batch={nb}, n_dense={nd})")
-  new_b, new_s = new_sizes[:cut], new_sizes[cut:len(new_sizes) - nd]
-  data, indices = _full(mat)
-  lin = linear_index(indices, mat.shape[nb:nb + ns])
-  lin = logic.where(lin >= math.prod(mat.shape[nb:nb + ns]), math.prod(new_s), lin)
-  indices = unravel_index(lin, new_s, indices.dtype)
-  data = data.reshape(new_b + tuple(data.shape[nb:]))
-  indices = indices.reshape(new_b + tuple(indices.shape[nb:]))
-  return BCOO((data, indices), shape=new_sizes)
 
 
 def bcoo_squeeze(arr: BCOO, *, dimensions: Sequence[int]) -> BCOO:
