@@ -14,3 +14,7 @@ from ember._src.library.sparse.ops import (  # noqa: F401
     bcoo_rev, bcoo_slice, bcoo_squeeze, bcoo_update_layout)
 from ember._src.library.sparse.transform import (  # noqa: F401
     empty, eye, random_bcoo, sparsify, todense)
+from ember._src.library.sparse.coo_csr import (  # noqa: F401
+    COO, CSC, CSR, coo_fromdense, coo_fromdense_p, coo_matmat, coo_matmat_p, coo_matvec,
+    coo_matvec_p, coo_todense, coo_todense_p, csr_fromdense, csr_fromdense_p, csr_matmat,
+    csr_matmat_p, csr_matvec, csr_matvec_p, csr_todense, csr_todense_p)
