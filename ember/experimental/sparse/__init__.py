@@ -18,3 +18,7 @@ from ember._src.library.sparse.coo_csr import (  # noqa: F401
     COO, CSC, CSR, coo_fromdense, coo_fromdense_p, coo_matmat, coo_matmat_p, coo_matvec,
     coo_matvec_p, coo_todense, coo_todense_p, csr_fromdense, csr_fromdense_p, csr_matmat,
     csr_matmat_p, csr_matvec, csr_matvec_p, csr_todense, csr_todense_p)
+from ember._src.library.sparse.bcsr import (  # noqa: F401
+    BCSR, bcsr_broadcast_in_dim, bcsr_concatenate, bcsr_dot_general, bcsr_dot_general_p,
+    bcsr_extract, bcsr_extract_p, bcsr_fromdense, bcsr_fromdense_p, bcsr_sum_duplicates,
+    bcsr_todense, bcsr_todense_p)
