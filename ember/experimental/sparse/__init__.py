@@ -12,8 +12,9 @@ from ember._src.library.sparse.bcoo import (  # noqa: F401
 from ember._src.library.sparse.ops import (  # noqa: F401
     bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dynamic_slice, bcoo_reduce_sum, bcoo_reshape,
     bcoo_rev, bcoo_slice, bcoo_squeeze, bcoo_update_layout)
-from ember._src.library.sparse.transform import (  # noqa: F401
-    empty, eye, random_bcoo, sparsify, todense)
+from ember._src.library.sparse.transform import sparsify  # noqa: F401
+from ember._src.library.sparse.api import (  # noqa: F401
+    empty, eye, random_bcoo, todense, todense_p)
 from ember._src.library.sparse.coo_csr import (  # noqa: F401
     COO, CSC, CSR, coo_fromdense, coo_fromdense_p, coo_matmat, coo_matmat_p, coo_matvec,
     coo_matvec_p, coo_todense, coo_todense_p, csr_fromdense, csr_fromdense_p, csr_matmat,
@@ -22,3 +23,7 @@ from ember._src.library.sparse.bcsr import (  # noqa: F401
     BCSR, bcsr_broadcast_in_dim, bcsr_concatenate, bcsr_dot_general, bcsr_dot_general_p,
     bcsr_extract, bcsr_extract_p, bcsr_fromdense, bcsr_fromdense_p, bcsr_sum_duplicates,
     bcsr_todense, bcsr_todense_p)
+from ember._src.library.sparse.ad import (  # noqa: F401
+    grad, jacfwd, jacobian, jacrev, value_and_grad)
+from ember.experimental.sparse import (  # noqa: F401,E402 (JAX's submodules)
+    ad, api, bcoo, bcsr, coo, csr, random, transform, util)

@@ -16,7 +16,8 @@ from ember._src.library.numpy import creation, logic, reductions, shape as shape
 from ember._src.library.sparse import bcoo_core as core
 from ember._src.library.sparse.base import JAXSparse
 from ember._src.library.sparse.util import (
-    SparseEfficiencyError, SparseEfficiencyWarning, SparseInfo, broadcast_batch, count_stored_elements, linear_index, nfold_vmap,
+    SparseEfficiencyError, SparseEfficiencyWarning, SparseInfo, broadcast_batch,
+    count_stored_elements, linear_index, nfold_vmap,
     static_int, unravel_index)
 
 bcoo_todense_p = core.bcoo_todense_p
