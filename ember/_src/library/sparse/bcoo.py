@@ -429,28 +429,111 @@ def bcoo_reduce_sum(mat: BCOO, *, axes: Sequence[int]) -> BCOO:
 
 
 def bcoo_update_layout(mat: BCOO, *, n_batch=None, n_dense=None, on_inefficient="error"):
-  """The same array with `n_batch` batch and `n_dense` dense dimensions; a change goes
-  through the dense array with nse the largest the new layout can need."""
+  """The same array with `n_batch` batch and `n_dense` dense dimensions, moved structurally
+  (as JAX): fewer batch/dense dimensions fold into the stored elements; more of them
+  spread each stored element over the new axes (masked data: inefficient storage, which
+  `on_inefficient` ('error', 'warn' or None) reports)."""
   n_batch = mat.n_batch if n_batch is None else operator.index(n_batch)
   n_dense = mat.n_dense if n_dense is None else operator.index(n_dense)
   if (n_batch, n_dense) == (mat.n_batch, mat.n_dense):
     return mat
-  n_sparse = mat.ndim - n_batch - n_dense
-  if n_batch < 0 or n_dense < 0 or n_sparse < 0:
+  if on_inefficient not in ("error", "warn", None):
+    raise ValueError(f"on_inefficient={on_inefficient!r}; expected one of ['error', 'warn', "
+                     "None].")
+  if n_batch < 0 or n_dense < 0 or n_batch + n_dense > mat.ndim:
     raise ValueError(f"bcoo_update_layout: invalid n_batch={n_batch}, n_dense={n_dense} for "
                      f"shape {mat.shape}")
-  growth = math.prod(mat.shape[n_batch:mat.n_batch]) * math.prod(
-      mat.shape[mat.ndim - mat.n_dense:mat.ndim - n_dense])
-  if n_batch > mat.n_batch or n_dense > mat.n_dense or growth > 1:
-    msg = (f"bcoo_update_layout to n_batch={n_batch}, n_dense={n_dense} may store many more "
-           "elements than needed")
+  grows = ((n_dense > mat.n_dense and any(d > 1 for d in mat.shape[mat.ndim - n_dense:
+                                                                    mat.ndim - mat.n_dense]))
+           or (n_batch > mat.n_batch and any(d > 1 for d in mat.shape[mat.n_batch:n_batch])))
+  if grows:
+    msg = (f"For matrix of shape {mat.shape}, changing (n_batch, n_dense) from "
+           f"{(mat.n_batch, mat.n_dense)} to {(n_batch, n_dense)} results in inefficient "
+           "storage.")
     if on_inefficient == "error":
-      raise SparseEfficiencyError(msg + "; set on_inefficient=None to allow it")
+      raise SparseEfficiencyError(msg + " To disable this error, set the on_inefficient "
+                                  "argument of bcoo_update_layout to 'warn' or None.")
     if on_inefficient == "warn":
       warnings.warn(msg, SparseEfficiencyWarning, stacklevel=2)
-  nse = min(mat.nse * max(growth, 1), math.prod(mat.shape[n_batch:n_batch + n_sparse]))
-  return bcoo_fromdense(bcoo_todense(mat), nse=nse, n_batch=n_batch, n_dense=n_dense,
-                        index_dtype=mat.indices.dtype)
+  data, indices = _full(mat)
+  if n_batch < mat.n_batch:
+    data, indices = _batch_to_sparse(data, indices, mat.shape, mat.n_batch, n_batch)
+  nb = min(n_batch, mat.n_batch)
+  if n_dense < mat.n_dense:
+    data, indices = _dense_to_sparse(data, indices, mat.shape, nb, mat.n_dense, n_dense)
+  if n_dense > mat.n_dense:
+    data, indices = _sparse_to_dense(data, indices, mat.shape, nb, n_dense)
+  if n_batch > mat.n_batch:
+    data, indices = _sparse_to_batch(data, indices, mat.shape, nb, n_batch)
+  return BCOO((data, indices), shape=mat.shape)
+
+
+def _batch_to_sparse(data, indices, shape, nb, nb2):
+  """Batch axes nb2..nb become leading sparse axes: their coordinates join the indices."""
+  moved = shape[nb2:nb]
+  nse = indices.shape[-2]
+  coords = [lax.broadcasted_iota(indices.dtype, moved + (nse,), k) for k in range(len(moved))]
+  coords = shape_ops.broadcast_to(shape_ops.stack(coords, axis=-1),
+                                  shape[:nb] + (nse, len(moved)))
+  indices = shape_ops.concatenate([coords, indices], axis=-1)
+  n = math.prod(moved) * nse
+  data = data.reshape(shape[:nb2] + (n,) + tuple(data.shape[nb + 1:]))
+  return data, indices.reshape(shape[:nb2] + (n, indices.shape[-1]))
+
+
+def _dense_to_sparse(data, indices, shape, nb, nd, nd2):
+  """Dense axes (the first nd - nd2) become trailing sparse axes: each stored element
+  spreads over their places."""
+  moved = shape[len(shape) - nd:len(shape) - nd2]
+  nse = indices.shape[-2]
+  k = math.prod(moved)
+  data = data.reshape(data.shape[:nb] + (nse * k,) + tuple(data.shape[data.ndim - nd2:]))
+  coords = [lax.broadcasted_iota(indices.dtype, moved, j).reshape(k)
+            for j in range(len(moved))]
+  coords = shape_ops.stack(coords, axis=-1) if coords else creation.zeros((k, 0),
+                                                                           indices.dtype)
+  old = shape_ops.broadcast_to(indices[..., None, :],
+                               indices.shape[:-1] + (k, indices.shape[-1]))
+  new = shape_ops.broadcast_to(coords, indices.shape[:-1] + coords.shape)
+  indices = shape_ops.concatenate([old, new], axis=-1)
+  return data, indices.reshape(indices.shape[:nb] + (nse * k, indices.shape[-1]))
+
+
+def _sparse_to_dense(data, indices, shape, nb, nd2):
+  """The last sparse axes become dense: each stored element becomes a one-hot block."""
+  ns = indices.shape[-1]
+  k = nd2 - (data.ndim - nb - 1)
+  moved = shape[nb + ns - k:nb + ns]
+  hot = None
+  for j, size in enumerate(moved):
+    col = indices[..., ns - k + j]
+    axis = (col[..., None] == creation.arange(size, dtype=col.dtype))
+    axis = axis.reshape(axis.shape[:-1] + (1,) * j + (size,) + (1,) * (k - j - 1))
+    hot = axis if hot is None else hot & axis
+  dense = tuple(data.shape[nb + 1:])
+  data = data.reshape(data.shape[:nb + 1] + (1,) * k + dense)
+  data = logic.where(hot.reshape(hot.shape + (1,) * len(dense)), data, 0)
+  return data, indices[..., :ns - k]
+
+
+def _sparse_to_batch(data, indices, shape, nb, nb2):
+  """The first sparse axes become batch axes: every new batch holds all stored elements,
+  with data kept only where its index matches the batch."""
+  moved = shape[nb:nb2]
+  k = len(moved)
+  match = None
+  for j, size in enumerate(moved):
+    col = indices[..., j]
+    here = lax.broadcasted_iota(col.dtype, shape[:nb] + moved + (col.shape[-1],), nb + j)
+    hit = here == col.reshape(col.shape[:nb] + (1,) * k + col.shape[nb:])
+    match = hit if match is None else match & hit
+  data = data.reshape(data.shape[:nb] + (1,) * k + tuple(data.shape[nb:]))
+  data = _mask_data(data, match) if match is not None else data
+  indices = indices[..., k:]
+  indices = shape_ops.broadcast_to(indices.reshape(indices.shape[:nb] + (1,) * k
+                                                   + tuple(indices.shape[nb:])),
+                                   shape[:nb] + moved + tuple(indices.shape[nb:]))
+  return data, indices
 
 
 def bcoo_reshape(mat: BCOO, *, new_sizes: Sequence[int], dimensions=None,

@@ -160,8 +160,8 @@ def _sum_duplicates(data, indices, *, spinfo, nse):
     ordered = lin[perm]
     starts = shape_ops.concatenate([creation.ones((1,), bool), ordered[1:] != ordered[:-1]])
     run = reductions.cumsum(starts.astype(np.int32)) - 1
+    # padding lands in the sentinel's slot, if there is one (as in JAX)
     slot = creation.zeros(lin.shape, np.int32).at[perm].set(run)
-    slot = logic.where(lin >= size, nse, slot)            # padding is dropped
     unique = creation.full((nse,), size, lin.dtype).at[run].set(ordered, mode="drop")
     out = creation.zeros((nse,) + d.shape[1:], d.dtype).at[slot].add(d, mode="drop")
     return out, unravel_index(unique, sparse_shape, i.dtype)

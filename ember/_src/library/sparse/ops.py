@@ -12,7 +12,8 @@ import numpy as np
 from ember._src.library.lax import api as lax
 from ember._src.library.numpy import creation, logic, reductions, shape as shape_ops
 from ember._src.library.sparse.bcoo import (  # noqa: F401 (re-exported)
-    BCOO, _full, bcoo_reduce_sum, bcoo_reshape, bcoo_update_layout)
+    BCOO, _full, _mask_data, bcoo_reduce_sum, bcoo_reshape, bcoo_sum_duplicates,
+    bcoo_update_layout)
 
 
 
@@ -37,7 +38,7 @@ def bcoo_squeeze(arr: BCOO, *, dimensions: Sequence[int]) -> BCOO:
 
 def _remap_sparse(indices, nb, old_sizes, fn, new_sizes):
   """Applies `fn(col, k) -> (new col, keep)` to each sparse index column; elements not
-  kept (and padding) become the new sentinel."""
+  kept (and padding) become the new sentinel. Returns the indices and the kept mask."""
   cols, keep = [], None
   for k in range(indices.shape[-1]):
     col = indices[..., k]
@@ -46,9 +47,9 @@ def _remap_sparse(indices, nb, old_sizes, fn, new_sizes):
     keep = ok if keep is None else keep & ok
     cols.append(new)
   if keep is None:
-    return indices
+    return indices, None
   cols = [logic.where(keep, c, s).astype(indices.dtype) for c, s in zip(cols, new_sizes)]
-  return shape_ops.stack(cols, axis=-1)
+  return shape_ops.stack(cols, axis=-1), keep
 
 
 def bcoo_slice(mat: BCOO, *, start_indices: Sequence[int], limit_indices: Sequence[int],
@@ -82,9 +83,15 @@ def _window(mat, start, new_shape, strides, cut_axis):
     st = strides[nb + k]
     new = off // st
     return new, (off >= 0) & (off % st == 0) & (new < new_shape[nb + k])
-  indices = _remap_sparse(indices, nb, mat.shape[nb:nb + ns], move,
-                          new_shape[nb:nb + ns])
-  return BCOO((data, indices), shape=new_shape)
+  indices, keep = _remap_sparse(indices, nb, mat.shape[nb:nb + ns], move,
+                                new_shape[nb:nb + ns])
+  if keep is None:
+    return BCOO((data, indices), shape=new_shape)
+  data = _mask_data(data, keep)
+  out = BCOO((data, indices), shape=new_shape)
+  size = math.prod(new_shape[nb:nb + ns])
+  # as JAX: no more stored elements than the window has places
+  return bcoo_sum_duplicates(out, nse=size) if mat.nse > size else out
 
 
 def bcoo_dynamic_slice(mat: BCOO, start_indices, slice_sizes: Sequence[int]) -> BCOO:
@@ -95,8 +102,9 @@ def bcoo_dynamic_slice(mat: BCOO, start_indices, slice_sizes: Sequence[int]) -> 
                      f"{mat.ndim}")
   if any(not 0 <= z <= n for z, n in zip(sizes, mat.shape)):
     raise TypeError(f"bcoo_dynamic_slice: slice_sizes {sizes} do not fit shape {mat.shape}")
-  start = tuple(lax.clamp(0, creation.asarray(s).astype(np.int32), n - z)
-                for s, z, n in zip(start_indices, sizes, mat.shape))
+  start = [creation.asarray(s).astype(np.int32) for s in start_indices]
+  start = tuple(lax.clamp(0, logic.where(s < 0, s + n, s), n - z)   # negative: from the end
+                for s, z, n in zip(start, sizes, mat.shape))
   return _window(mat, start, sizes, (1,) * mat.ndim, lambda x, ax: lax.dynamic_slice_in_dim(
       x, start[ax], sizes[ax], axis=ax if ax >= 0 else x.ndim + ax))
 
@@ -115,7 +123,7 @@ def bcoo_rev(operand: BCOO, dimensions: Sequence[int]) -> BCOO:
   sizes = operand.shape[nb:nb + ns]
   flip = lambda col, k: ((sizes[k] - 1 - col, col == col) if k + nb in dims
                          else (col, col == col))
-  indices = _remap_sparse(indices, nb, sizes, flip, sizes)
+  indices, _ = _remap_sparse(indices, nb, sizes, flip, sizes)
   return BCOO((data, indices), shape=operand.shape)
 
 
@@ -178,7 +186,7 @@ def bcoo_concatenate(operands: Sequence[BCOO], *, dimension: int) -> BCOO:
       k = dim - nb
       sizes = o.shape[nb:nb + ns]
       out_sizes = shape[nb:nb + ns]
-      i = _remap_sparse(i, nb, sizes, lambda col, j, k=k, off=offset: (
+      i, _ = _remap_sparse(i, nb, sizes, lambda col, j, k=k, off=offset: (
           col + off if j == k else col, col == col), out_sizes)
     else:
       ax = dim - ns + 1
