@@ -154,3 +154,40 @@ def test_errors():
     ember.jit(lambda m: sparse.bcoo_fromdense(m))(M)
   with pytest.raises(ValueError, match="bcoo_extract"):
     sparse.bcoo_extract(A, np.ones((2, 2)))
+
+
+def test_layouts_match_jax():
+  """Stored data and indices as JAX 0.12.1 builds them (not only the dense values)."""
+  A = sparse.BCOO.fromdense(M)
+  D = sparse.BCOO((jnp.array([1., 2., 3., 9., 4.]),
+                   jnp.array([[2, 3], [0, 1], [2, 3], [3, 4], [0, 0]])), shape=(3, 4))
+  S = sparse.bcoo_sum_duplicates(D, nse=6)
+  close(S.data, [4, 2, 4, 9, 0, 0])   # padding's data sits at the sentinel, as in JAX
+  np.testing.assert_array_equal(S.indices, [[0, 0], [0, 1], [2, 3], [3, 4], [3, 4], [3, 4]])
+  P = sparse.bcoo_slice(A, start_indices=(1, 1), limit_indices=(3, 4))
+  close(P.data, [0, 0, 0, -4, 5])
+  np.testing.assert_array_equal(P.indices, [[2, 3], [2, 3], [2, 3], [1, 1], [1, 2]])
+  Q = sparse.bcoo_dynamic_slice(A, (1, 2), (2, 2))
+  close(Q.data, [-4, 5, 0, 0])
+  np.testing.assert_array_equal(Q.indices, [[1, 0], [1, 1], [2, 2], [2, 2]])
+  U = sparse.bcoo_update_layout(A, n_batch=1, on_inefficient=None)
+  close(U.data, [[1.5, 2, 0, 0, 0], [0, 0, 3, 0, 0], [0, 0, 0, -4, 5]])
+  np.testing.assert_array_equal(U.indices[2, :, 0], [1, 3, 0, 2, 3])
+  Ud = sparse.bcoo_update_layout(A, n_dense=1, on_inefficient=None)
+  np.testing.assert_array_equal(Ud.indices[:, 0], [0, 0, 1, 2, 2])
+  close(Ud.data[3], [0, 0, -4, 0])
+  C = sparse.bcoo_fromdense(B3, n_batch=1, n_dense=1)
+  U0 = sparse.bcoo_update_layout(C, n_batch=0)
+  np.testing.assert_array_equal(U0.indices, [[0, 0], [0, 1], [1, 0], [1, 1]])
+  U2 = sparse.bcoo_update_layout(C, n_batch=2, n_dense=0, on_inefficient=None)
+  assert U2.data.shape == (2, 2, 6)
+  close(U2.data[1, 1], [0, 0, 0, 4, 5, 0])
+  close(U2.todense(), B3)
+  sq = A @ A.T
+  assert sq.nse == 9
+  np.testing.assert_array_equal(sq.indices[:, 0], [0, 0, 0, 1, 1, 1, 2, 2, 2])
+  close(sq.data, [6.25, 0, 10, 0, 9, 0, 10, 0, 41])
+  mul = A * A
+  assert mul.nse == 25
+  close(mul.data[:6], [2.25, 4, 9, 16, 25, 0])
+  np.testing.assert_array_equal(mul.indices[5], [4, 4])
