@@ -191,3 +191,18 @@ def test_layouts_match_jax():
   assert mul.nse == 25
   close(mul.data[:6], [2.25, 4, 9, 16, 25, 0])
   np.testing.assert_array_equal(mul.indices[5], [4, 4])
+
+
+def test_gather():
+  A = sparse.BCOO.fromdense(M)
+  dn = ember.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,),
+                                        start_index_map=(0,))
+  r = sparse.bcoo_gather(A, jnp.array([[2], [0]]), dn, (1, 4))
+  # JAX 0.12.1: the gathered axis becomes a batch axis
+  assert r.n_batch == 1 and r.nse == 4
+  close(r.todense(), M[[2, 0]])
+  close(r.data, [[-4, 5, 0, 0], [1.5, 2, 0, 0]])
+  dn2 = ember.lax.GatherDimensionNumbers(offset_dims=(0,), collapsed_slice_dims=(1,),
+                                         start_index_map=(1,))
+  close(sparse.bcoo_gather(A, jnp.array([[3], [1], [0]]), dn2, (3, 1)).todense(),
+        M[:, [3, 1, 0]])

@@ -59,7 +59,9 @@ class JAXSparse(abc.ABC):
   def __repr__(self):
     name = type(self).__name__
     try:
-      text = f"{name}({self.dtype}{list(self.shape)}, nse={self.nse})"
+      extra = "".join(f", {k}={getattr(self, k)}" for k in ("n_batch", "n_dense")
+                      if getattr(self, k, 0))
+      text = f"{name}({self.dtype}{list(self.shape)}, nse={self.nse}{extra})"
     except Exception:  # noqa: BLE001 - a malformed array still prints
       text = f"{name}(<invalid>)"
     if isinstance(self.data, Tracer):

@@ -539,8 +539,9 @@ def _sparse_to_batch(data, indices, shape, nb, nb2):
 def bcoo_reshape(mat: BCOO, *, new_sizes: Sequence[int], dimensions=None,
                  sharding=None) -> BCOO:
   """Reshape that keeps batch sizes among the batch dimensions and the dense ones."""
-  if dimensions is not None:
-    raise ValueError("bcoo_reshape: dimensions must be None (no transposition)")
+  if dimensions is not None and tuple(dimensions) != tuple(range(mat.ndim)):
+    raise NotImplementedError("bcoo_reshape: nontrivial dimensions (a transposition) not "
+                              "yet supported")
   new_sizes = tuple(operator.index(s) for s in new_sizes)
   if math.prod(new_sizes) != mat.size:
     raise TypeError(f"bcoo_reshape: cannot reshape {mat.shape} to {new_sizes}")

@@ -1,5 +1,5 @@
-"""BCOO's structural operations (reduce_sum, update_layout, reshape, squeeze, slice,
-dynamic_slice, rev, broadcast_in_dim, concatenate): index arithmetic on the stored
+"""BCOO's structural operations (squeeze, slice, dynamic_slice, rev, broadcast_in_dim,
+concatenate, gather; reduce_sum, update_layout and reshape are in bcoo.py): index arithmetic on the stored
 elements, written with jnp ops so they trace under jit, grad and vmap."""
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ from typing import Sequence
 
 import numpy as np
 
+from ember._src.core.api_util import ShapeDtypeStruct
+from ember._src.driver.jit import eval_shape
 from ember._src.library.lax import api as lax
+from ember._src.primitives.indexing import GatherScatterMode
+from ember._src.transforms.batching import vmap
 from ember._src.library.numpy import creation, logic, reductions, shape as shape_ops
 from ember._src.library.sparse.bcoo import (  # noqa: F401 (re-exported)
     BCOO, _full, _mask_data, bcoo_reduce_sum, bcoo_reshape, bcoo_sum_duplicates,
@@ -198,3 +202,48 @@ def bcoo_concatenate(operands: Sequence[BCOO], *, dimension: int) -> BCOO:
     offset += o.shape[dim]
   return BCOO((shape_ops.concatenate(datas, axis=nb), shape_ops.concatenate(idxs, axis=nb)),
               shape=shape)
+
+
+def bcoo_gather(operand: BCOO, start_indices, dimension_numbers, slice_sizes, *,
+                unique_indices=False, indices_are_sorted=False, mode=None,
+                fill_value=None) -> BCOO:
+  """lax.gather of a BCOO: one bcoo_dynamic_slice per start index (vmapped; the gathered
+  axis becomes a batch axis), then the gather's dimension order. Only the default mode
+  (promise_in_bounds), as JAX."""
+  parsed = GatherScatterMode.from_any(GatherScatterMode.PROMISE_IN_BOUNDS if mode is None
+                                      else mode)
+  if parsed != GatherScatterMode.PROMISE_IN_BOUNDS:
+    raise NotImplementedError(f"bcoo_gather: mode={mode} not yet supported.")
+  start_indices = creation.asarray(start_indices)
+  slice_sizes = tuple(operator.index(s) for s in slice_sizes)
+  out_aval = eval_shape(lambda x, i: lax.gather(
+      x, i, dimension_numbers, slice_sizes, unique_indices=unique_indices,
+      indices_are_sorted=indices_are_sorted, mode=mode, fill_value=fill_value),
+      ShapeDtypeStruct(operand.shape, operand.dtype),
+      ShapeDtypeStruct(start_indices.shape, start_indices.dtype))
+  offset_dims = tuple(dimension_numbers.offset_dims)
+  collapsed = tuple(dimension_numbers.collapsed_slice_dims)
+  starts = [creation.zeros((), start_indices.dtype)] * operand.ndim
+  in_axes = [None] * operand.ndim
+  sizes = list(operand.shape)
+  for i, j in enumerate(dimension_numbers.start_index_map):
+    starts[j] = start_indices[..., i].ravel()
+    sizes[j] = slice_sizes[j]
+    in_axes[j] = 0
+
+  def one(idx):
+    part = bcoo_squeeze(bcoo_dynamic_slice(operand, idx, sizes), dimensions=collapsed)
+    return part.data, part.indices
+  inner = tuple(s for d, s in enumerate(sizes) if d not in collapsed)
+  n = math.prod(start_indices.shape[:-1])
+  data, indices = vmap(one, in_axes=(in_axes,))(starts)
+  result = BCOO((data, indices), shape=(n,) + inner)
+  result = bcoo_reshape(result, new_sizes=tuple(start_indices.shape[:-1]) + inner)
+  if result.ndim:
+    batch_dims = tuple(d for d in range(len(out_aval.shape)) if d not in offset_dims)
+    perm = np.zeros(result.ndim, dtype=int)
+    perm[np.array(batch_dims + offset_dims, dtype=int)] = np.arange(result.ndim)
+    if set(perm[:len(batch_dims)]) != set(range(len(batch_dims))):
+      result = bcoo_update_layout(result, n_batch=0, on_inefficient=None)
+    result = result.transpose(tuple(int(p) for p in perm))
+  return result.reshape(tuple(out_aval.shape)).astype(out_aval.dtype)
