@@ -206,3 +206,17 @@ def test_gather():
                                          start_index_map=(1,))
   close(sparse.bcoo_gather(A, jnp.array([[3], [1], [0]]), dn2, (3, 1)).todense(),
         M[:, [3, 1, 0]])
+
+
+def test_conv_general_dilated():
+  x = np.array([[[0, 1., 0, 0, 2, 0, 3]]], np.float32)
+  k = np.array([[[1., 0, -2]]], np.float32)
+  for pad in ("SAME", "VALID", [(2, 1)]):
+    r = sparse.bcoo_conv_general_dilated(sparse.BCOO.fromdense(x), k, window_strides=(1,),
+                                         padding=pad)
+    close(r.todense(), ember.lax.conv_general_dilated(x, k, (1,), pad))
+  r = sparse.bcoo_conv_general_dilated(sparse.BCOO.fromdense(x), sparse.BCOO.fromdense(k),
+                                       window_strides=(1,), padding="SAME")
+  # JAX 0.12.1: one stored element per pair of stored elements
+  close(r.data.ravel(), [1, -2, 2, -4, 3, -6])
+  np.testing.assert_array_equal(r.indices.ravel(), [2, 0, 5, 3, 7, 5])

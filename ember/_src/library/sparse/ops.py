@@ -10,7 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from ember._src.core.api_util import ShapeDtypeStruct
-from ember._src.driver.jit import eval_shape
+from ember._src.driver.jit import eval_shape, make_jaxpr
 from ember._src.library.lax import api as lax
 from ember._src.primitives.indexing import GatherScatterMode
 from ember._src.transforms.batching import vmap
@@ -247,3 +247,50 @@ def bcoo_gather(operand: BCOO, start_indices, dimension_numbers, slice_sizes, *,
       result = bcoo_update_layout(result, n_batch=0, on_inefficient=None)
     result = result.transpose(tuple(int(p) for p in perm))
   return result.reshape(tuple(out_aval.shape)).astype(out_aval.dtype)
+
+
+def bcoo_conv_general_dilated(lhs, rhs, *, window_strides, padding, lhs_dilation=None,
+                              rhs_dilation=None, dimension_numbers=None,
+                              feature_group_count=1, batch_group_count=1, precision=None,
+                              preferred_element_type=None, out_sharding=None) -> BCOO:
+  """lax.conv_general_dilated with sparse operands, in JAX's scope: one spatial dimension,
+  unit strides and dilations, leading dimensions (1, 1). Every pair of stored elements
+  contributes at (lhs index + low padding - rhs index)."""
+  conv = lambda a, b: lax.conv_general_dilated(
+      a, b, window_strides=window_strides, padding=padding, lhs_dilation=lhs_dilation,
+      rhs_dilation=rhs_dilation, dimension_numbers=dimension_numbers,
+      feature_group_count=feature_group_count, batch_group_count=batch_group_count,
+      precision=precision, preferred_element_type=preferred_element_type)
+  closed = make_jaxpr(conv)(ShapeDtypeStruct(lhs.shape, lhs.dtype),
+                            ShapeDtypeStruct(rhs.shape, rhs.dtype))
+  params = getattr(closed, "jaxpr", closed).eqns[-1].params
+  ones = (1,) * (lhs.ndim - 2)
+  if params["lhs_dilation"] != ones or params["rhs_dilation"] != ones:
+    raise NotImplementedError("bcoo convolution with lhs_dilation or rhs_dilation.")
+  if params["window_strides"] != ones:
+    raise NotImplementedError("bcoo convolution with non-unit window_strides.")
+  if params["batch_group_count"] != 1 or params["feature_group_count"] != 1:
+    raise NotImplementedError("bcoo convolution with non-unit group counts.")
+  if tuple(lhs.shape[:2]) != (1, 1) or tuple(rhs.shape[:2]) != (1, 1) or lhs.ndim != 3:
+    raise NotImplementedError("bcoo convolution with leading dimensions other than (1, 1) "
+                              "or more than one spatial dimension")
+  index_dtype = next((m.indices.dtype for m in (lhs, rhs) if isinstance(m, BCOO)), np.int32)
+  (low, high), = params["padding"]
+  (ld, li), (rd, ri) = _as_1d(lhs, index_dtype), _as_1d(rhs, index_dtype)
+  dtype = np.result_type(ld.dtype, rd.dtype)
+  data = (ld.astype(dtype)[:, None] * rd.astype(dtype)[None, :]).ravel()
+  pos = (li[:, None] + (low - ri)[None, :]).ravel()
+  data = logic.where(pos < 0, 0, data)
+  pos = logic.where(pos < 0, 0, pos)
+  size = max(0, lhs.shape[2] + low + high - rhs.shape[2] + 1)
+  return BCOO((data.reshape(1, 1, -1), pos.reshape(1, 1, -1, 1)), shape=(1, 1, size))
+
+
+def _as_1d(mat, index_dtype):
+  """(data, index) of the stored elements of a (1, 1, n) operand, sparse or dense."""
+  if isinstance(mat, BCOO):
+    mat = bcoo_update_layout(mat, n_batch=2, n_dense=0, on_inefficient=None)
+    data, idx = mat.data[0, 0], mat.indices[0, 0, :, 0]
+    return logic.where(idx < mat.shape[-1], data, 0), idx.astype(index_dtype)
+  mat = creation.asarray(mat)
+  return mat[0, 0], creation.arange(mat.shape[-1], dtype=index_dtype)
