@@ -220,3 +220,15 @@ def test_conv_general_dilated():
   # JAX 0.12.1: one stored element per pair of stored elements
   close(r.data.ravel(), [1, -2, 2, -4, 3, -6])
   np.testing.assert_array_equal(r.indices.ravel(), [2, 0, 5, 3, 7, 5])
+
+
+def test_sparsify_structural_and_elementwise():
+  A = sparse.BCOO.fromdense(M)
+  f = lambda x: (jnp.abs(x) ** 2, jnp.sin(x) / 2., x.reshape(6, 2), x[1:3], jnp.flip(x, 0),
+                 jnp.concatenate([x, x]), jnp.broadcast_to(x, (2, 3, 4)), jnp.tanh(x),
+                 ember.lax.dynamic_slice(x, (1, 1), (2, 2)), jnp.exp(x))
+  outs = sparse.sparsify(f)(A)
+  for o, w in zip(outs, f(jnp.asarray(M))):
+    close(sparse.todense(o), w)
+  assert all(isinstance(o, sparse.BCOO) for o in outs[:-1])   # exp(0) != 0: dense
+  close(ember.jit(sparse.sparsify(lambda a, v: a @ v))(A, V), M @ V)

@@ -1,9 +1,12 @@
 """`sparsify`: jnp code run on BCOO operands. The function's jaxpr is evaluated with sparse
-rules for the operations that keep sparsity; any other operation sees its operands' dense
-values."""
+rules for the operations that keep sparsity (zero-preserving elementwise ops on the data,
+products, sums, dot products, reductions and the structural ops); any other operation sees
+its operands' dense values (where JAX raises NotImplementedError)."""
 from __future__ import annotations
 
 import functools
+
+import numpy as np
 
 
 from ember._src.base import tree_util
@@ -13,7 +16,8 @@ from ember._src.driver.jit import make_jaxpr
 from ember._src.library.sparse.base import JAXSparse
 from ember._src.library.sparse.bcoo import (
     BCOO, _add_sparse, bcoo_dot_general, bcoo_multiply_sparse, bcoo_transpose)
-from ember._src.library.sparse.ops import bcoo_reduce_sum
+from ember._src.library.sparse import ops
+from ember._src.library.sparse.bcoo import bcoo_reduce_sum, bcoo_reshape
 
 
 # --- sparsify -------------------------------------------------------------------------------
@@ -46,13 +50,55 @@ def _dot_general(eqn, a, b):
                           preferred_element_type=p.get("preferred_element_type"))
 
 
+def _on_data(eqn, a):
+  """A zero-preserving elementwise op: it maps the stored values, the indices stay."""
+  data = eqn.primitive.bind(a.data, **eqn.params)
+  return BCOO((data, a.indices), shape=a.shape, indices_sorted=a.indices_sorted,
+              unique_indices=a.unique_indices)
+
+
+def _integer_pow(eqn, a):
+  return _on_data(eqn, a) if eqn.params["y"] > 0 else eqn.primitive.bind(_dense(a),
+                                                                         **eqn.params)
+
+
+def _div(eqn, a, b):
+  if isinstance(a, BCOO) and not isinstance(b, JAXSparse) and np.ndim(b) == 0:
+    return BCOO((a.data / b, a.indices), shape=a.shape, indices_sorted=a.indices_sorted,
+                unique_indices=a.unique_indices)
+  return _dense(a) / _dense(b)
+
+
+def _concatenate(eqn, *xs):
+  if all(isinstance(x, BCOO) for x in xs):
+    return ops.bcoo_concatenate(xs, dimension=eqn.params["dimension"])
+  return eqn.primitive.bind(*map(_dense, xs), **eqn.params)
+
+
+_ZERO_PRESERVING = ("abs", "sin", "tan", "sinh", "tanh", "asin", "atan", "asinh", "atanh",
+                    "sqrt", "cbrt", "expm1", "log1p", "sign", "real", "imag", "conj",
+                    "copy", "copy_p", "neg", "convert_element_type", "round", "floor", "ceil",
+                    "erf")
+
 _RULES = {
-    "mul": _mul, "add": _add, "add_any": _add, "sub": _sub,
-    "neg": lambda eqn, a: -a,
+    **{name: _on_data for name in _ZERO_PRESERVING},
+    "mul": _mul, "add": _add, "add_any": _add, "sub": _sub, "div": _div,
+    "integer_pow": _integer_pow,
     "dot_general": _dot_general,
     "reduce_sum": lambda eqn, a: bcoo_reduce_sum(a, axes=eqn.params["axes"]),
     "transpose": lambda eqn, a: bcoo_transpose(a, permutation=eqn.params["permutation"]),
-    "convert_element_type": lambda eqn, a: a.astype(eqn.params["new_dtype"]),
+    "reshape": lambda eqn, a: bcoo_reshape(a, new_sizes=eqn.params["new_sizes"],
+                                           dimensions=eqn.params["dimensions"]),
+    "squeeze": lambda eqn, a: ops.bcoo_squeeze(a, dimensions=eqn.params["dimensions"]),
+    "rev": lambda eqn, a: ops.bcoo_rev(a, eqn.params["dimensions"]),
+    "slice": lambda eqn, a: ops.bcoo_slice(a, start_indices=eqn.params["start_indices"],
+                                           limit_indices=eqn.params["limit_indices"],
+                                           strides=eqn.params["strides"]),
+    "dynamic_slice": lambda eqn, a, *starts: ops.bcoo_dynamic_slice(
+        a, starts, eqn.params["slice_sizes"]),
+    "broadcast_in_dim": lambda eqn, a: ops.bcoo_broadcast_in_dim(
+        a, shape=eqn.params["shape"], broadcast_dimensions=eqn.params["broadcast_dimensions"]),
+    "concatenate": _concatenate,
 }
 
 
