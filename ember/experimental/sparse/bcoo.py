@@ -7,4 +7,5 @@ from ember._src.library.sparse.bcoo import (  # noqa: F401
     bcoo_todense, bcoo_todense_p, bcoo_transpose, bcoo_transpose_p)
 from ember._src.library.sparse.ops import (  # noqa: F401
     bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_conv_general_dilated, bcoo_dynamic_slice,
-    bcoo_gather, bcoo_reduce_sum, bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_squeeze, bcoo_update_layout)
+    bcoo_gather, bcoo_reduce_sum, bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_squeeze,
+    bcoo_update_layout)

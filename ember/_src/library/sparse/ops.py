@@ -1,6 +1,7 @@
 """BCOO's structural operations (squeeze, slice, dynamic_slice, rev, broadcast_in_dim,
-concatenate, gather; reduce_sum, update_layout and reshape are in bcoo.py): index arithmetic on the stored
-elements, written with jnp ops so they trace under jit, grad and vmap."""
+concatenate, gather, conv_general_dilated; reduce_sum, update_layout and reshape are in
+bcoo.py): index arithmetic on the stored elements, written with jnp ops so they trace under
+jit, grad and vmap."""
 from __future__ import annotations
 
 import math
