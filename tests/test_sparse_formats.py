@@ -113,3 +113,33 @@ def test_api_formats_and_todense_p():
   assert issubclass(sparse.SparseEfficiencyError, ValueError)
   assert isinstance(A, sparse.JAXSparse)
   assert sparse.bcoo.BCOO is sparse.BCOO and sparse.csr.CSC is sparse.CSC
+
+
+def test_linalg_lobpcg_and_spsolve():
+  rng = np.random.default_rng(0)
+  n = 40
+  Q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+  ev = np.linspace(1, 10, n)
+  ev[-3:] = [20, 30, 50]
+  A = ((Q * ev) @ Q.T).astype(np.float32)
+  X = rng.normal(size=(n, 3)).astype(np.float32)
+  theta, U, i = sparse.linalg.lobpcg_standard(A, X, m=200)
+  # JAX 0.12.1: 6 iterations, theta [50.0000076, 30.0000038, 20.0000019]; f32 eigh rounding
+  # makes the last digits differ, hence rtol 1e-6 on values of order 50
+  np.testing.assert_allclose(np.asarray(theta), [50, 30, 20], rtol=1e-6)
+  assert int(i) == 6
+  np.testing.assert_allclose(np.abs(np.asarray(U).T @ Q[:, [-1, -2, -3]]), np.eye(3),
+                             atol=1e-4)
+  # (the callable form runs the same loop: one compile of it is enough for the suite)
+  with pytest.raises(ValueError, match="must be"):
+    sparse.linalg.lobpcg_standard(lambda x: jnp.ones((n - 1, 1)), X)
+  with pytest.raises(ValueError, match="search dim"):
+    sparse.linalg.lobpcg_standard(A, X[:, :0])
+  Ms = np.array([[4, 1., 0], [1, 3, 0], [0, 2, 5]], np.float32)
+  C = sparse.CSR.fromdense(Ms)
+  b = np.array([1., 2, 3], np.float32)
+  close(sparse.linalg.spsolve(C.data, C.indices, C.indptr, b), np.linalg.solve(Ms, b))
+  g = ember.grad(lambda b: sparse.linalg.spsolve(C.data, C.indices, C.indptr, b).sum())(b)
+  close(g, np.linalg.solve(Ms.T.astype(np.float64), np.ones(3)))
+  with pytest.raises(ValueError, match="data types"):
+    sparse.linalg.spsolve(C.data, C.indices, C.indptr, b.astype(np.int32))

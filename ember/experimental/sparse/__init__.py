@@ -27,4 +27,4 @@ from ember._src.library.sparse.bcsr import (  # noqa: F401
 from ember._src.library.sparse.ad import (  # noqa: F401
     grad, jacfwd, jacobian, jacrev, value_and_grad)
 from ember.experimental.sparse import (  # noqa: F401,E402 (JAX's submodules)
-    ad, api, bcoo, bcsr, coo, csr, random, transform, util)
+    ad, api, bcoo, bcsr, coo, csr, linalg, random, transform, util)
