@@ -232,3 +232,20 @@ def test_sparsify_structural_and_elementwise():
     close(sparse.todense(o), w)
   assert all(isinstance(o, sparse.BCOO) for o in outs[:-1])   # exp(0) != 0: dense
   close(ember.jit(sparse.sparsify(lambda a, v: a @ v))(A, V), M @ V)
+
+
+def test_sparsify_with_tracer():
+  A = sparse.BCOO.fromdense(M)
+  f = lambda a, v: ((2 * a) @ v + (a.T @ a.T.T).sum() - (-a).sum(0) @ v, jnp.sin(a), a + a)
+  seen = []
+
+  def g(a, v):
+    seen.append(a)
+    return f(a, v)
+  outs = sparse.sparsify(g, use_tracer=True)(A, V)
+  assert isinstance(seen[0], sparse.SparseTracer) and seen[0].shape == (3, 4)
+  assert [type(o).__name__ for o in outs] == ["Array", "BCOO", "BCOO"]
+  for o, w in zip(outs, f(M, V)):
+    close(sparse.todense(o), w)
+  close(sparse.sparsify(lambda a: a.sum(), use_tracer=True)(A), M.sum())   # 0-d: dense
+  close(A.sum(), M.sum())

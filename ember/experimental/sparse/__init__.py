@@ -13,7 +13,7 @@ from ember._src.library.sparse.ops import (  # noqa: F401
     bcoo_broadcast_in_dim, bcoo_concatenate, bcoo_dynamic_slice, bcoo_gather, bcoo_reduce_sum,
     bcoo_conv_general_dilated,
     bcoo_reshape, bcoo_rev, bcoo_slice, bcoo_squeeze, bcoo_update_layout)
-from ember._src.library.sparse.transform import sparsify  # noqa: F401
+from ember._src.library.sparse.transform import SparseTracer, sparsify  # noqa: F401
 from ember._src.library.sparse.api import (  # noqa: F401
     empty, eye, random_bcoo, todense, todense_p)
 from ember._src.library.sparse.coo_csr import (  # noqa: F401

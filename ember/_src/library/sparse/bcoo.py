@@ -127,7 +127,8 @@ class BCOO(JAXSparse):
 
   def sum(self, axis=None):
     axes = range(self.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
-    return bcoo_reduce_sum(self, axes=[a % self.ndim for a in axes])
+    out = bcoo_reduce_sum(self, axes=[a % self.ndim for a in axes])
+    return reductions.sum(out.data) if out.shape == () else out   # a 0-d sum is dense
 
   def __neg__(self):
     return BCOO((-self.data, self.indices), shape=self.shape,

@@ -5,17 +5,22 @@ its operands' dense values (where JAX raises NotImplementedError)."""
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
 
 from ember._src.base import tree_util
 from ember._src.core.api_util import ShapeDtypeStruct
+from ember._src.core.avals import ShapedArray
+from ember._src.core.trace import Trace, full_raise, new_main
+from ember._src.core.tracers import Tracer
 from ember._src.core.jaxpr import Literal
 from ember._src.driver.jit import make_jaxpr
 from ember._src.library.sparse.base import JAXSparse
 from ember._src.library.sparse.bcoo import (
     BCOO, _add_sparse, bcoo_dot_general, bcoo_multiply_sparse, bcoo_transpose)
+from ember._src.library.numpy import reductions
 from ember._src.library.sparse import ops
 from ember._src.library.sparse.bcoo import bcoo_reduce_sum, bcoo_reshape
 
@@ -57,6 +62,11 @@ def _on_data(eqn, a):
               unique_indices=a.unique_indices)
 
 
+def _dense_scalar(mat):
+  """A 0-d sum is returned dense (as JAX's rule does)."""
+  return reductions.sum(mat.data) if mat.shape == () else mat
+
+
 def _integer_pow(eqn, a):
   return _on_data(eqn, a) if eqn.params["y"] > 0 else eqn.primitive.bind(_dense(a),
                                                                          **eqn.params)
@@ -85,7 +95,7 @@ _RULES = {
     "mul": _mul, "add": _add, "add_any": _add, "sub": _sub, "div": _div,
     "integer_pow": _integer_pow,
     "dot_general": _dot_general,
-    "reduce_sum": lambda eqn, a: bcoo_reduce_sum(a, axes=eqn.params["axes"]),
+    "reduce_sum": lambda eqn, a: _dense_scalar(bcoo_reduce_sum(a, axes=eqn.params["axes"])),
     "transpose": lambda eqn, a: bcoo_transpose(a, permutation=eqn.params["permutation"]),
     "reshape": lambda eqn, a: bcoo_reshape(a, new_sizes=eqn.params["new_sizes"],
                                            dimensions=eqn.params["dimensions"]),
@@ -102,6 +112,22 @@ _RULES = {
 }
 
 
+class _Eqn(NamedTuple):
+  """What a sparse rule reads of the operation it handles (an equation, or a bind)."""
+  primitive: object
+  params: dict
+
+
+def _apply(primitive, params, vals):
+  """One operation on sparse-or-dense values: its sparse rule when an operand is sparse and
+  it has one, else the primitive on the dense values."""
+  rule = _RULES.get(primitive.name)
+  if rule is not None and any(isinstance(v, BCOO) for v in vals):
+    return [rule(_Eqn(primitive, params), *vals)]
+  outs = primitive.bind(*map(_dense, vals), **params)
+  return list(outs) if primitive.multiple_results else [outs]
+
+
 def _eval_sparse(jaxpr, consts, args):
   env = {}
   read = lambda v: v.val if isinstance(v, Literal) else env[v]
@@ -110,26 +136,62 @@ def _eval_sparse(jaxpr, consts, args):
   for var, val in zip(jaxpr.invars, args):
     env[var] = val
   for eqn in jaxpr.eqns:
-    vals = [read(v) for v in eqn.invars]
-    rule = _RULES.get(eqn.primitive.name)
-    if rule is not None and any(isinstance(v, BCOO) for v in vals):
-      outs = [rule(eqn, *vals)]
-    else:
-      outs = eqn.primitive.bind(*map(_dense, vals), **eqn.params)
-      outs = outs if eqn.primitive.multiple_results else [outs]
+    outs = _apply(eqn.primitive, eqn.params, [read(v) for v in eqn.invars])
     for var, val in zip(eqn.outvars, outs):
       env[var] = val
   return [read(v) for v in jaxpr.outvars]
 
 
+class SparseTracer(Tracer):
+  """A value of `sparsify(f, use_tracer=True)`: its `spvalue` is a BCOO or a dense array;
+  `aval` is the dense array's type."""
+  __slots__ = ("spvalue",)
+
+  def __init__(self, trace, spvalue):
+    self._trace, self.spvalue = trace, spvalue
+
+  @property
+  def aval(self):
+    return ShapedArray(tuple(self.spvalue.shape), np.dtype(self.spvalue.dtype))
+
+  def __repr__(self):
+    return f"SparseTracer<{self.aval.str_short()}>"
+
+
+class SparseTrace(Trace):
+  """The interpreter of `sparsify(f, use_tracer=True)`: each operation applies to the
+  tracers' values with `_apply`."""
+
+  def pure(self, val):
+    return SparseTracer(self, val)
+
+  lift = pure
+
+  def process_primitive(self, primitive, tracers, params):
+    outs = _apply(primitive, params, [t.spvalue for t in tracers])
+    return [SparseTracer(self, o) for o in outs]
+
+
+def _sparsify_traced(f, leaves, tree):
+  with new_main(SparseTrace) as main:
+    trace = SparseTrace(main)
+    args, kwargs = tree_util.tree_unflatten(tree, [SparseTracer(trace, x) for x in leaves])
+    outs, out_tree = tree_util.tree_flatten(f(*args, **kwargs))
+    outs = [full_raise(trace, o).spvalue for o in outs]
+  return tree_util.tree_unflatten(out_tree, outs)
+
+
 def sparsify(f, use_tracer=False):
-  """`f` made to accept BCOO arrays wherever it takes arrays: elementwise products, sums,
-  differences, negation, dot products, reductions and transposes stay sparse; other
-  operations see the operands' dense values."""
+  """`f` made to accept BCOO arrays wherever it takes arrays: zero-preserving elementwise
+  operations, products, sums, differences, dot products, reductions and the structural
+  operations stay sparse; other operations see the operands' dense values. By default
+  `f`'s jaxpr is evaluated; `use_tracer=True` runs `f` on SparseTracers instead."""
   @functools.wraps(f)
   def wrapped(*args, **kwargs):
     leaves, tree = tree_util.tree_flatten((args, kwargs),
                                           is_leaf=lambda x: isinstance(x, JAXSparse))
+    if use_tracer:
+      return _sparsify_traced(f, leaves, tree)
     stand_ins = [ShapeDtypeStruct(x.shape, x.dtype) if isinstance(x, JAXSparse) else x
                  for x in leaves]
     out_tree = []
