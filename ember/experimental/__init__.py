@@ -8,4 +8,3 @@ from ember._src.primitives.callbacks import io_callback  # noqa: F401
 from ember.experimental import checkify  # noqa: F401,E402
 from ember.experimental import multihost_utils  # noqa: F401,E402
 from ember.experimental import mesh_utils  # noqa: F401,E402
-from ember.experimental import sparse  # noqa: F401,E402
