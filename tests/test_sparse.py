@@ -249,3 +249,14 @@ def test_sparsify_with_tracer():
     close(sparse.todense(o), w)
   close(sparse.sparsify(lambda a: a.sum(), use_tracer=True)(A), M.sum())   # 0-d: dense
   close(A.sum(), M.sum())
+
+
+def test_vmap_over_sparse_arrays():
+  B = sparse.bcoo_fromdense(B3, n_batch=1)
+  close(ember.vmap(lambda a: a.todense())(B), B3)
+  r = ember.vmap(lambda m: sparse.BCOO.fromdense(m, nse=3))(B3)
+  assert isinstance(r, sparse.BCOO) and r.shape == (2, 2, 3) and r.n_batch == 1
+  close(r.todense(), B3)
+  close(ember.vmap(lambda a, v: a @ v)(B, np.ones((2, 3), np.float32)), B3.sum(-1))
+  close(ember.jit(ember.vmap(lambda a: a.T))(B).todense(), B3.transpose(0, 2, 1))
+  close(ember.vmap(lambda a: a.todense())(sparse.bcsr_fromdense(B3, n_batch=1)), B3)

@@ -58,13 +58,17 @@ class BCOO(JAXSparse):
   n_dense = property(lambda self: self.data.ndim - 1 - self.n_batch)
 
   def tree_flatten(self):
-    return (self.data, self.indices), self._info._asdict()
+    # n_batch lets tree_unflatten see the axes vmap took off or put on (None: the leaves
+    # are not arrays, as in a vmap in_axes tree)
+    n_batch = getattr(self.indices, "ndim", 1) - 2
+    return (self.data, self.indices), {**self._info._asdict(),
+                                       "n_batch": n_batch if n_batch >= 0 else None}
 
   @classmethod
   def tree_unflatten(cls, aux_data, children):
     obj = object.__new__(cls)
     obj.data, obj.indices = children
-    obj.shape = tuple(aux_data["shape"])
+    obj.shape = vmapped_shape(aux_data, obj.data, obj.indices, 2)
     obj.indices_sorted = aux_data["indices_sorted"]
     obj.unique_indices = aux_data["unique_indices"]
     return obj
@@ -170,6 +174,21 @@ class BCOO(JAXSparse):
 
   def __rsub__(self, other):
     return (-self) + other
+
+
+def vmapped_shape(aux_data, data, indices, index_rank):
+  """The shape for buffers that vmap took apart or stacked: each leading axis vmap removed
+  (in_axes=0) or added (out_axes=0) is a batch axis, dropped from or put before the shape."""
+  shape = tuple(aux_data["shape"])
+  n_batch = aux_data.get("n_batch")
+  ndim = getattr(indices, "ndim", None)
+  if n_batch is None or ndim is None or ndim - index_rank == n_batch:
+    return shape
+  extra = ndim - index_rank - n_batch
+  if extra < 0:
+    return shape[-extra:]
+  lead = [max(a, b) for a, b in zip(data.shape[:extra], indices.shape[:extra])]
+  return tuple(lead) + shape
 
 
 def _matmul(lhs, rhs):

@@ -11,7 +11,7 @@ from ember._src.library.lax import api as lax
 from ember._src.library.numpy import creation, reductions, shape as shape_ops
 from ember._src.library.sparse import bcoo_core
 from ember._src.library.sparse.base import JAXSparse
-from ember._src.library.sparse.bcoo import BCOO, bcoo_sum_duplicates
+from ember._src.library.sparse.bcoo import BCOO, bcoo_sum_duplicates, vmapped_shape
 from ember._src.library.sparse.coo_csr import csr_rows
 from ember._src.library.sparse.ops import bcoo_broadcast_in_dim, bcoo_concatenate
 from ember._src.library.sparse.util import (
@@ -92,13 +92,15 @@ class BCSR(JAXSparse):
   n_dense = property(lambda self: self.data.ndim - self.indices.ndim)
 
   def tree_flatten(self):
-    return (self.data, self.indices, self.indptr), self._info._asdict()
+    n_batch = getattr(self.indices, "ndim", 0) - 1   # None: not arrays (vmap's in_axes)
+    return (self.data, self.indices, self.indptr), {**self._info._asdict(),
+                                                    "n_batch": n_batch if n_batch >= 0 else None}
 
   @classmethod
   def tree_unflatten(cls, aux_data, children):
     obj = object.__new__(cls)
     obj.data, obj.indices, obj.indptr = children
-    obj.shape = tuple(aux_data["shape"])
+    obj.shape = vmapped_shape(aux_data, obj.data, obj.indices, 1)
     obj.indices_sorted = aux_data["indices_sorted"]
     obj.unique_indices = aux_data["unique_indices"]
     return obj
