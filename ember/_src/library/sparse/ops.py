@@ -15,10 +15,9 @@ from ember._src.driver.jit import eval_shape, make_jaxpr
 from ember._src.library.lax import api as lax
 from ember._src.primitives.indexing import GatherScatterMode
 from ember._src.transforms.batching import vmap
-from ember._src.library.numpy import creation, logic, reductions, shape as shape_ops
-from ember._src.library.sparse.bcoo import (  # noqa: F401 (re-exported)
-    BCOO, _full, _mask_data, bcoo_reduce_sum, bcoo_reshape, bcoo_sum_duplicates,
-    bcoo_update_layout)
+from ember._src.library.numpy import creation, logic, shape as shape_ops
+from ember._src.library.sparse.bcoo import (
+    BCOO, _full, _mask_data, bcoo_reshape, bcoo_sum_duplicates, bcoo_update_layout)
 
 
 
