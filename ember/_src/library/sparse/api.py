@@ -3,6 +3,7 @@ its primitive, empty, eye, random_bcoo."""
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -13,7 +14,8 @@ from ember._src.library.sparse.base import JAXSparse
 from ember._src.library.sparse.bcoo import BCOO
 from ember._src.library.sparse.bcsr import BCSR
 from ember._src.library.sparse.coo_csr import COO, CSC, CSR
-from ember._src.library.sparse.util import composite_primitive, nfold_vmap
+from ember._src.library.sparse.util import composite_primitive, unravel_index
+from ember._src.transforms.batching import vmap
 
 _FORMATS = {"bcoo": BCOO, "bcsr": BCSR, "coo": COO, "csr": CSR, "csc": CSC}
 
@@ -52,37 +54,38 @@ def eye(N, M=None, k=0, dtype=None, index_dtype="int32", sparse_format="bcoo", *
                                      **kwds)
 
 
-def random_bcoo(key, shape, *, dtype=np.float32, indices_dtype=np.int32, nse=0.2, n_batch=0,
+def random_bcoo(key, shape, *, dtype=np.float32, indices_dtype=None, nse=0.2, n_batch=0,
                 n_dense=0, unique_indices=True, sorted_indices=False, generator=None, **kwds):
-  """A random BCOO: `nse` stored elements per batch (a fraction of the sparse size when
-  below 1), at random (unique) indices, data drawn by `generator` (uniform)."""
-  shape = tuple(int(s) for s in shape)
+  """A random BCOO, drawn as JAX draws it: `nse` stored elements per batch (a fraction of
+  the sparse size when below 1), at indices chosen (without replacement when
+  `unique_indices`) with one key per batch, data from `generator` (uniform) with the first
+  key of `split(key, batches + 1)`."""
+  shape = tuple(operator.index(s) for s in shape)
+  n_batch, n_dense = operator.index(n_batch), operator.index(n_dense)
+  if n_batch < 0 or n_dense < 0 or n_batch + n_dense > len(shape):
+    raise ValueError(f"Invalid n_batch={n_batch}, n_dense={n_dense} for shape={shape}")
   n_sparse = len(shape) - n_batch - n_dense
-  if n_sparse < 0 or n_batch < 0 or n_dense < 0:
-    raise ValueError(f"Invalid n_batch={n_batch}, n_dense={n_dense} for shape {shape}")
+  batch_shape = shape[:n_batch]
   sparse_shape = shape[n_batch:n_batch + n_sparse]
-  size = math.prod(sparse_shape)
-  if 0 <= nse < 1:
-    nse = int(math.ceil(nse * size))
-  nse = int(nse)
-  if unique_indices and nse > size:
-    raise ValueError(f"nse={nse} is larger than the {size} elements of the sparse dimensions")
+  dense_shape = shape[n_batch + n_sparse:]
+  sparse_size = math.prod(sparse_shape)
+  if not 0 <= nse < sparse_size:
+    raise ValueError(f"got nse={nse}, expected to be between 0 and {sparse_size}")
+  if 0 < nse < 1:
+    nse = math.ceil(nse * sparse_size)
+  nse = operator.index(nse)
+  indices_dtype = np.dtype(np.int32 if indices_dtype is None else indices_dtype)
+  if sparse_size > np.iinfo(indices_dtype).max:
+    raise ValueError(f"indices_dtype={indices_dtype} does not have enough range to "
+                     f"generate sparse indices of size {sparse_size}.")
   generator = samplers.uniform if generator is None else generator
-  data_key, index_key = random_keys.split(key)
-  data = generator(data_key, shape[:n_batch] + (nse,) + shape[n_batch + n_sparse:], dtype,
-                   **kwds)
-  keys = random_keys.split(index_key, math.prod(shape[:n_batch]))
-  keys = keys.reshape(shape[:n_batch] + keys.shape[1:])
+  keys = random_keys.split(key, math.prod(batch_shape) + 1)
+  data = generator(keys[0], shape=batch_shape + (nse,) + dense_shape, dtype=dtype, **kwds)
 
   def one(k):
-    flat = samplers.choice(k, size, shape=(nse,), replace=not unique_indices)
-    if sorted_indices:
-      flat = flat.sort()
-    cols, rest = [], flat
-    for s in reversed(sparse_shape):
-      cols.append(rest % s)
-      rest = rest // s
-    return creation.asarray(cols[::-1], indices_dtype).T.reshape(nse, n_sparse)
-  indices = nfold_vmap(one, n_batch)(keys)
-  return BCOO((data, indices), shape=shape, indices_sorted=sorted_indices,
-              unique_indices=unique_indices)
+    flat = samplers.choice(k, sparse_size, shape=(nse,),
+                           replace=not unique_indices).astype(indices_dtype)
+    return unravel_index(flat, sparse_shape, indices_dtype)
+  indices = vmap(one)(keys[1:]).reshape(batch_shape + (nse, n_sparse))
+  mat = BCOO((data, indices), shape=shape)
+  return mat.sort_indices() if sorted_indices else mat
