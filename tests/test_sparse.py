@@ -269,3 +269,16 @@ def test_vmap_over_sparse_arrays():
   close(ember.vmap(lambda a, v: a @ v)(B, np.ones((2, 3), np.float32)), B3.sum(-1))
   close(ember.jit(ember.vmap(lambda a: a.T))(B).todense(), B3.transpose(0, 2, 1))
   close(ember.vmap(lambda a: a.todense())(sparse.bcsr_fromdense(B3, n_batch=1)), B3)
+
+
+def test_getitem_and_from_scipy():
+  A = sparse.BCOO.fromdense(M)
+  for item in (1, -1, (slice(None), 2), (slice(1, None), slice(None, None, 2))):
+    r = A[item]
+    assert isinstance(r, sparse.BCOO)
+    close(r.todense(), M[item])
+  close(A[jnp.array([0, 2])].todense(), M[[0, 2]])
+  ss = pytest.importorskip("scipy.sparse")
+  S = sparse.BCOO.from_scipy_sparse(ss.csr_matrix(M))
+  assert S.indices_sorted and S.nse == 5
+  close(S.todense(), M)

@@ -79,6 +79,22 @@ class BCOO(JAXSparse):
                           n_batch=n_batch)
 
   @classmethod
+  def from_scipy_sparse(cls, mat, *, index_dtype=None, n_dense=0, n_batch=0):
+    """The BCOO of a scipy.sparse matrix (its COO form)."""
+    mat = mat.tocoo()
+    indices = np.column_stack((mat.row, mat.col)).astype(index_dtype or np.int32)
+    canonical = bool(mat.has_canonical_format)
+    out = cls((creation.asarray(mat.data), creation.asarray(indices)), shape=mat.shape,
+              indices_sorted=canonical, unique_indices=canonical)
+    return bcoo_update_layout(out, n_batch=n_batch, n_dense=n_dense)
+
+  def __getitem__(self, item):
+    # indexing is jnp's, run by sparsify (slices, squeezes and gathers stay sparse);
+    # transform.py imports this module, so it is looked up here
+    from ember._src.library.sparse.transform import sparsify
+    return sparsify(lambda x: x[item])(self)
+
+  @classmethod
   def _empty(cls, shape, *, dtype=None, index_dtype="int32", n_dense=0, n_batch=0, nse=0):
     shape = tuple(shape)
     n_sparse = len(shape) - n_dense - n_batch

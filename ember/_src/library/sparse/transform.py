@@ -21,6 +21,7 @@ from ember._src.library.sparse.base import JAXSparse
 from ember._src.library.sparse.bcoo import (
     BCOO, _add_sparse, bcoo_dot_general, bcoo_multiply_sparse, bcoo_transpose)
 from ember._src.library.numpy import reductions
+from ember._src.primitives.indexing import GatherScatterMode
 from ember._src.library.sparse import ops
 from ember._src.library.sparse.bcoo import bcoo_reduce_sum, bcoo_reshape
 
@@ -79,6 +80,18 @@ def _div(eqn, a, b):
   return _dense(a) / _dense(b)
 
 
+def _gather(eqn, a, idx):
+  p = eqn.params
+  mode = GatherScatterMode.from_any(p["mode"] if p["mode"] is not None
+                                    else GatherScatterMode.PROMISE_IN_BOUNDS)
+  if isinstance(idx, JAXSparse) or mode != GatherScatterMode.PROMISE_IN_BOUNDS:
+    return eqn.primitive.bind(_dense(a), _dense(idx), **p)
+  return ops.bcoo_gather(a, idx, p["dimension_numbers"], p["slice_sizes"],
+                         unique_indices=p["unique_indices"],
+                         indices_are_sorted=p["indices_are_sorted"], mode=p["mode"],
+                         fill_value=p["fill_value"])
+
+
 def _concatenate(eqn, *xs):
   if all(isinstance(x, BCOO) for x in xs):
     return ops.bcoo_concatenate(xs, dimension=eqn.params["dimension"])
@@ -109,6 +122,7 @@ _RULES = {
     "broadcast_in_dim": lambda eqn, a: ops.bcoo_broadcast_in_dim(
         a, shape=eqn.params["shape"], broadcast_dimensions=eqn.params["broadcast_dimensions"]),
     "concatenate": _concatenate,
+    "gather": _gather,
 }
 
 
