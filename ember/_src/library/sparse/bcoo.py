@@ -88,12 +88,6 @@ class BCOO(JAXSparse):
               indices_sorted=canonical, unique_indices=canonical)
     return bcoo_update_layout(out, n_batch=n_batch, n_dense=n_dense)
 
-  def __getitem__(self, item):
-    # indexing is jnp's, run by sparsify (slices, squeezes and gathers stay sparse);
-    # transform.py imports this module, so it is looked up here
-    from ember._src.library.sparse.transform import sparsify
-    return sparsify(lambda x: x[item])(self)
-
   @classmethod
   def _empty(cls, shape, *, dtype=None, index_dtype="int32", n_dense=0, n_batch=0, nse=0):
     shape = tuple(shape)

@@ -220,3 +220,13 @@ def sparsify(f, use_tracer=False):
     outs = _eval_sparse(jaxpr, getattr(closed, "consts", []), leaves)
     return tree_util.tree_unflatten(out_tree[0], outs)
   return wrapped
+
+
+def _bcoo_getitem(self, item):
+  """BCOO indexing: jnp's indexing run by sparsify (slices, squeezes and gathers stay
+  sparse)."""
+  return sparsify(lambda x: x[item])(self)
+
+
+# BCOO's indexing is sparsify's (as in JAX, whose transform.py sets BCOO's operator methods)
+BCOO.__getitem__ = _bcoo_getitem
