@@ -16,7 +16,7 @@ from ember._src.core.primitive import Primitive
 from ember._src.core.api_util import ShapeDtypeStruct
 from ember._src.core.tracers import Tracer
 from ember._src.driver.jit import eval_shape
-from ember._src.lower import lower_fun, register_lowering
+from ember._src.lower import lower_fun
 from ember._src.transforms import ad
 from ember._src.transforms.batching import not_mapped, primitive_batchers, vmap
 from ember._src.library.numpy import creation, logic, reductions, shape as shape_ops
@@ -111,7 +111,7 @@ def composite_primitive(name: str, fun: Callable, multiple_results: bool) -> Pri
                                                            avals, params))
   ad.primitive_jvps[p] = functools.partial(_composite_jvp, p, fun)
   primitive_batchers[p] = functools.partial(_composite_batch, fun, multiple_results)
-  register_lowering(p, lower_fun(fun, multiple_results))
+  p.lower = lower_fun(fun, multiple_results)   # compiled as ember's lowering of `fun`
   return p
 
 
