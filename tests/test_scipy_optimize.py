@@ -45,8 +45,8 @@ def check(result, expected, tol):
   assert (int(result.nfev), int(result.njev), int(result.nit)) == (nfev, njev, nit)
 
 
-# each minimize is a ~3 s compile (nested while loops): logcosh is checked eagerly, convex
-# under jit below, rosen2 in float32; vmap(minimize) batches the same loops (not timed here)
+# each minimize is a ~3 s compile (nested while loops), so only rosen3 runs here: convex runs
+# under jit below, rosen2 in float32, logcosh's numbers are kept for reference
 @pytest.mark.parametrize("name", ["rosen3"])
 def test_bfgs_matches_jax_float64(name):
   fun, x0, *expected = JAX_F64[name]
