@@ -68,3 +68,28 @@ def test_resize_method_and_errors():
   with pytest.raises(ValueError, match="Nearest neighbor"):
     image.scale_and_translate(IMG.astype(np.float32), (2, 3, 3, 3), (1,), np.ones(1),
                               np.zeros(1), "nearest")
+
+
+def test_jax_imports_of_the_new_modules_through_compat(tmp_path):
+  """`python -m ember` resolves jax.image and the jax.scipy submodules this family adds."""
+  import subprocess
+  import textwrap
+  repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  script = tmp_path / "prog.py"
+  script.write_text(textwrap.dedent("""
+      import jax, jax.numpy as jnp
+      import jax.image, jax.scipy.signal, jax.scipy.fft, jax.scipy.integrate
+      import jax.scipy.interpolate, jax.scipy.ndimage, jax.scipy.cluster.vq
+      import jax.scipy.spatial.transform, jax.scipy.optimize, jax.scipy.sparse.linalg
+      from jax.scipy.stats import gaussian_kde
+      import ember
+      print(jax.image is ember.image, jax.scipy.signal is ember.scipy.signal,
+            jax.scipy.sparse.linalg.cg is ember.scipy.sparse.linalg.cg,
+            jax.scipy.fft.dct(jnp.ones(2)).tolist())
+      """))
+  env = dict(os.environ, PYTHONPATH=repo)
+  env.pop("EMBER_AS_JAX", None)
+  r = subprocess.run([sys.executable, "-m", "ember", str(script)], capture_output=True,
+                     text=True, env=env, cwd=tmp_path, timeout=300)
+  assert r.returncode == 0, r.stderr[-3000:]
+  assert r.stdout.split() == ["True", "True", "True", "[4.0,", "0.0]"]

@@ -9,7 +9,6 @@ from functools import partial
 
 import numpy as np
 
-from ember._src.base import dtypes
 from ember._src.core.avals import canonicalize_shape
 from ember._src.driver.jit import jit
 from ember._src.library.numpy import util
@@ -215,4 +214,3 @@ def resize(image, shape, method, antialias=True, precision="highest"):
   return _resize(image, canonicalize_shape(shape, "resize"), method, antialias, precision)
 
 
-del dtypes

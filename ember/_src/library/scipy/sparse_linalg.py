@@ -16,7 +16,6 @@ from functools import partial
 
 import numpy as np
 
-from ember._src.base import dtypes
 from ember._src.base import tree_util
 from ember._src.core.array import Array
 from ember._src.library.lax import api as lax
@@ -403,4 +402,3 @@ def gmres(A, b, x0=None, *, tol=1e-5, atol=0.0, restart=20, maxiter=None, M=None
   return x, info
 
 
-del dtypes
