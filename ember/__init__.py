@@ -73,6 +73,7 @@ from ember import distributed  # noqa: E402,F401
 
 from ember import random  # noqa: E402,F401
 from ember import nn, scipy  # noqa: E402,F401
+from ember import image  # noqa: E402,F401
 from ember import lib, profiler  # noqa: E402,F401
 from ember import core, sharding  # noqa: E402,F401
 from ember._src.core.sharding import make_mesh, NamedSharding, set_mesh  # noqa: E402,F401
