@@ -24,6 +24,8 @@ from ember._src.library.lax import special as lax_special
 from ember._src.driver.jit import jit
 from ember._src.library.numpy import util
 from ember._src.library.scipy.expint import erfcx, exp1, expi, expn  # noqa: F401
+from ember._src.library.scipy.special_misc import (  # noqa: F401
+    bernoulli, comb, dawsn, fresnel, owens_t, poch, sici, spence, wofz)
 from ember._src.library.numpy.reductions import aval, reduction_dims, static_axes
 from ember._src.library.numpy.ufuncs import _const  # JAX's lax._const: weak for weak scalars
 from ember._src.primitives.elementwise import convert_element_type
@@ -34,7 +36,8 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "erf", "erfc", "erfinv", "expi
            "factorial", "multigammaln", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div",
            "boxcox", "boxcox1p", "ndtr", "ndtri", "log_ndtr", "gammainc", "gammaincc",
            "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "erfcx", "exp1", "expi",
-           "expn"]
+           "expn", "bernoulli", "comb", "dawsn", "fresnel", "owens_t", "poch", "sici", "spence",
+           "wofz"]
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
