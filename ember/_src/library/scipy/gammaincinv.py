@@ -13,6 +13,7 @@ from functools import partial
 import numpy as np
 
 from ember._src.base import dtypes
+from ember._src.driver.jit import jit
 from ember._src.library.lax import api as lax
 from ember._src.library.lax import special as lax_special
 from ember._src.library.numpy import reductions, util
@@ -186,6 +187,22 @@ def _initial_guess(a, p, q, complement, lgamma_a, lgamma1p_a):
   return where(a == 1.0, -log_q, x)
 
 
+def _lower_and_upper(a, x):
+  """(gammainc, gammaincc)(a, x) for a > 0 and finite x >= 0 from one series and one
+  continued fraction (lax's igamma and igammac each run both: twice the loops to compile),
+  each where lax's igamma uses it."""
+  x0 = x == 0.0
+  log_ax, underflow = lax_special._log_ax(a, where(x0, 1.0, x))
+  ax = lax.exp(log_ax)
+  on = ~(x0 | underflow)
+  use_fraction = (x >= 1.0) & (x > a)
+  series = lax_special._igamma_series(ax, x, a, on & ~use_fraction, False)
+  fraction = lax_special._igammac_fraction(ax, x, a, on & use_fraction, False)
+  lower = where(x0, 0.0, where(use_fraction, 1.0 - fraction, series))
+  upper = where(x0, 1.0, where(use_fraction, fraction, 1.0 - series))
+  return lower, upper
+
+
 def _halley(a, p, q, x0, refine, lgamma_a, lgamma1p_a):
   """Three Halley steps on gammainc(a, x) - p (p <= 0.5) or q - gammaincc(a, x)."""
   use_lower = p <= 0.5
@@ -197,10 +214,11 @@ def _halley(a, p, q, x0, refine, lgamma_a, lgamma1p_a):
     x_pos = where(positive, x, 1.0)
     x_pdf = lax.exp(_xlogy(a_r, x_pos) - x_pos - lg_r)   # x d/dx gammainc
     series = ~use_lower & (x < 1.1)
-    upper = where(series, _gammaincc_small_x(a_r, where(series, x_pos, 1.0), lg1p_r),
-                  lax_special.igammac(a_r, where(refine & ~use_lower & ~series, x, 0.0)))
-    residual = where(use_lower, lax_special.igamma(a_r, where(refine & use_lower, x, 0.0)) - p,
-                     q - upper)
+    # at x = 0 (the elements that use the other function, or are not refined) the loops of
+    # the series and the fraction skip them
+    lower, upper = _lower_and_upper(a_r, where(refine & (use_lower | ~series), x, 0.0))
+    upper = where(series, _gammaincc_small_x(a_r, where(series, x_pos, 1.0), lg1p_r), upper)
+    residual = where(use_lower, lower - p, q - upper)
     f_over_df = residual / where(x_pdf > 0.0, x_pdf, 1.0) * x
     d2f_over_df = (a_r - 1.0) / x_pos - 1.0
     halley = lax.is_finite(f_over_df) & lax.is_finite(d2f_over_df)
@@ -212,6 +230,7 @@ def _halley(a, p, q, x0, refine, lgamma_a, lgamma1p_a):
   return fori_loop(0, 3, step, where(refine, x0, 1.0))
 
 
+@partial(jit, static_argnums=(2,))
 def _gammaincinv_impl(a, y, complement: bool):
   p, q = (1.0 - y, y) if complement else (y, 1.0 - y)
   lower_edge = (q == 1.0) if complement else (p == 0.0)
