@@ -163,3 +163,24 @@ def test_errors():
     sp.sici(jnp.ones(2, jnp.complex64))
   with pytest.raises(ember.errors.ConcretizationTypeError):
     ember.jit(sp.bernoulli)(3)
+
+
+def test_hyp1f1(x64):
+  a = np.array([0.5, 1., 2., -1.5, 0., 3., 2., 1.5, 0.3, 1.])
+  b = np.array([1.5, 2., 0.5, 2.5, 1., 3., 0., 4.5, 1.2, 3.])
+  x = np.array([0.3, -2., 5., 1.7, 3., 2., 1., 150., -120., 20.])
+  got = sp.hyp1f1(a, b, x)
+  keep = [0, 1, 2, 3, 4, 5, 7, 9]
+  _close(got[np.array(keep)], ss.hyp1f1(a[keep], b[keep], x[keep]), rtol=1e-13)
+  assert np.isinf(got[6])        # b == 0, as JAX
+  assert np.isnan(got[8])        # JAX 0.12.1's asymptotic series gives NaN here too
+  _close(ember.jit(sp.hyp1f1)(a, b, x)[:6], got[:6], rtol=1e-15)
+  da, db, dx = ember.vmap(ember.grad(sp.hyp1f1, argnums=(0, 1, 2)))(a[:4], b[:4], x[:4])
+  _close(dx, a[:4] / b[:4] * ss.hyp1f1(a[:4] + 1, b[:4] + 1, x[:4]), rtol=1e-13)
+  h = 1e-6
+  _close(da, (ss.hyp1f1(a[:4] + h, b[:4], x[:4]) - ss.hyp1f1(a[:4] - h, b[:4], x[:4])) / (2 * h),
+         rtol=1e-7)
+  _close(db, (ss.hyp1f1(a[:4], b[:4] + h, x[:4]) - ss.hyp1f1(a[:4], b[:4] - h, x[:4])) / (2 * h),
+         rtol=1e-7)
+  with pytest.raises(ValueError, match="complex"):
+    sp.hyp1f1(1., 2., 1j)
