@@ -184,3 +184,20 @@ def test_hyp1f1(x64):
          rtol=1e-7)
   with pytest.raises(ValueError, match="complex"):
     sp.hyp1f1(1., 2., 1j)
+
+
+def test_sph_harm_y(x64):
+  n = np.array([0, 1, 1, 2, 3, 3, 4, 5, 2, 1])
+  m = np.array([0, 0, 1, -1, 2, -3, 4, -2, 3, 0])   # |m| > n gives 0, as SciPy
+  th = np.array([0.3, 1.0, 2.0, 0.5, 2.9, 1.2, 0.7, 1.9, 1.0, 0.0])
+  ph = np.array([0.1, 2.0, -1.0, 0.4, 5.0, 3.0, 1.5, 0.2, 0.3, 1.0])
+  want = ss.sph_harm_y(n, m, th, ph)
+  _close(sp.sph_harm_y(n, m, th, ph), want, rtol=1e-13, atol=1e-16)
+  jitted = ember.jit(sp.sph_harm_y, static_argnames="n_max")
+  _close(jitted(jnp.asarray(n), jnp.asarray(m), th, ph, n_max=5), want, rtol=1e-13, atol=1e-16)
+  _close(sp.sph_harm_y(np.array([2]), np.array([1]), 0.4, np.array([0.3])),
+         ss.sph_harm_y(2, 1, 0.4, 0.3), rtol=1e-13)
+  with pytest.raises(NotImplementedError, match="diff_n"):
+    sp.sph_harm_y(n, m, th, ph, diff_n=1)
+  with pytest.raises(ember.errors.ConcretizationTypeError, match="n_max"):
+    ember.jit(sp.sph_harm_y)(n, m, th, ph)
