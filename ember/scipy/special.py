@@ -25,7 +25,7 @@ from ember._src.driver.jit import jit
 from ember._src.library.numpy import util
 from ember._src.library.scipy.expint import erfcx, exp1, expi, expn  # noqa: F401
 from ember._src.library.scipy.gammaincinv import gammainccinv, gammaincinv  # noqa: F401
-from ember._src.library.scipy.hypergeometric import hyp1f1  # noqa: F401
+from ember._src.library.scipy.hypergeometric import hyp1f1, hyp2f1  # noqa: F401
 from ember._src.library.scipy.spherical import sph_harm_y  # noqa: F401
 from ember._src.library.scipy.special_misc import (  # noqa: F401
     bernoulli, comb, dawsn, fresnel, owens_t, poch, sici, spence, wofz)
@@ -40,7 +40,7 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "erf", "erfc", "erfinv", "expi
            "boxcox", "boxcox1p", "ndtr", "ndtri", "log_ndtr", "gammainc", "gammaincc",
            "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "erfcx", "exp1", "expi",
            "expn", "bernoulli", "comb", "dawsn", "fresnel", "owens_t", "poch", "sici", "spence",
-           "wofz", "gammaincinv", "gammainccinv", "erfcinv", "ndtri_exp", "hyp1f1", "sph_harm_y"]
+           "wofz", "gammaincinv", "gammainccinv", "erfcinv", "ndtri_exp", "hyp1f1", "hyp2f1", "sph_harm_y"]
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
