@@ -1,6 +1,5 @@
 """jax.scipy.special.hyp1f1 and hyp2f1. hyp1f1 is Kummer's confluent hypergeometric
-function 1F1(a; b; x), as JAX
-0.12 computes it (after Pearson, Olver & Porter, arXiv:1407.7786): per element, the power
+function 1F1(a; b; x), as JAX 0.12 computes it (after Pearson, Olver & Porter, arXiv:1407.7786): per element, the power
 series for |x| < 100, else the large-|x| asymptotic series, each summed until a term is
 below eps of the sum (at most 250 terms); 1 at a == 0, exp(x) at a == b, inf at b == 0. The
 derivatives in a and b sum the series' terms times the harmonic sums of the Pochhammer
