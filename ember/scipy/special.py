@@ -8,8 +8,11 @@ functions call the lax composites of ember/_src/library/lax/special.py (lax.igam
 erfcx is real-valued only (JAX's complex erfcx goes through the Faddeeva function, not
 provided here). exp1 and expi are power series near 0, a continued fraction (E1) or the
 asymptotic series (Ei) beyond; expn the same series and continued fraction for E_n (these
-and erfcx are ember's own algorithms, with JAX's edge values and derivatives). Not provided
-yet: the other Bessel functions, hypergeometric and spherical-harmonic functions."""
+and erfcx are ember's own algorithms, with JAX's edge values and derivatives). erfcinv and
+ndtri_exp (here, beside ndtri and log_ndtr) go through ndtri. The others live in
+ember/_src/library/scipy: special_misc (bernoulli, comb, poch, spence, dawsn, owens_t,
+wofz, sici, fresnel), gammaincinv, hypergeometric (hyp1f1, hyp2f1), spherical
+(sph_harm_y). Not provided yet: the Bessel functions jn, yn, iv, kn."""
 from __future__ import annotations
 
 import math
@@ -40,7 +43,8 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "erf", "erfc", "erfinv", "expi
            "boxcox", "boxcox1p", "ndtr", "ndtri", "log_ndtr", "gammainc", "gammaincc",
            "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "erfcx", "exp1", "expi",
            "expn", "bernoulli", "comb", "dawsn", "fresnel", "owens_t", "poch", "sici", "spence",
-           "wofz", "gammaincinv", "gammainccinv", "erfcinv", "ndtri_exp", "hyp1f1", "hyp2f1", "sph_harm_y"]
+           "wofz", "gammaincinv", "gammainccinv", "erfcinv", "ndtri_exp", "hyp1f1", "hyp2f1",
+           "sph_harm_y"]
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):

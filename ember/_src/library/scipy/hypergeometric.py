@@ -1,12 +1,15 @@
-"""jax.scipy.special.hyp1f1 and hyp2f1. hyp1f1 is Kummer's confluent hypergeometric
-function 1F1(a; b; x), as JAX 0.12 computes it (after Pearson, Olver & Porter, arXiv:1407.7786): per element, the power
-series for |x| < 100, else the large-|x| asymptotic series, each summed until a term is
-below eps of the sum (at most 250 terms); 1 at a == 0, exp(x) at a == b, inf at b == 0. The
-derivatives in a and b sum the series' terms times the harmonic sums of the Pochhammer
-factors; in x, a/b 1F1(a+1; b+1; x). hyp2f1 (Gauss's 2F1(a, b; c; x), x <= 1) follows JAX's
-case analysis: the power series, the terminating sum for a non-positive integer a or b,
-Euler's transformation for c - a - b <= -1, Gauss's sum at x = 1, and near x = 1 with an
-integer c - a - b Abramowitz & Stegun's 15.3.10-12 digamma expansion."""
+"""jax.scipy.special.hyp1f1 and hyp2f1, as JAX 0.12 computes them (after Pearson, Olver &
+Porter, arXiv:1407.7786).
+
+hyp1f1, Kummer's 1F1(a; b; x): per element the power series for |x| < 100, else the
+large-|x| asymptotic series, each summed until a term is below eps of the sum (at most 250
+terms); 1 at a == 0, exp(x) at a == b, inf at b == 0. Its a and b derivatives sum the
+series' terms times the harmonic sums of the Pochhammer factors; in x, a/b 1F1(a+1; b+1; x).
+
+hyp2f1, Gauss's 2F1(a, b; c; x) for x <= 1, follows JAX's case analysis: the power series,
+the terminating sum for a non-positive integer a or b, Euler's transformation for
+c - a - b <= -1, Gauss's sum at x = 1, and near x = 1 with an integer c - a - b Abramowitz
+& Stegun's 15.3.10-12 digamma expansion."""
 from __future__ import annotations
 
 from functools import partial
