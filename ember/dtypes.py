@@ -3,7 +3,7 @@ import ml_dtypes as _ml_dtypes
 
 from ember._src.base.dtypes import (  # noqa: F401
     ExtendedDType, TypePromotionError, canonicalize_dtype, extended, finfo, float0,
-    iinfo, issubdtype, prng_key, promote_types, result_type)
+    iinfo, issubdtype, itemsize_bits, prng_key, promote_types, result_type, scalar_type_of)
 from ember._src.base.dtypes import dtype as _dtype
 
 # As jax.dtypes.bfloat16: the scalar TYPE (ml_dtypes.bfloat16), not a dtype instance, so

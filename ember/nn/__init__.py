@@ -281,3 +281,5 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, 
 
 from ember.nn import initializers  # noqa: E402,F401  (jax.nn.initializers)
 from ember.nn._attention import dot_product_attention  # noqa: E402,F401
+from ember.nn._scaled_matmul import (  # noqa: E402,F401
+    get_scaled_dot_general_config, scaled_dot_general, scaled_matmul)

@@ -20,6 +20,8 @@ from ember._src.library.numpy.bit_packing import *  # noqa: F401,F403
 from ember._src.library.numpy.index_tricks import *  # noqa: F401,F403
 from ember._src.library.numpy.vectorize import *  # noqa: F401,F403
 from ember._src.library.numpy.io import *  # noqa: F401,F403
+from ember._src.library.numpy.polynomial_fit import *  # noqa: F401,F403
+from ember._src.library.numpy.ufunc_class import *  # noqa: F401,F403
 from ember.numpy import linalg  # noqa: F401,E402
 from ember.numpy import fft  # noqa: F401,E402
 from ember._src.library.numpy.array_api import *  # noqa: F401,F403,E402

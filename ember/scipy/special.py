@@ -8,8 +8,11 @@ functions call the lax composites of ember/_src/library/lax/special.py (lax.igam
 erfcx is real-valued only (JAX's complex erfcx goes through the Faddeeva function, not
 provided here). exp1 and expi are power series near 0, a continued fraction (E1) or the
 asymptotic series (Ei) beyond; expn the same series and continued fraction for E_n (these
-and erfcx are ember's own algorithms, with JAX's edge values and derivatives). Not provided
-yet: the other Bessel functions, hypergeometric and spherical-harmonic functions."""
+and erfcx are ember's own algorithms, with JAX's edge values and derivatives). erfcinv and
+ndtri_exp (here, beside ndtri and log_ndtr) go through ndtri. The others live in
+ember/_src/library/scipy: special_misc (bernoulli, comb, poch, spence, dawsn, owens_t,
+wofz, sici, fresnel), gammaincinv, hypergeometric (hyp1f1, hyp2f1), spherical
+(sph_harm_y). Not provided yet: the Bessel functions jn, yn, iv, kn."""
 from __future__ import annotations
 
 import math
@@ -24,6 +27,11 @@ from ember._src.library.lax import special as lax_special
 from ember._src.driver.jit import jit
 from ember._src.library.numpy import util
 from ember._src.library.scipy.expint import erfcx, exp1, expi, expn  # noqa: F401
+from ember._src.library.scipy.gammaincinv import gammainccinv, gammaincinv  # noqa: F401
+from ember._src.library.scipy.hypergeometric import hyp1f1, hyp2f1  # noqa: F401
+from ember._src.library.scipy.spherical import sph_harm_y  # noqa: F401
+from ember._src.library.scipy.special_misc import (  # noqa: F401
+    bernoulli, comb, dawsn, fresnel, owens_t, poch, sici, spence, wofz)
 from ember._src.library.numpy.reductions import aval, reduction_dims, static_axes
 from ember._src.library.numpy.ufuncs import _const  # JAX's lax._const: weak for weak scalars
 from ember._src.primitives.elementwise import convert_element_type
@@ -34,7 +42,9 @@ __all__ = ["logsumexp", "softmax", "log_softmax", "erf", "erfc", "erfinv", "expi
            "factorial", "multigammaln", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div",
            "boxcox", "boxcox1p", "ndtr", "ndtri", "log_ndtr", "gammainc", "gammaincc",
            "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "erfcx", "exp1", "expi",
-           "expn"]
+           "expn", "bernoulli", "comb", "dawsn", "fresnel", "owens_t", "poch", "sici", "spence",
+           "wofz", "gammaincinv", "gammainccinv", "erfcinv", "ndtri_exp", "hyp1f1", "hyp2f1",
+           "sph_harm_y"]
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
@@ -527,6 +537,111 @@ def _log_ndtr_jvp(series_order, primals, tangents):
   (x,), (t,) = primals, tangents  # d log Phi = phi / Phi, formed in log space
   ans = _log_ndtr(x, series_order)
   return ans, lax.mul(t, lax.exp(lax.sub(_norm_logpdf(x), ans)))
+
+
+def _in_float32_if_narrow(fn, x):
+  if dtypes.finfo(aval(x).dtype).bits < 32:
+    return fn(x.astype(np.float32)).astype(aval(x).dtype)
+  return fn(x)
+
+
+def erfcinv(y):
+  """The inverse of erfc on [0, 2]: inf at 0, -inf at 2, NaN outside. Computed as
+  -ndtri(y / 2) / sqrt(2) (y / 2 is exact, and so is ndtri's 1 - p above 1/2: no loss in
+  either tail)."""
+  y, = util.promote_args_inexact("erfcinv", y)
+  _real_only("erfcinv", y)
+  return _in_float32_if_narrow(_erfcinv, y)
+
+
+@custom_jvp
+def _erfcinv(y):
+  bad = (y < 0.0) | (y > 2.0) | jnp.isnan(y)
+  edge = (y == 0.0) | (y == 2.0)
+  z = -_ndtri(jnp.where(bad | edge, 1.0, y) * 0.5) * np.float64(1 / np.sqrt(2)).astype(
+      aval(y).dtype)
+  z = jnp.where(y == 0.0, np.inf, jnp.where(y == 2.0, -np.inf, z))
+  return jnp.where(bad, np.nan, z)
+
+
+@_erfcinv.defjvp
+def _erfcinv_jvp(primals, tangents):
+  """erfcinv'(y) = -sqrt(pi)/2 exp(z^2); past |z| = 1 as -sqrt(pi)/2 erfcx(|z|) / min(y, 2-y)
+  (exact identity; exp(z^2) would amplify z's rounding by 2 z^2)."""
+  (y,), (y_dot,) = primals, tangents
+  z = _erfcinv(y)
+  q = jnp.where(y > 1.0, 2.0 - y, y)
+  tail = lax.abs(z) > 1.0
+  central = -0.5 * np.sqrt(np.pi) * lax.exp(lax.square(jnp.where(tail, 0.0, z)))
+  finite_tail = tail & (q > 0.0)
+  far = -0.5 * np.sqrt(np.pi) * erfcx(jnp.where(finite_tail, lax.abs(z), 1.0)) / jnp.where(
+      finite_tail, q, 1.0)
+  grad = jnp.where(tail, jnp.where(q == 0.0, -np.inf, far), central)
+  return z, y_dot * grad
+
+
+def ndtri_exp(y):
+  """The inverse of log_ndtr: the x with log(Phi(x)) == y (y <= 0; inf at 0, -inf at
+  -inf, NaN above 0). ndtri(exp(y)), or -ndtri(-expm1(y)) near 0; below y = -2 three Newton
+  steps on log_ndtr from there (or, where exp(y) underflows, from the asymptote
+  -x^2/2 - log(-x) - log(2 pi)/2 = y)."""
+  y, = util.promote_args_inexact("ndtri_exp", y)
+  _real_only("ndtri_exp", y)
+  return _in_float32_if_narrow(_ndtri_exp, y)
+
+
+_LN2_HI = 0.693145751953125            # log(2) to 15 bits (exact in float32) ...
+_LN2_LO = 1.4286068203094172321e-06   # ... and the rest
+
+
+def _ndtri_exp_newton(y):
+  tiny = float(np.log(np.finfo(aval(y).dtype).tiny)) + 1.0
+  t = -2.0 * lax.min(y, _const(y, -1.0))
+  asymptote = -lax.sqrt(lax.max(t - lax.log(t) - np.log(2 * np.pi), _const(y, 1.0)))
+  x = jnp.where(y > tiny, _ndtri(lax.exp(lax.max(y, _const(y, tiny)))), asymptote)
+  for _ in range(3):
+    log_phi = _log_ndtr(x, 3)
+    x = x - (log_phi - y) * lax.exp(log_phi - _norm_logpdf(x))
+  return x
+
+
+@custom_jvp
+def _ndtri_exp(y):
+  bad = (y > 0.0) | jnp.isnan(y)
+  neg_inf = lax.eq(y, _const(y, -np.inf))
+  safe = jnp.where(bad | neg_inf | (y == 0.0), _const(y, -0.5), y)
+  near_zero = safe > float(np.log1p(-np.exp(-2.0)))
+  mid = jnp.where(near_zero, -_ndtri(-lax.expm1(safe)), _ndtri(lax.exp(safe)))
+  # near Phi = 1/2 (x ~ 0), through log Phi(x) = log(1/2) + log1p(erf(x / sqrt(2))): y + log 2
+  # with log 2 in two parts is exact, where exp(y) - 1/2 would cancel
+  half = lax.abs(safe + _LN2_HI) < 0.3
+  shifted = jnp.where(half, safe, _const(y, -_LN2_HI)) + _LN2_HI + _LN2_LO
+  mid = jnp.where(half, np.sqrt(2.0) * lax.erf_inv(lax.expm1(shifted)), mid)
+  far = _ndtri_exp_newton(jnp.where(safe < -2.0, safe, _const(y, -3.0)))
+  x = jnp.where(safe < -2.0, far, mid)
+  x = jnp.where(y == 0.0, np.inf, jnp.where(neg_inf, -np.inf, x))
+  return jnp.where(bad, np.nan, x)
+
+
+@_ndtri_exp.defjvp
+def _ndtri_exp_jvp(primals, tangents):
+  """dx/dy = Phi(x) / phi(x), formed without cancellation as JAX does: sqrt(pi/2)
+  erfcx(|x|/sqrt(2)) left of -sqrt(2), the same over expm1(-y) right of sqrt(2),
+  sqrt(2 pi) exp(y + x^2/2) between (0 at y = -inf, inf at y = 0)."""
+  (y,), (y_dot,) = primals, tangents
+  x = _ndtri_exp(y)
+  finite = jnp.isfinite(x)
+  cut = np.sqrt(2.0)
+  left, right = finite & (x < -cut), finite & (x > cut)
+  u = jnp.where(left | right, lax.abs(x) * np.sqrt(0.5), 1.0)
+  tail = np.sqrt(0.5 * np.pi) * erfcx(u)
+  neg_y = jnp.where(right, -y, 1.0)
+  g_right = tail / lax.expm1(neg_y)
+  xs, ys = jnp.where(finite, x, 0.0), jnp.where(finite, y, -0.5)
+  g_mid = np.sqrt(2 * np.pi) * lax.exp(ys + 0.5 * lax.square(xs))
+  g = jnp.where(left, tail, jnp.where(right, g_right, g_mid))
+  g = jnp.where(finite, g, jnp.where(x == np.inf, np.inf, 0.0))
+  return x, y_dot * jnp.where(jnp.isnan(x), np.nan, g).astype(aval(x).dtype)
 
 
 # --- incomplete gamma and beta, polygamma, zeta -------------------------------------------

@@ -23,14 +23,14 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
-# ml_dtypes' narrow types, as JAX 0.12's jnp exposes them: 8- and 4-bit floats, 2- and
+# ml_dtypes' narrow types, as JAX 0.12's jnp exposes them: 8-, 6- and 4-bit floats, 1-, 2- and
 # 4-bit integers. None promotes implicitly to another (JAX's lattice puts each just above
 # the weak type), and the CPU backend does not compile them (eager code and the reference
 # interpreter run them; jit raises an error that says so).
 _small_float_names = ["float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
                       "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
-                      "float4_e2m1fn"]
-_narrow_int_names = ["int2", "int4", "uint2", "uint4"]
+                      "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn"]
+_narrow_int_names = ["int1", "int2", "int4", "uint1", "uint2", "uint4"]
 _small_float_types = [np.dtype(getattr(ml_dtypes, n)) for n in _small_float_names]
 _narrow_int_types = [np.dtype(getattr(ml_dtypes, n)) for n in _narrow_int_names]
 narrow_dtypes = frozenset(_small_float_types + _narrow_int_types)
@@ -455,6 +455,34 @@ def supports_inf(dt) -> bool:
 def iinfo(dt):
   dt = np.dtype(dt) if not isinstance(dt, type) or dt not in _python_scalar_default else default_dtype_for(dt)
   return ml_dtypes.iinfo(dt)
+
+
+def itemsize_bits(dtype) -> int:
+  """Bits per element (jax.dtypes.itemsize_bits): bool is 8 (its storage), the sub-byte
+  integers and floats their true width, complex twice its parts'."""
+  if dtype is None:
+    raise ValueError("dtype cannot be None.")
+  if np.dtype(dtype) == bool_:
+    return 8
+  if issubdtype(dtype, np.integer):
+    return int(iinfo(dtype).bits)
+  if issubdtype(dtype, np.floating):
+    return int(finfo(dtype).bits)
+  if issubdtype(dtype, np.complexfloating):
+    return 2 * int(finfo(dtype).bits)
+  raise ValueError(f"unexpected input: {dtype=}")
+
+
+def scalar_type_of(x) -> type:
+  """The Python scalar type (bool, int, float, complex) of a value's dtype
+  (jax.dtypes.scalar_type_of)."""
+  kind = dtype_kind(dtype(x))
+  if kind in ("i", "u"):
+    return int
+  types = {"b": bool, "f": float, "c": complex}
+  if kind not in types:
+    raise TypeError(f"Invalid scalar value {x}")
+  return types[kind]
 
 
 def dtype_name(dt) -> str:

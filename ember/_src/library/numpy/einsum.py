@@ -18,7 +18,7 @@ from ember._src.library.lax import api as lax
 from ember._src.library.numpy.reductions import asarray_args, aval, check_out
 from ember._src.primitives.elementwise import convert_element_type
 
-__all__ = ["einsum"]
+__all__ = ["einsum", "einsum_path"]
 
 
 _EINSUM_LETTERS = string.ascii_letters
@@ -258,3 +258,24 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
   names, out_names, sizes = _parse_einsum(spec, [aval(o).shape for o in ops])
   contractions = _einsum_path(names, out_names, sizes, optimize)
   return _einsum_contract(ops, contractions, precision, preferred_element_type)
+
+
+def einsum_path(subscripts, /, *operands, optimize="auto"):
+  """(path, description): the pairwise contraction order einsum uses for these operands,
+  as a list of operand-position tuples (opt_einsum's format; contracted operands leave the
+  list and their result goes last), and a text description of each step. JAX returns
+  opt_einsum's PathInfo object as the second item; here it is a string. An explicit path
+  passed as `optimize` comes back as given."""
+  if isinstance(subscripts, str):
+    spec, ops = subscripts, operands
+  else:
+    spec, ops = _interleaved_to_subscripts((subscripts,) + operands)
+  shapes = [np.shape(o) for o in ops]
+  names, out_names, sizes = _parse_einsum(spec, shapes)
+  if isinstance(optimize, (list, tuple)):
+    path = [tuple(p) for p in optimize if p != "einsum_path"]
+    return path, f"  Complete contraction:  {','.join(names)}->{out_names}\n  (explicit path)"
+  steps = _einsum_path(names, out_names, sizes, optimize)
+  lines = [f"  Complete contraction:  {','.join(names)}->{out_names}"]
+  lines += [f"  step {k}: operands {pos}: {eq}" for k, (pos, _, eq) in enumerate(steps)]
+  return [pos for pos, _, _ in steps], "\n".join(lines)

@@ -21,6 +21,7 @@ from ember._src.library.lax import api as lax
 from ember._src.driver.jit import jit
 from ember._src.library.numpy import creation, ufuncs, util
 from ember._src.library.numpy import shape as shape_ops
+from ember._src.library.numpy.linalg_decompositions import eigvals
 from ember._src.library.numpy.arguments import _concrete_np, _static_int, asarray_args
 from ember._src.library.numpy.reductions import asarray_arg, aval
 from ember._src.library.numpy.signal import convolve
@@ -34,14 +35,13 @@ _max, _range = builtins.max, builtins.range
 
 @jit
 def poly(seq_of_zeros):
-  """Coefficients (highest power first) of the monic polynomial with the given roots."""
+  """Coefficients (highest power first) of the monic polynomial with the given roots (or
+  the characteristic polynomial of a square matrix)."""
   z, = util.promote_dtypes_inexact(asarray_arg("poly", seq_of_zeros))
   z = shape_ops.atleast_1d(z)
   sh = aval(z).shape
   if len(sh) == 2 and sh[0] == sh[1] and sh[0] != 0:
-    raise ValueError("jnp.poly of a square matrix (its characteristic polynomial) needs "
-                     "eigenvalues, which ember does not compute yet; pass the roots as a 1-D "
-                     "array.")
+    z = eigvals(z)   # a square matrix: its characteristic polynomial (complex, as JAX)
   if aval(z).ndim != 1:
     raise ValueError("input must be 1d or non-empty square 2d array.")
   dt = aval(z).dtype

@@ -28,7 +28,7 @@ from ember._src.primitives.structural import broadcast_in_dim
 from ember._src.core.array import Array
 
 __all__ = [
-    "sum", "prod", "max", "min", "amax", "amin", "any", "all", "mean", "average",
+    "sum", "prod", "max", "min", "amax", "amin", "minmax", "any", "all", "mean", "average",
     "var", "std", "ptp", "median", "quantile", "percentile", "nanmedian", "nanquantile",
     "nanpercentile", "nansum", "nanprod", "nanmean", "nanmax", "nanmin", "nanvar",
     "nanstd", "argmax", "argmin", "nanargmax", "nanargmin", "count_nonzero", "cumsum",
@@ -258,6 +258,19 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 
 amax, amin = max, min
+
+
+def minmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+  """(min, max) over the given axes; `initial` is one scalar for both or a tuple
+  (the min's upper bound, the max's lower bound)."""
+  init_min, init_max = initial if isinstance(initial, tuple) else (initial, initial)
+  if (init_min is None or init_max is None) and where is not None:
+    raise ValueError("reduction operation minmax does not have an identity, so to use a "
+                     "where mask one has to specify 'initial'")
+  return (_reduction(a, "minmax", _MIN, has_identity=False, axis=axis, out=out,
+                     keepdims=keepdims, initial=init_min, where_=where),
+          _reduction(a, "minmax", _MAX, has_identity=False, axis=axis, out=out,
+                     keepdims=keepdims, initial=init_max, where_=where))
 
 
 def all(a, axis=None, out=None, keepdims=False, *, where=None):

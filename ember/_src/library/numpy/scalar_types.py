@@ -25,7 +25,8 @@ __all__ = [
     # ml_dtypes' narrow types (dtypes.narrow_dtypes): 8- and 4-bit floats, 2- and 4-bit ints
     "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
     "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn",
-    "int2", "int4", "uint2", "uint4",
+    "float6_e2m3fn", "float6_e3m2fn", "int1", "int2", "int4", "uint1", "uint2", "uint4",
+    "complex32", "bcomplex32",
     # abstract NumPy scalar classes (for issubdtype / isinstance)
     "generic", "number", "integer", "signedinteger", "unsignedinteger", "inexact",
     "floating", "complexfloating", "character", "flexible", "object_",
@@ -89,10 +90,18 @@ float8_e5m2 = _make_scalar_type(ml_dtypes.float8_e5m2)
 float8_e5m2fnuz = _make_scalar_type(ml_dtypes.float8_e5m2fnuz)
 float8_e8m0fnu = _make_scalar_type(ml_dtypes.float8_e8m0fnu)
 float4_e2m1fn = _make_scalar_type(ml_dtypes.float4_e2m1fn)
+float6_e2m3fn = _make_scalar_type(ml_dtypes.float6_e2m3fn)
+float6_e3m2fn = _make_scalar_type(ml_dtypes.float6_e3m2fn)
+int1 = _make_scalar_type(ml_dtypes.int1)
+uint1 = _make_scalar_type(ml_dtypes.uint1)
 int2 = _make_scalar_type(ml_dtypes.int2)
 int4 = _make_scalar_type(ml_dtypes.int4)
 uint2 = _make_scalar_type(ml_dtypes.uint2)
 uint4 = _make_scalar_type(ml_dtypes.uint4)
+# ml_dtypes' 16-bit complex types: JAX 0.12 names them but has no arrays of them (XLA
+# rejects the element type); here too every array constructor raises TypeError for them.
+complex32 = _make_scalar_type(ml_dtypes.complex32)
+bcomplex32 = _make_scalar_type(ml_dtypes.bcomplex32)
 float32 = single = _make_scalar_type(np.float32)
 float64 = double = _make_scalar_type(np.float64)
 complex64 = csingle = _make_scalar_type(np.complex64)

@@ -29,13 +29,30 @@ from ember._src.transforms import ad
 
 __all__ = ["sort", "argsort", "lexsort", "sort_complex", "partition", "argpartition",
            "searchsorted", "digitize", "unique", "unique_values", "unique_counts",
-           "unique_inverse", "unique_all", "bincount", "histogram", "histogram_bin_edges"]
+           "unique_inverse", "unique_all", "bincount", "histogram", "histogram_bin_edges", "top_k"]
 
 
 def _order_reversing_invert(x):
   """A map that reverses the sort order: bitwise not for ints and bools, negation else."""
   kind = np.dtype(aval(x).dtype).kind
   return lax.bitwise_not(x) if kind in "biu" else lax.neg(x)
+
+
+@partial(jit, static_argnums=1, static_argnames=("axis", "mode", "sorted"))
+def top_k(a, k: int, /, *, axis: int = -1, mode: str = "largest", sorted: bool = True):
+  """(values, int32 indices) of the k largest (mode='largest') or smallest entries along
+  `axis`, in that order; ties keep the lower index first. `sorted` is accepted as in JAX
+  (the entries always come sorted)."""
+  arr = asarray_arg("top_k", a)
+  if dtypes.is_complex(aval(arr).dtype):
+    raise ValueError("top_k is not compatible with complex inputs.")
+  if mode not in ("largest", "smallest"):
+    raise ValueError(f"mode must be 'largest' or 'smallest', got {mode!r}")
+  axis = util.canonicalize_axis(axis, aval(arr).ndim)
+  if mode == "largest":
+    return lax.top_k(arr, k, axis=axis)   # a list, as JAX
+  vals, idx = lax.top_k(_order_reversing_invert(arr), k, axis=axis)
+  return _order_reversing_invert(vals), idx
 
 
 def _check_sort_args(name, kind, order):

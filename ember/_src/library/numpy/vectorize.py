@@ -13,9 +13,12 @@ import numpy as np
 from ember._src import core
 from ember._src.library.numpy import creation, util
 from ember._src.library.numpy import shape as shape_ops
+from ember._src.driver.jit import jit
+from ember._src.library.numpy import reductions
+from ember._src.primitives.control.conditionals import switch
 from ember._src.transforms.batching import vmap
 
-__all__ = ["vectorize", "apply_along_axis", "apply_over_axes", "fromfunction"]
+__all__ = ["vectorize", "apply_along_axis", "apply_over_axes", "fromfunction", "piecewise"]
 
 _DIMENSION_NAME = r"\w+"
 _CORE_DIMENSION_LIST = "(?:{0:}(?:,{0:})*)?".format(_DIMENSION_NAME)
@@ -189,3 +192,41 @@ def fromfunction(function: Callable, shape: Any, *, dtype=float, **kwargs):
     in_axes = [0 if i == j else None for j in range(len(shape))]
     function = vmap(function, in_axes=tuple(in_axes[::-1]))
   return function(*(creation.arange(s, dtype=dtype) for s in shape))
+
+
+def piecewise(x, condlist, funclist, *args, **kw):
+  """Each element of x through the function (or constant) of its first true condition in
+  `condlist`; elements with none take the extra last function (or 0). Results take x's
+  dtype. As in JAX, the choice is a vectorized `switch` (each function sees scalars)."""
+  util.check_arraylike("piecewise", x)
+  nc, nf = len(condlist), len(funclist)
+  if nf == nc + 1:
+    funclist = funclist[-1:] + funclist[:-1]   # the "otherwise" function becomes branch 0
+  elif nf == nc:
+    funclist = [0] + list(funclist)
+  else:
+    raise ValueError(f"with {nc} condition(s), either {nc} or {nc+1} functions are expected; "
+                     f"got {nf}")
+  consts = {i: c for i, c in enumerate(funclist) if not callable(c)}
+  funcs = frozenset((i, f) for i, f in enumerate(funclist) if callable(f))
+  return _piecewise(creation.asarray(x), creation.asarray(condlist, dtype=bool), consts,
+                    funcs, *args, **kw)
+
+
+@functools.partial(jit, static_argnames=["funcs"])
+def _piecewise(x, condlist, consts, funcs, *args, **kw):
+  by_index = dict(funcs)
+  branches = [consts.get(i, by_index.get(i)) for i in range(condlist.shape[0] + 1)]
+  # the branch of each element: 1 + the first true condition, 0 when none holds
+  first_true = creation.zeros_like(condlist[:1])
+  counts = reductions.cumsum(shape_ops.concatenate([first_true, condlist], 0), 0)
+  index = reductions.argmax(counts, 0)
+  dtype = x.dtype
+
+  def call(f):
+    return lambda v: creation.asarray(f(v, *args, **kw)).astype(dtype)
+
+  def const(c):
+    return lambda v: creation.array(c, dtype=dtype)
+  branches = [call(b) if callable(b) else const(b) for b in branches]
+  return vectorize(switch, excluded=(1,))(index, branches, x)
