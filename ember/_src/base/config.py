@@ -32,6 +32,12 @@ _TRACEBACK_FILTERING_MODES = ("off", "auto", "tracebackhide", "remove_frames",
                               "quiet_remove_frames")
 
 
+# what jax_default_matmul_precision takes: JAX's precision names (JAX's dot-algorithm preset
+# names, "F32_F32_F32", ..., are not: ember's dot has no algorithm presets)
+_MATMUL_PRECISIONS = (None, "default", "high", "highest", "bfloat16", "tensorfloat32",
+                      "float32")
+
+
 # The flags that change what tracing produces: part of every jit cache key.
 TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision")
 
@@ -113,6 +119,12 @@ class Config:
       # ember: eager primitives' one-op compiles kept in that directory's `eager` folder
       # (driver/eager_kernels.py); False: every process compiles its own
       "ember_eager_kernel_cache": lambda: _env_bool("EMBER_EAGER_KERNEL_CACHE", True),
+      # raise FloatingPointError where a primitive makes a nan (an inf): eager ops check their
+      # outputs, a jitted call its outputs, then runs op by op to name the primitive
+      "jax_debug_nans": lambda: _env_bool("JAX_DEBUG_NANS", False),
+      "jax_debug_infs": lambda: _env_bool("JAX_DEBUG_INFS", False),
+      # a jit that would trace (a cache miss) raises RuntimeError instead
+      "jax_no_tracing": lambda: _env_bool("JAX_NO_TRACING", False),
   }
 
   def __init__(self):
@@ -122,10 +134,15 @@ class Config:
   def _set(self, name: str, value) -> None:
     self._values[name] = value
     self._derive()
+    listener = _listeners.get(name)
+    if listener is not None:
+      listener(value)
 
   def _derive(self) -> None:
     v = self._values
-    plain = not v["jax_disable_jit"] and v["ember_jit_backend"] == "cpu"
+    # (debug_nans/infs: every call takes the slow path, which checks the outputs)
+    plain = not (v["jax_disable_jit"] or v["jax_debug_nans"] or v["jax_debug_infs"]) \
+        and v["ember_jit_backend"] == "cpu"
     # the default device decides where a call runs (PJRT or native): part of the key when set
     device = () if v["jax_default_device"] is None else (v["jax_default_device"],)
     object.__setattr__(self, "_jit_trace_key",
@@ -152,6 +169,9 @@ class Config:
     if name == "jax_traceback_filtering" and value not in _TRACEBACK_FILTERING_MODES:
       raise ValueError(f"jax_traceback_filtering must be one of {_TRACEBACK_FILTERING_MODES}, "
                        f"got {value!r}")
+    if name == "jax_default_matmul_precision" and value not in _MATMUL_PRECISIONS:
+      raise ValueError(f"new enum value must be None or in {list(_MATMUL_PRECISIONS[1:])}, "
+                       f"got {value} of type {type(value)}.")
     if name == "jax_default_device" and not (value is None or isinstance(value, str)
                                              or hasattr(value, "platform")):
       raise ValueError("jax.default_device must be passed either a Device object (e.g. "
@@ -234,6 +254,9 @@ class Config:
 # name -> check(old value, new value), raising when `new` may not be set now: modules above
 # this one register the checks that need their state (base/flags.py: jax_num_cpu_devices)
 _validators: dict = {}
+# name -> called with the new value after the option changes (driver/debug_nans.py installs
+# its eager check while jax_debug_nans or jax_debug_infs is on)
+_listeners: dict = {}
 
 
 _parsed_command_line = False   # parse_flags_with_absl ran on sys.argv
@@ -297,3 +320,30 @@ def numpy_rank_promotion(mode: str):
 
 def x64_enabled() -> bool:
   return config._values["jax_enable_x64"]
+
+
+class State:
+  """One option as JAX's `jax.<name>` holds it (`jax.debug_nans`): `.value` reads it, and
+  `with jax.debug_nans(True):` sets it inside the block."""
+  __slots__ = ("_name", "_convert")
+
+  def __init__(self, name: str, convert=None):
+    self._name, self._convert = name, convert
+
+  @property
+  def value(self):
+    return config._values[self._name]
+
+  def __call__(self, new_val):
+    return config._override(self._name, new_val if self._convert is None
+                            else self._convert(new_val))
+
+  def __repr__(self):
+    return f"<State {self._name}={self.value!r}>"
+
+
+debug_nans = State("jax_debug_nans", bool)
+debug_infs = State("jax_debug_infs", bool)
+no_tracing = State("jax_no_tracing", bool)
+explain_cache_misses = State("jax_explain_cache_misses", bool)
+default_matmul_precision = State("jax_default_matmul_precision")

@@ -250,7 +250,7 @@ class Mesh:
   axis_sizes = property(lambda self: tuple(self.devices.shape))
   shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.devices.shape)))
   size = property(lambda self: int(self.devices.size))
-  empty = property(lambda self: self.devices.size == 0)
+  empty = property(lambda self: self.devices.ndim == 0 or self.devices.size == 0)
   device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
   local_devices = property(lambda self: list(self.devices.flat))
   _flat_devices_tuple = property(lambda self: tuple(self.devices.flat))
@@ -358,6 +358,26 @@ def get_abstract_mesh() -> AbstractMesh:
   `jax.set_mesh` set, else the empty one (`with mesh:` sets none, as in JAX 0.12)."""
   mesh = _context.mesh
   return _EMPTY_ABSTRACT_MESH if mesh is None else mesh.abstract_mesh
+
+
+def _empty_mesh() -> Mesh:
+  """The mesh of no axes and no devices (JAX's `Mesh(np.empty((), object), ())`)."""
+  mesh = object.__new__(Mesh)
+  devs = np.empty((), dtype=object)
+  devs.flags.writeable = False
+  mesh.devices, mesh.axis_names, mesh.axis_types = devs, (), ()
+  mesh._key_cached = ((), (), (), ())
+  return mesh
+
+
+def get_mesh() -> Mesh:
+  """The concrete mesh `jax.set_mesh` put in context, else the empty mesh (`jax.get_mesh`);
+  outside `jit` only, as in JAX."""
+  if not core.cur_level_is_eval():
+    raise ValueError("`get_mesh` can only be used outside of `jax.jit`. Maybe you want "
+                     "`jax.sharding.get_abstract_mesh()`?")
+  mesh = _context.mesh
+  return _empty_mesh() if mesh is None else mesh
 
 
 def context_mesh() -> Mesh | None:
@@ -482,6 +502,19 @@ class SingleDeviceSharding(Sharding):
 
   def __repr__(self):
     return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
+
+
+def is_single_device_sharding(sharding: Sharding) -> bool:
+  """Whether `sharding` places the whole array on one device (`jax.sharding.
+  is_single_device_sharding`): a SingleDeviceSharding, not a NamedSharding over one."""
+  return isinstance(sharding, SingleDeviceSharding)
+
+
+def make_single_device_sharding(device: Device, *, memory_kind: str | None = None
+                                ) -> SingleDeviceSharding:
+  """`SingleDeviceSharding(device, memory_kind=...)` (`jax.sharding.
+  make_single_device_sharding`)."""
+  return SingleDeviceSharding(device, memory_kind=memory_kind)
 
 
 class NamedSharding(Sharding):

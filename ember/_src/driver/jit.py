@@ -28,6 +28,7 @@ import numpy as np
 
 # (eager: imported for its eager hook, which it installs in core)
 from ember._src.driver import cache_miss, compilation, eager, pjrt_dispatch  # noqa: F401
+from ember._src.driver import debug_nans  # (after eager: it wraps eager's hook when on)
 from ember._src import core
 from ember._src.base import dtypes, profiler_events as _profiler, tree_util
 from ember._src.core import api_util, earray, hitypes, refs
@@ -575,6 +576,9 @@ class PjitFunction:
     return entry, leaves
 
   def _miss(self, key, args, kwargs, leaves) -> _Entry:
+    if config._values["jax_no_tracing"]:
+      raise RuntimeError(f"re-tracing function {self.__name__} at "
+                         f"{cache_miss.fun_location(self.fun)} for `jit`, but 'no_tracing' is set")
     if config._values["jax_explain_cache_misses"]:
       cache_miss.explain_miss(self.fun, self.__name__, key, self._cache)
     t0 = time.perf_counter()
@@ -667,6 +671,11 @@ class PjitFunction:
     entry, leaves = self._lookup(args, kwargs)
     if entry.refs is not None:
       return self._call_threading_refs(entry, leaves)
+    if cv["jax_debug_nans"] or cv["jax_debug_infs"]:
+      out = self._run(entry, leaves, key)
+      if not trace_lib._open_traces or core.cur_level_is_eval():
+        out = debug_nans.checked_jit_call(self.fun, self.__name__, args, kwargs, out)
+      return out
     return self._run(entry, leaves, key)
 
   def _call_threading_refs(self, entry, leaves):

@@ -1,0 +1,90 @@
+"""`jax_debug_nans` / `jax_debug_infs`: a nan (an inf) made by a primitive raises
+FloatingPointError naming it.
+
+Eager: while either option is on, the eager hook checks each primitive's float outputs (the
+check is installed when the option turns on, so eager dispatch pays nothing otherwise). Jit:
+the options send every call down the slow path (config's `_jit_trace_key` is None), which
+checks the outputs and, on a nan, runs the function again op by op (as if without `jit`) so
+the eager check names the primitive, as JAX does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember._src.base import config as config_lib
+from ember._src.base import tree_util
+from ember._src.base.config import config
+from ember._src.core import trace as trace_lib
+
+
+def _invalid_kind(x) -> str | None:
+  """"nan" or "inf" when `x` is a float or complex array holding one the options look for."""
+  dtype = getattr(x, "dtype", None)
+  try:
+    if dtype is None or not np.issubdtype(dtype, np.inexact):
+      return None
+  except TypeError:   # an extended dtype (keys): never a float
+    return None
+  v = config._values
+  value = np.asarray(x)
+  if v["jax_debug_nans"] and np.isnan(value).any():
+    return "nan"
+  if v["jax_debug_infs"] and np.isinf(value).any():
+    return "inf"
+  return None
+
+
+def check_outputs(name: str, outs) -> None:
+  """Raise FloatingPointError when one of `outs` holds a nan (an inf) the options look for."""
+  for out in outs:
+    kind = _invalid_kind(out)
+    if kind is not None:
+      raise FloatingPointError(f"invalid value ({kind}) encountered in {name}")
+
+
+_unchecked_hook: list = [None]   # the eager hook the check wraps, while it is installed
+
+
+def _checked_eager(prim, vals, params):
+  hook = _unchecked_hook[0]
+  outs = hook(prim, vals, params) if hook is not None else None
+  if outs is None:
+    outs = trace_lib.eval_reference(prim, vals, params)
+  check_outputs(prim.name, outs)
+  return outs
+
+
+def _on_option_change(_value) -> None:
+  """Install the eager check while either option is on; take it out when both are off."""
+  v = config._values
+  on = v["jax_debug_nans"] or v["jax_debug_infs"]
+  installed = trace_lib.eager_hook[0] is _checked_eager
+  if on and not installed:
+    _unchecked_hook[0], trace_lib.eager_hook[0] = trace_lib.eager_hook[0], _checked_eager
+  elif not on and installed:
+    trace_lib.eager_hook[0] = _unchecked_hook[0]
+
+
+def checked_jit_call(fun, name: str, args, kwargs, out):
+  """`out`, a jitted call's result, when it holds no nan (inf) the options look for; else
+  run `fun` op by op, which raises at the primitive that made it."""
+  kind = next(filter(None, map(_invalid_kind, tree_util.tree_leaves(out))), None)
+  if kind is None:
+    return out
+  print("Invalid nan value encountered in the output of a jax.jit function. Calling the "
+        "de-optimized version.")
+  with config._override("jax_disable_jit", True):
+    fun(*args, **kwargs)
+  raise FloatingPointError(
+      f"invalid value ({kind}) encountered in jit({name}). Because jax_config.debug_nans.value "
+      "and/or config.jax_debug_infs is set, the de-optimized function (i.e., the function as "
+      "if the `jit` decorator were removed) was called in an attempt to get a more precise "
+      "error message. However, the de-optimized function did not produce invalid values "
+      "during its execution. This behavior can result from `jit` optimizations causing the "
+      "invalid value to be produced. It may also arise from having nan/inf literals as "
+      "inputs or outputs, like `jax.jit(lambda ...: jax.numpy.nan)(...)`.")
+
+
+config_lib._listeners["jax_debug_nans"] = _on_option_change
+config_lib._listeners["jax_debug_infs"] = _on_option_change
+_on_option_change(None)   # on from the start (JAX_DEBUG_NANS=1): eager's hook is set by now

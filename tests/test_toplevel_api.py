@@ -1,0 +1,167 @@
+"""JAX 0.12's remaining top-level names (issue 34): the config states (debug_nans, debug_infs,
+no_tracing, ...), float0, the ref functions, the mesh getters, fwd_and_bwd and the process and
+environment functions. Expected values are what JAX 0.12.1 gives on one CPU process."""
+import numpy as np
+import pytest
+
+import ember as jax
+import ember.numpy as jnp
+
+
+# --- config states ------------------------------------------------------------------------
+
+def test_debug_nans_eager_raises_naming_the_primitive():
+  assert jax.debug_nans.value is False
+  with jax.debug_nans(True):
+    assert jax.debug_nans.value is True
+    with pytest.raises(FloatingPointError, match=r"invalid value \(nan\) encountered in log"):
+      jnp.log(jnp.array([-1.0, 0.0]))
+    np.testing.assert_array_equal(1.0 / (jnp.array([-1.0, 0.0]) + 1), [np.inf, 1.0])
+  assert jax.debug_nans.value is False
+  assert np.isnan(jnp.log(-1.0))   # off again: no check
+
+
+def test_debug_nans_jit_reruns_op_by_op(capsys):
+  f = jax.jit(lambda x: jnp.log(x) * 2)
+  with jax.debug_nans(True):
+    with pytest.raises(FloatingPointError, match=r"invalid value \(nan\) encountered in log"):
+      f(jnp.array([-1.0, 0.0]))
+    assert "de-optimized" in capsys.readouterr().out
+    np.testing.assert_allclose(f(jnp.array([1.0])), [0.0])
+  assert np.isnan(f(-1.0))
+
+
+def test_debug_nans_jit_nan_input_passed_through():
+  # the de-optimized run makes no nan: JAX's "did not produce invalid values" error
+  with jax.debug_nans(True):
+    with pytest.raises(FloatingPointError, match="de-optimized function did not produce"):
+      jax.jit(lambda x: x)(np.array([np.nan], np.float32))
+
+
+def test_debug_infs():
+  with jax.debug_infs(True):
+    with pytest.raises(FloatingPointError, match=r"invalid value \(inf\) encountered in div"):
+      jax.jit(lambda x: 1 / x)(jnp.array([0.0]))
+    with pytest.raises(FloatingPointError, match=r"invalid value \(inf\) encountered in log"):
+      jnp.log(jnp.array([0.0]))
+    np.testing.assert_array_equal(jnp.log(jnp.array([1.0])), [0.0])
+
+
+def test_no_tracing():
+  f = jax.jit(lambda x: x * 2)
+  f(1.0)
+  with jax.no_tracing(True):
+    assert f(2.0) == 4.0        # a cache hit traces nothing
+    with pytest.raises(RuntimeError, match="'no_tracing' is set"):
+      f(np.ones(3, np.float32))
+  assert f(np.ones(3, np.float32)).shape == (3,)
+
+
+def test_default_matmul_precision_and_explain_cache_misses():
+  assert jax.default_matmul_precision.value is None
+  with jax.default_matmul_precision("highest"):
+    assert jax.config.jax_default_matmul_precision == "highest"
+    np.testing.assert_allclose(jnp.ones((2, 2)) @ jnp.ones((2, 2)), np.full((2, 2), 2.0))
+  assert jax.config.jax_default_matmul_precision is None
+  with pytest.raises(ValueError, match="new enum value must be None or in"):
+    with jax.default_matmul_precision("foo"):
+      pass
+  with jax.explain_cache_misses(True):
+    assert jax.explain_cache_misses.value is True
+  assert jax.explain_cache_misses.value is False
+
+
+# --- names of existing things -------------------------------------------------------------
+
+def test_float0_and_refs():
+  assert jax.float0 == jax.dtypes.float0
+  _, t = jax.jvp(lambda n: n * 2, (np.int32(3),), (np.zeros((), jax.float0),))
+  assert t.dtype == jax.float0
+  r = jax.empty_ref(jax.ShapeDtypeStruct((3,), jnp.float32))
+  r[...] = jnp.arange(3.0)
+  np.testing.assert_array_equal(jax.freeze(r), [0.0, 1.0, 2.0])
+  assert jax.free_ref(jax.new_ref(jnp.ones(2))) is None
+
+
+def test_meshes():
+  assert jax.get_mesh().axis_names == () and jax.get_mesh().empty
+  mesh = jax.make_mesh((1,), ("x",))
+  with jax.set_mesh(mesh):
+    assert jax.get_mesh() is mesh
+    assert jax.get_abstract_mesh() == mesh.abstract_mesh
+
+    @jax.jit
+    def f(x):
+      jax.get_mesh()
+      return x
+    with pytest.raises(ValueError, match="can only be used outside of `jax.jit`"):
+      f(1.0)
+  out = jax.reshard(jnp.ones(2), jax.NamedSharding(mesh, jax.P()))
+  np.testing.assert_array_equal(out, [1.0, 1.0])
+  dev = jax.devices()[0]
+  s = jax.sharding.make_single_device_sharding(dev)
+  assert s == jax.sharding.SingleDeviceSharding(dev)
+  assert jax.sharding.is_single_device_sharding(s)
+  assert not jax.sharding.is_single_device_sharding(jax.NamedSharding(mesh, jax.P()))
+
+
+# --- fwd_and_bwd --------------------------------------------------------------------------
+
+X = np.arange(4.0, dtype=np.float32).reshape(2, 2)
+W = np.ones((2, 2), np.float32)
+# JAX 0.12.1: jax.fwd_and_bwd(lambda x, W: jnp.sin(x @ W), (0, 1)) at X, W, cotangent ones
+Y = [[0.84147096, 0.84147096], [-0.9589243, -0.9589243]]
+CT_X = [[1.0806046, 1.0806046], [0.5673244, 0.5673244]]
+CT_W = [[0.5673244, 0.5673244], [1.3912889, 1.3912889]]
+
+
+@pytest.mark.parametrize("jitted", [True, False])
+def test_fwd_and_bwd(jitted):
+  fwd, bwd = jax.fwd_and_bwd(lambda x, w: jnp.sin(x @ w), argnums=(0, 1), jitted=jitted)
+  y, res = fwd(X, W)
+  np.testing.assert_allclose(y, Y, rtol=1e-6)
+  ct_x, ct_w = bwd(res, np.ones((2, 2), np.float32))
+  np.testing.assert_allclose(ct_x, CT_X, rtol=1e-6)
+  np.testing.assert_allclose(ct_w, CT_W, rtol=1e-6)
+  fwd, bwd = jax.fwd_and_bwd(lambda x, w: jnp.sin(x @ w), argnums=0, jitted=jitted)
+  _, res = fwd(X, W)
+  np.testing.assert_allclose(bwd(res, np.ones((2, 2), np.float32)), CT_X, rtol=1e-6)
+
+
+def test_fwd_and_bwd_has_aux_and_errors():
+  fwd, bwd = jax.fwd_and_bwd(lambda x: (jnp.sin(x).sum(), x * 2), argnums=0, has_aux=True)
+  y, res, aux = fwd(X)
+  np.testing.assert_allclose(y, 1.8918884, rtol=1e-6)
+  np.testing.assert_array_equal(aux, X * 2)
+  np.testing.assert_allclose(bwd(res, np.float32(1.0)), np.cos(X), rtol=1e-6)
+  with pytest.raises(TypeError, match="argnums"):
+    jax.fwd_and_bwd(lambda x: x, argnums=3)[0](X)
+  with pytest.raises(TypeError):
+    jax.fwd_and_bwd(3, argnums=0)
+
+
+# --- processes and the environment --------------------------------------------------------
+
+def test_process_functions():
+  assert jax.host_count() == jax.process_count() == 1
+  assert jax.host_id() == jax.process_index() == 0
+  assert jax.host_ids() == jax.process_indices() == [0]
+
+
+def test_live_arrays_and_copy_to_host_async():
+  x = jnp.ones(3)
+  y = jax.jit(lambda a: a * 2)(x)
+  live = jax.live_arrays()
+  assert any(a is x for a in live) and any(a is y for a in live)
+  x.delete()
+  assert not any(a is x for a in jax.live_arrays())
+  tree = {"a": y, "b": 1}
+  assert jax.copy_to_host_async(tree) is tree
+  np.testing.assert_array_equal(tree["a"], [2.0, 2.0, 2.0])
+
+
+def test_print_environment_info(capsys):
+  text = jax.print_environment_info(return_string=True)
+  assert "numpy:" in text and "process_count: 1" in text and "python:" in text
+  assert jax.print_environment_info() is None
+  assert capsys.readouterr().out.startswith("ember:")
