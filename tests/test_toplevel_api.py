@@ -165,3 +165,69 @@ def test_print_environment_info(capsys):
   assert "numpy:" in text and "process_count: 1" in text and "python:" in text
   assert jax.print_environment_info() is None
   assert capsys.readouterr().out.startswith("ember:")
+
+
+# --- jax.stages, jax.errors, jax.ad_checkpoint, jax.experimental -----------------------------
+
+def test_args_info():
+  f = jax.jit(lambda x, y, z=1: x + y, donate_argnums=1)
+  lowered = f.lower(jnp.ones(2), jnp.ones(2), z=jnp.int32(3))
+  # JAX 0.12.1: ((ArgInfo(float32[2], False), ArgInfo(float32[2], True)), {'z': int32[]})
+  for info in (lowered.args_info, lowered.compile().args_info):
+    (x, y), kw = info
+    assert (x.shape, x.dtype, x.donated) == ((2,), jnp.float32, False)
+    assert (y.shape, y.donated) == ((2,), True)
+    assert list(kw) == ["z"] and kw["z"].dtype == jnp.int32 and kw["z"].shape == ()
+  assert isinstance(x, jax.stages.ArgInfo)
+  assert repr(x) == "ArgInfo(_aval=ShapedArray(float32[2]), donated=False)"
+  with pytest.warns(UserWarning, match="donated"):
+    (_, y), _ = f.trace(jnp.ones(2), 2.0).lower().args_info   # requested, if unusable
+  assert y.donated and y.shape == ()
+  (x,), kw = jax.jit(lambda x, n: x * n, static_argnums=1).trace(jnp.ones(2), 3).args_info
+  assert x.shape == (2,) and kw == {}
+  with pytest.raises(Exception):
+    x.donated = True    # frozen, as JAX's dataclass
+
+
+def test_error_classes():
+  assert issubclass(jax.errors.JAXIndexError, IndexError)
+  assert issubclass(jax.errors.JaxprTypeError, TypeError)
+  assert issubclass(jax.errors.InconclusiveDimensionOperation, Exception)
+  with pytest.raises(IndexError):
+    raise jax.errors.JAXIndexError("out of range")
+
+
+def test_ad_checkpoint_policy_answers():
+  from ember import ad_checkpoint as adc
+  assert repr(adc.Saveable) == "Saveable" and repr(adc.Recompute) == "Recompute"
+
+  def only_sin(prim, *_, **__):
+    return adc.Saveable if prim.name == "sin" else adc.Recompute
+  f = jax.checkpoint(lambda x: jnp.cos(jnp.sin(x)) * 2, policy=only_sin)
+  np.testing.assert_allclose(jax.grad(f)(0.5), -2 * np.sin(np.sin(0.5)) * np.cos(0.5),
+                             rtol=1e-6)
+  off = adc.Offloadable(src="device", dst="pinned_host")
+  assert off.dst == "pinned_host"
+  g = jax.checkpoint(lambda x: jnp.sin(adc.checkpoint_name_fwd(x * 2, "a")),
+                     policy=jax.checkpoint_policies.save_only_these_names("a"))
+  assert "name[name=a]" in str(jax.make_jaxpr(g)(1.0))
+  np.testing.assert_allclose(jax.jit(jax.grad(g))(1.0), 2 * np.cos(2.0), rtol=1e-6)
+
+
+def test_experimental_names(tmp_path):
+  from ember.experimental import checkify
+  from ember.experimental.compilation_cache import compilation_cache as cc
+  assert checkify.init_error.get() is None and checkify.init_error.get_exception() is None
+  checkify.init_error.throw()   # nothing failed: no raise
+  key = jax.random.key(0)
+  assert not isinstance(key, jax.experimental.EArray)   # keys wrap their data, as in JAX
+  assert issubclass(jax.experimental.EArray, jax.Array)
+  before = jax.config.jax_compilation_cache_dir
+  try:
+    cc.set_cache_dir(str(tmp_path))
+    assert jax.config.jax_compilation_cache_dir == str(tmp_path)
+    cc.reset_cache()
+  finally:
+    jax.config.update("jax_compilation_cache_dir", before)
+  from ember.example_libraries import optimizers
+  assert optimizers.Array is __import__("typing").Any

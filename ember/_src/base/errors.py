@@ -38,3 +38,16 @@ class JaxRuntimeError(RuntimeError):
   """An error raised while running a compiled computation (jax.errors.JaxRuntimeError): its
   message starts with a status (`INTERNAL: `, `RESOURCE_EXHAUSTED: `); the original
   exception, when there is one, is its __cause__."""
+
+
+class JAXIndexError(IndexError):
+  """JAX's own IndexError (`jax.errors.JAXIndexError`)."""
+
+
+class JaxprTypeError(TypeError):
+  """A jaxpr that does not type-check (`jax.errors.JaxprTypeError`)."""
+
+
+class InconclusiveDimensionOperation(Exception):
+  """A comparison of symbolic dimensions with no one answer (`jax.errors.
+  InconclusiveDimensionOperation`); ember's shapes are concrete, so none is inconclusive."""

@@ -597,12 +597,13 @@ class PjitFunction:
                                      self.static_argnums)
     donated = tuple(i - len(consts) in donated_leaves for i in range(len(jaxpr.invars)))
     unusable = ()
+    requested = tuple(i in donated_leaves for i in range(key.in_tree.num_leaves))
     if donated_leaves:   # as JAX, only the donations an output can use delete the argument
       donated, unusable = compilation.usable_donations(
           jaxpr, donated, self.keep_unused, tree_util.leaves_of_transform_nodes(out_tree))
       donated_leaves = tuple(i for i in donated_leaves if donated[i + len(consts)])
     staged = Staged(jaxpr, consts, key.in_tree, out_tree, self.__name__, arg_names, closed,
-                    donated, trace_secs, unusable)
+                    donated, trace_secs, unusable, requested)
     entry = _Entry(staged, donated_leaves, names)
     entry.refs = threaded
     if not any(isinstance(c, core.Tracer) for c in consts):
