@@ -231,3 +231,20 @@ def test_experimental_names(tmp_path):
     jax.config.update("jax_compilation_cache_dir", before)
   from ember.example_libraries import optimizers
   assert optimizers.Array is __import__("typing").Any
+
+
+# --- jax.debug ----------------------------------------------------------------------------
+
+def test_debug_log_and_effects(caplog):
+  import logging
+  with caplog.at_level(logging.INFO, logger="ember"):
+    jax.debug.log("x={}", 1.0)
+    jax.jit(lambda x: jax.debug.log("y={x}", x=x))(2.0)
+    jax.effects_barrier()
+  msgs = [(r.getMessage(), r.levelname, r.filename) for r in caplog.records]
+  assert ("x=1.0", "INFO", "test_toplevel_api.py") in msgs
+  assert ("y=2.0", "INFO", "test_toplevel_api.py") in msgs
+  (eff,) = jax.make_jaxpr(lambda x: jax.debug.print("{}", x))(1.0).jaxpr.effects
+  assert isinstance(eff, jax.debug.DebugEffect) and isinstance(jax.debug.DebugEffect, type)
+  (eff,) = jax.make_jaxpr(lambda x: jax.debug.print("{}", x, ordered=True))(1.0).jaxpr.effects
+  assert isinstance(eff, jax.debug.OrderedDebugEffect)
