@@ -84,7 +84,8 @@ from ember._src.base.dtypes import float0  # noqa: E402,F401
 from ember._src.library.state import empty_ref, free_ref, freeze  # noqa: E402,F401
 from ember._src.core.sharding import get_abstract_mesh, get_mesh, reshard  # noqa: E402,F401
 from ember._src.library.jacobians import fwd_and_bwd  # noqa: E402,F401
-from ember import custom_batching, ops  # noqa: E402,F401
+from ember import avals, custom_batching, dlpack, memory, ops, version  # noqa: E402,F401
+from ember._src.core.array import Shard  # noqa: E402,F401
 from ember._src.library.environment import (  # noqa: E402,F401
     copy_to_host_async, host_count, host_id, host_ids, live_arrays, print_environment_info,
     process_indices)

@@ -248,3 +248,28 @@ def test_debug_log_and_effects(caplog):
   assert isinstance(eff, jax.debug.DebugEffect) and isinstance(jax.debug.DebugEffect, type)
   (eff,) = jax.make_jaxpr(lambda x: jax.debug.print("{}", x, ordered=True))(1.0).jaxpr.effects
   assert isinstance(eff, jax.debug.OrderedDebugEffect)
+
+
+# --- small modules: avals, dlpack, memory, version; Shard -----------------------------------
+
+def test_small_modules():
+  from ember import avals
+  t = avals.f32[3, 4]
+  assert t == jax.core.ShapedArray((3, 4), jnp.float32) and str(t) == "float32[3,4]"
+  assert str(avals.bf16[2]) == "bfloat16[2]" and str(avals.bool[1]) == "bool[1]"
+  assert str(avals.i4[()]) == "int4[]" and avals.float0[2].dtype == jax.float0
+  assert jax.typeof(jnp.ones((3, 4))) == avals.f32[3, 4]
+  assert jax.dlpack.is_supported_dtype(np.float32) and jax.dlpack.is_supported_dtype("bfloat16")
+  assert not jax.dlpack.is_supported_dtype(jnp.float8_e4m3fn)
+  with pytest.raises(TypeError, match="Expected a string or dtype-like"):
+    jax.dlpack.is_supported_dtype(None)
+  np.testing.assert_array_equal(jax.dlpack.from_dlpack(np.arange(3)), [0, 1, 2])
+  assert [s.name for s in jax.memory.Space] == ["Device", "Host", "Any"]
+  assert repr(jax.memory.Space.Host) == "MemorySpace.Host"
+  r = jax.new_ref(jnp.ones(2), memory_space=jax.memory.Space.Device)
+  np.testing.assert_array_equal(jax.freeze(r), [1.0, 1.0])
+  assert jax.version.__version__ == jax.__version__
+  assert jax.version._version_as_tuple("0.12.1") == (0, 12, 1)
+  (shard,) = jnp.arange(4.0).addressable_shards
+  assert isinstance(shard, jax.Shard) and shard.replica_id == 0
+  np.testing.assert_array_equal(shard.data, [0.0, 1.0, 2.0, 3.0])
