@@ -273,3 +273,27 @@ def test_small_modules():
   (shard,) = jnp.arange(4.0).addressable_shards
   assert isinstance(shard, jax.Shard) and shard.replica_id == 0
   np.testing.assert_array_equal(shard.data, [0.0, 1.0, 2.0, 3.0])
+
+
+def test_export_profile_data(tmp_path):
+  import os
+  with jax.profiler.trace(None) as session:
+    jax.jit(lambda x: x * 2)(jnp.ones(3)).block_until_ready()
+  jax.profiler.export_profile_data(session, tmp_path, session_id="run1")
+  folder = tmp_path / "plugins" / "profile" / "run1"
+  names = sorted(os.listdir(folder))
+  assert len(names) == 2 and names[0].endswith(".trace.json.gz")
+  assert names[1].endswith(".xplane.pb")
+  data = jax.profiler.ProfileData.from_file(str(folder / names[1]))
+  jax.profiler.export_profile_data(data, tmp_path / "again", create_perfetto_trace=True)
+  (stamp,) = os.listdir(tmp_path / "again" / "plugins" / "profile")
+  files = os.listdir(tmp_path / "again" / "plugins" / "profile" / stamp)
+  assert "perfetto_trace.json.gz" in files and len(files) == 3
+  with pytest.raises(TypeError, match="Expected ProfileData or ProfileSession"):
+    jax.profiler.export_profile_data("x", tmp_path)
+  running = jax.profiler.ProfileSession(None).start()
+  try:
+    with pytest.raises(RuntimeError, match="while it is running"):
+      jax.profiler.export_profile_data(running, tmp_path)
+  finally:
+    running.stop()
