@@ -297,3 +297,26 @@ def test_export_profile_data(tmp_path):
       jax.profiler.export_profile_data(running, tmp_path)
   finally:
     running.stop()
+
+
+# --- jax.experimental.multihost_utils (one process) -----------------------------------------
+
+def test_host_local_and_global_arrays():
+  from ember.experimental import multihost_utils as mh
+  mesh = jax.make_mesh((1,), ("x",))
+  g = mh.host_local_array_to_global_array(np.arange(4.0), mesh, mh.P("x"))
+  np.testing.assert_array_equal(g, [0.0, 1.0, 2.0, 3.0])
+  assert g.sharding == jax.NamedSharding(mesh, jax.P("x"))
+  tree = mh.host_local_array_to_global_array(
+      {"a": np.arange(4.0), "b": jnp.ones((2, 2))}, mesh, {"a": jax.P("x"), "b": jax.P()})
+  assert tree["b"].sharding.spec == jax.P() and tree["a"].sharding.spec == jax.P("x")
+  local = mh.global_array_to_host_local_array(g, mesh, jax.P("x"))
+  np.testing.assert_array_equal(local, [0.0, 1.0, 2.0, 3.0])
+  assert local.sharding == jax.NamedSharding(mesh, jax.P("x"))
+  for f in (mh.host_local_array_to_global_array, mh.global_array_to_host_local_array):
+    np.testing.assert_array_equal(jax.jit(lambda x: f(x, mesh, jax.P("x")))(np.arange(4.0)),
+                                  [0.0, 1.0, 2.0, 3.0])
+  assert mh.reached_preemption_sync_point(0) is False   # no distributed runtime
+  err = mh.ProcessFailureError({jax.devices()[0]})
+  assert err.failed_devices == {jax.devices()[0]} and "Devices failed" in str(err)
+  assert mh.P is jax.P
