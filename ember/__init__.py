@@ -82,7 +82,8 @@ from ember._src.base.config import (  # noqa: E402,F401
     debug_infs, debug_nans, default_matmul_precision, explain_cache_misses, no_tracing)
 from ember._src.base.dtypes import float0  # noqa: E402,F401
 from ember._src.library.state import empty_ref, free_ref, freeze  # noqa: E402,F401
-from ember._src.core.sharding import get_abstract_mesh, get_mesh, reshard  # noqa: E402,F401
+from ember._src.core.sharding import (  # noqa: E402,F401
+    get_abstract_mesh, get_mesh, reshard, use_abstract_mesh)
 from ember._src.library.jacobians import fwd_and_bwd  # noqa: E402,F401
 from ember import avals, custom_batching, dlpack, memory, ops, version  # noqa: E402,F401
 from ember._src.core.array import Shard  # noqa: E402,F401

@@ -320,3 +320,30 @@ def test_host_local_and_global_arrays():
   err = mh.ProcessFailureError({jax.devices()[0]})
   assert err.failed_devices == {jax.devices()[0]} and "Devices failed" in str(err)
   assert mh.P is jax.P
+
+
+def test_use_abstract_mesh_and_explicit_axes():
+  from ember.sharding import AbstractMesh, explicit_axes, get_abstract_mesh, use_abstract_mesh
+  assert jax.use_abstract_mesh is use_abstract_mesh
+  mesh = jax.make_mesh((1,), ("x",))
+  assert get_abstract_mesh().empty
+  with use_abstract_mesh(mesh.abstract_mesh):
+    assert get_abstract_mesh() == mesh.abstract_mesh and jax.get_mesh().empty
+  assert get_abstract_mesh().empty
+  with pytest.raises(ValueError, match="Expected mesh of type `jax.sharding.AbstractMesh`"):
+    with use_abstract_mesh(mesh):
+      pass
+  with pytest.raises(ValueError, match="cannot change the size of the mesh"):
+    with use_abstract_mesh(mesh.abstract_mesh):
+      with use_abstract_mesh(AbstractMesh((2,), ("z",))):
+        pass
+  f = explicit_axes(lambda x: x * 2, in_sharding=jax.P("x"))
+  with pytest.raises(ValueError, match="Context mesh cannot be empty"):
+    f(jnp.ones(2))
+  with jax.set_mesh(mesh):
+    np.testing.assert_array_equal(f(jnp.ones(2)), [2.0, 2.0])
+    np.testing.assert_array_equal(jax.jit(f)(jnp.ones(2)), [2.0, 2.0])
+    g = explicit_axes(lambda x: x + 1)
+    np.testing.assert_array_equal(g(jnp.ones(2), in_sharding=jax.P()), [2.0, 2.0])
+    with pytest.raises(TypeError, match="Missing required keyword argument: 'in_sharding'"):
+      g(jnp.ones(2))

@@ -348,6 +348,7 @@ def _axes_of(mesh, kind: AxisType) -> tuple:
 
 class _MeshContext(threading.local):
   mesh: Mesh | None = None   # what jax.set_mesh put in context, per thread as in JAX
+  abstract: "AbstractMesh | None" = None   # what use_abstract_mesh put in context
 
 
 _context = _MeshContext()
@@ -356,8 +357,35 @@ _context = _MeshContext()
 def get_abstract_mesh() -> AbstractMesh:
   """The abstract mesh in context (`jax.sharding.get_abstract_mesh`): that of the mesh
   `jax.set_mesh` set, else the empty one (`with mesh:` sets none, as in JAX 0.12)."""
+  if _context.abstract is not None:
+    return _context.abstract
   mesh = _context.mesh
   return _EMPTY_ABSTRACT_MESH if mesh is None else mesh.abstract_mesh
+
+
+class use_abstract_mesh:  # noqa: N801  (JAX's name)
+  """`with use_abstract_mesh(abstract_mesh):` makes it the abstract mesh in context for this
+  thread (what `get_abstract_mesh()` and the types' shardings report); the concrete mesh
+  (`get_mesh()`) is unchanged. The mesh's size may not change."""
+  __slots__ = ("mesh", "prev")
+
+  def __init__(self, mesh: AbstractMesh):
+    if not isinstance(mesh, AbstractMesh):
+      raise ValueError(f"Expected mesh of type `jax.sharding.AbstractMesh`. Got type: "
+                       f"{type(mesh)}")
+    self.mesh = mesh
+
+  def __enter__(self):
+    prev = get_abstract_mesh()
+    if prev.size and self.mesh.size and prev.size != self.mesh.size:
+      raise ValueError(f"use_abstract_mesh cannot change the size of the mesh. Got new mesh: "
+                       f"{self.mesh} with size={self.mesh.size} and prev mesh: {prev} with "
+                       f"size={prev.size}")
+    self.prev, _context.abstract = _context.abstract, self.mesh
+
+  def __exit__(self, *exc):
+    _context.abstract = self.prev
+    return False
 
 
 def _empty_mesh() -> Mesh:
@@ -830,6 +858,28 @@ def reshard(xs, out_shardings):
   in the result's type (`f32[4@x]`); ember's types carry no sharding yet."""
   _check_shardings("reshard", xs, out_shardings)
   return _constrain("reshard", xs, out_shardings)
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+  """`f` run with mesh `axes` (default: all) Explicit, its arguments first laid out as
+  `in_sharding` says (given here or as `f`'s keyword `in_sharding=`), `jax.sharding.
+  explicit_axes`; a mesh must be in context (`jax.set_mesh`). ember's types carry no
+  sharding, so `f` then runs as it is (a decorator when `f` is omitted)."""
+  if f is None:
+    return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+  @functools.wraps(f)
+  def run(*args, **kwargs):
+    sharding = in_sharding
+    if sharding is None:
+      if "in_sharding" not in kwargs:
+        raise TypeError("Missing required keyword argument: 'in_sharding'")
+      sharding = kwargs.pop("in_sharding")
+    if get_abstract_mesh().empty:
+      raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to enter "
+                       "into a mesh context when using `explicit_axes` API.")
+    return f(*reshard(args, sharding), **kwargs)
+  return run
 
 
 def auto_axes(f=None, /, *, axes=None, out_sharding=None):
