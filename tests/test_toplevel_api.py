@@ -347,3 +347,33 @@ def test_use_abstract_mesh_and_explicit_axes():
     np.testing.assert_array_equal(g(jnp.ones(2), in_sharding=jax.P()), [2.0, 2.0])
     with pytest.raises(TypeError, match="Missing required keyword argument: 'in_sharding'"):
       g(jnp.ones(2))
+
+
+def test_no_execution_and_user_contexts():
+  x = jnp.ones(3)
+  f = jax.jit(jnp.sin)
+  with jax.no_execution(True):
+    with pytest.raises(RuntimeError, match=r"execute function jit\(sin\), but the "
+                                           "no_execution config option is set"):
+      jnp.sin(x)
+    with pytest.raises(RuntimeError, match="no_execution"):
+      f(x)
+    assert "sin" in str(jax.make_jaxpr(jnp.sin)(x))
+    assert "stablehlo.sine" in f.lower(x).as_text()
+  assert jax.no_execution.value is False
+  np.testing.assert_allclose(f(x), np.sin(np.ones(3)), rtol=1e-6)
+  traces = []
+
+  @jax.jit
+  def g(v):
+    traces.append(1)
+    return v * 2
+  ctx = jax.make_user_context(default_value=None)
+  assert ctx.value is None
+  g(1.0), g(1.0)
+  with ctx(1):
+    assert ctx.value == 1
+    g(1.0), g(1.0)
+  with ctx(2):
+    g(1.0)
+  assert g(1.0) == 2.0 and len(traces) == 3   # JAX 0.12.1: one trace per value

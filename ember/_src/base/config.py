@@ -39,7 +39,8 @@ _MATMUL_PRECISIONS = (None, "default", "high", "highest", "bfloat16", "tensorflo
 
 
 # The flags that change what tracing produces: part of every jit cache key.
-TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision")
+TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision",
+                "jax_user_contexts")
 
 
 class Config:
@@ -125,6 +126,11 @@ class Config:
       "jax_debug_infs": lambda: _env_bool("JAX_DEBUG_INFS", False),
       # a jit that would trace (a cache miss) raises RuntimeError instead
       "jax_no_tracing": lambda: _env_bool("JAX_NO_TRACING", False),
+      # a jitted call or an eager primitive that would run raises RuntimeError instead
+      # (tracing, lowering and compiling still work)
+      "jax_no_execution": lambda: _env_bool("JAX_NO_EXECUTION", False),
+      # the values of the contexts make_user_context made, in order: part of every jit key
+      "jax_user_contexts": lambda: (),
   }
 
   def __init__(self):
@@ -141,8 +147,8 @@ class Config:
   def _derive(self) -> None:
     v = self._values
     # (debug_nans/infs: every call takes the slow path, which checks the outputs)
-    plain = not (v["jax_disable_jit"] or v["jax_debug_nans"] or v["jax_debug_infs"]) \
-        and v["ember_jit_backend"] == "cpu"
+    plain = not (v["jax_disable_jit"] or v["jax_debug_nans"] or v["jax_debug_infs"]
+                 or v["jax_no_execution"]) and v["ember_jit_backend"] == "cpu"
     # the default device decides where a call runs (PJRT or native): part of the key when set
     device = () if v["jax_default_device"] is None else (v["jax_default_device"],)
     object.__setattr__(self, "_jit_trace_key",
@@ -345,5 +351,39 @@ class State:
 debug_nans = State("jax_debug_nans", bool)
 debug_infs = State("jax_debug_infs", bool)
 no_tracing = State("jax_no_tracing", bool)
+no_execution = State("jax_no_execution", bool)
 explain_cache_misses = State("jax_explain_cache_misses", bool)
 default_matmul_precision = State("jax_default_matmul_precision")
+
+
+class UserContext:
+  """A context `make_user_context` made: `.value`, and `with ctx(value):` sets it inside the
+  block; its value is part of every jit cache key, so a change re-traces and recompiles."""
+  __slots__ = ("_index",)
+
+  def __init__(self, index: int):
+    self._index = index
+
+  @property
+  def value(self):
+    return config._values["jax_user_contexts"][self._index]
+
+  @contextlib.contextmanager
+  def __call__(self, new_val):
+    values = config._values["jax_user_contexts"]
+    old = values[self._index]
+    config._set("jax_user_contexts", values[:self._index] + (new_val,) + values[self._index + 1:])
+    try:
+      yield
+    finally:
+      values = config._values["jax_user_contexts"]
+      config._set("jax_user_contexts", values[:self._index] + (old,) + values[self._index + 1:])
+
+
+def make_user_context(default_value=None) -> UserContext:
+  """A new jit-cache-sensitive context (`jax.make_user_context`): `with ctx(v):` inside,
+  jitted functions trace and compile anew for each value (values must hash). Not
+  thread-safe while being made, as JAX's."""
+  values = config._values["jax_user_contexts"]
+  config._set("jax_user_contexts", values + (default_value,))
+  return UserContext(len(values))

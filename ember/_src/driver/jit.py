@@ -28,7 +28,7 @@ import numpy as np
 
 # (eager: imported for its eager hook, which it installs in core)
 from ember._src.driver import cache_miss, compilation, eager, pjrt_dispatch  # noqa: F401
-from ember._src.driver import debug_nans  # (after eager: it wraps eager's hook when on)
+from ember._src.driver import execution_checks  # (after eager: it wraps eager's hook when on)
 from ember._src import core
 from ember._src.base import dtypes, profiler_events as _profiler, tree_util
 from ember._src.core import api_util, earray, hitypes, refs
@@ -672,10 +672,13 @@ class PjitFunction:
     entry, leaves = self._lookup(args, kwargs)
     if entry.refs is not None:
       return self._call_threading_refs(entry, leaves)
-    if cv["jax_debug_nans"] or cv["jax_debug_infs"]:
+    if cv["jax_debug_nans"] or cv["jax_debug_infs"] or cv["jax_no_execution"]:
+      top = not trace_lib._open_traces or core.cur_level_is_eval()
+      if top and cv["jax_no_execution"]:
+        execution_checks.refuse_execution(f"jit({self.__name__})")
       out = self._run(entry, leaves, key)
-      if not trace_lib._open_traces or core.cur_level_is_eval():
-        out = debug_nans.checked_jit_call(self.fun, self.__name__, args, kwargs, out)
+      if top and (cv["jax_debug_nans"] or cv["jax_debug_infs"]):
+        out = execution_checks.checked_jit_call(self.fun, self.__name__, args, kwargs, out)
       return out
     return self._run(entry, leaves, key)
 

@@ -1,10 +1,11 @@
-"""`jax_debug_nans` / `jax_debug_infs`: a nan (an inf) made by a primitive raises
-FloatingPointError naming it.
+"""The options that check what runs: `jax_debug_nans` / `jax_debug_infs` (a nan, an inf,
+made by a primitive raises FloatingPointError naming it) and `jax_no_execution` (running
+anything raises RuntimeError).
 
-Eager: while either option is on, the eager hook checks each primitive's float outputs (the
-check is installed when the option turns on, so eager dispatch pays nothing otherwise). Jit:
-the options send every call down the slow path (config's `_jit_trace_key` is None), which
-checks the outputs and, on a nan, runs the function again op by op (as if without `jit`) so
+Eager: while one is on, the eager hook checks each primitive (installed when an option turns
+on, so eager dispatch pays nothing otherwise). Jit: the options send every call down the
+slow path (config's `_jit_trace_key` is None), which refuses to run it (no_execution) or
+checks its outputs and, on a nan, runs the function again op by op (as if without `jit`) so
 the eager check names the primitive, as JAX does.
 """
 from __future__ import annotations
@@ -45,19 +46,28 @@ def check_outputs(name: str, outs) -> None:
 _unchecked_hook: list = [None]   # the eager hook the check wraps, while it is installed
 
 
+def refuse_execution(name: str) -> None:
+  raise RuntimeError(f"JAX tried to execute function {name}, but the no_execution config "
+                     "option is set")
+
+
 def _checked_eager(prim, vals, params):
+  v = config._values
+  if v["jax_no_execution"]:
+    refuse_execution(f"jit({prim.name})")
   hook = _unchecked_hook[0]
   outs = hook(prim, vals, params) if hook is not None else None
   if outs is None:
     outs = trace_lib.eval_reference(prim, vals, params)
-  check_outputs(prim.name, outs)
+  if v["jax_debug_nans"] or v["jax_debug_infs"]:
+    check_outputs(prim.name, outs)
   return outs
 
 
 def _on_option_change(_value) -> None:
-  """Install the eager check while either option is on; take it out when both are off."""
+  """Install the eager check while an option is on; take it out when all are off."""
   v = config._values
-  on = v["jax_debug_nans"] or v["jax_debug_infs"]
+  on = v["jax_debug_nans"] or v["jax_debug_infs"] or v["jax_no_execution"]
   installed = trace_lib.eager_hook[0] is _checked_eager
   if on and not installed:
     _unchecked_hook[0], trace_lib.eager_hook[0] = trace_lib.eager_hook[0], _checked_eager
@@ -85,6 +95,6 @@ def checked_jit_call(fun, name: str, args, kwargs, out):
       "inputs or outputs, like `jax.jit(lambda ...: jax.numpy.nan)(...)`.")
 
 
-config_lib._listeners["jax_debug_nans"] = _on_option_change
-config_lib._listeners["jax_debug_infs"] = _on_option_change
+for _name in ("jax_debug_nans", "jax_debug_infs", "jax_no_execution"):
+  config_lib._listeners[_name] = _on_option_change
 _on_option_change(None)   # on from the start (JAX_DEBUG_NANS=1): eager's hook is set by now
