@@ -377,3 +377,29 @@ def test_no_execution_and_user_contexts():
   with ctx(2):
     g(1.0)
   assert g(1.0) == 2.0 and len(traces) == 3   # JAX 0.12.1: one trace per value
+
+
+def test_smap():
+  auto = jax.make_mesh((1,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+  with jax.set_mesh(auto):
+    f = jax.smap(lambda x: x * 2, in_axes=0, out_axes=0, axis_name="x")
+    np.testing.assert_array_equal(f(jnp.arange(4.0)), [0.0, 2.0, 4.0, 6.0])
+    g = jax.smap(lambda x, y: jax.lax.psum(x, "x") + y, in_axes=(0, None), out_axes=0,
+                 axis_name="x")
+    np.testing.assert_array_equal(g(jnp.arange(4.0), 1.0), [1.0, 2.0, 3.0, 4.0])
+    h = jax.jit(jax.smap(lambda x: x.sum(1, keepdims=True), in_axes=1, out_axes=1,
+                         axis_name="x"))
+    np.testing.assert_array_equal(h(jnp.ones((2, 3))), [[3.0], [3.0]])
+    k = jax.smap(in_axes=0, out_axes=0, axis_name="x")(lambda x: jax.lax.axis_index("x") + x)
+    np.testing.assert_array_equal(k(jnp.ones(2)), [1.0, 1.0])
+    with pytest.raises(TypeError, match="smap in_axes must be an int"):
+      jax.smap(lambda x: x, in_axes=[0], out_axes=0, axis_name="x")
+    with pytest.raises(TypeError, match="smap axis_name should be a `str`"):
+      jax.smap(lambda x: x, in_axes=0, out_axes=0, axis_name=("x",))
+    with pytest.raises(TypeError, match="in_axes was not specified .* AxisType.Auto"):
+      jax.smap(lambda x: x, out_axes=0, axis_name="x")(jnp.ones(2))
+  with jax.set_mesh(jax.make_mesh((1,), ("x",))):   # Explicit: in_axes inferred
+    np.testing.assert_array_equal(
+        jax.smap(lambda x: x + 1, out_axes=None, axis_name="x")(jnp.ones(2)), [2.0, 2.0])
+  with pytest.raises(ValueError, match="context mesh cannot be empty"):
+    jax.smap(lambda x: x, in_axes=0, out_axes=0, axis_name="x")(jnp.ones(2))
