@@ -403,3 +403,75 @@ def test_smap():
         jax.smap(lambda x: x + 1, out_axes=None, axis_name="x")(jnp.ones(2)), [2.0, 2.0])
   with pytest.raises(ValueError, match="context mesh cannot be empty"):
     jax.smap(lambda x: x, in_axes=0, out_axes=0, axis_name="x")(jnp.ones(2))
+
+
+class _Dev:
+  platform = "cpu"
+
+  def __init__(self, i):
+    self.id = i
+
+
+class _FourDeviceSharding:
+  """A 2 x 2 mesh's blocks of a (4, 8) array, as NamedSharding gives them on 4 devices:
+  `by_rows_and_cols` for P('a', 'b'), else P('b') (rows by b, replicated over a)."""
+
+  def __init__(self, by_rows_and_cols):
+    self.by_rows_and_cols = by_rows_and_cols
+
+  def devices_indices_map(self, shape):
+    out = {}
+    for a in range(2):
+      for b in range(2):
+        if self.by_rows_and_cols:
+          out[_Dev(2 * a + b)] = (slice(2 * a, 2 * a + 2), slice(4 * b, 4 * b + 4))
+        else:
+          out[_Dev(2 * a + b)] = (slice(2 * b, 2 * b + 2), slice(None))
+    return out
+
+
+# JAX 0.12.1 with 4 CPU devices: visualize_sharding((4, 8), NamedSharding(mesh_2x2, P('a',
+# 'b'))) and (..., P('b')), printed without a terminal (no colors: boxed)
+_GRID = """\
+┌───────────────────────┬───────────────────────┐
+│                       │                       │
+│         CPU 0         │         CPU 1         │
+│                       │                       │
+│                       │                       │
+├───────────────────────┼───────────────────────┤
+│                       │                       │
+│         CPU 2         │         CPU 3         │
+│                       │                       │
+│                       │                       │
+└───────────────────────┴───────────────────────┘
+"""
+_ROWS = """\
+┌────────────────────────────────────────────────┐
+│                                                │
+│                    CPU 0,2                     │
+│                                                │
+│                                                │
+├────────────────────────────────────────────────┤
+│                                                │
+│                    CPU 1,3                     │
+│                                                │
+│                                                │
+└────────────────────────────────────────────────┘
+"""
+
+
+def test_visualize_sharding(capsys):
+  pytest.importorskip("rich")
+  jax.debug.visualize_array_sharding(jnp.ones(3))
+  assert capsys.readouterr().out.strip("\n") == "┌───────┐\n│ CPU 0 │\n└───────┘"
+  jax.debug.visualize_array_sharding(jnp.ones((2, 4)))
+  lines = capsys.readouterr().out.strip("\n").split("\n")
+  assert len(lines) == 11 and lines[5].strip("│ ") == "CPU 0" and len(lines[0]) == 50
+  jax.debug.visualize_sharding((4, 8), _FourDeviceSharding(True))
+  assert capsys.readouterr().out.strip("\n") == _GRID.strip("\n")
+  jax.debug.visualize_sharding((4, 8), _FourDeviceSharding(False))
+  assert capsys.readouterr().out.strip("\n") == _ROWS.strip("\n")
+  with pytest.raises(ValueError, match="only works for shapes with 1 and 2 dimensions"):
+    jax.debug.visualize_sharding((2, 2, 2), jax.sharding.SingleDeviceSharding(jax.devices()[0]))
+  with pytest.raises(TypeError, match="concrete arrays only"):
+    jax.jit(jax.debug.visualize_array_sharding)(jnp.ones(2))
