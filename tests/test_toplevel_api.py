@@ -475,3 +475,19 @@ def test_visualize_sharding(capsys):
     jax.debug.visualize_sharding((2, 2, 2), jax.sharding.SingleDeviceSharding(jax.devices()[0]))
   with pytest.raises(TypeError, match="concrete arrays only"):
     jax.jit(jax.debug.visualize_array_sharding)(jnp.ones(2))
+
+
+def test_inline_options():
+  assert [m.value for m in jax.Inline] == ["jax_early", "jax_late", "xla_early", "xla_late",
+                                           "auto"]
+  for v in (jax.Inline.JAX_EARLY, jax.Inline.AUTO, True):
+    assert jax.jit(lambda x: jax.jit(lambda y: y * 2, inline=v)(x))(1.0) == 2.0
+  with pytest.raises(ValueError, match="Invalid inline option: 'x'"):
+    jax.jit(lambda y: y, inline="x")
+  early = str(jax.make_jaxpr(lambda x: jax.jit(lambda y: y * 2,
+                                               inline=jax.Inline.JAX_EARLY)(x))(1.0))
+  assert early == "{ lambda ; a:f32[]. let b:f32[] = mul a 2.0:f32[] in (b,) }"   # JAX's
+  for v in (True, jax.Inline.XLA_LATE):
+    assert "jit[" in str(jax.make_jaxpr(lambda x: jax.jit(lambda y: y * 2, inline=v)(x))(1.0))
+  inner = jax.jit(lambda y: y * y, inline=jax.Inline.JAX_EARLY)
+  assert jax.grad(lambda x: inner(x))(3.0) == 6.0 and inner(2.0) == 4.0

@@ -14,6 +14,7 @@ inputs and their new values extra outputs, written back after each call (core/re
 """
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import operator
@@ -504,6 +505,9 @@ class PjitFunction:
     if overlap:
       raise ValueError(f"jit: arguments {sorted(overlap)} of {getattr(fun, '__name__', fun)} "
                        "are both static and donated; static arguments cannot be donated.")
+    # JAX_EARLY: a nested call's equations go straight into the caller's jaxpr
+    self._inline_early = inline is Inline.JAX_EARLY
+    inline = _canonical_inline(inline)
     self.keep_unused, self.inline = keep_unused, inline
     # (in_shardings, out_shardings), None when neither is given: calls then run where
     # their committed arguments are (spmd.call_placed), never through the hit path
@@ -733,6 +737,9 @@ class PjitFunction:
         self._native, self._native_tries = None, NATIVE_TRIES   # the newest signature's
       return hit(leaves)
     staged = entry.staged
+    if self._inline_early:
+      return staged.out_tree.unflatten(core.eval_jaxpr(staged.jaxpr, (), *staged.consts,
+                                                       *leaves))
     outs = jit_p.bind(*staged.consts, *leaves, jaxpr=staged.jaxpr, name=self.__name__,
                       donated_invars=staged.donated, inline=self.inline,
                       keep_unused=self.keep_unused)
@@ -944,6 +951,27 @@ def _any_placed(leaves) -> bool:
     if type(x) is PlacedArray:
       return True
   return False
+
+
+class Inline(enum.Enum):
+  """When a nested jitted function is inlined into its caller (`jax.Inline`, jit's `inline=`):
+  during tracing or lowering (JAX_*), by the compiler (XLA_*), or as it decides (AUTO).
+  ember's compiler inlines every call, so they differ only in whether the caller's jaxpr
+  keeps the call: `inline=True` is JAX_LATE, False is AUTO, as in JAX."""
+  JAX_EARLY = "jax_early"
+  JAX_LATE = "jax_late"
+  XLA_EARLY = "xla_early"
+  XLA_LATE = "xla_late"
+  AUTO = "auto"
+
+
+def _canonical_inline(inline) -> bool:
+  """jit's `inline=` (a bool or an Inline) as the bool the jit equation holds."""
+  if isinstance(inline, Inline):
+    return inline in (Inline.JAX_EARLY, Inline.JAX_LATE)
+  if inline is True or inline is False:
+    return inline
+  raise ValueError(f"Invalid inline option: {inline!r}")
 
 
 def _compile_locked(entry: _Entry):
