@@ -491,3 +491,37 @@ def test_inline_options():
     assert "jit[" in str(jax.make_jaxpr(lambda x: jax.jit(lambda y: y * 2, inline=v)(x))(1.0))
   inner = jax.jit(lambda y: y * y, inline=jax.Inline.JAX_EARLY)
   assert jax.grad(lambda x: inner(x))(3.0) == 6.0 and inner(2.0) == 4.0
+
+
+_LEGACY = "Legacy uint32 key array passed as key to jax.random function"
+
+
+def test_legacy_prng_key_and_default_prng_impl():
+  import warnings
+  raw = jax.random.PRNGKey(0)
+  assert jax.legacy_prng_key.value == "allow"
+  with jax.legacy_prng_key("warn"):
+    with warnings.catch_warnings(record=True) as w:
+      warnings.simplefilter("always")
+      jax.random.normal(raw, (2,))
+      jax.random.split(raw)
+      jax.random.fold_in(raw, 1)
+      jax.random.normal(jax.random.key(0))     # typed keys: no warning
+      jax.jit(lambda k: jax.random.uniform(k))(raw)
+    assert [str(x.message).startswith(_LEGACY) for x in w] == [True] * 4   # JAX 0.12.1: 4
+  with jax.legacy_prng_key("error"):
+    jax.random.PRNGKey(1)    # making one is fine
+    with pytest.raises(ValueError, match=_LEGACY):
+      jax.random.normal(raw)
+  with pytest.raises(ValueError, match="'bogus' is not a valid LegacyPrngKeyState"):
+    with jax.legacy_prng_key("bogus"):
+      pass
+  assert jax.default_prng_impl.value == "threefry2x32"
+  with jax.default_prng_impl("threefry2x32"):
+    assert str(jax.random.key(0).dtype) == "key<fry>"
+  with pytest.raises(ValueError, match="new enum value must be in"):
+    with jax.default_prng_impl("bogus"):
+      pass
+  with pytest.raises(ValueError, match="ember implements the 'threefry2x32' PRNG only"):
+    with jax.default_prng_impl("rbg"):
+      pass

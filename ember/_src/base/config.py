@@ -38,6 +38,10 @@ _MATMUL_PRECISIONS = (None, "default", "high", "highest", "bfloat16", "tensorflo
                       "float32")
 
 
+# JAX's PRNG implementations (jax_default_prng_impl); ember has the first
+_PRNG_IMPLS = ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32")
+
+
 # The flags that change what tracing produces: part of every jit cache key.
 TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision",
                 "jax_user_contexts")
@@ -129,6 +133,10 @@ class Config:
       # a jitted call or an eager primitive that would run raises RuntimeError instead
       # (tracing, lowering and compiling still work)
       "jax_no_execution": lambda: _env_bool("JAX_NO_EXECUTION", False),
+      # what a raw uint32 key passed to a jax.random function does: "allow", "warn", "error"
+      "jax_legacy_prng_key": lambda: os.environ.get("JAX_LEGACY_PRNG_KEY", "allow"),
+      # the PRNG implementation of new keys: ember has threefry2x32 only
+      "jax_default_prng_impl": lambda: os.environ.get("JAX_DEFAULT_PRNG_IMPL", "threefry2x32"),
       # the values of the contexts make_user_context made, in order: part of every jit key
       "jax_user_contexts": lambda: (),
   }
@@ -178,6 +186,15 @@ class Config:
     if name == "jax_default_matmul_precision" and value not in _MATMUL_PRECISIONS:
       raise ValueError(f"new enum value must be None or in {list(_MATMUL_PRECISIONS[1:])}, "
                        f"got {value} of type {type(value)}.")
+    if name == "jax_legacy_prng_key" and value not in ("allow", "warn", "error"):
+      raise ValueError(f"{value!r} is not a valid LegacyPrngKeyState")
+    if name == "jax_default_prng_impl":
+      if value not in _PRNG_IMPLS:
+        raise ValueError(f"new enum value must be in {list(_PRNG_IMPLS)}, got {value} of type "
+                         f"{type(value)}.")
+      if value != "threefry2x32":
+        raise ValueError(f"jax_default_prng_impl={value!r}: ember implements the "
+                         "'threefry2x32' PRNG only")
     if name == "jax_default_device" and not (value is None or isinstance(value, str)
                                              or hasattr(value, "platform")):
       raise ValueError("jax.default_device must be passed either a Device object (e.g. "
@@ -352,6 +369,8 @@ debug_nans = State("jax_debug_nans", bool)
 debug_infs = State("jax_debug_infs", bool)
 no_tracing = State("jax_no_tracing", bool)
 no_execution = State("jax_no_execution", bool)
+legacy_prng_key = State("jax_legacy_prng_key", lambda v: getattr(v, "value", v))
+default_prng_impl = State("jax_default_prng_impl")
 explain_cache_misses = State("jax_explain_cache_misses", bool)
 default_matmul_precision = State("jax_default_matmul_precision")
 
