@@ -87,7 +87,7 @@ from ember._src.core.sharding import (  # noqa: E402,F401
     get_abstract_mesh, get_mesh, reshard, use_abstract_mesh)
 from ember._src.library.jacobians import fwd_and_bwd  # noqa: E402,F401
 from ember._src.parallel.smap import smap  # noqa: E402,F401
-from ember._src.driver.jit import Inline  # noqa: E402,F401
+from ember._src.core.api_util import Inline  # noqa: E402,F401
 from ember import avals, custom_batching, dlpack, memory, ops, version  # noqa: E402,F401
 from ember._src.core.array import Shard  # noqa: E402,F401
 from ember._src.library.environment import (  # noqa: E402,F401

@@ -75,24 +75,32 @@ def _on_option_change(_value) -> None:
     trace_lib.eager_hook[0] = _unchecked_hook[0]
 
 
-def checked_jit_call(fun, name: str, args, kwargs, out):
-  """`out`, a jitted call's result, when it holds no nan (inf) the options look for; else
-  run `fun` op by op, which raises at the primitive that made it."""
+def checked_jit_call(jitted, run, args, kwargs):
+  """A jitted call's slow path while an option is on: refused (no_execution), else `run()`,
+  whose result, when it holds a nan (inf) the options look for, is re-run op by op, which
+  raises at the primitive that made it. Inside a trace the call runs unchecked (staged)."""
+  v = config._values
+  top = not trace_lib._open_traces or trace_lib.cur_level_is_eval()
+  if top and v["jax_no_execution"]:
+    refuse_execution(f"jit({jitted.__name__})")
+  out = run()
+  if not top or not (v["jax_debug_nans"] or v["jax_debug_infs"]):
+    return out
   kind = next(filter(None, map(_invalid_kind, tree_util.tree_leaves(out))), None)
   if kind is None:
     return out
   print("Invalid nan value encountered in the output of a jax.jit function. Calling the "
         "de-optimized version.")
   with config._override("jax_disable_jit", True):
-    fun(*args, **kwargs)
+    jitted.fun(*args, **kwargs)
   raise FloatingPointError(
-      f"invalid value ({kind}) encountered in jit({name}). Because jax_config.debug_nans.value "
-      "and/or config.jax_debug_infs is set, the de-optimized function (i.e., the function as "
-      "if the `jit` decorator were removed) was called in an attempt to get a more precise "
-      "error message. However, the de-optimized function did not produce invalid values "
-      "during its execution. This behavior can result from `jit` optimizations causing the "
-      "invalid value to be produced. It may also arise from having nan/inf literals as "
-      "inputs or outputs, like `jax.jit(lambda ...: jax.numpy.nan)(...)`.")
+      f"invalid value ({kind}) encountered in jit({jitted.__name__}). Because "
+      "jax_config.debug_nans.value and/or config.jax_debug_infs is set, the de-optimized "
+      "function (i.e., the function as if the `jit` decorator were removed) was called in an "
+      "attempt to get a more precise error message. However, the de-optimized function did "
+      "not produce invalid values during its execution. This behavior can result from `jit` "
+      "optimizations causing the invalid value to be produced. It may also arise from having "
+      "nan/inf literals as inputs or outputs, like `jax.jit(lambda ...: jax.numpy.nan)(...)`.")
 
 
 for _name in ("jax_debug_nans", "jax_debug_infs", "jax_no_execution"):

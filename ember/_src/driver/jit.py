@@ -14,7 +14,6 @@ inputs and their new values extra outputs, written back after each call (core/re
 """
 from __future__ import annotations
 
-import enum
 import functools
 import inspect
 import operator
@@ -33,7 +32,7 @@ from ember._src.driver import execution_checks  # (after eager: it wraps eager's
 from ember._src import core
 from ember._src.base import dtypes, profiler_events as _profiler, tree_util
 from ember._src.core import api_util, earray, hitypes, refs
-from ember._src.core.api_util import ShapeDtypeStruct
+from ember._src.core.api_util import Inline, ShapeDtypeStruct, canonical_inline
 from ember._src.base.config import TRACE_CONFIG, config
 from ember._src.driver.compilation import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
@@ -507,7 +506,7 @@ class PjitFunction:
                        "are both static and donated; static arguments cannot be donated.")
     # JAX_EARLY: a nested call's equations go straight into the caller's jaxpr
     self._inline_early = inline is Inline.JAX_EARLY
-    inline = _canonical_inline(inline)
+    inline = canonical_inline(inline)
     self.keep_unused, self.inline = keep_unused, inline
     # (in_shardings, out_shardings), None when neither is given: calls then run where
     # their committed arguments are (spmd.call_placed), never through the hit path
@@ -677,13 +676,8 @@ class PjitFunction:
     if entry.refs is not None:
       return self._call_threading_refs(entry, leaves)
     if cv["jax_debug_nans"] or cv["jax_debug_infs"] or cv["jax_no_execution"]:
-      top = not trace_lib._open_traces or core.cur_level_is_eval()
-      if top and cv["jax_no_execution"]:
-        execution_checks.refuse_execution(f"jit({self.__name__})")
-      out = self._run(entry, leaves, key)
-      if top and (cv["jax_debug_nans"] or cv["jax_debug_infs"]):
-        out = execution_checks.checked_jit_call(self.fun, self.__name__, args, kwargs, out)
-      return out
+      return execution_checks.checked_jit_call(self, lambda: self._run(entry, leaves, key),
+                                               args, kwargs)
     return self._run(entry, leaves, key)
 
   def _call_threading_refs(self, entry, leaves):
@@ -951,27 +945,6 @@ def _any_placed(leaves) -> bool:
     if type(x) is PlacedArray:
       return True
   return False
-
-
-class Inline(enum.Enum):
-  """When a nested jitted function is inlined into its caller (`jax.Inline`, jit's `inline=`):
-  during tracing or lowering (JAX_*), by the compiler (XLA_*), or as it decides (AUTO).
-  ember's compiler inlines every call, so they differ only in whether the caller's jaxpr
-  keeps the call: `inline=True` is JAX_LATE, False is AUTO, as in JAX."""
-  JAX_EARLY = "jax_early"
-  JAX_LATE = "jax_late"
-  XLA_EARLY = "xla_early"
-  XLA_LATE = "xla_late"
-  AUTO = "auto"
-
-
-def _canonical_inline(inline) -> bool:
-  """jit's `inline=` (a bool or an Inline) as the bool the jit equation holds."""
-  if isinstance(inline, Inline):
-    return inline in (Inline.JAX_EARLY, Inline.JAX_LATE)
-  if inline is True or inline is False:
-    return inline
-  raise ValueError(f"Invalid inline option: {inline!r}")
 
 
 def _compile_locked(entry: _Entry):
