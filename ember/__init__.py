@@ -33,6 +33,7 @@ from ember import ad_checkpoint, api_util, custom_derivatives, ref, stages  # no
 from ember._src.primitives.callbacks import pure_callback  # noqa: F401
 from ember._src.runtime.executor import effects_barrier  # noqa: F401
 from ember import debug, experimental, interpreters  # noqa: F401
+from ember import export, ffi, monitoring  # noqa: F401 (issue 34: jax.export, jax.ffi, ...)
 from ember._src.library.lax import expansions as _lax_expansions  # noqa: F401 (as_text's fma, ...)
 from ember._src.library.lax import (  # noqa: F401 (their jvps)
     linalg_derivatives as _linalg_derivatives)
@@ -72,6 +73,7 @@ from ember import distributed  # noqa: E402,F401
 
 from ember import random  # noqa: E402,F401
 from ember import nn, scipy  # noqa: E402,F401
+from ember import image  # noqa: E402,F401
 from ember import lib, profiler  # noqa: E402,F401
 from ember import core, sharding  # noqa: E402,F401
 from ember._src.core.sharding import make_mesh, NamedSharding, set_mesh  # noqa: E402,F401

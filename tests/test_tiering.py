@@ -10,7 +10,7 @@ import ember
 import ember.numpy as jnp
 from ember import lax
 from ember._src.base import flags
-from ember._src.backends.cpu import denormals
+from ember._src.backends.cpu import denormals, tiering
 
 
 def _executable(f, *args):
@@ -397,3 +397,46 @@ def test_exit_waits_for_the_tier_up_in_progress(tmp_path):
   assert r.returncode == 0, r.stderr
   assert r.stdout == "program done\n"
   assert done.read_text() == "upgraded"
+
+
+class _RecordingExe:
+  """An executable whose upgrade records its name (the order the worker took the jobs in)."""
+
+  def __init__(self, name, order):
+    self.module_name, self.order = name, order
+
+  def upgrade(self):
+    self.order.append(self.module_name)
+
+
+def _hold_the_worker(order):
+  """Submit a tier-up that runs until the returned event is set, once the worker took it."""
+  gate, started = threading.Event(), threading.Event()
+  blocker = _RecordingExe("blocker", order)
+  tiering.submit(blocker, lambda: (started.set(), gate.wait(30), {})[2])
+  assert started.wait(30)
+  return blocker, gate
+
+
+def test_newest_tier_up_first_and_drop_pending():
+  """The worker takes the newest submission first (the function being called now), and
+  drop_pending forgets those not started: their executables keep their code, settled."""
+  order = []
+  tiering.drop_pending()                  # earlier tests' tier-ups
+  _, gate = _hold_the_worker(order)
+  for i in range(4):
+    tiering.submit(_RecordingExe(f"f{i}", order), dict)
+  gate.set()
+  assert tiering.wait_idle(timeout=60)
+  assert order == ["blocker", "f3", "f2", "f1", "f0"]
+
+  del order[:]
+  blocker, gate = _hold_the_worker(order)
+  late = [_RecordingExe(f"g{i}", order) for i in range(3)]
+  for e in late:
+    tiering.submit(e, dict)
+  threading.Timer(0.2, gate.set).start()
+  assert tiering.drop_pending() == 3      # and it waited for the blocker in progress
+  assert order == ["blocker"] and blocker.tier_up_settled.is_set()
+  assert all(e.tier_up_pending.is_set() and e.tier_up_settled.is_set() for e in late)
+  assert tiering.wait_idle(timeout=0)

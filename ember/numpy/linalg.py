@@ -8,6 +8,7 @@ from ember._src.library.numpy.linalg_decompositions import (  # noqa: F401
 from ember._src.library.numpy.linalg_norms import (  # noqa: F401
     diagonal, matrix_norm, norm, trace, vector_norm)
 from ember._src.library.numpy.linalg_solvers import (  # noqa: F401
-    cond, det, inv, lstsq, matrix_power, matrix_rank, pinv, slogdet, solve)
+    cond, det, inv, lstsq, matrix_power, matrix_rank, multi_dot, pinv, slogdet, solve,
+    tensorinv, tensorsolve)
 from ember._src.library.numpy.products import (  # noqa: F401
     cross, matmul, outer, tensordot, vecdot)

@@ -45,9 +45,10 @@ class JAXIndexError(IndexError):
 
 
 class JaxprTypeError(TypeError):
-  """A jaxpr that does not type-check (`jax.errors.JaxprTypeError`)."""
+  """A jaxpr is ill-typed (check_jaxpr): a variable used before it is bound, bound twice,
+  or an equation whose result types differ from its binders' annotations."""
 
 
 class InconclusiveDimensionOperation(Exception):
-  """A comparison of symbolic dimensions with no one answer (`jax.errors.
-  InconclusiveDimensionOperation`); ember's shapes are concrete, so none is inconclusive."""
+  """An operation on symbolic dimensions whose result depends on their values (JAX's shape
+  polymorphism; ember's shapes are static, so its own code never raises it)."""

@@ -38,6 +38,7 @@ import time
 import zlib
 from typing import Callable, TypeVar
 
+from ember._src.base import monitoring
 from ember._src.base.config import config
 
 
@@ -205,6 +206,8 @@ def load_or_compile(directory: str, module_name: str, key: str, compile: Callabl
   (raises) is logged, removed and compiled again."""
   name = entry_name(module_name, key)
   path = os.path.join(directory, name)
+  monitoring.record_event(monitoring.CACHE_REQUESTS_EVENT)
+  t0 = time.perf_counter()
   payload = read_entry(path)
   if payload is not None:
     try:
@@ -217,6 +220,9 @@ def load_or_compile(directory: str, module_name: str, key: str, compile: Callabl
       logger.log(logging.WARNING if config.read("jax_log_compiles") else logging.DEBUG,
                  "Persistent compilation cache hit for '%s' with key %r",
                  name.rsplit("-", 1)[0], key)
+      monitoring.record_event(monitoring.CACHE_HITS_EVENT)
+      monitoring.record_event_duration_secs(monitoring.CACHE_RETRIEVAL_EVENT,
+                                            time.perf_counter() - t0)
       return value
   # as JAX: a miss is a WARNING when the user asked for cache-miss explanations
   logger.log(logging.WARNING if config.read("jax_explain_cache_misses") else logging.DEBUG,
@@ -229,6 +235,7 @@ def load_or_compile(directory: str, module_name: str, key: str, compile: Callabl
     logger.debug("Not writing persistent cache entry for '%s' because it took < %.2f "
                  "seconds to compile (%.2fs)", name.rsplit("-", 1)[0], min_secs, secs)
     return value
+  monitoring.record_event(monitoring.CACHE_MISSES_EVENT)   # as JAX: when an entry is written
   try:
     write_entry(directory, name, zlib.compress(serialize(value), 1))
   except OSError as e:       # a read-only or full disk costs the cache, not the compile

@@ -34,12 +34,14 @@ from ember._src.core.jaxpr import (
     Atom, ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, SourceInfo, Var, _pp_eqn, gensym,
     jaxprs_in_params, new_jaxpr_eqn, pp_eqn, pp_jaxpr, pp_toplevel_jaxpr, subjaxprs)
 from ember._src.core.trace import (
-    EvalTrace, MainTrace, OpaqueTraceState, Trace, bind, cur_level_is_eval,
+    EvalTrace, MainTrace, OpaqueTraceState, Trace, TraceTag, bind, cur_level_is_eval,
     ensure_compile_time_eval, eval_context, eval_jaxpr, find_top_trace, full_lower, full_raise,
     get_opaque_trace_state, is_concrete_array, jaxpr_as_fun, literal_value, new_array,
-    new_dynamic, new_main, register_array_type, to_numpy)
+    new_dynamic, new_main, register_array_type, set_current_trace, take_current_trace,
+    to_numpy)
 from ember._src.core.primitive import (
-    Effect, Primitive, RuleRegistry, declare, eqn_effects, jaxpr_effects, no_effects)
+    Effect, Effects, Primitive, RuleRegistry, declare, eqn_effects, jaxpr_effects, no_effects)
 from ember._src.core.staging import (
     DebugInfo, JaxprBuilder, JaxprTrace, JaxprTracer, current_source_info, debug_info,
     hoist_consts, named_call, named_scope, trace_to_jaxpr)
+from ember._src.core.typecheck import check_jaxpr

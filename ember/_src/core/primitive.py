@@ -187,6 +187,7 @@ class Effect:
 
 
 no_effects: frozenset = frozenset()
+Effects = collections.abc.Set[Effect]   # the type of a set of effects (JAX's alias)
 _effects_cache: "weakref.WeakKeyDictionary[Jaxpr, frozenset]" = weakref.WeakKeyDictionary()
 
 

@@ -279,6 +279,46 @@ def get_opaque_trace_state(convention=None) -> OpaqueTraceState:
   return OpaqueTraceState(_state.trace_stack[-1])
 
 
+class TraceTag:
+  """A tag naming a transformation's traces (JAX's): every tag compares equal and hashes
+  alike, so a cache keyed by one never misses for the tag alone."""
+
+  def __hash__(self):
+    return hash(TraceTag)
+
+  def __eq__(self, other):
+    return isinstance(other, TraceTag)
+
+
+def _innermost_main() -> MainTrace:
+  state = _state
+  top, dynamic = state.trace_stack[-1], state.dynamic_trace
+  return dynamic if dynamic is not None and dynamic.level > top.level else top
+
+
+@contextlib.contextmanager
+def take_current_trace():
+  """The innermost trace in context (the eval trace outside every transformation): a
+  library's primitive hands its operands to `trace.process_primitive` with it."""
+  main = _innermost_main()
+  yield main.trace_type(main)
+
+
+@contextlib.contextmanager
+def set_current_trace(trace: Trace, check_leaks: bool = False):
+  """Run the block under `trace`. ember finds an operation's trace from its operands (and
+  the staging trace), so only the eval trace needs setting: under it, operations on
+  concrete values run at once, even while jit traces (JAX's `eval_context`). Any other
+  trace is the one the operands already name: nothing changes (values are JAX's: under
+  `ensure_compile_time_eval` concrete operations still run at once, as JAX folds them)."""
+  del check_leaks   # ember checks leaks when a trace closes (jax_check_tracer_leaks)
+  if trace.main.level != 0:
+    yield
+    return
+  with new_dynamic(None):
+    yield
+
+
 def full_raise(trace: Trace, val):
   if not isinstance(val, Tracer):
     return trace.pure(val)

@@ -30,7 +30,8 @@ import numpy as np
 from ember._src import core
 from ember._src.hlo import graph as hlo
 from ember._src.base import (
-    errors, flags as flags_lib, persistent_cache, profiler_events as _profiler, tree_util)
+    errors, flags as flags_lib, monitoring, persistent_cache, profiler_events as _profiler,
+    tree_util)
 from ember._src.reference import host_callbacks
 from ember._src.core.api_util import ShapeDtypeStruct
 from ember._src.driver.cache_miss import log, log_enabled, timed
@@ -119,7 +120,9 @@ class Traced:
   def lower(self) -> "Lowered":
     t0 = time.perf_counter()
     module = lower_staged(self._staged)
-    return Lowered(module, self._staged, time.perf_counter() - t0, self._compile_on)
+    secs = time.perf_counter() - t0
+    monitoring.record_stage(monitoring.JAXPR_TO_MLIR_MODULE_EVENT, t0, secs, self.fun_name)
+    return Lowered(module, self._staged, secs, self._compile_on)
 
 
 def lower_staged(staged: Staged) -> hlo.Module:
@@ -496,6 +499,7 @@ def compile_staged(staged: Staged, module: hlo.Module | None = None,
                  "%.9f sec", name):
         module = lower_staged(staged)
       lower_secs = time.perf_counter() - t0
+      monitoring.record_stage(monitoring.JAXPR_TO_MLIR_MODULE_EVENT, t0, lower_secs, name)
       if _profiler.active:
         _profiler.record_secs(f"lower jit({name})", t0, lower_secs)
     else:
@@ -503,6 +507,7 @@ def compile_staged(staged: Staged, module: hlo.Module | None = None,
     t0 = time.perf_counter()
     with timed("jax_log_compiles", "Finished XLA compilation of jit(%s) in %.9f sec", name):
       comp = compile_module(module, staged.jaxpr.out_avals, flags)
+    monitoring.record_stage(monitoring.BACKEND_COMPILE_EVENT, t0, time.perf_counter() - t0, name)
   times = {"trace": staged.trace_secs, "lower": lower_secs, **comp.compile_times}
   times = {k: v for k, v in times.items() if v is not None}
   times["compile"] = time.perf_counter() - t0

@@ -30,7 +30,7 @@ import numpy as np
 from ember._src.driver import cache_miss, compilation, eager, pjrt_dispatch  # noqa: F401
 from ember._src.driver import execution_checks  # (after eager: it wraps eager's hook when on)
 from ember._src import core
-from ember._src.base import dtypes, profiler_events as _profiler, tree_util
+from ember._src.base import dtypes, monitoring, profiler_events as _profiler, tree_util
 from ember._src.core import api_util, earray, hitypes, refs
 from ember._src.core.api_util import Inline, ShapeDtypeStruct, canonical_inline
 from ember._src.base.config import TRACE_CONFIG, config
@@ -592,6 +592,7 @@ class PjitFunction:
     trace_secs = time.perf_counter() - t0
     if _profiler.active:
       _profiler.record_secs(f"trace jit({self.__name__})", t0, trace_secs)
+    monitoring.record_stage(monitoring.JAXPR_TRACE_EVENT, t0, trace_secs, self.__name__)
     jaxpr, consts = core.hoist_consts(closed)
     names = closed.debug_info.arg_names if closed.debug_info else None
     n_in = len(jaxpr.invars) - len(consts)   # the leaves, then any captured refs' values

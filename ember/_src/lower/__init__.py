@@ -29,7 +29,7 @@ from ember._src.hlo import graph as hlo
 from ember._src.hlo.graph import Instr, Shape, TupleShape
 
 __all__ = ["lower_jaxpr", "LoweringContext", "elementwise", "compare_type", "sanitize_name",
-           "lower_fun", "register_lowering"]
+           "lower_fun"]
 
 
 # --------------------------------------------------------------------------------------
@@ -388,59 +388,9 @@ def _read(ctx: LoweringContext, env: dict, atom) -> Instr:
 host_impl_lowering: Callable | None = None
 
 
-class _ForeignContext:
-  """What a lowering rule written against JAX's MLIR may use of its context when all it
-  emits is a Python callback (`mlir.emit_python_callback`: equinox's noinline): the avals,
-  the module context's keepalives and platforms; `ember_context` is the real context."""
-
-  class _Module:
-    platforms = ("cpu",)
-
-    def __init__(self):
-      self.keepalives: list = []
-
-    def add_keepalive(self, keepalive) -> None:
-      self.keepalives.append(keepalive)
-
-  def __init__(self, ctx: "LoweringContext"):
-    self.ember_context = ctx
-    self.avals_in, self.avals_out = list(ctx.avals_in), list(ctx.avals_out)
-    self.module_context = self._Module()
-    self.tokens_in = None
-    self.called_back = False     # set by emit_python_callback: the rule's results are ours
-
-
-def _foreign_or_host(prim: core.Primitive) -> Callable:
-  """The rule of a primitive whose lowering builds JAX's MLIR: run it on a
-  `_ForeignContext` (its results count when it emitted a Python callback: all it emits
-  then is that); when it needs more of JAX's MLIR than that, or emits no callback, the
-  primitive's impl as a host callback instead."""
-  def rule(ctx, /, *args, **params):
-    pending = list(ctx._pending)
-    foreign = _ForeignContext(ctx)
-    failure = None
-    try:
-      outs = prim.foreign_lowering(foreign, *args, **params)
-    except Exception as e:  # noqa: BLE001 - JAX's MLIR is not here: call the impl instead
-      failure = e
-    if failure is None and foreign.called_back:   # JAX's rules return one result or more
-      return outs if prim.multiple_results else outs[0]
-    if not (prim.impl_on_arrays and host_impl_lowering is not None):
-      raise NotImplementedError(
-          f"ember cannot compile the primitive `{prim.name}`: its lowering rule builds "
-          "JAX's MLIR, which ember cannot run, and it has no impl to call back instead. "
-          "Register `mlir.lower_fun(fun)` as its lowering, or give it an impl with "
-          "`def_impl`.") from failure
-    ctx._pending[:] = pending           # what the rule emitted is dropped
-    return host_impl_lowering(prim, ctx, *args, **params)
-  return rule
-
-
 def _rule_of(prim: core.Primitive) -> Callable:
   if prim.lower is not None:
     return prim.lower
-  if prim.foreign_lowering is not None:
-    return _foreign_or_host(prim)
   if prim.impl_on_arrays and host_impl_lowering is not None:
     return lambda ctx, /, *args, **params: host_impl_lowering(prim, ctx, *args, **params)
   raise NotImplementedError(
@@ -451,16 +401,18 @@ def _rule_of(prim: core.Primitive) -> Callable:
 def _lower_eqn(ctx: LoweringContext, eqn: core.JaxprEqn, env: dict) -> list[Instr]:
   prim = eqn.primitive
   rule = _rule_of(prim)
+  saved = ctx.metadata, ctx.avals_in, ctx.avals_out
   ctx.metadata = ctx._eqn_metadata(eqn)
   ctx.avals_in = [v.aval for v in eqn.invars]
   ctx.avals_out = [v.aval for v in eqn.outvars]
-  ctx._pending = []
+  outer = ctx._pending    # a rule's jaxpr_subcomp lowers equations inside its own
+  metadata, ctx._pending = ctx.metadata, []
   try:
     args = [_read(ctx, env, a) for a in eqn.invars]  # literals get the eqn's metadata
     out = rule(ctx, *args, **eqn.params)
   finally:
-    pending, ctx._pending = ctx._pending, None
-    ctx.metadata = hlo.Metadata()
+    pending, ctx._pending = ctx._pending, outer
+    ctx.metadata = hlo.Metadata() if outer is None else metadata
   outs = list(out) if prim.multiple_results else [out]
   if len(outs) != len(eqn.outvars):
     raise AssertionError(f"lowering of {prim.name} returned {len(outs)} values for "
@@ -469,13 +421,39 @@ def _lower_eqn(ctx: LoweringContext, eqn: core.JaxprEqn, env: dict) -> list[Inst
   for instr in pending:
     if id(instr) in results and prim.name != "jit":
       instr.name = prim.name
-    ctx.comp.add(instr)
+    ctx.comp.add(instr) if outer is None else outer.append(instr)
+  if outer is not None:   # back to the enclosing equation's avals
+    _, ctx.avals_in, ctx.avals_out = saved
   for o, v in zip(outs, eqn.outvars):
     want = Shape.of(v.aval)
     if o.shape != want:
       raise AssertionError(f"lowering of {prim.name} produced {o.shape.to_hlo()} where the "
                            f"jaxpr has {want.to_hlo()}")
   return outs
+
+
+def _emit_eqns(ctx: LoweringContext, jaxpr: core.Jaxpr, env: dict) -> list[Instr]:
+  """Emit the jaxpr's consts (those `env` lacks) and equations; returns its outputs."""
+  for v, c in zip(jaxpr.constvars, jaxpr.consts):
+    if id(v) not in env:
+      env[id(v)] = ctx.constant(core.to_numpy(c, v.aval), v.aval.dtype)
+  for eqn in jaxpr.eqns:
+    outs = _lower_eqn(ctx, eqn, env)
+    for v, o in zip(eqn.outvars, outs):
+      if not isinstance(v, core.DropVar):
+        env[id(v)] = o
+  return [_read(ctx, env, v) for v in jaxpr.outvars]
+
+
+def emit_jaxpr(ctx: LoweringContext, jaxpr: core.Jaxpr, consts: Sequence[Instr],
+               args: Sequence[Instr]) -> list[Instr]:
+  """Emit `jaxpr` inline where `ctx` emits (inside a rule too), its constvars bound to
+  `consts` (or, where none are given, its own consts) and invars to `args`."""
+  if len(args) != len(jaxpr.invars):
+    raise TypeError(f"the jaxpr takes {len(jaxpr.invars)} arguments, got {len(args)}")
+  env = {id(v): c for v, c in zip(jaxpr.constvars, consts)}
+  env.update((id(v), a) for v, a in zip(jaxpr.invars, args))
+  return _emit_eqns(ctx, jaxpr, env)
 
 
 def _lower_body(ctx: LoweringContext, jaxpr: core.Jaxpr,
@@ -487,14 +465,7 @@ def _lower_body(ctx: LoweringContext, jaxpr: core.Jaxpr,
   for i, (v, n) in enumerate(zip(jaxpr.invars, names)):
     env[id(v)] = ctx.emit("parameter", Shape.of(v.aval), attrs={"number": i},
                           name=sanitize_name(n))
-  for v, c in zip(jaxpr.constvars, jaxpr.consts):
-    env[id(v)] = ctx.constant(core.to_numpy(c, v.aval), v.aval.dtype)
-  for eqn in jaxpr.eqns:
-    outs = _lower_eqn(ctx, eqn, env)
-    for v, o in zip(eqn.outvars, outs):
-      if not isinstance(v, core.DropVar):
-        env[id(v)] = o
-  outs = [_read(ctx, env, v) for v in jaxpr.outvars]
+  outs = _emit_eqns(ctx, jaxpr, env)
   ctx.comp.root = outs[0] if len(outs) == 1 else ctx.tuple(outs)
 
 
@@ -575,6 +546,13 @@ class LowerFun:
     self.fun, self.multiple_results = fun, multiple_results
 
   def __call__(self, ctx: LoweringContext, *args: Instr, **params) -> list[Instr] | Instr:
+    inner = getattr(ctx, "ember_context", None)
+    if inner is not None:   # called by a rule (JAX's way): its results as a sequence
+      return self._lower(inner, *args, **params) if self.multiple_results else [
+          self._lower(inner, *args, **params)]
+    return self._lower(ctx, *args, **params)
+
+  def _lower(self, ctx: LoweringContext, *args: Instr, **params) -> list[Instr] | Instr:
     def flat(*xs):
       out = self.fun(*xs, **params)
       return (list(out) if self.multiple_results else [out]), None
@@ -586,17 +564,3 @@ class LowerFun:
 
 def lower_fun(fun: Callable, multiple_results: bool = True) -> LowerFun:
   return LowerFun(fun, multiple_results)
-
-
-def register_lowering(prim: core.Primitive, rule: Callable, platform: str | None = None):
-  """JAX's `mlir.register_lowering`: a `lower_fun` rule becomes the primitive's lowering;
-  any other rule builds JAX's MLIR, which ember cannot run, so compiled code calls the
-  primitive's impl on the host instead. Rules for other platforms than the CPU are
-  ignored."""
-  if platform not in (None, "cpu"):
-    return rule
-  if isinstance(rule, LowerFun):
-    prim.lower, prim.foreign_lowering = rule, None
-  else:
-    prim.lower, prim.foreign_lowering = None, rule
-  return rule

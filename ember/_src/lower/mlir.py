@@ -557,7 +557,9 @@ class _Printer:
 
 # LAPACK targets that write their first result into an operand's buffer: which operand
 _LAPACK_ALIASED_OPERAND = {"potrf": 0, "getrf": 0, "geqrf": 0, "orgqr": 0, "ungqr": 0,
-                           "syevd": 0, "heevd": 0, "gesdd": 0, "trsm": 1}
+                           "syevd": 0, "heevd": 0, "gesdd": 0, "trsm": 1, "gees": 0,
+                           "gehrd": 0, "sytrd": 0, "hetrd": 0, "gtsv": 0, "ormqr": 2,
+                           "unmqr": 2}
 
 
 def _host_callback_attrs(instr: Instr) -> str:
@@ -572,7 +574,7 @@ def _lapack_attrs(instr: Instr) -> str:
   batch dimensions, column-major layouts for the matrices (each array of the operand's rank
   holds matrices in its last two dimensions; lower ranks are row-major), and the operand
   the first result overwrites."""
-  nb = instr.operands[0].shape.rank - 2
+  nb = max(o.shape.rank for o in instr.operands) - 2   # gtsv: vectors, then the matrix b
   cfg = ", ".join(f"{k} = {v} : ui8" for k, v in instr.attrs.get("backend_config", ()))
   results = instr.shape.elements if isinstance(instr.shape, TupleShape) else [instr.shape]
   parts = ['backend_config = ""', f"mhlo.backend_config = {{{cfg}}}",

@@ -16,6 +16,7 @@ reference/lapack.py has each target's routine (`CUSTOM_CALL_TARGETS`).
 """
 from __future__ import annotations
 
+import enum
 import operator
 
 import numpy as np
@@ -27,7 +28,8 @@ from ember._src.primitives import declare, dtype_kind
 from ember._src.reference import lapack
 from ember._src.transforms import batching
 
-__all__ = ["triangular_solve", "qr", "eig", "svd", "lu",
+__all__ = ["EigImplementation", "EighImplementation", "SvdAlgorithm",
+           "triangular_solve", "qr", "eig", "svd", "lu",
            "lu_pivots_to_permutation", "householder_product",
            "cholesky_p", "triangular_solve_p", "qr_p", "eigh_p", "eig_p", "svd_p", "lu_p",
            "lu_pivots_to_permutation_p", "householder_product_p"]
@@ -35,6 +37,35 @@ __all__ = ["triangular_solve", "qr", "eig", "svd", "lu",
 _LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.complex64),
                   np.dtype(np.complex128))
 _PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+
+
+class EigImplementation(enum.Enum):
+  """eig's implementation: on the CPU only LAPACK's (the others are GPU libraries)."""
+  CUSOLVER = "cusolver"
+  MAGMA = "magma"
+  LAPACK = "lapack"
+
+
+class EighImplementation(enum.Enum):
+  """eigh's implementation: QR (LAPACK's syevd on the CPU); Jacobi and QDWH are GPU/TPU
+  algorithms."""
+  QR = "qr"
+  JACOBI = "jacobi"
+  QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+  """svd's algorithm: DEFAULT, QR and DIVIDE_AND_CONQUER run LAPACK on the CPU (ember: gesdd
+  for all three); Jacobi and polar are GPU/TPU algorithms."""
+  DEFAULT = "default"
+  QR = "QR"
+  JACOBI = "Jacobi"
+  POLAR = "polar"
+  DIVIDE_AND_CONQUER = "divide_and_conquer"
+
+
+_CPU_SVD_ALGORITHMS = (None, SvdAlgorithm.DEFAULT, SvdAlgorithm.QR,
+                       SvdAlgorithm.DIVIDE_AND_CONQUER)
 
 
 def _check_operand(name: str, x: ShapedArray, pos: int = 0, square: bool = False) -> None:
@@ -304,9 +335,10 @@ def _svd_abstract_eval(x, *, full_matrices, compute_uv, subset_by_index, algorit
   if subset_by_index is not None and tuple(subset_by_index) != (0, min(x.shape[-2:])):
     raise ValueError("ember's svd does not support subset_by_index; compute all singular "
                      "values and slice them.")
-  if algorithm is not None:
-    raise ValueError(f"ember's svd supports algorithm=None only (LAPACK gesdd), got "
-                     f"{algorithm!r}")
+  if algorithm not in _CPU_SVD_ALGORITHMS:
+    # JAX's CPU lowering rejects them with this error
+    raise NotImplementedError("The SVD Jacobi and Polar algorithms are not implemented on "
+                              "CPU.")
   *batch, m, n = x.shape
   k = min(m, n)
   s = ShapedArray(tuple(batch) + (k,), lapack.real_dtype(x.dtype))
@@ -542,11 +574,11 @@ def householder_product(a, taus):
 
 
 def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
-        enable_eigvec_derivs: bool = False, implementation=None):
+        enable_eigvec_derivs: bool = False, implementation=None, use_magma=None):
   """Eigenvalues [, left eigenvectors] [, right eigenvectors] of general square matrices
   (complex results; eigenvectors as unit columns, as LAPACK's geev)."""
-  if implementation is not None:
-    raise ValueError(f"ember's eig supports implementation=None only, got {implementation!r}")
+  if implementation not in (None, EigImplementation.LAPACK):
+    raise ValueError("Only the lapack implementation is supported on CPU.")
   return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                     compute_right_eigenvectors=bool(compute_right_eigenvectors),
                     enable_eigvec_derivs=bool(enable_eigvec_derivs), implementation=None)

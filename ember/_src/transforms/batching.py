@@ -210,6 +210,28 @@ def axis_size(name) -> int:
   return main.global_data.size
 
 
+def unsafe_get_axis_names() -> list:
+  """The axis names bound where this runs (vmaps' and device axes'), outermost first."""
+  names = [n for n, _ in _axis_env.stack]
+  return names + [n for n in _axis_env.spmd if n not in names]
+
+
+def nonempty_axis_env() -> bool:
+  return bool(_axis_env.stack or _axis_env.spmd)
+
+
+def unsafe_am_i_under_a_vmap() -> bool:
+  """Whether a vmap's trace is open here (an axis name or none)."""
+  return any(m.trace_type is BatchTrace for m in trace_lib.trace_stack)
+
+
+def unsafe_am_i_under_a_jit() -> bool:
+  """Whether a jaxpr is being staged here (jit, make_jaxpr, a loop's body, ...)."""
+  dynamic = trace_lib.dynamic_trace
+  return (dynamic is not None or
+          any(issubclass(m.trace_type, core.JaxprTrace) for m in trace_lib.trace_stack))
+
+
 def unbound_axis_error(name, prim_name: str = "psum") -> NameError:
   """JAX's NameError (its first sentence verbatim), with ember's fix: ember binds axis
   names only with vmap (it has no pmap / shard_map)."""
@@ -360,6 +382,11 @@ def reducer(prim):
   return rule
 
 
+def defreducer(prim) -> None:
+  """JAX's: `prim` reduces its one operand over the dimensions in its `axes` parameter."""
+  prim.batch = reducer(prim)
+
+
 def cumulative(prim):
   """Cumulative reductions along `axis` (cumsum, ...): shift the axis past the batch dim."""
   def rule(axis_data, vals, dims, *, axis, **params):
@@ -424,6 +451,24 @@ def batch_subtrace(fun: Callable, axis_data: AxisData, vals, in_dims, trace=None
     return _run_batched(fun, BatchTrace(main), vals, in_dims)
 
 
+def batch_subtrace_wrapped(fun: api_util.WrappedFun, tag, axis_data: AxisData, in_dims):
+  """JAX's `batch_subtrace` (jax.interpreters.batching): `fun` (a WrappedFun on flat
+  values) as one run on values batched at `in_dims` (None: unbatched; a thunk giving them
+  is accepted), returning its outputs' batched values; the second value is a thunk giving
+  their batch dims once it has run."""
+  del tag   # ember's vmap is identified by its trace
+  out_dims = api_util.Store()
+
+  def layer(inner):
+    def run(*vals):
+      dims = in_dims() if callable(in_dims) else in_dims
+      outs, dims_out = batch_subtrace(lambda *xs: list(inner(*xs)), axis_data, vals, dims)
+      out_dims.store(tuple(dims_out))
+      return tuple(outs)
+    return run
+  return fun.wrap("batch_subtrace", layer), lambda: out_dims.val
+
+
 def _run_batched(fun, trace, vals, in_dims):
   xs = [v if d is None or v is None else BatchTracer(trace, v, d)
         for v, d in zip(vals, in_dims)]
@@ -476,6 +521,49 @@ def batch_jaxpr_hoisted(jaxpr: core.Jaxpr, axis_data: AxisData, in_dims):
   if hit is None:
     hit = _hoisted[closed] = core.hoist_consts(closed)
   return hit[0], hit[1], out_dims
+
+
+class ZeroIfMapped:
+  """An out_axes_dest of batch_jaxpr_axes: batched at axis 0 when the output is batched,
+  left unbatched when it is not."""
+
+  def __repr__(self):
+    return "zero_if_mapped"
+
+
+zero_if_mapped = ZeroIfMapped()
+
+
+def _match_axis(axis_data: AxisData, x, src, dst):
+  if src == dst:
+    return x
+  if src is None:
+    return broadcast(x, axis_data.size, dst % (ndim_of(x) + 1))
+  if dst is None:
+    raise ValueError(f"vmap has mapped output (axis_name={axis_data.name}) but out_axes "
+                     "is None")
+  return moveaxis(x, src, dst)
+
+
+def batch_jaxpr_axes(jaxpr: core.Jaxpr, axis_data: AxisData, in_axes, out_axes_dest
+                     ) -> tuple[core.Jaxpr, list[bool]]:
+  """JAX's: the closed jaxpr of `jaxpr` vmapped over `axis_data` with inputs batched at
+  `in_axes` (None: unbatched) and outputs moved to `out_axes_dest` (an axis, None, or
+  `zero_if_mapped`; one entry serves all outputs); with which outputs are batched."""
+  in_dims = [None if a is None else a % (len(v.aval.shape) + 1)
+             for v, a in zip(jaxpr.invars, in_axes)]
+  inner, out_dims = batch_jaxpr(jaxpr, axis_data, in_dims)
+  dests = list(out_axes_dest)
+  if len(dests) == 1 and len(out_dims) != 1:
+    dests = dests * len(out_dims)
+  dests = [(None if src is None else 0) if dst is zero_if_mapped else dst
+           for src, dst in zip(out_dims, dests)]
+
+  def matched(*args):
+    outs = core.eval_jaxpr(inner, inner.consts, *args)
+    return [_match_axis(axis_data, x, s, d) for x, s, d in zip(outs, out_dims, dests)], None
+  out, _ = core.trace_to_jaxpr(matched, list(inner.in_avals), jaxpr.debug_info)
+  return out, [d is not None for d in dests]
 
 
 # ------------------------------------------------------------------------------------

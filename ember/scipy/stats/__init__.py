@@ -2,7 +2,7 @@
 names and signatures. Provided: norm, t, expon, laplace, logistic, cauchy, uniform, gamma,
 beta, chi2, poisson, binom, bernoulli, geom, nbinom, betabinom, pareto, gennorm, vonmises,
 multivariate_normal, dirichlet, gumbel_r, gumbel_l, wrapcauchy, multinomial, truncnorm; and
-mode, rankdata, sem. Not yet: gaussian_kde."""
+mode, rankdata, sem and gaussian_kde."""
 from ember.scipy.stats import norm  # noqa: F401
 from ember.scipy.stats import t  # noqa: F401
 from ember.scipy.stats import expon  # noqa: F401
@@ -30,3 +30,4 @@ from ember.scipy.stats import wrapcauchy  # noqa: F401
 from ember.scipy.stats import multinomial  # noqa: F401
 from ember.scipy.stats import truncnorm  # noqa: F401
 from ember.scipy.stats._core import mode, rankdata, sem  # noqa: F401
+from ember.scipy.stats._kde import gaussian_kde  # noqa: F401

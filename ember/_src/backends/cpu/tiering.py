@@ -31,13 +31,18 @@ The worker runs LLVM's two long calls (the pass pipeline, object emission) in an
 context and target machine of its own, outside llvmlite's global lock, so a foreground
 compile is not held up by a background one, and at a lower priority (WORKER_NICE), so it
 does not take a core from the quick code. A forked child keeps its quick code.
+
+The worker takes the newest submission first: the function a program compiled last is the
+one it is calling now, and its steady state should not wait for the tier-ups of everything
+compiled before it (a test suite's process had 500 of them queued after two test files:
+a kernel's speed then depended on the process's history). Older ones run when the worker
+has nothing newer.
 """
 from __future__ import annotations
 
 import atexit
 import logging
 import os
-import queue
 import threading
 import time
 
@@ -45,7 +50,8 @@ from ember._src.base import profiler_events as _profiler
 
 logger = logging.getLogger("ember._src.compiler")
 
-_jobs: "queue.SimpleQueue" = queue.SimpleQueue()
+_jobs: list = []           # (executable, job) submitted and not started: newest last
+_job_added = threading.Condition()
 _worker: threading.Thread | None = None
 _lock = threading.Lock()
 _stopping = False
@@ -115,7 +121,47 @@ def submit(exe, job) -> None:
     if _worker is None or not _worker.is_alive():
       _worker = threading.Thread(target=_run, name="ember-tier-up", daemon=True)
       _worker.start()
-  _jobs.put((exe, job))
+  _push((exe, job))
+
+
+def _push(item) -> None:
+  with _job_added:
+    _jobs.append(item)
+    _job_added.notify()
+
+
+def _take_newest_job():
+  global _current
+  with _job_added:
+    while not _jobs:
+      _job_added.wait()
+    exe, job = _jobs.pop()
+    _current = exe           # (in the same step, for drop_pending)
+    return exe, job
+
+
+def drop_pending() -> int:
+  """Forget the submitted tier-ups not yet started, then wait for the one in progress:
+  their executables keep the code they run now for good (the same bits, slower). Tests use
+  it to start with no background compile of earlier tests in flight. Returns how many were
+  dropped."""
+  with _job_added:
+    dropped = [exe for exe, _ in _jobs if exe is not None]
+    _jobs[:] = [item for item in _jobs if item[0] is None]   # (an exiting process's stop)
+    current = _current
+  _keep_current_code(dropped)
+  if current is not None:
+    current.tier_up_settled.wait()
+  return len(dropped)
+
+
+def _keep_current_code(executables) -> None:
+  for exe in executables:
+    with _lock:
+      exe.on_final = None      # (its code now is final: nothing more to wait for)
+      _outstanding.discard(exe)
+    exe.tier_up_pending.set()
+    exe.tier_up_settled.set()
 
 
 # The worker's nice value: its compile takes a core only when one is idle. Started at once,
@@ -135,10 +181,9 @@ def _run() -> None:
   global _current
   _lower_priority()
   while True:
-    exe, job = _jobs.get()
+    exe, job = _take_newest_job()
     if exe is None:
       return
-    _current = exe
     try:
       if not _stopping:
         traced, t0 = _profiler.active, time.perf_counter()
@@ -151,7 +196,6 @@ def _run() -> None:
       logger.warning("tier-up of %s failed; it keeps its quick-tier code", exe.module_name,
                      exc_info=True)
     finally:
-      _current = None
       with _lock:
         callbacks, exe.on_final = exe.on_final, None
       exe.tier_up_pending.set()
@@ -159,6 +203,7 @@ def _run() -> None:
       exe.tier_up_settled.set()
       with _lock:
         _outstanding.discard(exe)
+      _current = None
 
 
 def when_final(exe, fn) -> None:
@@ -192,7 +237,7 @@ def _stop() -> None:
   _stopping = True
   w = _worker
   if w is not None and w.is_alive():
-    _jobs.put((None, None))
+    _push((None, None))      # taken next: the newest
     _full_priority(w)
     w.join()
 
@@ -207,19 +252,12 @@ def _full_priority(thread: threading.Thread) -> None:
 
 def _after_fork_in_child() -> None:
   # the parent's worker does not exist here: its queued executables keep their quick code
-  global _worker, _jobs, _current, _lock
-  _lock = threading.Lock()   # a parent thread may have held it at the fork
-  _worker, old = None, _jobs
-  _jobs = queue.SimpleQueue()
-  pending = [_current]
-  while not old.empty():
-    pending.append(old.get_nowait()[0])
-  _current = None
-  for exe in pending:
-    if exe is not None:
-      exe.on_final = None      # (its quick code stays: nothing more to wait for)
-      exe.tier_up_pending.set()
-      exe.tier_up_settled.set()
+  global _worker, _jobs, _job_added, _current, _lock
+  _lock = threading.Lock()   # parent threads may have held these at the fork
+  _job_added = threading.Condition()
+  pending = [exe for exe, _ in _jobs if exe is not None] + [_current] * (_current is not None)
+  _worker, _jobs, _current = None, [], None
+  _keep_current_code(pending)
   _outstanding.clear()
 
 

@@ -18,6 +18,7 @@ from ember._src.library.numpy.shape import pad, swapaxes
 from ember._src.library.numpy.ufuncs import conj, real
 from ember._src.primitives.decompositions import (
     cholesky_p, eig_p, eigh_p, lu_p, qr_p, svd_p, triangular_solve, triangular_solve_p)
+from ember._src.primitives.linalg_forms import tridiagonal_solve_p
 from ember._src.transforms import ad
 
 
@@ -221,3 +222,49 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
 
 
 eig_p.jvp = _eig_jvp
+
+
+# --------------------------------------------------------------------------------------
+# tridiagonal_solve: linear in b (transpose: the transposed system); its jvp in the
+# diagonals solves against the product of their tangents with the answer
+# --------------------------------------------------------------------------------------
+
+def _tridiagonal_product(dl, d, du, x):
+  """A x for the tridiagonal A (dl[..., 0] and du[..., -1] unused), x [..., m, k]."""
+  y = d[..., :, None] * x
+  below = dl[..., 1:, None] * x[..., :-1, :]
+  above = du[..., :-1, None] * x[..., 1:, :]
+  nb = x.ndim - 2
+  zero_row = [(0, 0)] * nb
+  return (y + pad(below, zero_row + [(1, 0), (0, 0)])
+          + pad(above, zero_row + [(0, 1), (0, 0)]))
+
+
+def _tridiagonal_solve_jvp(primals, tangents, *, perturb_singular):
+  dl, d, du, b = primals
+  *diag_dots, b_dot = tangents
+  ans = tridiagonal_solve_p.bind(dl, d, du, b, perturb_singular=perturb_singular)
+  rhs = b_dot
+  if not all(type(t) is ad.Zero for t in diag_dots):
+    product = _tridiagonal_product(*map(ad.instantiate_zeros, diag_dots), ans)
+    rhs = -product if type(b_dot) is ad.Zero else b_dot - product
+  if type(rhs) is ad.Zero:
+    return ans, rhs
+  return ans, tridiagonal_solve_p.bind(dl, d, du, rhs, perturb_singular=perturb_singular)
+
+
+def _tridiagonal_solve_transpose(ct, dl, d, du, b, *, perturb_singular):
+  if any(ad.is_undefined_primal(x) for x in (dl, d, du)):
+    raise ValueError("tridiagonal_solve is linear only in its last argument b")
+  if type(ct) is ad.Zero:
+    return [None, None, None, ad.Zero(b.aval)]
+  nb = d.ndim - 1
+  # A^T's sub-diagonal is A's super-diagonal shifted down one, and the reverse
+  dl_t = pad(du[..., :-1], [(0, 0)] * nb + [(1, 0)])
+  du_t = pad(dl[..., 1:], [(0, 0)] * nb + [(0, 1)])
+  return [None, None, None, tridiagonal_solve_p.bind(dl_t, d, du_t, ct,
+                                                      perturb_singular=perturb_singular)]
+
+
+tridiagonal_solve_p.jvp = _tridiagonal_solve_jvp
+tridiagonal_solve_p.transpose = _tridiagonal_solve_transpose

@@ -4,6 +4,7 @@ cond; and matrix_power, by repeated squaring (the inverse's for negative powers)
 """
 from __future__ import annotations
 
+import math
 import operator
 from functools import partial
 
@@ -14,6 +15,7 @@ from ember._src.library.lax import api as lax
 from ember._src.driver.jit import jit
 from ember._src.library.numpy import creation, indexing, logic, reductions, ufuncs, util
 from ember._src.library.numpy import shape as shape_ops
+from ember._src.library.numpy.einsum import einsum
 from ember._src.library.numpy.linalg_decompositions import (
     SlogdetResult, _H, _inexact_arg, _square_arg, matrix_transpose, svd, svdvals)
 from ember._src.library.numpy.linalg_norms import norm, vector_norm
@@ -234,3 +236,62 @@ def cond(x, p=None):
     r = norm(x, ord=p, axis=(-2, -1)) * norm(inv(x), ord=p, axis=(-2, -1))
   # NaNs from singular matrices become inf, as NumPy and JAX do
   return logic.where(ufuncs.isnan(r) & ~ufuncs.isnan(x).any(axis=(-2, -1)), np.inf, r)
+
+
+def tensorinv(a, ind=2):
+  """The tensor inverse: b with tensordot(b, a, ind) the identity over a's first `ind`
+  axes (inv of a reshaped to a square matrix)."""
+  util.check_arraylike("tensorinv", a)
+  a = creation.asarray(a)
+  ind = operator.index(ind)
+  if ind <= 0:
+    raise ValueError(f"ind must be a positive integer; got ind={ind}")
+  head, tail = a.shape[:ind], a.shape[ind:]
+  rows, cols = math.prod(head), math.prod(tail)
+  if rows != cols:
+    raise ValueError("tensorinv is only possible when the product of the first `ind` "
+                     f"dimensions equals that of the remaining dimensions. got "
+                     f"a.shape={a.shape} with ind={ind}.")
+  return inv(a.reshape(rows, cols)).reshape(*tail, *head)
+
+
+def tensorsolve(a, b, axes=None):
+  """x with tensordot(a, x, x.ndim) == b; `axes`: axes of a moved to the end first."""
+  util.check_arraylike("tensorsolve", a, b)
+  a, b = creation.asarray(a), creation.asarray(b)
+  if axes is not None:
+    a = shape_ops.moveaxis(a, axes, len(axes) * (a.ndim - 1,))
+  out_shape = a.shape[b.ndim:]
+  if a.shape[:b.ndim] != b.shape:
+    raise ValueError("After moving axes to end, leading shape of a must match shape of b. "
+                     f"got a.shape={a.shape}, b.shape={b.shape}")
+  if b.size != math.prod(out_shape):
+    raise ValueError("Input arrays must have prod(a.shape[:b.ndim]) == "
+                     f"prod(a.shape[b.ndim:]); got a.shape={a.shape}, b.ndim={b.ndim}.")
+  return solve(a.reshape(b.size, math.prod(out_shape)), b.ravel()).reshape(out_shape)
+
+
+def multi_dot(arrays, *, precision=None):
+  """The product of a chain of matrices (the first and last may be vectors), contracted in
+  an order that keeps the intermediates small (einsum's)."""
+  arrs = list(arrays)
+  util.check_arraylike("jnp.linalg.multi_dot", *arrs)
+  arrs = [creation.asarray(x) for x in arrs]
+  if len(arrs) < 2:
+    raise ValueError(f"multi_dot requires at least two arrays; got len(arrays)={len(arrs)}")
+  shapes = [x.shape for x in arrs]
+  if not (arrs[0].ndim in (1, 2) and arrs[-1].ndim in (1, 2)
+          and all(x.ndim == 2 for x in arrs[1:-1])):
+    raise ValueError("multi_dot: input arrays must all be two-dimensional, except for the "
+                     "first and last array which may be 1 or 2 dimensional. Got array "
+                     f"shapes {shapes}")
+  if any(x.shape[-1] != y.shape[0] for x, y in zip(arrs[:-1], arrs[1:])):
+    raise ValueError("multi_dot: last dimension of each array must match first dimension of "
+                     f"following array. Got array shapes {shapes}")
+  axes = [(i, i + 1) for i in range(len(arrs))]
+  if arrs[0].ndim == 1:
+    axes[0] = axes[0][1:]
+  if arrs[-1].ndim == 1:
+    axes[-1] = axes[-1][:1]
+  interleaved = [item for pair in zip(arrs, axes) for item in pair]
+  return einsum(*interleaved, optimize="auto", precision=precision)

@@ -519,3 +519,22 @@ def clone(key):
   """A copy of `key` (`jax.random.clone`); keys are immutable values here, so itself."""
   _as_key_data("clone", key, allow_batched=True)
   return key
+
+
+def threefry_2x32(keypair, count):
+  """The threefry2x32 hash of the uint32 array `count` under the key `keypair` (two uint32
+  scalars), as JAX's: the flattened counts (padded to even length) split in halves that
+  are hashed as pairs; the result has `count`'s shape."""
+  key1, key2 = keypair
+  got = [np.dtype(core.get_aval(x).dtype) for x in (key1, key2, count)]
+  if any(d != _U32 for d in got):
+    raise TypeError(f"threefry_2x32 requires uint32 arguments, got {got}")
+  shape = core.get_aval(count).shape
+  flat = lax.reshape(count, (math.prod(shape),))
+  odd = flat.shape[0] % 2
+  if odd:
+    flat = lax.concatenate([flat, lax.full((1,), 0, _U32)], 0)
+  half = flat.shape[0] // 2
+  x1, x2 = threefry2x32(key1, key2, flat[:half], flat[half:])
+  out = lax.concatenate([x1, x2], 0)
+  return lax.reshape(out[:out.shape[0] - odd], shape)

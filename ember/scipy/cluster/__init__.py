@@ -1,0 +1,2 @@
+"""ember.scipy.cluster (jax.scipy.cluster): vq."""
+from ember.scipy.cluster import vq  # noqa: F401

@@ -1,0 +1,2 @@
+"""ember.scipy.sparse (jax.scipy.sparse): linalg."""
+from ember.scipy.sparse import linalg  # noqa: F401
