@@ -81,8 +81,8 @@ from ember._src.core.sharding import PartitionSpec as P  # noqa: E402,F401
 
 # the rest of JAX 0.12's top level (issue 34)
 from ember._src.base.config import (  # noqa: E402,F401
-    debug_infs, debug_nans, default_matmul_precision, default_prng_impl, explain_cache_misses,
-    legacy_prng_key, make_user_context, no_execution, no_tracing)
+    debug_infs, debug_nans, default_matmul_precision, default_prng_impl, enable_checks,
+    explain_cache_misses, legacy_prng_key, make_user_context, no_execution, no_tracing)
 from ember._src.base.dtypes import float0  # noqa: E402,F401
 from ember._src.library.state import empty_ref, free_ref, freeze  # noqa: E402,F401
 from ember._src.core.sharding import (  # noqa: E402,F401

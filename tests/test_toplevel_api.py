@@ -525,3 +525,21 @@ def test_legacy_prng_key_and_default_prng_impl():
   with pytest.raises(ValueError, match="ember implements the 'threefry2x32' PRNG only"):
     with jax.default_prng_impl("rbg"):
       pass
+
+
+def test_enable_checks_type_checks_traced_jaxprs(monkeypatch):
+  from ember._src import core
+  assert jax.enable_checks.value is False
+  checked = []
+  real = core.check_jaxpr
+  monkeypatch.setattr(core, "check_jaxpr", lambda j: (checked.append(j), real(j)))
+
+  def f(x):
+    return jax.lax.cond(x.sum() > 0, jnp.sin, jnp.cos, x) + jax.lax.scan(
+        lambda c, v: (c + v, c), 0.0, x)[1]
+  with jax.enable_checks(True):
+    np.testing.assert_allclose(jax.jit(f)(jnp.arange(3.0)), np.sin(np.arange(3.0))
+                               + np.array([0.0, 0.0, 1.0]), rtol=1e-6)
+  assert len(checked) == 1
+  jax.jit(lambda x: x + 1)(1.0)   # off again: no check
+  assert len(checked) == 1

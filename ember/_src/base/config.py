@@ -128,6 +128,9 @@ class Config:
       # outputs, a jitted call its outputs, then runs op by op to name the primitive
       "jax_debug_nans": lambda: _env_bool("JAX_DEBUG_NANS", False),
       "jax_debug_infs": lambda: _env_bool("JAX_DEBUG_INFS", False),
+      # check JAX's invariants (slower): every jaxpr jit traces is type-checked
+      # (core/typecheck.py), a JaxprTypeError when one is ill-typed
+      "jax_enable_checks": lambda: _env_bool("JAX_ENABLE_CHECKS", False),
       # a jit that would trace (a cache miss) raises RuntimeError instead
       "jax_no_tracing": lambda: _env_bool("JAX_NO_TRACING", False),
       # a jitted call or an eager primitive that would run raises RuntimeError instead
@@ -369,6 +372,7 @@ debug_nans = State("jax_debug_nans", bool)
 debug_infs = State("jax_debug_infs", bool)
 no_tracing = State("jax_no_tracing", bool)
 no_execution = State("jax_no_execution", bool)
+enable_checks = State("jax_enable_checks", bool)
 legacy_prng_key = State("jax_legacy_prng_key", lambda v: getattr(v, "value", v))
 default_prng_impl = State("jax_default_prng_impl")
 explain_cache_misses = State("jax_explain_cache_misses", bool)

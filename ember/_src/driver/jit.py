@@ -593,6 +593,8 @@ class PjitFunction:
     if _profiler.active:
       _profiler.record_secs(f"trace jit({self.__name__})", t0, trace_secs)
     monitoring.record_stage(monitoring.JAXPR_TRACE_EVENT, t0, trace_secs, self.__name__)
+    if config._values["jax_enable_checks"]:
+      core.check_jaxpr(closed)
     jaxpr, consts = core.hoist_consts(closed)
     names = closed.debug_info.arg_names if closed.debug_info else None
     n_in = len(jaxpr.invars) - len(consts)   # the leaves, then any captured refs' values
