@@ -79,6 +79,23 @@ from ember import core, sharding  # noqa: E402,F401
 from ember._src.core.sharding import make_mesh, NamedSharding, set_mesh  # noqa: E402,F401
 from ember._src.core.sharding import PartitionSpec as P  # noqa: E402,F401
 
+# the rest of JAX 0.12's top level (issue 34)
+from ember._src.base.config import (  # noqa: E402,F401
+    debug_infs, debug_nans, default_matmul_precision, default_prng_impl, enable_checks,
+    explain_cache_misses, legacy_prng_key, make_user_context, no_execution, no_tracing)
+from ember._src.base.dtypes import float0  # noqa: E402,F401
+from ember._src.library.state import empty_ref, free_ref, freeze  # noqa: E402,F401
+from ember._src.core.sharding import (  # noqa: E402,F401
+    get_abstract_mesh, get_mesh, reshard, use_abstract_mesh)
+from ember._src.library.jacobians import fwd_and_bwd  # noqa: E402,F401
+from ember._src.parallel.smap import smap  # noqa: E402,F401
+from ember._src.core.api_util import Inline  # noqa: E402,F401
+from ember import avals, custom_batching, dlpack, memory, ops, version  # noqa: E402,F401
+from ember._src.core.array import Shard  # noqa: E402,F401
+from ember._src.library.environment import (  # noqa: E402,F401
+    copy_to_host_async, host_count, host_id, host_ids, live_arrays, print_environment_info,
+    process_indices)
+
 from ember._src.driver.compilation import start_cpu_backend as _start_cpu_backend  # noqa: E402
 _start_cpu_backend()
 from ember._src.driver.compilation import freeze_startup_objects as _freeze  # noqa: E402

@@ -8,8 +8,8 @@ profiler server. `device_memory_profile` / `save_device_memory_profile` write pp
 of live device buffers (memory.py).
 """
 from ember._src.runtime.profiler.trace import (  # noqa: F401
-    ProfileSession, StepTraceAnnotation, TraceAnnotation, annotate_function, start_server,
-    start_trace, stop_server, stop_trace, trace)
+    ProfileSession, StepTraceAnnotation, TraceAnnotation, annotate_function,
+    export_profile_data, start_server, start_trace, stop_server, stop_trace, trace)
 from ember._src.runtime.profiler.memory import (  # noqa: F401
     device_memory_profile, save_device_memory_profile)
 from ember._src.runtime.profiler.xplane import (  # noqa: F401
@@ -17,5 +17,6 @@ from ember._src.runtime.profiler.xplane import (  # noqa: F401
 
 __all__ = ["ProfileData", "ProfileEvent", "ProfileLine", "ProfilePlane", "ProfileSession",
            "StepTraceAnnotation", "TraceAnnotation", "annotate_function", "device_memory_profile",
+           "export_profile_data",
            "save_device_memory_profile", "start_server", "start_trace", "stop_server",
            "stop_trace", "trace"]

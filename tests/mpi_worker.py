@@ -195,6 +195,29 @@ def check_multihost_utils(n: int, me: int):
     raise AssertionError("sync_global_devices passed on different names")
 
 
+def check_host_local_arrays(n: int, me: int, k: int):
+  """host_local_array_to_global_array and back: each process's rows of a global array split
+  over all n*k devices; a replicated spec keeps the local shape."""
+  mu = multihost_utils
+  mesh = jax.make_mesh((n * k,), ("x",))
+  x = inputs(9, (2 * n * k, 3))
+  g = mu.host_local_array_to_global_array(local_rows(x, me, n), mesh, P("x"))
+  assert g.shape == x.shape and g.sharding == NamedSharding(mesh, P("x"))
+  back = mu.global_array_to_host_local_array(g, mesh, P("x"))
+  np.testing.assert_array_equal(np.asarray(back), local_rows(x, me, n))
+  assert back.shape == local_rows(x, me, n).shape
+  r = mu.host_local_array_to_global_array(x[:2], mesh, P())
+  assert r.shape == (2, 3)
+  np.testing.assert_array_equal(np.asarray(mu.global_array_to_host_local_array(r, mesh, P())),
+                                x[:2])
+  try:   # a distributed runtime without a preemption service: JAX's RuntimeError
+    mu.reached_preemption_sync_point(0)
+  except RuntimeError as e:
+    assert "Preemption sync manager" in str(e)
+  else:
+    raise AssertionError("reached_preemption_sync_point without a preemption service")
+
+
 # --- data-parallel training ------------------------------------------------------------------
 
 def init_params():
@@ -405,6 +428,7 @@ def main():
     check_errors(n, me)
     check_training(n, me)
   check_multihost_utils(n, me)
+  check_host_local_arrays(n, me, k)
   check_pmap_collectives(n, me, k)
   check_shard_map_collectives(n, me, k)
   check_pmap_training(n, me, k)

@@ -444,6 +444,25 @@ def check_is_equivalent_to():
   assert not ns(sq).is_equivalent_to(jax.sharding.SingleDeviceSharding(jax.devices()[0]), 2)
 
 
+def check_smap_and_host_local():
+  """jax.smap and multihost_utils' host-local arrays over all n devices (JAX 0.12.1 with 2
+  devices: [0, 2, 5, 7] and [3, 5, 3, 5] for the first two)."""
+  from ember.experimental import multihost_utils as mh
+  mesh = jax.make_mesh((n,), ("x",), axis_types=(jax.sharding.AxisType.Auto,))
+  x = jnp.arange(2.0 * n)
+  with jax.set_mesh(mesh):
+    f = jax.smap(lambda v: v * 2 + lax.axis_index("x"), in_axes=0, out_axes=0, axis_name="x")
+    np.testing.assert_array_equal(f(x), np.arange(2.0 * n) * 2 + np.repeat(np.arange(n), 2))
+    g = jax.smap(lambda v, c: lax.psum(v, "x") + c, in_axes=(0, None), out_axes=0,
+                 axis_name="x")
+    sums = np.arange(2.0 * n).reshape(n, 2).sum(0) + 1
+    np.testing.assert_array_equal(g(x, 1.0), np.tile(sums, n))
+  glob = mh.host_local_array_to_global_array(np.arange(2.0 * n), mesh, P("x"))
+  assert glob.sharding == NamedSharding(mesh, P("x"))
+  local = mh.global_array_to_host_local_array(glob, mesh, P("x"))
+  np.testing.assert_array_equal(local, np.arange(2.0 * n))
+
+
 def flat(ps):
   return [np.asarray(a, np.float64).ravel().tolist() for a in jax.tree.leaves(ps)]
 
@@ -459,6 +478,7 @@ if __name__ == "__main__":
   check_device_pools()
   check_abstract_mesh_constraint()
   check_is_equivalent_to()
+  check_smap_and_host_local()
   json.dump({"n": n, "pmap": flat(pmap_steps()), "shard_map": flat(shard_map_steps()),
              "jit": flat(jit_steps()), "jit_constraint": flat(constrained_steps())},
             sys.stdout)

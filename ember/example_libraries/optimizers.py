@@ -24,6 +24,7 @@ from ember.tree_util import (
 
 Step = int
 Schedule = Callable[[Step], float]
+Array = Any   # (JAX: typing.Any)
 Params = Any
 State = Any
 Updates = Params

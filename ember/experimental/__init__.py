@@ -8,3 +8,5 @@ from ember._src.primitives.callbacks import io_callback  # noqa: F401
 from ember.experimental import checkify  # noqa: F401,E402
 from ember.experimental import multihost_utils  # noqa: F401,E402
 from ember.experimental import mesh_utils  # noqa: F401,E402
+from ember.experimental import compilation_cache  # noqa: F401,E402
+from ember._src.core.earray import EArray  # noqa: F401,E402

@@ -9,6 +9,10 @@ import numpy as np
 
 from ember._src.parallel import distributed
 from ember._src.base.tree_util import public as _tree
+from ember._src.core.sharding import PartitionSpec as P  # noqa: F401
+from ember._src.parallel.host_local import (  # noqa: F401
+    ProcessFailureError, global_array_to_host_local_array, host_local_array_to_global_array,
+    reached_preemption_sync_point)
 
 tree_all, tree_map = _tree.tree_all, _tree.tree_map  # as users' pytrees (keys are leaves)
 

@@ -32,8 +32,19 @@ _TRACEBACK_FILTERING_MODES = ("off", "auto", "tracebackhide", "remove_frames",
                               "quiet_remove_frames")
 
 
+# what jax_default_matmul_precision takes: JAX's precision names (JAX's dot-algorithm preset
+# names, "F32_F32_F32", ..., are not: ember's dot has no algorithm presets)
+_MATMUL_PRECISIONS = (None, "default", "high", "highest", "bfloat16", "tensorfloat32",
+                      "float32")
+
+
+# JAX's PRNG implementations (jax_default_prng_impl); ember has the first
+_PRNG_IMPLS = ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32")
+
+
 # The flags that change what tracing produces: part of every jit cache key.
-TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision")
+TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision",
+                "jax_user_contexts")
 
 
 class Config:
@@ -113,6 +124,24 @@ class Config:
       # ember: eager primitives' one-op compiles kept in that directory's `eager` folder
       # (driver/eager_kernels.py); False: every process compiles its own
       "ember_eager_kernel_cache": lambda: _env_bool("EMBER_EAGER_KERNEL_CACHE", True),
+      # raise FloatingPointError where a primitive makes a nan (an inf): eager ops check their
+      # outputs, a jitted call its outputs, then runs op by op to name the primitive
+      "jax_debug_nans": lambda: _env_bool("JAX_DEBUG_NANS", False),
+      "jax_debug_infs": lambda: _env_bool("JAX_DEBUG_INFS", False),
+      # check JAX's invariants (slower): every jaxpr jit traces is type-checked
+      # (core/typecheck.py), a JaxprTypeError when one is ill-typed
+      "jax_enable_checks": lambda: _env_bool("JAX_ENABLE_CHECKS", False),
+      # a jit that would trace (a cache miss) raises RuntimeError instead
+      "jax_no_tracing": lambda: _env_bool("JAX_NO_TRACING", False),
+      # a jitted call or an eager primitive that would run raises RuntimeError instead
+      # (tracing, lowering and compiling still work)
+      "jax_no_execution": lambda: _env_bool("JAX_NO_EXECUTION", False),
+      # what a raw uint32 key passed to a jax.random function does: "allow", "warn", "error"
+      "jax_legacy_prng_key": lambda: os.environ.get("JAX_LEGACY_PRNG_KEY", "allow"),
+      # the PRNG implementation of new keys: ember has threefry2x32 only
+      "jax_default_prng_impl": lambda: os.environ.get("JAX_DEFAULT_PRNG_IMPL", "threefry2x32"),
+      # the values of the contexts make_user_context made, in order: part of every jit key
+      "jax_user_contexts": lambda: (),
   }
 
   def __init__(self):
@@ -122,10 +151,15 @@ class Config:
   def _set(self, name: str, value) -> None:
     self._values[name] = value
     self._derive()
+    listener = _listeners.get(name)
+    if listener is not None:
+      listener(value)
 
   def _derive(self) -> None:
     v = self._values
-    plain = not v["jax_disable_jit"] and v["ember_jit_backend"] == "cpu"
+    # (debug_nans/infs: every call takes the slow path, which checks the outputs)
+    plain = not (v["jax_disable_jit"] or v["jax_debug_nans"] or v["jax_debug_infs"]
+                 or v["jax_no_execution"]) and v["ember_jit_backend"] == "cpu"
     # the default device decides where a call runs (PJRT or native): part of the key when set
     device = () if v["jax_default_device"] is None else (v["jax_default_device"],)
     object.__setattr__(self, "_jit_trace_key",
@@ -152,6 +186,18 @@ class Config:
     if name == "jax_traceback_filtering" and value not in _TRACEBACK_FILTERING_MODES:
       raise ValueError(f"jax_traceback_filtering must be one of {_TRACEBACK_FILTERING_MODES}, "
                        f"got {value!r}")
+    if name == "jax_default_matmul_precision" and value not in _MATMUL_PRECISIONS:
+      raise ValueError(f"new enum value must be None or in {list(_MATMUL_PRECISIONS[1:])}, "
+                       f"got {value} of type {type(value)}.")
+    if name == "jax_legacy_prng_key" and value not in ("allow", "warn", "error"):
+      raise ValueError(f"{value!r} is not a valid LegacyPrngKeyState")
+    if name == "jax_default_prng_impl":
+      if value not in _PRNG_IMPLS:
+        raise ValueError(f"new enum value must be in {list(_PRNG_IMPLS)}, got {value} of type "
+                         f"{type(value)}.")
+      if value != "threefry2x32":
+        raise ValueError(f"jax_default_prng_impl={value!r}: ember implements the "
+                         "'threefry2x32' PRNG only")
     if name == "jax_default_device" and not (value is None or isinstance(value, str)
                                              or hasattr(value, "platform")):
       raise ValueError("jax.default_device must be passed either a Device object (e.g. "
@@ -234,6 +280,9 @@ class Config:
 # name -> check(old value, new value), raising when `new` may not be set now: modules above
 # this one register the checks that need their state (base/flags.py: jax_num_cpu_devices)
 _validators: dict = {}
+# name -> called with the new value after the option changes (driver/debug_nans.py installs
+# its eager check while jax_debug_nans or jax_debug_infs is on)
+_listeners: dict = {}
 
 
 _parsed_command_line = False   # parse_flags_with_absl ran on sys.argv
@@ -297,3 +346,67 @@ def numpy_rank_promotion(mode: str):
 
 def x64_enabled() -> bool:
   return config._values["jax_enable_x64"]
+
+
+class State:
+  """One option as JAX's `jax.<name>` holds it (`jax.debug_nans`): `.value` reads it, and
+  `with jax.debug_nans(True):` sets it inside the block."""
+  __slots__ = ("_name", "_convert")
+
+  def __init__(self, name: str, convert=None):
+    self._name, self._convert = name, convert
+
+  @property
+  def value(self):
+    return config._values[self._name]
+
+  def __call__(self, new_val):
+    return config._override(self._name, new_val if self._convert is None
+                            else self._convert(new_val))
+
+  def __repr__(self):
+    return f"<State {self._name}={self.value!r}>"
+
+
+debug_nans = State("jax_debug_nans", bool)
+debug_infs = State("jax_debug_infs", bool)
+no_tracing = State("jax_no_tracing", bool)
+no_execution = State("jax_no_execution", bool)
+enable_checks = State("jax_enable_checks", bool)
+legacy_prng_key = State("jax_legacy_prng_key", lambda v: getattr(v, "value", v))
+default_prng_impl = State("jax_default_prng_impl")
+explain_cache_misses = State("jax_explain_cache_misses", bool)
+default_matmul_precision = State("jax_default_matmul_precision")
+
+
+class UserContext:
+  """A context `make_user_context` made: `.value`, and `with ctx(value):` sets it inside the
+  block; its value is part of every jit cache key, so a change re-traces and recompiles."""
+  __slots__ = ("_index",)
+
+  def __init__(self, index: int):
+    self._index = index
+
+  @property
+  def value(self):
+    return config._values["jax_user_contexts"][self._index]
+
+  @contextlib.contextmanager
+  def __call__(self, new_val):
+    values = config._values["jax_user_contexts"]
+    old = values[self._index]
+    config._set("jax_user_contexts", values[:self._index] + (new_val,) + values[self._index + 1:])
+    try:
+      yield
+    finally:
+      values = config._values["jax_user_contexts"]
+      config._set("jax_user_contexts", values[:self._index] + (old,) + values[self._index + 1:])
+
+
+def make_user_context(default_value=None) -> UserContext:
+  """A new jit-cache-sensitive context (`jax.make_user_context`): `with ctx(v):` inside,
+  jitted functions trace and compile anew for each value (values must hash). Not
+  thread-safe while being made, as JAX's."""
+  values = config._values["jax_user_contexts"]
+  config._set("jax_user_contexts", values + (default_value,))
+  return UserContext(len(values))

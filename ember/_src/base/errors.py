@@ -40,6 +40,10 @@ class JaxRuntimeError(RuntimeError):
   exception, when there is one, is its __cause__."""
 
 
+class JAXIndexError(IndexError):
+  """JAX's own IndexError (`jax.errors.JAXIndexError`)."""
+
+
 class JaxprTypeError(TypeError):
   """A jaxpr is ill-typed (check_jaxpr): a variable used before it is bound, bound twice,
   or an equation whose result types differ from its binders' annotations."""

@@ -2,6 +2,7 @@
 functions (WrappedFun, wrap_init, flatten_fun_nokwargs) for libraries that stage their own."""
 from __future__ import annotations
 
+import enum
 import functools
 import types
 
@@ -159,3 +160,24 @@ def flatten_fun_nokwargs(f: WrappedFun, in_tree) -> tuple[WrappedFun, object]:
     return flat_fun
 
   return f.wrap("flatten_fun_nokwargs", layer), lambda: out_tree.val
+
+
+class Inline(enum.Enum):
+  """When a nested jitted function is inlined into its caller (`jax.Inline`, jit's `inline=`):
+  during tracing or lowering (JAX_*), by the compiler (XLA_*), or as it decides (AUTO).
+  ember's compiler inlines every call, so they differ only in whether the caller's jaxpr
+  keeps the call: `inline=True` is JAX_LATE, False is AUTO, as in JAX."""
+  JAX_EARLY = "jax_early"
+  JAX_LATE = "jax_late"
+  XLA_EARLY = "xla_early"
+  XLA_LATE = "xla_late"
+  AUTO = "auto"
+
+
+def canonical_inline(inline) -> bool:
+  """jit's `inline=` (a bool or an Inline) as the bool the jit equation holds."""
+  if isinstance(inline, Inline):
+    return inline in (Inline.JAX_EARLY, Inline.JAX_LATE)
+  if inline is True or inline is False:
+    return inline
+  raise ValueError(f"Invalid inline option: {inline!r}")

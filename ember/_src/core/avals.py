@@ -7,6 +7,8 @@ unmapped avals are computed here.
 """
 from __future__ import annotations
 
+import dataclasses
+import enum
 import operator
 from typing import Any
 
@@ -246,3 +248,27 @@ def is_arraylike(x) -> bool:
   return (isinstance(x, (Tracer, np.ndarray, np.generic, bool, int, float, complex))
           or isinstance(getattr(x, "aval", None), ShapedArray) or hasattr(x, "__jax_array__"))
 
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AvalDType:
+  """A dtype that makes types by indexing (`jax.avals.f32[3, 4]` is `ShapedArray((3, 4),
+  float32)`)."""
+  dtype: Any
+
+  def __getitem__(self, dims) -> ShapedArray:
+    dims = dims if isinstance(dims, tuple) else (dims,)
+    return ShapedArray(dims, self.dtype)
+
+
+class MemorySpace(enum.Enum):
+  """Where a value lives (`jax.memory.Space`): ember's CPU backend has one memory, so the
+  spaces name the same place."""
+  Device = enum.auto()
+  Host = enum.auto()
+  Any = enum.auto()
+
+  def __repr__(self):
+    return f"MemorySpace.{self.name}"
+
+  __hash__ = object.__hash__

@@ -250,7 +250,7 @@ class Mesh:
   axis_sizes = property(lambda self: tuple(self.devices.shape))
   shape_tuple = property(lambda self: tuple(zip(self.axis_names, self.devices.shape)))
   size = property(lambda self: int(self.devices.size))
-  empty = property(lambda self: self.devices.size == 0)
+  empty = property(lambda self: self.devices.ndim == 0 or self.devices.size == 0)
   device_ids = property(lambda self: np.vectorize(lambda d: d.id, otypes=[int])(self.devices))
   local_devices = property(lambda self: list(self.devices.flat))
   _flat_devices_tuple = property(lambda self: tuple(self.devices.flat))
@@ -348,6 +348,7 @@ def _axes_of(mesh, kind: AxisType) -> tuple:
 
 class _MeshContext(threading.local):
   mesh: Mesh | None = None   # what jax.set_mesh put in context, per thread as in JAX
+  abstract: "AbstractMesh | None" = None   # what use_abstract_mesh put in context
 
 
 _context = _MeshContext()
@@ -356,8 +357,55 @@ _context = _MeshContext()
 def get_abstract_mesh() -> AbstractMesh:
   """The abstract mesh in context (`jax.sharding.get_abstract_mesh`): that of the mesh
   `jax.set_mesh` set, else the empty one (`with mesh:` sets none, as in JAX 0.12)."""
+  if _context.abstract is not None:
+    return _context.abstract
   mesh = _context.mesh
   return _EMPTY_ABSTRACT_MESH if mesh is None else mesh.abstract_mesh
+
+
+class use_abstract_mesh:  # noqa: N801  (JAX's name)
+  """`with use_abstract_mesh(abstract_mesh):` makes it the abstract mesh in context for this
+  thread (what `get_abstract_mesh()` and the types' shardings report); the concrete mesh
+  (`get_mesh()`) is unchanged. The mesh's size may not change."""
+  __slots__ = ("mesh", "prev")
+
+  def __init__(self, mesh: AbstractMesh):
+    if not isinstance(mesh, AbstractMesh):
+      raise ValueError(f"Expected mesh of type `jax.sharding.AbstractMesh`. Got type: "
+                       f"{type(mesh)}")
+    self.mesh = mesh
+
+  def __enter__(self):
+    prev = get_abstract_mesh()
+    if prev.size and self.mesh.size and prev.size != self.mesh.size:
+      raise ValueError(f"use_abstract_mesh cannot change the size of the mesh. Got new mesh: "
+                       f"{self.mesh} with size={self.mesh.size} and prev mesh: {prev} with "
+                       f"size={prev.size}")
+    self.prev, _context.abstract = _context.abstract, self.mesh
+
+  def __exit__(self, *exc):
+    _context.abstract = self.prev
+    return False
+
+
+def _empty_mesh() -> Mesh:
+  """The mesh of no axes and no devices (JAX's `Mesh(np.empty((), object), ())`)."""
+  mesh = object.__new__(Mesh)
+  devs = np.empty((), dtype=object)
+  devs.flags.writeable = False
+  mesh.devices, mesh.axis_names, mesh.axis_types = devs, (), ()
+  mesh._key_cached = ((), (), (), ())
+  return mesh
+
+
+def get_mesh() -> Mesh:
+  """The concrete mesh `jax.set_mesh` put in context, else the empty mesh (`jax.get_mesh`);
+  outside `jit` only, as in JAX."""
+  if not core.cur_level_is_eval():
+    raise ValueError("`get_mesh` can only be used outside of `jax.jit`. Maybe you want "
+                     "`jax.sharding.get_abstract_mesh()`?")
+  mesh = _context.mesh
+  return _empty_mesh() if mesh is None else mesh
 
 
 def context_mesh() -> Mesh | None:
@@ -482,6 +530,19 @@ class SingleDeviceSharding(Sharding):
 
   def __repr__(self):
     return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
+
+
+def is_single_device_sharding(sharding: Sharding) -> bool:
+  """Whether `sharding` places the whole array on one device (`jax.sharding.
+  is_single_device_sharding`): a SingleDeviceSharding, not a NamedSharding over one."""
+  return isinstance(sharding, SingleDeviceSharding)
+
+
+def make_single_device_sharding(device: Device, *, memory_kind: str | None = None
+                                ) -> SingleDeviceSharding:
+  """`SingleDeviceSharding(device, memory_kind=...)` (`jax.sharding.
+  make_single_device_sharding`)."""
+  return SingleDeviceSharding(device, memory_kind=memory_kind)
 
 
 class NamedSharding(Sharding):
@@ -797,6 +858,28 @@ def reshard(xs, out_shardings):
   in the result's type (`f32[4@x]`); ember's types carry no sharding yet."""
   _check_shardings("reshard", xs, out_shardings)
   return _constrain("reshard", xs, out_shardings)
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+  """`f` run with mesh `axes` (default: all) Explicit, its arguments first laid out as
+  `in_sharding` says (given here or as `f`'s keyword `in_sharding=`), `jax.sharding.
+  explicit_axes`; a mesh must be in context (`jax.set_mesh`). ember's types carry no
+  sharding, so `f` then runs as it is (a decorator when `f` is omitted)."""
+  if f is None:
+    return lambda g: explicit_axes(g, axes=axes, in_sharding=in_sharding)
+
+  @functools.wraps(f)
+  def run(*args, **kwargs):
+    sharding = in_sharding
+    if sharding is None:
+      if "in_sharding" not in kwargs:
+        raise TypeError("Missing required keyword argument: 'in_sharding'")
+      sharding = kwargs.pop("in_sharding")
+    if get_abstract_mesh().empty:
+      raise ValueError("Context mesh cannot be empty. Please use `jax.set_mesh` API to enter "
+                       "into a mesh context when using `explicit_axes` API.")
+    return f(*reshard(args, sharding), **kwargs)
+  return run
 
 
 def auto_axes(f=None, /, *, axes=None, out_sharding=None):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import gc
 import hashlib
 import logging
@@ -57,6 +58,36 @@ class Staged(NamedTuple):
   donated: tuple = ()        # per invar of `jaxpr`: donated (its buffer may hold an output)
   trace_secs: float | None = None   # how long tracing took (Compiled.compile_times)
   unusable_donations: tuple = ()    # avals of donated arguments no output can reuse
+  donate_requested: tuple = ()      # per argument leaf: donate_argnums/argnames named it
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ArgInfo:
+  """One argument of a traced call (`jax.stages.ArgInfo`): its type and whether it is
+  donated."""
+  _aval: Any
+  donated: bool
+
+  @property
+  def shape(self):
+    if not hasattr(self._aval, "shape"):
+      raise TypeError(f"No shape attribute with aval of type {type(self._aval)}")
+    return self._aval.shape
+
+  @property
+  def dtype(self):
+    if not hasattr(self._aval, "dtype"):
+      raise TypeError(f"No dtype attribute with aval of type {type(self._aval)}")
+    return self._aval.dtype
+
+
+def _args_info(staged: Staged):
+  """The (args, kwargs) pytree of ArgInfo of a staged call's dynamic arguments."""
+  n_consts = len(staged.consts)
+  n = staged.in_tree.num_leaves
+  invars = staged.jaxpr.invars[n_consts:n_consts + n]
+  donated = staged.donate_requested or (False,) * n
+  return staged.in_tree.unflatten([ArgInfo(v.aval, bool(d)) for v, d in zip(invars, donated)])
 
 
 class Traced:
@@ -80,6 +111,11 @@ class Traced:
   @property
   def fun_name(self) -> str:
     return self._staged.name
+
+  @property
+  def args_info(self):
+    """An ArgInfo per dynamic argument, in the (args, kwargs) structure of the call."""
+    return _args_info(self._staged)
 
   def lower(self) -> "Lowered":
     t0 = time.perf_counter()
@@ -191,6 +227,11 @@ class Lowered:
     n = len(s.consts)
     return lower_jaxpr(s.closed_jaxpr, s.name, arg_names=s.arg_names[n:],
                        result_names=_result_names(s.out_tree), donated=s.donated[n:])
+
+  @property
+  def args_info(self):
+    """An ArgInfo per dynamic argument, in the (args, kwargs) structure of the call."""
+    return _args_info(self._staged)
 
   @property
   def out_info(self):
@@ -675,6 +716,11 @@ class Compiled:
 
   def runtime_executable(self):
     return self._computation.executable
+
+  @property
+  def args_info(self):
+    """An ArgInfo per dynamic argument, in the (args, kwargs) structure of the call."""
+    return _args_info(self._staged)
 
   @property
   def out_info(self):

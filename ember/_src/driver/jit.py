@@ -28,10 +28,11 @@ import numpy as np
 
 # (eager: imported for its eager hook, which it installs in core)
 from ember._src.driver import cache_miss, compilation, eager, pjrt_dispatch  # noqa: F401
+from ember._src.driver import execution_checks  # (after eager: it wraps eager's hook when on)
 from ember._src import core
 from ember._src.base import dtypes, monitoring, profiler_events as _profiler, tree_util
 from ember._src.core import api_util, earray, hitypes, refs
-from ember._src.core.api_util import ShapeDtypeStruct
+from ember._src.core.api_util import Inline, ShapeDtypeStruct, canonical_inline
 from ember._src.base.config import TRACE_CONFIG, config
 from ember._src.driver.compilation import Lowered, Staged, Traced
 from ember._src.core import Jaxpr
@@ -503,6 +504,9 @@ class PjitFunction:
     if overlap:
       raise ValueError(f"jit: arguments {sorted(overlap)} of {getattr(fun, '__name__', fun)} "
                        "are both static and donated; static arguments cannot be donated.")
+    # JAX_EARLY: a nested call's equations go straight into the caller's jaxpr
+    self._inline_early = inline is Inline.JAX_EARLY
+    inline = canonical_inline(inline)
     self.keep_unused, self.inline = keep_unused, inline
     # (in_shardings, out_shardings), None when neither is given: calls then run where
     # their committed arguments are (spmd.call_placed), never through the hit path
@@ -575,6 +579,9 @@ class PjitFunction:
     return entry, leaves
 
   def _miss(self, key, args, kwargs, leaves) -> _Entry:
+    if config._values["jax_no_tracing"]:
+      raise RuntimeError(f"re-tracing function {self.__name__} at "
+                         f"{cache_miss.fun_location(self.fun)} for `jit`, but 'no_tracing' is set")
     if config._values["jax_explain_cache_misses"]:
       cache_miss.explain_miss(self.fun, self.__name__, key, self._cache)
     t0 = time.perf_counter()
@@ -586,6 +593,8 @@ class PjitFunction:
     if _profiler.active:
       _profiler.record_secs(f"trace jit({self.__name__})", t0, trace_secs)
     monitoring.record_stage(monitoring.JAXPR_TRACE_EVENT, t0, trace_secs, self.__name__)
+    if config._values["jax_enable_checks"]:
+      core.check_jaxpr(closed)
     jaxpr, consts = core.hoist_consts(closed)
     names = closed.debug_info.arg_names if closed.debug_info else None
     n_in = len(jaxpr.invars) - len(consts)   # the leaves, then any captured refs' values
@@ -594,12 +603,13 @@ class PjitFunction:
                                      self.static_argnums)
     donated = tuple(i - len(consts) in donated_leaves for i in range(len(jaxpr.invars)))
     unusable = ()
+    requested = tuple(i in donated_leaves for i in range(key.in_tree.num_leaves))
     if donated_leaves:   # as JAX, only the donations an output can use delete the argument
       donated, unusable = compilation.usable_donations(
           jaxpr, donated, self.keep_unused, tree_util.leaves_of_transform_nodes(out_tree))
       donated_leaves = tuple(i for i in donated_leaves if donated[i + len(consts)])
     staged = Staged(jaxpr, consts, key.in_tree, out_tree, self.__name__, arg_names, closed,
-                    donated, trace_secs, unusable)
+                    donated, trace_secs, unusable, requested)
     entry = _Entry(staged, donated_leaves, names)
     entry.refs = threaded
     if not any(isinstance(c, core.Tracer) for c in consts):
@@ -668,6 +678,9 @@ class PjitFunction:
     entry, leaves = self._lookup(args, kwargs)
     if entry.refs is not None:
       return self._call_threading_refs(entry, leaves)
+    if cv["jax_debug_nans"] or cv["jax_debug_infs"] or cv["jax_no_execution"]:
+      return execution_checks.checked_jit_call(self, lambda: self._run(entry, leaves, key),
+                                               args, kwargs)
     return self._run(entry, leaves, key)
 
   def _call_threading_refs(self, entry, leaves):
@@ -721,6 +734,9 @@ class PjitFunction:
         self._native, self._native_tries = None, NATIVE_TRIES   # the newest signature's
       return hit(leaves)
     staged = entry.staged
+    if self._inline_early:
+      return staged.out_tree.unflatten(core.eval_jaxpr(staged.jaxpr, (), *staged.consts,
+                                                       *leaves))
     outs = jit_p.bind(*staged.consts, *leaves, jaxpr=staged.jaxpr, name=self.__name__,
                       donated_invars=staged.donated, inline=self.inline,
                       keep_unused=self.keep_unused)

@@ -157,6 +157,9 @@ tree_util.register_pytree_node(
     Error, lambda e: ((e._pred, e._code, e._payloads), e._sites),
     lambda sites, ch: Error(ch[0], ch[1], ch[2], sites))
 
+# the Error of no failed check (`checkify.init_error`): get() is None, throw() does nothing
+init_error = Error(np.bool_(False), np.int32(0), (), ())
+
 
 # ------------------------------------------------------------------------------------
 # check_p

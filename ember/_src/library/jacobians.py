@@ -17,6 +17,7 @@ from ember._src.primitives.elementwise import convert_element_type
 from ember._src.primitives.structural import split_p
 from ember._src.transforms import ad
 from ember._src.transforms.batching import vmap
+from ember._src.driver.jit import jit
 
 
 def _std_basis(pytree):
@@ -125,3 +126,24 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
 def hessian(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False):
   """The Hessian of scalar `fun`: jacfwd(jacrev(fun))."""
   return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+
+
+def fwd_and_bwd(fun: Callable, argnums, has_aux: bool = False, jitted: bool = True):
+  """`(fwd, bwd)`, the forward and backward passes of `fun` (`jax.fwd_and_bwd`):
+  `fwd(*args)` is `(out, residuals)` (`(out, residuals, aux)` with `has_aux`), as
+  `jax.vjp(fun restricted to argnums, ...)` gives; `bwd(residuals, cotangent)` the cotangents
+  of the `argnums` arguments (one, not a tuple, when `argnums` is an int). Jitted by default,
+  so reusing `bwd` across steps compiles it once."""
+  ad._check_callable(fun, "fwd_and_bwd")
+  single = isinstance(argnums, (int, np.integer))
+
+  def fwd(*args, **kwargs):
+    partial_fun, dyn = ad._split_argnums(fun, args, kwargs, argnums, "fwd_and_bwd")
+    return ad.vjp(partial_fun, *dyn, has_aux=has_aux)
+
+  def bwd(fun_vjp, cotangent):
+    cts = fun_vjp(cotangent)
+    return cts[0] if single else cts
+  if jitted:
+    return jit(fwd), jit(bwd)
+  return fwd, bwd

@@ -20,8 +20,11 @@ A user primitive (`def_impl` + `def_abstract_eval`) with no lowering ember can r
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
+import os
+import sys
 import traceback
 from typing import Any, Callable, Sequence
 
@@ -40,6 +43,12 @@ from ember._src.transforms import batching
 # ------------------------------------------------------------------------------------
 
 
+# jax.debug.log's logger: "ember" (driver/cache_miss.py forwards its records to "jax"'s
+# handlers); the package's directory, to find the user's frame
+_log = logging.getLogger("ember")
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 class _NamedEffect(core.Effect):
   def __init__(self, name: str):
     self.name = name
@@ -49,7 +58,23 @@ class _NamedEffect(core.Effect):
 
 
 IOEffect, OrderedIOEffect = _NamedEffect("IO"), _NamedEffect("OrderedIO")
-DebugEffect, OrderedDebugEffect = _NamedEffect("Debug"), _NamedEffect("OrderedDebug")
+
+
+class DebugEffect(core.Effect):
+  """The effect of a debug callback (`jax.debug.DebugEffect`): may be dropped with no
+  output using it, reordered, run again."""
+  def __repr__(self):
+    return "Debug"
+
+
+class OrderedDebugEffect(core.Effect):
+  """The effect of an ordered debug callback (`jax.debug.OrderedDebugEffect`): runs in
+  program order."""
+  def __repr__(self):
+    return "OrderedDebug"
+
+
+debug_effect, ordered_debug_effect = DebugEffect(), OrderedDebugEffect()
 
 # ------------------------------------------------------------------------------------
 # Host functions: what the impl (eagerly) and the custom call (compiled) both run
@@ -145,12 +170,19 @@ def _debug_callback_host(*, callback, compiled=True, **_):
   return run
 
 
-def _debug_print_host(*, fmt, in_tree, static_args, np_printoptions, compiled=True, **_):
+def _debug_print_host(*, fmt, in_tree, static_args, np_printoptions, logging_record=None,
+                      compiled=True, **_):
   def run(*arrays):
     leaves = _merge_static(arrays, static_args)
     args, kwargs = tree_util.tree_unflatten(in_tree, leaves)
     with np.printoptions(**dict(np_printoptions)):
-      print(fmt.format(*args, **kwargs))
+      msg = fmt.format(*args, **kwargs)
+    if logging_record is None:
+      print(msg)
+    else:   # jax.debug.log: the record made at the call, with the message it ran with
+      record = copy.copy(logging_record)
+      record.msg = msg
+      _log.handle(record)
     return []
   return run
 
@@ -202,7 +234,7 @@ debug_callback_p = _declare_callback("debug_callback", _debug_callback_host,
                                      lambda *, effect, **_: frozenset([effect]))
 debug_print_p = _declare_callback(
     "debug_print", _debug_print_host,
-    lambda *, ordered, **_: frozenset([OrderedDebugEffect if ordered else DebugEffect]))
+    lambda *, ordered, **_: frozenset([ordered_debug_effect if ordered else debug_effect]))
 
 # ------------------------------------------------------------------------------------
 # Differentiation
@@ -375,7 +407,29 @@ def debug_callback(callback: Callable, *args, ordered: bool = False,
   flat_callback.__name__ = _callback_name(callback)
   debug_callback_p.bind(
       *dynamic, callback=_with_static(flat_callback, static),
-      effect=OrderedDebugEffect if ordered else DebugEffect, partitioned=partitioned)
+      effect=ordered_debug_effect if ordered else debug_effect, partitioned=partitioned)
+
+
+def debug_log(fmt: str, *args, ordered: bool = False, **kwargs) -> None:
+  """`jax.debug.print`, logged on the "ember" logger at INFO (forwarded to the "jax" logger's
+  handlers), with the caller's file and line (jax.debug.log)."""
+  if not isinstance(fmt, str):
+    raise TypeError(f"jax.debug.log: fmt must be a str, got {type(fmt).__name__}")
+  file, line = _user_frame()
+  record = _log.makeRecord(_log.name, logging.INFO, file, line, "", (), None)
+  dynamic, static, in_tree = _split_static(args, kwargs)
+  debug_print_p.bind(*dynamic, fmt=fmt, has_placeholders="{" in fmt, in_tree=in_tree,
+                     logging_record=record,
+                     np_printoptions=tuple(np.get_printoptions().items()), ordered=ordered,
+                     partitioned=False, static_args=static)
+
+
+def _user_frame() -> tuple[str, int]:
+  """(file, line) of the innermost caller outside ember."""
+  frame = sys._getframe(1)
+  while frame is not None and frame.f_code.co_filename.startswith(_EMBER_DIR):
+    frame = frame.f_back
+  return ("(unknown file)", 0) if frame is None else (frame.f_code.co_filename, frame.f_lineno)
 
 
 def debug_print(fmt: str, *args, ordered: bool = False, **kwargs) -> None:

@@ -539,9 +539,20 @@ custom_jvp_call_p.get_bind_params = _custom_jvp_get_bind_params
 custom_jvp_call_p.bind = _custom_jvp_bind
 
 
+def forward_def_attr(self, name: str):
+  """JAX's attribute forwarding of the custom_* wrappers: `defjvp`, `defvjp`, `def_vmap`
+  of the function wrapped (`custom_vjp(custom_vmap(f)).def_vmap`); nothing else."""
+  fun = self.__dict__.get("fun")
+  if name.startswith("def") and fun is not None:
+    return getattr(fun, name)
+  raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
 class custom_jvp:
   """A function with a custom JVP rule (`@custom_jvp`, then `f.defjvp(rule)` where
   `rule(primals, tangents) -> (primal_out, tangent_out)`, or `f.defjvps(*per_arg_rules)`)."""
+
+  __getattr__ = forward_def_attr
 
   def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
     functools.update_wrapper(self, fun)
@@ -694,6 +705,8 @@ custom_vjp_call_p.jvp = _custom_vjp_call_jvp
 class custom_vjp:
   """A function with a custom VJP: `f.defvjp(fwd, bwd)` where `fwd(*args) -> (out, res)`
   and `bwd(res, ct) -> tuple of cotangents, one per (non-nondiff) argument`."""
+
+  __getattr__ = forward_def_attr
 
   def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
     functools.update_wrapper(self, fun)

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
 from ember._src.primitives import eager_jit
 from ember._src.base import basearray, dtypes, tree_util
+from ember._src.base.config import config
 from ember._src import core
 from ember._src.library.lax import api as lax
 from ember._src.library.numpy.util import broadcast_arrays_rank
@@ -363,14 +365,17 @@ def _check_key_data(data) -> None:
     raise TypeError(f"invalid PRNG key data: expected dtype uint32, got {data.dtype}.")
 
 
-def _as_key_data(name: str, key, allow_batched: bool = False):
-  """(uint32 key data, was it a typed key) of a key argument, typed or raw."""
+def _as_key_data(name: str, key, allow_batched: bool = False, check_legacy: bool = True):
+  """(uint32 key data, was it a typed key) of a key argument, typed or raw (`check_legacy`:
+  apply jax_legacy_prng_key to a raw one; False where a later call does)."""
   if isinstance(key, PRNGKeyArray):
     data, typed = key._data, True
   elif core.is_arraylike(key) and not dtypes.is_python_scalar(key):
     if isinstance(key, (np.ndarray, np.generic)):
       key = Array(np.asarray(key))
     _check_key_data(key)
+    if check_legacy:
+      _check_legacy_key()
     data, typed = key, False
   else:
     raise TypeError(f"{name} expects a PRNG key (from random.key or random.PRNGKey) as its "
@@ -379,6 +384,21 @@ def _as_key_data(name: str, key, allow_batched: bool = False):
     raise ValueError(f"{name} accepts a single key, but was given a key array of shape "
                      f"{tuple(data.shape[:-1])} != (). Use vmap for batching.")
   return data, typed
+
+
+_LEGACY_KEY_MESSAGE = (
+    "Legacy uint32 key array passed as key to jax.random function. Please create keys using "
+    "jax.random.key(). If use of a raw key array was intended, set "
+    'jax_legacy_prng_key="allow".')
+
+
+def _check_legacy_key() -> None:
+  """A raw uint32 key given to a jax.random function: as jax_legacy_prng_key says."""
+  mode = config._values["jax_legacy_prng_key"]
+  if mode == "error":
+    raise ValueError(_LEGACY_KEY_MESSAGE)
+  if mode == "warn":
+    warnings.warn(_LEGACY_KEY_MESSAGE, stacklevel=4)
 
 
 def _ret(data, typed: bool):
@@ -475,7 +495,7 @@ def split(key, num=2):
 
 def fold_in(key, data):
   """A new key from a key and a 32-bit integer `data` (taken modulo uint32, like JAX)."""
-  _as_key_data("fold_in", key)
+  _as_key_data("fold_in", key, check_legacy=False)   # (_fold_in checks it)
   if type(data) in (int, bool):
     if not 0 <= data < 2 ** 32:
       raise OverflowError(f"Python integer {data} out of bounds for uint32")

@@ -235,11 +235,51 @@ def to_chrome_events(recorded: list, threads: dict, start_ns: int) -> list[dict]
   return out + spans
 
 
-def _write(log_dir: str, events: list[dict], xspace: bytes, perfetto: bool) -> list[str]:
+def export_profile_data(profile_data, log_dir: os.PathLike | str,
+                        create_perfetto_link: bool = False, create_perfetto_trace: bool = False,
+                        session_id: str | None = None) -> None:
+  """Write a finished trace (a stopped ProfileSession, or a ProfileData: JAX's files too)
+  under `log_dir`, in the layout `stop_trace` writes (`plugins/profile/<session_id or
+  timestamp>/`), `perfetto_trace.json.gz` too when asked (`jax.profiler.
+  export_profile_data`)."""
+  if isinstance(profile_data, ProfileSession):
+    if profile_data.is_running:
+      raise RuntimeError("Cannot export a ProfileSession while it is running. Call stop() "
+                         "first.")
+    if profile_data.profile_data is None:
+      raise RuntimeError("No profile data to export. Ensure the session has completed.")
+    data, chrome = profile_data.profile_data, profile_data.events
+  elif isinstance(profile_data, xplane.ProfileData):
+    data, chrome = profile_data, _chrome_events_of(profile_data)
+  else:
+    raise TypeError(f"Expected ProfileData or ProfileSession, got "
+                    f"{type(profile_data).__name__}")
+  files = _write(os.fspath(log_dir), chrome, data._data,
+                 create_perfetto_trace or create_perfetto_link, session_id)
+  if create_perfetto_link:
+    host_perfetto_trace_file(files[-1])
+
+
+def _chrome_events_of(data) -> list[dict]:
+  """A ProfileData's events as Chrome trace events: a process per plane, a thread per
+  line."""
+  out: list[dict] = []
+  for pid, plane in enumerate(data.planes, 1):
+    out.append({"ph": "M", "pid": pid, "name": "process_name", "args": {"name": plane.name}})
+    for tid, line in enumerate(plane.lines, 1):
+      out.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name",
+                  "args": {"name": line.name}})
+      out += [{"ph": "X", "pid": pid, "tid": tid, "ts": e.start_ns / 1e3,
+               "dur": e.duration_ns / 1e3, "name": e.name} for e in line.events]
+  return out
+
+
+def _write(log_dir: str, events: list[dict], xspace: bytes, perfetto: bool,
+           session_id: str | None = None) -> list[str]:
   """JAX's layout: plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.trace.json.gz (with
   `metadata`, as XProf writes it), <host>.xplane.pb (the XSpace, xplane.py) and
   perfetto_trace.json.gz (without `metadata`: Perfetto rejects unknown top-level keys)."""
-  stamp = datetime.datetime.now().strftime("%Y_%m_%d_%H_%M_%S")
+  stamp = session_id or datetime.datetime.now().strftime("%Y_%m_%d_%H_%M_%S")
   folder = os.path.join(os.path.abspath(log_dir), "plugins", "profile", stamp)
   os.makedirs(folder, exist_ok=True)
   doc = {"displayTimeUnit": "ns", "metadata": {"highres-ticks": True}, "traceEvents": events}
