@@ -110,3 +110,59 @@ def test_composite():
     ember.grad(lambda x: scale(x, k=3.))(1.0)
   with pytest.raises(ember.errors.UnexpectedTracerError, match="my.scale"):
     ember.jit(lambda x: scale(x, k=x))(1.0)
+
+
+_A = np.array([[3., 1.], [1., 2.]], np.float32)
+_B = np.array([1., 2.], np.float32)
+
+
+def _cg(matvec, b):
+  """A few conjugate-gradient steps in a while_loop (not reverse-differentiable itself)."""
+  def body(state):
+    x, r, p, i = state
+    ap = matvec(p)
+    alpha = (r @ r) / (p @ ap)
+    x, r_new = x + alpha * p, r - alpha * ap
+    p = r_new + (r_new @ r_new) / (r @ r) * p
+    return x, r_new, p, i + 1
+  x, *_ = lax.while_loop(lambda s: s[3] < 2, body, (jnp.zeros_like(b), b, b, 0))
+  return x
+
+
+def _solve(a, b, symmetric=True):
+  return lax.custom_linear_solve(lambda x: a @ x, b, _cg, None if symmetric else _cg,
+                                 symmetric=symmetric)
+
+
+def test_custom_linear_solve_values_and_derivatives():
+  inv = np.linalg.inv(_A.astype(np.float64))
+  want = inv @ _B
+  np.testing.assert_allclose(_solve(_A, _B), want, rtol=1e-6)
+  np.testing.assert_allclose(ember.jit(_solve)(_A, _B), want, rtol=1e-6)
+  # d x / d b = inv(A), through the while loop's solve in both modes
+  np.testing.assert_allclose(ember.jacfwd(_solve, argnums=1)(_A, _B), inv, rtol=1e-5)
+  np.testing.assert_allclose(ember.jacrev(_solve, argnums=1)(_A, _B), inv, rtol=1e-5)
+  # d sum(x) / d A = -outer(inv(A)^T 1, x)
+  np.testing.assert_allclose(ember.grad(lambda a: _solve(a, _B).sum())(_A),
+                             -np.outer(inv.T @ np.ones(2), want), rtol=1e-5, atol=1e-6)
+  np.testing.assert_allclose(ember.jit(ember.grad(lambda b: _solve(_A, b, False).sum()))(_B),
+                             inv.T @ np.ones(2), rtol=1e-5)
+  batched = ember.vmap(_solve, in_axes=(None, 0))(_A, np.stack([_B, 2 * _B]))
+  np.testing.assert_allclose(batched, np.stack([want, 2 * want]), rtol=1e-6)
+  assert "linear_solve[" in str(ember.make_jaxpr(_solve)(_A, _B))
+
+
+def test_custom_linear_solve_aux_and_errors():
+  def solve_aux(matvec, b):
+    x = _cg(matvec, b)
+    return x, {"residual": b - matvec(x)}
+  x, aux = lax.custom_linear_solve(lambda x: _A @ x, _B, solve_aux, symmetric=True,
+                                   has_aux=True)
+  np.testing.assert_allclose(x, np.linalg.solve(_A, _B), rtol=1e-6)
+  np.testing.assert_allclose(aux["residual"], [0., 0.], atol=1e-6)
+  no_transpose = lambda b: lax.custom_linear_solve(lambda x: _A @ x, b, _cg)
+  np.testing.assert_allclose(ember.jacfwd(no_transpose)(_B), np.linalg.inv(_A), rtol=1e-5)
+  with pytest.raises(TypeError, match="transpose_solve required"):
+    ember.grad(lambda b: no_transpose(b).sum())(_B)
+  with pytest.raises(TypeError, match="solve\\(\\) output pytree structure must match b"):
+    lax.custom_linear_solve(lambda x: _A @ x, _B, lambda mv, b: (b, b))

@@ -8,6 +8,7 @@ evaluation, jvp, transpose, batching, lowering):
 - loops.py: `while`; lax.while_loop, lax.fori_loop
 - scans.py: `scan`; lax.scan, lax.map, lax.associative_scan
 - barriers.py: stop_gradient, optimization_barrier
+- solves.py: `linear_solve`; lax.custom_linear_solve
 - common.py: what the constructs share (tracing sub-jaxprs, carry and branch checks, jaxpr
   surgery, the jvp/batching/lowering of a sub-jaxpr)
 
@@ -27,6 +28,8 @@ from ember._src.primitives.control.conditionals import cond, cond_p, switch  # n
 from ember._src.primitives.control.loops import fori_loop, while_loop, while_p  # noqa: F401
 from ember._src.primitives.control.scans import (  # noqa: F401
     associative_scan, map, scan, scan_p)
+from ember._src.primitives.control.solves import (  # noqa: F401
+    custom_linear_solve, linear_solve_p)
 
 __all__ = ["stop_gradient", "optimization_barrier", "cond", "switch", "while_loop",
-           "fori_loop", "scan", "map", "associative_scan"]
+           "fori_loop", "scan", "map", "associative_scan", "custom_linear_solve"]
