@@ -69,3 +69,15 @@ def test_approx_max_min_k():
     lax.approx_max_k(x, 9)
   with pytest.raises(ValueError, match="recall_target"):
     lax.approx_max_k(x, 2, recall_target=1.5)
+
+
+def test_copy_and_stage_primitives():
+  x = np.ones(3, np.float32)
+  out = lax.copy_p.bind(x)
+  np.testing.assert_array_equal(out, x)
+  np.testing.assert_array_equal(ember.jit(lax.copy_p.bind)(x), x)
+  np.testing.assert_array_equal(ember.vmap(lax.copy_p.bind)(x), x)
+  assert ember.grad(lambda v: lax.copy_p.bind(v) * 2.0)(1.0) == 2.0
+  assert ember.grad(lambda v: lax.stage_p.bind(v) * 3.0)(1.0) == 3.0
+  assert str(ember.make_jaxpr(lambda: lax.stage(np.ones(2, np.float32)))()) == (
+      "{ lambda a:f32[2]; . let b:f32[2] = stage a in (b,) }")

@@ -1,5 +1,5 @@
 """Small parts of jax.lax written with other lax functions: broadcast_like, empty,
-index_take, shape_as_value, stage, dce_sink, platform_dependent; and the type names lax
+index_take, shape_as_value, dce_sink, platform_dependent; and the type names lax
 exports for annotations (PrecisionLike, DotDimensionNumbers) and RandomAlgorithm."""
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import numpy as np
 from ember._src import core
 from ember._src.base import dtypes, tree_util
 from ember._src.library.lax import api as lax
-from ember._src.primitives.elementwise.convert import convert_element_type
 
-__all__ = ["broadcast_like", "empty", "index_take", "shape_as_value", "stage", "dce_sink",
+__all__ = ["broadcast_like", "empty", "index_take", "shape_as_value", "dce_sink",
            "platform_dependent", "PrecisionLike", "DotDimensionNumbers", "RandomAlgorithm"]
 
 PrecisionLike = Union[None, str, lax.Precision, tuple[str, str],
@@ -63,13 +62,6 @@ def index_take(src, idxs, axes: Sequence[int]):
 def shape_as_value(shape):
   """A (static) shape as an int32 vector."""
   return np.asarray(tuple(shape), dtype=np.int32).reshape(len(tuple(shape)))
-
-
-def stage(x):
-  """The identity, lifting `x` (a Python scalar, a NumPy array) into the active trace, or
-  into an ember Array outside any."""
-  aval = core.get_aval(x)
-  return convert_element_type(x, aval.dtype, weak_type=aval.weak_type)
 
 
 def dce_sink(val, *, prevent_mlir_dce: bool = False):
