@@ -1,5 +1,6 @@
 """lax.DotAlgorithmPreset / DotAlgorithm as dot_general's `precision`, with XLA:CPU's
-semantics (the errors jax 0.12.1 reports, jax's values for the presets the CPU runs)."""
+semantics (the errors jax 0.12.1 reports, jax's values for the presets the CPU runs); and
+lax.scaled_dot (block-scaled operands, against jax 0.12.1's values and NumPy)."""
 import numpy as np
 import pytest
 
@@ -44,3 +45,25 @@ def test_preset_properties_and_rejections():
   assert algorithm.lhs_component_count == 1
   with pytest.raises(ValueError, match="is not supported by dot_general on CPU"):
     lax.dot_general(_X, _X, (([1], [0]), ([], [])), precision=algorithm)
+
+
+def test_scaled_dot():
+  r = np.random.RandomState(0)
+  lhs = r.randn(2, 3, 8).astype(np.float32)
+  rhs = r.randn(2, 8, 4).astype(np.float32)
+  ls = r.rand(2, 3, 2).astype(np.float32) + 0.5
+  rs = r.rand(2, 2, 4).astype(np.float32) + 0.5
+  out = lax.scaled_dot(lhs, rhs, lhs_scale=ls, rhs_scale=rs, preferred_element_type=np.float32)
+  jax_first6 = [-1.9362411499023438, -4.496734619140625, -7.098202705383301,
+                -4.223140716552734, -0.7850227355957031, -3.0182647705078125]  # jax 0.12.1
+  np.testing.assert_array_equal(np.asarray(out).ravel()[:6], jax_first6)
+  want = np.einsum("bmk,bkn->bmn", lhs * np.repeat(ls, 4, axis=2), rhs * np.repeat(rs, 4, axis=1))
+  np.testing.assert_allclose(out, want, rtol=0.05, atol=0.05)   # bfloat16 operands
+  default = ember.jit(lambda *a: lax.scaled_dot(a[0], a[1], lhs_scale=a[2], rhs_scale=a[3]))(
+      lhs, rhs, ls, rs)
+  assert default.dtype == jnp.bfloat16 and default.shape == (2, 3, 4)
+  assert lax.scaled_dot(lhs[0], rhs[0]).shape == (3, 4)
+  with pytest.raises(TypeError, match="same rank"):
+    lax.scaled_dot(lhs, rhs, lhs_scale=ls[0])
+  with pytest.raises(TypeError, match="does not support 0-rank and 1-rank"):
+    lax.scaled_dot(lhs[0, 0], rhs[0, :, 0])

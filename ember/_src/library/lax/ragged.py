@@ -1,5 +1,9 @@
-"""Grouped ("ragged") matrix products: `ragged_dot`, `ragged_dot_general` and their
-`RaggedDotDimensionNumbers`, with JAX's three modes. Written as JAX's reference
+"""Grouped ("ragged") and block-scaled matrix products: `ragged_dot`, `ragged_dot_general`
+and their `RaggedDotDimensionNumbers`, with JAX's three modes; `scaled_dot`, XLA's
+decomposition of a dot of operands scaled per block of the contracting dimension
+(operands and scales rounded to bfloat16 and multiplied, then one dot_general).
+
+Ragged products: Written as JAX's reference
 decomposition: the ragged operand is expanded to a dense one with a leading group dimension,
 each group's rows masked to its slice (group g covers [sum(sizes[:g]), sum(sizes[:g+1]))),
 then one dot_general contracts (or batches over) the groups. Derivatives, vmap and jit follow
@@ -12,9 +16,10 @@ from typing import Sequence
 import numpy as np
 
 from ember._src import core
+from ember._src.base import dtypes
 from ember._src.library.lax import api as lax
 
-__all__ = ["RaggedDotDimensionNumbers", "ragged_dot", "ragged_dot_general"]
+__all__ = ["RaggedDotDimensionNumbers", "ragged_dot", "ragged_dot_general", "scaled_dot"]
 
 
 @dataclasses.dataclass(frozen=True, init=False)
@@ -147,3 +152,66 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
   return ragged_dot_general(lhs, rhs, group_sizes, _RAGGED_DOT_DNUMS, precision=precision,
                             preferred_element_type=preferred_element_type,
                             group_offset=group_offset)
+
+
+def _check_scaled_dot(lhs, rhs, lhs_scale, rhs_scale, dimension_numbers):
+  (lc, rc), (lb, rb) = dimension_numbers
+  avals = [core.get_aval(x) for x in (lhs, rhs, lhs_scale, rhs_scale) if x is not None]
+  if len({a.ndim for a in avals}) > 1:
+    raise TypeError(f"All input tensors must have the same rank. Got ranks "
+                    f"{[a.ndim for a in avals]}.")
+  if len(lb) != len(rb) or len(lc) != len(rc):
+    raise TypeError("LHS and RHS must have the same number of batch and contracting "
+                    f"dimensions, got {dimension_numbers}.")
+  ls, rs = core.get_aval(lhs).shape, core.get_aval(rhs).shape
+  for i, j in zip(lc, rc):
+    if ls[i] != rs[j]:
+      raise TypeError(f"LHS contracting dim {i} of size {ls[i]} does not match RHS "
+                      f"contracting dim {j} of size {rs[j]}.")
+  for name, x, scale, contract in (("LHS", lhs, lhs_scale, lc), ("RHS", rhs, rhs_scale, rc)):
+    if scale is None:
+      continue
+    xs, ss = core.get_aval(x).shape, core.get_aval(scale).shape
+    for d, (n, m) in enumerate(zip(xs, ss)):
+      if (d in contract and (m == 0 or n % m)) or (d not in contract and n != m):
+        raise TypeError(f"{name} scale shape {ss} does not fit operand shape {xs}: "
+                        f"contracting sizes must divide, other sizes must match.")
+
+
+def _blocks_expanded(scale, shape, contract):
+  """The scale repeated over each block of the contracting dimensions (a subchannel)."""
+  for d in contract:
+    n, m = shape[d], core.get_aval(scale).shape[d]
+    if n != m:
+      sshape = core.get_aval(scale).shape
+      wide = sshape[:d + 1] + (n // m,) + sshape[d + 1:]
+      scale = lax.broadcast_in_dim(scale, wide, tuple(i for i in range(len(wide))
+                                                      if i != d + 1))
+      scale = lax.reshape(scale, sshape[:d] + (n,) + sshape[d + 1:])
+  return scale
+
+
+def scaled_dot(lhs, rhs, *, lhs_scale=None, rhs_scale=None, dimension_numbers=None,
+               preferred_element_type=None):
+  """(lhs * lhs_scale) @ (rhs * rhs_scale) in `preferred_element_type` (bfloat16 by
+  default); a scale's contracting size divides its operand's (one scale per block)."""
+  ndim = core.get_aval(lhs).ndim
+  if dimension_numbers is None:
+    if ndim < 2:
+      raise TypeError("scaled_dot does not support 0-rank and 1-rank operands.")
+    batch = tuple(range(ndim - 2))
+    dimension_numbers = (((ndim - 1,), (ndim - 2,)), (batch, batch))
+  _check_scaled_dot(lhs, rhs, lhs_scale, rhs_scale, dimension_numbers)
+  (lc, rc), _ = dimension_numbers
+  bf16 = np.dtype(dtypes.bfloat16)
+
+  def scaled(x, scale, contract):
+    x = lax.convert_element_type(x, bf16)
+    if scale is None:
+      return x
+    scale = _blocks_expanded(scale, core.get_aval(x).shape, contract)
+    return lax.mul(x, lax.convert_element_type(scale, bf16))
+  out_dtype = bf16 if preferred_element_type is None else dtypes.check_user_dtype(
+      preferred_element_type, "scaled_dot")
+  return lax.dot_general(scaled(lhs, lhs_scale, lc), scaled(rhs, rhs_scale, rc),
+                         dimension_numbers, preferred_element_type=out_dtype)
