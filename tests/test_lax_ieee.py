@@ -163,6 +163,9 @@ def test_mulhi_exact(dt):
     if dt in (np.int32, np.int64):
       np.testing.assert_array_equal(ember.jit(lax.mulhi)(x, y), want)
   assert lax.mulhi(jnp.int32(-7), jnp.int32(1 << 30)) == -2            # as JAX
+  # compiled without x64: the 64-bit product still exact
+  np.testing.assert_array_equal(ember.jit(lax.mulhi)(np.array([-7, 5], np.int32),
+                                                     np.array([1 << 30] * 2, np.int32)), [-2, 1])
   np.testing.assert_array_equal(ember.vmap(lax.mulhi)(np.array([5, -7], np.int32),
                                                       np.array([1 << 30, 2**31 - 1], np.int32)),
                                 [1, -4])

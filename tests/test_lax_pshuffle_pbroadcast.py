@@ -1,5 +1,6 @@
 """lax.pshuffle (ppermute by sources), lax.pbroadcast (every index gets the source's
-value) under vmap and pmap with a named axis, their derivatives and errors (semantics from
+value), lax.ragged_all_to_all (against the docstring's pseudo-code) under vmap and pmap
+with a named axis, their derivatives and errors (semantics from
 JAX 0.12's docstrings: pbroadcast == psum(where(axis_index == source, x, 0)))."""
 import numpy as np
 import pytest

@@ -3,7 +3,6 @@ index_take, shape_as_value, dce_sink, platform_dependent; and the type names lax
 exports for annotations (PrecisionLike, DotDimensionNumbers) and RandomAlgorithm."""
 from __future__ import annotations
 
-import enum
 from typing import Any, Callable, Sequence, Union
 
 import numpy as np
@@ -11,6 +10,7 @@ import numpy as np
 from ember._src import core
 from ember._src.base import dtypes, tree_util
 from ember._src.library.lax import api as lax
+from ember._src.primitives.prng import RandomAlgorithm  # noqa: F401 (lax.RandomAlgorithm)
 
 __all__ = ["broadcast_like", "empty", "index_take", "shape_as_value", "dce_sink",
            "platform_dependent", "PrecisionLike", "DotDimensionNumbers", "RandomAlgorithm"]
@@ -19,13 +19,6 @@ PrecisionLike = Union[None, str, lax.Precision, tuple[str, str],
                       tuple[lax.Precision, lax.Precision]]
 DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
                             tuple[Sequence[int], Sequence[int]]]
-
-
-class RandomAlgorithm(enum.IntEnum):
-  """The bit generator algorithm of `rng_bit_generator` (XLA's RandomAlgorithm)."""
-  RNG_DEFAULT = 0
-  RNG_THREE_FRY = 1
-  RNG_PHILOX = 2
 
 
 def broadcast_like(arr, like_arr):

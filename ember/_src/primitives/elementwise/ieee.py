@@ -200,6 +200,11 @@ def _np_mulhi(x, y, **_):
 
 
 def _lax_mulhi(x, y):
+  with enable_x64(True):   # the 64-bit product whatever the caller's mode
+    return _lax_mulhi_x64(x, y)
+
+
+def _lax_mulhi_x64(x, y):
   dt = core.get_aval(x).dtype
   nbits = dt.itemsize * 8
   if nbits < 64:
