@@ -16,7 +16,7 @@ from ember._src import lower as lowering
 from ember._src.base import dtypes
 from ember._src.base.config import enable_x64
 from ember._src.core import ShapedArray
-from ember._src.primitives import broadcasting_shape, declare
+from ember._src.primitives import broadcasting_shape, declare, eager_jit
 from ember._src.primitives import elementwise as ew
 from ember._src.primitives.structural import (broadcast_in_dim, concatenate, full_like, iota,
                                               reshape, slice_in_dim)
@@ -159,20 +159,14 @@ def _rbg_composite(key, *, shape, dtype, algorithm, out_sharding=None):
 
 
 def _rbg_impl(key, **params):
+  """The composite, compiled once per parameters (primitives/eager_jit.py)."""
+  static = tuple(sorted((k, v) for k, v in params.items() if k != "out_sharding"))
   with enable_x64(True):   # the uint64 outputs need 64-bit types whatever the mode
-    return [np.asarray(v) for v in _compiled_rbg(params)(key)]
+    return [np.asarray(v) for v in eager_jit.call(_rbg_composite, static, _rbg_body, key)]
 
 
-_COMPILED_RBG: dict = {}
-
-
-def _compiled_rbg(params):
-  # deferred: the jit driver sits above the primitive families
-  from ember._src.driver.jit import jit
-  key = tuple(sorted((k, v) for k, v in params.items() if k != "out_sharding"))
-  if key not in _COMPILED_RBG:
-    _COMPILED_RBG[key] = jit(lambda k: _rbg_composite(k, **dict(key)))
-  return _COMPILED_RBG[key]
+def _rbg_body(fun, static, key):
+  return fun(key, **dict(static))
 
 
 def _rbg_lower_fun(key, **params):
