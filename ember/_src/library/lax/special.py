@@ -108,7 +108,11 @@ def _as_primitive(name, value_fn, *jvp_rules):
   the composite's own derivative."""
   value_fn = _broadcasting(value_fn)
   compiled = jit(value_fn)
-  p = naryop(name, lambda *xs, **_: np.asarray(compiled(*xs)), FLOAT)
+  def impl(*xs, **_):
+    if any(np.asarray(x).dtype.kind != "f" for x in xs):
+      raise TypeError(f"{name} does not accept non-floating operands")
+    return np.asarray(compiled(*xs))
+  p = naryop(name, impl, FLOAT)
   p.lower = lowering.lower_fun(value_fn, multiple_results=False)
   if jvp_rules:
     ad.defjvp2(p, *jvp_rules)

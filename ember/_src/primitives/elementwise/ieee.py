@@ -285,6 +285,8 @@ def _horner(x, coeffs, step):
 
 
 def _np_polynomial(x, *coeffs, unroll=None):
+  if not coeffs:
+    raise TypeError("polynomial requires at least one coefficient.")
   if dtype_kind(x.dtype) == "f":
     out = _horner(x, coeffs, _np_fmuladd)
   else:
