@@ -204,9 +204,9 @@ def _approx_abstract_eval(x, *, k, reduction_dimension, recall_target, is_max_k,
 def _approx_impl(x, *, k, reduction_dimension, is_max_k, **_):
   if is_max_k:
     return reference_sorting.top_k(x, k=k, axis=reduction_dimension, is_stable=True)
-  iota = np.broadcast_to(np.expand_dims(np.arange(x.shape[reduction_dimension], dtype=np.int32),
-                                        tuple(i for i in range(x.ndim) if i != reduction_dimension)),
-                         x.shape)
+  d = reduction_dimension
+  others = tuple(i for i in range(x.ndim) if i != d)
+  iota = np.broadcast_to(np.expand_dims(np.arange(x.shape[d], dtype=np.int32), others), x.shape)
   vals, idx = reference_sorting.sort(x, iota, dimension=reduction_dimension, is_stable=True,
                                      num_keys=1)
   first = (slice(None),) * reduction_dimension + (slice(0, k),)

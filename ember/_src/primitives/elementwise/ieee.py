@@ -22,8 +22,8 @@ from ember._src.transforms import ad
 from ember._src.primitives import (BOOL, FLOAT, INTS, NUMERIC, bind_elementwise, dtype_kind,
                                    naryop, strict_scalars, unary)
 from ember._src.primitives.elementwise.common import _binary_fn, _unary_fn, _zeros
-from ember._src.primitives.elementwise.arithmetic import (
-    abs, add, div, fma, fma_p, is_finite, mul, neg, round, square, sub)  # noqa: A004 - lax.abs, round
+from ember._src.primitives.elementwise.arithmetic import (  # noqa: A004 - lax.abs, lax.round
+    abs, add, div, fma, fma_p, is_finite, mul, neg, round, square, sub)
 from ember._src.primitives.elementwise.convert import (bitcast_convert_type,
                                                        convert_element_type)
 from ember._src.primitives.elementwise.logical import (
