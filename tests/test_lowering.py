@@ -297,6 +297,20 @@ CASES = [
                               x.astype(np.int64) + (_BIG * 100).astype(np.int32),
                               x > _BIG, x.astype(np.uint8) + np.arange(100, dtype=np.uint8).reshape(10, 10)],
      (rng.normal(size=(10, 10)).astype(np.float32),)),
+    # lax's IEEE 754-2019 functions and exact arithmetic (primitives/elementwise/ieee.py)
+    ("ieee", lambda x, u, i: [
+        lax.sinpi(x), lax.cospi(x), lax.tanpi(x), lax.asinpi(u), lax.acospi(u), lax.atanpi(x),
+        lax.atan2pi(x, u), lax.exp2m1(x), lax.log2p1(u), lax.one_minus_square(x),
+        lax.mulhi(i, i * 1000003), lax.fmuladd(x, u, x), lax.polynomial(x, [u, 2.0, x]),
+        lax.eq_to_p.bind(x, u), lax.le_to_p.bind(x, u), lax.lt_to_p.bind(i, i * 2)],
+     (XN, UNIT, I32), 3e-7),
+    ("ieee_more", lambda x, k: [
+        *lax.approx_max_k(x, 2), *lax.approx_min_k(x, 2, reduction_dimension=0),
+        lax.copy_p.bind(x), lax.stage_p.bind(x),
+        lax.custom_linear_solve(lambda v: v * 2.0, x, lambda mv, b: b / 2.0, symmetric=True),
+        *lax.rng_bit_generator(k, (5,)),
+        *lax.rng_bit_generator(k, (3,), algorithm=lax.RandomAlgorithm.RNG_THREE_FRY)],
+     (X, np.array([1, 2, 3, 4], np.uint32))),
     ("passthrough", lambda x, y: [x, y, x], (X, I32)),
     ("scalars", lambda a, b: [a * b + 1, jnp.sin(a), a > b], (np.float32(2.0), np.float32(3.0))),
     ("control_flow", lambda x: [

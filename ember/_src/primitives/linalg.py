@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import enum
 import operator
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ember._src import core
 from ember._src.base import dtypes
-from ember._src.base.config import config
+from ember._src.base.config import config, enable_x64
 from ember._src.core import ShapedArray
 from ember._src.primitives import declare, dtype_kind
 from ember._src.reference import linalg as reference_linalg
@@ -23,7 +24,7 @@ from ember._src.transforms import ad
 from ember._src.primitives.structural import transpose
 from ember._src.primitives.elementwise import convert_element_type
 
-__all__ = ["dot_general", "dot", "batch_matmul", "Precision"]
+__all__ = ["dot_general", "dot", "batch_matmul", "Precision", "DotAlgorithm", "DotAlgorithmPreset"]
 
 
 class Precision(enum.Enum):
@@ -48,6 +49,98 @@ _PRECISION_STRINGS = {
     "high": Precision.HIGH, "bfloat16_3x": Precision.HIGH, "tensorfloat32": Precision.HIGH,
     "default": Precision.DEFAULT, "bfloat16": Precision.DEFAULT, "fastest": Precision.DEFAULT,
 }
+
+
+class DotAlgorithm(NamedTuple):
+  """A dot algorithm by its storage and accumulation types (`lax.DotAlgorithm`). As JAX's
+  CPU backend, ember's dot_general rejects it: use a DotAlgorithmPreset."""
+  lhs_precision_type: Any
+  rhs_precision_type: Any
+  accumulation_type: Any
+  lhs_component_count: int = 1
+  rhs_component_count: int = 1
+  num_primitive_operations: int = 1
+  allow_imprecise_accumulation: bool = False
+
+
+class DotAlgorithmPreset(enum.Enum):
+  """Named dot algorithms (`lax.DotAlgorithmPreset`): the operand types an algorithm takes
+  and the type it accumulates in. On the CPU (as XLA:CPU) operands of an unsupported type
+  are converted to the first supported one and accumulated in `accumulation_type`; the
+  8-bit, TF32, BF16_BF16_BF16 and BF16_BF16_F32_X9 algorithms are rejected."""
+  DEFAULT = enum.auto()
+  ANY_F8_ANY_F8_F32 = enum.auto()
+  ANY_F8_ANY_F8_F32_FAST_ACCUM = enum.auto()
+  ANY_F8_ANY_F8_ANY = enum.auto()
+  ANY_F8_ANY_F8_ANY_FAST_ACCUM = enum.auto()
+  F16_F16_F16 = enum.auto()
+  F16_F16_F32 = enum.auto()
+  BF16_BF16_BF16 = enum.auto()
+  BF16_BF16_F32 = enum.auto()
+  BF16_BF16_F32_X3 = enum.auto()
+  BF16_BF16_F32_X6 = enum.auto()
+  BF16_BF16_F32_X9 = enum.auto()
+  F8E4M3FN_F8E4M3FN_F32_X3 = enum.auto()
+  F8E4M3FN_F8E4M3FN_F32_X4 = enum.auto()
+  TF32_TF32_F32 = enum.auto()
+  TF32_TF32_F32_X3 = enum.auto()
+  F32_F32_F32 = enum.auto()
+  F64_F64_F64 = enum.auto()
+
+  def __repr__(self):
+    return f"{type(self).__name__}.{self.name}"
+
+  def __str__(self):
+    return self.name
+
+  @property
+  def supported_lhs_types(self):
+    name = self.name
+    if name == "DEFAULT" or name.startswith("ANY_F8"):
+      return None
+    if name.startswith("F16_"):
+      return (np.float16,)
+    if name in ("BF16_BF16_BF16", "BF16_BF16_F32"):
+      return (dtypes.bfloat16, np.float32)
+    if name.startswith("F8E4M3FN"):
+      return (np.float32, dtypes.bfloat16)
+    return (np.float64,) if name == "F64_F64_F64" else (np.float32,)
+
+  @property
+  def supported_rhs_types(self):
+    return self.supported_lhs_types
+
+  @property
+  def accumulation_type(self):
+    name = self.name
+    if name in ("DEFAULT", "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM"):
+      return None
+    return {"F16_F16_F16": np.float16, "BF16_BF16_BF16": dtypes.bfloat16,
+            "F64_F64_F64": np.float64}.get(name, np.float32)
+
+
+_CPU_REJECTED_PRESETS = ("ANY_F8", "F8E4M3FN", "TF32", "BF16_BF16_BF16", "BF16_BF16_F32_X9")
+
+
+def _dot_with_algorithm(lhs, rhs, dimension_numbers, algorithm, preferred_element_type):
+  """dot_general as XLA:CPU runs `algorithm`: operands of a type it does not take are
+  converted to its first type, the product accumulated in its accumulation type, the result
+  converted to the dot's own output type."""
+  if isinstance(algorithm, DotAlgorithm) or algorithm.name.startswith(_CPU_REJECTED_PRESETS):
+    raise ValueError(f"The precision '{algorithm}' is not supported by dot_general on CPU")
+  dims = _canonicalize_dimension_numbers(dimension_numbers)
+  out_dt = reference_linalg.dot_dtype(core.get_aval(lhs).dtype, core.get_aval(rhs).dtype,
+                                      preferred_element_type)
+  types = algorithm.supported_lhs_types
+  if types is None or core.get_aval(lhs).dtype in map(np.dtype, types):
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=None,
+                              preferred_element_type=preferred_element_type, out_sharding=None)
+  with enable_x64(True):   # F64_F64_F64 computes in float64 in any mode, as XLA
+    lhs, rhs = (convert_element_type(x, types[0]) for x in (lhs, rhs))
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=dims, precision=None,
+                             preferred_element_type=np.dtype(algorithm.accumulation_type),
+                             out_sharding=None)
+    return convert_element_type(out, out_dt)
 
 
 def canonicalize_precision(precision):
@@ -214,6 +307,8 @@ def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_t
                        f"products; got lhs_shape={ls} rhs_shape={rs}")
   pet = (None if preferred_element_type is None
          else dtypes.check_user_dtype(preferred_element_type, "dot"))
+  if isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+    return _dot_with_algorithm(lhs, rhs, dimension_numbers, precision, pet)
   return dot_general_p.bind(
       lhs, rhs, dimension_numbers=_canonicalize_dimension_numbers(dimension_numbers),
       precision=canonicalize_precision(precision), preferred_element_type=pet,

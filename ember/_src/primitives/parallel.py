@@ -26,12 +26,13 @@ from ember._src.primitives import reductions, structural
 from ember._src.transforms import batching
 from ember._src.transforms import ad
 from ember._src.primitives.structural import iota
-from ember._src.primitives.structural import expand_dims, reshape, squeeze
-from ember._src.primitives.elementwise import convert_element_type
+from ember._src.primitives.structural import (broadcast_in_dim, expand_dims, full_like, reshape,
+                                              squeeze)
+from ember._src.primitives.elementwise import convert_element_type, eq, select
 from ember._src.runtime import collectives
 
 __all__ = ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "all_to_all",
-           "pswapaxes", "ppermute", "axis_index", "axis_size"]
+           "pswapaxes", "ppermute", "axis_index", "axis_size", "pshuffle", "pbroadcast"]
 
 
 def _as_tuple(axis_name) -> tuple:
@@ -651,6 +652,31 @@ def ppermute(x, axis_name, perm):
     raise ValueError(f"ppermute perm {perm} has indices outside the axis {names} of size "
                      f"{size}")
   return tree_util.tree_map(lambda v: ppermute_p.bind(v, axis_name=names, perm=perm), x)
+
+
+def pshuffle(x, axis_name, perm):
+  """`ppermute` with the permutation given by sources: index i receives perm[i]'s `x`."""
+  perm = [int(p) for p in perm]
+  if set(perm) != set(range(len(perm))):
+    raise ValueError(f"`perm` does not represent a permutation: {perm}")
+  return ppermute(x, axis_name, list(zip(perm, range(len(perm)))))
+
+
+def pbroadcast(x, axis_name, source):
+  """Every index along `axis_name` gets the `x` (a pytree) of index `source` (an int or an
+  int32 scalar): XLA's CollectiveBroadcast, as the psum of `x` masked to the source."""
+  if isinstance(source, int):
+    size = _axis_size(_as_tuple(axis_name))
+    if not 0 <= source < size:
+      raise ValueError(f"pbroadcast: source {source} is outside the axis {axis_name!r} of "
+                       f"size {size}")
+  at_source = eq(axis_index(axis_name), convert_element_type(source, np.int32))
+
+  def leaf(v):
+    shape = core.get_aval(v).shape
+    pred = broadcast_in_dim(at_source, shape, ()) if shape else at_source
+    return psum(select(pred, v, full_like(v, 0)), axis_name)
+  return tree_util.tree_map(leaf, x)
 
 
 def axis_index(axis_name):

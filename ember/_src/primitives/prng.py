@@ -1,14 +1,27 @@
-"""The PRNG's one primitive: `threefry2x32`, the hash the threefry2x32 PRNG (ember._src.
+"""The PRNG primitives: `threefry2x32`, the hash the threefry2x32 PRNG (ember._src.
 prng_keys) builds keys and random bits from, with its rules: the shape rule, the NumPy
 impl (reference/threefry.py), a broadcasting batching rule and the lowering to its uint32
-rounds (native code, no runtime call)."""
+rounds (native code, no runtime call); and `rng_bit_generator` (`lax.rng_bit_generator`),
+XLA:CPU's RngBitGenerator bit for bit: Philox4x32-10 (the default) or ThreeFry-2x32 over a
+counter, the key u32[4] read as two u64 words (key, counter)."""
 from __future__ import annotations
 
+import enum
+import operator
+
+import numpy as np
+
+from ember._src import core
+from ember._src import lower as lowering
 from ember._src.base import dtypes
+from ember._src.base.config import enable_x64
 from ember._src.core import ShapedArray
-from ember._src.primitives import broadcasting_shape, declare
+from ember._src.primitives import broadcasting_shape, declare, eager_jit
+from ember._src.primitives import elementwise as ew
+from ember._src.primitives.structural import (broadcast_in_dim, concatenate, full_like, iota,
+                                              reshape, slice_in_dim)
 from ember._src.reference import threefry as threefry_ref
-from ember._src.transforms import batching
+from ember._src.transforms import ad, batching
 
 _U32 = dtypes.uint32
 
@@ -54,3 +67,141 @@ def threefry2x32(k1, k2, x1, x2):
   """Hash the counter pairs (x1, x2) with the key (k1, k2); all uint32, broadcasting as lax
   elementwise operations do. Returns the two uint32 output words."""
   return threefry2x32_p.bind(k1, k2, x1, x2)
+
+
+# --- rng_bit_generator ------------------------------------------------------------------
+
+class RandomAlgorithm(enum.IntEnum):
+  """The bit generator algorithm of `rng_bit_generator` (XLA's RandomAlgorithm)."""
+  RNG_DEFAULT = 0
+  RNG_THREE_FRY = 1
+  RNG_PHILOX = 2
+
+  def __str__(self):
+    return self.name
+
+
+_BITS_DTYPES = tuple(map(np.dtype, (np.uint8, np.uint16, np.uint32, np.uint64)))
+# Philox4x32-10's multipliers and Weyl key increments (Salmon et al. 2011)
+_PHILOX_M = (0xD2511F53, 0xCD9E8D57)
+_PHILOX_W = (0x9E3779B9, 0xBB67AE85)
+
+
+def _rbg_abstract_eval(key, *, shape, dtype, algorithm, out_sharding=None):
+  if key.shape != (4,) or key.dtype != _U32:
+    raise TypeError(f"rng_bit_generator: key must be a uint32[4] array, got "
+                    f"{key.str_short()}")
+  return [key.update(weak_type=False), ShapedArray(shape, dtype)]
+
+
+def _philox_rounds(k0, k1, c):
+  c = list(c)
+  for _ in range(10):
+    m0, m1 = (_full_u32(c[0], m) for m in _PHILOX_M)
+    hi0, lo0 = ew.mulhi(m0, c[0]), ew.mul(m0, c[0])
+    hi1, lo1 = ew.mulhi(m1, c[2]), ew.mul(m1, c[2])
+    c = [ew.bitwise_xor(ew.bitwise_xor(hi1, c[1]), k0), lo1,
+         ew.bitwise_xor(ew.bitwise_xor(hi0, c[3]), k1), lo0]
+    k0 = ew.add(k0, _full_u32(k0, _PHILOX_W[0]))
+    k1 = ew.add(k1, _full_u32(k1, _PHILOX_W[1]))
+  return c
+
+
+def _full_u32(like, v):
+  return full_like(like, np.uint32(v))
+
+
+def _add_with_carry(words, i):
+  """The multi-word little-endian counter `words` plus the uint32 vector `i`."""
+  out, carry = [], i
+  for w in words:
+    s = ew.add(w, carry)
+    carry = ew.convert_element_type(ew.lt(s, carry), _U32)
+    out.append(s)
+  return out
+
+
+def _rbg_words(key, n32, algorithm):
+  """The first `n32` uint32 words of the generator's stream, and the new key."""
+  word = lambda j: reshape(slice_in_dim(key, j, j + 1), ())
+  k0, k1, s0, s1 = (word(j) for j in range(4))
+  threefry = RandomAlgorithm(algorithm) == RandomAlgorithm.RNG_THREE_FRY
+  per_block = 2 if threefry else 4
+  blocks = -(-n32 // per_block)
+  i = iota(_U32, blocks)
+  b = lambda v: broadcast_in_dim(v, (blocks,), ())
+  if threefry:
+    c0, c1 = _add_with_carry([b(s0), b(s1)], i)
+    outs = threefry2x32(b(k0), b(k1), c0, c1)
+  else:   # the 128-bit counter: the counter word, then the key word
+    c = _add_with_carry([b(s0), b(s1), b(k0), b(k1)], i)
+    outs = _philox_rounds(b(k0), b(k1), c)
+  stream = reshape(concatenate([reshape(o, (blocks, 1)) for o in outs], 1),
+                   (blocks * per_block,))
+  n0, n1 = (reshape(v, ()) for v in _add_with_carry(
+      [reshape(s0, (1,)), reshape(s1, (1,))], full_like(reshape(s0, (1,)), np.uint32(blocks))))
+  new_key = concatenate([reshape(v, (1,)) for v in (k0, k1, n0, n1)], 0)
+  return slice_in_dim(stream, 0, n32), new_key
+
+
+def _rbg_composite(key, *, shape, dtype, algorithm, out_sharding=None):
+  n = int(np.prod(shape, dtype=np.int64))
+  wide = dtype == np.uint64
+  words, new_key = _rbg_words(key, n * (2 if wide else 1), algorithm)
+  if wide:   # consecutive words, the low one first
+    pairs = reshape(words, (n, 2))
+    lo, hi = (ew.convert_element_type(reshape(slice_in_dim(pairs, j, j + 1, axis=1), (n,)),
+                                      np.uint64) for j in (0, 1))
+    bits = ew.bitwise_or(lo, ew.shift_left(hi, full_like(hi, np.uint64(32))))
+  else:      # narrower types keep each word's low bits
+    bits = ew.convert_element_type(words, dtype)
+  return [new_key, reshape(bits, tuple(shape))]
+
+
+def _rbg_impl(key, **params):
+  """The composite, compiled once per parameters (primitives/eager_jit.py)."""
+  static = tuple(sorted((k, v) for k, v in params.items() if k != "out_sharding"))
+  with enable_x64(True):   # the uint64 outputs need 64-bit types whatever the mode
+    return [np.asarray(v) for v in eager_jit.call(_rbg_composite, static, _rbg_body, key)]
+
+
+def _rbg_body(fun, static, key):
+  return fun(key, **dict(static))
+
+
+def _rbg_lower_fun(key, **params):
+  with enable_x64(True):
+    return _rbg_composite(key, **params)
+
+
+rng_bit_generator_p = declare("rng_bit_generator", _rbg_abstract_eval, _rbg_impl,
+                              multiple_results=True)
+rng_bit_generator_p.lower = lowering.lower_fun(_rbg_lower_fun)
+ad.defjvp_zero(rng_bit_generator_p)
+
+
+def _rbg_batch(axis_data, vals, dims, **params):
+  """One generator per key of the batch (the keys are independent streams)."""
+  key = batching.bdim_at_front(vals[0], dims[0], axis_data.size)
+  outs = [rng_bit_generator_p.bind(reshape(slice_in_dim(key, b, b + 1), (4,)), **params)
+          for b in range(axis_data.size)]
+  return [concatenate([reshape(o[j], (1,) + core.get_aval(o[j]).shape) for o in outs], 0)
+          for j in (0, 1)], [0, 0]
+
+
+rng_bit_generator_p.batch = _rbg_batch
+
+
+def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=None, *, out_sharding=None):
+  """(new key, random bits of `shape` and unsigned `dtype`) from a uint32[4] key, with
+  XLA:CPU's algorithms (`lax.RandomAlgorithm`; the default is Philox)."""
+  try:
+    algorithm = RandomAlgorithm(RandomAlgorithm.RNG_DEFAULT if algorithm is None else algorithm)
+  except ValueError:
+    raise ValueError(f"rng_bit_generator: unknown algorithm {algorithm!r}") from None
+  dtype = dtypes.check_user_dtype(dtype, "rng_bit_generator")
+  if dtype not in _BITS_DTYPES:
+    raise TypeError(f"rng_bit_generator: unsupported dtype {dtype}")
+  shape = tuple(operator.index(d) for d in shape)
+  return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=dtype, algorithm=algorithm,
+                                        out_sharding=out_sharding))

@@ -1,4 +1,5 @@
-"""sort (variadic, lexicographic over the first `num_keys` operands) and top_k.
+"""sort (variadic, lexicographic over the first `num_keys` operands), top_k, and
+approx_max_k/approx_min_k (`approx_top_k_p`: exact on the CPU, as JAX's CPU fallback).
 
 Orders follow XLA/JAX: sort is ascending with every NaN last and -0.0 == 0.0 (stable, so
 they keep their input order); complex keys sort by (real, imag). top_k is descending and
@@ -11,13 +12,14 @@ import operator
 import numpy as np
 
 from ember._src import core
+from ember._src import lower as lowering
 from ember._src.core import ShapedArray
 from ember._src.hlo.graph import Shape, TupleShape
 from ember._src.primitives import ANY, BOOL, FLOAT, INTS, check_dtype, declare, dtype_kind
 from ember._src.reference import sorting as reference_sorting
 from ember._src.transforms import batching
 
-__all__ = ["sort", "sort_key_val", "top_k"]
+__all__ = ["sort", "sort_key_val", "top_k", "approx_max_k", "approx_min_k"]
 
 
 def _canonicalize_axis(axis, ndim: int) -> int:
@@ -182,3 +184,81 @@ def top_k(operand, k: int, *, axis: int = -1, is_stable: bool = True):
 # switch to compiled code at any time (core/primitive.py's `reference_exact`)
 for _p in (sort_p, top_k_p):
   _p.reference_exact = True
+
+
+# --- approx_max_k, approx_min_k: on the CPU XLA computes them exactly (a sort) -----------
+
+def _approx_abstract_eval(x, *, k, reduction_dimension, recall_target, is_max_k,
+                          reduction_input_size_override, aggregate_to_topk):
+  check_dtype("approx_top_k", x, BOOL + INTS + FLOAT, "operand")
+  if not 0 <= reduction_dimension < x.ndim:
+    raise ValueError(f"Invalid reduction dimension {reduction_dimension} for operand of "
+                     f"shape {x.shape}")
+  if not 0 < k <= x.shape[reduction_dimension]:
+    raise ValueError(f"k must be positive and no larger than the reduction dimension's size "
+                     f"{x.shape[reduction_dimension]}, got k={k}")
+  shape = x.shape[:reduction_dimension] + (k,) + x.shape[reduction_dimension + 1:]
+  return [x.update(shape=shape), ShapedArray(shape, np.int32)]
+
+
+def _approx_impl(x, *, k, reduction_dimension, is_max_k, **_):
+  if is_max_k:
+    return reference_sorting.top_k(x, k=k, axis=reduction_dimension, is_stable=True)
+  d = reduction_dimension
+  others = tuple(i for i in range(x.ndim) if i != d)
+  iota = np.broadcast_to(np.expand_dims(np.arange(x.shape[d], dtype=np.int32), others), x.shape)
+  vals, idx = reference_sorting.sort(x, iota, dimension=reduction_dimension, is_stable=True,
+                                     num_keys=1)
+  first = (slice(None),) * reduction_dimension + (slice(0, k),)
+  return [vals[first], idx[first]]
+
+
+def _approx_lowered(x, *, k, reduction_dimension, is_max_k, **_):
+  """top_k for the largest; for the smallest, a stable ascending sort (NaN last) cut at k."""
+  # deferred: structural builds on this family
+  from ember._src.primitives.structural import broadcasted_iota, slice_in_dim
+  if is_max_k:
+    return top_k_p.bind(x, k=k, axis=reduction_dimension, is_stable=True)
+  aval = core.get_aval(x)
+  iota = broadcasted_iota(np.int32, aval.shape, reduction_dimension)
+  vals, idx = sort_p.bind(x, iota, dimension=reduction_dimension, is_stable=True, num_keys=1)
+  return [slice_in_dim(v, 0, k, axis=reduction_dimension) for v in (vals, idx)]
+
+
+approx_top_k_p = declare("approx_top_k", _approx_abstract_eval, _approx_impl,
+                         multiple_results=True)
+approx_top_k_p.reference_exact = True
+approx_top_k_p.lower = lowering.lower_fun(_approx_lowered)
+approx_top_k_p.batch = lambda axis_data, vals, dims, *, reduction_dimension, **params: (
+    approx_top_k_p.bind(vals[0], reduction_dimension=reduction_dimension + (
+        dims[0] <= reduction_dimension), **params), [dims[0]] * 2)
+
+
+def _approx_k(operand, k, reduction_dimension, recall_target, reduction_input_size_override,
+              aggregate_to_topk, is_max_k):
+  ndim = core.get_aval(operand).ndim
+  if ndim == 0:
+    raise ValueError("approx_top_k requires an operand of at least one dimension.")
+  if not 0 < recall_target <= 1:
+    raise ValueError(f"recall_target must be in (0, 1], got {recall_target}")
+  return approx_top_k_p.bind(
+      operand, k=operator.index(k),
+      reduction_dimension=_canonicalize_axis(reduction_dimension, ndim),
+      recall_target=float(recall_target), is_max_k=is_max_k,
+      reduction_input_size_override=int(reduction_input_size_override),
+      aggregate_to_topk=bool(aggregate_to_topk))
+
+
+def approx_max_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True):
+  """The k largest entries along `reduction_dimension` and their indices: exact on the CPU
+  (XLA's fallback sorts), so the recall is 1."""
+  return _approx_k(operand, k, reduction_dimension, recall_target,
+                   reduction_input_size_override, aggregate_to_topk, True)
+
+
+def approx_min_k(operand, k: int, reduction_dimension: int = -1, recall_target: float = 0.95,
+                 reduction_input_size_override: int = -1, aggregate_to_topk: bool = True):
+  """The k smallest entries along `reduction_dimension` (ascending) and their indices."""
+  return _approx_k(operand, k, reduction_dimension, recall_target,
+                   reduction_input_size_override, aggregate_to_topk, False)

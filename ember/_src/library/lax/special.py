@@ -1,9 +1,10 @@
 """lax's incomplete gamma and beta functions, polygamma, Hurwitz zeta and bessel_i1e
 (`jax.lax.igamma`, `igammac`, `igamma_grad_a`, `random_gamma_grad`, `betainc`,
-`polygamma`, `zeta`, `bessel_i1e`), written as composites of lax ops, as JAX's
-lax/special.py lowers them: jit, vmap and the compiler see only existing primitives, and
-a `custom_jvp` gives each JAX's derivatives (igamma in a via igamma_grad_a; betainc in x
-only; polygamma in x only; zeta by differentiating its sum).
+`polygamma`, `zeta`, `bessel_i1e`) and their primitives (`igamma_p`, ...,
+`regularized_incomplete_beta_p`, as JAX's): each primitive's lowering is a composite of lax
+ops, as JAX's lax/special.py lowers them, its NumPy impl that composite compiled, and its
+jvp JAX's rule (igamma in a via igamma_grad_a; betainc in x only; polygamma in x only; zeta
+and igamma_grad_a by differentiating their composites).
 
 The incomplete gamma function is Cephes' power series (x < 1 or x < a) or Legendre's
 continued fraction for Q = 1 - P, each run as a whole-array `while_loop` in which an
@@ -20,14 +21,18 @@ import numpy as np
 
 from ember._src import core
 from ember._src.base import dtypes
+from ember._src import lower as lowering
+from ember._src.driver.jit import jit
 from ember._src.library.lax import api as lax
+from ember._src.primitives import FLOAT, naryop
+from ember._src.transforms import ad
 from ember._src.library.numpy import util
 from ember._src.library.random.gamma import random_gamma_grad
 from ember._src.primitives.elementwise.transcendental import _bessel_i1e
-from ember._src.transforms.custom_derivatives import SymbolicZero, custom_jvp
 
 __all__ = ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "betainc",
-           "polygamma", "zeta", "bessel_i1e"]
+           "polygamma", "zeta", "bessel_i1e", "igamma_p", "igammac_p", "igamma_grad_a_p",
+           "regularized_incomplete_beta_p", "polygamma_p", "zeta_p", "bessel_i1e_p"]
 
 
 # --- operands ---------------------------------------------------------------------------
@@ -86,16 +91,35 @@ def _keep(enabled, new, old):
   return tuple(lax.select(enabled, n, o) for n, o in zip(new, old))
 
 
-def _defjvps(fn, *rules):
-  """`fn.defjvps(*rules)` that calls only the rules of arguments being differentiated (not
-  those with a symbolic-zero tangent), so a rule that raises (JAX's "gradient with respect
-  to a and b not supported") fires only when that argument is differentiated."""
-  def jvp(primals, tangents):
-    ans = fn(*primals)
-    terms = [rule(t, ans, *primals) for t, rule in zip(tangents, rules)
-             if not isinstance(t, SymbolicZero)]
-    return ans, functools.reduce(lax.add, terms) if terms else lax.full_like(ans, 0)
-  fn.defjvp(jvp, symbolic_zeros=True)
+def _broadcasting(value_fn):
+  """`value_fn` on its operands broadcast to one shape (the loops carry whole arrays; the
+  batching rule may hand over size-1 dimensions)."""
+  def run(*args):
+    shape = util.broadcast_shapes(*(core.get_aval(a).shape for a in args))
+    return value_fn(*(util.broadcast_to_shape(a, shape) for a in args))
+  run.__name__ = getattr(value_fn, "__name__", "composite")
+  return run
+
+
+def _as_primitive(name, value_fn, *jvp_rules):
+  """JAX's primitive `name`, computing `value_fn` (a composite of lax ops): its lowering is
+  that composite, its NumPy impl the composite compiled, its batching elementwise; the
+  derivative is `jvp_rules` (`rule(g, ans, *operands)`, one per operand) when given, else
+  the composite's own derivative."""
+  value_fn = _broadcasting(value_fn)
+  compiled = jit(value_fn)
+  def impl(*xs, **_):
+    if any(np.asarray(x).dtype.kind != "f" for x in xs):
+      raise TypeError(f"{name} does not accept non-floating operands")
+    return np.asarray(compiled(*xs))
+  p = naryop(name, impl, FLOAT)
+  p.lower = lowering.lower_fun(value_fn, multiple_results=False)
+  if jvp_rules:
+    ad.defjvp2(p, *jvp_rules)
+  else:
+    p.jvp = lambda primals, tangents: ad.jvp(
+        value_fn, tuple(primals), tuple(ad.instantiate_zeros(t) for t in tangents))
+  return p
 
 
 # --- regularized incomplete gamma -------------------------------------------------------
@@ -250,26 +274,23 @@ def _igamma_dx(a, x):
   return lax.exp(lax.sub(lax.sub(lax.mul(lax.sub(a, _c(a, 1)), lax.log(x)), x), lax.lgamma(a)))
 
 
+igamma_grad_a_p = _as_primitive("igamma_grad_a", _in_float32_if_narrow(_igamma_grad_a_value))
+
+
 def igamma_grad_a(a, x):
   """d/da of the regularized lower incomplete gamma function P(a, x)."""
-  a, x = _float_operands("igamma_grad_a", a, x)
-  return _in_float32_if_narrow(_igamma_grad_a_value)(a, x)
+  return igamma_grad_a_p.bind(*_float_operands("igamma_grad_a", a, x))
 
 
-@custom_jvp
-def _igamma(a, x):
-  return _in_float32_if_narrow(_igamma_value)(a, x)
-
-
-@custom_jvp
-def _igammac(a, x):
-  return _in_float32_if_narrow(_igammac_value)(a, x)
-
-
-_defjvps(_igamma, lambda g, ans, a, x: lax.mul(g, igamma_grad_a(a, x)),
-                lambda g, ans, a, x: lax.mul(g, _igamma_dx(a, x)))
-_defjvps(_igammac, lambda g, ans, a, x: lax.neg(lax.mul(g, igamma_grad_a(a, x))),
-                 lambda g, ans, a, x: lax.neg(lax.mul(g, _igamma_dx(a, x))))
+igamma_p = _as_primitive(
+    "igamma", _in_float32_if_narrow(_igamma_value),
+    lambda g, ans, a, x: lax.mul(g, igamma_grad_a(a, x)),
+    lambda g, ans, a, x: lax.mul(g, _igamma_dx(a, x)))
+igammac_p = _as_primitive(
+    "igammac", _in_float32_if_narrow(_igammac_value),
+    lambda g, ans, a, x: lax.neg(lax.mul(g, igamma_grad_a(a, x))),
+    lambda g, ans, a, x: lax.neg(lax.mul(g, _igamma_dx(a, x))))
+_igamma, _igammac = igamma_p.bind, igammac_p.bind
 
 
 def igamma(a, x):
@@ -371,11 +392,6 @@ def _no_grad(name, what):
   return rule
 
 
-@custom_jvp
-def _betainc(a, b, x):
-  return _in_float32_if_narrow(_betainc_value)(a, b, x)
-
-
 def _betainc_dx(g, ans, a, b, x):
   lbeta = lax.sub(lax.add(lax.lgamma(a), lax.lgamma(b)), lax.lgamma(lax.add(a, b)))
   log_density = lax.add(lax.mul(lax.sub(b, _c(b, 1)), lax.log1p(lax.neg(x))),
@@ -383,7 +399,10 @@ def _betainc_dx(g, ans, a, b, x):
   return lax.mul(g, lax.exp(lax.sub(log_density, lbeta)))
 
 
-_defjvps(_betainc, _no_grad("Betainc", "a and b"), _no_grad("Betainc", "a and b"), _betainc_dx)
+regularized_incomplete_beta_p = _as_primitive(
+    "regularized_incomplete_beta", _in_float32_if_narrow(_betainc_value),
+    _no_grad("Betainc", "a and b"), _no_grad("Betainc", "a and b"), _betainc_dx)
+_betainc = regularized_incomplete_beta_p.bind
 
 
 def betainc(a, b, x):
@@ -432,10 +451,13 @@ def _zeta_value(x, q):
   return lax.select(nan, lax.full_like(x, np.nan), out)
 
 
+zeta_p = _as_primitive("zeta", _in_float32_if_narrow(_zeta_value))
+
+
 def zeta(x, q):
   """The Hurwitz zeta function zeta(x, q) = sum_{k>=0} (q + k)^-x. Differentiable in both
-  (as JAX's: by differentiating the Euler-Maclaurin sum)."""
-  return _in_float32_if_narrow(_zeta_value)(*_float_operands("zeta", x, q))
+  (by differentiating the Euler-Maclaurin sum)."""
+  return zeta_p.bind(*_float_operands("zeta", x, q))
 
 
 def _polygamma_value(m, x):
@@ -451,13 +473,10 @@ def _polygamma_value(m, x):
   return lax.select(bad_m, lax.full_like(out, np.nan), out)
 
 
-@custom_jvp
-def _polygamma(m, x):
-  return _in_float32_if_narrow(_polygamma_value)(m, x)
-
-
-_defjvps(_polygamma, _no_grad("polygamma", "m"),
-                   lambda g, ans, m, x: lax.mul(g, _polygamma(lax.add(m, _c(m, 1)), x)))
+polygamma_p = _as_primitive(
+    "polygamma", _in_float32_if_narrow(_polygamma_value), _no_grad("polygamma", "m"),
+    lambda g, ans, m, x: lax.mul(g, polygamma_p.bind(lax.add(m, _c(m, 1)), x)))
+_polygamma = polygamma_p.bind
 
 
 def polygamma(m, x):
@@ -467,11 +486,6 @@ def polygamma(m, x):
 
 # --- bessel_i1e -------------------------------------------------------------------------
 
-@custom_jvp
-def _i1e(x):
-  return _in_float32_if_narrow(_bessel_i1e)(x)
-
-
 def _i1e_jvp(g, ans, x):
   """d i1e = i0e - i1e (sign(x) + 1/x); at x == 0 the limit 1/2."""
   zero = lax.eq(x, _c(x, 0))
@@ -480,7 +494,8 @@ def _i1e_jvp(g, ans, x):
   return lax.mul(g, lax.select(zero, lax.full_like(x, 0.5), slope))
 
 
-_defjvps(_i1e, _i1e_jvp)
+bessel_i1e_p = _as_primitive("bessel_i1e", _in_float32_if_narrow(_bessel_i1e), _i1e_jvp)
+_i1e = bessel_i1e_p.bind
 
 
 def bessel_i1e(x):

@@ -24,7 +24,7 @@ from ember._src.library.numpy.reductions import (
 from ember._src.library.numpy import reductions
 from ember._src.library.numpy.indexing import take_along_axis
 from ember._src.primitives.elementwise import convert_element_type
-from ember._src.primitives.sorting import sort_p, top_k_p
+from ember._src.primitives.sorting import approx_top_k_p, sort_p, top_k_p
 from ember._src.transforms import ad
 
 __all__ = ["sort", "argsort", "lexsort", "sort_complex", "partition", "argpartition",
@@ -605,5 +605,14 @@ def _top_k_jvp(primals, tangents, *, k, axis, is_stable):
   return [values, indices], [t_out, ad.Zero.from_value(indices)]
 
 
+def _approx_top_k_jvp(primals, tangents, **params):
+  (x,), (t,) = primals, tangents
+  values, indices = approx_top_k_p.bind(x, **params)
+  t_out = (ad.Zero.from_value(values) if type(t) is ad.Zero
+           else take_along_axis(t, indices, axis=params["reduction_dimension"]))
+  return [values, indices], [t_out, ad.Zero.from_value(indices)]
+
+
 sort_p.jvp = _sort_jvp
 top_k_p.jvp = _top_k_jvp
+approx_top_k_p.jvp = _approx_top_k_jvp

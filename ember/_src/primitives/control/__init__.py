@@ -7,7 +7,8 @@ evaluation, jvp, transpose, batching, lowering):
 - conditionals.py: `cond`; lax.cond, lax.switch
 - loops.py: `while`; lax.while_loop, lax.fori_loop
 - scans.py: `scan`; lax.scan, lax.map, lax.associative_scan
-- barriers.py: stop_gradient, optimization_barrier
+- barriers.py: stop_gradient, optimization_barrier, copy, stage
+- solves.py: `linear_solve`; lax.custom_linear_solve
 - common.py: what the constructs share (tracing sub-jaxprs, carry and branch checks, jaxpr
   surgery, the jvp/batching/lowering of a sub-jaxpr)
 
@@ -22,11 +23,14 @@ and every `*_p`), and callers use the family as one namespace (`control.switch`,
 for a function (`scans.py` defines `scan`), so no gathered function hides a module.
 """
 from ember._src.primitives.control.barriers import (  # noqa: F401
-    optimization_barrier, optimization_barrier_p, stop_gradient, stop_gradient_p)
+    copy_p, optimization_barrier, optimization_barrier_p, stage, stage_p, stop_gradient,
+    stop_gradient_p)
 from ember._src.primitives.control.conditionals import cond, cond_p, switch  # noqa: F401
 from ember._src.primitives.control.loops import fori_loop, while_loop, while_p  # noqa: F401
 from ember._src.primitives.control.scans import (  # noqa: F401
     associative_scan, map, scan, scan_p)
+from ember._src.primitives.control.solves import (  # noqa: F401
+    custom_linear_solve, linear_solve_p)
 
 __all__ = ["stop_gradient", "optimization_barrier", "cond", "switch", "while_loop",
-           "fori_loop", "scan", "map", "associative_scan"]
+           "fori_loop", "scan", "map", "associative_scan", "custom_linear_solve", "stage"]

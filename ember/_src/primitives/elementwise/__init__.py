@@ -7,6 +7,8 @@ beside it (shape/dtype rule, NumPy impl, jvp, transpose, batching, lowering):
 - transcendental.py: exp, log, trigonometric and hyperbolic functions, sqrt, rsqrt, cbrt,
   atan2, pow; special functions (erf, erfc, erf_inv, lgamma, digamma, bessel_i0e)
 - logical.py: bitwise and logical ops, shifts, comparisons, select_n/select, clamp
+- ieee.py: sinpi ... atan2pi, exp2m1, log2p1, one_minus_square, mulhi, fmuladd, polynomial,
+  the total-order comparisons (eq_to, le_to, lt_to)
 - common.py: the factories of their `lax` functions and the helpers of their derivatives
 
 Names, params and printed forms follow JAX 0.12 (`sin a`, `integer_pow[y=2] a`,
@@ -25,9 +27,10 @@ from ember._src.primitives.elementwise.convert import *  # noqa: F401,F403
 from ember._src.primitives.elementwise.arithmetic import *  # noqa: F401,F403
 from ember._src.primitives.elementwise.transcendental import *  # noqa: F401,F403
 from ember._src.primitives.elementwise.logical import *  # noqa: F401,F403
-from ember._src.primitives.elementwise import arithmetic, convert, logical, transcendental
+from ember._src.primitives.elementwise.ieee import *  # noqa: F401,F403
+from ember._src.primitives.elementwise import arithmetic, convert, ieee, logical, transcendental
 
-# the primitives, and fma (ember's own: not in ember.lax)
+# the primitives
 from ember._src.primitives.elementwise.convert import (  # noqa: F401
     bitcast_convert_type_p, convert_element_type_p, reduce_precision_p)
 from ember._src.primitives.elementwise.arithmetic import (  # noqa: F401
@@ -42,4 +45,9 @@ from ember._src.primitives.elementwise.logical import (  # noqa: F401
     and_p, clamp_p, clz_p, eq_p, ge_p, gt_p, le_p, lt_p, ne_p, not_p, or_p, population_count_p,
     select_n_p, shift_left_p, shift_right_arithmetic_p, shift_right_logical_p, xor_p)
 
-__all__ = convert.__all__ + arithmetic.__all__ + transcendental.__all__ + logical.__all__
+from ember._src.primitives.elementwise.ieee import (  # noqa: F401
+    acospi_p, asinpi_p, atan2pi_p, atanpi_p, cospi_p, eq_to_p, exp2m1_p, fmuladd_p, le_to_p,
+    log2p1_p, lt_to_p, mulhi_p, one_minus_square_p, polynomial_p, sinpi_p, tanpi_p)
+
+__all__ = (convert.__all__ + arithmetic.__all__ + transcendental.__all__ + logical.__all__
+           + ieee.__all__)
