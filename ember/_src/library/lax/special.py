@@ -27,7 +27,6 @@ from ember._src.library.lax import api as lax
 from ember._src.primitives import FLOAT, naryop
 from ember._src.transforms import ad
 from ember._src.library.numpy import util
-from ember._src.library.random.gamma import random_gamma_grad
 from ember._src.primitives.elementwise.transcendental import _bessel_i1e
 
 __all__ = ["igamma", "igammac", "igamma_grad_a", "random_gamma_grad", "betainc",
@@ -109,7 +108,7 @@ def _as_primitive(name, value_fn, *jvp_rules):
   value_fn = _broadcasting(value_fn)
   compiled = jit(value_fn)
   def impl(*xs, **_):
-    if any(np.asarray(x).dtype.kind != "f" for x in xs):
+    if not all(dtypes.issubdtype(np.asarray(x).dtype, np.inexact) for x in xs):
       raise TypeError(f"{name} does not accept non-floating operands")
     return np.asarray(compiled(*xs))
   p = naryop(name, impl, FLOAT)
@@ -124,9 +123,9 @@ def _as_primitive(name, value_fn, *jvp_rules):
 
 # --- regularized incomplete gamma -------------------------------------------------------
 
-def _igamma_series(ax, x, a, enabled, derivative, dlogax_da=None):
-  """P(a, x) = ax / a * sum_n x^n / ((a+1)...(a+n)), ax = x^a e^-x / Gamma(a); with
-  `derivative`, dP/da from the same sum and its derivative in a."""
+def igamma_series_sums(x, a, enabled, derivative):
+  """(S, dS/da) of P(a, x) = ax / a * S, S = sum_n x^n / ((a+1)...(a+n)), run until each
+  enabled element's last term (with `derivative`: its last term of dS/da) is below eps."""
   eps = dtypes.finfo(_dtype(a)).eps
 
   def body(vals):
@@ -143,15 +142,22 @@ def _igamma_series(ax, x, a, enabled, derivative, dlogax_da=None):
   one, zero = lax.full_like(a, 1), lax.full_like(a, 0)
   _, _, _, ans, _, dans_da = lax.while_loop(lambda v: _any(v[0]), body,
                                             (enabled, a, one, one, zero, zero))
+  return ans, dans_da
+
+
+def _igamma_series(ax, x, a, enabled, derivative, dlogax_da=None):
+  """P(a, x) = ax / a * S (ax = x^a e^-x / Gamma(a)); with `derivative`, dP/da from S
+  and dS/da."""
+  ans, dans_da = igamma_series_sums(x, a, enabled, derivative)
   if not derivative:
     return lax.div(lax.mul(ans, ax), a)
   return lax.div(lax.mul(ax, lax.add(lax.mul(ans, dlogax_da), dans_da)), a)
 
 
-def _igammac_fraction(ax, x, a, enabled, derivative, dlogax_da=None):
-  """Q(a, x) = ax * (the continued fraction 1/(x+1-a-) 1(1-a)/(x+3-a-) ...), its
-  convergents p/q by the three-term recurrence (rescaled when they grow past 1/eps);
-  with `derivative`, dQ/da from the recurrences' derivatives in a."""
+def igammac_fraction_terms(x, a, enabled, derivative):
+  """(F, dF/da) of Q(a, x) = ax * F, F the continued fraction 1/(x+1-a-) 1(1-a)/(x+3-a-)
+  ..., its convergents p/q by the three-term recurrence (rescaled when they grow past
+  1/eps), run until each enabled element's F (with `derivative`: dF/da) stops changing."""
   eps = dtypes.finfo(_dtype(a)).eps
 
   def cond(vals):
@@ -196,7 +202,12 @@ def _igammac_fraction(ax, x, a, enabled, derivative, dlogax_da=None):
   init = (enabled, ans, y, z, _c(x, 0), pkm1, qkm1, lax.full_like(x, 1), x,
           zero, zero, zero, dqkm1, dans)
   vals = lax.while_loop(cond, body, init)
-  ans, dans = vals[1], vals[13]
+  return vals[1], vals[13]
+
+
+def _igammac_fraction(ax, x, a, enabled, derivative, dlogax_da=None):
+  """Q(a, x) = ax * F; with `derivative`, dQ/da from F and dF/da."""
+  ans, dans = igammac_fraction_terms(x, a, enabled, derivative)
   if not derivative:
     return lax.mul(ans, ax)
   return lax.mul(ax, lax.add(lax.mul(ans, dlogax_da), dans))
@@ -265,6 +276,35 @@ def _igamma_grad_a_value(a, x):
                                 dlogax_da)),
       _igamma_series(ax, x, a, lax.bitwise_and(enabled, lax.bitwise_not(use_fraction)), True,
                      dlogax_da))
+  out = lax.select(x0, lax.full_like(out, 0), out)
+  return lax.select(error, lax.full_like(out, np.nan), out)
+
+
+# --- the implicit reparameterization gradient of a Gamma(a, 1) sample ----------------------
+# JAX's random_gamma_grad_impl (XLA's RandomGammaGrad): dx/da = -(dP/da) / (dP/dx), from P's
+# series (x <= 1 or x <= a) or Q = 1 - P's continued fraction, each without the factor
+# x^a e^-x / Gamma(a) that dP/dx shares (so no underflow of it in between).
+
+def random_gamma_grad(a, x):
+  """d sample / d a of a Gamma(a, 1) sample x (`jax.lax.random_gamma_grad`)."""
+  a, x = util.promote_args_inexact("random_gamma_grad", a, x)
+  return _in_float32_if_narrow(_broadcasting(_random_gamma_grad_value))(a, x)
+
+
+def _random_gamma_grad_value(a, x):
+  x0 = lax.eq(x, _c(x, 0))
+  error = _or(lax.lt(x, _c(x, 0)), lax.le(a, _c(a, 0)), _isnan(a), _isnan(x))
+  _, underflow = _log_ax(a, x)
+  enabled = lax.bitwise_not(_or(x0, error, underflow))
+  use_fraction = lax.bitwise_and(lax.gt(x, _c(x, 1)), lax.gt(x, a))
+  s, ds_da = igamma_series_sums(x, a, lax.bitwise_and(enabled, lax.bitwise_not(use_fraction)),
+                                True)
+  dlogax_da = lax.sub(lax.log(x), lax.digamma(lax.add(a, _c(a, 1))))
+  series = lax.div(lax.mul(lax.neg(lax.add(ds_da, lax.mul(s, dlogax_da))), x), a)
+  f, df_da = igammac_fraction_terms(x, a, lax.bitwise_and(enabled, use_fraction), True)
+  dlogax_da = lax.sub(lax.log(x), lax.digamma(a))
+  fraction = lax.mul(lax.add(df_da, lax.mul(f, dlogax_da)), x)
+  out = lax.select(use_fraction, fraction, series)
   out = lax.select(x0, lax.full_like(out, 0), out)
   return lax.select(error, lax.full_like(out, np.nan), out)
 
