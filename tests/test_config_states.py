@@ -185,6 +185,27 @@ def test_threefry_non_partitionable_matches_jax():
                                 jax.random.bits(k, (2, 3)).ravel()[:3])
 
 
+def test_softmax_custom_jvp_jaxpr_is_jaxs():
+  assert str(jax.make_jaxpr(jax.nn.softmax)(np.ones((2, 3), np.float32))) == """\
+{ lambda ; a:f32[2,3]. let
+    b:f32[2,3] = custom_jvp_call[
+      name=_softmax
+      call_jaxpr={ lambda ; c:f32[2,3]. let
+          d:f32[2] = reduce_max[axes=(1,) out_sharding=None] c
+          e:f32[2] = max -inf:f32[] d
+          f:f32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] e
+          g:f32[2,3] = sub c f
+          h:f32[2,3] = exp g
+          i:f32[2] = reduce_sum[axes=(1,) out_sharding=None] h
+          j:f32[2,1] = broadcast_in_dim[broadcast_dimensions=(0,)] i
+          k:f32[2,3] = div h j
+        in (k,) }
+      jvp=_softmax_jvp
+      symbolic_zeros=False
+    ] a
+  in (b,) }"""
+
+
 def test_softmax_custom_jvp_switches_the_rule():
   x = jnp.array([1.0, 2.0, 3.0])
   w = jnp.array([0.3, -1.0, 2.0])

@@ -81,11 +81,11 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
   return out
 
 
-def _softmax(x, axis, where):
+def _softmax_by_flag(x, axis, where):
   """softmax with JAX's custom_jvp rule when jax_softmax_custom_jvp is on (the default),
   else the rule autodiff derives (JAX's former softmax); the flag is part of jit's key."""
   if config._values["jax_softmax_custom_jvp"]:
-    return _softmax_custom(x, axis, where)
+    return _softmax(x, axis, where)
   return _softmax_autodiff(x, axis, where)
 
 
@@ -98,15 +98,20 @@ def _softmax_autodiff(x, axis, where):
 
 
 @partial(custom_jvp, nondiff_argnums=(1,))
-def _softmax_custom(x, axis, where):
-  return _softmax_autodiff(x, axis, where)
+def _softmax(x, axis, where):
+  """JAX's softmax: no stop_gradient on the max, the rule below is its derivative."""
+  x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+  x_safe = x if where is None else jnp.where(where, x, -np.inf)
+  unnormalized = jnp.exp(jnp.subtract(x_safe, x_max))
+  result = jnp.divide(unnormalized, jnp.sum(unnormalized, axis, where=where, keepdims=True))
+  return result if where is None else jnp.where(where, result, 0)
 
 
-@_softmax_custom.defjvp
-def _softmax_custom_jvp(axis, primals, tangents):
+@_softmax.defjvp
+def _softmax_jvp(axis, primals, tangents):
   """d softmax = y * (dx - sum(y * dx)), masked positions kept at zero."""
   (x, where), (x_dot, _) = primals, tangents
-  y = _softmax_custom(x, axis, where)
+  y = _softmax(x, axis, where)
   if where is not None:
     x_dot = jnp.where(where, x_dot, 0)
   inner = jnp.sum(jnp.multiply(y, x_dot), axis, where=where, keepdims=True)
@@ -125,7 +130,7 @@ def _log_softmax(x, axis, where):
 
 def softmax(x, /, *, axis=None):
   """exp(x) / sum(exp(x)) over `axis` (all axes by default)."""
-  return _softmax(x, axis, None)
+  return _softmax_by_flag(x, axis, None)
 
 
 def log_softmax(x, /, *, axis=None):

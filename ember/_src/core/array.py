@@ -791,6 +791,16 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
 sharding_lib.put_on_devices[0] = device_put
 
+def guard_host_arguments(leaves) -> None:
+  """A top-level jitted call's NumPy and Python arguments are implicit host-to-device
+  transfers (jax_transfer_guard_host_to_device)."""
+  if config._values["jax_transfer_guard_host_to_device"] is None or not core.cur_level_is_eval():
+    return
+  for x in leaves:
+    if not isinstance(x, (Array, core.Tracer)) and core.is_arraylike(x):
+      transfer_guard.host_to_device(core.get_aval(x), explicit=False)
+
+
 def device_get(x):
   """Fetch each Array leaf of a pytree to a NumPy array (other leaves pass through)."""
 

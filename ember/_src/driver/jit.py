@@ -31,7 +31,6 @@ from ember._src.driver import cache_miss, compilation, eager, pjrt_dispatch  # n
 from ember._src.driver import execution_checks  # (after eager: it wraps eager's hook when on)
 from ember._src import core
 from ember._src.base import dtypes, monitoring, profiler_events as _profiler, tree_util
-from ember._src.base import transfer_guard
 from ember._src.core import api_util, earray, hitypes, refs
 from ember._src.core.api_util import Inline, ShapeDtypeStruct, canonical_inline
 from ember._src.base.config import TRACE_CONFIG, config
@@ -40,7 +39,7 @@ from ember._src.core import Jaxpr
 from ember._src.core import trace as trace_lib
 from ember._src.driver.dispatch import NATIVE_MISS, NUMPY_SCALAR_TYPES
 from ember._src.primitives import eager_jit
-from ember._src.core.array import Array, PlacedArray
+from ember._src.core.array import Array, PlacedArray, guard_host_arguments
 from ember._src.runtime.pjrt_array import PjrtArray
 from ember._src.driver.sharding_propagation import constraint_sharding
 from ember._src.transforms import ad_calls, batching
@@ -677,8 +676,7 @@ class PjitFunction:
     if cv["jax_disable_jit"]:
       return self.fun(*args, **kwargs)
     entry, leaves = self._lookup(args, kwargs)
-    if cv["jax_transfer_guard_host_to_device"] is not None and core.cur_level_is_eval():
-      _guard_host_arguments(leaves)
+    guard_host_arguments(leaves)   # (transfer guard; a set guard keeps calls off the fast path)
     if entry.refs is not None:
       return self._call_threading_refs(entry, leaves)
     if cv["jax_debug_nans"] or cv["jax_debug_infs"] or cv["jax_no_execution"]:
@@ -762,14 +760,6 @@ class PjitFunction:
 
   def __repr__(self):
     return f"<PjitFunction of {self.fun!r}>"
-
-
-def _guard_host_arguments(leaves) -> None:
-  """A top-level call's NumPy and Python arguments are implicit host-to-device transfers
-  (jax_transfer_guard_host_to_device; set, it keeps calls off the fast path)."""
-  for x in leaves:
-    if not isinstance(x, (Array, core.Tracer)) and core.is_arraylike(x):
-      transfer_guard.host_to_device(core.get_aval(x), explicit=False)
 
 
 # spmd.call_placed (spmd builds on jit and fills this at import; pmap imports spmd, and
