@@ -235,3 +235,11 @@ def test_allow_f16_reductions_false_rejects_f16_sums():
     np.testing.assert_array_equal(lax.reduce_sum(jnp.ones((3, 1), jnp.bfloat16), (1,)), 1)
     assert float(jnp.sum(x16)) == 3.0
   assert float(lax.reduce_sum(x16, (0,))) == 3.0
+
+
+@pytest.mark.parametrize("name", ["thread_guard", "array_garbage_collection_guard",
+                                  "enable_custom_prng", "jax2tf_associative_scan_reductions",
+                                  "remove_size_one_mesh_axis_from_type", "auto_pcast"])
+def test_no_effect_states_say_so(name):
+  doc = getattr(jax, name).__doc__
+  assert doc.startswith("Context manager for `") and "no effect on one CPU process" in doc

@@ -404,11 +404,13 @@ def x64_enabled() -> bool:
 
 class State:
   """One option as JAX's `jax.<name>` holds it (`jax.debug_nans`): `.value` reads it, and
-  `with jax.debug_nans(True):` sets it inside the block."""
-  __slots__ = ("_name", "_convert")
+  `with jax.debug_nans(True):` sets it inside the block. `doc` (what the option does) is
+  the instance's docstring, as JAX's states have."""
 
-  def __init__(self, name: str, convert=None):
+  def __init__(self, name: str, convert=None, doc: str | None = None):
     self._name, self._convert = name, convert
+    if doc is not None:
+      self.__doc__ = f"Context manager for `{name}` config option.\n\n{doc}"
 
   @property
   def value(self):
@@ -431,19 +433,55 @@ legacy_prng_key = State("jax_legacy_prng_key", lambda v: getattr(v, "value", v))
 default_prng_impl = State("jax_default_prng_impl")
 explain_cache_misses = State("jax_explain_cache_misses", bool)
 default_matmul_precision = State("jax_default_matmul_precision")
-threefry_partitionable = State("jax_threefry_partitionable", bool)
-softmax_custom_jvp = State("jax_softmax_custom_jvp", bool)
-allow_f16_reductions = State("jax_allow_f16_reductions", bool)
-transfer_guard_host_to_device = State("jax_transfer_guard_host_to_device")
-transfer_guard_device_to_host = State("jax_transfer_guard_device_to_host")
-transfer_guard_device_to_device = State("jax_transfer_guard_device_to_device")
-# no effect on one CPU process, as in JAX (see their comments in Config._defaults)
-thread_guard = State("jax_thread_guard", bool)
-array_garbage_collection_guard = State("jax_array_garbage_collection_guard")
-enable_custom_prng = State("jax_enable_custom_prng", bool)
-jax2tf_associative_scan_reductions = State("jax2tf_associative_scan_reductions", bool)
-remove_size_one_mesh_axis_from_type = State("jax_remove_size_one_mesh_axis_from_type", bool)
-auto_pcast = State("jax_auto_pcast", bool)
+threefry_partitionable = State(
+    "jax_threefry_partitionable", bool,
+    "True (the default): split and random bits hash per-element counters (partitionable). "
+    "False: JAX's original scheme, one counter stream for the whole draw (other values).")
+softmax_custom_jvp = State(
+    "jax_softmax_custom_jvp", bool,
+    "True (the default): jax.nn.softmax has its custom_jvp rule; False: the derivative "
+    "autodiff takes through it (the max under stop_gradient).")
+allow_f16_reductions = State(
+    "jax_allow_f16_reductions", bool,
+    "False: lax.reduce_sum of float16/bfloat16 over a non-unit axis raises ValueError.")
+_GUARD_DOC = ("The transfer guard level of {} transfers: None/'allow', 'log', 'disallow', "
+              "'log_explicit', 'disallow_explicit'. {}")
+transfer_guard_host_to_device = State(
+    "jax_transfer_guard_host_to_device", None, _GUARD_DOC.format(
+        "host-to-device", "jnp.asarray/jnp.array of host values and jitted calls' NumPy "
+        "and Python arguments are implicit, device_put explicit (base/transfer_guard.py)."))
+transfer_guard_device_to_host = State(
+    "jax_transfer_guard_device_to_host", None, _GUARD_DOC.format(
+        "device-to-host", "On CPU, as in JAX, none happen: the level never fires."))
+transfer_guard_device_to_device = State(
+    "jax_transfer_guard_device_to_device", None, _GUARD_DOC.format(
+        "device-to-device", "On CPU, as in JAX, none happen: the level never fires."))
+# no effect on one CPU process, as in JAX
+_NO_EFFECT = " It has no effect on one CPU process, in JAX as in ember."
+thread_guard = State(
+    "jax_thread_guard", bool,
+    "True: a multi-process operation called from another thread than the one that set "
+    "the guard raises." + _NO_EFFECT)
+array_garbage_collection_guard = State(
+    "jax_array_garbage_collection_guard", None,
+    "What an Array freed by the garbage collector (not by reference counting) does: "
+    "None/'allow', 'log', 'fatal'. ember's Arrays hold host memory, freed either way;"
+    + _NO_EFFECT)
+enable_custom_prng = State(
+    "jax_enable_custom_prng", bool,
+    "An internal upgrade flag for custom PRNG implementations." + _NO_EFFECT)
+jax2tf_associative_scan_reductions = State(
+    "jax2tf_associative_scan_reductions", bool,
+    "jax2tf's lowering of cumulative reductions (associative scan instead of "
+    "reduce_window); jax2tf only." + _NO_EFFECT)
+remove_size_one_mesh_axis_from_type = State(
+    "jax_remove_size_one_mesh_axis_from_type", bool,
+    "Drops size-1 mesh axes from avals' sharding and vma (sharding in types, which "
+    "ember's avals do not carry)." + _NO_EFFECT)
+auto_pcast = State(
+    "jax_auto_pcast", bool,
+    "True: simple ops insert pvary to match their operands' varying manual axes "
+    "(sharding in types, which ember's avals do not carry)." + _NO_EFFECT)
 
 
 @contextlib.contextmanager
