@@ -83,6 +83,12 @@ from ember._src.core.sharding import PartitionSpec as P  # noqa: E402,F401
 from ember._src.base.config import (  # noqa: E402,F401
     debug_infs, debug_nans, default_matmul_precision, default_prng_impl, enable_checks,
     explain_cache_misses, legacy_prng_key, make_user_context, no_execution, no_tracing)
+from ember._src.base.config import (  # noqa: E402,F401
+    allow_f16_reductions, array_garbage_collection_guard, auto_pcast, enable_custom_prng,
+    jax2tf_associative_scan_reductions, remove_size_one_mesh_axis_from_type,
+    softmax_custom_jvp, thread_guard, threefry_partitionable, transfer_guard,
+    transfer_guard_device_to_device, transfer_guard_device_to_host,
+    transfer_guard_host_to_device)
 from ember._src.base.dtypes import float0  # noqa: E402,F401
 from ember._src.library.state import empty_ref, free_ref, freeze  # noqa: E402,F401
 from ember._src.core.sharding import (  # noqa: E402,F401

@@ -21,7 +21,7 @@ from ember._src.transforms.custom_derivatives import custom_jvp
 from ember._src.library.numpy import util
 from ember._src.library.numpy.reductions import _count, asarray_arg, aval
 from ember._src.primitives.elementwise import convert_element_type
-from ember.scipy.special import _log_softmax, _softmax, logsumexp  # noqa: F401
+from ember.scipy.special import _log_softmax, logsumexp, _softmax_by_flag  # noqa: F401
 
 __all__ = ["dot_product_attention", "identity", "relu", "relu6", "squareplus", "softplus", "sparse_plus", "soft_sign",
            "sigmoid", "sparse_sigmoid", "silu", "swish", "mish", "log_sigmoid", "elu",
@@ -226,7 +226,7 @@ def logmeanexp(x, axis=None, where=None, keepdims=False):
 
 def softmax(x, axis=-1, where=None):
   """exp(x - max) / sum(exp(x - max)) along `axis`."""
-  return _softmax(x, axis, where)
+  return _softmax_by_flag(x, axis, where)
 
 
 @partial(jit, static_argnames=("axis",))

@@ -16,12 +16,14 @@ wofz, sici, fresnel), gammaincinv, hypergeometric (hyp1f1, hyp2f1), spherical
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
 import ember.numpy as jnp
 from ember._src import core
 from ember._src.base import dtypes
+from ember._src.base.config import config
 from ember._src.library.lax import api as lax
 from ember._src.library.lax import special as lax_special
 from ember._src.driver.jit import jit
@@ -79,12 +81,42 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
   return out
 
 
-def _softmax(x, axis, where):
+def _softmax_by_flag(x, axis, where):
+  """softmax with JAX's custom_jvp rule when jax_softmax_custom_jvp is on (the default),
+  else the rule autodiff derives (JAX's former softmax); the flag is part of jit's key."""
+  if config._values["jax_softmax_custom_jvp"]:
+    return _softmax(x, axis, where)
+  return _softmax_autodiff(x, axis, where)
+
+
+def _softmax_autodiff(x, axis, where):
   x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
   x_safe = x if where is None else jnp.where(where, x, -np.inf)
   unnormalized = jnp.exp(jnp.subtract(x_safe, lax.stop_gradient(x_max)))
   result = jnp.divide(unnormalized, jnp.sum(unnormalized, axis, where=where, keepdims=True))
   return result if where is None else jnp.where(where, result, 0)
+
+
+@partial(custom_jvp, nondiff_argnums=(1,))
+def _softmax(x, axis, where):
+  """JAX's softmax: no stop_gradient on the max, the rule below is its derivative."""
+  x_max = jnp.max(x, axis, where=where, initial=-np.inf, keepdims=True)
+  x_safe = x if where is None else jnp.where(where, x, -np.inf)
+  unnormalized = jnp.exp(jnp.subtract(x_safe, x_max))
+  result = jnp.divide(unnormalized, jnp.sum(unnormalized, axis, where=where, keepdims=True))
+  return result if where is None else jnp.where(where, result, 0)
+
+
+@_softmax.defjvp
+def _softmax_jvp(axis, primals, tangents):
+  """d softmax = y * (dx - sum(y * dx)), masked positions kept at zero."""
+  (x, where), (x_dot, _) = primals, tangents
+  y = _softmax(x, axis, where)
+  if where is not None:
+    x_dot = jnp.where(where, x_dot, 0)
+  inner = jnp.sum(jnp.multiply(y, x_dot), axis, where=where, keepdims=True)
+  y_dot = jnp.multiply(y, jnp.subtract(x_dot, inner))
+  return y, (y_dot if where is None else jnp.where(where, y_dot, 0))
 
 
 def _log_softmax(x, axis, where):
@@ -98,7 +130,7 @@ def _log_softmax(x, axis, where):
 
 def softmax(x, /, *, axis=None):
   """exp(x) / sum(exp(x)) over `axis` (all axes by default)."""
-  return _softmax(x, axis, None)
+  return _softmax_by_flag(x, axis, None)
 
 
 def log_softmax(x, /, *, axis=None):

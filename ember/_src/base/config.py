@@ -44,7 +44,23 @@ _PRNG_IMPLS = ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32"
 
 # The flags that change what tracing produces: part of every jit cache key.
 TRACE_CONFIG = ("jax_enable_x64", "jax_numpy_rank_promotion", "jax_default_matmul_precision",
-                "jax_user_contexts")
+                "jax_user_contexts", "jax_threefry_partitionable", "jax_softmax_custom_jvp",
+                "jax_allow_f16_reductions")
+
+
+# JAX's transfer guard levels (jax_transfer_guard*); None: unset ("allow")
+_TRANSFER_GUARD_LEVELS = ("allow", "log", "disallow", "log_explicit", "disallow_explicit")
+_TRANSFER_GUARD_OPTIONS = ("jax_transfer_guard", "jax_transfer_guard_host_to_device",
+                           "jax_transfer_guard_device_to_host",
+                           "jax_transfer_guard_device_to_device")
+# options that take one of a few values or None, as JAX's optional_enum_state
+_OPTIONAL_ENUMS = {**{n: _TRANSFER_GUARD_LEVELS for n in _TRANSFER_GUARD_OPTIONS},
+                   "jax_array_garbage_collection_guard": ("allow", "log", "fatal")}
+# JAX's bool_state options that ember keeps as plain flags: a set value is stored as bool
+_BOOL_STATES = ("jax_threefry_partitionable", "jax_softmax_custom_jvp",
+                "jax_allow_f16_reductions", "jax_thread_guard", "jax_enable_custom_prng",
+                "jax2tf_associative_scan_reductions", "jax_remove_size_one_mesh_axis_from_type",
+                "jax_auto_pcast")
 
 
 class Config:
@@ -142,6 +158,34 @@ class Config:
       "jax_default_prng_impl": lambda: os.environ.get("JAX_DEFAULT_PRNG_IMPL", "threefry2x32"),
       # the values of the contexts make_user_context made, in order: part of every jit key
       "jax_user_contexts": lambda: (),
+      # False: JAX's original (non-partitionable) threefry scheme for split and random bits
+      # (library/random/keys.py)
+      "jax_threefry_partitionable": lambda: _env_bool("JAX_THREEFRY_PARTITIONABLE", True),
+      # True: jax.nn.softmax has its custom_jvp rule; False: the rule autodiff derives
+      "jax_softmax_custom_jvp": lambda: _env_bool("JAX_SOFTMAX_CUSTOM_JVP", True),
+      # False: lax.reduce_sum of float16/bfloat16 over a non-unit axis raises ValueError
+      "jax_allow_f16_reductions": lambda: _env_bool("JAX_ALLOW_F16_REDUCTIONS", True),
+      # host-to-device transfers (a NumPy or Python value made an Array by jnp.asarray,
+      # device_put or a jit call) log or raise; device-to-host and device-to-device levels
+      # are kept but, as in JAX on CPU (the host's memory is the device's), never fire.
+      # jax_transfer_guard is set-only: setting it sets the three directions
+      "jax_transfer_guard": lambda: None,
+      "jax_transfer_guard_host_to_device": lambda: None,
+      "jax_transfer_guard_device_to_host": lambda: None,
+      "jax_transfer_guard_device_to_device": lambda: None,
+      # JAX's options that do nothing on one CPU process, kept (validated) for programs that
+      # set them: thread_guard checks multi-process collectives' threads;
+      # array_garbage_collection_guard logs arrays freed by the cycle collector (ember's
+      # arrays hold host memory, freed either way); enable_custom_prng is an internal
+      # upgrade flag; jax2tf_associative_scan_reductions picks jax2tf's cumulative
+      # lowering; remove_size_one_mesh_axis_from_type and auto_pcast shape
+      # sharding-in-types avals, which ember's avals do not carry
+      "jax_thread_guard": lambda: False,
+      "jax_array_garbage_collection_guard": lambda: None,
+      "jax_enable_custom_prng": lambda: False,
+      "jax2tf_associative_scan_reductions": lambda: False,
+      "jax_remove_size_one_mesh_axis_from_type": lambda: False,
+      "jax_auto_pcast": lambda: True,
   }
 
   def __init__(self):
@@ -158,8 +202,10 @@ class Config:
   def _derive(self) -> None:
     v = self._values
     # (debug_nans/infs: every call takes the slow path, which checks the outputs)
+    # (a host-to-device transfer guard: the slow path checks the arguments)
     plain = not (v["jax_disable_jit"] or v["jax_debug_nans"] or v["jax_debug_infs"]
-                 or v["jax_no_execution"]) and v["ember_jit_backend"] == "cpu"
+                 or v["jax_no_execution"] or v["jax_transfer_guard_host_to_device"]
+                 not in (None, "allow")) and v["ember_jit_backend"] == "cpu"
     # the default device decides where a call runs (PJRT or native): part of the key when set
     device = () if v["jax_default_device"] is None else (v["jax_default_device"],)
     object.__setattr__(self, "_jit_trace_key",
@@ -203,9 +249,17 @@ class Config:
       raise ValueError("jax.default_device must be passed either a Device object (e.g. "
                        "`jax.devices('tpu')[0]`) or a platform name string like 'cpu' or "
                        f"'tpu', got: {value!r}")
+    if name in _OPTIONAL_ENUMS and not (value is None or value in _OPTIONAL_ENUMS[name]):
+      raise ValueError(f"new enum value must be None or in {list(_OPTIONAL_ENUMS[name])}, got "
+                       f"{value} of type {type(value)}.")
+    if name in _BOOL_STATES:
+      value = bool(value)
     check = _validators.get(name)
     if check is not None:
       check(self._values[name], value)
+    if name == "jax_transfer_guard":   # set-only in JAX: sets every direction
+      for direction in _TRANSFER_GUARD_OPTIONS[1:]:
+        self._set(direction, value)
     self._set(name, value)
 
   def read(self, name: str):
@@ -350,11 +404,13 @@ def x64_enabled() -> bool:
 
 class State:
   """One option as JAX's `jax.<name>` holds it (`jax.debug_nans`): `.value` reads it, and
-  `with jax.debug_nans(True):` sets it inside the block."""
-  __slots__ = ("_name", "_convert")
+  `with jax.debug_nans(True):` sets it inside the block. `doc` (what the option does) is
+  the instance's docstring, as JAX's states have."""
 
-  def __init__(self, name: str, convert=None):
+  def __init__(self, name: str, convert=None, doc: str | None = None):
     self._name, self._convert = name, convert
+    if doc is not None:
+      self.__doc__ = f"Context manager for `{name}` config option.\n\n{doc}"
 
   @property
   def value(self):
@@ -377,6 +433,66 @@ legacy_prng_key = State("jax_legacy_prng_key", lambda v: getattr(v, "value", v))
 default_prng_impl = State("jax_default_prng_impl")
 explain_cache_misses = State("jax_explain_cache_misses", bool)
 default_matmul_precision = State("jax_default_matmul_precision")
+threefry_partitionable = State(
+    "jax_threefry_partitionable", bool,
+    "True (the default): split and random bits hash per-element counters (partitionable). "
+    "False: JAX's original scheme, one counter stream for the whole draw (other values).")
+softmax_custom_jvp = State(
+    "jax_softmax_custom_jvp", bool,
+    "True (the default): jax.nn.softmax has its custom_jvp rule; False: the derivative "
+    "autodiff takes through it (the max under stop_gradient).")
+allow_f16_reductions = State(
+    "jax_allow_f16_reductions", bool,
+    "False: lax.reduce_sum of float16/bfloat16 over a non-unit axis raises ValueError.")
+_GUARD_DOC = ("The transfer guard level of {} transfers: None/'allow', 'log', 'disallow', "
+              "'log_explicit', 'disallow_explicit'. {}")
+transfer_guard_host_to_device = State(
+    "jax_transfer_guard_host_to_device", None, _GUARD_DOC.format(
+        "host-to-device", "jnp.asarray/jnp.array of host values and jitted calls' NumPy "
+        "and Python arguments are implicit, device_put explicit (base/transfer_guard.py)."))
+transfer_guard_device_to_host = State(
+    "jax_transfer_guard_device_to_host", None, _GUARD_DOC.format(
+        "device-to-host", "On CPU, as in JAX, none happen: the level never fires."))
+transfer_guard_device_to_device = State(
+    "jax_transfer_guard_device_to_device", None, _GUARD_DOC.format(
+        "device-to-device", "On CPU, as in JAX, none happen: the level never fires."))
+# no effect on one CPU process, as in JAX
+_NO_EFFECT = " It has no effect on one CPU process, in JAX as in ember."
+thread_guard = State(
+    "jax_thread_guard", bool,
+    "True: a multi-process operation called from another thread than the one that set "
+    "the guard raises." + _NO_EFFECT)
+array_garbage_collection_guard = State(
+    "jax_array_garbage_collection_guard", None,
+    "What an Array freed by the garbage collector (not by reference counting) does: "
+    "None/'allow', 'log', 'fatal'. ember's Arrays hold host memory, freed either way;"
+    + _NO_EFFECT)
+enable_custom_prng = State(
+    "jax_enable_custom_prng", bool,
+    "An internal upgrade flag for custom PRNG implementations." + _NO_EFFECT)
+jax2tf_associative_scan_reductions = State(
+    "jax2tf_associative_scan_reductions", bool,
+    "jax2tf's lowering of cumulative reductions (associative scan instead of "
+    "reduce_window); jax2tf only." + _NO_EFFECT)
+remove_size_one_mesh_axis_from_type = State(
+    "jax_remove_size_one_mesh_axis_from_type", bool,
+    "Drops size-1 mesh axes from avals' sharding and vma (sharding in types, which "
+    "ember's avals do not carry)." + _NO_EFFECT)
+auto_pcast = State(
+    "jax_auto_pcast", bool,
+    "True: simple ops insert pvary to match their operands' varying manual axes "
+    "(sharding in types, which ember's avals do not carry)." + _NO_EFFECT)
+
+
+@contextlib.contextmanager
+def transfer_guard(new_val: str):
+  """Context manager: the transfer guard level of every direction inside the block
+  (`jax.transfer_guard`): "allow", "log", "disallow", "log_explicit" or
+  "disallow_explicit". On CPU only host-to-device transfers are guarded, as in JAX."""
+  with contextlib.ExitStack() as stack:
+    for name in _TRANSFER_GUARD_OPTIONS[1:] + _TRANSFER_GUARD_OPTIONS[:1]:   # (set-only last)
+      stack.enter_context(config._override(name, new_val))
+    yield
 
 
 class UserContext:

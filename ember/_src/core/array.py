@@ -17,6 +17,7 @@ import numpy as np
 from ember._src.base import basearray, buffer_pool, dtypes, tree_util
 from ember._src import core
 from ember._src.base.config import config
+from ember._src.base import transfer_guard
 from ember._src.core import sharding as sharding_lib
 from ember._src.core.sharding import (  # noqa: F401 (devices are re-exported from here)
     CpuDevice, Device, NamedSharding, Sharding, SingleDeviceSharding, _DEVICES, _entry_axes,
@@ -778,6 +779,8 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
         return leaf
       return _placed_value(leaf._value, leaf._weak_type, sharding)
     aval = core.get_aval(leaf)
+    if config._values["jax_transfer_guard_host_to_device"] is not None:
+      transfer_guard.host_to_device(aval, explicit=True)
     value = np.array(leaf, dtype=aval.dtype)
     if sharding is None:
       return Array(value, aval.weak_type)
@@ -787,6 +790,16 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
 
 sharding_lib.put_on_devices[0] = device_put
+
+def guard_host_arguments(leaves) -> None:
+  """A top-level jitted call's NumPy and Python arguments are implicit host-to-device
+  transfers (jax_transfer_guard_host_to_device)."""
+  if config._values["jax_transfer_guard_host_to_device"] is None or not core.cur_level_is_eval():
+    return
+  for x in leaves:
+    if not isinstance(x, (Array, core.Tracer)) and core.is_arraylike(x):
+      transfer_guard.host_to_device(core.get_aval(x), explicit=False)
+
 
 def device_get(x):
   """Fetch each Array leaf of a pytree to a NumPy array (other leaves pass through)."""

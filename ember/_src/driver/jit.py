@@ -39,7 +39,7 @@ from ember._src.core import Jaxpr
 from ember._src.core import trace as trace_lib
 from ember._src.driver.dispatch import NATIVE_MISS, NUMPY_SCALAR_TYPES
 from ember._src.primitives import eager_jit
-from ember._src.core.array import Array, PlacedArray
+from ember._src.core.array import Array, PlacedArray, guard_host_arguments
 from ember._src.runtime.pjrt_array import PjrtArray
 from ember._src.driver.sharding_propagation import constraint_sharding
 from ember._src.transforms import ad_calls, batching
@@ -676,6 +676,7 @@ class PjitFunction:
     if cv["jax_disable_jit"]:
       return self.fun(*args, **kwargs)
     entry, leaves = self._lookup(args, kwargs)
+    guard_host_arguments(leaves)   # (transfer guard; a set guard keeps calls off the fast path)
     if entry.refs is not None:
       return self._call_threading_refs(entry, leaves)
     if cv["jax_debug_nans"] or cv["jax_debug_infs"] or cv["jax_no_execution"]:

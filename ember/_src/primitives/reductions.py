@@ -14,6 +14,7 @@ import numpy as np
 
 from ember._src import core
 from ember._src.base import dtypes, tree_util
+from ember._src.base.config import config
 from ember._src.core import ShapedArray, get_aval
 from ember._src.transforms import ad, batching
 from ember._src.primitives import (ANY, BOOL, FLOAT, INTS, NUMERIC, check_dtype, declare,
@@ -69,11 +70,15 @@ def _check_logical(name, x):
                     f"{x.dtype.name}.")
 
 
-def _reduction(name: str, check, impl, *, sharding_param: bool, strip_weak=False):
-  """A reduction primitive and its lax function. `check(name, aval)` validates the dtype;
-  `sharding_param`: JAX gives the primitive an `out_sharding` param (sum, max, min)."""
+def _reduction(name: str, check, impl, *, sharding_param: bool, strip_weak=False,
+               check_axes=None):
+  """A reduction primitive and its lax function. `check(name, aval)` validates the dtype,
+  `check_axes(aval, axes)` (if given) the reduction; `sharding_param`: JAX gives the
+  primitive an `out_sharding` param (sum, max, min)."""
   def abstract_eval(x, *, axes, out_sharding=None):
     check(name, x)
+    if check_axes is not None:
+      check_axes(x, axes)
     return ShapedArray(_reduced_shape(x, axes), x.dtype, x.weak_type and not strip_weak)
   prim = declare(name, abstract_eval, impl)
   prim.batch = batching.reducer(prim)
@@ -125,8 +130,17 @@ def _logical_impl(bool_ufunc, int_ufunc):
   return impl
 
 
+def _check_f16_sum(x, axes):
+  """jax_allow_f16_reductions=False: a float16/bfloat16 sum over a non-unit axis raises."""
+  if (x.dtype in (np.dtype(np.float16), np.dtype(dtypes.bfloat16))
+      and not config._values["jax_allow_f16_reductions"]
+      and not all(x.shape[a] == 1 for a in axes)):
+    raise ValueError(f"reduce_sum on operand {x.str_short(True)} is not allowed when "
+                     "jax_allow_f16_reductions=False.")
+
+
 reduce_sum_p, reduce_sum = _reduction("reduce_sum", _kinds(NUMERIC), _sum_impl,
-                                      sharding_param=True)
+                                      sharding_param=True, check_axes=_check_f16_sum)
 reduce_prod_p, reduce_prod = _reduction("reduce_prod", _kinds(NUMERIC), _prod_impl,
                                         sharding_param=False)
 reduce_max_p, reduce_max = _reduction("reduce_max", _kinds(ANY), _minmax_impl(np.maximum),

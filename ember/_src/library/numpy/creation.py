@@ -17,7 +17,8 @@ import warnings
 import numpy as np
 
 from ember._src import core
-from ember._src.base import dtypes, errors
+from ember._src.base import dtypes, errors, transfer_guard
+from ember._src.base.config import config
 from ember._src.library.lax import api as lax
 from ember._src.driver.jit import jit
 from ember._src.library.numpy import ufuncs, util
@@ -195,6 +196,8 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
   if order is not None and order != "K":
     raise NotImplementedError(f"jnp.array: only order='K' (or None) is supported, got "
                               f"order={order!r}; ember arrays are always row-major")
+  if config._values["jax_transfer_guard_host_to_device"] is not None:
+    _guard_transfer(object)
   # Fast paths: nothing to convert.
   obj_dtype = getattr(object, "dtype", None)
   if (ndmin == 0 and isinstance(obj_dtype, dtypes.ExtendedDType)
@@ -259,6 +262,18 @@ def array(object, dtype=None, *, copy: bool = True, order: str | None = "K",  # 
   if ndmin > nd:
     out = lax.expand_dims(out, tuple(range(ndmin - nd)))
   return out if out is object else _in_current_trace(out)
+
+
+def _guard_transfer(object):  # noqa: A002
+  """A host value made an Array at top level is an implicit host-to-device transfer."""
+  if (not isinstance(object, (Array, core.Tracer)) and core.cur_level_is_eval()
+      and not isinstance(getattr(object, "dtype", None), dtypes.ExtendedDType)):
+    try:
+      aval = core.get_aval(np.asarray(object) if isinstance(object, (list, tuple))
+                           else object)
+    except Exception:   # (not array-like: array() raises its own error below)
+      return
+    transfer_guard.host_to_device(aval, explicit=False)
 
 
 def asarray(a, dtype=None, order: str | None = None, *, copy: bool | None = None,

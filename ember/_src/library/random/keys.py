@@ -83,8 +83,29 @@ def threefry_seed(seed):
 
 
 def threefry_split(data, shape: tuple):
+  if not config._values["jax_threefry_partitionable"]:
+    return _split_original(data, shape)
   k1, k2 = _key_words(data)
   return _stack_words(*threefry2x32(k1, k2, *_counters(shape)))
+
+
+def _split_original(data, shape: tuple):
+  """JAX's original (jax_threefry_partitionable=False) split: the hash of the counts
+  0..2n-1 as one flat stream, n key-data pairs."""
+  n = math.prod(shape)
+  return lax.reshape(_hash_counts(data, _iota_counts(2 * n)), (*shape, 2))
+
+
+def _iota_counts(n: int):
+  if n >= 2 ** 32:
+    raise ValueError(f"random draws of 2**32 or more 32-bit words are not supported with "
+                     f"jax_threefry_partitionable=False, got {n}.")
+  return lax.iota(_U32, n)
+
+
+def _hash_counts(data, counts):
+  """threefry_2x32 of a flat count vector under key data u32[2]."""
+  return threefry_2x32(tuple(_key_words(data)), counts)
 
 
 def threefry_fold_in(data, msg):
@@ -94,6 +115,8 @@ def threefry_fold_in(data, msg):
 
 
 def threefry_random_bits(data, bit_width: int, shape: tuple):
+  if not config._values["jax_threefry_partitionable"]:
+    return _random_bits_original(data, bit_width, shape)
   k1, k2 = _key_words(data)
   b1, b2 = threefry2x32(k1, k2, *_counters(shape))
   dt = UINT_DTYPES[bit_width]
@@ -102,6 +125,29 @@ def threefry_random_bits(data, bit_width: int, shape: tuple):
     return lax.bitwise_or(lax.shift_left(hi, np.uint64(32)), lo)
   bits = lax.bitwise_xor(b1, b2)
   return bits if bit_width == 32 else lax.convert_element_type(bits, dt)
+
+
+def _random_bits_original(data, bit_width: int, shape: tuple):
+  """JAX's original (jax_threefry_partitionable=False) bits: ceil(bits / 32) words hashed
+  from the counts 0..n-1 as one stream; 64-bit values join the stream's first half (high
+  words) with its second, 8/16-bit values are its words' pieces, low bits first."""
+  size = math.prod(shape)
+  words = _hash_counts(data, _iota_counts(-(-bit_width * size // 32)))
+  dt = UINT_DTYPES[bit_width]
+  if bit_width == 64:
+    hi, lo = (lax.convert_element_type(w, dt) for w in (words[:size], words[size:]))
+    bits = lax.bitwise_or(lax.shift_left(hi, np.uint64(32)), lo)
+  elif bit_width == 32:
+    bits = words
+  else:
+    per_word = 32 // bit_width
+    shifts = lax.mul(np.uint32(bit_width), lax.broadcasted_iota(_U32, (1, per_word), 1))
+    pieces = lax.shift_right_logical(lax.broadcast_in_dim(words, (words.shape[0], per_word),
+                                                          (0,)), shifts)
+    pieces = lax.bitwise_and(pieces, np.uint32(np.iinfo(dt).max))
+    bits = lax.convert_element_type(lax.reshape(pieces, (words.shape[0] * per_word,)), dt)
+    bits = bits[:size]
+  return lax.reshape(bits, shape)
 
 
 # --------------------------------------------------------------------------------------
