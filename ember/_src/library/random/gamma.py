@@ -20,6 +20,11 @@ batched loop runs until every element is accepted and keeps each finished elemen
 carry, so every element's draws are those of its own scalar loop, as in JAX. The
 derivative with respect to `a` is the implicit reparameterization gradient
 (`random_gamma_grad`): dsample/da = -(dF/da) / (dF/dsample), F the gamma CDF.
+
+The exact sampler binds `random_gamma_p` (JAX's primitive: `random_gamma[log_space
+out_sharding] key a`): its lowering and eager evaluation run the draws above as a composite,
+its jvp is that gradient, and its batching rule is JAX's (batch axes first; keys batched
+over a's leading axes each split over their slice of a).
 """
 from __future__ import annotations
 
@@ -196,8 +201,8 @@ def _gamma_impl(key, a, inv_a, log_space: bool):
   lead = _shape(key)[:-1]
   if lead:
     per_key = math.prod(shape[len(lead):])
-    keys = lax.reshape(vmap(lambda k: split(k, per_key))(lax.reshape(key, (math.prod(lead), *KEY_SHAPE))),
-                       (n, *KEY_SHAPE))
+    flat_keys = lax.reshape(key, (math.prod(lead), *KEY_SHAPE))
+    keys = lax.reshape(vmap(lambda k: split(k, per_key))(flat_keys), (n, *KEY_SHAPE))
   else:
     keys = split(key, n)
   samples = vmap(partial(_gamma_one, log_space=log_space))(keys, lax.reshape(a, (n,)),
