@@ -12,7 +12,7 @@ from ember._src.library.random.samplers import (  # noqa: F401
 from ember._src.library.random.keys import (  # noqa: F401
     PRNGKey, PRNGKeyArray, clone, fold_in, key, key_data, key_dtype, key_impl, split,
     wrap_key_data)
-from ember._src.library.random.gamma import gamma, loggamma  # noqa: F401
+from ember._src.library.random.gamma import gamma, loggamma, random_gamma_p  # noqa: F401
 from ember._src.library.random.gamma_family import (  # noqa: F401
     ball, beta, chisquare, dirichlet, f, generalized_normal, t, wald)
 from ember._src.library.random.discrete import binomial, multinomial, poisson  # noqa: F401

@@ -5,6 +5,7 @@ from ember._src.base.tree_util import (  # noqa: F401
     register_pytree_with_keys, register_pytree_with_keys_class, register_static,
     tree_transpose, tree_unflatten, treedef_children, treedef_is_leaf, treedef_tuple)
 from ember._src.base.tree_util import public as _public
+from ember._src.base.tree_util import default_registry  # noqa: F401
 
 # the flattening functions as users see pytrees (typed PRNG keys are leaves, as in JAX)
 all_leaves = _public.all_leaves

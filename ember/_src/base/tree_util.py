@@ -578,6 +578,49 @@ def _tree_api(transform: bool):
 public = _tree_api(transform=False)
 # what ember's transformations flatten with (typed keys are nodes over their data)
 _transform_api = _tree_api(transform=True)
+
+
+class PyTreeRegistry:
+  """A registry of pytree node types as JAX's `PyTreeRegistry` presents it
+  (`jax.tree_util.default_registry`): flattening and registration on ember's one registry
+  (the one `register_pytree_node` and the `tree_*` functions use), as users see pytrees."""
+
+  def flatten(self, tree, leaf_predicate: Callable | None = None):
+    """(leaves, treedef); `leaf_predicate(x)` marks more leaves."""
+    return public.tree_flatten(tree, leaf_predicate)
+
+  def flatten_with_path(self, tree, leaf_predicate: Callable | None = None):
+    """((key path, leaf) pairs, treedef); `leaf_predicate(path, x)` marks more leaves."""
+    return public.tree_flatten_with_path(tree, leaf_predicate, is_leaf_takes_path=True)
+
+  def flatten_one_level(self, tree):
+    """(children, node data) of a node; None for a leaf."""
+    return public.flatten_one_level(tree) if self._is_node_value(tree) else None
+
+  def flatten_one_level_with_keys(self, tree):
+    """((key, child) pairs, node data) of a node; None for a leaf."""
+    return public.flatten_one_level_with_keys(tree) if self._is_node_value(tree) else None
+
+  def is_node(self, type) -> bool:   # noqa: A002 (JAX's parameter name)
+    """Whether instances of `type` are nodes (built-in containers or registered)."""
+    return is_tree_node(type)
+
+  def register_node(self, type, to_iterable: Callable, from_iterable: Callable,   # noqa: A002
+                    to_iterable_with_keys: Callable | None = None) -> None:
+    """`register_pytree_node` (ValueError for a type registered already)."""
+    register_pytree_node(type, to_iterable, from_iterable, to_iterable_with_keys)
+
+  def register_dataclass_node(self, type, data_fields, meta_fields, /) -> None:   # noqa: A002
+    """`register_dataclass` with the fields given: data fields are children, meta fields
+    the node data."""
+    register_dataclass(type, data_fields, meta_fields)
+
+  @staticmethod
+  def _is_node_value(tree) -> bool:
+    return _node_children(tree, transform=False) is not None
+
+
+default_registry = PyTreeRegistry()   # ember's registry (jax.tree_util.default_registry)
 tree_flatten = _transform_api.tree_flatten
 tree_flatten_with_path = _transform_api.tree_flatten_with_path
 tree_leaves_with_path = _transform_api.tree_leaves_with_path

@@ -3,11 +3,13 @@ prng_keys) builds keys and random bits from, with its rules: the shape rule, the
 impl (reference/threefry.py), a broadcasting batching rule and the lowering to its uint32
 rounds (native code, no runtime call); and `rng_bit_generator` (`lax.rng_bit_generator`),
 XLA:CPU's RngBitGenerator bit for bit: Philox4x32-10 (the default) or ThreeFry-2x32 over a
-counter, the key u32[4] read as two u64 words (key, counter)."""
+counter, the key u32[4] read as two u64 words (key, counter); and `rng_uniform`
+(`lax.rng_uniform`), XLA's stateful uniform RNG, drawn from a process-wide threefry state."""
 from __future__ import annotations
 
 import enum
 import operator
+import threading
 
 import numpy as np
 
@@ -17,6 +19,7 @@ from ember._src.base import dtypes
 from ember._src.base.config import enable_x64
 from ember._src.core import ShapedArray
 from ember._src.primitives import broadcasting_shape, declare, eager_jit
+from ember._src.primitives import callbacks
 from ember._src.primitives import elementwise as ew
 from ember._src.primitives.structural import (broadcast_in_dim, concatenate, full_like, iota,
                                               reshape, slice_in_dim)
@@ -205,3 +208,96 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=None, *, out_shardi
   shape = tuple(operator.index(d) for d in shape)
   return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=dtype, algorithm=algorithm,
                                         out_sharding=out_sharding))
+
+
+# --- rng_uniform: a stateful uniform RNG -----------------------------------------------
+# XLA's RngUniform draws from a generator state hidden in the backend. ember's is one
+# process-wide threefry2x32 stream: a fixed key and a 64-bit block counter that every draw
+# advances, read by the eager impl and by compiled code alike (a host call marked as having
+# a side effect, so it is neither folded, merged nor reordered). Values differ from XLA's.
+
+class _UniformState:
+  """The process-wide threefry stream: `words(n)` returns its next n uint32 words."""
+  KEY = (np.uint32(0x0E3BE12), np.uint32(0x5EED))
+
+  def __init__(self):
+    self._lock = threading.Lock()
+    self._counter = 0
+
+  def words(self, n: int) -> np.ndarray:
+    blocks = (n + 1) // 2
+    with self._lock:
+      start, self._counter = self._counter, self._counter + blocks
+    count = np.arange(start, start + blocks, dtype=np.uint64)
+    hi, lo = (count >> np.uint64(32)).astype(np.uint32), count.astype(np.uint32)
+    x1, x2 = threefry_ref.threefry2x32(*self.KEY, hi, lo)
+    return np.stack([x1, x2], axis=-1).reshape(-1)[:n]
+
+
+_uniform_state = _UniformState()
+
+
+def _uniform_values(a, b, shape: tuple) -> np.ndarray:
+  """Draws in [a, b) of a's dtype: floats as a + (b - a) u with u on the dtype's mantissa
+  grid in [0, 1), kept below b; integers as a + bits mod (b - a) (a when b <= a: XLA
+  leaves that case undefined)."""
+  dt = np.dtype(a.dtype)
+  n = int(np.prod(shape, dtype=np.int64))
+  if dtypes.issubdtype(dt, np.floating):
+    fi = dtypes.finfo(dt)
+    if fi.bits > 32:
+      w = _uniform_state.words(2 * n).reshape(n, 2).astype(np.uint64)
+      bits, width = (w[:, 0] << np.uint64(32)) | w[:, 1], 64
+    else:
+      bits, width = _uniform_state.words(n).astype(np.uint64), 32
+    mant = fi.nmant + 1   # u = k 2^-mant, k < 2^mant: exact in dt
+    u = ((bits >> np.uint64(width - mant)).astype(np.float64) * 2.0 ** -mant).astype(dt)
+    out = (a + (b - a) * u).astype(dt)
+    if b > a:   # rounding may reach b
+      out = np.minimum(out, np.nextafter(b, a).astype(dt)).astype(dt)
+    return out.reshape(shape)
+  wide = dt.itemsize > 4
+  w = _uniform_state.words(2 * n if wide else n)
+  bits = ((w[0::2].astype(np.uint64) << np.uint64(32)) | w[1::2]) if wide else w
+  span = int(b) - int(a)
+  if span <= 0:
+    return np.full(shape, a, dt)
+  offset = np.mod(bits.astype(np.uint64), np.uint64(span))
+  return (np.int64(a) + offset.astype(np.int64) if dt.kind == "i" or span < 2 ** 63
+          else offset + np.uint64(a)).astype(dt).reshape(shape)
+
+
+def _rng_uniform_abstract_eval(a, b, *, shape):
+  if a.dtype != b.dtype:
+    raise ValueError(f"Arguments to rng_uniform must have identical dtypes, got {a.dtype} "
+                     f"and {b.dtype}.")
+  if a.shape != () or b.shape != ():
+    raise ValueError(f"Arguments to rng_uniform must be scalars; got shapes {a.shape} and "
+                     f"{b.shape}.")
+  if not (dtypes.issubdtype(a.dtype, np.floating) or dtypes.issubdtype(a.dtype, np.integer)):
+    raise TypeError(f"rng_uniform: a and b must be integer or floating, got {a.dtype}")
+  return ShapedArray(shape, a.dtype, a.weak_type and b.weak_type)
+
+
+def _rng_uniform_impl(a, b, *, shape):
+  return _uniform_values(a, b, shape)
+
+
+def _rng_uniform_lower(ctx, a, b, *, shape):
+  run = lambda x, y: [_uniform_values(x, y, shape)]
+  return callbacks.emit_host_call(ctx, run, [a, b], ctx.avals_out, side_effect=True,
+                                  user_code=False)[0]
+
+
+rng_uniform_p = declare("rng_uniform", _rng_uniform_abstract_eval, _rng_uniform_impl)
+rng_uniform_p.lower = _rng_uniform_lower   # no jvp and no batching rule, as in JAX
+
+
+def rng_uniform(a, b, shape):
+  """Uniform draws in [a, b) of `shape` and a's dtype (a, b: scalars of one dtype) from a
+  process-wide generator state: each call, eager or compiled, draws new values (ember's
+  threefry stream; XLA's values differ). Use `ember.random` for reproducible draws."""
+  shape = tuple(operator.index(d) for d in shape)
+  if any(d < 0 for d in shape):
+    raise ValueError(f"rng_uniform: shape must have no negative dimensions, got {shape}")
+  return rng_uniform_p.bind(a, b, shape=shape)

@@ -6,9 +6,9 @@ acospi_p asinpi_p atanpi_p atan2pi_p cospi_p sinpi_p tanpi_p exp2m1_p log2p1_p f
 one_minus_square_p polynomial_p eq_to_p le_to_p lt_to_p after_all_p create_token_p copy_p
 device_put_p empty2_p get_p swap_p call_p closed_call_p linear_solve_p hessenberg_p schur_p
 tridiagonal_p tridiagonal_solve_p igamma_p igammac_p igamma_grad_a_p polygamma_p zeta_p
-regularized_incomplete_beta_p bessel_i1e_p approx_top_k_p ragged_all_to_all_p
-random_bits_p random_fold_in_p random_gamma_p random_seed_p random_split_p
-rng_bit_generator_p rng_uniform_p select_and_scatter_p.
+regularized_incomplete_beta_p bessel_i1e_p approx_top_k_p
+random_bits_p random_fold_in_p random_seed_p random_split_p
+rng_bit_generator_p select_and_scatter_p.
 """
 from ember._src.library.lax.api import (  # noqa: F401
     abs_p, acos_p, acosh_p, add_p, all_gather_p, all_to_all_p, and_p, argmax_p, argmin_p,
@@ -29,6 +29,9 @@ from ember._src.library.lax.api import (  # noqa: F401
     shift_right_arithmetic_p, shift_right_logical_p, sign_p, sin_p, sinh_p, slice_p, sort_p,
     sqrt_p, square_p, squeeze_p, stop_gradient_p, sub_p, tan_p, tanh_p, top_k_p,
     transpose_p, while_p, xor_p)
+from ember._src.library.lax.ragged_collectives import ragged_all_to_all_p  # noqa: F401
+from ember._src.library.random.gamma import random_gamma_p  # noqa: F401
+from ember._src.primitives.prng import rng_uniform_p  # noqa: F401
 from ember._src.library.lax.linalg import (  # noqa: F401
     cholesky_p, eigh_p)
 from ember._src.library.lax.linalg_derivatives import (  # noqa: F401

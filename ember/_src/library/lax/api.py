@@ -17,6 +17,7 @@ from ember._src.primitives.parallel import *  # noqa: F401,F403
 from ember._src.primitives.fft import FftType, fft_p  # noqa: F401
 from ember._src.primitives import fft as _fft
 from ember._src.primitives.prng import rng_bit_generator, rng_bit_generator_p  # noqa: F401
+from ember._src.primitives.prng import rng_uniform, rng_uniform_p  # noqa: F401
 
 
 def _export_primitives():

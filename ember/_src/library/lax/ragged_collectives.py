@@ -1,19 +1,28 @@
-"""`lax.ragged_all_to_all`: the all-to-all of ragged slices along a mapped axis, written with
+"""`lax.ragged_all_to_all` and its primitive `ragged_all_to_all_p` (JAX's): the all-to-all
+of ragged slices along a mapped axis. The primitive's rules are a composite written with
 ember's collectives (all_gather of the operands, all_to_all of the offsets and sizes, as
-JAX's docstring defines it) and a masked gather per received slice. Differentiable through
-those collectives."""
+JAX's docstring defines it) and a masked gather per received slice: its lowering and
+evaluation run the composite, its batching rule vmaps it (binding the axis name where the
+vmap is over the named axis), and its derivative is the composite's (differentiable through
+those collectives)."""
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
 from ember._src import core
+from ember._src import lower as lowering
+from ember._src.core import ShapedArray
 from ember._src.library.lax import api as lax
+from ember._src.primitives import declare
+from ember._src.transforms import ad, batching
 
-__all__ = ["ragged_all_to_all"]
+__all__ = ["ragged_all_to_all", "ragged_all_to_all_p"]
 
 
 def _check(name, x, dtype_kinds="iu"):
-  aval = core.get_aval(x)
+  aval = x if isinstance(x, ShapedArray) else core.get_aval(x)   # an aval in abstract_eval
   if aval.ndim != 1 or aval.dtype.kind not in dtype_kinds:
     raise TypeError(f"ragged_all_to_all: {name} must be a 1-d integer array, got "
                     f"{aval.str_short()}")
@@ -25,18 +34,36 @@ def ragged_all_to_all(operand, output, input_offsets, send_sizes, output_offsets
   """`output` with the slices the other indices of `axis_name` send written into it: sender
   s sends operand[input_offsets[i]:+send_sizes[i]] to index i // (K / axis size), which
   writes it at the sender's output_offsets[i] (recv_sizes[i] rows)."""
-  lens = {_check(n, v) for n, v in (("input_offsets", input_offsets),
-                                    ("send_sizes", send_sizes),
-                                    ("output_offsets", output_offsets),
-                                    ("recv_sizes", recv_sizes))}
+  axis_name = tuple(axis_name) if isinstance(axis_name, (tuple, list)) else (axis_name,)
+  groups = None if axis_index_groups is None else tuple(map(tuple, axis_index_groups))
+  return ragged_all_to_all_p.bind(operand, output, input_offsets, send_sizes, output_offsets,
+                                  recv_sizes, axis_name=axis_name, axis_index_groups=groups)
+
+
+def _abstract_eval(operand, output, input_offsets, send_sizes, output_offsets, recv_sizes,
+                   **_):
+  """The output's type, after JAX's checks of the operands (lengths, dtypes, shapes)."""
+  _offsets_length(input_offsets, send_sizes, output_offsets, recv_sizes)
+  if operand.dtype != output.dtype or operand.shape[1:] != output.shape[1:]:
+    raise TypeError(f"ragged_all_to_all: operand {operand.str_short()} and output "
+                    f"{output.str_short()} must have the same dtype and trailing shape")
+  return ShapedArray(output.shape, output.dtype)
+
+
+def _offsets_length(*offsets_and_sizes) -> int:
+  names = ("input_offsets", "send_sizes", "output_offsets", "recv_sizes")
+  lens = {_check(n, v) for n, v in zip(names, offsets_and_sizes)}
   if len(lens) != 1:
     raise ValueError("ragged_all_to_all: input_offsets, send_sizes, output_offsets and "
                      "recv_sizes must have the same length")
-  k = lens.pop()
+  return lens.pop()
+
+
+def _composite(operand, output, input_offsets, send_sizes, output_offsets, recv_sizes,
+               *, axis_name, axis_index_groups=None):
+  """The primitive's value, from ember's collectives over `axis_name`."""
+  k = _offsets_length(input_offsets, send_sizes, output_offsets, recv_sizes)
   op_aval, out_aval = core.get_aval(operand), core.get_aval(output)
-  if op_aval.dtype != out_aval.dtype or op_aval.shape[1:] != out_aval.shape[1:]:
-    raise TypeError(f"ragged_all_to_all: operand {op_aval.str_short()} and output "
-                    f"{out_aval.str_short()} must have the same dtype and trailing shape")
   size = lax.psum(1, axis_name) if axis_index_groups is None else len(axis_index_groups[0])
   if k % size:
     raise ValueError(f"ragged_all_to_all: the offsets' length {k} must be divisible by the "
@@ -64,6 +91,34 @@ def ragged_all_to_all(operand, output, input_offsets, send_sizes, output_offsets
     mask = lax.broadcast_in_dim(inside, (rows,) + trailing, (0,))
     result = lax.select(mask, rows_from, result)
   return result
+
+
+def _batch(axis_data, vals, dims, *, axis_name, axis_index_groups):
+  """Over another axis with unbatched operands it stays one equation; else the composite,
+  vmapped (binding this vmap's axis name again, so its collectives over it find the vmap)."""
+  params = dict(axis_name=axis_name, axis_index_groups=axis_index_groups)
+  if all(d is None for d in dims) and axis_data.name not in axis_name:
+    return ragged_all_to_all_p.bind(*vals, **params), None
+  fun = functools.partial(_composite, **params)
+  return batching.vmap(fun, in_axes=tuple(dims), axis_name=axis_data.name,
+                       axis_size=axis_data.size)(*vals), 0
+
+
+def _jvp(primals, tangents, **params):
+  """The composite's derivative (linear in operand and output; offsets and sizes are
+  integers)."""
+  tangents = [ad.instantiate_zeros(t) for t in tangents[:2]]
+  return ad.jvp(lambda x, y: _composite(x, y, *primals[2:], **params), tuple(primals[:2]),
+                tuple(tangents))
+
+
+ragged_all_to_all_p = declare("ragged_all_to_all", _abstract_eval)
+ragged_all_to_all_p.eval_rule = _composite   # its collectives find the mapped axis
+ragged_all_to_all_p.lower = lowering.lower_fun(_composite, multiple_results=False)
+ragged_all_to_all_p.batch = _batch
+ragged_all_to_all_p.jvp = _jvp
+ragged_all_to_all_p.named_trace = lambda trace, params: batching.named_axis_trace(
+    params["axis_name"], "ragged_all_to_all", trace)
 
 
 def _take_rows(data, idx):

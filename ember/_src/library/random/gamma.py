@@ -20,6 +20,11 @@ batched loop runs until every element is accepted and keeps each finished elemen
 carry, so every element's draws are those of its own scalar loop, as in JAX. The
 derivative with respect to `a` is the implicit reparameterization gradient
 (`random_gamma_grad`): dsample/da = -(dF/da) / (dF/dsample), F the gamma CDF.
+
+The exact sampler binds `random_gamma_p` (JAX's primitive: `random_gamma[log_space
+out_sharding] key a`): its lowering and eager evaluation run the draws above as a composite,
+its jvp is that gradient, and its batching rule is JAX's (batch axes first; keys batched
+over a's leading axes each split over their slice of a).
 """
 from __future__ import annotations
 
@@ -32,7 +37,9 @@ import numpy as np
 from ember._src.primitives import eager_jit
 from ember._src import core
 from ember._src.base import dtypes
+from ember._src import lower as lowering
 from ember._src.core import ShapedArray
+from ember._src.core.primitive import Primitive
 from ember._src.library.lax import api as lax
 from ember._src.library.lax.special import random_gamma_grad
 from ember._src.library.numpy import indexing
@@ -41,14 +48,14 @@ from ember._src.primitives.elementwise import fma
 from ember._src.library.random.samplers import (
     _bcast, _broadcast_shape, _check_shape, _exponential, _sample_dtype, _split_data as _keys,
     normal, uniform)
-from ember._src.library.random.keys import KEY_SHAPE, split
+from ember._src.library.random.keys import KEY_SHAPE, PRNGKeyArray, key_data, split
 from ember._src.library.random.util import _any, _canon_shape, _dtype, _key, _method, _shape
 from ember._src.library.random.xla_math import _differentiable, _exp, _log
 from ember._src.library.random.xla_math.common import _F32, _ftz
 from ember._src.library.random.xla_math.common import _cst as _c   # a constant of x's dtype
 from ember._src.library.random.xla_math.pow import _xla_pow_f32
-from ember._src.transforms.batching import vmap
-from ember._src.transforms.custom_derivatives import custom_jvp
+from ember._src.transforms import ad
+from ember._src.transforms.batching import bdim_at_front, vmap
 
 
 # --------------------------------------------------------------------------------------
@@ -185,41 +192,87 @@ _rsqrt_d = _differentiable(lambda x: _xla_rsqrt_f32(x),
 
 
 def _gamma_impl(key, a, inv_a, log_space: bool):
-  """Gamma draws of a's shape: element i uses key i of split(key, a.size)."""
+  """Gamma draws of a's shape. `key` is one key's data, or keys of shape `lead + (2,)`
+  with `lead` a prefix of a's shape: each key is split into one key per element of its
+  slice of `a` (JAX's `_gamma_impl_local`); for one key element i uses key i of
+  split(key, a.size)."""
   shape, n = _shape(a), math.prod(_shape(a))
   if n == 0:
     return a
-  keys = split(key, n)
+  lead = _shape(key)[:-1]
+  if lead:
+    per_key = math.prod(shape[len(lead):])
+    flat_keys = lax.reshape(key, (math.prod(lead), *KEY_SHAPE))
+    keys = lax.reshape(vmap(lambda k: split(k, per_key))(flat_keys), (n, *KEY_SHAPE))
+  else:
+    keys = split(key, n)
   samples = vmap(partial(_gamma_one, log_space=log_space))(keys, lax.reshape(a, (n,)),
                                                            lax.reshape(inv_a, (n,)))
   return lax.reshape(samples, shape)
 
 
 @functools.lru_cache(maxsize=256)
-def _gamma_jaxpr(shape: tuple, dtype, log_space: bool, x64: bool):
-  """`_gamma_impl` staged once per (shape, dtype): tracing the vmapped nested rejection
+def _gamma_jaxpr(key_shape: tuple, shape: tuple, dtype, log_space: bool, x64: bool):
+  """`_gamma_impl` staged once per (shapes, dtype): tracing the vmapped nested rejection
   loops costs far more than running them on small inputs (JAX caches its jit the same
   way). Running the jaxpr binds its equations under whatever trace is current."""
-  avals = [ShapedArray(KEY_SHAPE, dtypes.uint32), ShapedArray(shape, dtype),
+  avals = [ShapedArray(key_shape, dtypes.uint32), ShapedArray(shape, dtype),
            ShapedArray(shape, dtype)]
   jaxpr, _ = core.trace_to_jaxpr(
       lambda k, a, inv_a: ([_gamma_impl(k, a, inv_a, log_space)], None), avals)
   return jaxpr
 
 
-@partial(custom_jvp, nondiff_argnums=(3,))
-def _random_gamma(key, a, inv_a, log_space):
+def _random_gamma_composite(key, a, *inv_a, log_space, out_sharding=None):
+  """random_gamma_p's value: the draws as a composite of lax ops (its lowering and eager
+  evaluation). `inv_a` (ember's optional third operand) is 1 / a as the caller computed it."""
+  del out_sharding   # one device: the draws are the same however they would be sharded
+  _random_gamma_abstract_eval(*map(core.get_aval, (key, a, *inv_a)), log_space=log_space)
+  inv_a = inv_a[0] if inv_a else lax.div(_c(a, 1), a)
   x64 = dtypes.canonicalize_dtype(dtypes.int64) == dtypes.int64
-  jaxpr = _gamma_jaxpr(_shape(a), np.dtype(_dtype(a)), log_space, x64)
+  jaxpr = _gamma_jaxpr(_shape(key), _shape(a), np.dtype(_dtype(a)), log_space, x64)
   return core.eval_jaxpr(jaxpr, jaxpr.consts, key, a, inv_a)[0]
 
 
-@_random_gamma.defjvp
-def _random_gamma_jvp(log_space, primals, tangents):
-  key, a, inv_a = primals   # the draws depend on a alone (inv_a is 1 / a)
-  _, a_dot, _ = tangents
-  ans = _random_gamma(key, a, inv_a, log_space)
-  return ans, lax.mul(a_dot, _gamma_grad(ans, a, log_space))
+def _random_gamma_abstract_eval(key, a, *inv_a, log_space, out_sharding=None):
+  if key.dtype != dtypes.uint32 or key.shape[-1:] != KEY_SHAPE:
+    raise TypeError(f"random_gamma: key must be a PRNG key or its uint32[..., 2] data, got "
+                    f"{key.str_short()}")
+  if not dtypes.issubdtype(a.dtype, np.floating):
+    raise TypeError(f"random_gamma: a must be floating, got {a.str_short()}")
+  if a.shape[:key.ndim - 1] != key.shape[:-1]:
+    raise ValueError(f"random_gamma leading shape of a {a.shape} must match key shape "
+                     f"{key.shape[:-1]}.")
+  if inv_a and (len(inv_a) > 1 or (inv_a[0].shape, inv_a[0].dtype) != (a.shape, a.dtype)):
+    raise TypeError("random_gamma: the optional third operand (1 / a) must be like a")
+  return ShapedArray(a.shape, a.dtype)
+
+
+class _KeyedPrimitive(Primitive):
+  """A primitive whose first operand is a PRNG key: a typed key binds as its data (ember's
+  typed keys wrap it), so JAX's `random_gamma_p.bind(key, a, ...)` works as written."""
+
+  def bind(self, key, /, *args, **params):
+    return super().bind(key_data(key) if isinstance(key, PRNGKeyArray) else key, *args,
+                        **params)
+
+
+def _random_gamma_batch(axis_data, vals, dims, **params):
+  """JAX's rule: the batch axis first on every operand (a key per batch element)."""
+  if all(d is None for d in dims):
+    return random_gamma_p.bind(*vals, **params), None
+  vals = [bdim_at_front(v, d, axis_data.size) for v, d in zip(vals, dims)]
+  return random_gamma_p.bind(*vals, **params), 0
+
+
+# JAX's random_gamma_p (`random_gamma[log_space out_sharding] key a`): the sampler's one
+# equation; differentiable in `a` by the implicit reparameterization gradient
+random_gamma_p = _KeyedPrimitive("random_gamma")
+random_gamma_p.abstract_eval = _random_gamma_abstract_eval
+random_gamma_p.eval_rule = _random_gamma_composite   # op by op, as the sampler ran before
+random_gamma_p.impl = lambda *xs, **params: np.asarray(_random_gamma_composite(*xs, **params))
+random_gamma_p.lower = lowering.lower_fun(_random_gamma_composite, multiple_results=False)
+random_gamma_p.batch = _random_gamma_batch
 
 
 def _gamma_grad(sample, a, log_space: bool):
@@ -228,6 +281,11 @@ def _gamma_grad(sample, a, log_space: bool):
     x = lax.select(lax.eq(x, _c(x, 0)), lax.full_like(x, dtypes.finfo(_dtype(x)).tiny), x)
     return lax.div(random_gamma_grad(a, x), x)
   return random_gamma_grad(a, sample)
+
+
+ad.defjvp2(random_gamma_p, None,   # the draws depend on a alone (inv_a is 1 / a)
+           lambda g, ans, key, a, *inv_a, log_space, out_sharding=None:
+           lax.mul(g, _gamma_grad(ans, a, log_space)))
 
 
 def _gamma(name, key, a, shape, dtype, method, log_space, inv_a=None):
@@ -244,9 +302,8 @@ def _gamma(name, key, a, shape, dtype, method, log_space, inv_a=None):
   a = lax.convert_element_type(a, dt)
   if _shape(a) != shape:
     a = _bcast(a, shape)
-  inv_a = lax.div(_c(a, 1), a) if inv_a is None else _bcast(lax.convert_element_type(inv_a, dt),
-                                                            shape)
-  return _random_gamma(data, a, inv_a, log_space)
+  inv_a = () if inv_a is None else (_bcast(lax.convert_element_type(inv_a, dt), shape),)
+  return random_gamma_p.bind(data, a, *inv_a, log_space=log_space, out_sharding=None)
 
 
 @eager_jit.compiled(("shape", "dtype", "method"))
