@@ -171,6 +171,15 @@ def _diagonal(N, M, k, index_dtype):
   return idx - min(k, 0), idx + max(k, 0)
 
 
+def _dense_and_nse(name, mat, nse):
+  """The 2-D dense operand of `name` and its static nse (default: its count of nonzeros)."""
+  mat = creation.asarray(mat)
+  _check_2d(f"{name}: mat", mat.shape)
+  if nse is None:
+    nse = reductions.sum(mat != 0)
+  return mat, static_int(nse, f"the nse argument of {name}")
+
+
 def coo_todense(mat: COO):
   """The dense matrix of a COO (duplicates add up)."""
   return coo_todense_p.bind(mat.data, mat.row, mat.col, spinfo=mat._info)
@@ -178,11 +187,7 @@ def coo_todense(mat: COO):
 
 def coo_fromdense(mat, *, nse=None, index_dtype=np.int32) -> COO:
   """The COO of a dense matrix; `nse` defaults to the number of nonzeros (concrete)."""
-  mat = creation.asarray(mat)
-  _check_2d("coo_fromdense: mat", mat.shape)
-  if nse is None:
-    nse = reductions.sum(mat != 0)
-  nse = static_int(nse, "the nse argument of coo_fromdense")
+  mat, nse = _dense_and_nse("coo_fromdense", mat, nse)
   bufs = coo_fromdense_p.bind(mat, nse=nse, index_dtype=np.dtype(index_dtype))
   return COO(bufs, shape=mat.shape, rows_sorted=True)
 
@@ -333,11 +338,7 @@ def csr_todense(mat: CSR):
 
 def csr_fromdense(mat, *, nse=None, index_dtype=np.int32) -> CSR:
   """The CSR of a dense matrix; `nse` defaults to the number of nonzeros (concrete)."""
-  mat = creation.asarray(mat)
-  _check_2d("csr_fromdense: mat", mat.shape)
-  if nse is None:
-    nse = reductions.sum(mat != 0)
-  nse = static_int(nse, "the nse argument of csr_fromdense")
+  mat, nse = _dense_and_nse("csr_fromdense", mat, nse)
   return CSR(csr_fromdense_p.bind(mat, nse=nse, index_dtype=np.dtype(index_dtype)),
              shape=mat.shape)
 
