@@ -307,7 +307,7 @@ def _loop(f, *args) -> control_flow.ControlFlowThunk:
   return t
 
 
-def test_loop_bodies_tier_only_when_the_whole_loop_of_quick_code_pays():
+def test_loop_bodies_tier_only_when_the_whole_loop_of_quick_code_pays(two_core_cost_model):
   """The quick tier's slower code runs once per iteration until the swap: a body tiers when
   its trip count times its quick run time is under the limit, as a jitted function when
   it runs once; a trip count not known (a traced bound) never tiers. A body with math whose

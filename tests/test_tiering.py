@@ -121,7 +121,7 @@ def _polynomial(v):
 
 @pytest.mark.parametrize("case", ["reduction", "flag_off", "disable_most_optimizations",
                                   "large"])
-def test_modules_that_compile_at_the_full_tier_at_once(case):
+def test_modules_that_compile_at_the_full_tier_at_once(case, two_core_cost_model):
   x = np.ones((64, 64), np.float32)
   f = lambda v: jnp.exp(v) + 1
   if case == "reduction":     # a reassociated float sum: its order depends on the tier
@@ -334,7 +334,8 @@ def test_quick_code_calls_the_library_copies_of_math_functions():
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float64])
-def test_large_math_starts_vectorized_with_library_calls_and_gives_the_same_bits(dt):
+def test_large_math_starts_vectorized_with_library_calls_and_gives_the_same_bits(
+    dt, two_core_cost_model):
   """Math whose quick code would run too long starts at the vector-call tier: the loop
   vectorizer widens calls of the library's vector copies (llvm_jit.VECTOR_CALL_TIER), no
   inlined copy of a math function; the tier-up's code gives the same bits."""
