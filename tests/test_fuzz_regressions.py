@@ -104,3 +104,18 @@ def test_checked_mode_compares_complex_components():
     got = np.asarray(ember.jit(f)(x, y))
   np.testing.assert_allclose(got.imag, (np.cumsum(y) * 3.1).imag, rtol=1e-15)
   assert got.real[0] == -np.inf
+
+
+@pytest.mark.parametrize("k", [8, 4096])
+def test_checked_mode_tolerance_of_a_dot_grows_with_its_k(k):
+  """A K-term float32 dot may differ from the evaluator's order by ~K eps (2.1e-5 for K =
+  2051 on AVX2), and no more: a 1e-3 relative error is still caught at K = 4096 (K eps =
+  4.9e-4), and a 2e-5 one at K = 8, where float32's 1e-5 holds."""
+  from ember._src.driver import check_compiled
+  a, b = np.full((2, k), 1 / k, np.float32), np.ones((k, 3), np.float32)
+  comp = ember.jit(lambda a, b: a @ b).lower(a, b).compile()._computation
+  ref = np.ones((2, 3), np.float32)
+  check_compiled.check_against_reference(comp, [a, b], [ref * (1 + 2e-4 * (k > 8))])
+  with pytest.raises(AssertionError, match="differs from the reference"):
+    check_compiled.check_against_reference(comp, [a, b],
+                                           [ref * (1 + (1e-3 if k > 8 else 2e-5))])
