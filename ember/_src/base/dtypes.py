@@ -30,7 +30,9 @@ complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 _small_float_names = ["float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
                       "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
                       "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn"]
-_narrow_int_names = ["int1", "int2", "int4", "uint1", "uint2", "uint4"]
+# (int1 and uint1 came in ml_dtypes 0.5.2: with an older one jnp has neither)
+_narrow_int_names = [n for n in ("int1", "int2", "int4", "uint1", "uint2", "uint4")
+                     if hasattr(ml_dtypes, n)]
 _small_float_types = [np.dtype(getattr(ml_dtypes, n)) for n in _small_float_names]
 _narrow_int_types = [np.dtype(getattr(ml_dtypes, n)) for n in _narrow_int_names]
 narrow_dtypes = frozenset(_small_float_types + _narrow_int_types)

@@ -92,16 +92,19 @@ float8_e8m0fnu = _make_scalar_type(ml_dtypes.float8_e8m0fnu)
 float4_e2m1fn = _make_scalar_type(ml_dtypes.float4_e2m1fn)
 float6_e2m3fn = _make_scalar_type(ml_dtypes.float6_e2m3fn)
 float6_e3m2fn = _make_scalar_type(ml_dtypes.float6_e3m2fn)
-int1 = _make_scalar_type(ml_dtypes.int1)
-uint1 = _make_scalar_type(ml_dtypes.uint1)
 int2 = _make_scalar_type(ml_dtypes.int2)
 int4 = _make_scalar_type(ml_dtypes.int4)
 uint2 = _make_scalar_type(ml_dtypes.uint2)
 uint4 = _make_scalar_type(ml_dtypes.uint4)
 # ml_dtypes' 16-bit complex types: JAX 0.12 names them but has no arrays of them (XLA
 # rejects the element type); here too every array constructor raises TypeError for them.
-complex32 = _make_scalar_type(ml_dtypes.complex32)
-bcomplex32 = _make_scalar_type(ml_dtypes.bcomplex32)
+# ml_dtypes' newer types (int1, uint1, complex32, bcomplex32: not in 0.5.0, the oldest tested):
+# jnp has those its ml_dtypes has
+for _name in ("int1", "uint1", "complex32", "bcomplex32"):
+  if hasattr(ml_dtypes, _name):
+    globals()[_name] = _make_scalar_type(getattr(ml_dtypes, _name))
+  else:
+    __all__.remove(_name)
 float32 = single = _make_scalar_type(np.float32)
 float64 = double = _make_scalar_type(np.float64)
 complex64 = csingle = _make_scalar_type(np.complex64)
