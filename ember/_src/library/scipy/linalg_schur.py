@@ -157,7 +157,8 @@ def sqrtm(A, blocksize=1):
   """The principal square root of A (complex): the Schur method of Björck and Hammarling."""
   if blocksize > 1:
     # JAX raises the same (SciPy's blocked variant only changes the speed)
-    raise NotImplementedError("Blocked version is not implemented yet.")
+    raise NotImplementedError(f"sqrtm: blocksize={blocksize}: the blocked version is not "
+                              "supported (as in JAX); use blocksize=1 (the same result)")
   util.check_arraylike("scipy.sqrtm", A)
   return _sqrtm(creation.asarray(A))
 

@@ -486,9 +486,11 @@ def fresnel(x):
   x, = util.promote_args_inexact("fresnel", x)
   dt = aval(x).dtype
   if dtypes.is_complex(dt):
-    raise NotImplementedError("Support for complex-valued inputs is not implemented yet.")
+    raise NotImplementedError("fresnel: complex-valued inputs are not supported (as in JAX); "
+                              "pass a real array")
   if dt not in (np.float32, np.float64, np.float16, dtypes.bfloat16):
-    raise NotImplementedError(f"Support for {dt} dtype is not implemented yet.")
+    raise NotImplementedError(f"fresnel: dtype {dt} is not supported (as in JAX); pass a "
+                              "floating array")
   if dt in (np.float16, dtypes.bfloat16):   # as JAX: in float32
     s, c = _fresnel(x.astype(np.float32))
     return s.astype(dt), c.astype(dt)
